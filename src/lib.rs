@@ -1,0 +1,11 @@
+//! stormsim: a deterministic discrete-event simulator of retry storms.
+//!
+//! Dependencies run one way: `engine` (time, events, random streams) knows
+//! nothing of retries; `model` (clients, layers, dependency) knows nothing
+//! of files; `metrics` turns what the model records into tables; `report`
+//! reads only metrics; `scenario` reads files and builds model configs;
+//! `runner` and `cli` tie them together.
+
+pub mod engine;
+pub mod model;
+pub mod scenario;

@@ -1,0 +1,13 @@
+//! The model of a retry storm: clients, layers with retry policies, and a
+//! capacity-limited dependency with incidents. It knows nothing of files;
+//! it takes a `ModelConfig` and reports into a `metrics::Recorder`.
+
+pub mod backoff;
+pub mod config;
+pub mod dependency;
+pub mod outcome;
+pub mod rate;
+pub mod retry;
+pub mod service;
+
+pub use config::{LayerConfig, Limits, ModelConfig, RecoveryCriteria};

@@ -1,0 +1,299 @@
+//! Units in scenario files: durations with units (`250ms`, `2s`, `5m`,
+//! `1h`, `2m10s`, `1.5s`) and rates (`2000/s`, `30/m`, `100/h`).
+//! A bare number is never a duration: `5` could mean seconds or
+//! milliseconds, so it is an error that says which units exist.
+
+use std::fmt;
+
+use serde::de::{self, Visitor};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::engine::{NS_PER_MS, NS_PER_S, NS_PER_US, Nanos};
+
+const UNITS: &[(&str, u64)] = &[
+    ("ns", 1),
+    ("us", NS_PER_US),
+    ("µs", NS_PER_US),
+    ("ms", NS_PER_MS),
+    ("s", NS_PER_S),
+    ("m", 60 * NS_PER_S),
+    ("h", 3600 * NS_PER_S),
+    ("d", 86_400 * NS_PER_S),
+];
+
+/// A duration in a scenario file, held as integer nanoseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Duration(pub Nanos);
+
+impl Duration {
+    pub fn from_secs(s: u64) -> Self {
+        Duration(s * NS_PER_S)
+    }
+    pub fn from_millis(ms: u64) -> Self {
+        Duration(ms * NS_PER_MS)
+    }
+    pub fn ns(self) -> Nanos {
+        self.0
+    }
+    pub fn secs_f64(self) -> f64 {
+        self.0 as f64 / NS_PER_S as f64
+    }
+}
+
+/// Parses `250ms`, `2s`, `1m30s`, `1.5s`, `2m 10s`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let s = text.trim();
+    if s.is_empty() {
+        return Err("empty duration; expected a number with a unit, such as 250ms or 2s".into());
+    }
+    let mut total: u128 = 0;
+    let mut rest = s;
+    while !rest.is_empty() {
+        rest = rest.trim_start();
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let (num, tail) = rest.split_at(num_len);
+        let tail = tail.trim_start();
+        if num.is_empty() {
+            return Err(format!(
+                "invalid duration `{text}`: expected a number with a unit, such as 250ms or 2s"
+            ));
+        }
+        let unit_len = tail
+            .find(|c: char| c.is_ascii_digit() || c == '.' || c.is_whitespace())
+            .unwrap_or(tail.len());
+        let (unit, tail) = tail.split_at(unit_len);
+        if unit.is_empty() {
+            return Err(format!(
+                "duration `{text}` has no unit; write it with one of ns, us, ms, s, m, h, d (for example {num}s or {num}ms)"
+            ));
+        }
+        let Some(&(_, scale)) = UNITS.iter().find(|(u, _)| *u == unit) else {
+            return Err(format!(
+                "duration `{text}` has an unknown unit `{unit}`; expected one of ns, us, ms, s, m, h, d"
+            ));
+        };
+        let value: f64 = num
+            .parse()
+            .map_err(|_| format!("invalid number `{num}` in duration `{text}`"))?;
+        let ns = value * scale as f64;
+        if !ns.is_finite() || ns > u64::MAX as f64 {
+            return Err(format!("duration `{text}` is too large"));
+        }
+        if ns.fract() != 0.0 && ns.fract().abs() > 1e-6 {
+            return Err(format!(
+                "duration `{text}` is finer than a nanosecond; stormsim counts time in whole nanoseconds"
+            ));
+        }
+        total += ns.round() as u128;
+        rest = tail;
+    }
+    u64::try_from(total)
+        .map(Duration)
+        .map_err(|_| format!("duration `{text}` is too large"))
+}
+
+impl fmt::Display for Duration {
+    /// The shortest exact spelling: `2m10s`, `250ms`, `1500us`, `0s`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ns = self.0;
+        if ns == 0 {
+            return write!(f, "0s");
+        }
+        if ns % NS_PER_S == 0 {
+            let mut s = ns / NS_PER_S;
+            let (d, h, m);
+            d = s / 86_400;
+            s %= 86_400;
+            h = s / 3600;
+            s %= 3600;
+            m = s / 60;
+            s %= 60;
+            for (v, u) in [(d, "d"), (h, "h"), (m, "m"), (s, "s")] {
+                if v > 0 {
+                    write!(f, "{v}{u}")?;
+                }
+            }
+            return Ok(());
+        }
+        for (u, scale) in [("ms", NS_PER_MS), ("us", NS_PER_US)] {
+            if ns % scale == 0 {
+                return write!(f, "{}{u}", ns / scale);
+            }
+        }
+        write!(f, "{ns}ns")
+    }
+}
+
+impl Serialize for Duration {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Duration {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Duration;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a duration with a unit, such as 250ms, 2s, 5m or 1h")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Duration, E> {
+                parse_duration(v).map_err(E::custom)
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Duration, E> {
+                Err(E::custom(format!(
+                    "duration `{v}` has no unit; write it with one of ns, us, ms, s, m, h, d (for example {v}s or {v}ms)"
+                )))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Duration, E> {
+                if v < 0 {
+                    Err(E::custom(format!("duration `{v}` is negative")))
+                } else {
+                    self.visit_u64(v as u64)
+                }
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Duration, E> {
+                Err(E::custom(format!(
+                    "duration `{v}` has no unit; write it with one of ns, us, ms, s, m, h, d (for example {v}s)"
+                )))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A rate of events, held as events per second.
+#[derive(Clone, Copy, Debug, PartialEq, PartialOrd, Default)]
+pub struct Rate(pub f64);
+
+impl Rate {
+    pub fn per_sec(self) -> f64 {
+        self.0
+    }
+}
+
+/// Parses `2000/s`, `30/m`, `100/h`, `1.5/s`.
+pub fn parse_rate(text: &str) -> Result<Rate, String> {
+    let s = text.trim();
+    let Some((num, unit)) = s.split_once('/') else {
+        return Err(format!(
+            "rate `{text}` has no unit; write it as N/s, N/m or N/h (for example {s}/s)"
+        ));
+    };
+    let per = match unit.trim() {
+        "s" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        other => {
+            return Err(format!(
+                "rate `{text}` has an unknown unit `/{other}`; expected /s, /m or /h"
+            ));
+        }
+    };
+    let n: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("invalid number `{}` in rate `{text}`", num.trim()))?;
+    if !n.is_finite() {
+        return Err(format!("rate `{text}` is not a finite number"));
+    }
+    if n < 0.0 {
+        return Err(format!("rate `{text}` is negative"));
+    }
+    Ok(Rate(n / per))
+}
+
+impl fmt::Display for Rate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/s", self.0)
+    }
+}
+
+impl Serialize for Rate {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Rate {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Rate;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a rate such as 2000/s, 30/m or 100/h")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Rate, E> {
+                parse_rate(v).map_err(E::custom)
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Rate, E> {
+                Err(E::custom(format!(
+                    "rate `{v}` has no unit; write it as N/s, N/m or N/h (for example {v}/s)"
+                )))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Rate, E> {
+                self.visit_u64(v.unsigned_abs())
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Rate, E> {
+                Err(E::custom(format!(
+                    "rate `{v}` has no unit; write it as N/s, N/m or N/h (for example {v}/s)"
+                )))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_durations() {
+        assert_eq!(parse_duration("250ms").unwrap().0, 250 * NS_PER_MS);
+        assert_eq!(parse_duration("2s").unwrap().0, 2 * NS_PER_S);
+        assert_eq!(parse_duration("5m").unwrap().0, 300 * NS_PER_S);
+        assert_eq!(parse_duration("1h").unwrap().0, 3600 * NS_PER_S);
+        assert_eq!(parse_duration("2m10s").unwrap().0, 130 * NS_PER_S);
+        assert_eq!(parse_duration("2m 10s").unwrap().0, 130 * NS_PER_S);
+        assert_eq!(parse_duration("1.5s").unwrap().0, 1_500 * NS_PER_MS);
+        assert_eq!(parse_duration("100us").unwrap().0, 100 * NS_PER_US);
+        assert_eq!(parse_duration("0s").unwrap().0, 0);
+    }
+
+    #[test]
+    fn rejects_bad_durations() {
+        assert!(parse_duration("5").unwrap_err().contains("no unit"));
+        assert!(parse_duration("5 parsecs").unwrap_err().contains("unknown unit"));
+        assert!(parse_duration("").is_err());
+        assert!(parse_duration("ms").is_err());
+        assert!(parse_duration("1.2.3s").is_err());
+        assert!(parse_duration("99999999999999999999h").unwrap_err().contains("too large"));
+        assert!(parse_duration("0.5ns").unwrap_err().contains("nanosecond"));
+    }
+
+    #[test]
+    fn duration_display_round_trips() {
+        for s in ["2m10s", "250ms", "1500us", "0s", "1h", "1d2h", "7ns", "90s"] {
+            let d = parse_duration(s).unwrap();
+            assert_eq!(parse_duration(&d.to_string()).unwrap(), d, "{s}");
+        }
+        assert_eq!(parse_duration("90s").unwrap().to_string(), "1m30s");
+        assert_eq!(parse_duration("1.5s").unwrap().to_string(), "1500ms");
+    }
+
+    #[test]
+    fn parses_rates() {
+        assert_eq!(parse_rate("2000/s").unwrap().0, 2000.0);
+        assert_eq!(parse_rate("60/m").unwrap().0, 1.0);
+        assert_eq!(parse_rate("3600/h").unwrap().0, 1.0);
+        assert!(parse_rate("2000").unwrap_err().contains("no unit"));
+        assert!(parse_rate("-5/s").unwrap_err().contains("negative"));
+        assert!(parse_rate("5/fortnight").unwrap_err().contains("unknown unit"));
+        assert!(parse_rate("NaN/s").is_err());
+        assert!(parse_rate("inf/s").is_err());
+    }
+}
