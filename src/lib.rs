@@ -6,6 +6,10 @@
 //! reads only metrics; `scenario` reads files and builds model configs;
 //! `runner` and `cli` tie them together.
 
+// pub mod cli;
 pub mod engine;
+pub mod metrics;
 pub mod model;
+pub mod report;
+pub mod runner;
 pub mod scenario;

@@ -3,6 +3,7 @@
 //! sees files, YAML or units.
 
 use crate::engine::Nanos;
+pub use crate::metrics::RecoveryCriteria;
 
 use super::backoff::Backoff;
 use super::dependency::DependencyConfig;
@@ -53,17 +54,6 @@ impl LayerConfig {
             propagate_deadline: false,
         }
     }
-}
-
-#[derive(Clone, Copy, Debug)]
-pub struct RecoveryCriteria {
-    /// Start of the trigger (first incident or schedule change); buckets
-    /// before it give the baseline success ratio.
-    pub trigger_start: Option<Nanos>,
-    /// End of the trigger; recovery is measured from here.
-    pub trigger_end: Option<Nanos>,
-    pub threshold: f64,
-    pub window: Nanos,
 }
 
 #[derive(Clone, Copy, Debug)]

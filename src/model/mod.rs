@@ -10,4 +10,10 @@ pub mod rate;
 pub mod retry;
 pub mod service;
 
-pub use config::{LayerConfig, Limits, ModelConfig, RecoveryCriteria};
+pub use crate::metrics::RecoveryCriteria;
+pub use config::{LayerConfig, Limits, ModelConfig};
+pub mod sim;
+mod slab;
+
+pub use crate::metrics::RunInfo;
+pub use sim::Sim;

@@ -2,6 +2,7 @@
 //! reasons counted in both CSVs.
 
 use crate::engine::Nanos;
+pub use crate::metrics::Reason;
 
 /// What the caller of an attempt sees when it fails.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,38 +42,6 @@ impl Failure {
 pub enum Outcome {
     Success,
     Failed(Failure),
-}
-
-/// The reason columns of the outputs (`failed_<reason>`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Reason {
-    Timeout = 0,
-    Connection = 1,
-    Status = 2,
-    Deadline = 3,
-    RetryAfterExceedsBudget = 4,
-}
-
-impl Reason {
-    pub const COUNT: usize = 5;
-    pub const ALL: [Reason; Reason::COUNT] = [
-        Reason::Timeout,
-        Reason::Connection,
-        Reason::Status,
-        Reason::Deadline,
-        Reason::RetryAfterExceedsBudget,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Reason::Timeout => "timeout",
-            Reason::Connection => "connection",
-            Reason::Status => "status",
-            Reason::Deadline => "deadline",
-            Reason::RetryAfterExceedsBudget => "retry_after_exceeds_budget",
-        }
-    }
 }
 
 impl Cause {

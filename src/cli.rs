@@ -1,0 +1,205 @@
+//! The command line: `stormsim run`, `stormsim validate`. Exit codes: 0
+//! success, 1 the run failed, 2 bad input (shared/DESIGN.md).
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::report::{self, OutputDir};
+use crate::runner::{self, VariantPlan};
+use crate::scenario::{self, Scenario, ScenarioErrors};
+
+/// The scenario `stormsim run` uses when given no file.
+pub const DEFAULT_SCENARIO: &str = include_str!("../scenarios/outage-recovery.yaml");
+const DEFAULT_LABEL: &str = "<default scenario: scenarios/outage-recovery.yaml>";
+
+#[derive(Parser, Debug)]
+#[command(name = "stormsim", version, about = "Deterministic discrete-event simulator of retry storms")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Simulate a scenario and write CSV tables to output/<name>/.
+    Run(RunArgs),
+    /// Check a scenario file and report every problem with its location.
+    Validate(ScenarioArgs),
+}
+
+#[derive(Args, Debug)]
+struct ScenarioArgs {
+    /// The scenario file (YAML).
+    file: PathBuf,
+    /// Override a field: PATH=VALUE, with the dotted paths of `variants`
+    /// (for example layers.api.retry.jitter=none). Repeatable.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    set: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+struct RunArgs {
+    /// The scenario file (YAML). Without one, runs the bundled
+    /// outage-recovery scenario.
+    file: Option<PathBuf>,
+    /// Output folder (default: output/<scenario name>).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Override a field: PATH=VALUE (repeatable).
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    set: Vec<String>,
+    /// Scenario seed (replaces `seed`).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Replicates per variant (replaces `replicates`).
+    #[arg(long)]
+    replicates: Option<u32>,
+    /// Worker threads (default: all cores, or RAYON_NUM_THREADS).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Guard rail: events per run (replaces `limits.max_events`).
+    #[arg(long)]
+    max_events: Option<u64>,
+    /// Guard rail: calls and dependency requests in flight at once
+    /// (replaces `limits.max_in_flight`).
+    #[arg(long)]
+    max_in_flight: Option<u64>,
+    /// Print nothing but errors.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+/// Runs the command line and returns the process exit code.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return code;
+        }
+    };
+    match cli.command {
+        Command::Run(args) => run(args),
+        Command::Validate(args) => validate(args),
+    }
+}
+
+fn report_errors(errors: &ScenarioErrors) -> i32 {
+    eprintln!("{errors}");
+    2
+}
+
+/// Loads a scenario and applies `--set` overrides, in order.
+fn load(file: Option<&Path>, sets: &[String]) -> Result<Scenario, ScenarioErrors> {
+    let mut s = match file {
+        Some(path) => scenario::load_file(path)?,
+        None => scenario::load_str(DEFAULT_SCENARIO, DEFAULT_LABEL)?,
+    };
+    for arg in sets {
+        let (path, value) = scenario::parse_set_arg(arg).map_err(ScenarioErrors::from)?;
+        s = scenario::apply_set(&s, &path, value)?;
+    }
+    Ok(s)
+}
+
+fn validate(args: ScenarioArgs) -> i32 {
+    let s = match load(Some(&args.file), &args.set) {
+        Ok(s) => s,
+        Err(e) => return report_errors(&e),
+    };
+    match scenario::expand_variants(&s) {
+        Ok(variants) => {
+            println!(
+                "{}: ok ({} variant{}, {} replicate{} each)",
+                args.file.display(),
+                variants.len(),
+                if variants.len() == 1 { "" } else { "s" },
+                s.replicates,
+                if s.replicates == 1 { "" } else { "s" },
+            );
+            0
+        }
+        Err(e) => report_errors(&e),
+    }
+}
+
+fn run(args: RunArgs) -> i32 {
+    let mut sets = args.set.clone();
+    if let Some(seed) = args.seed {
+        sets.push(format!("seed={seed}"));
+    }
+    if let Some(r) = args.replicates {
+        sets.push(format!("replicates={r}"));
+    }
+    if let Some(m) = args.max_events {
+        sets.push(format!("limits.max_events={m}"));
+    }
+    if let Some(m) = args.max_in_flight {
+        sets.push(format!("limits.max_in_flight={m}"));
+    }
+    let s = match load(args.file.as_deref(), &sets) {
+        Ok(s) => s,
+        Err(e) => return report_errors(&e),
+    };
+    let variants = match scenario::expand_variants(&s) {
+        Ok(v) => v,
+        Err(e) => return report_errors(&e),
+    };
+    let plans: Vec<VariantPlan> = variants
+        .iter()
+        .map(|(name, v)| VariantPlan {
+            name: name.clone(),
+            config: scenario::to_model(v),
+        })
+        .collect();
+    let out_path = args
+        .out
+        .clone()
+        .unwrap_or_else(|| Path::new("output").join(&s.name));
+
+    let pool = match args.threads {
+        Some(n) => rayon::ThreadPoolBuilder::new().num_threads(n).build(),
+        None => rayon::ThreadPoolBuilder::new().build(),
+    };
+    let pool = match pool {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: cannot start worker threads: {e}");
+            return 1;
+        }
+    };
+    let results = pool.install(|| runner::run_all(&plans, s.replicates, s.seed, &|_| {}));
+
+    let write = || -> std::io::Result<PathBuf> {
+        let out = OutputDir::create(&out_path)?;
+        out.write("timeseries.csv", &report::tables::timeseries_csv(&results))?;
+        out.write("summary.csv", &report::tables::summary_csv(&results))?;
+        out.write(
+            "summary_by_variant.csv",
+            &report::tables::summary_by_variant_csv(&results),
+        )?;
+        out.write("scenario.resolved.yaml", scenario::resolved_yaml(&s).as_bytes())?;
+        out.commit()
+    };
+    let dir = match write() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!(
+                "error: could not write results to {}: {e}; nothing was written",
+                out_path.display()
+            );
+            return 1;
+        }
+    };
+    if !args.quiet {
+        print!("{}", report::console::summary_text(&s.name, &results));
+        println!("results: {}", dir.display());
+    }
+    if results.iter().any(|r| r.summary.aborted.is_some()) {
+        eprintln!("error: some runs hit a guard rail and stopped early (see the `aborted` column)");
+        return 1;
+    }
+    0
+}

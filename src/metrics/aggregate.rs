@@ -1,0 +1,104 @@
+//! `summary_by_variant.csv`: each summary figure over the replicates of a
+//! variant, as a mean and the half-width of its 95% confidence interval
+//! (Student's t with n − 1 degrees of freedom; empty with one replicate).
+//! Missing values (a run with no recovery, say) are left out of both.
+//! `recovered` becomes `recovered_fraction`: the share of replicates that
+//! recovered.
+
+use super::columns::Cell;
+
+/// Two-sided 95% quantiles of Student's t for 1..=30 degrees of freedom.
+const T95: [f64; 30] = [
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+    2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+    2.052, 2.048, 2.045, 2.042,
+];
+
+/// The 95% two-sided t quantile for `df` degrees of freedom.
+pub fn t95(df: usize) -> f64 {
+    match df {
+        0 => f64::NAN,
+        1..=30 => T95[df - 1],
+        31..=40 => 2.021,
+        41..=60 => 2.000,
+        61..=120 => 1.980,
+        _ => 1.960,
+    }
+}
+
+/// Mean and 95% CI half-width of the values (None when there are none;
+/// the half-width is None with fewer than two).
+pub fn mean_ci(values: &[f64]) -> Option<(f64, Option<f64>)> {
+    if values.is_empty() {
+        return None;
+    }
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    if values.len() < 2 {
+        return Some((mean, None));
+    }
+    let var = values.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / (n - 1.0);
+    Some((mean, Some(t95(values.len() - 1) * (var / n).sqrt())))
+}
+
+/// Aggregates the summary rows of one variant (all with the same columns)
+/// into `replicates` then `<col>_mean, <col>_ci95` for every numeric column.
+pub fn aggregate(rows: &[Vec<(String, Cell)>]) -> Vec<(String, Cell)> {
+    let mut out = vec![("replicates".to_string(), Cell::Int(rows.len() as u64))];
+    let Some(first) = rows.first() else {
+        return out;
+    };
+    for (i, (name, cell)) in first.iter().enumerate() {
+        if matches!(cell, Cell::Text(_)) || name == "aborted" || name == "event_digest" {
+            continue;
+        }
+        let values: Vec<f64> = rows.iter().filter_map(|r| r[i].1.number()).collect();
+        if name == "recovered" {
+            let frac =
+                (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64);
+            out.push(("recovered_fraction".into(), Cell::opt_f(frac)));
+            continue;
+        }
+        let (mean, ci) = match mean_ci(&values) {
+            Some((m, ci)) => (Cell::Float(m), Cell::opt_f(ci)),
+            None => (Cell::Missing, Cell::Missing),
+        };
+        out.push((format!("{name}_mean"), mean));
+        out.push((format!("{name}_ci95"), ci));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mean_and_ci_of_known_values() {
+        let (m, ci) = mean_ci(&[1.0, 2.0, 3.0, 4.0]).unwrap();
+        assert_eq!(m, 2.5);
+        // sd = 1.290994, se = 0.645497, t(3) = 3.182
+        assert!((ci.unwrap() - 3.182 * 0.645_497_224).abs() < 1e-6);
+        assert_eq!(mean_ci(&[5.0]), Some((5.0, None)));
+        assert_eq!(mean_ci(&[]), None);
+    }
+
+    #[test]
+    fn recovered_becomes_a_fraction_and_text_is_skipped() {
+        let row = |rec: bool, x: f64| {
+            vec![
+                ("recovered".to_string(), Cell::Bool(rec)),
+                ("x".to_string(), Cell::Float(x)),
+                ("aborted".to_string(), Cell::Text("no".into())),
+            ]
+        };
+        let agg = aggregate(&[row(true, 1.0), row(false, 3.0)]);
+        let names: Vec<&str> = agg.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            ["replicates", "recovered_fraction", "x_mean", "x_ci95"]
+        );
+        assert_eq!(agg[1].1, Cell::Float(0.5));
+        assert_eq!(agg[2].1, Cell::Float(2.0));
+    }
+}

@@ -1,0 +1,17 @@
+//! Metrics: what a run records (`recorder`), and the tables computed from
+//! it (`table`: time-series rows and the per-run summary, including
+//! recovery and the metastability verdict). The report reads only these.
+
+pub mod aggregate;
+pub mod columns;
+pub mod criteria;
+pub mod gauge;
+pub mod reason;
+pub mod recorder;
+pub mod table;
+
+pub use columns::Cell;
+pub use criteria::RecoveryCriteria;
+pub use reason::Reason;
+pub use recorder::Recorder;
+pub use table::{RunContext, RunInfo, Summary, TimeRow, tabulate};

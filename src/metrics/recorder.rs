@@ -1,0 +1,258 @@
+//! What a run records while it runs: counters per time bucket, per layer,
+//! time-integrated gauges and latency histograms. The model calls these
+//! cheap methods from its event handlers; nothing here allocates per event
+//! (the per-bucket latency histogram is reused from bucket to bucket).
+//!
+//! Latencies are recorded in microseconds in HdrHistogram (3 significant
+//! digits for the whole run, 2 for each bucket): integer counts, so they
+//! merge exactly in any order.
+
+use hdrhistogram::Histogram;
+
+use super::reason::Reason;
+use crate::engine::{NS_PER_US, Nanos};
+
+use super::gauge::Gauge;
+
+/// Counters of one time bucket.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BucketCounts {
+    pub offered: u64,
+    /// Attempts sent by the outermost layer.
+    pub attempts: u64,
+    /// Retries sent by all layers.
+    pub retries: u64,
+    pub dependency_attempts: u64,
+    pub succeeded: u64,
+    pub failed: [u64; Reason::COUNT],
+    pub shed: u64,
+    /// Dependency requests that vanished in a blackhole.
+    pub blackholed: u64,
+    /// Dependency requests dropped at the head of the queue after waiting
+    /// longer than the queue timeout.
+    pub queue_timeouts: u64,
+    /// Dependency requests completed whose caller had already given up.
+    pub orphaned: u64,
+    pub latency_p50_us: Option<u64>,
+    pub latency_p99_us: Option<u64>,
+    /// Logical requests still open at the end of the bucket.
+    pub open_requests: u64,
+}
+
+impl BucketCounts {
+    pub fn failed_total(&self) -> u64 {
+        self.failed.iter().sum()
+    }
+}
+
+/// Whole-run totals that are not sums of bucket counters.
+#[derive(Clone, Debug, Default)]
+pub struct Totals {
+    pub queue_wait_sum_ns: u128,
+    pub queue_wait_count: u64,
+    pub orphaned_work_ns: u128,
+    pub busy_work_ns: u128,
+}
+
+pub struct Recorder {
+    bucket: Nanos,
+    duration: Nanos,
+    layers: usize,
+    pub buckets: Vec<BucketCounts>,
+    /// Attempts and retries per bucket and layer, `[bucket * layers + layer]`.
+    pub layer_attempts: Vec<u64>,
+    pub layer_retries: Vec<u64>,
+    pub queue: Gauge,
+    /// Requests inside the dependency: queued plus in service.
+    pub inside: Gauge,
+    pub busy: Gauge,
+    pub latency: Histogram<u64>,
+    pub retry_delay: Histogram<u64>,
+    bucket_latency: Histogram<u64>,
+    latency_bucket: usize,
+    pub totals: Totals,
+    open_requests: u64,
+    open_bucket: usize,
+}
+
+/// Longest latency or delay tracked exactly: 100 hours, in microseconds.
+/// Longer values are recorded as this value (`saturating_record`); no
+/// scenario can run that long with a wait that long in it.
+const MAX_US: u64 = 100 * 3600 * 1_000_000;
+
+fn histogram(sigfig: u8) -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_US, sigfig).expect("valid histogram bounds")
+}
+
+impl Recorder {
+    pub fn new(duration: Nanos, bucket: Nanos, layers: usize) -> Self {
+        let n = duration.div_ceil(bucket).max(1) as usize;
+        Recorder {
+            bucket,
+            duration,
+            layers,
+            buckets: vec![BucketCounts::default(); n],
+            layer_attempts: vec![0; n * layers],
+            layer_retries: vec![0; n * layers],
+            queue: Gauge::new(bucket, n),
+            inside: Gauge::new(bucket, n),
+            busy: Gauge::new(bucket, n),
+            latency: histogram(3),
+            retry_delay: histogram(3),
+            bucket_latency: histogram(2),
+            latency_bucket: 0,
+            totals: Totals::default(),
+            open_requests: 0,
+            open_bucket: 0,
+        }
+    }
+
+    pub fn bucket_len(&self) -> Nanos {
+        self.bucket
+    }
+
+    pub fn duration(&self) -> Nanos {
+        self.duration
+    }
+
+    pub fn layers(&self) -> usize {
+        self.layers
+    }
+
+    /// Length of bucket `b` (the last may be cut short by the run's end).
+    pub fn len_of(&self, b: usize) -> Nanos {
+        let start = b as u64 * self.bucket;
+        (start + self.bucket).min(self.duration) - start
+    }
+
+    #[inline]
+    fn b(&self, t: Nanos) -> usize {
+        ((t / self.bucket) as usize).min(self.buckets.len() - 1)
+    }
+
+    #[inline]
+    pub fn offered(&mut self, t: Nanos) {
+        self.note_open(t);
+        let b = self.b(t);
+        self.buckets[b].offered += 1;
+        self.open_requests += 1;
+    }
+
+    #[inline]
+    pub fn attempt(&mut self, t: Nanos, layer: usize, retry: bool) {
+        let b = self.b(t);
+        if layer == 0 {
+            self.buckets[b].attempts += 1;
+        }
+        self.layer_attempts[b * self.layers + layer] += 1;
+        if retry {
+            self.buckets[b].retries += 1;
+            self.layer_retries[b * self.layers + layer] += 1;
+        }
+    }
+
+    #[inline]
+    pub fn dependency_attempt(&mut self, t: Nanos) {
+        let b = self.b(t);
+        self.buckets[b].dependency_attempts += 1;
+    }
+
+    #[inline]
+    pub fn shed(&mut self, t: Nanos) {
+        let b = self.b(t);
+        self.buckets[b].shed += 1;
+    }
+
+    #[inline]
+    pub fn blackholed(&mut self, t: Nanos) {
+        let b = self.b(t);
+        self.buckets[b].blackholed += 1;
+    }
+
+    #[inline]
+    pub fn queue_timeout(&mut self, t: Nanos) {
+        let b = self.b(t);
+        self.buckets[b].queue_timeouts += 1;
+    }
+
+    #[inline]
+    pub fn retry_sleep(&mut self, delay: Nanos) {
+        self.retry_delay.saturating_record(delay / NS_PER_US);
+    }
+
+    #[inline]
+    pub fn queue_wait(&mut self, wait: Nanos) {
+        self.totals.queue_wait_sum_ns += wait as u128;
+        self.totals.queue_wait_count += 1;
+    }
+
+    /// A dependency request finished service; `orphaned` when its caller
+    /// had already given up.
+    #[inline]
+    pub fn service_done(&mut self, t: Nanos, service: Nanos, orphaned: bool) {
+        self.totals.busy_work_ns += service as u128;
+        if orphaned {
+            let b = self.b(t);
+            self.buckets[b].orphaned += 1;
+            self.totals.orphaned_work_ns += service as u128;
+        }
+    }
+
+    /// A logical request ended: `None` is a success, else the reason.
+    #[inline]
+    pub fn request_done(&mut self, t: Nanos, latency: Nanos, failure: Option<Reason>) {
+        self.note_open(t);
+        let b = self.b(t);
+        match failure {
+            None => self.buckets[b].succeeded += 1,
+            Some(r) => self.buckets[b].failed[r as usize] += 1,
+        }
+        self.open_requests -= 1;
+        self.roll_latency(b);
+        let us = (latency / NS_PER_US).max(1);
+        self.latency.saturating_record(us);
+        self.bucket_latency.saturating_record(us);
+    }
+
+    /// Records the open-request count at the end of every bucket passed.
+    #[inline]
+    fn note_open(&mut self, t: Nanos) {
+        let b = self.b(t);
+        while self.open_bucket < b {
+            self.buckets[self.open_bucket].open_requests = self.open_requests;
+            self.open_bucket += 1;
+        }
+    }
+
+    fn roll_latency(&mut self, b: usize) {
+        if b != self.latency_bucket {
+            self.close_latency_bucket();
+            self.latency_bucket = b;
+        }
+    }
+
+    fn close_latency_bucket(&mut self) {
+        if !self.bucket_latency.is_empty() {
+            let c = &mut self.buckets[self.latency_bucket];
+            c.latency_p50_us = Some(self.bucket_latency.value_at_quantile(0.5));
+            c.latency_p99_us = Some(self.bucket_latency.value_at_quantile(0.99));
+            self.bucket_latency.reset();
+        }
+    }
+
+    /// Closes the run at its end time.
+    pub fn finish(&mut self, end: Nanos) {
+        self.queue.advance(end);
+        self.inside.advance(end);
+        self.busy.advance(end);
+        self.close_latency_bucket();
+        let last = self.buckets.len() - 1;
+        self.note_open(end.saturating_sub(1).max(last as u64 * self.bucket));
+        self.buckets[last].open_requests = self.open_requests;
+    }
+
+    /// Logical requests that have not ended.
+    pub fn open_requests(&self) -> u64 {
+        self.open_requests
+    }
+}

@@ -1,0 +1,295 @@
+//! The tables of one run, computed from its recorder: the time-series rows
+//! and the summary, with the recovery time and the metastability verdict.
+//!
+//! Recovery (README, "Recovery and metastability"): the *baseline* is the
+//! success ratio (succeeded ÷ offered) over the full buckets before the
+//! trigger starts (the first bucket skipped as warm-up when there are
+//! others; 1.0 when there are none). After the trigger ends, a sliding
+//! window of `window` is *healthy* when its success ratio is at least
+//! `threshold` × baseline. The run *recovered* when, from some window on,
+//! every window until the end of the run is healthy; the recovery time is
+//! the start of the first such window minus the trigger's end. A run that
+//! never gets there is metastable (`recovered = false`).
+
+use crate::engine::{NS_PER_S, Nanos};
+
+use super::criteria::RecoveryCriteria;
+use super::reason::Reason;
+use super::recorder::Recorder;
+
+/// What a finished run hands back besides its recorder.
+#[derive(Clone, Debug, Default)]
+pub struct RunInfo {
+    pub events: u64,
+    pub digest: u64,
+    /// Why the run stopped early, if it did (a guard rail was hit).
+    pub aborted: Option<String>,
+    /// Time the run reached (the duration unless aborted).
+    pub end: Nanos,
+}
+
+/// Facts about the system that the tables are judged against.
+#[derive(Clone, Debug)]
+pub struct RunContext {
+    /// Nominal capacity of the dependency, requests per second.
+    pub capacity_per_sec: f64,
+    pub concurrency: u32,
+    pub recovery: RecoveryCriteria,
+    pub layer_names: Vec<String>,
+}
+
+/// One row of `timeseries.csv` (without variant and replicate).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TimeRow {
+    pub t_s: f64,
+    pub offered: u64,
+    pub attempts: u64,
+    pub retries: u64,
+    pub dependency_attempts: u64,
+    pub succeeded: u64,
+    pub failed: u64,
+    pub failed_by: [u64; Reason::COUNT],
+    pub shed: u64,
+    pub queue_depth: f64,
+    pub in_flight: f64,
+    pub utilization: f64,
+    pub goodput: f64,
+    pub latency_p50_ms: Option<f64>,
+    pub latency_p99_ms: Option<f64>,
+    pub orphaned: u64,
+    pub blackholed: u64,
+    pub queue_timeouts: u64,
+    pub open_requests: u64,
+    /// Dependency attempts per second ÷ nominal capacity.
+    pub load_ratio: f64,
+    pub layer_attempts: Vec<u64>,
+    pub layer_retries: Vec<u64>,
+}
+
+/// One row of `summary.csv` (without variant, replicate and seed).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Summary {
+    pub logical_requests: u64,
+    pub succeeded: u64,
+    pub failed: u64,
+    pub in_flight_at_end: u64,
+    pub success_rate: f64,
+    pub dependency_attempts: u64,
+    pub retries: u64,
+    pub retry_ratio: f64,
+    pub retry_delay_p50_ms: Option<f64>,
+    pub retry_delay_p99_ms: Option<f64>,
+    pub amplification: f64,
+    pub peak_amplification: f64,
+    pub goodput: f64,
+    pub latency_mean_ms: Option<f64>,
+    pub latency_p50_ms: Option<f64>,
+    pub latency_p99_ms: Option<f64>,
+    pub latency_p999_ms: Option<f64>,
+    pub dependency_utilization: f64,
+    pub dependency_queue_wait_mean_ms: Option<f64>,
+    pub peak_load_ratio: f64,
+    pub recovery_time_s: Option<f64>,
+    pub recovered: Option<bool>,
+    pub orphaned_work_s: f64,
+    pub events: u64,
+    pub failed_by: [u64; Reason::COUNT],
+    pub shed: u64,
+    pub blackholed: u64,
+    pub queue_timeouts: u64,
+    pub orphaned: u64,
+    pub layer_attempts: Vec<u64>,
+    pub layer_retries: Vec<u64>,
+    pub baseline_success_ratio: f64,
+    pub capacity_per_s: f64,
+    pub aborted: Option<String>,
+    pub event_digest: u64,
+}
+
+fn ratio(a: f64, b: f64) -> f64 {
+    if b == 0.0 { 0.0 } else { a / b }
+}
+
+fn us_to_ms(us: u64) -> f64 {
+    us as f64 / 1000.0
+}
+
+/// Computes the time series and the summary of one run.
+pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRow>, Summary) {
+    let layers = rec.layers();
+    let n = rec.buckets.len();
+    let mut rows = Vec::with_capacity(n);
+    for (b, c) in rec.buckets.iter().enumerate() {
+        let len = rec.len_of(b);
+        let secs = len as f64 / NS_PER_S as f64;
+        let busy = rec.busy.mean(b, len);
+        rows.push(TimeRow {
+            t_s: (b as u64 * rec.bucket_len()) as f64 / NS_PER_S as f64,
+            offered: c.offered,
+            attempts: c.attempts,
+            retries: c.retries,
+            dependency_attempts: c.dependency_attempts,
+            succeeded: c.succeeded,
+            failed: c.failed_total(),
+            failed_by: c.failed,
+            shed: c.shed,
+            queue_depth: rec.queue.mean(b, len),
+            in_flight: rec.inside.mean(b, len),
+            utilization: ratio(busy, ctx.concurrency as f64),
+            goodput: ratio(c.succeeded as f64, secs),
+            latency_p50_ms: c.latency_p50_us.map(us_to_ms),
+            latency_p99_ms: c.latency_p99_us.map(us_to_ms),
+            orphaned: c.orphaned,
+            blackholed: c.blackholed,
+            queue_timeouts: c.queue_timeouts,
+            open_requests: c.open_requests,
+            load_ratio: ratio(
+                ratio(c.dependency_attempts as f64, secs),
+                ctx.capacity_per_sec,
+            ),
+            layer_attempts: rec.layer_attempts[b * layers..(b + 1) * layers].to_vec(),
+            layer_retries: rec.layer_retries[b * layers..(b + 1) * layers].to_vec(),
+        });
+    }
+
+    let sum = |f: fn(&TimeRow) -> u64| rows.iter().map(f).sum::<u64>();
+    let logical_requests = sum(|r| r.offered);
+    let succeeded = sum(|r| r.succeeded);
+    let failed = sum(|r| r.failed);
+    let dependency_attempts = sum(|r| r.dependency_attempts);
+    let retries = sum(|r| r.retries);
+    let all_attempts: u64 = rec.layer_attempts.iter().sum();
+    let mut failed_by = [0; Reason::COUNT];
+    for r in &rows {
+        for (t, v) in failed_by.iter_mut().zip(r.failed_by) {
+            *t += v;
+        }
+    }
+    let mut layer_attempts = vec![0; layers];
+    let mut layer_retries = vec![0; layers];
+    for r in &rows {
+        for l in 0..layers {
+            layer_attempts[l] += r.layer_attempts[l];
+            layer_retries[l] += r.layer_retries[l];
+        }
+    }
+    let run_secs = info.end.max(1) as f64 / NS_PER_S as f64;
+    // Only full buckets judge peaks: a short last bucket would be noise.
+    let full = |b: usize| rec.len_of(b) == rec.bucket_len();
+    let peak_amplification = rows
+        .iter()
+        .enumerate()
+        .filter(|(b, r)| full(*b) && r.offered > 0)
+        .map(|(_, r)| r.dependency_attempts as f64 / r.offered as f64)
+        .fold(0.0, f64::max);
+    let peak_load_ratio = rows
+        .iter()
+        .enumerate()
+        .filter(|(b, _)| full(*b))
+        .map(|(_, r)| r.load_ratio)
+        .fold(0.0, f64::max);
+    let hist_ms = |h: &hdrhistogram::Histogram<u64>, q: f64| {
+        (!h.is_empty()).then(|| us_to_ms(h.value_at_quantile(q)))
+    };
+    let (baseline, recovery_time_s, recovered) = recovery(rec, &rows, &ctx.recovery);
+    let summary = Summary {
+        logical_requests,
+        succeeded,
+        failed,
+        in_flight_at_end: rec.open_requests(),
+        success_rate: ratio(succeeded as f64, (succeeded + failed) as f64),
+        dependency_attempts,
+        retries,
+        retry_ratio: ratio(retries as f64, all_attempts as f64),
+        retry_delay_p50_ms: hist_ms(&rec.retry_delay, 0.5),
+        retry_delay_p99_ms: hist_ms(&rec.retry_delay, 0.99),
+        amplification: ratio(dependency_attempts as f64, logical_requests as f64),
+        peak_amplification,
+        goodput: succeeded as f64 / run_secs,
+        latency_mean_ms: (!rec.latency.is_empty()).then(|| rec.latency.mean() / 1000.0),
+        latency_p50_ms: hist_ms(&rec.latency, 0.5),
+        latency_p99_ms: hist_ms(&rec.latency, 0.99),
+        latency_p999_ms: hist_ms(&rec.latency, 0.999),
+        dependency_utilization: ratio(rec.busy.total_secs(), run_secs * ctx.concurrency as f64),
+        dependency_queue_wait_mean_ms: (rec.totals.queue_wait_count > 0).then(|| {
+            rec.totals.queue_wait_sum_ns as f64 / rec.totals.queue_wait_count as f64 / 1e6
+        }),
+        peak_load_ratio,
+        recovery_time_s,
+        recovered,
+        orphaned_work_s: rec.totals.orphaned_work_ns as f64 / 1e9,
+        events: info.events,
+        failed_by,
+        shed: sum(|r| r.shed),
+        blackholed: sum(|r| r.blackholed),
+        queue_timeouts: sum(|r| r.queue_timeouts),
+        orphaned: sum(|r| r.orphaned),
+        layer_attempts,
+        layer_retries,
+        baseline_success_ratio: baseline,
+        capacity_per_s: ctx.capacity_per_sec,
+        aborted: info.aborted.clone(),
+        event_digest: info.digest,
+    };
+    (rows, summary)
+}
+
+/// Returns (baseline ratio, recovery time in seconds, recovered).
+fn recovery(
+    rec: &Recorder,
+    rows: &[TimeRow],
+    c: &RecoveryCriteria,
+) -> (f64, Option<f64>, Option<bool>) {
+    let bucket = rec.bucket_len();
+    let full: Vec<usize> = (0..rows.len())
+        .filter(|&b| rec.len_of(b) == bucket)
+        .collect();
+    let ratio_of = |bs: &mut dyn Iterator<Item = usize>| {
+        let (mut ok, mut offered) = (0u64, 0u64);
+        for b in bs {
+            ok += rows[b].succeeded;
+            offered += rows[b].offered;
+        }
+        (offered > 0).then(|| ok as f64 / offered as f64)
+    };
+    let start = c.trigger_start.unwrap_or(u64::MAX);
+    let before: Vec<usize> = full
+        .iter()
+        .copied()
+        .filter(|&b| (b as u64 + 1) * bucket <= start)
+        .collect();
+    let skip = usize::from(before.len() > 1);
+    let baseline = ratio_of(&mut before.iter().copied().skip(skip))
+        .unwrap_or(1.0)
+        .min(1.0);
+    let Some(end) = c.trigger_end else {
+        return (baseline, None, None);
+    };
+    let w = c.window.div_ceil(bucket).max(1) as usize;
+    let b0 = end.div_ceil(bucket) as usize;
+    let last_full = full.last().copied();
+    let Some(last) = last_full.filter(|&l| l + 1 >= b0 + w) else {
+        // Not even one window fits after the trigger: never seen healthy.
+        return (baseline, None, Some(false));
+    };
+    let healthy =
+        |b: usize| ratio_of(&mut (b + 1 - w..=b)).is_none_or(|r| r >= c.threshold * baseline);
+    let first = b0 + w - 1;
+    let mut settled = last + 1;
+    for b in (first..=last).rev() {
+        if healthy(b) {
+            settled = b;
+        } else {
+            break;
+        }
+    }
+    if settled > last {
+        return (baseline, None, Some(false));
+    }
+    let window_start = ((settled + 1 - w) as u64 * bucket).max(end);
+    (
+        baseline,
+        Some((window_start - end) as f64 / NS_PER_S as f64),
+        Some(true),
+    )
+}

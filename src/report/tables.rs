@@ -1,0 +1,128 @@
+//! The three CSV tables: `timeseries.csv`, `summary.csv` and
+//! `summary_by_variant.csv`, tidy (one row per observation) so pandas reads
+//! them without reshaping.
+
+use crate::metrics::Cell;
+use crate::metrics::aggregate::aggregate;
+use crate::metrics::columns::{summary_cells, time_row_cells};
+use crate::runner::RunResult;
+
+/// Layer names across all variants, in order of first appearance: the
+/// per-layer columns (`attempts_<layer>`). A layer absent from a variant
+/// has zeros there.
+pub fn all_layer_names(results: &[RunResult]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for r in results {
+        for n in &r.layer_names {
+            if !names.contains(n) {
+                names.push(n.clone());
+            }
+        }
+    }
+    names
+}
+
+/// Reorders a run's per-layer counters onto the shared layer list.
+fn spread(values: &[u64], own: &[String], all: &[String]) -> Vec<u64> {
+    all.iter()
+        .map(|n| own.iter().position(|o| o == n).map_or(0, |i| values[i]))
+        .collect()
+}
+
+fn write_csv(header: &[String], rows: impl Iterator<Item = Vec<String>>) -> Vec<u8> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(header).expect("writing to memory");
+    for row in rows {
+        w.write_record(&row).expect("writing to memory");
+    }
+    w.into_inner().expect("writing to memory")
+}
+
+fn header_of(prefix: &[&str], cells: &[(String, Cell)]) -> Vec<String> {
+    prefix
+        .iter()
+        .map(|s| s.to_string())
+        .chain(cells.iter().map(|(n, _)| n.clone()))
+        .collect()
+}
+
+pub fn timeseries_csv(results: &[RunResult]) -> Vec<u8> {
+    let layers = all_layer_names(results);
+    let mut header = None;
+    let mut rows = Vec::new();
+    for r in results {
+        for row in &r.rows {
+            let mut row = row.clone();
+            row.layer_attempts = spread(&row.layer_attempts, &r.layer_names, &layers);
+            row.layer_retries = spread(&row.layer_retries, &r.layer_names, &layers);
+            let cells = time_row_cells(&row, &layers);
+            header.get_or_insert_with(|| header_of(&["variant", "replicate"], &cells));
+            let mut line = vec![r.variant.clone(), r.replicate.to_string()];
+            line.extend(cells.iter().map(|(_, c)| c.render()));
+            rows.push(line);
+        }
+    }
+    write_csv(&header.unwrap_or_default(), rows.into_iter())
+}
+
+fn summary_rows(results: &[RunResult]) -> (Vec<String>, Vec<Vec<(String, Cell)>>) {
+    let layers = all_layer_names(results);
+    let rows: Vec<Vec<(String, Cell)>> = results
+        .iter()
+        .map(|r| {
+            let mut s = r.summary.clone();
+            s.layer_attempts = spread(&s.layer_attempts, &r.layer_names, &layers);
+            s.layer_retries = spread(&s.layer_retries, &r.layer_names, &layers);
+            summary_cells(&s, &layers)
+        })
+        .collect();
+    (layers, rows)
+}
+
+pub fn summary_csv(results: &[RunResult]) -> Vec<u8> {
+    let (_, rows) = summary_rows(results);
+    let header = rows
+        .first()
+        .map(|c| header_of(&["variant", "replicate", "seed"], c))
+        .unwrap_or_default();
+    let lines = results.iter().zip(&rows).map(|(r, cells)| {
+        let mut line = vec![
+            r.variant.clone(),
+            r.replicate.to_string(),
+            r.seed.to_string(),
+        ];
+        line.extend(cells.iter().map(|(_, c)| c.render()));
+        line
+    });
+    write_csv(&header, lines)
+}
+
+/// Aggregated rows per variant, in variant order: (variant, cells).
+pub fn by_variant(results: &[RunResult]) -> Vec<(String, Vec<(String, Cell)>)> {
+    let (_, rows) = summary_rows(results);
+    let mut out: Vec<(String, Vec<(String, Cell)>)> = Vec::new();
+    let mut i = 0;
+    while i < results.len() {
+        let v = results[i].variant_index;
+        let j = (i..results.len())
+            .find(|&k| results[k].variant_index != v)
+            .unwrap_or(results.len());
+        out.push((results[i].variant.clone(), aggregate(&rows[i..j])));
+        i = j;
+    }
+    out
+}
+
+pub fn summary_by_variant_csv(results: &[RunResult]) -> Vec<u8> {
+    let agg = by_variant(results);
+    let header = agg
+        .first()
+        .map(|(_, c)| header_of(&["variant"], c))
+        .unwrap_or_default();
+    let lines = agg.iter().map(|(name, cells)| {
+        let mut line = vec![name.clone()];
+        line.extend(cells.iter().map(|(_, c)| c.render()));
+        line
+    });
+    write_csv(&header, lines)
+}
