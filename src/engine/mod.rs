@@ -12,4 +12,4 @@ pub mod time;
 
 pub use queue::{EventKind, EventQueue};
 pub use rng::{Purpose, Stream, derive_seed};
-pub use time::{Nanos, NS_PER_MS, NS_PER_S, NS_PER_US};
+pub use time::{NS_PER_MS, NS_PER_S, NS_PER_US, Nanos};

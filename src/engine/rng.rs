@@ -34,9 +34,9 @@ pub fn splitmix64(mut z: u64) -> u64 {
 /// Folds the parts into one seed, in order. Fixed forever: changing it
 /// changes every published figure.
 pub fn derive_seed(parts: &[u64]) -> u64 {
-    parts
-        .iter()
-        .fold(0x5354_4f52_4d53_494d, |acc, &p| splitmix64(acc ^ splitmix64(p)))
+    parts.iter().fold(0x5354_4f52_4d53_494d, |acc, &p| {
+        splitmix64(acc ^ splitmix64(p))
+    })
 }
 
 /// One random stream.

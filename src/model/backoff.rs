@@ -210,7 +210,10 @@ mod tests {
         for n in 1..=30 {
             let s = sleep_before_retry(&b, Jitter::Decorrelated, n, prev, &mut rng);
             assert!(s >= b.base() && s <= b.cap(), "{s}");
-            assert!(s <= (prev * 3).min(b.cap()), "sleep {s} above 3 x prev {prev}");
+            assert!(
+                s <= (prev * 3).min(b.cap()),
+                "sleep {s} above 3 x prev {prev}"
+            );
             grew |= s > 3 * b.base();
             prev = s;
         }

@@ -219,13 +219,7 @@ mod tests {
 
     #[test]
     fn zero_rate_forever_has_no_arrival() {
-        let p = RateProfile::new(
-            10.0,
-            &[RateChange::Step {
-                at: S,
-                rate: 0.0,
-            }],
-        );
+        let p = RateProfile::new(10.0, &[RateChange::Step { at: S, rate: 0.0 }]);
         assert_eq!(p.next_arrival(0, 100.0), None);
         assert!(p.next_arrival(0, 1.0).is_some());
     }

@@ -15,10 +15,18 @@ pub const Z_99: f64 = 2.326_347_874_040_841;
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ServiceDist {
     Constant(Nanos),
-    Exponential { mean: Nanos },
+    Exponential {
+        mean: Nanos,
+    },
     /// Parameters of ln(service time in ns).
-    Lognormal { mu: f64, sigma: f64 },
-    Uniform { min: Nanos, max: Nanos },
+    Lognormal {
+        mu: f64,
+        sigma: f64,
+    },
+    Uniform {
+        min: Nanos,
+        max: Nanos,
+    },
 }
 
 impl ServiceDist {
@@ -81,7 +89,11 @@ mod tests {
             let (m, _) = sample_mean_and_sorted(d, 400_000);
             // Relative error well under 1% for 400k samples of these
             // (coefficient of variation <= 1.2: sd of the mean < 0.2%).
-            assert!((m / d.mean() - 1.0).abs() < 0.01, "{d:?}: {m} vs {}", d.mean());
+            assert!(
+                (m / d.mean() - 1.0).abs() < 0.01,
+                "{d:?}: {m} vs {}",
+                d.mean()
+            );
         }
     }
 

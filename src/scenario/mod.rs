@@ -2,7 +2,10 @@
 //! error locations, validation, overrides (`--set` and variants), and the
 //! translation into the model's configuration.
 
+pub mod error;
+pub mod locate;
 pub mod types;
 pub mod units;
 
+pub use error::{ScenarioError, ScenarioErrors};
 pub use types::Scenario;

@@ -267,11 +267,19 @@ mod tests {
     #[test]
     fn rejects_bad_durations() {
         assert!(parse_duration("5").unwrap_err().contains("no unit"));
-        assert!(parse_duration("5 parsecs").unwrap_err().contains("unknown unit"));
+        assert!(
+            parse_duration("5 parsecs")
+                .unwrap_err()
+                .contains("unknown unit")
+        );
         assert!(parse_duration("").is_err());
         assert!(parse_duration("ms").is_err());
         assert!(parse_duration("1.2.3s").is_err());
-        assert!(parse_duration("99999999999999999999h").unwrap_err().contains("too large"));
+        assert!(
+            parse_duration("99999999999999999999h")
+                .unwrap_err()
+                .contains("too large")
+        );
         assert!(parse_duration("0.5ns").unwrap_err().contains("nanosecond"));
     }
 
@@ -292,7 +300,11 @@ mod tests {
         assert_eq!(parse_rate("3600/h").unwrap().0, 1.0);
         assert!(parse_rate("2000").unwrap_err().contains("no unit"));
         assert!(parse_rate("-5/s").unwrap_err().contains("negative"));
-        assert!(parse_rate("5/fortnight").unwrap_err().contains("unknown unit"));
+        assert!(
+            parse_rate("5/fortnight")
+                .unwrap_err()
+                .contains("unknown unit")
+        );
         assert!(parse_rate("NaN/s").is_err());
         assert!(parse_rate("inf/s").is_err());
     }
