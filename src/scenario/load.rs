@@ -120,7 +120,7 @@ fn parse(src: &str, label: &str) -> Result<Scenario, ScenarioError> {
             max_total_scalar_bytes: 16 * 1024 * 1024,
         },
         alias_limits: serde_saphyr::alias_limits! {
-            max_total_replayed_events: 200_000,
+            max_total_replayed_events: 20_000,
             max_replay_stack_depth: 16,
         },
         with_snippet: false,
@@ -195,4 +195,297 @@ fn error_path(path: &str, is_key: bool, message: &str) -> String {
 
 fn parent(path: &str) -> &str {
     path.rfind(['.', '[']).map_or("", |i| &path[..i])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::fixtures::{FULL, MINIMAL};
+    use crate::scenario::types::{Discipline, IncidentKind, Jitter, RetryOn};
+    use crate::scenario::units::Duration;
+
+    fn err(src: &str) -> ScenarioErrors {
+        match load_str(src, "x.yaml") {
+            Ok(_) => panic!("expected an error for:\n{src}"),
+            Err(e) => e,
+        }
+    }
+
+    fn one(src: &str) -> ScenarioError {
+        let e = err(src);
+        assert_eq!(e.len(), 1, "{e}");
+        e.0.into_iter().next().unwrap()
+    }
+
+    /// The minimal scenario with `extra` appended.
+    fn with(extra: &str) -> String {
+        format!("{MINIMAL}{extra}")
+    }
+
+    #[test]
+    fn loads_the_full_example() {
+        let s = load_str(FULL, "full.yaml").unwrap();
+        assert_eq!(s.name, "outage-recovery");
+        assert_eq!(s.seed, 42);
+        assert_eq!(s.duration, Duration::from_secs(600));
+        assert_eq!(s.replicates, 5);
+        assert_eq!(s.clients.arrival.rate.per_sec(), 2000.0);
+        assert_eq!(s.clients.schedule.len(), 3);
+        assert_eq!(s.clients.deadline, Some(Duration::from_secs(10)));
+        let api = &s.layers[0];
+        assert_eq!(api.retry.max_attempts, 4);
+        assert_eq!(api.retry.backoff.multiplier, Some(2.0));
+        assert_eq!(
+            api.retry.retry_on,
+            vec![
+                RetryOn::Timeout,
+                RetryOn::Connection,
+                RetryOn::Status(429),
+                RetryOn::Status(503)
+            ]
+        );
+        assert_eq!(s.layers[1].retry.jitter, Jitter::Proportional(0.5));
+        assert_eq!(s.dependency.queue.discipline, Discipline::Lifo);
+        assert_eq!(s.dependency.incidents[3].kind, IncidentKind::Errors);
+        // Field-dependent default filled in.
+        assert_eq!(s.dependency.incidents[3].status, Some(503));
+        assert_eq!(s.dependency.recovery.warmup, Duration::from_secs(30));
+        assert_eq!(s.variants.len(), 2);
+    }
+
+    #[test]
+    fn fills_the_exponential_multiplier() {
+        let s = load_str(
+            &with(
+                "layers:\n  - name: a\n    retry: { backoff: { kind: exponential, base: 10ms } }\n",
+            ),
+            "x",
+        )
+        .unwrap();
+        assert_eq!(s.layers[0].retry.backoff.multiplier, Some(2.0));
+    }
+
+    #[test]
+    fn malformed_yaml() {
+        let e = one("name: 'abc\nduration: 1m\n");
+        assert_eq!((e.line, e.column), (Some(1), Some(7)), "{e}");
+        assert!(e.message.contains("quote"), "{e}");
+        let e = one("name: x\nclients:\n  arrival: {kind: poisson\n  bad: [\n");
+        assert!(e.line.is_some() && e.column.is_some(), "{e}");
+    }
+
+    #[test]
+    fn unknown_field_with_suggestion() {
+        let e = one(&with(
+            "layers:\n  - name: api\n    retry:\n      backoff: { kidn: constant, base: 1s }\n",
+        ));
+        assert_eq!(
+            e.to_string(),
+            "x.yaml:11:18: layers.api.retry.backoff.kidn: unknown field `kidn`, expected one of kind, base, multiplier, cap; did you mean `kind`?"
+        );
+    }
+
+    #[test]
+    fn unknown_variant_with_suggestion() {
+        let e = one(&with(
+            "layers:\n  - name: api\n    retry: { jitter: fulll }\n",
+        ));
+        assert_eq!(e.path.as_deref(), Some("layers.api.retry.jitter"), "{e}");
+        assert_eq!((e.line, e.column), (Some(10), Some(22)), "{e}");
+        assert!(e.message.ends_with("did you mean `full`?"), "{e}");
+    }
+
+    #[test]
+    fn wrong_type() {
+        let src = MINIMAL.replace("concurrency: 4", "concurrency: lots");
+        let e = one(&src);
+        assert_eq!(
+            e.to_string(),
+            "x.yaml:6:16: dependency.concurrency: expected a whole number >= 0 (u32), found `lots`"
+        );
+    }
+
+    #[test]
+    fn missing_field_names_it() {
+        let e = one(&with(
+            "layers:\n  - name: api\n    retry:\n      backoff: { base: 1s }\n",
+        ));
+        assert_eq!(
+            e.path.as_deref(),
+            Some("layers.api.retry.backoff.kind"),
+            "{e}"
+        );
+        assert!(
+            e.line.is_some() && e.message.contains("missing field `kind`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn duration_without_unit() {
+        let e = one(&with("layers:\n  - name: api\n    timeout: 5\n"));
+        assert_eq!((e.line, e.column), (Some(10), Some(14)), "{e}");
+        assert_eq!(e.path.as_deref(), Some("layers.api.timeout"));
+        assert!(e.message.contains("has no unit"), "{e}");
+    }
+
+    #[test]
+    fn negative_rate() {
+        let e = one(&MINIMAL.replace("100/s", "-5/s"));
+        assert_eq!((e.line, e.column), (Some(4), Some(35)), "{e}");
+        assert_eq!(e.path.as_deref(), Some("clients.arrival.rate"));
+        assert!(e.message.contains("negative"), "{e}");
+    }
+
+    #[test]
+    fn cap_below_base() {
+        let e = one(&with(
+            "layers:\n  - name: api\n    retry:\n      backoff: { kind: exponential, base: 100ms, cap: 50ms }\n",
+        ));
+        assert_eq!(
+            e.to_string(),
+            "x.yaml:11:55: layers.api.retry.backoff.cap: cap (50ms) is below base (100ms); expected cap >= base"
+        );
+    }
+
+    #[test]
+    fn zero_attempts() {
+        let e = one(&with(
+            "layers:\n  - name: api\n    retry:\n      max_attempts: 0\n",
+        ));
+        assert_eq!((e.line, e.column), (Some(11), Some(21)), "{e}");
+        assert_eq!(e.path.as_deref(), Some("layers.api.retry.max_attempts"));
+        assert!(e.message.contains("expected 1 to 1000"), "{e}");
+    }
+
+    #[test]
+    fn incident_outside_the_run() {
+        let src = MINIMAL.replace(
+            "  concurrency: 4\n",
+            "  concurrency: 4\n  incidents:\n    - { kind: down, start: 30s, end: 2m }\n",
+        );
+        let e = one(&src);
+        assert_eq!((e.line, e.column), (Some(8), Some(38)), "{e}");
+        assert_eq!(e.path.as_deref(), Some("dependency.incidents[0].end"));
+        assert!(e.message.contains("after the run (1m)"), "{e}");
+    }
+
+    #[test]
+    fn reports_every_semantic_problem() {
+        let src = with("replicates: 0\nlayers:\n  - name: a\n    retry: { max_attempts: 0 }\n");
+        let src = src.replace("duration: 1m", "duration: 1m\nbucket: 2m");
+        assert_eq!(err(&src).len(), 4, "{}", err(&src));
+    }
+
+    #[test]
+    fn duplicate_layer_names() {
+        let e = one(&with("layers:\n  - name: api\n  - name: api\n"));
+        assert_eq!(
+            e.to_string(),
+            "x.yaml:10:11: layers[1].name: layer name `api` is used twice; expected unique layer names"
+        );
+    }
+
+    #[test]
+    fn empty_file() {
+        for src in ["", "   \n", "# only a comment\n", "---\n"] {
+            let e = one(src);
+            assert_eq!(e.to_string(), format!("x.yaml: {EMPTY}"));
+        }
+    }
+
+    #[test]
+    fn alias_bomb_fails_fast() {
+        let mut src = String::from(
+            "name: x\nvariants:\n  - name: a\n    set:\n      a: &a [x, x, x, x, x, x, x, x, x, x]\n",
+        );
+        for i in 1..12u8 {
+            let (prev, cur) = ((b'a' + i - 1) as char, (b'a' + i) as char);
+            src += &format!(
+                "      {cur}: &{cur} [{}]\n",
+                vec![format!("*{prev}"); 10].join(", ")
+            );
+        }
+        let start = std::time::Instant::now();
+        let e = err(&src);
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(1),
+            "{:?}",
+            start.elapsed()
+        );
+        assert!(e.0[0].line.is_some(), "{e}");
+        assert!(e.to_string().contains("alias bombs"), "{e}");
+    }
+
+    #[test]
+    fn deep_nesting_fails_fast() {
+        let src = format!(
+            "name: x\nvariants:\n  - name: a\n    set:\n      a: {}{}\n",
+            "[".repeat(5000),
+            "]".repeat(5000)
+        );
+        let start = std::time::Instant::now();
+        let e = one(&src);
+        assert!(start.elapsed() < std::time::Duration::from_secs(1));
+        assert!(e.line.is_some() && e.column.is_some(), "{e}");
+        assert!(e.message.contains("nests too deeply"), "{e}");
+        let src = format!(
+            "name: x\nvariants:\n  - name: a\n    set:\n      a:\n        {}1\n",
+            "- ".repeat(5000)
+        );
+        let e = one(&src);
+        assert!(e.line.is_some(), "{e}");
+    }
+
+    #[test]
+    fn binary_garbage() {
+        let garbage: Vec<u8> = (0..512u32)
+            .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("garbage.yaml");
+        std::fs::write(&path, &garbage).unwrap();
+        let e = load_file(&path).unwrap_err();
+        assert!(e.0[0].message.contains("not UTF-8"), "{e}");
+        assert!(e.0[0].line.is_some(), "{e}");
+        // Valid UTF-8 control characters are a YAML error, not a panic.
+        let text: String = garbage.iter().map(|&b| char::from(b % 32)).collect();
+        assert!(load_str(&text, "x").is_err());
+    }
+
+    #[test]
+    fn file_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = load_file(dir.path()).unwrap_err();
+        assert!(e.to_string().contains("is a directory"), "{e}");
+        let missing = dir.path().join("nope.yaml");
+        let e = load_file(&missing).unwrap_err();
+        assert!(e.to_string().ends_with("nope.yaml: no such file"), "{e}");
+        let ok = dir.path().join("ok.yaml");
+        std::fs::write(&ok, FULL).unwrap();
+        assert_eq!(load_file(&ok).unwrap().name, "outage-recovery");
+    }
+
+    #[test]
+    fn variant_set_error_points_at_the_variant() {
+        let src = FULL.replace("dependency.concurrency: 32", "dependency.concurrency: 0");
+        let e = one(&src);
+        assert_eq!((e.line, e.column), (Some(52), Some(31)), "{e}");
+        assert_eq!(
+            e.path.as_deref(),
+            Some("variants[1].set.dependency.concurrency")
+        );
+        assert!(
+            e.message
+                .starts_with("in variant `full-jitter`: concurrency is 0"),
+            "{e}"
+        );
+        let src = FULL.replace(
+            "layers.api.retry.jitter: none",
+            "layers.apii.retry.jitter: none",
+        );
+        let e = one(&src);
+        assert_eq!(e.line, Some(48), "{e}");
+        assert!(e.message.contains("did you mean `api`?"), "{e}");
+    }
 }

@@ -5,6 +5,8 @@
 pub mod build;
 pub mod defaults;
 pub mod error;
+#[cfg(test)]
+pub(crate) mod fixtures;
 pub mod load;
 pub mod locate;
 pub mod overrides;

@@ -35,7 +35,7 @@ pub fn did_you_mean<'a>(
 /// and "unknown variant `x`, expected ..." messages, and replaces terse
 /// number-type errors ("invalid u32") with what was expected and found.
 pub fn improve_message(message: &str, found: Option<&str>) -> String {
-    if let Some(better) = number_message(message, found) {
+    if let Some(better) = number_message(message, found).or_else(|| budget_message(message)) {
         return better;
     }
     let Some((word, candidates)) = unknown_name(message) else {
@@ -62,6 +62,27 @@ fn unknown_name(message: &str) -> Option<(&str, Vec<&str>)> {
         .filter(|n| !n.is_empty())
         .collect();
     Some((word, names))
+}
+
+/// Resource-limit errors in words a scenario author can act on.
+fn budget_message(message: &str) -> Option<String> {
+    let lower = message.to_ascii_lowercase();
+    if lower.contains("alias") && (lower.contains("limit") || lower.contains("budget")) {
+        Some(format!(
+            "anchors and aliases expand to too much data ({message}); expected a scenario without alias bombs"
+        ))
+    } else if lower.contains("recursion limit")
+        || lower.contains("depth")
+        || lower.contains("nesting")
+    {
+        Some(format!(
+            "the document nests too deeply ({message}); a scenario nests only a few levels"
+        ))
+    } else if lower.starts_with("budget") || lower.contains("budget exceeded") {
+        Some(format!("the document is too large ({message})"))
+    } else {
+        None
+    }
 }
 
 fn number_message(message: &str, found: Option<&str>) -> Option<String> {
