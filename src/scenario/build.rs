@@ -215,3 +215,143 @@ fn recovery(s: &Scenario) -> RecoveryCriteria {
         window: s.analysis.recovery_window.ns(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{NS_PER_MS, NS_PER_S};
+    use crate::model::backoff::Backoff as B;
+    use crate::model::outcome::Cause;
+    use crate::scenario::fixtures::{FULL, MINIMAL};
+    use crate::scenario::load_str;
+
+    #[test]
+    fn translates_the_full_example() {
+        let m = to_model(&load_str(FULL, "full.yaml").unwrap());
+        assert_eq!(m.duration, 600 * NS_PER_S);
+        assert_eq!(m.bucket, NS_PER_S);
+        assert_eq!(m.deadline, Some(10 * NS_PER_S));
+        // Rates per second through the schedule: step, spike, ramp.
+        assert!((m.arrivals.per_sec_at(0) - 2000.0).abs() < 1e-6);
+        assert!((m.arrivals.per_sec_at(90 * NS_PER_S) - 2500.0).abs() < 1e-6);
+        assert!((m.arrivals.per_sec_at(125 * NS_PER_S) - 6000.0).abs() < 1e-6);
+        assert!((m.arrivals.per_sec_at(135 * NS_PER_S) - 2500.0).abs() < 1e-6);
+        assert!((m.arrivals.per_sec_at(330 * NS_PER_S) - 1500.0).abs() < 1e-6);
+        assert!((m.arrivals.per_sec_at(400 * NS_PER_S) - 500.0).abs() < 1e-6);
+
+        let api = &m.layers[0];
+        assert_eq!(api.name, "api");
+        assert_eq!(api.timeout, Some(NS_PER_S));
+        assert_eq!(api.retry.max_attempts, 4);
+        assert_eq!(
+            api.retry.backoff,
+            B::Exponential {
+                base: 100 * NS_PER_MS,
+                multiplier: 2.0,
+                cap: 5 * NS_PER_S
+            }
+        );
+        assert_eq!(api.retry.jitter, ModelJitter::Full);
+        let on = api.retry.retry_on;
+        assert!(on.timeout && on.connection && on.status(429) && on.status(503));
+        assert!(!on.status(500) && !on.retries(Cause::Status(502)));
+        assert!(api.retry.honor_retry_after && !api.propagate_deadline);
+
+        let st = &m.layers[1];
+        assert_eq!(
+            st.retry.backoff,
+            B::Linear {
+                base: 50 * NS_PER_MS,
+                cap: 200 * NS_PER_MS
+            }
+        );
+        assert_eq!(st.retry.jitter, ModelJitter::Proportional(0.5));
+        assert!(!st.retry.honor_retry_after && st.propagate_deadline);
+        // The default retry_on of a layer without one.
+        assert!(st.retry.retry_on.status(500) && st.retry.retry_on.status(504));
+
+        let d = &m.dependency;
+        assert_eq!((d.concurrency, d.queue_capacity, d.lifo), (64, 512, true));
+        assert_eq!(d.queue_timeout, Some(2 * NS_PER_S));
+        assert_eq!((d.shed_status, d.shed_retry_after), (429, 2 * NS_PER_S));
+        assert_eq!(
+            d.service,
+            ServiceDist::lognormal_from_median_p99(20 * NS_PER_MS, 120 * NS_PER_MS)
+        );
+        assert_eq!(d.incidents.len(), 5);
+        assert_eq!(
+            d.incidents[0],
+            ModelIncident {
+                start: 120 * NS_PER_S,
+                end: 180 * NS_PER_S,
+                effect: Effect::Down
+            }
+        );
+        assert_eq!(d.incidents[2].effect, Effect::Brownout { capacity: 0.3 });
+        assert_eq!(
+            d.incidents[3].effect,
+            Effect::Errors {
+                rate: 0.5,
+                status: 503
+            }
+        );
+        assert_eq!(
+            d.incidents[4].effect,
+            Effect::Latency {
+                add: 400 * NS_PER_MS
+            }
+        );
+        assert_eq!((d.warmup, d.warmup_from), (30 * NS_PER_S, 0.1));
+
+        // First schedule change at 1m precedes the first incident at 2m.
+        assert_eq!(m.recovery.trigger_start, Some(60 * NS_PER_S));
+        assert_eq!(m.recovery.trigger_end, Some(570 * NS_PER_S));
+        assert_eq!(
+            (m.recovery.threshold, m.recovery.window),
+            (0.9, 5 * NS_PER_S)
+        );
+        assert_eq!(
+            (m.limits.max_events, m.limits.max_in_flight),
+            (2_000_000_000, 20_000_000)
+        );
+    }
+
+    #[test]
+    fn passthrough_layer_and_no_trigger() {
+        let m = to_model(&load_str(MINIMAL, "m.yaml").unwrap());
+        assert_eq!(m.layers.len(), 1);
+        assert_eq!(m.layers[0].name, "client");
+        assert_eq!(m.layers[0].retry.max_attempts, 1);
+        assert_eq!(m.dependency.shed_retry_after, 0);
+        assert_eq!(
+            m.dependency.service,
+            ServiceDist::Exponential {
+                mean: 25 * NS_PER_MS
+            }
+        );
+        assert_eq!(
+            (m.recovery.trigger_start, m.recovery.trigger_end),
+            (None, None)
+        );
+    }
+
+    #[test]
+    fn trigger_from_schedule_only() {
+        let src = MINIMAL.replace(
+            "  arrival: { kind: poisson, rate: 100/s }\n",
+            "  arrival: { kind: poisson, rate: 100/s }\n  schedule: [ { at: 10s, rate: 500/s, for: 5s } ]\n",
+        );
+        let m = to_model(&load_str(&src, "m.yaml").unwrap());
+        assert_eq!(m.recovery.trigger_start, Some(10 * NS_PER_S));
+        assert_eq!(m.recovery.trigger_end, Some(15 * NS_PER_S));
+        let cap = MINIMAL.replace("rate: 100/s }", "rate: 100/s }\nlayers: [ { name: a, retry: { backoff: { kind: linear, base: 1ms } } } ]");
+        let m = to_model(&load_str(&cap, "m.yaml").unwrap());
+        assert_eq!(
+            m.layers[0].retry.backoff,
+            B::Linear {
+                base: NS_PER_MS,
+                cap: u64::MAX
+            }
+        );
+    }
+}

@@ -252,3 +252,111 @@ fn describe(v: &Value) -> String {
         Value::Object(_) => "a mapping".into(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::fixtures::FULL;
+    use crate::scenario::load_str;
+    use crate::scenario::types::Jitter;
+    use crate::scenario::units::Duration;
+
+    fn full() -> Scenario {
+        load_str(FULL, "full.yaml").unwrap()
+    }
+
+    fn set(s: &Scenario, arg: &str) -> Result<Scenario, ScenarioErrors> {
+        let (path, value) = parse_set_arg(arg).map_err(ScenarioErrors::from)?;
+        apply_set(s, &path, value)
+    }
+
+    #[test]
+    fn sets_each_example_path() {
+        let s = full();
+        assert_eq!(
+            set(&s, "layers.api.retry.jitter=none").unwrap().layers[0]
+                .retry
+                .jitter,
+            Jitter::None
+        );
+        let p = set(&s, "layers.api.retry.jitter={proportional: 0.25}").unwrap();
+        assert_eq!(p.layers[0].retry.jitter, Jitter::Proportional(0.25));
+        assert_eq!(
+            set(&s, "dependency.queue.capacity=2048")
+                .unwrap()
+                .dependency
+                .queue
+                .capacity,
+            2048
+        );
+        assert_eq!(
+            set(&s, "dependency.concurrency=32")
+                .unwrap()
+                .dependency
+                .concurrency,
+            32
+        );
+        assert_eq!(
+            set(&s, "clients.arrival.rate=30/m")
+                .unwrap()
+                .clients
+                .arrival
+                .rate
+                .per_sec(),
+            0.5
+        );
+        let e = set(&s, "dependency.incidents.0.end=2m30s").unwrap();
+        assert_eq!(e.dependency.incidents[0].end, Duration::from_secs(150));
+        // By index as well as by name; `null` removes an optional field.
+        assert_eq!(
+            set(&s, "layers.1.timeout=null").unwrap().layers[1].timeout,
+            None
+        );
+    }
+
+    #[test]
+    fn unknown_paths_name_the_missing_segment() {
+        let s = full();
+        let e = set(&s, "layers.apii.retry.jitter=none").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "<--set>: layers.apii.retry.jitter: no item named `apii` in `layers`; did you mean `api`? names there: api, storage"
+        );
+        let e = set(&s, "dependency.queeu.capacity=1").unwrap_err();
+        assert!(e.to_string().contains("no `queeu` in `dependency`; did you mean `queue`? fields there: concurrency, service_time, queue"), "{e}");
+        let e = set(&s, "dependency.queue.capcity=1").unwrap_err();
+        assert!(
+            e.to_string().contains("unknown field `capcity`")
+                && e.to_string().contains("did you mean `capacity`?"),
+            "{e}"
+        );
+        let e = set(&s, "dependency.incidents.9.end=1m").unwrap_err();
+        assert!(e.to_string().contains("index 9 is out of range"), "{e}");
+        let e = set(&s, "name.x=1").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("`name` is `outage-recovery`, which has no field `x`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn bad_values_are_errors() {
+        let s = full();
+        let e = set(&s, "dependency.concurrency=lots").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("<--set>: dependency.concurrency: "),
+            "{e}"
+        );
+        let e = set(&s, "layers.api.retry.backoff.cap=10ms").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "<--set>: layers.api.retry.backoff.cap: cap (10ms) is below base (100ms); expected cap >= base"
+        );
+        assert!(parse_set_arg("novalue").is_err());
+        assert!(parse_set_arg("a=").is_err());
+        assert!(parse_set_arg("=1").is_err());
+        assert!(parse_set_arg("a=[").is_err());
+    }
+}

@@ -15,3 +15,36 @@ pub fn resolved_yaml(s: &Scenario) -> String {
         .unwrap_or_else(|e| format!("# the scenario could not be written as YAML: {e}\n"));
     format!("{HEADER}\n{body}")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::fixtures::{FULL, MINIMAL};
+    use crate::scenario::load_str;
+
+    #[test]
+    fn round_trips_a_rich_scenario() {
+        for src in [FULL, MINIMAL] {
+            let s = load_str(src, "x.yaml").unwrap();
+            let text = resolved_yaml(&s);
+            assert!(text.starts_with(HEADER));
+            let back = load_str(&text, "resolved.yaml").unwrap_or_else(|e| panic!("{e}\n{text}"));
+            assert_eq!(back, s, "{text}");
+        }
+    }
+
+    #[test]
+    fn shows_defaults() {
+        let s = load_str(MINIMAL, "x.yaml").unwrap();
+        let text = resolved_yaml(&s);
+        for field in [
+            "seed: 1",
+            "bucket: 1s",
+            "capacity: 1024",
+            "recovery_threshold: 0.9",
+            "max_events:",
+        ] {
+            assert!(text.contains(field), "{field} missing in\n{text}");
+        }
+    }
+}

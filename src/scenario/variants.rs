@@ -89,3 +89,32 @@ fn variant_error(
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::fixtures::{FULL, MINIMAL};
+    use crate::scenario::load_str;
+    use crate::scenario::types::Jitter;
+
+    #[test]
+    fn expands_in_file_order() {
+        let s = load_str(FULL, "full.yaml").unwrap();
+        let v = expand_variants(&s).unwrap();
+        let names: Vec<&str> = v.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["no-jitter", "full-jitter"]);
+        assert_eq!(v[0].1.layers[0].retry.jitter, Jitter::None);
+        assert_eq!(v[1].1.dependency.concurrency, 32);
+        assert_eq!(v[0].1.dependency.concurrency, 64);
+        assert!(v.iter().all(|(_, s)| s.variants.is_empty()));
+    }
+
+    #[test]
+    fn no_variants_gives_base() {
+        let s = load_str(MINIMAL, "m.yaml").unwrap();
+        let v = expand_variants(&s).unwrap();
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].0, "base");
+        assert_eq!(v[0].1, s);
+    }
+}
