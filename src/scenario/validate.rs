@@ -592,3 +592,280 @@ fn incident_shape(k: IncidentKind) -> &'static str {
         IncidentKind::Latency => "{ kind: latency, start, end, add: 400ms }",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::fixtures::FULL;
+    use crate::scenario::load_str;
+    use crate::scenario::units::Rate;
+
+    fn full() -> Scenario {
+        load_str(FULL, "full.yaml").unwrap()
+    }
+
+    /// Applies `edit` to the full example and expects exactly one issue at
+    /// `path` whose message contains `fragment`.
+    fn expect(edit: impl FnOnce(&mut Scenario), path: &str, fragment: &str) {
+        let mut s = full();
+        edit(&mut s);
+        let issues = validate(&s);
+        assert!(
+            issues
+                .iter()
+                .any(|i| i.path == path && i.message.contains(fragment)),
+            "expected {path}: …{fragment}… in {issues:#?}"
+        );
+    }
+
+    #[test]
+    fn the_full_example_is_valid() {
+        assert_eq!(validate(&full()), vec![]);
+    }
+
+    #[test]
+    fn top_level_rules() {
+        expect(|s| s.name = "a/b".into(), "name", "folder name");
+        expect(|s| s.name = "..".into(), "name", "folder name");
+        expect(
+            |s| s.duration = Duration(0),
+            "duration",
+            "expected a duration > 0",
+        );
+        expect(
+            |s| s.bucket = Duration::from_secs(601),
+            "bucket",
+            "bucket <= duration",
+        );
+        expect(
+            |s| s.replicates = 10_001,
+            "replicates",
+            "expected 1 to 10000",
+        );
+        expect(|s| s.limits.max_events = 0, "limits.max_events", "> 0");
+    }
+
+    #[test]
+    fn client_rules() {
+        expect(
+            |s| s.clients.arrival.rate = Rate(f64::NAN),
+            "clients.arrival.rate",
+            "not a finite number",
+        );
+        expect(
+            |s| s.clients.arrival.rate = Rate(0.0),
+            "clients.arrival.rate",
+            "expected a rate > 0",
+        );
+        expect(
+            |s| s.clients.deadline = Some(Duration(0)),
+            "clients.deadline",
+            "> 0",
+        );
+        expect(
+            |s| s.clients.schedule.swap(0, 1),
+            "clients.schedule[1].at",
+            "sorted",
+        );
+        expect(
+            |s| s.clients.schedule[1].at = Duration::from_secs(601),
+            "clients.schedule[1].at",
+            "inside the run",
+        );
+        expect(
+            |s| s.clients.schedule[2].ramp_to = None,
+            "clients.schedule[2]",
+            "exactly one of",
+        );
+        expect(
+            |s| s.clients.schedule[2].by = Some(Duration::from_secs(300)),
+            "clients.schedule[2].by",
+            "by > at",
+        );
+        expect(
+            |s| s.clients.schedule[1].for_ = Some(Duration::from_secs(200)),
+            "clients.schedule[2].at",
+            "overlapping",
+        );
+    }
+
+    #[test]
+    fn layer_rules() {
+        expect(
+            |s| s.layers[1].name = "a.b".into(),
+            "layers[1].name",
+            "not usable",
+        );
+        expect(
+            |s| s.layers[0].timeout = Some(Duration::from_secs(600)),
+            "layers.api.timeout",
+            "shorter than the run",
+        );
+        expect(
+            |s| s.layers[0].retry.max_attempts = 1001,
+            "layers.api.retry.max_attempts",
+            "1 to 1000",
+        );
+        expect(
+            |s| s.layers[0].retry.backoff.multiplier = Some(f64::INFINITY),
+            "layers.api.retry.backoff.multiplier",
+            "finite",
+        );
+        expect(
+            |s| s.layers[0].retry.backoff.multiplier = Some(0.0),
+            "layers.api.retry.backoff.multiplier",
+            "> 0",
+        );
+        expect(
+            |s| s.layers[1].retry.backoff.multiplier = Some(2.0),
+            "layers.storage.retry.backoff.multiplier",
+            "only to exponential",
+        );
+        expect(
+            |s| s.layers[1].retry.backoff.kind = BackoffKind::Constant,
+            "layers.storage.retry.backoff.cap",
+            "does not apply to constant",
+        );
+        expect(
+            |s| {
+                s.layers[0].retry.backoff.cap = None;
+                s.layers[0].retry.jitter = Jitter::Decorrelated;
+            },
+            "layers.api.retry.backoff.cap",
+            "needs a cap",
+        );
+        expect(
+            |s| s.layers[1].retry.jitter = Jitter::Proportional(1.0),
+            "layers.storage.retry.jitter.proportional",
+            "[0, 1)",
+        );
+        expect(
+            |s| s.layers[0].retry.retry_on.push(RetryOn::Timeout),
+            "layers.api.retry.retry_on[4]",
+            "twice",
+        );
+        expect(
+            |s| s.layers = vec![s.layers[0].clone(); 17],
+            "layers",
+            "at most 16",
+        );
+    }
+
+    #[test]
+    fn dependency_rules() {
+        expect(
+            |s| s.dependency.concurrency = 0,
+            "dependency.concurrency",
+            "1 to 1000000",
+        );
+        expect(
+            |s| s.dependency.service_time.p99 = Some(Duration::from_millis(10)),
+            "dependency.service_time.p99",
+            "p99 > median",
+        );
+        expect(
+            |s| s.dependency.service_time.value = Some(Duration(1)),
+            "dependency.service_time.value",
+            "does not apply",
+        );
+        expect(
+            |s| s.dependency.service_time.median = None,
+            "dependency.service_time",
+            "needs `median`",
+        );
+        expect(
+            |s| s.dependency.queue.capacity = 100_000_001,
+            "dependency.queue.capacity",
+            "too large",
+        );
+        expect(
+            |s| s.dependency.overload.status = 600,
+            "dependency.overload.status",
+            "100-599",
+        );
+        expect(
+            |s| s.dependency.overload.retry_after = Some(Duration(0)),
+            "dependency.overload.retry_after",
+            "> 0",
+        );
+        expect(
+            |s| s.dependency.incidents[0].end = Duration::from_secs(60),
+            "dependency.incidents[0].end",
+            "start < end",
+        );
+        expect(
+            |s| s.dependency.incidents[2].capacity = Some(0.0),
+            "dependency.incidents[2].capacity",
+            "(0, 1]",
+        );
+        expect(
+            |s| s.dependency.incidents[2].capacity = None,
+            "dependency.incidents[2]",
+            "needs `capacity`",
+        );
+        expect(
+            |s| s.dependency.incidents[0].add = Some(Duration(1)),
+            "dependency.incidents[0].add",
+            "does not apply to a down",
+        );
+        expect(
+            |s| s.dependency.incidents[3].rate = Some(f64::NAN),
+            "dependency.incidents[3].rate",
+            "finite",
+        );
+        expect(
+            |s| s.dependency.incidents[3].status = Some(99),
+            "dependency.incidents[3].status",
+            "100-599",
+        );
+        expect(
+            |s| s.dependency.incidents[4].add = Some(Duration(0)),
+            "dependency.incidents[4].add",
+            "> 0",
+        );
+        expect(
+            |s| {
+                let mut d = s.dependency.incidents[0].clone();
+                d.start = Duration::from_secs(150);
+                d.end = Duration::from_secs(200);
+                s.dependency.incidents.push(d);
+            },
+            "dependency.incidents[5].start",
+            "overlaps incident 0",
+        );
+        expect(
+            |s| s.dependency.recovery.from = 0.0,
+            "dependency.recovery.from",
+            "(0, 1]",
+        );
+    }
+
+    #[test]
+    fn analysis_and_variant_rules() {
+        expect(
+            |s| s.analysis.recovery_threshold = 1.5,
+            "analysis.recovery_threshold",
+            "(0, 1]",
+        );
+        expect(
+            |s| s.analysis.recovery_window = Duration::from_millis(10),
+            "analysis.recovery_window",
+            ">= bucket",
+        );
+        expect(
+            |s| s.analysis.trigger_end = Some(Duration::from_secs(700)),
+            "analysis.trigger_end",
+            "<= duration",
+        );
+        expect(
+            |s| s.variants[1].name = "no-jitter".into(),
+            "variants[1].name",
+            "twice",
+        );
+        expect(
+            |s| s.variants[0].name = " ".into(),
+            "variants[0].name",
+            "empty",
+        );
+    }
+}
