@@ -46,18 +46,28 @@ pub struct LocationIndex {
     keys: HashMap<String, usize>,
 }
 
-/// The label of layer `i` in field paths: `layers.NAME` when the name is
-/// non-empty, has no `.`, `[` or whitespace and is unique, else `layers[i]`.
-pub fn layer_label<'a>(names: impl Iterator<Item = &'a str> + Clone, i: usize) -> String {
-    let name = names.clone().nth(i).unwrap_or("");
-    let usable = !name.is_empty()
-        && !name.contains(['.', '[', ']'])
-        && !name.chars().any(char::is_whitespace);
-    if usable && names.filter(|n| *n == name).count() == 1 {
-        format!("layers.{name}")
-    } else {
-        format!("layers[{i}]")
+/// The label of each layer in field paths: `layers.NAME` when the name is
+/// non-empty, has no `.`, brackets or whitespace and is unique, else
+/// `layers[i]`. Linear in the number of layers.
+pub fn layer_labels(names: &[&str]) -> Vec<String> {
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for n in names {
+        *counts.entry(n).or_default() += 1;
     }
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let usable = !name.is_empty()
+                && !name.contains(['.', '[', ']'])
+                && !name.chars().any(char::is_whitespace);
+            if usable && counts.get(name) == Some(&1) {
+                format!("layers.{name}")
+            } else {
+                format!("layers[{i}]")
+            }
+        })
+        .collect()
 }
 
 impl LocationIndex {
@@ -66,9 +76,11 @@ impl LocationIndex {
     pub fn build(src: &str) -> Self {
         let raw = walk(src);
         let names = layer_names(&raw);
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let labels = layer_labels(&names);
         let mut index = LocationIndex::default();
         for node in raw {
-            let path = render(&node.segs, &names);
+            let path = render(&node.segs, &labels);
             let i = index.nodes.len();
             if node.is_key {
                 index.keys.entry(path.clone()).or_insert(i);
@@ -122,10 +134,12 @@ impl LocationIndex {
 
 /// One open collection while walking.
 struct Frame {
-    /// Depth of this collection's own segments (`segs.len()` inside it).
     is_map: bool,
+    /// Whether the next node is a key (mappings only).
     awaiting_key: bool,
+    /// Index of the next item (sequences only).
     next_index: usize,
+    /// This collection's node in the index, if indexed.
     node: Option<usize>,
     /// Whether this collection pushed a segment onto the path.
     pushed: bool,
@@ -249,13 +263,16 @@ fn layer_names(nodes: &[Node]) -> Vec<String> {
     names
 }
 
-fn render(segs: &[Seg], layer_names: &[String]) -> String {
+fn render(segs: &[Seg], layer_labels: &[String]) -> String {
     let mut out = String::new();
     let mut rest = segs;
     if let [Seg::Key(l), Seg::Index(i), tail @ ..] = segs
         && l == "layers"
     {
-        out = layer_label(layer_names.iter().map(String::as_str), *i);
+        out = layer_labels
+            .get(*i)
+            .cloned()
+            .unwrap_or_else(|| format!("layers[{i}]"));
         rest = tail;
     }
     for seg in rest {

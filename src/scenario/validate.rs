@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 
-use super::locate::layer_label;
+use super::locate::layer_labels;
 use super::types::{
     Backoff, BackoffKind, Clients, Dependency, DistKind, Incident, IncidentKind, Jitter, Layer,
     Retry, RetryOn, Scenario, SchedulePoint, ServiceTime,
@@ -206,13 +206,15 @@ impl Checker {
     // --------------------------------------------------------------- layers
 
     fn layers(&mut self, layers: &[Layer], run: Duration) {
-        self.check(layers.len() <= MAX_LAYERS, "layers", || {
+        if !self.check(layers.len() <= MAX_LAYERS, "layers", || {
             format!("{} layers; expected at most {MAX_LAYERS}", layers.len())
-        });
-        let names = || layers.iter().map(|l| l.name.as_str());
+        }) {
+            return;
+        }
+        let names: Vec<&str> = layers.iter().map(|l| l.name.as_str()).collect();
+        let labels = layer_labels(&names);
         let mut seen = HashSet::new();
-        for (i, layer) in layers.iter().enumerate() {
-            let path = layer_label(names(), i);
+        for (layer, path) in layers.iter().zip(&labels) {
             let n = &layer.name;
             if n.is_empty() || n.contains(['.', '[', ']']) || n.chars().any(char::is_whitespace) {
                 self.push(format!("{path}.name"), format!(
@@ -453,20 +455,28 @@ impl Checker {
         }
     }
 
+    /// Incidents of one kind must not overlap: sorted by start, each must
+    /// start at or after the latest end of the same kind before it.
     fn incident_overlaps(&mut self, incidents: &[Incident]) {
         let mut order: Vec<usize> = (0..incidents.len()).collect();
         order.sort_by_key(|&i| (incidents[i].start, i));
-        for (k, &i) in order.iter().enumerate() {
+        let mut latest: Vec<(IncidentKind, usize)> = Vec::new();
+        for i in order {
             let a = &incidents[i];
-            let clash = order[..k].iter().rev().find(|&&j| {
-                let b = &incidents[j];
-                b.kind == a.kind && b.end > a.start
-            });
-            if let Some(&j) = clash {
-                self.push(format!("dependency.incidents[{i}].start"), format!(
-                    "this {} incident ({} to {}) overlaps incident {j} ({} to {}); expected incidents of the same kind not to overlap",
-                    incident_name(a.kind), a.start, a.end, incidents[j].start, incidents[j].end
-                ));
+            let slot = latest.iter_mut().find(|(k, _)| *k == a.kind);
+            match slot {
+                Some((_, j)) if incidents[*j].end > a.start => {
+                    let b = &incidents[*j];
+                    self.push(format!("dependency.incidents[{i}].start"), format!(
+                        "this {} incident ({} to {}) overlaps incident {j} ({} to {}); expected incidents of the same kind not to overlap",
+                        incident_name(a.kind), a.start, a.end, b.start, b.end
+                    ));
+                    if a.end > b.end {
+                        *j = i;
+                    }
+                }
+                Some((_, j)) => *j = i,
+                None => latest.push((a.kind, i)),
             }
         }
     }
