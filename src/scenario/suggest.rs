@@ -35,7 +35,10 @@ pub fn did_you_mean<'a>(
 /// and "unknown variant `x`, expected ..." messages, and replaces terse
 /// number-type errors ("invalid u32") with what was expected and found.
 pub fn improve_message(message: &str, found: Option<&str>) -> String {
-    if let Some(better) = number_message(message, found).or_else(|| budget_message(message)) {
+    if let Some(better) = number_message(message, found)
+        .or_else(|| budget_message(message))
+        .or_else(|| duplicate_message(message))
+    {
         return better;
     }
     let Some((word, candidates)) = unknown_name(message) else {
@@ -62,6 +65,16 @@ fn unknown_name(message: &str) -> Option<(&str, Vec<&str>)> {
         .filter(|n| !n.is_empty())
         .collect();
     Some((word, names))
+}
+
+/// serde-saphyr's duplicate-key message names a developer option.
+fn duplicate_message(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("duplicate mapping key: ")?;
+    let key = rest
+        .split(", set DuplicateKeyPolicy")
+        .next()
+        .unwrap_or(rest);
+    Some(format!("`{key}` is given twice; expected each field once"))
 }
 
 /// Resource-limit errors in words a scenario author can act on.
