@@ -2,7 +2,26 @@
 //! error locations, validation, overrides (`--set` and variants), and the
 //! translation into the model's configuration.
 
+pub mod build;
+pub mod defaults;
+pub mod error;
+#[cfg(test)]
+pub(crate) mod fixtures;
+pub mod load;
+pub mod locate;
+pub mod overrides;
+pub mod resolved;
+pub mod suggest;
 pub mod types;
 pub mod units;
+pub mod validate;
+pub mod variants;
 
+pub use build::to_model;
+pub use error::{ScenarioError, ScenarioErrors};
+pub use load::{load_file, load_str};
+pub use overrides::{apply_set, parse_set_arg};
+pub use resolved::resolved_yaml;
 pub use types::Scenario;
+pub use validate::{Issue, validate};
+pub use variants::expand_variants;

@@ -1,0 +1,357 @@
+//! Translation of a validated scenario into the model's configuration:
+//! durations to nanoseconds, rates to per second, the schedule to rate
+//! changes, and the recovery criteria from incidents and schedule.
+//! Infallible and panic-free on any scenario that passed validation.
+
+use crate::model::backoff::{Backoff as ModelBackoff, Jitter as ModelJitter};
+use crate::model::dependency::{DependencyConfig, Effect, Incident as ModelIncident};
+use crate::model::rate::{RateChange, RateProfile};
+use crate::model::retry::{RetryOn as ModelRetryOn, RetryPolicy};
+use crate::model::service::ServiceDist;
+use crate::model::{LayerConfig, Limits, ModelConfig, RecoveryCriteria};
+
+use super::defaults::{DEFAULT_ERROR_STATUS, DEFAULT_MULTIPLIER};
+use super::types::{
+    Backoff, BackoffKind, DeadlineMode, Dependency, Discipline, DistKind, Incident, IncidentKind,
+    Jitter, Layer, Retry, RetryAfterMode, RetryOn, Scenario, SchedulePoint, ServiceTime,
+};
+use super::units::Duration;
+
+/// The model configuration of a validated scenario.
+pub fn to_model(s: &Scenario) -> ModelConfig {
+    let layers = if s.layers.is_empty() {
+        vec![LayerConfig::passthrough("client")]
+    } else {
+        s.layers.iter().map(layer).collect()
+    };
+    ModelConfig {
+        duration: s.duration.ns(),
+        bucket: s.bucket.ns(),
+        arrivals: RateProfile::new(
+            s.clients.arrival.rate.per_sec(),
+            &rate_changes(&s.clients.schedule),
+        ),
+        deadline: s.clients.deadline.map(Duration::ns),
+        layers,
+        dependency: dependency(&s.dependency),
+        recovery: recovery(s),
+        limits: Limits {
+            max_events: s.limits.max_events,
+            max_in_flight: s.limits.max_in_flight,
+        },
+    }
+}
+
+fn rate_changes(schedule: &[SchedulePoint]) -> Vec<RateChange> {
+    schedule
+        .iter()
+        .filter_map(|p| {
+            let at = p.at.ns();
+            match (p.rate, p.for_, p.ramp_to, p.by) {
+                (Some(rate), None, _, _) => Some(RateChange::Step {
+                    at,
+                    rate: rate.per_sec(),
+                }),
+                (Some(rate), Some(len), _, _) => Some(RateChange::Spike {
+                    at,
+                    rate: rate.per_sec(),
+                    length: len.ns(),
+                }),
+                (None, _, Some(to), Some(by)) => Some(RateChange::Ramp {
+                    at,
+                    to: to.per_sec(),
+                    by: by.ns(),
+                }),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// When a schedule point's change is over: at + for for a spike, by for a
+/// ramp, at for a step.
+fn point_end(p: &SchedulePoint) -> Duration {
+    match (p.for_, p.by) {
+        (Some(len), _) => Duration(p.at.ns().saturating_add(len.ns())),
+        (None, Some(by)) => by,
+        (None, None) => p.at,
+    }
+}
+
+fn layer(l: &Layer) -> LayerConfig {
+    LayerConfig {
+        name: l.name.clone(),
+        timeout: l.timeout.map(Duration::ns),
+        retry: retry(&l.retry),
+        propagate_deadline: l.deadline == DeadlineMode::Propagate,
+    }
+}
+
+fn retry(r: &Retry) -> RetryPolicy {
+    RetryPolicy {
+        max_attempts: r.max_attempts.max(1),
+        backoff: backoff(&r.backoff),
+        jitter: jitter(r.jitter),
+        retry_on: retry_on(&r.retry_on),
+        honor_retry_after: r.retry_after == RetryAfterMode::Honor,
+    }
+}
+
+fn backoff(b: &Backoff) -> ModelBackoff {
+    let base = b.base.ns();
+    let cap = b.cap.map_or(u64::MAX, Duration::ns);
+    match b.kind {
+        BackoffKind::Constant => ModelBackoff::Constant { base },
+        BackoffKind::Linear => ModelBackoff::Linear { base, cap },
+        BackoffKind::Exponential => ModelBackoff::Exponential {
+            base,
+            multiplier: b.multiplier.unwrap_or(DEFAULT_MULTIPLIER),
+            cap,
+        },
+    }
+}
+
+fn jitter(j: Jitter) -> ModelJitter {
+    match j {
+        Jitter::None => ModelJitter::None,
+        Jitter::Full => ModelJitter::Full,
+        Jitter::Equal => ModelJitter::Equal,
+        Jitter::Decorrelated => ModelJitter::Decorrelated,
+        Jitter::Proportional(f) => ModelJitter::Proportional(f),
+    }
+}
+
+fn retry_on(list: &[RetryOn]) -> ModelRetryOn {
+    let mut out = ModelRetryOn::nothing();
+    for on in list {
+        match *on {
+            RetryOn::Timeout => out.timeout = true,
+            RetryOn::Connection => out.connection = true,
+            RetryOn::Status(code) => out = out.with_status(code),
+        }
+    }
+    out
+}
+
+fn dependency(d: &Dependency) -> DependencyConfig {
+    DependencyConfig {
+        concurrency: d.concurrency,
+        service: service(&d.service_time),
+        queue_capacity: d.queue.capacity,
+        lifo: d.queue.discipline == Discipline::Lifo,
+        queue_timeout: d.queue.timeout.map(Duration::ns),
+        queue_timeout_status: d.queue.timeout_status,
+        shed_status: d.overload.status,
+        shed_retry_after: d.overload.retry_after.map_or(0, Duration::ns),
+        incidents: d.incidents.iter().map(incident).collect(),
+        warmup: d.recovery.warmup.ns(),
+        warmup_from: d.recovery.from,
+    }
+}
+
+fn service(st: &ServiceTime) -> ServiceDist {
+    let ns = |d: Option<Duration>| d.map_or(1, Duration::ns);
+    match st.dist {
+        DistKind::Constant => ServiceDist::Constant(ns(st.value)),
+        DistKind::Exponential => ServiceDist::Exponential { mean: ns(st.mean) },
+        DistKind::Lognormal => ServiceDist::lognormal_from_median_p99(ns(st.median), ns(st.p99)),
+        DistKind::Uniform => ServiceDist::Uniform {
+            min: ns(st.min),
+            max: ns(st.max),
+        },
+    }
+}
+
+fn incident(i: &Incident) -> ModelIncident {
+    let effect = match i.kind {
+        IncidentKind::Down => Effect::Down,
+        IncidentKind::Blackhole => Effect::Blackhole,
+        IncidentKind::Brownout => Effect::Brownout {
+            capacity: i.capacity.unwrap_or(1.0),
+        },
+        IncidentKind::Errors => Effect::Errors {
+            rate: i.rate.unwrap_or(0.0),
+            status: i.status.unwrap_or(DEFAULT_ERROR_STATUS),
+        },
+        IncidentKind::Latency => Effect::Latency {
+            add: i.add.map_or(0, Duration::ns),
+        },
+    };
+    ModelIncident {
+        start: i.start.ns(),
+        end: i.end.ns(),
+        effect,
+    }
+}
+
+/// The trigger starts at the first incident or the first schedule change
+/// after 0, and ends at `analysis.trigger_end`, else the last incident's
+/// end, else the end of the last schedule change.
+fn recovery(s: &Scenario) -> RecoveryCriteria {
+    let incidents = &s.dependency.incidents;
+    let changes = s.clients.schedule.iter().filter(|p| p.at.ns() > 0);
+    let first_incident = incidents.iter().map(|i| i.start.ns()).min();
+    let first_change = changes.clone().map(|p| p.at.ns()).min();
+    let trigger_start = match (first_incident, first_change) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    let trigger_end = s
+        .analysis
+        .trigger_end
+        .map(Duration::ns)
+        .or_else(|| incidents.iter().map(|i| i.end.ns()).max())
+        .or_else(|| {
+            s.clients
+                .schedule
+                .last()
+                .map(|p| point_end(p).ns())
+                .filter(|&t| t > 0)
+        });
+    RecoveryCriteria {
+        trigger_start,
+        trigger_end,
+        threshold: s.analysis.recovery_threshold,
+        window: s.analysis.recovery_window.ns(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{NS_PER_MS, NS_PER_S};
+    use crate::model::backoff::Backoff as B;
+    use crate::model::outcome::Cause;
+    use crate::scenario::fixtures::{FULL, MINIMAL};
+    use crate::scenario::load_str;
+
+    #[test]
+    fn translates_the_full_example() {
+        let m = to_model(&load_str(FULL, "full.yaml").unwrap());
+        assert_eq!(m.duration, 600 * NS_PER_S);
+        assert_eq!(m.bucket, NS_PER_S);
+        assert_eq!(m.deadline, Some(10 * NS_PER_S));
+        // Rates per second through the schedule: step, spike, ramp.
+        assert!((m.arrivals.per_sec_at(0) - 2000.0).abs() < 1e-6);
+        assert!((m.arrivals.per_sec_at(90 * NS_PER_S) - 2500.0).abs() < 1e-6);
+        assert!((m.arrivals.per_sec_at(125 * NS_PER_S) - 6000.0).abs() < 1e-6);
+        assert!((m.arrivals.per_sec_at(135 * NS_PER_S) - 2500.0).abs() < 1e-6);
+        assert!((m.arrivals.per_sec_at(330 * NS_PER_S) - 1500.0).abs() < 1e-6);
+        assert!((m.arrivals.per_sec_at(400 * NS_PER_S) - 500.0).abs() < 1e-6);
+
+        let api = &m.layers[0];
+        assert_eq!(api.name, "api");
+        assert_eq!(api.timeout, Some(NS_PER_S));
+        assert_eq!(api.retry.max_attempts, 4);
+        assert_eq!(
+            api.retry.backoff,
+            B::Exponential {
+                base: 100 * NS_PER_MS,
+                multiplier: 2.0,
+                cap: 5 * NS_PER_S
+            }
+        );
+        assert_eq!(api.retry.jitter, ModelJitter::Full);
+        let on = api.retry.retry_on;
+        assert!(on.timeout && on.connection && on.status(429) && on.status(503));
+        assert!(!on.status(500) && !on.retries(Cause::Status(502)));
+        assert!(api.retry.honor_retry_after && !api.propagate_deadline);
+
+        let st = &m.layers[1];
+        assert_eq!(
+            st.retry.backoff,
+            B::Linear {
+                base: 50 * NS_PER_MS,
+                cap: 200 * NS_PER_MS
+            }
+        );
+        assert_eq!(st.retry.jitter, ModelJitter::Proportional(0.5));
+        assert!(!st.retry.honor_retry_after && st.propagate_deadline);
+        // The default retry_on of a layer without one.
+        assert!(st.retry.retry_on.status(500) && st.retry.retry_on.status(504));
+
+        let d = &m.dependency;
+        assert_eq!((d.concurrency, d.queue_capacity, d.lifo), (64, 512, true));
+        assert_eq!(d.queue_timeout, Some(2 * NS_PER_S));
+        assert_eq!((d.shed_status, d.shed_retry_after), (429, 2 * NS_PER_S));
+        assert_eq!(
+            d.service,
+            ServiceDist::lognormal_from_median_p99(20 * NS_PER_MS, 120 * NS_PER_MS)
+        );
+        assert_eq!(d.incidents.len(), 5);
+        assert_eq!(
+            d.incidents[0],
+            ModelIncident {
+                start: 120 * NS_PER_S,
+                end: 180 * NS_PER_S,
+                effect: Effect::Down
+            }
+        );
+        assert_eq!(d.incidents[2].effect, Effect::Brownout { capacity: 0.3 });
+        assert_eq!(
+            d.incidents[3].effect,
+            Effect::Errors {
+                rate: 0.5,
+                status: 503
+            }
+        );
+        assert_eq!(
+            d.incidents[4].effect,
+            Effect::Latency {
+                add: 400 * NS_PER_MS
+            }
+        );
+        assert_eq!((d.warmup, d.warmup_from), (30 * NS_PER_S, 0.1));
+
+        // First schedule change at 1m precedes the first incident at 2m.
+        assert_eq!(m.recovery.trigger_start, Some(60 * NS_PER_S));
+        assert_eq!(m.recovery.trigger_end, Some(570 * NS_PER_S));
+        assert_eq!(
+            (m.recovery.threshold, m.recovery.window),
+            (0.9, 5 * NS_PER_S)
+        );
+        assert_eq!(
+            (m.limits.max_events, m.limits.max_in_flight),
+            (2_000_000_000, 20_000_000)
+        );
+    }
+
+    #[test]
+    fn passthrough_layer_and_no_trigger() {
+        let m = to_model(&load_str(MINIMAL, "m.yaml").unwrap());
+        assert_eq!(m.layers.len(), 1);
+        assert_eq!(m.layers[0].name, "client");
+        assert_eq!(m.layers[0].retry.max_attempts, 1);
+        assert_eq!(m.dependency.shed_retry_after, 0);
+        assert_eq!(
+            m.dependency.service,
+            ServiceDist::Exponential {
+                mean: 25 * NS_PER_MS
+            }
+        );
+        assert_eq!(
+            (m.recovery.trigger_start, m.recovery.trigger_end),
+            (None, None)
+        );
+    }
+
+    #[test]
+    fn trigger_from_schedule_only() {
+        let src = MINIMAL.replace(
+            "  arrival: { kind: poisson, rate: 100/s }\n",
+            "  arrival: { kind: poisson, rate: 100/s }\n  schedule: [ { at: 10s, rate: 500/s, for: 5s } ]\n",
+        );
+        let m = to_model(&load_str(&src, "m.yaml").unwrap());
+        assert_eq!(m.recovery.trigger_start, Some(10 * NS_PER_S));
+        assert_eq!(m.recovery.trigger_end, Some(15 * NS_PER_S));
+        let cap = MINIMAL.replace("rate: 100/s }", "rate: 100/s }\nlayers: [ { name: a, retry: { backoff: { kind: linear, base: 1ms } } } ]");
+        let m = to_model(&load_str(&cap, "m.yaml").unwrap());
+        assert_eq!(
+            m.layers[0].retry.backoff,
+            B::Linear {
+                base: NS_PER_MS,
+                cap: u64::MAX
+            }
+        );
+    }
+}

@@ -1,0 +1,161 @@
+//! Errors about a scenario, each pointing at the file, line, column and
+//! field path it is about, with a message that says what was expected.
+//!
+//! One error renders as one line, the way compilers do:
+//! `scenarios/x.yaml:12:7: layers.api.retry.backoff.cap: cap (50ms) is below base (100ms); expected cap >= base`.
+//! Validation reports every problem it finds, so most functions return
+//! [`ScenarioErrors`], a non-empty list rendered one error per line.
+
+use std::fmt;
+
+/// File label of errors about a `--set PATH=VALUE` argument.
+pub const SET_LABEL: &str = "<--set>";
+/// File label of errors about the built-in default scenario.
+pub const DEFAULT_LABEL: &str = "<default scenario>";
+/// File label of errors about a scenario whose file is not known.
+pub const UNKNOWN_LABEL: &str = "<scenario>";
+
+/// One problem in a scenario.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub struct ScenarioError {
+    /// The file name as given, or one of the `<...>` labels.
+    pub file: String,
+    /// 1-based line, when known.
+    pub line: Option<u32>,
+    /// 1-based column, when known (only with a line).
+    pub column: Option<u32>,
+    /// Dotted field path (`layers.api.retry.backoff.cap`, `layers[1]`).
+    pub path: Option<String>,
+    /// What is wrong and what was expected.
+    pub message: String,
+}
+
+impl ScenarioError {
+    /// An error about the whole file, without a position.
+    pub fn new(file: &str, message: impl Into<String>) -> Self {
+        ScenarioError {
+            file: file.to_string(),
+            line: None,
+            column: None,
+            path: None,
+            message: one_line(&message.into()),
+        }
+    }
+
+    /// The same error at a 1-based line and column.
+    pub fn at(mut self, line: u32, column: u32) -> Self {
+        self.line = Some(line);
+        self.column = Some(column);
+        self
+    }
+
+    /// The same error about a field path (an empty path means none).
+    pub fn with_path(mut self, path: impl Into<String>) -> Self {
+        let path = path.into();
+        self.path = (!path.is_empty()).then_some(path);
+        self
+    }
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file)?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+            if let Some(col) = self.column {
+                write!(f, ":{col}")?;
+            }
+        }
+        if let Some(path) = &self.path {
+            write!(f, ": {path}")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+/// Turns a possibly multi-line message into one line.
+pub(crate) fn one_line(message: &str) -> String {
+    message.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Several errors, in the order they were found (never empty when
+/// returned as an `Err`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, thiserror::Error)]
+pub struct ScenarioErrors(pub Vec<ScenarioError>);
+
+impl ScenarioErrors {
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    pub fn iter(&self) -> std::slice::Iter<'_, ScenarioError> {
+        self.0.iter()
+    }
+}
+
+impl From<ScenarioError> for ScenarioErrors {
+    fn from(e: ScenarioError) -> Self {
+        ScenarioErrors(vec![e])
+    }
+}
+
+impl IntoIterator for ScenarioErrors {
+    type Item = ScenarioError;
+    type IntoIter = std::vec::IntoIter<ScenarioError>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
+impl fmt::Display for ScenarioErrors {
+    /// One error per line; a count line follows when there are several.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{e}")?;
+        }
+        if self.0.len() > 1 {
+            write!(f, "\n{} errors", self.0.len())?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_one_line_with_all_parts() {
+        let e = ScenarioError::new(
+            "scenarios/x.yaml",
+            "cap (50ms) is below base (100ms);\n expected cap >= base",
+        )
+        .at(12, 7)
+        .with_path("layers.api.retry.backoff.cap");
+        assert_eq!(
+            e.to_string(),
+            "scenarios/x.yaml:12:7: layers.api.retry.backoff.cap: cap (50ms) is below base (100ms); expected cap >= base"
+        );
+        assert_eq!(
+            ScenarioError::new("<--set>", "bad").to_string(),
+            "<--set>: bad"
+        );
+    }
+
+    #[test]
+    fn renders_several() {
+        let es = ScenarioErrors(vec![
+            ScenarioError::new("a.yaml", "one").at(1, 1),
+            ScenarioError::new("a.yaml", "two").with_path("name"),
+        ]);
+        assert_eq!(
+            es.to_string(),
+            "a.yaml:1:1: one\na.yaml: name: two\n2 errors"
+        );
+    }
+}

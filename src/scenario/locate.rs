@@ -1,0 +1,354 @@
+//! Where each field of a scenario file is: a map from field path to the
+//! line and column of its node, built from the YAML event stream without
+//! expanding aliases, iteratively (no recursion, so any nesting depth is
+//! safe), and with a bounded amount of work.
+//!
+//! Paths are dotted (`dependency.queue.capacity`), with `[i]` for sequence
+//! items (`dependency.incidents[0].end`), except that a layer is named by
+//! its `name` when that name is a usable, unique label
+//! (`layers.api.retry.jitter`); see [`layer_label`].
+
+use std::collections::HashMap;
+
+use serde_saphyr::granit_parser::{Event, Parser};
+
+/// Events read at most; a scenario has a few hundred.
+const MAX_EVENTS: usize = 2_000_000;
+/// Nodes deeper than this are not indexed (their ancestors still are).
+const MAX_INDEXED_DEPTH: usize = 64;
+
+/// A 1-based (line, column) position.
+pub type Pos = (u32, u32);
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Seg {
+    Key(String),
+    Index(usize),
+}
+
+#[derive(Clone, Debug)]
+struct Node {
+    segs: Vec<Seg>,
+    start: Pos,
+    end: Pos,
+    is_key: bool,
+    scalar: Option<String>,
+}
+
+/// Field path → position, for one YAML document.
+#[derive(Clone, Debug, Default)]
+pub struct LocationIndex {
+    /// (path, start, end, is_key, scalar text), in document order.
+    nodes: Vec<(String, Pos, Pos, bool, Option<String>)>,
+    /// Path → index in `nodes` of its value node (or key node if no value).
+    by_path: HashMap<String, usize>,
+    /// Path → index in `nodes` of its key node.
+    keys: HashMap<String, usize>,
+}
+
+/// The label of each layer in field paths: `layers.NAME` when the name is
+/// non-empty, has no `.`, brackets or whitespace and is unique, else
+/// `layers[i]`. Linear in the number of layers.
+pub fn layer_labels(names: &[&str]) -> Vec<String> {
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for n in names {
+        *counts.entry(n).or_default() += 1;
+    }
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let usable = !name.is_empty()
+                && !name.contains(['.', '[', ']'])
+                && !name.chars().any(char::is_whitespace);
+            if usable && counts.get(name) == Some(&1) {
+                format!("layers.{name}")
+            } else {
+                format!("layers[{i}]")
+            }
+        })
+        .collect()
+}
+
+impl LocationIndex {
+    /// Indexes the first document of `src`. Stops quietly at a syntax error:
+    /// what was read before it is still indexed.
+    pub fn build(src: &str) -> Self {
+        let raw = walk(src);
+        let names = layer_names(&raw);
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let labels = layer_labels(&names);
+        let mut index = LocationIndex::default();
+        for node in raw {
+            let path = render(&node.segs, &labels);
+            let i = index.nodes.len();
+            if node.is_key {
+                index.keys.entry(path.clone()).or_insert(i);
+            }
+            let entry = index.by_path.entry(path.clone()).or_insert(i);
+            if index.nodes[..].get(*entry).is_some_and(|n| n.3) && !node.is_key {
+                *entry = i;
+            }
+            index
+                .nodes
+                .push((path, node.start, node.end, node.is_key, node.scalar));
+        }
+        index
+    }
+
+    /// The position of `path`'s value, or of its nearest ancestor present in
+    /// the file (a defaulted field points at the block it belongs in).
+    pub fn position(&self, path: &str) -> Option<Pos> {
+        if let Some(&i) = self.by_path.get(path) {
+            return Some(self.nodes[i].1);
+        }
+        let mut p = path;
+        loop {
+            if let Some(&i) = self.keys.get(p).or_else(|| self.by_path.get(p)) {
+                return Some(self.nodes[i].1);
+            }
+            let cut = p.rfind(['.', '['])?;
+            p = &p[..cut];
+        }
+    }
+
+    /// Whether `path` has a node of its own in the file.
+    pub fn contains(&self, path: &str) -> bool {
+        self.by_path.contains_key(path)
+    }
+
+    /// The field path of the node at `pos`: the deepest node that spans it,
+    /// else the last node that starts before it. Returns the path, whether
+    /// the node is a mapping key, and its scalar text.
+    pub fn path_at(&self, pos: Pos) -> Option<(&str, bool, Option<&str>)> {
+        let depth = |p: &str| p.matches(['.', '[']).count() + usize::from(!p.is_empty());
+        let spanning = self
+            .nodes
+            .iter()
+            .filter(|n| n.1 <= pos && pos <= n.2)
+            .max_by_key(|n| (depth(&n.0), n.1));
+        let node = spanning.or_else(|| self.nodes.iter().rev().find(|n| n.1 <= pos))?;
+        Some((node.0.as_str(), node.3, node.4.as_deref()))
+    }
+}
+
+/// One open collection while walking.
+struct Frame {
+    is_map: bool,
+    /// Whether the next node is a key (mappings only).
+    awaiting_key: bool,
+    /// Index of the next item (sequences only).
+    next_index: usize,
+    /// This collection's node in the index, if indexed.
+    node: Option<usize>,
+    /// Whether this collection pushed a segment onto the path.
+    pushed: bool,
+}
+
+fn pos(mark: &serde_saphyr::granit_parser::Marker) -> Pos {
+    let clamp = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
+    (clamp(mark.line()), clamp(mark.col()).saturating_add(1))
+}
+
+/// Reads the events of the first document into nodes with segment paths.
+fn walk(src: &str) -> Vec<Node> {
+    let mut nodes: Vec<Node> = Vec::new();
+    let mut frames: Vec<Frame> = Vec::new();
+    let mut segs: Vec<Seg> = Vec::new();
+    for (count, item) in Parser::new_from_str(src).enumerate() {
+        let Ok((event, span)) = item else { break };
+        if count > MAX_EVENTS {
+            break;
+        }
+        let (start, end) = (pos(&span.start), pos(&span.end));
+        let (scalar, opens) = match &event {
+            Event::Scalar(v, ..) => (Some(v.to_string()), None),
+            Event::Alias(_) => (None, None),
+            Event::MappingStart(..) => (None, Some(true)),
+            Event::SequenceStart(..) => (None, Some(false)),
+            Event::MappingEnd | Event::SequenceEnd => {
+                close(&mut frames, &mut segs, &mut nodes, end);
+                continue;
+            }
+            Event::DocumentEnd => break,
+            _ => continue,
+        };
+        // A node: a key, a mapping value, a sequence item or the root.
+        let mut is_key = false;
+        let mut pushed = true;
+        match frames.last_mut() {
+            Some(f) if f.is_map && f.awaiting_key => {
+                is_key = true;
+                f.awaiting_key = false;
+                let key = scalar.clone().unwrap_or_else(|| "<complex key>".into());
+                segs.push(Seg::Key(key));
+            }
+            Some(f) if f.is_map => f.awaiting_key = true,
+            Some(f) => {
+                segs.push(Seg::Index(f.next_index));
+                f.next_index += 1;
+            }
+            None => pushed = false,
+        }
+        let node = (segs.len() <= MAX_INDEXED_DEPTH).then(|| {
+            nodes.push(Node {
+                segs: segs.clone(),
+                start,
+                end,
+                is_key,
+                scalar,
+            });
+            nodes.len() - 1
+        });
+        if is_key {
+            // The key's segment stays for its value; complex keys are
+            // walked as if they were values of a key of their own.
+            if let Some(is_map) = opens {
+                frames.push(Frame {
+                    is_map,
+                    awaiting_key: is_map,
+                    next_index: 0,
+                    node,
+                    pushed: false,
+                });
+            }
+            continue;
+        }
+        match opens {
+            Some(is_map) => frames.push(Frame {
+                is_map,
+                awaiting_key: is_map,
+                next_index: 0,
+                node,
+                pushed,
+            }),
+            None => pop_value_segment(&frames, &mut segs, pushed),
+        }
+    }
+    nodes
+}
+
+/// After a value, its segment leaves the path (a mapping value's key
+/// segment, or a sequence item's index).
+fn pop_value_segment(frames: &[Frame], segs: &mut Vec<Seg>, pushed: bool) {
+    let in_map = frames.last().is_some_and(|f| f.is_map);
+    if in_map || pushed {
+        segs.pop();
+    }
+}
+
+fn close(frames: &mut Vec<Frame>, segs: &mut Vec<Seg>, nodes: &mut [Node], end: Pos) {
+    let Some(frame) = frames.pop() else { return };
+    if let Some(n) = frame.node.and_then(|i| nodes.get_mut(i)) {
+        n.end = end;
+    }
+    pop_value_segment(frames, segs, frame.pushed);
+}
+
+/// The `name` scalar of each layer, by index.
+fn layer_names(nodes: &[Node]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for n in nodes {
+        if let [Seg::Key(l), Seg::Index(i), Seg::Key(k)] = n.segs.as_slice()
+            && l == "layers"
+            && k == "name"
+            && !n.is_key
+        {
+            if names.len() <= *i {
+                names.resize(*i + 1, String::new());
+            }
+            names[*i] = n.scalar.clone().unwrap_or_default();
+        }
+    }
+    names
+}
+
+fn render(segs: &[Seg], layer_labels: &[String]) -> String {
+    let mut out = String::new();
+    let mut rest = segs;
+    if let [Seg::Key(l), Seg::Index(i), tail @ ..] = segs
+        && l == "layers"
+    {
+        out = layer_labels
+            .get(*i)
+            .cloned()
+            .unwrap_or_else(|| format!("layers[{i}]"));
+        rest = tail;
+    }
+    for seg in rest {
+        match seg {
+            Seg::Key(k) => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(k);
+            }
+            Seg::Index(i) => out.push_str(&format!("[{i}]")),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SRC: &str = "\
+name: x
+layers:
+  - timeout: 1s
+    name: api
+    retry:
+      backoff: { kind: constant, base: 1s }
+  - name: db
+dependency:
+  incidents:
+    - { kind: down, start: 1m, end: 2m }
+";
+
+    #[test]
+    fn finds_values_keys_and_layer_names() {
+        let idx = LocationIndex::build(SRC);
+        assert_eq!(idx.position("name"), Some((1, 7)));
+        assert_eq!(idx.position("layers.api.timeout"), Some((3, 14)));
+        assert_eq!(idx.position("layers.api.retry.backoff.base"), Some((6, 40)));
+        assert_eq!(idx.position("layers.db.name"), Some((7, 11)));
+        assert_eq!(idx.position("dependency.incidents[0].end"), Some((10, 37)));
+        // Absent fields point at the nearest ancestor.
+        assert_eq!(idx.position("layers.api.retry.jitter"), Some((5, 5)));
+        assert!(idx.contains("layers"));
+    }
+
+    #[test]
+    fn path_at_picks_the_deepest_node() {
+        let idx = LocationIndex::build(SRC);
+        assert_eq!(
+            idx.path_at((6, 20)).unwrap().0,
+            "layers.api.retry.backoff.kind"
+        );
+        assert!(idx.path_at((6, 20)).unwrap().1);
+        assert_eq!(idx.path_at((6, 26)).unwrap().2, Some("constant"));
+        assert_eq!(idx.path_at((10, 7)).unwrap().0, "dependency.incidents[0]");
+    }
+
+    #[test]
+    fn duplicate_layer_names_use_indexes() {
+        let idx = LocationIndex::build("layers:\n  - name: a\n  - name: a\n");
+        assert_eq!(idx.position("layers[1].name"), Some((3, 11)));
+    }
+
+    #[test]
+    fn deep_and_broken_input_is_safe() {
+        let deep = format!("a: {}{}\n", "[".repeat(20_000), "]".repeat(20_000));
+        let _ = LocationIndex::build(&deep);
+        let deep_block = format!(
+            "a:\n{}",
+            (0..3000)
+                .map(|i| format!("{}- \n", " ".repeat(i)))
+                .collect::<String>()
+        );
+        let _ = LocationIndex::build(&deep_block);
+        let idx = LocationIndex::build("a: 1\nb: [\n");
+        assert_eq!(idx.position("a"), Some((1, 4)));
+    }
+}

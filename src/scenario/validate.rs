@@ -1,0 +1,881 @@
+//! Semantic checks of a parsed scenario: everything serde cannot see
+//! (ranges, orderings, combinations of fields). Every problem is reported,
+//! not just the first, each with the dotted path of the field it is about;
+//! `load` adds file positions to them.
+
+use std::collections::HashSet;
+
+use super::locate::layer_labels;
+use super::types::{
+    Backoff, BackoffKind, Clients, Dependency, DistKind, Incident, IncidentKind, Jitter, Layer,
+    Retry, RetryOn, Scenario, SchedulePoint, ServiceTime,
+};
+use super::units::Duration;
+
+pub const MAX_LAYERS: usize = 16;
+pub const MAX_REPLICATES: u32 = 10_000;
+pub const MAX_ATTEMPTS: u32 = 1_000;
+pub const MAX_CONCURRENCY: u32 = 1_000_000;
+pub const MAX_QUEUE_CAPACITY: u32 = 100_000_000;
+
+/// One semantic problem: the field path and what was expected.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Issue {
+    pub path: String,
+    pub message: String,
+}
+
+/// Every semantic problem of `s`, in file order (roughly); empty when the
+/// scenario is valid.
+pub fn validate(s: &Scenario) -> Vec<Issue> {
+    let mut c = Checker::default();
+    c.top_level(s);
+    c.clients(&s.clients, s.duration);
+    c.layers(&s.layers, s.duration);
+    c.dependency(&s.dependency, s.duration);
+    c.analysis(s);
+    c.variants(s);
+    c.issues
+}
+
+#[derive(Default)]
+struct Checker {
+    issues: Vec<Issue>,
+}
+
+impl Checker {
+    fn push(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        self.issues.push(Issue {
+            path: path.into(),
+            message: message.into(),
+        });
+    }
+
+    /// `ok` or an issue; returns `ok`.
+    fn check(&mut self, ok: bool, path: &str, message: impl FnOnce() -> String) -> bool {
+        if !ok {
+            self.push(path, message());
+        }
+        ok
+    }
+
+    fn positive(&mut self, d: Duration, path: &str, what: &str) -> bool {
+        self.check(d.ns() > 0, path, || {
+            format!("{what} is 0s; expected a duration > 0")
+        })
+    }
+
+    fn finite(&mut self, v: f64, path: &str) -> bool {
+        self.check(v.is_finite(), path, || {
+            format!("`{v}` is not a finite number; expected a real number")
+        })
+    }
+
+    fn status(&mut self, code: u16, path: &str) {
+        self.check((100..=599).contains(&code), path, || {
+            format!("status {code} is not an HTTP status code; expected 100-599")
+        });
+    }
+
+    fn fraction(&mut self, v: f64, path: &str, range: &str, ok: impl Fn(f64) -> bool) {
+        if self.finite(v, path) {
+            self.check(ok(v), path, || {
+                format!("{v} is out of range; expected a fraction in {range}")
+            });
+        }
+    }
+
+    // ------------------------------------------------------------ top level
+
+    fn top_level(&mut self, s: &Scenario) {
+        self.check(usable_folder_name(&s.name), "name", || {
+            format!(
+                "name `{}` cannot be a folder name; expected a non-empty name without `/`, `\\` or control characters, other than `.` and `..`",
+                s.name
+            )
+        });
+        self.positive(s.duration, "duration", "duration");
+        if self.positive(s.bucket, "bucket", "bucket") {
+            self.check(s.bucket <= s.duration, "bucket", || {
+                format!(
+                    "bucket ({}) is longer than the run ({}); expected bucket <= duration",
+                    s.bucket, s.duration
+                )
+            });
+        }
+        self.check(
+            (1..=MAX_REPLICATES).contains(&s.replicates),
+            "replicates",
+            || {
+                format!(
+                    "replicates is {}; expected 1 to {MAX_REPLICATES}",
+                    s.replicates
+                )
+            },
+        );
+        self.check(s.limits.max_events > 0, "limits.max_events", || {
+            "max_events is 0; expected > 0".into()
+        });
+        self.check(s.limits.max_in_flight > 0, "limits.max_in_flight", || {
+            "max_in_flight is 0; expected > 0".into()
+        });
+    }
+
+    // -------------------------------------------------------------- clients
+
+    fn clients(&mut self, c: &Clients, run: Duration) {
+        let rate = c.arrival.rate.per_sec();
+        if self.finite(rate, "clients.arrival.rate") {
+            self.check(rate > 0.0, "clients.arrival.rate", || {
+                format!("arrival rate is {}; expected a rate > 0", c.arrival.rate)
+            });
+        }
+        if let Some(d) = c.deadline {
+            self.positive(d, "clients.deadline", "deadline");
+        }
+        let mut prev_end: Option<(Duration, usize)> = None;
+        for (i, p) in c.schedule.iter().enumerate() {
+            let path = format!("clients.schedule[{i}]");
+            let Some(end) = self.schedule_point(p, &path, run) else {
+                continue;
+            };
+            if let Some((prev, j)) = prev_end {
+                self.check(p.at >= prev, &format!("{path}.at"), || {
+                    format!(
+                        "point at {} starts before point {j} ends ({prev}); expected points sorted by `at` and not overlapping"
+                    , p.at)
+                });
+            }
+            prev_end = Some((end, i));
+        }
+    }
+
+    /// Checks one schedule point; returns its end when its shape is valid.
+    fn schedule_point(&mut self, p: &SchedulePoint, path: &str, run: Duration) -> Option<Duration> {
+        for (rate, field) in [(p.rate, "rate"), (p.ramp_to, "ramp_to")] {
+            if let Some(r) = rate {
+                self.finite(r.per_sec(), &format!("{path}.{field}"));
+            }
+        }
+        self.check(p.at < run, &format!("{path}.at"), || {
+            format!(
+                "point at {} is not inside the run ({}); expected at < duration",
+                p.at, run
+            )
+        });
+        let end = match (p.rate, p.for_, p.ramp_to, p.by) {
+            (Some(_), None, None, None) => p.at,
+            (Some(_), Some(len), None, None) => {
+                if !self.positive(len, &format!("{path}.for"), "for") {
+                    return None;
+                }
+                Duration(p.at.ns().saturating_add(len.ns()))
+            }
+            (None, None, Some(_), Some(by)) => {
+                if !self.check(by > p.at, &format!("{path}.by"), || {
+                    format!(
+                        "ramp ends ({by}) before it starts ({}); expected by > at",
+                        p.at
+                    )
+                }) {
+                    return None;
+                }
+                by
+            }
+            _ => {
+                self.push(path, format!(
+                    "a schedule point has {}; expected exactly one of {{at, rate}}, {{at, rate, for}} or {{at, ramp_to, by}}",
+                    present_fields(p)
+                ));
+                return None;
+            }
+        };
+        let end_field = if p.by.is_some() {
+            "by"
+        } else if p.for_.is_some() {
+            "for"
+        } else {
+            "at"
+        };
+        self.check(end <= run, &format!("{path}.{end_field}"), || {
+            format!("point ends at {end}, after the run ({run}); expected it to end within the run")
+        });
+        Some(end)
+    }
+
+    // --------------------------------------------------------------- layers
+
+    fn layers(&mut self, layers: &[Layer], run: Duration) {
+        if !self.check(layers.len() <= MAX_LAYERS, "layers", || {
+            format!("{} layers; expected at most {MAX_LAYERS}", layers.len())
+        }) {
+            return;
+        }
+        let names: Vec<&str> = layers.iter().map(|l| l.name.as_str()).collect();
+        let labels = layer_labels(&names);
+        let mut seen = HashSet::new();
+        for (layer, path) in layers.iter().zip(&labels) {
+            let n = &layer.name;
+            if n.is_empty() || n.contains(['.', '[', ']']) || n.chars().any(char::is_whitespace) {
+                self.push(format!("{path}.name"), format!(
+                    "layer name `{n}` is not usable in field paths; expected a non-empty name without `.`, brackets or spaces"
+                ));
+            } else if !seen.insert(n.as_str()) {
+                self.push(
+                    format!("{path}.name"),
+                    format!("layer name `{n}` is used twice; expected unique layer names"),
+                );
+            }
+            if let Some(t) = layer.timeout
+                && self.positive(t, &format!("{path}.timeout"), "timeout")
+            {
+                self.check(t < run, &format!("{path}.timeout"), || {
+                    format!("timeout ({t}) is not shorter than the run ({run}); expected timeout < duration")
+                });
+            }
+            self.retry(&layer.retry, &format!("{path}.retry"));
+        }
+    }
+
+    fn retry(&mut self, r: &Retry, path: &str) {
+        self.check((1..=MAX_ATTEMPTS).contains(&r.max_attempts), &format!("{path}.max_attempts"), || {
+            format!("max_attempts is {}; expected 1 to {MAX_ATTEMPTS} (total attempts, the first included)", r.max_attempts)
+        });
+        self.backoff(&r.backoff, r.jitter, &format!("{path}.backoff"));
+        if let Jitter::Proportional(f) = r.jitter {
+            self.fraction(f, &format!("{path}.jitter.proportional"), "[0, 1)", |v| {
+                (0.0..1.0).contains(&v)
+            });
+        }
+        for (i, on) in r.retry_on.iter().enumerate() {
+            let p = format!("{path}.retry_on[{i}]");
+            if let RetryOn::Status(code) = on {
+                self.status(*code, &p);
+            }
+            self.check(!r.retry_on[..i].contains(on), &p, || {
+                format!(
+                    "{} is listed twice; expected each outcome once",
+                    retry_on_text(*on)
+                )
+            });
+        }
+    }
+
+    fn backoff(&mut self, b: &Backoff, jitter: Jitter, path: &str) {
+        let kind = kind_name(b.kind);
+        match (b.kind, b.multiplier) {
+            (BackoffKind::Exponential, Some(m)) => {
+                let p = format!("{path}.multiplier");
+                if self.finite(m, &p) {
+                    self.check(m > 0.0, &p, || format!("multiplier is {m}; expected a number > 0"));
+                }
+            }
+            (_, Some(_)) => self.push(format!("{path}.multiplier"), format!(
+                "multiplier applies only to exponential backoff, not {kind}; remove it (with --set, set the whole backoff, e.g. backoff={{kind: {kind}, base: 100ms}})"
+            )),
+            _ => {}
+        }
+        match (b.kind, b.cap) {
+            (BackoffKind::Constant, Some(_)) => self.push(format!("{path}.cap"),
+                "cap does not apply to constant backoff; remove it (with --set, set the whole backoff, e.g. backoff={kind: constant, base: 100ms})"),
+            (_, Some(cap)) => {
+                self.check(cap >= b.base, &format!("{path}.cap"), || {
+                    format!("cap ({cap}) is below base ({}); expected cap >= base", b.base)
+                });
+            }
+            (_, None) => {
+                self.check(jitter != Jitter::Decorrelated || b.kind == BackoffKind::Constant, &format!("{path}.cap"), || {
+                    format!("decorrelated jitter needs a cap on {kind} backoff; expected a cap such as 5s")
+                });
+            }
+        }
+    }
+
+    // ----------------------------------------------------------- dependency
+
+    fn dependency(&mut self, d: &Dependency, run: Duration) {
+        self.check(
+            (1..=MAX_CONCURRENCY).contains(&d.concurrency),
+            "dependency.concurrency",
+            || {
+                format!(
+                    "concurrency is {}; expected 1 to {MAX_CONCURRENCY} workers",
+                    d.concurrency
+                )
+            },
+        );
+        self.service_time(&d.service_time);
+        self.check(
+            d.queue.capacity <= MAX_QUEUE_CAPACITY,
+            "dependency.queue.capacity",
+            || {
+                format!(
+                    "queue capacity {} is too large; expected at most {MAX_QUEUE_CAPACITY}",
+                    d.queue.capacity
+                )
+            },
+        );
+        if let Some(t) = d.queue.timeout {
+            self.positive(t, "dependency.queue.timeout", "queue timeout");
+        }
+        self.status(d.queue.timeout_status, "dependency.queue.timeout_status");
+        self.status(d.overload.status, "dependency.overload.status");
+        if let Some(ra) = d.overload.retry_after {
+            self.positive(ra, "dependency.overload.retry_after", "retry_after");
+        }
+        for (i, inc) in d.incidents.iter().enumerate() {
+            self.incident(inc, &format!("dependency.incidents[{i}]"), run);
+        }
+        self.incident_overlaps(&d.incidents);
+        self.fraction(d.recovery.from, "dependency.recovery.from", "(0, 1]", |v| {
+            v > 0.0 && v <= 1.0
+        });
+    }
+
+    fn service_time(&mut self, st: &ServiceTime) {
+        let path = "dependency.service_time";
+        let needed: &[&str] = match st.dist {
+            DistKind::Constant => &["value"],
+            DistKind::Exponential => &["mean"],
+            DistKind::Lognormal => &["median", "p99"],
+            DistKind::Uniform => &["min", "max"],
+        };
+        let fields = [
+            ("value", st.value),
+            ("mean", st.mean),
+            ("median", st.median),
+            ("p99", st.p99),
+            ("min", st.min),
+            ("max", st.max),
+        ];
+        let dist = dist_name(st.dist);
+        let mut complete = true;
+        for (name, value) in fields {
+            let p = format!("{path}.{name}");
+            match (needed.contains(&name), value) {
+                (true, None) => {
+                    complete = false;
+                    self.push(
+                        path,
+                        format!(
+                            "{dist} service time needs `{name}`; expected {}",
+                            dist_shape(st.dist)
+                        ),
+                    );
+                }
+                (true, Some(v)) => complete &= self.positive(v, &p, name),
+                (false, Some(_)) => self.push(
+                    p,
+                    format!(
+                        "`{name}` does not apply to a {dist} service time; expected {}",
+                        dist_shape(st.dist)
+                    ),
+                ),
+                (false, None) => {}
+            }
+        }
+        if !complete {
+            return;
+        }
+        if let (Some(median), Some(p99)) = (st.median, st.p99) {
+            self.check(p99 > median, &format!("{path}.p99"), || {
+                format!("p99 ({p99}) is not above the median ({median}); expected p99 > median")
+            });
+        }
+        if let (Some(min), Some(max)) = (st.min, st.max) {
+            self.check(min < max, &format!("{path}.max"), || {
+                format!("max ({max}) is not above min ({min}); expected min < max")
+            });
+        }
+    }
+
+    fn incident(&mut self, inc: &Incident, path: &str, run: Duration) {
+        if self.check(inc.start < inc.end, &format!("{path}.end"), || {
+            format!(
+                "incident ends ({}) before it starts ({}); expected start < end",
+                inc.end, inc.start
+            )
+        }) {
+            self.check(inc.end <= run, &format!("{path}.end"), || {
+                format!(
+                    "incident ends at {}, after the run ({run}); expected end <= duration",
+                    inc.end
+                )
+            });
+        }
+        let kind = incident_name(inc.kind);
+        let needed: &[&str] = match inc.kind {
+            IncidentKind::Down | IncidentKind::Blackhole => &[],
+            IncidentKind::Brownout => &["capacity"],
+            IncidentKind::Errors => &["rate"],
+            IncidentKind::Latency => &["add"],
+        };
+        let present = [
+            ("capacity", inc.capacity.is_some()),
+            ("rate", inc.rate.is_some()),
+            ("status", inc.status.is_some()),
+            ("add", inc.add.is_some()),
+        ];
+        for (name, is_set) in present {
+            let allowed =
+                needed.contains(&name) || (name == "status" && inc.kind == IncidentKind::Errors);
+            if is_set && !allowed {
+                self.push(
+                    format!("{path}.{name}"),
+                    format!(
+                        "`{name}` does not apply to a {kind} incident; expected {}",
+                        incident_shape(inc.kind)
+                    ),
+                );
+            } else if !is_set && needed.contains(&name) {
+                self.push(
+                    path,
+                    format!(
+                        "{kind} incident needs `{name}`; expected {}",
+                        incident_shape(inc.kind)
+                    ),
+                );
+            }
+        }
+        if let Some(c) = inc.capacity {
+            self.fraction(c, &format!("{path}.capacity"), "(0, 1]", |v| {
+                v > 0.0 && v <= 1.0
+            });
+        }
+        if let Some(r) = inc.rate {
+            self.fraction(r, &format!("{path}.rate"), "[0, 1]", |v| {
+                (0.0..=1.0).contains(&v)
+            });
+        }
+        if let Some(s) = inc.status {
+            self.status(s, &format!("{path}.status"));
+        }
+        if let Some(add) = inc.add {
+            self.positive(add, &format!("{path}.add"), "add");
+        }
+    }
+
+    /// Incidents of one kind must not overlap: sorted by start, each must
+    /// start at or after the latest end of the same kind before it.
+    fn incident_overlaps(&mut self, incidents: &[Incident]) {
+        let mut order: Vec<usize> = (0..incidents.len()).collect();
+        order.sort_by_key(|&i| (incidents[i].start, i));
+        let mut latest: Vec<(IncidentKind, usize)> = Vec::new();
+        for i in order {
+            let a = &incidents[i];
+            let slot = latest.iter_mut().find(|(k, _)| *k == a.kind);
+            match slot {
+                Some((_, j)) if incidents[*j].end > a.start => {
+                    let b = &incidents[*j];
+                    self.push(format!("dependency.incidents[{i}].start"), format!(
+                        "this {} incident ({} to {}) overlaps incident {j} ({} to {}); expected incidents of the same kind not to overlap",
+                        incident_name(a.kind), a.start, a.end, b.start, b.end
+                    ));
+                    if a.end > b.end {
+                        *j = i;
+                    }
+                }
+                Some((_, j)) => *j = i,
+                None => latest.push((a.kind, i)),
+            }
+        }
+    }
+
+    // ------------------------------------------------- analysis and variants
+
+    fn analysis(&mut self, s: &Scenario) {
+        let a = &s.analysis;
+        self.fraction(
+            a.recovery_threshold,
+            "analysis.recovery_threshold",
+            "(0, 1]",
+            |v| v > 0.0 && v <= 1.0,
+        );
+        self.check(a.recovery_window >= s.bucket && a.recovery_window.ns() > 0, "analysis.recovery_window", || {
+            format!("recovery_window ({}) is shorter than a bucket ({}); expected recovery_window >= bucket", a.recovery_window, s.bucket)
+        });
+        if let Some(t) = a.trigger_end {
+            self.check(t <= s.duration, "analysis.trigger_end", || {
+                format!(
+                    "trigger_end ({t}) is after the run ({}); expected trigger_end <= duration",
+                    s.duration
+                )
+            });
+        }
+    }
+
+    fn variants(&mut self, s: &Scenario) {
+        let mut seen = HashSet::new();
+        for (i, v) in s.variants.iter().enumerate() {
+            let path = format!("variants[{i}].name");
+            if v.name.trim().is_empty() {
+                self.push(path, "variant name is empty; expected a name");
+            } else if !seen.insert(v.name.as_str()) {
+                self.push(
+                    path,
+                    format!(
+                        "variant name `{}` is used twice; expected unique variant names",
+                        v.name
+                    ),
+                );
+            }
+        }
+    }
+}
+
+fn usable_folder_name(name: &str) -> bool {
+    !name.trim().is_empty()
+        && name != "."
+        && name != ".."
+        && !name.contains(['/', '\\'])
+        && !name.chars().any(char::is_control)
+}
+
+fn present_fields(p: &SchedulePoint) -> String {
+    let fields: Vec<&str> = [
+        ("rate", p.rate.is_some()),
+        ("for", p.for_.is_some()),
+        ("ramp_to", p.ramp_to.is_some()),
+        ("by", p.by.is_some()),
+    ]
+    .iter()
+    .filter(|f| f.1)
+    .map(|f| f.0)
+    .collect();
+    if fields.is_empty() {
+        "only `at`".to_string()
+    } else {
+        format!("`at`, `{}`", fields.join("`, `"))
+    }
+}
+
+fn retry_on_text(on: RetryOn) -> String {
+    match on {
+        RetryOn::Timeout => "timeout".into(),
+        RetryOn::Connection => "connection".into(),
+        RetryOn::Status(c) => c.to_string(),
+    }
+}
+
+fn kind_name(k: BackoffKind) -> &'static str {
+    match k {
+        BackoffKind::Constant => "constant",
+        BackoffKind::Linear => "linear",
+        BackoffKind::Exponential => "exponential",
+    }
+}
+
+fn dist_name(d: DistKind) -> &'static str {
+    match d {
+        DistKind::Constant => "constant",
+        DistKind::Exponential => "exponential",
+        DistKind::Lognormal => "lognormal",
+        DistKind::Uniform => "uniform",
+    }
+}
+
+fn dist_shape(d: DistKind) -> &'static str {
+    match d {
+        DistKind::Constant => "{ dist: constant, value: 20ms }",
+        DistKind::Exponential => "{ dist: exponential, mean: 25ms }",
+        DistKind::Lognormal => "{ dist: lognormal, median: 20ms, p99: 120ms }",
+        DistKind::Uniform => "{ dist: uniform, min: 10ms, max: 30ms }",
+    }
+}
+
+fn incident_name(k: IncidentKind) -> &'static str {
+    match k {
+        IncidentKind::Down => "down",
+        IncidentKind::Blackhole => "blackhole",
+        IncidentKind::Brownout => "brownout",
+        IncidentKind::Errors => "errors",
+        IncidentKind::Latency => "latency",
+    }
+}
+
+fn incident_shape(k: IncidentKind) -> &'static str {
+    match k {
+        IncidentKind::Down => "{ kind: down, start, end }",
+        IncidentKind::Blackhole => "{ kind: blackhole, start, end }",
+        IncidentKind::Brownout => "{ kind: brownout, start, end, capacity: 0.3 }",
+        IncidentKind::Errors => "{ kind: errors, start, end, rate: 0.5, status: 503 }",
+        IncidentKind::Latency => "{ kind: latency, start, end, add: 400ms }",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::fixtures::FULL;
+    use crate::scenario::load_str;
+    use crate::scenario::units::Rate;
+
+    fn full() -> Scenario {
+        load_str(FULL, "full.yaml").unwrap()
+    }
+
+    /// Applies `edit` to the full example and expects exactly one issue at
+    /// `path` whose message contains `fragment`.
+    fn expect(edit: impl FnOnce(&mut Scenario), path: &str, fragment: &str) {
+        let mut s = full();
+        edit(&mut s);
+        let issues = validate(&s);
+        assert!(
+            issues
+                .iter()
+                .any(|i| i.path == path && i.message.contains(fragment)),
+            "expected {path}: …{fragment}… in {issues:#?}"
+        );
+    }
+
+    #[test]
+    fn the_full_example_is_valid() {
+        assert_eq!(validate(&full()), vec![]);
+    }
+
+    #[test]
+    fn top_level_rules() {
+        expect(|s| s.name = "a/b".into(), "name", "folder name");
+        expect(|s| s.name = "..".into(), "name", "folder name");
+        expect(
+            |s| s.duration = Duration(0),
+            "duration",
+            "expected a duration > 0",
+        );
+        expect(
+            |s| s.bucket = Duration::from_secs(601),
+            "bucket",
+            "bucket <= duration",
+        );
+        expect(
+            |s| s.replicates = 10_001,
+            "replicates",
+            "expected 1 to 10000",
+        );
+        expect(|s| s.limits.max_events = 0, "limits.max_events", "> 0");
+    }
+
+    #[test]
+    fn client_rules() {
+        expect(
+            |s| s.clients.arrival.rate = Rate(f64::NAN),
+            "clients.arrival.rate",
+            "not a finite number",
+        );
+        expect(
+            |s| s.clients.arrival.rate = Rate(0.0),
+            "clients.arrival.rate",
+            "expected a rate > 0",
+        );
+        expect(
+            |s| s.clients.deadline = Some(Duration(0)),
+            "clients.deadline",
+            "> 0",
+        );
+        expect(
+            |s| s.clients.schedule.swap(0, 1),
+            "clients.schedule[1].at",
+            "sorted",
+        );
+        expect(
+            |s| s.clients.schedule[1].at = Duration::from_secs(601),
+            "clients.schedule[1].at",
+            "inside the run",
+        );
+        expect(
+            |s| s.clients.schedule[2].ramp_to = None,
+            "clients.schedule[2]",
+            "exactly one of",
+        );
+        expect(
+            |s| s.clients.schedule[2].by = Some(Duration::from_secs(300)),
+            "clients.schedule[2].by",
+            "by > at",
+        );
+        expect(
+            |s| s.clients.schedule[1].for_ = Some(Duration::from_secs(200)),
+            "clients.schedule[2].at",
+            "overlapping",
+        );
+    }
+
+    #[test]
+    fn layer_rules() {
+        expect(
+            |s| s.layers[1].name = "a.b".into(),
+            "layers[1].name",
+            "not usable",
+        );
+        expect(
+            |s| s.layers[0].timeout = Some(Duration::from_secs(600)),
+            "layers.api.timeout",
+            "shorter than the run",
+        );
+        expect(
+            |s| s.layers[0].retry.max_attempts = 1001,
+            "layers.api.retry.max_attempts",
+            "1 to 1000",
+        );
+        expect(
+            |s| s.layers[0].retry.backoff.multiplier = Some(f64::INFINITY),
+            "layers.api.retry.backoff.multiplier",
+            "finite",
+        );
+        expect(
+            |s| s.layers[0].retry.backoff.multiplier = Some(0.0),
+            "layers.api.retry.backoff.multiplier",
+            "> 0",
+        );
+        expect(
+            |s| s.layers[1].retry.backoff.multiplier = Some(2.0),
+            "layers.storage.retry.backoff.multiplier",
+            "only to exponential",
+        );
+        expect(
+            |s| s.layers[1].retry.backoff.kind = BackoffKind::Constant,
+            "layers.storage.retry.backoff.cap",
+            "does not apply to constant",
+        );
+        expect(
+            |s| {
+                s.layers[0].retry.backoff.cap = None;
+                s.layers[0].retry.jitter = Jitter::Decorrelated;
+            },
+            "layers.api.retry.backoff.cap",
+            "needs a cap",
+        );
+        expect(
+            |s| s.layers[1].retry.jitter = Jitter::Proportional(1.0),
+            "layers.storage.retry.jitter.proportional",
+            "[0, 1)",
+        );
+        expect(
+            |s| s.layers[0].retry.retry_on.push(RetryOn::Timeout),
+            "layers.api.retry.retry_on[4]",
+            "twice",
+        );
+        expect(
+            |s| s.layers = vec![s.layers[0].clone(); 17],
+            "layers",
+            "at most 16",
+        );
+    }
+
+    #[test]
+    fn dependency_rules() {
+        expect(
+            |s| s.dependency.concurrency = 0,
+            "dependency.concurrency",
+            "1 to 1000000",
+        );
+        expect(
+            |s| s.dependency.service_time.p99 = Some(Duration::from_millis(10)),
+            "dependency.service_time.p99",
+            "p99 > median",
+        );
+        expect(
+            |s| s.dependency.service_time.value = Some(Duration(1)),
+            "dependency.service_time.value",
+            "does not apply",
+        );
+        expect(
+            |s| s.dependency.service_time.median = None,
+            "dependency.service_time",
+            "needs `median`",
+        );
+        expect(
+            |s| s.dependency.queue.capacity = 100_000_001,
+            "dependency.queue.capacity",
+            "too large",
+        );
+        expect(
+            |s| s.dependency.overload.status = 600,
+            "dependency.overload.status",
+            "100-599",
+        );
+        expect(
+            |s| s.dependency.overload.retry_after = Some(Duration(0)),
+            "dependency.overload.retry_after",
+            "> 0",
+        );
+        expect(
+            |s| s.dependency.incidents[0].end = Duration::from_secs(60),
+            "dependency.incidents[0].end",
+            "start < end",
+        );
+        expect(
+            |s| s.dependency.incidents[2].capacity = Some(0.0),
+            "dependency.incidents[2].capacity",
+            "(0, 1]",
+        );
+        expect(
+            |s| s.dependency.incidents[2].capacity = None,
+            "dependency.incidents[2]",
+            "needs `capacity`",
+        );
+        expect(
+            |s| s.dependency.incidents[0].add = Some(Duration(1)),
+            "dependency.incidents[0].add",
+            "does not apply to a down",
+        );
+        expect(
+            |s| s.dependency.incidents[3].rate = Some(f64::NAN),
+            "dependency.incidents[3].rate",
+            "finite",
+        );
+        expect(
+            |s| s.dependency.incidents[3].status = Some(99),
+            "dependency.incidents[3].status",
+            "100-599",
+        );
+        expect(
+            |s| s.dependency.incidents[4].add = Some(Duration(0)),
+            "dependency.incidents[4].add",
+            "> 0",
+        );
+        expect(
+            |s| {
+                let mut d = s.dependency.incidents[0].clone();
+                d.start = Duration::from_secs(150);
+                d.end = Duration::from_secs(200);
+                s.dependency.incidents.push(d);
+            },
+            "dependency.incidents[5].start",
+            "overlaps incident 0",
+        );
+        expect(
+            |s| s.dependency.recovery.from = 0.0,
+            "dependency.recovery.from",
+            "(0, 1]",
+        );
+    }
+
+    #[test]
+    fn analysis_and_variant_rules() {
+        expect(
+            |s| s.analysis.recovery_threshold = 1.5,
+            "analysis.recovery_threshold",
+            "(0, 1]",
+        );
+        expect(
+            |s| s.analysis.recovery_window = Duration::from_millis(10),
+            "analysis.recovery_window",
+            ">= bucket",
+        );
+        expect(
+            |s| s.analysis.trigger_end = Some(Duration::from_secs(700)),
+            "analysis.trigger_end",
+            "<= duration",
+        );
+        expect(
+            |s| s.variants[1].name = "no-jitter".into(),
+            "variants[1].name",
+            "twice",
+        );
+        expect(
+            |s| s.variants[0].name = " ".into(),
+            "variants[0].name",
+            "empty",
+        );
+    }
+}
