@@ -66,8 +66,10 @@ fn bench_model(c: &mut Criterion, name: &str, cfg: &ModelConfig) {
 fn engine(c: &mut Criterion) {
     bench_model(c, "mm1_rho0.9", &mmc(1, 0.9, 2_000));
     bench_model(c, "mm100_rho0.95", &mmc(100, 0.95, 20));
-    let src = std::fs::read_to_string("scenarios/outage-recovery.yaml").expect("run from the crate root");
-    let s = stormsim::scenario::load_str(&src, "scenarios/outage-recovery.yaml").expect("bundled scenario loads");
+    let src =
+        std::fs::read_to_string("scenarios/outage-recovery.yaml").expect("run from the crate root");
+    let s = stormsim::scenario::load_str(&src, "scenarios/outage-recovery.yaml")
+        .expect("bundled scenario loads");
     let variants = stormsim::scenario::expand_variants(&s).expect("bundled scenario expands");
     let cfg = stormsim::scenario::to_model(&variants[0].1);
     bench_model(c, "outage_recovery_no_jitter", &cfg);

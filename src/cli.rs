@@ -14,7 +14,11 @@ pub const DEFAULT_SCENARIO: &str = include_str!("../scenarios/outage-recovery.ya
 const DEFAULT_LABEL: &str = "<default scenario: scenarios/outage-recovery.yaml>";
 
 #[derive(Parser, Debug)]
-#[command(name = "stormsim", version, about = "Deterministic discrete-event simulator of retry storms")]
+#[command(
+    name = "stormsim",
+    version,
+    about = "Deterministic discrete-event simulator of retry storms"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -180,7 +184,10 @@ fn run(args: RunArgs) -> i32 {
             "summary_by_variant.csv",
             &report::tables::summary_by_variant_csv(&results),
         )?;
-        out.write("scenario.resolved.yaml", scenario::resolved_yaml(&s).as_bytes())?;
+        out.write(
+            "scenario.resolved.yaml",
+            scenario::resolved_yaml(&s).as_bytes(),
+        )?;
         out.commit()
     };
     let dir = match write() {

@@ -30,8 +30,8 @@ pub fn summary_text(scenario: &str, results: &[RunResult]) -> String {
         let f = |n: &str| get(cells, n);
         let recovery = match (f("recovered_fraction"), f("recovery_time_s_mean")) {
             (None, _) => "no trigger".to_string(),
-            (Some(fr), _) if fr == 0.0 => "never (metastable)".to_string(),
-            (Some(fr), Some(t)) if fr == 1.0 => format!("{t:.1} s"),
+            (Some(0.0), _) => "never (metastable)".to_string(),
+            (Some(1.0), Some(t)) => format!("{t:.1} s"),
             (Some(fr), Some(t)) => format!("{t:.1} s ({:.0}% of runs)", fr * 100.0),
             (Some(_), None) => "-".to_string(),
         };

@@ -1,0 +1,238 @@
+//! The command line as a user runs it: outputs, exit codes, determinism
+//! across thread counts, and clear errors on bad input.
+
+use std::fs;
+use std::path::Path;
+
+use assert_cmd::Command;
+
+fn stormsim() -> Command {
+    Command::cargo_bin("stormsim").unwrap()
+}
+
+const TABLES: [&str; 4] = [
+    "timeseries.csv",
+    "summary.csv",
+    "summary_by_variant.csv",
+    "scenario.resolved.yaml",
+];
+
+fn run_quickstart(out: &Path, threads: &str) {
+    stormsim()
+        .env("RAYON_NUM_THREADS", threads)
+        .args(["run", "scenarios/quickstart.yaml", "--quiet", "--out"])
+        .arg(out)
+        .assert()
+        .success();
+}
+
+#[test]
+fn run_writes_every_table_with_the_contract_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("q");
+    run_quickstart(&out, "2");
+    for f in TABLES {
+        let text = fs::read_to_string(out.join(f)).unwrap();
+        assert!(text.lines().count() > 1, "{f} has rows");
+    }
+    let ts = fs::read_to_string(out.join("timeseries.csv")).unwrap();
+    assert!(ts.starts_with(
+        "variant,replicate,t_s,offered,attempts,retries,dependency_attempts,succeeded,failed,\
+         failed_timeout,failed_connection,failed_status,failed_deadline,shed,queue_depth,\
+         in_flight,utilization,goodput,latency_p50_ms,latency_p99_ms,orphaned"
+    ));
+    // 2 variants × 2 replicates × 40 buckets, plus the header.
+    assert_eq!(ts.lines().count(), 1 + 2 * 2 * 40);
+    let summary = fs::read_to_string(out.join("summary.csv")).unwrap();
+    assert!(summary.starts_with(
+        "variant,replicate,seed,logical_requests,succeeded,failed,success_rate,\
+         dependency_attempts,retries,retry_ratio,retry_delay_p50_ms,retry_delay_p99_ms,\
+         amplification,peak_amplification,goodput,latency_mean_ms,latency_p50_ms,\
+         latency_p99_ms,latency_p999_ms,dependency_utilization,dependency_queue_wait_mean_ms,\
+         peak_load_ratio,recovery_time_s,recovered,orphaned_work_s,events"
+    ));
+    let by_variant = fs::read_to_string(out.join("summary_by_variant.csv")).unwrap();
+    assert_eq!(by_variant.lines().count(), 3);
+    assert!(by_variant.contains("amplification_mean,amplification_ci95"));
+}
+
+#[test]
+fn output_is_byte_identical_across_reruns_and_thread_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, c) = (
+        dir.path().join("a"),
+        dir.path().join("b"),
+        dir.path().join("c"),
+    );
+    run_quickstart(&a, "1");
+    run_quickstart(&b, "2");
+    run_quickstart(&c, "2");
+    for f in TABLES {
+        let x = fs::read(a.join(f)).unwrap();
+        assert_eq!(x, fs::read(b.join(f)).unwrap(), "{f}: 1 vs 2 threads");
+        assert_eq!(x, fs::read(c.join(f)).unwrap(), "{f}: rerun");
+    }
+}
+
+#[test]
+fn resolved_scenario_reproduces_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = dir.path().join("first");
+    stormsim()
+        .args([
+            "run",
+            "scenarios/quickstart.yaml",
+            "--quiet",
+            "--seed",
+            "99",
+            "--out",
+        ])
+        .arg(&first)
+        .assert()
+        .success();
+    let again = dir.path().join("again");
+    stormsim()
+        .args(["run", "--quiet", "--out"])
+        .arg(&again)
+        .arg(first.join("scenario.resolved.yaml"))
+        .assert()
+        .success();
+    for f in ["timeseries.csv", "summary.csv", "summary_by_variant.csv"] {
+        assert_eq!(
+            fs::read(first.join(f)).unwrap(),
+            fs::read(again.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+}
+
+#[test]
+fn set_overrides_a_field_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o");
+    stormsim()
+        .args([
+            "run",
+            "scenarios/quickstart.yaml",
+            "--quiet",
+            "--replicates",
+            "1",
+            "--set",
+            "layers.client.retry.max_attempts=1",
+            "--out",
+        ])
+        .arg(&out)
+        .assert()
+        .success();
+    let summary = fs::read_to_string(out.join("summary.csv")).unwrap();
+    // Both variants now make one attempt: no retries anywhere.
+    for line in summary.lines().skip(1) {
+        let cols: Vec<&str> = line.split(',').collect();
+        assert_eq!(cols[8], "0", "retries column in {line}");
+    }
+}
+
+fn bad(yaml: &str) -> (i32, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.yaml");
+    fs::write(&file, yaml).unwrap();
+    let out = dir.path().join("out");
+    let assert = stormsim()
+        .current_dir(dir.path())
+        .args(["run", "bad.yaml", "--out"])
+        .arg(&out)
+        .assert();
+    let output = assert.get_output();
+    assert!(!out.exists(), "nothing written on bad input");
+    assert_eq!(
+        fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "no stray files"
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    (output.status.code().unwrap(), stderr)
+}
+
+const GOOD: &str = "name: t\nduration: 10s\nclients:\n  arrival: { kind: poisson, rate: 10/s }\ndependency:\n  concurrency: 2\n  service_time: { dist: exponential, mean: 10ms }\n";
+
+#[test]
+fn bad_inputs_exit_2_with_line_and_column() {
+    let cases: &[(&str, &str)] = &[
+        // Malformed YAML.
+        ("name: [t\nduration: 10s\n", "bad.yaml:1:"),
+        // Unknown field, with a suggestion.
+        (
+            &GOOD.replace("concurrency: 2", "concurency: 2"),
+            "bad.yaml:6:3",
+        ),
+        // Wrong type.
+        (
+            &GOOD.replace("concurrency: 2", "concurrency: lots"),
+            "bad.yaml:6:16",
+        ),
+        // Invalid value.
+        (&GOOD.replace("rate: 10/s", "rate: -10/s"), "bad.yaml:4:"),
+        // Duration without a unit.
+        (
+            &GOOD.replace("duration: 10s", "duration: 10"),
+            "bad.yaml:2:11",
+        ),
+    ];
+    for (yaml, location) in cases {
+        let (code, stderr) = bad(yaml);
+        assert_eq!(code, 2, "{stderr}");
+        assert!(
+            stderr.contains(location),
+            "expected {location} in: {stderr}"
+        );
+    }
+    let (_, stderr) = bad(&GOOD.replace("concurrency: 2", "concurency: 2"));
+    assert!(stderr.contains("did you mean `concurrency`"), "{stderr}");
+    assert!(stderr.contains("dependency"), "field path in: {stderr}");
+}
+
+#[test]
+fn validate_reports_ok_or_every_problem() {
+    stormsim()
+        .args(["validate", "scenarios/outage-recovery.yaml"])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("ok (4 variants"));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("two.yaml");
+    fs::write(
+        &file,
+        GOOD.replace("concurrency: 2", "concurrency: 0")
+            .replace("duration: 10s", "duration: 10s\nreplicates: 0"),
+    )
+    .unwrap();
+    let assert = stormsim().arg("validate").arg(&file).assert().code(2);
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("replicates") && stderr.contains("concurrency"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn missing_file_and_unknown_set_path_are_bad_input() {
+    stormsim()
+        .args(["run", "no/such/file.yaml"])
+        .assert()
+        .code(2);
+    let assert = stormsim()
+        .args([
+            "validate",
+            "scenarios/quickstart.yaml",
+            "--set",
+            "layers.nope.timeout=1s",
+        ])
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("<--set>") && stderr.contains("nope"),
+        "{stderr}"
+    );
+}
