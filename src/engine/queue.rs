@@ -16,16 +16,23 @@ pub trait EventKind: Copy {
     fn kind(&self) -> u8;
 }
 
+/// A pending event. The key packs (time, sequence) into one `u128`, time
+/// in the high half, so ordering is a single integer comparison.
 #[derive(Clone, Copy)]
 struct Entry<E> {
-    time: Nanos,
-    seq: u64,
+    key: u128,
     event: E,
+}
+
+impl<E> Entry<E> {
+    fn time(&self) -> Nanos {
+        (self.key >> 64) as Nanos
+    }
 }
 
 impl<E> PartialEq for Entry<E> {
     fn eq(&self, other: &Self) -> bool {
-        self.time == other.time && self.seq == other.seq
+        self.key == other.key
     }
 }
 impl<E> Eq for Entry<E> {}
@@ -37,10 +44,7 @@ impl<E> PartialOrd for Entry<E> {
 impl<E> Ord for Entry<E> {
     // Reversed: `BinaryHeap` is a max-heap and we want the earliest first.
     fn cmp(&self, other: &Self) -> Ordering {
-        other
-            .time
-            .cmp(&self.time)
-            .then_with(|| other.seq.cmp(&self.seq))
+        other.key.cmp(&self.key)
     }
 }
 
@@ -83,7 +87,10 @@ impl<E: EventKind> EventQueue<E> {
         let time = time.max(self.now);
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.heap.push(Entry { time, seq, event });
+        self.heap.push(Entry {
+            key: ((time as u128) << 64) | seq as u128,
+            event,
+        });
     }
 
     /// Schedules `event` after `delay` from now, saturating at `u64::MAX`.
@@ -96,10 +103,11 @@ impl<E: EventKind> EventQueue<E> {
     /// advances the clock to its time and returns it.
     #[inline]
     pub fn pop_before(&mut self, end: Nanos) -> Option<E> {
-        if self.heap.peek()?.time >= end {
+        if self.heap.peek()?.time() >= end {
             return None;
         }
-        let Entry { time, seq, event } = self.heap.pop()?;
+        let entry = self.heap.pop()?;
+        let (time, seq, event) = (entry.time(), entry.key as u64, entry.event);
         self.now = time;
         self.popped += 1;
         self.digest = fnv_fold(self.digest, time);

@@ -62,9 +62,9 @@ pub struct Recorder {
     /// Attempts and retries per bucket and layer, `[bucket * layers + layer]`.
     pub layer_attempts: Vec<u64>,
     pub layer_retries: Vec<u64>,
+    /// Requests waiting in the dependency's queue.
     pub queue: Gauge,
-    /// Requests inside the dependency: queued plus in service.
-    pub inside: Gauge,
+    /// Busy workers (requests in service).
     pub busy: Gauge,
     pub latency: Histogram<u64>,
     pub retry_delay: Histogram<u64>,
@@ -95,7 +95,6 @@ impl Recorder {
             layer_attempts: vec![0; n * layers],
             layer_retries: vec![0; n * layers],
             queue: Gauge::new(bucket, n),
-            inside: Gauge::new(bucket, n),
             busy: Gauge::new(bucket, n),
             latency: histogram(3),
             retry_delay: histogram(3),
@@ -243,7 +242,6 @@ impl Recorder {
     /// Closes the run at its end time.
     pub fn finish(&mut self, end: Nanos) {
         self.queue.advance(end);
-        self.inside.advance(end);
         self.busy.advance(end);
         self.close_latency_bucket();
         let last = self.buckets.len() - 1;

@@ -134,7 +134,7 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
             failed_by: c.failed,
             shed: c.shed,
             queue_depth: rec.queue.mean(b, len),
-            in_flight: rec.inside.mean(b, len),
+            in_flight: rec.queue.mean(b, len) + busy,
             utilization: ratio(busy, ctx.concurrency as f64),
             goodput: ratio(c.succeeded as f64, secs),
             latency_p50_ms: c.latency_p50_us.map(us_to_ms),

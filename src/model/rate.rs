@@ -125,6 +125,15 @@ impl RateProfile {
     pub fn next_arrival(&self, now: Nanos, mut e: f64) -> Option<Nanos> {
         let mut t = now;
         let mut i = self.piece_index(now);
+        // Fast path: a constant rate for the rest of time.
+        if i + 1 == self.pieces.len() && self.pieces[i].slope == 0.0 {
+            let r = self.pieces[i].rate;
+            if r <= 0.0 {
+                return None;
+            }
+            let d = (e / r).ceil();
+            return (d < u64::MAX as f64).then(|| now.saturating_add(d as u64));
+        }
         loop {
             let p = self.pieces[i];
             let end = self.pieces.get(i + 1).map(|n| n.start);

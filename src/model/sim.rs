@@ -546,7 +546,6 @@ impl<'a> Sim<'a> {
         let busy = self.dep.busy as u64;
         self.rec.queue.set(now, queued);
         self.rec.busy.set(now, busy);
-        self.rec.inside.set(now, queued + busy);
     }
 
     fn on_service_done(&mut self, job: u32, epoch: u32) {
