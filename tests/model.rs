@@ -182,3 +182,43 @@ fn orphaned_work_keeps_running_after_the_caller_times_out() {
     assert!(served >= s.logical_requests as f64 - 10.0);
     assert!((s.orphaned_work_s - served * 0.3).abs() < 1e-6);
 }
+
+#[test]
+fn a_scheduled_spike_and_ramp_shape_the_offered_load() {
+    use stormsim::model::rate::{RateChange, RateProfile};
+    let dep = dependency(64, ServiceDist::Exponential { mean: MS }, 1000);
+    let mut cfg = config(
+        1000.0,
+        30 * S,
+        vec![LayerConfig::passthrough("client")],
+        dep,
+    );
+    cfg.arrivals = RateProfile::new(
+        1000.0,
+        &[
+            RateChange::Spike {
+                at: 10 * S,
+                rate: 3000.0,
+                length: 5 * S,
+            },
+            RateChange::Ramp {
+                at: 20 * S,
+                to: 0.0,
+                by: 30 * S,
+            },
+        ],
+    );
+    let (rows, s) = run(&cfg, 4);
+    assert_conserved(&s);
+    let mean = |a: usize, b: usize| {
+        rows[a..b].iter().map(|r| r.offered as f64).sum::<f64>() / (b - a) as f64
+    };
+    // Poisson counts over 5 s: sd ~ sqrt(5000)/5 = 14 per bucket at 1000/s.
+    assert!((mean(0, 10) - 1000.0).abs() < 60.0);
+    assert!((mean(10, 15) - 3000.0).abs() < 100.0);
+    assert!((mean(15, 20) - 1000.0).abs() < 70.0);
+    // The ramp from 1000/s to 0 over 10 s offers 5000 in all.
+    let ramp: u64 = rows[20..30].iter().map(|r| r.offered).sum();
+    assert!((ramp as f64 - 5000.0).abs() < 300.0, "{ramp}");
+    assert!(rows[29].offered < 250);
+}
