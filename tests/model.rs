@@ -77,19 +77,11 @@ fn conservation_holds_through_every_kind_of_incident() {
         inc(32, 36, Effect::Latency { add: 400 * MS }),
     ];
     let mut outer = retrying_layer("outer", 3, Some(2 * S));
-    outer.retry.backoff = Backoff::Exponential {
-        base: 50 * MS,
-        multiplier: 2.0,
-        cap: S,
-    };
+    outer.retry.backoff = Backoff::exponential(50 * MS, 2.0, S);
     outer.retry.jitter = Jitter::Full;
     let mut inner = retrying_layer("inner", 3, Some(300 * MS));
     inner.retry.jitter = Jitter::Decorrelated;
-    inner.retry.backoff = Backoff::Exponential {
-        base: 10 * MS,
-        multiplier: 2.0,
-        cap: 500 * MS,
-    };
+    inner.retry.backoff = Backoff::exponential(10 * MS, 2.0, 500 * MS);
     let mut cfg = config(150.0, 45 * S, vec![outer, inner], dep);
     cfg.deadline = Some(3 * S);
     for seed in 0..4 {
@@ -148,11 +140,7 @@ fn same_seed_same_history_other_seed_other_history() {
     });
     let mut layer = retrying_layer("client", 4, Some(200 * MS));
     layer.retry.jitter = Jitter::Full;
-    layer.retry.backoff = Backoff::Exponential {
-        base: 20 * MS,
-        multiplier: 2.0,
-        cap: S,
-    };
+    layer.retry.backoff = Backoff::exponential(20 * MS, 2.0, S);
     let cfg = config(300.0, 10 * S, vec![layer], dep);
     let (rows_a, a) = run(&cfg, 5);
     let (rows_b, b) = run(&cfg, 5);

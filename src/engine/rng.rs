@@ -20,6 +20,7 @@ pub enum Purpose {
     ServiceTimes = 2,
     Jitter = 3,
     Incidents = 4,
+    Throttle = 5,
 }
 
 /// SplitMix64's output function: a fixed, well-mixed 64-bit bijection.

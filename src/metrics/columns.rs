@@ -96,6 +96,18 @@ pub fn time_row_cells(r: &TimeRow, layer_names: &[String]) -> Vec<(String, Cell)
             "failed_retry_after_exceeds_budget".into(),
             Cell::Int(r.failed_by[Reason::RetryAfterExceedsBudget as usize]),
         ),
+        (
+            "failed_budget_exhausted".into(),
+            Cell::Int(r.failed_by[Reason::BudgetExhausted as usize]),
+        ),
+        (
+            "failed_throttled".into(),
+            Cell::Int(r.failed_by[Reason::Throttled as usize]),
+        ),
+        (
+            "failed_breaker_open".into(),
+            Cell::Int(r.failed_by[Reason::BreakerOpen as usize]),
+        ),
         ("blackholed".into(), Cell::Int(r.blackholed)),
         ("queue_timeouts".into(), Cell::Int(r.queue_timeouts)),
         ("open_requests".into(), Cell::Int(r.open_requests)),
@@ -107,7 +119,25 @@ pub fn time_row_cells(r: &TimeRow, layer_names: &[String]) -> Vec<(String, Cell)
     for (i, name) in layer_names.iter().enumerate() {
         v.push((format!("retries_{name}"), Cell::Int(r.layer_retries[i])));
     }
+    push_gates(&mut v, &r.layer_gates, layer_names);
+    for (i, name) in layer_names.iter().enumerate() {
+        let [budget, throttle, breaker] = r.layer_levels[i];
+        v.push((format!("budget_level_{name}"), Cell::opt_f(budget)));
+        v.push((format!("throttle_level_{name}"), Cell::opt_f(throttle)));
+        v.push((format!("breaker_open_{name}"), Cell::opt_f(breaker)));
+    }
     v
+}
+
+/// Per-layer refusals: `budget_exhausted_<layer>`, `throttled_<layer>`,
+/// `breaker_rejected_<layer>`.
+fn push_gates(v: &mut Vec<(String, Cell)>, gates: &[[u64; 3]], layer_names: &[String]) {
+    for (i, name) in layer_names.iter().enumerate() {
+        let [budget, throttle, breaker] = gates[i];
+        v.push((format!("budget_exhausted_{name}"), Cell::Int(budget)));
+        v.push((format!("throttled_{name}"), Cell::Int(throttle)));
+        v.push((format!("breaker_rejected_{name}"), Cell::Int(breaker)));
+    }
 }
 
 /// Columns of a summary row, after `variant, replicate, seed`.
@@ -178,6 +208,7 @@ pub fn summary_cells(s: &Summary, layer_names: &[String]) -> Vec<(String, Cell)>
     for (i, name) in layer_names.iter().enumerate() {
         v.push((format!("retries_{name}"), Cell::Int(s.layer_retries[i])));
     }
+    push_gates(&mut v, &s.layer_gates, layer_names);
     v.extend([
         (
             "baseline_success_ratio".into(),

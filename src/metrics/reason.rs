@@ -9,16 +9,22 @@ pub enum Reason {
     Status = 2,
     Deadline = 3,
     RetryAfterExceedsBudget = 4,
+    BudgetExhausted = 5,
+    Throttled = 6,
+    BreakerOpen = 7,
 }
 
 impl Reason {
-    pub const COUNT: usize = 5;
+    pub const COUNT: usize = 8;
     pub const ALL: [Reason; Reason::COUNT] = [
         Reason::Timeout,
         Reason::Connection,
         Reason::Status,
         Reason::Deadline,
         Reason::RetryAfterExceedsBudget,
+        Reason::BudgetExhausted,
+        Reason::Throttled,
+        Reason::BreakerOpen,
     ];
 
     pub fn name(self) -> &'static str {
@@ -28,6 +34,9 @@ impl Reason {
             Reason::Status => "status",
             Reason::Deadline => "deadline",
             Reason::RetryAfterExceedsBudget => "retry_after_exceeds_budget",
+            Reason::BudgetExhausted => "budget_exhausted",
+            Reason::Throttled => "throttled",
+            Reason::BreakerOpen => "breaker_open",
         }
     }
 }

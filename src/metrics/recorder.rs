@@ -62,6 +62,12 @@ pub struct Recorder {
     /// Attempts and retries per bucket and layer, `[bucket * layers + layer]`.
     pub layer_attempts: Vec<u64>,
     pub layer_retries: Vec<u64>,
+    /// Gate refusals per bucket and layer: `[(bucket * layers + layer) * 3 +
+    /// k]`, k = 0 budget exhausted, 1 throttled, 2 breaker open.
+    pub layer_gates: Vec<u64>,
+    /// Gate levels sampled at each bucket's end, same layout: budget level,
+    /// throttle level, fraction of breakers open. NaN where not configured.
+    pub layer_levels: Vec<f64>,
     /// Requests waiting in the dependency's queue.
     pub queue: Gauge,
     /// Busy workers (requests in service).
@@ -94,6 +100,8 @@ impl Recorder {
             buckets: vec![BucketCounts::default(); n],
             layer_attempts: vec![0; n * layers],
             layer_retries: vec![0; n * layers],
+            layer_gates: vec![0; n * layers * 3],
+            layer_levels: vec![f64::NAN; n * layers * 3],
             queue: Gauge::new(bucket, n),
             busy: Gauge::new(bucket, n),
             latency: histogram(3),
@@ -147,6 +155,29 @@ impl Recorder {
         if retry {
             self.buckets[b].retries += 1;
             self.layer_retries[b * self.layers + layer] += 1;
+        }
+    }
+
+    /// A budget, throttle or breaker of `layer` refused an attempt or retry.
+    #[inline]
+    pub fn gate(&mut self, t: Nanos, layer: usize, reason: Reason) {
+        let k = match reason {
+            Reason::BudgetExhausted => 0,
+            Reason::Throttled => 1,
+            Reason::BreakerOpen => 2,
+            _ => return,
+        };
+        let b = self.b(t);
+        self.layer_gates[(b * self.layers + layer) * 3 + k] += 1;
+    }
+
+    /// The gate levels of `layer` at the end of `bucket`.
+    pub fn levels(&mut self, bucket: usize, layer: usize, levels: [Option<f64>; 3]) {
+        if bucket >= self.buckets.len() {
+            return;
+        }
+        for (k, v) in levels.into_iter().enumerate() {
+            self.layer_levels[(bucket * self.layers + layer) * 3 + k] = v.unwrap_or(f64::NAN);
         }
     }
 

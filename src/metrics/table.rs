@@ -64,6 +64,11 @@ pub struct TimeRow {
     pub load_ratio: f64,
     pub layer_attempts: Vec<u64>,
     pub layer_retries: Vec<u64>,
+    /// Per layer: refusals by the budget, the throttle and the breaker.
+    pub layer_gates: Vec<[u64; 3]>,
+    /// Per layer at the bucket's end: budget level, throttle level,
+    /// fraction of breakers open (None where not configured).
+    pub layer_levels: Vec<[Option<f64>; 3]>,
 }
 
 /// One row of `summary.csv` (without variant, replicate and seed).
@@ -100,6 +105,7 @@ pub struct Summary {
     pub orphaned: u64,
     pub layer_attempts: Vec<u64>,
     pub layer_retries: Vec<u64>,
+    pub layer_gates: Vec<[u64; 3]>,
     pub baseline_success_ratio: f64,
     pub capacity_per_s: f64,
     pub aborted: Option<String>,
@@ -149,6 +155,27 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
             ),
             layer_attempts: rec.layer_attempts[b * layers..(b + 1) * layers].to_vec(),
             layer_retries: rec.layer_retries[b * layers..(b + 1) * layers].to_vec(),
+            layer_gates: (0..layers)
+                .map(|l| {
+                    let i = (b * layers + l) * 3;
+                    [
+                        rec.layer_gates[i],
+                        rec.layer_gates[i + 1],
+                        rec.layer_gates[i + 2],
+                    ]
+                })
+                .collect(),
+            layer_levels: (0..layers)
+                .map(|l| {
+                    let i = (b * layers + l) * 3;
+                    let v = |x: f64| (!x.is_nan()).then_some(x);
+                    [
+                        v(rec.layer_levels[i]),
+                        v(rec.layer_levels[i + 1]),
+                        v(rec.layer_levels[i + 2]),
+                    ]
+                })
+                .collect(),
         });
     }
 
@@ -167,10 +194,14 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
     }
     let mut layer_attempts = vec![0; layers];
     let mut layer_retries = vec![0; layers];
+    let mut layer_gates = vec![[0; 3]; layers];
     for r in &rows {
         for l in 0..layers {
             layer_attempts[l] += r.layer_attempts[l];
             layer_retries[l] += r.layer_retries[l];
+            for (total, v) in layer_gates[l].iter_mut().zip(r.layer_gates[l]) {
+                *total += v;
+            }
         }
     }
     let run_secs = info.end.max(1) as f64 / NS_PER_S as f64;
@@ -226,6 +257,7 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         orphaned: sum(|r| r.orphaned),
         layer_attempts,
         layer_retries,
+        layer_gates,
         baseline_success_ratio: baseline,
         capacity_per_s: ctx.capacity_per_sec,
         aborted: info.aborted.clone(),

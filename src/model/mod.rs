@@ -3,12 +3,17 @@
 //! it takes a `ModelConfig` and reports into a `metrics::Recorder`.
 
 pub mod backoff;
+pub mod breaker;
+pub mod budget;
 pub mod config;
 pub mod dependency;
+pub mod gates;
 pub mod outcome;
 pub mod rate;
 pub mod retry;
 pub mod service;
+pub mod throttle;
+pub mod window;
 
 pub use crate::metrics::RecoveryCriteria;
 pub use config::{LayerConfig, Limits, ModelConfig};

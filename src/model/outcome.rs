@@ -18,6 +18,12 @@ pub enum Cause {
     Deadline,
     /// Retry-After asked for a wait longer than the remaining budget.
     RetryAfterExceedsBudget,
+    /// A retry budget refused the retry.
+    BudgetExhausted,
+    /// A circuit breaker rejected the attempt.
+    BreakerOpen,
+    /// Client-side throttling rejected the attempt locally.
+    Throttled,
 }
 
 /// A failed attempt or call. `retry_after` is the server's Retry-After
@@ -52,6 +58,18 @@ impl Cause {
             Cause::Status(_) => Reason::Status,
             Cause::Deadline => Reason::Deadline,
             Cause::RetryAfterExceedsBudget => Reason::RetryAfterExceedsBudget,
+            Cause::BudgetExhausted => Reason::BudgetExhausted,
+            Cause::BreakerOpen => Reason::BreakerOpen,
+            Cause::Throttled => Reason::Throttled,
         }
+    }
+
+    /// Whether the failure was decided inside the layer (a gate), not by
+    /// the hop below it.
+    pub fn is_local(self) -> bool {
+        matches!(
+            self,
+            Cause::BudgetExhausted | Cause::BreakerOpen | Cause::Throttled
+        )
     }
 }

@@ -5,8 +5,9 @@
 
 use crate::engine::{Nanos, Stream};
 
-use super::backoff::{Backoff, Jitter, sleep_before_retry};
+use super::backoff::{Backoff, Jitter, SleepState, sleep_before_retry};
 use super::outcome::{Cause, Failure};
+use crate::engine::time::from_f64_ns;
 
 /// Which failures are retried. Status codes are a bit set over 0..640.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -39,9 +40,38 @@ impl RetryOn {
             Cause::Timeout => self.timeout,
             Cause::Connection => self.connection,
             Cause::Status(c) => self.status(c),
-            Cause::Deadline | Cause::RetryAfterExceedsBudget => false,
+            Cause::Deadline
+            | Cause::RetryAfterExceedsBudget
+            | Cause::BudgetExhausted
+            | Cause::BreakerOpen
+            | Cause::Throttled => false,
         }
     }
+}
+
+/// How a layer treats a server's Retry-After (or pushback) value. In
+/// every mode a wait that does not fit in the remaining budget fails the
+/// call at once with `retry_after_exceeds_budget` instead of sleeping.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RetryAfterMode {
+    /// Ignored: the backoff alone decides (botocore, Polly core,
+    /// Resilience4j, Tenacity, cenkalti: presets.md §9.1).
+    Ignore,
+    /// Wait at least the Retry-After (the playbook's rule), optionally
+    /// capped at `cap` and stretched by up to `jitter` (a fraction).
+    AtLeast { cap: Nanos, jitter: f64 },
+    /// The wait *is* the Retry-After, uncapped and unjittered
+    /// (Microsoft.Extensions.Http.Resilience, presets.md §5).
+    Exact,
+    /// AWS SDK retry behaviour 2.1: `clamp(ra, t, t + 5 s)` where t is the
+    /// backoff (presets.md §1.3).
+    AwsClamp { window: Nanos },
+    /// Envoy's rate-limited backoff: `U[ra, 1.5·ra)` when 1 ms < ra ≤ 300 s,
+    /// otherwise ignored (presets.md §3).
+    Envoy { max: Nanos },
+    /// gRPC pushback: exactly `ra`, then the backoff starts over
+    /// (presets.md §2).
+    GrpcPushback,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -50,8 +80,14 @@ pub struct RetryPolicy {
     pub max_attempts: u32,
     pub backoff: Backoff,
     pub jitter: Jitter,
+    /// Base used instead of the backoff's after a throttling error (429):
+    /// AWS 2.1's x = 1 s (presets.md §1.3).
+    pub throttle_base: Option<Nanos>,
     pub retry_on: RetryOn,
-    pub honor_retry_after: bool,
+    pub retry_after: RetryAfterMode,
+    /// No retry whose sleep would end more than this after the call
+    /// started (cenkalti/backoff's MaxElapsedTime, presets.md §7.2).
+    pub max_elapsed: Option<Nanos>,
 }
 
 impl Default for RetryPolicy {
@@ -60,59 +96,147 @@ impl Default for RetryPolicy {
             max_attempts: 1,
             backoff: Backoff::Constant { base: 0 },
             jitter: Jitter::None,
+            throttle_base: None,
             retry_on: RetryOn::nothing(),
-            honor_retry_after: true,
+            retry_after: RetryAfterMode::AtLeast {
+                cap: u64::MAX,
+                jitter: 0.0,
+            },
+            max_elapsed: None,
         }
     }
+}
+
+/// What a call carries between its attempts.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RetryState {
+    /// Attempts made so far (>= 1 when deciding).
+    pub attempts: u32,
+    /// Retries counted by the backoff (reset by gRPC pushback).
+    pub backoff_n: u32,
+    pub sleep: SleepState,
+    /// When the call started (for `max_elapsed`).
+    pub started: Nanos,
 }
 
 /// What a layer does after a failed attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Decision {
-    /// Sleep this long, then send attempt `attempts + 1`.
+    /// Sleep this long, then send the next attempt.
     RetryAfter(Nanos),
     /// Give up; the call fails with this cause.
     GiveUp(Cause),
 }
 
-/// Decides what follows a failed attempt.
-///
-/// - `attempts`: attempts made so far (>= 1).
-/// - `prev_sleep`: the previous sleep of this call (decorrelated jitter).
-/// - `now`, `deadline`: no sleep may end at or after the deadline
-///   (`u64::MAX` = none); one that would fails the call with `Deadline`
-///   (or `RetryAfterExceedsBudget` when the server's Retry-After alone is
-///   what does not fit).
-pub fn decide(
+/// Whether the policy retries this failure at all: the cause is listed and
+/// attempts remain. `None` means "may retry" (budgets decide next).
+pub fn give_up_before_budget(
     policy: &RetryPolicy,
     failure: Failure,
     attempts: u32,
-    prev_sleep: Nanos,
+) -> Option<Cause> {
+    (!policy.retry_on.retries(failure.cause) || attempts >= policy.max_attempts)
+        .then_some(failure.cause)
+}
+
+/// The sleep before the next attempt, or why there is none. `min_sleep`
+/// comes from a budget that delays instead of refusing. No sleep may end at
+/// or after `deadline` (`u64::MAX` = none).
+pub fn plan_sleep(
+    policy: &RetryPolicy,
+    failure: Failure,
+    state: &mut RetryState,
+    now: Nanos,
+    deadline: Nanos,
+    min_sleep: Nanos,
+    rng: &mut Stream,
+) -> Decision {
+    let n = state.backoff_n + 1;
+    let backoff = match (policy.throttle_base, failure.cause) {
+        (Some(tb), Cause::Status(429)) => with_base(&policy.backoff, tb),
+        _ => policy.backoff,
+    };
+    let t = sleep_before_retry(&backoff, policy.jitter, n, &mut state.sleep, rng);
+    let ra = failure.retry_after;
+    let mut reset = false;
+    // The wait the server's Retry-After asks for, if this mode uses it.
+    let (sleep, from_server) = match policy.retry_after {
+        _ if ra == 0 => (t, false),
+        RetryAfterMode::Ignore => (t, false),
+        RetryAfterMode::AtLeast { cap, jitter } => {
+            let mut want = ra.min(cap);
+            if jitter > 0.0 {
+                want = from_f64_ns(want as f64 * rng.uniform(1.0, 1.0 + jitter));
+            }
+            (t.max(want), want >= t)
+        }
+        RetryAfterMode::Exact => (ra, true),
+        RetryAfterMode::AwsClamp { window } => (ra.clamp(t, t.saturating_add(window)), ra > t),
+        RetryAfterMode::Envoy { max } => {
+            if ra > crate::engine::NS_PER_MS && ra <= max {
+                (from_f64_ns(rng.uniform(ra as f64, ra as f64 * 1.5)), true)
+            } else {
+                (t, false)
+            }
+        }
+        RetryAfterMode::GrpcPushback => {
+            reset = true;
+            (ra, true)
+        }
+    };
+    let sleep = sleep.max(min_sleep);
+    if from_server && now.saturating_add(sleep) >= deadline {
+        return Decision::GiveUp(Cause::RetryAfterExceedsBudget);
+    }
+    if now.saturating_add(sleep) >= deadline {
+        return Decision::GiveUp(Cause::Deadline);
+    }
+    if let Some(limit) = policy.max_elapsed
+        && (now - state.started.min(now)).saturating_add(sleep) > limit
+    {
+        // cenkalti: "elapsed + next > MaxElapsedTime" stops with the last error.
+        return Decision::GiveUp(if from_server {
+            Cause::RetryAfterExceedsBudget
+        } else {
+            failure.cause
+        });
+    }
+    state.backoff_n = if reset { 0 } else { n };
+    Decision::RetryAfter(sleep)
+}
+
+fn with_base(b: &Backoff, base: Nanos) -> Backoff {
+    match *b {
+        Backoff::Constant { .. } => Backoff::Constant { base },
+        Backoff::Linear { cap, .. } => Backoff::Linear { base, cap },
+        Backoff::Exponential {
+            multiplier,
+            cap,
+            truncate_ms,
+            ..
+        } => Backoff::Exponential {
+            base,
+            multiplier,
+            cap,
+            truncate_ms,
+        },
+    }
+}
+
+/// The whole decision for a layer without budgets: classification, then
+/// the sleep. (The simulation puts budgets between the two.)
+pub fn decide(
+    policy: &RetryPolicy,
+    failure: Failure,
+    state: &mut RetryState,
     now: Nanos,
     deadline: Nanos,
     rng: &mut Stream,
 ) -> Decision {
-    if !policy.retry_on.retries(failure.cause) || attempts >= policy.max_attempts {
-        return Decision::GiveUp(failure.cause);
+    if let Some(cause) = give_up_before_budget(policy, failure, state.attempts) {
+        return Decision::GiveUp(cause);
     }
-    let backoff = sleep_before_retry(&policy.backoff, policy.jitter, attempts, prev_sleep, rng);
-    let remaining = deadline.saturating_sub(now);
-    if policy.honor_retry_after && failure.retry_after > 0 {
-        if failure.retry_after >= remaining {
-            return Decision::GiveUp(Cause::RetryAfterExceedsBudget);
-        }
-        let sleep = backoff.max(failure.retry_after);
-        return if sleep >= remaining {
-            Decision::GiveUp(Cause::Deadline)
-        } else {
-            Decision::RetryAfter(sleep)
-        };
-    }
-    if backoff >= remaining {
-        Decision::GiveUp(Cause::Deadline)
-    } else {
-        Decision::RetryAfter(backoff)
-    }
+    plan_sleep(policy, failure, state, now, deadline, 0, rng)
 }
 
 #[cfg(test)]
@@ -120,86 +244,196 @@ mod tests {
     use super::*;
     use crate::engine::{NS_PER_MS, NS_PER_S, Purpose};
 
+    const MS: Nanos = NS_PER_MS;
+
     fn policy() -> RetryPolicy {
+        let mut retry_on = RetryOn::nothing().with_status(503).with_status(429);
+        retry_on.timeout = true;
         RetryPolicy {
             max_attempts: 3,
-            backoff: Backoff::Constant {
-                base: 100 * NS_PER_MS,
-            },
-            jitter: Jitter::None,
-            retry_on: RetryOn {
-                timeout: true,
-                connection: false,
-                ..RetryOn::nothing()
-            }
-            .with_status(503),
-            honor_retry_after: true,
+            backoff: Backoff::Constant { base: 100 * MS },
+            retry_on,
+            ..RetryPolicy::default()
         }
+    }
+
+    fn state(attempts: u32) -> RetryState {
+        RetryState {
+            attempts,
+            ..RetryState::default()
+        }
+    }
+
+    fn d(p: &RetryPolicy, f: Failure, attempts: u32, deadline: Nanos) -> Decision {
+        let mut rng = Stream::new(1, Purpose::Jitter, 0);
+        decide(p, f, &mut state(attempts), 0, deadline, &mut rng)
     }
 
     #[test]
     fn classification_fails_fast_on_unlisted_outcomes() {
-        let mut rng = Stream::new(1, Purpose::Jitter, 0);
         let p = policy();
-        let d = |c| decide(&p, Failure::new(c), 1, 0, 0, u64::MAX, &mut rng.clone());
-        assert_eq!(d(Cause::Timeout), Decision::RetryAfter(100 * NS_PER_MS));
-        assert_eq!(d(Cause::Status(503)), Decision::RetryAfter(100 * NS_PER_MS));
-        assert_eq!(d(Cause::Status(500)), Decision::GiveUp(Cause::Status(500)));
-        assert_eq!(d(Cause::Connection), Decision::GiveUp(Cause::Connection));
-        assert_eq!(d(Cause::Deadline), Decision::GiveUp(Cause::Deadline));
-        let _ = &mut rng;
+        let f = |c| d(&p, Failure::new(c), 1, u64::MAX);
+        assert_eq!(f(Cause::Timeout), Decision::RetryAfter(100 * MS));
+        assert_eq!(f(Cause::Status(503)), Decision::RetryAfter(100 * MS));
+        assert_eq!(f(Cause::Status(500)), Decision::GiveUp(Cause::Status(500)));
+        assert_eq!(f(Cause::Connection), Decision::GiveUp(Cause::Connection));
+        assert_eq!(f(Cause::Deadline), Decision::GiveUp(Cause::Deadline));
+        assert_eq!(f(Cause::BreakerOpen), Decision::GiveUp(Cause::BreakerOpen));
     }
 
     #[test]
     fn stops_at_max_attempts() {
-        let mut rng = Stream::new(1, Purpose::Jitter, 0);
         let p = policy();
         let f = Failure::new(Cause::Timeout);
-        assert!(matches!(
-            decide(&p, f, 2, 0, 0, u64::MAX, &mut rng),
-            Decision::RetryAfter(_)
-        ));
-        assert_eq!(
-            decide(&p, f, 3, 0, 0, u64::MAX, &mut rng),
-            Decision::GiveUp(Cause::Timeout)
-        );
+        assert!(matches!(d(&p, f, 2, u64::MAX), Decision::RetryAfter(_)));
+        assert_eq!(d(&p, f, 3, u64::MAX), Decision::GiveUp(Cause::Timeout));
     }
 
     #[test]
     fn no_sleep_outlives_the_deadline() {
-        let mut rng = Stream::new(1, Purpose::Jitter, 0);
         let p = policy();
         let f = Failure::new(Cause::Timeout);
-        assert_eq!(
-            decide(&p, f, 1, 0, 0, 100 * NS_PER_MS, &mut rng),
-            Decision::GiveUp(Cause::Deadline)
-        );
-        assert!(matches!(
-            decide(&p, f, 1, 0, 0, 100 * NS_PER_MS + 1, &mut rng),
-            Decision::RetryAfter(_)
-        ));
+        assert_eq!(d(&p, f, 1, 100 * MS), Decision::GiveUp(Cause::Deadline));
+        assert!(matches!(d(&p, f, 1, 100 * MS + 1), Decision::RetryAfter(_)));
+    }
+
+    fn with_ra(ra: Nanos) -> Failure {
+        Failure {
+            cause: Cause::Status(503),
+            retry_after: ra,
+        }
     }
 
     #[test]
     fn retry_after_is_honoured_or_fails_fast() {
-        let mut rng = Stream::new(1, Purpose::Jitter, 0);
         let mut p = policy();
-        let f = Failure {
-            cause: Cause::Status(503),
-            retry_after: 2 * NS_PER_S,
-        };
+        let f = with_ra(2 * NS_PER_S);
+        assert_eq!(d(&p, f, 1, u64::MAX), Decision::RetryAfter(2 * NS_PER_S));
         assert_eq!(
-            decide(&p, f, 1, 0, 0, u64::MAX, &mut rng),
-            Decision::RetryAfter(2 * NS_PER_S)
-        );
-        assert_eq!(
-            decide(&p, f, 1, 0, 0, NS_PER_S, &mut rng),
+            d(&p, f, 1, NS_PER_S),
             Decision::GiveUp(Cause::RetryAfterExceedsBudget)
         );
-        p.honor_retry_after = false;
+        p.retry_after = RetryAfterMode::AtLeast {
+            cap: 500 * MS,
+            jitter: 0.0,
+        };
+        assert_eq!(d(&p, f, 1, u64::MAX), Decision::RetryAfter(500 * MS));
+        p.retry_after = RetryAfterMode::Ignore;
+        assert_eq!(d(&p, f, 1, NS_PER_S), Decision::RetryAfter(100 * MS));
+    }
+
+    #[test]
+    fn retry_after_library_variants() {
+        let mut p = policy();
+        // MS HTTP: exactly the header, even when shorter than the backoff.
+        p.retry_after = RetryAfterMode::Exact;
         assert_eq!(
-            decide(&p, f, 1, 0, 0, NS_PER_S, &mut rng),
-            Decision::RetryAfter(100 * NS_PER_MS)
+            d(&p, with_ra(30 * MS), 1, u64::MAX),
+            Decision::RetryAfter(30 * MS)
+        );
+        // AWS 2.1 test vectors (presets.md §1.3, rand fixed at 1 there; here
+        // the backoff is a constant 100 ms): ra 10 s → t + 5 s; ra 0 → t.
+        p.retry_after = RetryAfterMode::AwsClamp {
+            window: 5 * NS_PER_S,
+        };
+        assert_eq!(
+            d(&p, with_ra(10 * NS_PER_S), 1, u64::MAX),
+            Decision::RetryAfter(5_100 * MS)
+        );
+        assert_eq!(
+            d(&p, with_ra(50 * MS), 1, u64::MAX),
+            Decision::RetryAfter(100 * MS)
+        );
+        assert_eq!(
+            d(&p, with_ra(2 * NS_PER_S), 1, u64::MAX),
+            Decision::RetryAfter(2 * NS_PER_S)
+        );
+        // Envoy: [I, 1.5 I), ignored above 300 s.
+        p.retry_after = RetryAfterMode::Envoy {
+            max: 300 * NS_PER_S,
+        };
+        let mut rng = Stream::new(3, Purpose::Jitter, 0);
+        for _ in 0..1000 {
+            match decide(&p, with_ra(NS_PER_S), &mut state(1), 0, u64::MAX, &mut rng) {
+                Decision::RetryAfter(s) => assert!((NS_PER_S..1_500 * MS).contains(&s)),
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(
+            d(&p, with_ra(301 * NS_PER_S), 1, u64::MAX),
+            Decision::RetryAfter(100 * MS)
+        );
+    }
+
+    #[test]
+    fn grpc_pushback_is_exact_then_backoff_resets() {
+        let mut p = policy();
+        p.backoff = Backoff::Exponential {
+            base: 100 * MS,
+            multiplier: 2.0,
+            cap: u64::MAX,
+            truncate_ms: false,
+        };
+        p.max_attempts = 10;
+        p.retry_after = RetryAfterMode::GrpcPushback;
+        let mut rng = Stream::new(3, Purpose::Jitter, 0);
+        let mut st = state(1);
+        let f = Failure::new(Cause::Status(503));
+        assert_eq!(
+            decide(&p, f, &mut st, 0, u64::MAX, &mut rng),
+            Decision::RetryAfter(100 * MS)
+        );
+        assert_eq!(
+            decide(&p, f, &mut st, 0, u64::MAX, &mut rng),
+            Decision::RetryAfter(200 * MS)
+        );
+        assert_eq!(
+            decide(&p, with_ra(777 * MS), &mut st, 0, u64::MAX, &mut rng),
+            Decision::RetryAfter(777 * MS)
+        );
+        // Back to the initial backoff.
+        assert_eq!(
+            decide(&p, f, &mut st, 0, u64::MAX, &mut rng),
+            Decision::RetryAfter(100 * MS)
+        );
+    }
+
+    #[test]
+    fn aws_2_1_throttling_base_and_max_elapsed() {
+        let mut p = policy();
+        p.backoff = Backoff::Exponential {
+            base: 50 * MS,
+            multiplier: 2.0,
+            cap: 20 * NS_PER_S,
+            truncate_ms: false,
+        };
+        p.throttle_base = Some(NS_PER_S);
+        assert_eq!(
+            d(&p, Failure::new(Cause::Status(503)), 1, u64::MAX),
+            Decision::RetryAfter(50 * MS)
+        );
+        assert_eq!(
+            d(&p, Failure::new(Cause::Status(429)), 1, u64::MAX),
+            Decision::RetryAfter(NS_PER_S)
+        );
+        // cenkalti: elapsed + next > MaxElapsedTime stops with the last error.
+        p.max_elapsed = Some(120 * MS);
+        let mut rng = Stream::new(3, Purpose::Jitter, 0);
+        let mut st = RetryState {
+            attempts: 1,
+            started: 0,
+            ..RetryState::default()
+        };
+        assert_eq!(
+            decide(
+                &p,
+                Failure::new(Cause::Timeout),
+                &mut st,
+                100 * MS,
+                u64::MAX,
+                &mut rng
+            ),
+            Decision::GiveUp(Cause::Timeout)
         );
     }
 }

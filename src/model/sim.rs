@@ -13,23 +13,41 @@
 use crate::engine::{EventKind, EventQueue, Nanos, Purpose, Stream};
 use crate::metrics::{Recorder, RunInfo};
 
+use super::budget::{CallBudget, Gate};
 use super::config::ModelConfig;
 use super::dependency::Effect;
+use super::gates::LayerGates;
 use super::outcome::{Cause, Failure, Outcome};
-use super::retry::{Decision, decide};
+use super::retry::{Decision, RetryState, give_up_before_budget, plan_sleep};
 use super::slab::Slab;
+use super::throttle::Admit;
+use crate::engine::rng::splitmix64;
 
 const NONE: u32 = u32::MAX;
 
 #[derive(Clone, Copy, Debug)]
 enum Event {
     Arrival,
-    AttemptTimeout { call: u32, epoch: u32 },
-    BackoffDone { call: u32, epoch: u32 },
-    ServiceDone { job: u32, epoch: u32 },
-    Respond { job: u32, epoch: u32 },
+    AttemptTimeout {
+        call: u32,
+        epoch: u32,
+    },
+    BackoffDone {
+        call: u32,
+        epoch: u32,
+    },
+    ServiceDone {
+        job: u32,
+        epoch: u32,
+    },
+    Respond {
+        job: u32,
+        epoch: u32,
+    },
     IncidentStart(u16),
     IncidentEnd(u16),
+    /// The end of a time bucket: sample budget, throttle and breaker levels.
+    Tick,
 }
 
 impl EventKind for Event {
@@ -42,6 +60,7 @@ impl EventKind for Event {
             Event::Respond { .. } => 4,
             Event::IncidentStart(_) => 5,
             Event::IncidentEnd(_) => 6,
+            Event::Tick => 7,
         }
     }
 }
@@ -67,14 +86,34 @@ struct Call {
     state: CallState,
     /// The caller gave up on this call (or on one of its ancestors).
     orphaned: bool,
-    attempts: u32,
+    /// The throttle already let the next attempt go (after a wait).
+    throttle_passed: bool,
+    /// Which instance of the layer serves this call.
+    instance: u32,
     parent: u32,
     parent_epoch: u32,
     child: Child,
-    /// No attempt or sleep of this call outlives this (`u64::MAX` = none).
+    /// No attempt or sleep of this call outlives this (`u64::MAX` = none):
+    /// the user's deadline, or the caller's propagated one.
     deadline: Nanos,
-    prev_sleep: Nanos,
-    started: Nanos,
+    /// The end of this layer's own total timeout (`u64::MAX` = none).
+    own_end: Nanos,
+    /// The logical request this call serves.
+    req: u64,
+    retry: RetryState,
+    budget: CallBudget,
+    /// The last failure seen from below (what a refusal returns upward).
+    last_failure: Failure,
+}
+
+/// Which instance of a layer serves a request: a fixed hash, so the same
+/// request always meets the same instance and no random stream is used.
+fn route(req: u64, layer: u8, instances: u32) -> u32 {
+    if instances <= 1 {
+        0
+    } else {
+        (splitmix64(req ^ ((layer as u64) << 56)) % instances as u64) as u32
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,7 +159,10 @@ pub struct Sim<'a> {
     service: Stream,
     incidents: Stream,
     jitter: Vec<Stream>,
+    throttle_rng: Vec<Stream>,
+    gates: Vec<LayerGates>,
     rec: Recorder,
+    next_req: u64,
     last_layer: u8,
 }
 
@@ -149,7 +191,12 @@ impl<'a> Sim<'a> {
             jitter: (0..cfg.layers.len())
                 .map(|i| Stream::new(run_seed, Purpose::Jitter, i as u64))
                 .collect(),
+            throttle_rng: (0..cfg.layers.len())
+                .map(|i| Stream::new(run_seed, Purpose::Throttle, i as u64))
+                .collect(),
+            gates: cfg.layers.iter().map(LayerGates::new).collect(),
             rec: Recorder::new(cfg.duration, cfg.bucket, cfg.layers.len()),
+            next_req: 0,
             last_layer: (cfg.layers.len() - 1) as u8,
         }
     }
@@ -164,6 +211,9 @@ impl<'a> Sim<'a> {
             self.q.schedule_at(inc.end, Event::IncidentEnd(i as u16));
         }
         self.schedule_next_arrival();
+        if self.gates.iter().any(LayerGates::any) && cfg.bucket < cfg.duration {
+            self.q.schedule_at(cfg.bucket, Event::Tick);
+        }
         let mut aborted = None;
         while let Some(ev) = self.q.pop_before(cfg.duration) {
             self.handle(ev);
@@ -188,6 +238,8 @@ impl<'a> Sim<'a> {
         } else {
             cfg.duration
         };
+        let last = ((end.max(1) - 1) / cfg.bucket) as usize;
+        self.sample_levels(last, end);
         self.rec.finish(end);
         let info = RunInfo {
             events: self.q.events(),
@@ -218,6 +270,7 @@ impl<'a> Sim<'a> {
             }
             Event::IncidentStart(i) => self.on_incident(i as usize, true),
             Event::IncidentEnd(i) => self.on_incident(i as usize, false),
+            Event::Tick => self.on_tick(),
         }
     }
 
@@ -239,7 +292,9 @@ impl<'a> Sim<'a> {
             .cfg
             .deadline
             .map_or(u64::MAX, |d| now.saturating_add(d));
-        let root = self.new_call(0, NONE, 0, deadline, false);
+        let req = self.next_req;
+        self.next_req += 1;
+        let root = self.new_call(0, NONE, 0, deadline, false, req);
         self.start_attempt(root);
         self.schedule_next_arrival();
     }
@@ -253,59 +308,126 @@ impl<'a> Sim<'a> {
         parent_epoch: u32,
         deadline: Nanos,
         orphaned: bool,
+        req: u64,
     ) -> u32 {
         let now = self.q.now();
+        let lc = &self.cfg.layers[layer as usize];
+        let instance = route(req, layer, lc.instances);
+        let own_end = lc.total_timeout.map_or(u64::MAX, |t| now.saturating_add(t));
+        let budget = self.gates[layer as usize].call_started(instance, now);
         self.calls.insert(|old| Call {
             epoch: old.map_or(0, |o| o.epoch.wrapping_add(1)),
             layer,
             state: CallState::Attempting,
             orphaned,
-            attempts: 0,
+            throttle_passed: false,
+            instance,
             parent,
             parent_epoch,
             child: Child::None,
             deadline,
-            prev_sleep: 0,
-            started: now,
+            own_end,
+            req,
+            retry: RetryState {
+                started: now,
+                ..RetryState::default()
+            },
+            budget,
+            last_failure: Failure::new(Cause::Timeout),
         })
     }
 
+    /// Sends the next attempt of call `id`, unless a throttle or breaker
+    /// in front of the layer stops it (or makes it wait).
     fn start_attempt(&mut self, id: u32) {
         let now = self.q.now();
+        let c = *self.calls.get(id);
+        let layer = c.layer as usize;
+        if !c.throttle_passed {
+            match self.gates[layer].throttle(c.instance, now, &mut self.throttle_rng[layer]) {
+                Admit::Reject => return self.reject_locally(id, Cause::Throttled),
+                Admit::After(wait) if wait > 0 => {
+                    if now.saturating_add(wait) >= c.deadline.min(c.own_end) {
+                        let cause = self.out_of_time(&c);
+                        return self.finish_call(id, Outcome::Failed(Failure::new(cause)));
+                    }
+                    let call = self.calls.get_mut(id);
+                    call.state = CallState::Sleeping;
+                    call.throttle_passed = true;
+                    let epoch = call.epoch;
+                    self.q
+                        .schedule_in(wait, Event::BackoffDone { call: id, epoch });
+                    return;
+                }
+                Admit::After(_) => {}
+            }
+        }
+        if !self.gates[layer].breaker_admits(c.instance, now) {
+            return self.reject_locally(id, Cause::BreakerOpen);
+        }
         let c = self.calls.get_mut(id);
-        c.attempts += 1;
+        c.throttle_passed = false;
+        c.retry.attempts += 1;
         c.epoch = c.epoch.wrapping_add(1);
         c.state = CallState::Attempting;
-        let (layer, epoch, attempts, deadline, orphaned) =
-            (c.layer, c.epoch, c.attempts, c.deadline, c.orphaned);
-        let lc = &self.cfg.layers[layer as usize];
-        self.rec.attempt(now, layer as usize, attempts > 1);
-        // The attempt ends at its timeout or at the call's deadline.
+        let c = *c;
+        let lc = &self.cfg.layers[layer];
+        self.rec.attempt(now, layer, c.retry.attempts > 1);
+        // The attempt ends at its timeout, the call's own total timeout or
+        // the deadline, whichever comes first.
         let attempt_end = lc
             .timeout
             .map_or(u64::MAX, |t| now.saturating_add(t))
-            .min(deadline);
+            .min(c.deadline)
+            .min(c.own_end);
         if attempt_end != u64::MAX {
-            self.q
-                .schedule_at(attempt_end, Event::AttemptTimeout { call: id, epoch });
+            self.q.schedule_at(
+                attempt_end,
+                Event::AttemptTimeout {
+                    call: id,
+                    epoch: c.epoch,
+                },
+            );
         }
-        let child = if layer < self.last_layer {
+        let child = if c.layer < self.last_layer {
             let child_deadline = if lc.propagate_deadline {
                 attempt_end
             } else {
                 u64::MAX
             };
-            let child = self.new_call(layer + 1, id, epoch, child_deadline, orphaned);
+            let child = self.new_call(c.layer + 1, id, c.epoch, child_deadline, c.orphaned, c.req);
             self.calls.get_mut(id).child = Child::Call(child);
             self.start_attempt(child);
             Child::Call(child)
         } else {
-            match self.arrive_at_dependency(id, epoch, orphaned) {
+            match self.arrive_at_dependency(id, c.epoch, c.orphaned) {
                 Some(job) => Child::Job(job),
                 None => Child::None,
             }
         };
-        self.calls.get_mut(id).child = child;
+        // The child may already have failed locally and been delivered.
+        let call = self.calls.get_mut(id);
+        if call.epoch == c.epoch && call.state == CallState::Attempting {
+            call.child = child;
+        }
+    }
+
+    /// A throttle or breaker refused the attempt: the call fails at once.
+    fn reject_locally(&mut self, id: u32, cause: Cause) {
+        let now = self.q.now();
+        let layer = self.calls.get(id).layer as usize;
+        self.rec.gate(now, layer, cause.reason());
+        self.finish_call(id, Outcome::Failed(Failure::new(cause)));
+    }
+
+    /// Why a call that ran out of time failed: the deadline (the user's or
+    /// a propagated one), or its own total timeout.
+    fn out_of_time(&self, c: &Call) -> Cause {
+        if c.own_end < c.deadline {
+            Cause::Timeout
+        } else {
+            Cause::Deadline
+        }
     }
 
     fn on_attempt_timeout(&mut self, id: u32, epoch: u32) {
@@ -313,8 +435,9 @@ impl<'a> Sim<'a> {
         if c.epoch != epoch || c.state != CallState::Attempting {
             return;
         }
-        let cause = if self.q.now() >= c.deadline {
-            Cause::Deadline
+        let now = self.q.now();
+        let cause = if now >= c.deadline.min(c.own_end) {
+            self.out_of_time(&c)
         } else {
             Cause::Timeout
         };
@@ -342,41 +465,75 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// The current attempt of call `id` failed.
+    /// Reports an attempt's end to the layer's gates.
+    fn attempt_ended(&mut self, id: u32, failure: Option<Cause>) {
+        let now = self.q.now();
+        let c = self.calls.get_mut(id);
+        let layer = c.layer as usize;
+        let qualified = failure.is_some_and(|f| self.cfg.layers[layer].retry.retry_on.retries(f));
+        let gates = &mut self.gates[layer];
+        gates.attempt_ended(c.instance, now, &mut c.budget, failure, qualified);
+    }
+
+    /// The current attempt of call `id` failed: retry or give up. The
+    /// order is the AWS SDKs' (presets.md §1.1): classification and the
+    /// attempt cap first, then the breaker and the budget, then the sleep.
     fn attempt_failed(&mut self, id: u32, failure: Failure) {
         let now = self.q.now();
+        self.attempt_ended(id, Some(failure.cause));
+        self.calls.get_mut(id).last_failure = failure;
         let c = *self.calls.get(id);
-        let policy = &self.cfg.layers[c.layer as usize].retry;
-        let decision = decide(
+        let layer = c.layer as usize;
+        let policy = &self.cfg.layers[layer].retry;
+        if let Some(cause) = give_up_before_budget(policy, failure, c.retry.attempts) {
+            return self.finish_call(id, Outcome::Failed(Failure { cause, ..failure }));
+        }
+        if !self.gates[layer].breaker_allows_retry(c.instance, now) {
+            return self.reject_locally(id, Cause::BreakerOpen);
+        }
+        let call = self.calls.get_mut(id);
+        let gate = self.gates[layer].try_retry(
+            call.instance,
+            now,
+            &mut call.budget,
+            failure.cause,
+            call.retry.attempts - 1,
+        );
+        let min_sleep = match gate {
+            Gate::Allow { min_sleep } => min_sleep,
+            Gate::Deny => return self.reject_locally(id, Cause::BudgetExhausted),
+        };
+        let call = self.calls.get_mut(id);
+        let limit = call.deadline.min(call.own_end);
+        let decision = plan_sleep(
             policy,
             failure,
-            c.attempts,
-            c.prev_sleep,
+            &mut call.retry,
             now,
-            c.deadline,
-            &mut self.jitter[c.layer as usize],
+            limit,
+            min_sleep,
+            &mut self.jitter[layer],
         );
         match decision {
             Decision::RetryAfter(sleep) => {
                 self.rec.retry_sleep(sleep);
-                let call = self.calls.get_mut(id);
-                call.prev_sleep = sleep;
                 if sleep == 0 {
                     self.start_attempt(id);
                 } else {
+                    let call = self.calls.get_mut(id);
                     call.state = CallState::Sleeping;
                     let epoch = call.epoch;
                     self.q
                         .schedule_in(sleep, Event::BackoffDone { call: id, epoch });
                 }
             }
-            Decision::GiveUp(cause) => self.finish_call(
-                id,
-                Outcome::Failed(Failure {
-                    cause,
-                    retry_after: failure.retry_after,
-                }),
-            ),
+            Decision::GiveUp(Cause::Deadline) => {
+                let cause = self.out_of_time(&c);
+                self.finish_call(id, Outcome::Failed(Failure { cause, ..failure }))
+            }
+            Decision::GiveUp(cause) => {
+                self.finish_call(id, Outcome::Failed(Failure { cause, ..failure }))
+            }
         }
     }
 
@@ -385,15 +542,33 @@ impl<'a> Sim<'a> {
         let call = self.calls.get_mut(id);
         call.state = CallState::Done;
         call.epoch = call.epoch.wrapping_add(1);
-        let c = *call;
+        let layer = call.layer as usize;
+        self.gates[layer].call_ended(
+            call.instance,
+            now,
+            &mut call.budget,
+            outcome == Outcome::Success,
+        );
+        let c = *self.calls.get(id);
         self.calls.remove(id);
         if c.parent == NONE {
             let failure = match outcome {
                 Outcome::Success => None,
                 Outcome::Failed(f) => Some(f.cause.reason()),
             };
-            self.rec.request_done(now, now - c.started, failure);
+            self.rec.request_done(now, now - c.retry.started, failure);
         } else {
+            // The caller sees what a real hop would answer: a budget or
+            // Retry-After refusal returns the last error; a local gate
+            // (breaker, throttle) looks like 503 Service Unavailable.
+            let outcome = match outcome {
+                Outcome::Failed(f) => Outcome::Failed(match f.cause {
+                    Cause::BudgetExhausted | Cause::RetryAfterExceedsBudget => c.last_failure,
+                    Cause::BreakerOpen | Cause::Throttled => Failure::new(Cause::Status(503)),
+                    _ => f,
+                }),
+                ok => ok,
+            };
             self.deliver(c.parent, c.parent_epoch, outcome);
         }
     }
@@ -407,8 +582,32 @@ impl<'a> Sim<'a> {
         }
         c.child = Child::None;
         match outcome {
-            Outcome::Success => self.finish_call(id, Outcome::Success),
+            Outcome::Success => {
+                self.attempt_ended(id, None);
+                self.finish_call(id, Outcome::Success)
+            }
             Outcome::Failed(f) => self.attempt_failed(id, f),
+        }
+    }
+
+    /// Samples the gates' levels into the bucket that ends now.
+    fn on_tick(&mut self) {
+        let now = self.q.now();
+        let bucket = (now / self.cfg.bucket).saturating_sub(1) as usize;
+        self.sample_levels(bucket, now);
+        let next = now.saturating_add(self.cfg.bucket);
+        if next < self.cfg.duration {
+            self.q.schedule_at(next, Event::Tick);
+        }
+    }
+
+    fn sample_levels(&mut self, bucket: usize, now: Nanos) {
+        for (layer, g) in self.gates.iter_mut().enumerate() {
+            if g.any() {
+                let l = g.levels(now);
+                self.rec
+                    .levels(bucket, layer, [l.budget, l.throttle, l.breaker_open]);
+            }
         }
     }
 

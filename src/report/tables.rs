@@ -22,10 +22,15 @@ pub fn all_layer_names(results: &[RunResult]) -> Vec<String> {
     names
 }
 
-/// Reorders a run's per-layer counters onto the shared layer list.
-fn spread(values: &[u64], own: &[String], all: &[String]) -> Vec<u64> {
+/// Reorders a run's per-layer values onto the shared layer list; `absent`
+/// fills layers the run does not have.
+fn spread<T: Clone>(values: &[T], own: &[String], all: &[String], absent: T) -> Vec<T> {
     all.iter()
-        .map(|n| own.iter().position(|o| o == n).map_or(0, |i| values[i]))
+        .map(|n| {
+            own.iter()
+                .position(|o| o == n)
+                .map_or_else(|| absent.clone(), |i| values[i].clone())
+        })
         .collect()
 }
 
@@ -53,8 +58,10 @@ pub fn timeseries_csv(results: &[RunResult]) -> Vec<u8> {
     for r in results {
         for row in &r.rows {
             let mut row = row.clone();
-            row.layer_attempts = spread(&row.layer_attempts, &r.layer_names, &layers);
-            row.layer_retries = spread(&row.layer_retries, &r.layer_names, &layers);
+            row.layer_attempts = spread(&row.layer_attempts, &r.layer_names, &layers, 0);
+            row.layer_retries = spread(&row.layer_retries, &r.layer_names, &layers, 0);
+            row.layer_gates = spread(&row.layer_gates, &r.layer_names, &layers, [0; 3]);
+            row.layer_levels = spread(&row.layer_levels, &r.layer_names, &layers, [None; 3]);
             let cells = time_row_cells(&row, &layers);
             header.get_or_insert_with(|| header_of(&["variant", "replicate"], &cells));
             let mut line = vec![r.variant.clone(), r.replicate.to_string()];
@@ -71,8 +78,9 @@ fn summary_rows(results: &[RunResult]) -> (Vec<String>, Vec<Vec<(String, Cell)>>
         .iter()
         .map(|r| {
             let mut s = r.summary.clone();
-            s.layer_attempts = spread(&s.layer_attempts, &r.layer_names, &layers);
-            s.layer_retries = spread(&s.layer_retries, &r.layer_names, &layers);
+            s.layer_attempts = spread(&s.layer_attempts, &r.layer_names, &layers, 0);
+            s.layer_retries = spread(&s.layer_retries, &r.layer_names, &layers, 0);
+            s.layer_gates = spread(&s.layer_gates, &r.layer_names, &layers, [0; 3]);
             summary_cells(&s, &layers)
         })
         .collect();

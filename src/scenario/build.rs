@@ -3,17 +3,25 @@
 //! changes, and the recovery criteria from incidents and schedule.
 //! Infallible and panic-free on any scenario that passed validation.
 
+use crate::engine::NS_PER_S;
 use crate::model::backoff::{Backoff as ModelBackoff, Jitter as ModelJitter};
+use crate::model::breaker::{BreakerConfig, BreakerWindow};
+use crate::model::budget::BudgetConfig;
+use crate::model::config::Shared;
 use crate::model::dependency::{DependencyConfig, Effect, Incident as ModelIncident};
 use crate::model::rate::{RateChange, RateProfile};
-use crate::model::retry::{RetryOn as ModelRetryOn, RetryPolicy};
+use crate::model::retry::{
+    RetryAfterMode as ModelRetryAfter, RetryOn as ModelRetryOn, RetryPolicy,
+};
 use crate::model::service::ServiceDist;
+use crate::model::throttle::ThrottleConfig;
 use crate::model::{LayerConfig, Limits, ModelConfig, RecoveryCriteria};
 
-use super::defaults::{DEFAULT_ERROR_STATUS, DEFAULT_MULTIPLIER};
+use super::defaults::{DEFAULT_ERROR_STATUS, DEFAULT_MULTIPLIER, fill_breaker};
 use super::types::{
-    Backoff, BackoffKind, DeadlineMode, Dependency, Discipline, DistKind, Incident, IncidentKind,
-    Jitter, Layer, Retry, RetryAfterMode, RetryOn, Scenario, SchedulePoint, ServiceTime,
+    Backoff, BackoffKind, Breaker, BreakerBlocks, BreakerKind, Budget, BudgetKind, DeadlineMode,
+    Dependency, Discipline, DistKind, Incident, IncidentKind, Jitter, Layer, Retry, RetryAfterMode,
+    RetryOn, Scenario, SchedulePoint, Scope, ServiceTime, Throttle, ThrottleKind, budget_defaults,
 };
 use super::units::Duration;
 
@@ -81,9 +89,23 @@ fn point_end(p: &SchedulePoint) -> Duration {
 fn layer(l: &Layer) -> LayerConfig {
     LayerConfig {
         name: l.name.clone(),
+        instances: l.instances.max(1),
         timeout: l.timeout.map(Duration::ns),
+        total_timeout: l.total_timeout.map(Duration::ns),
         retry: retry(&l.retry),
         propagate_deadline: l.deadline == DeadlineMode::Propagate,
+        budget: l.retry.budget.as_ref().map(|b| Shared {
+            config: budget(b),
+            shared: b.scope == Scope::Shared,
+        }),
+        throttle: l.throttle.as_ref().map(|t| Shared {
+            config: throttle(t),
+            shared: t.scope == Scope::Shared,
+        }),
+        breaker: l.breaker.as_ref().map(|b| Shared {
+            config: breaker(b),
+            shared: b.scope == Scope::Shared,
+        }),
     }
 }
 
@@ -92,8 +114,112 @@ fn retry(r: &Retry) -> RetryPolicy {
         max_attempts: r.max_attempts.max(1),
         backoff: backoff(&r.backoff),
         jitter: jitter(r.jitter),
+        throttle_base: r.backoff.throttle_base.map(Duration::ns),
         retry_on: retry_on(&r.retry_on),
-        honor_retry_after: r.retry_after == RetryAfterMode::Honor,
+        retry_after: retry_after(r),
+        max_elapsed: r.max_elapsed.map(Duration::ns),
+    }
+}
+
+fn retry_after(r: &Retry) -> ModelRetryAfter {
+    match r.retry_after {
+        RetryAfterMode::Honor => ModelRetryAfter::AtLeast {
+            cap: r.retry_after_cap.map_or(u64::MAX, Duration::ns),
+            jitter: r.retry_after_jitter.unwrap_or(0.0),
+        },
+        RetryAfterMode::Ignore => ModelRetryAfter::Ignore,
+        RetryAfterMode::Exact => ModelRetryAfter::Exact,
+        // AWS retry behaviour 2.1: clamp to [t, t + 5 s] (presets.md §1.3).
+        RetryAfterMode::AwsClamp => ModelRetryAfter::AwsClamp {
+            window: 5 * NS_PER_S,
+        },
+        // Envoy: headers above max_interval (300 s) are ignored (presets.md §3).
+        RetryAfterMode::Envoy => ModelRetryAfter::Envoy {
+            max: 300 * NS_PER_S,
+        },
+        RetryAfterMode::GrpcPushback => ModelRetryAfter::GrpcPushback,
+    }
+}
+
+/// Budget fields are filled with their kind's defaults by `fill_defaults`;
+/// the fallbacks here only keep this function total.
+fn budget(b: &Budget) -> BudgetConfig {
+    let d = budget_defaults(b.kind);
+    let f = |v: Option<f64>, dv: Option<f64>| v.or(dv).unwrap_or(0.0);
+    match b.kind {
+        BudgetKind::TokenBucket => BudgetConfig::TokenBucket {
+            max_tokens: f(b.max_tokens, d.max_tokens),
+            token_ratio: f(b.token_ratio, d.token_ratio),
+        },
+        BudgetKind::RetryTokens => BudgetConfig::RetryTokens {
+            capacity: f(b.capacity, d.capacity),
+            per_request: f(b.per_request, d.per_request),
+            retry_cost: f(b.retry_cost, d.retry_cost),
+        },
+        BudgetKind::Finagle => BudgetConfig::Finagle {
+            ttl: b.ttl.or(d.ttl).map_or(NS_PER_S, Duration::ns),
+            min_retries_per_sec: f(b.min_retries_per_sec, d.min_retries_per_sec),
+            percent_can_retry: f(b.percent_can_retry, d.percent_can_retry),
+            max_requeues_fraction: f(b.max_requeues_fraction, d.max_requeues_fraction),
+        },
+        BudgetKind::Envoy => BudgetConfig::EnvoyBudget {
+            percent: f(b.budget_percent, d.budget_percent),
+            min_concurrency: b
+                .min_retry_concurrency
+                .or(d.min_retry_concurrency)
+                .unwrap_or(0),
+        },
+        BudgetKind::EnvoyMaxRetries => BudgetConfig::EnvoyMaxRetries {
+            max: b.max_retries.or(d.max_retries).unwrap_or(0),
+        },
+        BudgetKind::AwsQuota => {
+            let u = |v: Option<f64>, dv: Option<f64>| f(v, dv).round().max(0.0) as u32;
+            BudgetConfig::AwsQuota {
+                capacity: u(b.capacity, d.capacity),
+                retry_cost: u(b.retry_cost, d.retry_cost),
+                timeout_cost: u(b.timeout_cost, d.timeout_cost),
+                throttle_cost: u(b.throttle_cost, d.throttle_cost),
+                success_increment: u(b.success_increment, d.success_increment),
+            }
+        }
+        BudgetKind::Ratio => BudgetConfig::Ratio {
+            ratio: f(b.ratio, d.ratio),
+            window: b.window.or(d.window).map_or(NS_PER_S, Duration::ns),
+        },
+        BudgetKind::PerMinute => BudgetConfig::PerMinute {
+            per_minute: f(b.per_minute, d.per_minute),
+        },
+        BudgetKind::RateLimiter => BudgetConfig::RateLimiter {
+            rate_per_sec: b.rate.or(d.rate).map_or(1.0, |r| r.per_sec()),
+            burst: f(b.burst, d.burst),
+        },
+    }
+}
+
+fn throttle(t: &Throttle) -> ThrottleConfig {
+    match t.kind {
+        ThrottleKind::Adaptive => ThrottleConfig::Adaptive {
+            k: t.k.unwrap_or(2.0),
+            window: t.window.map_or(120 * NS_PER_S, Duration::ns),
+        },
+        ThrottleKind::AwsAdaptive => ThrottleConfig::AwsAdaptive,
+    }
+}
+
+fn breaker(b: &Breaker) -> BreakerConfig {
+    let mut filled = b.clone();
+    fill_breaker(&mut filled);
+    let window = match b.kind {
+        BreakerKind::Time => BreakerWindow::Time(filled.window.map_or(NS_PER_S, Duration::ns)),
+        BreakerKind::Count => BreakerWindow::Count(filled.window_calls.unwrap_or(1)),
+    };
+    BreakerConfig {
+        window,
+        failure_ratio: filled.failure_ratio.unwrap_or(1.0),
+        min_calls: filled.min_calls.unwrap_or(1),
+        open_for: filled.open_for.map_or(0, Duration::ns),
+        probes: filled.probes.unwrap_or(1).max(1),
+        retries_only: b.blocks == BreakerBlocks::Retries,
     }
 }
 
@@ -107,6 +233,7 @@ fn backoff(b: &Backoff) -> ModelBackoff {
             base,
             multiplier: b.multiplier.unwrap_or(DEFAULT_MULTIPLIER),
             cap,
+            truncate_ms: b.truncate_ms,
         },
     }
 }
@@ -117,6 +244,7 @@ fn jitter(j: Jitter) -> ModelJitter {
         Jitter::Full => ModelJitter::Full,
         Jitter::Equal => ModelJitter::Equal,
         Jitter::Decorrelated => ModelJitter::Decorrelated,
+        Jitter::PollyV2 => ModelJitter::PollyV2,
         Jitter::Proportional(f) => ModelJitter::Proportional(f),
     }
 }
@@ -128,6 +256,12 @@ fn retry_on(list: &[RetryOn]) -> ModelRetryOn {
             RetryOn::Timeout => out.timeout = true,
             RetryOn::Connection => out.connection = true,
             RetryOn::Status(code) => out = out.with_status(code),
+            RetryOn::Class(class) => {
+                let first = class as u16 * 100;
+                for code in first..first + 100 {
+                    out = out.with_status(code);
+                }
+            }
         }
     }
     out
@@ -248,14 +382,22 @@ mod tests {
             B::Exponential {
                 base: 100 * NS_PER_MS,
                 multiplier: 2.0,
-                cap: 5 * NS_PER_S
+                cap: 5 * NS_PER_S,
+                truncate_ms: false,
             }
         );
         assert_eq!(api.retry.jitter, ModelJitter::Full);
         let on = api.retry.retry_on;
         assert!(on.timeout && on.connection && on.status(429) && on.status(503));
         assert!(!on.status(500) && !on.retries(Cause::Status(502)));
-        assert!(api.retry.honor_retry_after && !api.propagate_deadline);
+        assert_eq!(
+            api.retry.retry_after,
+            ModelRetryAfter::AtLeast {
+                cap: u64::MAX,
+                jitter: 0.0
+            }
+        );
+        assert!(!api.propagate_deadline);
 
         let st = &m.layers[1];
         assert_eq!(
@@ -266,7 +408,8 @@ mod tests {
             }
         );
         assert_eq!(st.retry.jitter, ModelJitter::Proportional(0.5));
-        assert!(!st.retry.honor_retry_after && st.propagate_deadline);
+        assert_eq!(st.retry.retry_after, ModelRetryAfter::Ignore);
+        assert!(st.propagate_deadline);
         // The default retry_on of a layer without one.
         assert!(st.retry.retry_on.status(500) && st.retry.retry_on.status(504));
 

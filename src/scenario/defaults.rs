@@ -3,7 +3,11 @@
 //! incident (503). Filled in after every parse, so that validation, the
 //! model and `scenario.resolved.yaml` all see the same values.
 
-use super::types::{BackoffKind, IncidentKind, Scenario};
+use super::types::{
+    BackoffKind, Breaker, BreakerKind, Budget, IncidentKind, Scenario, Throttle, ThrottleKind,
+    budget_defaults,
+};
+use super::units::Duration;
 
 /// The multiplier of exponential backoff when none is given.
 pub const DEFAULT_MULTIPLIER: f64 = 2.0;
@@ -17,10 +21,77 @@ pub fn fill_defaults(s: &mut Scenario) {
         if b.kind == BackoffKind::Exponential && b.multiplier.is_none() {
             b.multiplier = Some(DEFAULT_MULTIPLIER);
         }
+        if let Some(budget) = layer.retry.budget.as_mut() {
+            fill_budget(budget);
+        }
+        if let Some(t) = layer.throttle.as_mut() {
+            fill_throttle(t);
+        }
+        if let Some(b) = layer.breaker.as_mut() {
+            fill_breaker(b);
+        }
     }
     for incident in &mut s.dependency.incidents {
         if incident.kind == IncidentKind::Errors && incident.status.is_none() {
             incident.status = Some(DEFAULT_ERROR_STATUS);
+        }
+    }
+}
+
+/// Fills the absent fields of a budget with its kind's real defaults.
+pub fn fill_budget(b: &mut Budget) {
+    let d = budget_defaults(b.kind);
+    macro_rules! fill {
+        ($($f:ident),*) => { $( if b.$f.is_none() { b.$f = d.$f; } )* };
+    }
+    fill!(
+        max_tokens,
+        token_ratio,
+        capacity,
+        per_request,
+        retry_cost,
+        timeout_cost,
+        throttle_cost,
+        success_increment,
+        ttl,
+        min_retries_per_sec,
+        percent_can_retry,
+        max_requeues_fraction,
+        budget_percent,
+        min_retry_concurrency,
+        max_retries,
+        ratio,
+        window,
+        per_minute,
+        rate,
+        burst
+    );
+}
+
+/// SRE adaptive throttling: K = 2 over the last 2 minutes (presets.md §8).
+pub fn fill_throttle(t: &mut Throttle) {
+    if t.kind == ThrottleKind::Adaptive {
+        t.k.get_or_insert(2.0);
+        t.window.get_or_insert(Duration::from_secs(120));
+    }
+}
+
+/// Polly v8 (presets.md §5) for `time`, Resilience4j (§6) for `count`.
+pub fn fill_breaker(b: &mut Breaker) {
+    match b.kind {
+        BreakerKind::Time => {
+            b.failure_ratio.get_or_insert(0.1);
+            b.min_calls.get_or_insert(100);
+            b.window.get_or_insert(Duration::from_secs(30));
+            b.open_for.get_or_insert(Duration::from_secs(5));
+            b.probes.get_or_insert(1);
+        }
+        BreakerKind::Count => {
+            b.failure_ratio.get_or_insert(0.5);
+            b.window_calls.get_or_insert(100);
+            b.min_calls.get_or_insert(100);
+            b.open_for.get_or_insert(Duration::from_secs(60));
+            b.probes.get_or_insert(10);
         }
     }
 }

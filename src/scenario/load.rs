@@ -281,7 +281,7 @@ mod tests {
         ));
         assert_eq!(
             e.to_string(),
-            "x.yaml:11:18: layers.api.retry.backoff.kidn: unknown field `kidn`, expected one of kind, base, multiplier, cap; did you mean `kind`?"
+            "x.yaml:11:18: layers.api.retry.backoff.kidn: unknown field `kidn`, expected one of kind, base, multiplier, cap, throttle_base, truncate_ms; did you mean `kind`?"
         );
     }
 

@@ -107,10 +107,24 @@ pub struct SchedulePoint {
 #[serde(deny_unknown_fields)]
 pub struct Layer {
     pub name: String,
+    /// A real library's defaults (`stormsim presets`); the fields written
+    /// beside it override the preset's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<String>,
+    /// Copies of this layer (clients of a fleet, replicas of a service).
+    /// Calls are spread over them by a hash of the logical request; state
+    /// with `scope: instance` (budgets, throttles, breakers) is per copy.
+    #[serde(default = "one")]
+    pub instances: u32,
     /// Per-attempt timeout; absent means the layer waits as long as its
     /// caller lets it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<Duration>,
+    /// Bounds all attempts and sleeps of one call at this layer (Envoy's
+    /// route timeout, a total-request timeout); the call then fails with a
+    /// timeout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_timeout: Option<Duration>,
     /// Absent means no retries (one attempt).
     #[serde(default)]
     pub retry: Retry,
@@ -118,6 +132,12 @@ pub struct Layer {
     /// that outlives its caller's attempt.
     #[serde(default)]
     pub deadline: DeadlineMode,
+    /// A gate in front of every attempt (client-side throttling).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttle: Option<Throttle>,
+    /// A circuit breaker in front of every attempt (or only retries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breaker: Option<Breaker>,
 }
 
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -143,6 +163,19 @@ pub struct Retry {
     pub retry_on: Vec<RetryOn>,
     #[serde(default)]
     pub retry_after: RetryAfterMode,
+    /// `retry_after: honor` only: the longest Retry-After obeyed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_cap: Option<Duration>,
+    /// `retry_after: honor` only: stretch the wait by up to this fraction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_jitter: Option<f64>,
+    /// No retry whose sleep would end more than this after the call started
+    /// (cenkalti/backoff's MaxElapsedTime).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_elapsed: Option<Duration>,
+    /// A retry budget shared by the calls of this layer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<Budget>,
 }
 
 impl Default for Retry {
@@ -153,6 +186,10 @@ impl Default for Retry {
             jitter: Jitter::default(),
             retry_on: default_retry_on(),
             retry_after: RetryAfterMode::default(),
+            retry_after_cap: None,
+            retry_after_jitter: None,
+            max_elapsed: None,
+            budget: None,
         }
     }
 }
@@ -194,6 +231,18 @@ pub struct Backoff {
     pub multiplier: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cap: Option<Duration>,
+    /// Base used after a throttling error (429) instead of `base`
+    /// (AWS retry behaviour 2.1: 1 s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttle_base: Option<Duration>,
+    /// Exponential only: truncate to whole milliseconds at every step, as
+    /// Resilience4j does.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub truncate_ms: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl Default for Backoff {
@@ -203,11 +252,13 @@ impl Default for Backoff {
             base: Duration::from_millis(100),
             multiplier: Some(2.0),
             cap: Some(Duration::from_secs(5)),
+            throttle_base: None,
+            truncate_ms: false,
         }
     }
 }
 
-/// `none | full | equal | decorrelated | { proportional: FACTOR }`.
+/// `none | full | equal | decorrelated | polly_v2 | { proportional: FACTOR }`.
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "snake_case")]
 pub enum Jitter {
@@ -216,15 +267,20 @@ pub enum Jitter {
     Full,
     Equal,
     Decorrelated,
+    /// Polly v8's DecorrelatedJitterBackoffV2 (uses `base` and `cap`).
+    PollyV2,
     Proportional(f64),
 }
 
-/// One retryable outcome: `timeout`, `connection`, or an HTTP status code.
+/// One retryable outcome: `timeout`, `connection`, an HTTP status code, or
+/// a class of them (`4xx`, `5xx`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RetryOn {
     Timeout,
     Connection,
     Status(u16),
+    /// Every status of the class: 4 for `4xx`, 5 for `5xx`.
+    Class(u8),
 }
 
 impl Serialize for RetryOn {
@@ -233,6 +289,7 @@ impl Serialize for RetryOn {
             RetryOn::Timeout => s.serialize_str("timeout"),
             RetryOn::Connection => s.serialize_str("connection"),
             RetryOn::Status(c) => s.serialize_u16(*c),
+            RetryOn::Class(c) => s.serialize_str(&format!("{c}xx")),
         }
     }
 }
@@ -243,16 +300,20 @@ impl<'de> Deserialize<'de> for RetryOn {
         impl Visitor<'_> for V {
             type Value = RetryOn;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("`timeout`, `connection` or an HTTP status code (100-599)")
+                f.write_str(
+                    "`timeout`, `connection`, `4xx`, `5xx` or an HTTP status code (100-599)",
+                )
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<RetryOn, E> {
                 match v {
                     "timeout" => Ok(RetryOn::Timeout),
                     "connection" => Ok(RetryOn::Connection),
+                    "4xx" => Ok(RetryOn::Class(4)),
+                    "5xx" => Ok(RetryOn::Class(5)),
                     other => match other.parse::<u64>() {
                         Ok(n) => self.visit_u64(n),
                         Err(_) => Err(E::custom(format!(
-                            "unknown outcome `{other}`; expected `timeout`, `connection` or an HTTP status code (100-599)"
+                            "unknown outcome `{other}`; expected `timeout`, `connection`, `4xx`, `5xx` or an HTTP status code (100-599)"
                         ))),
                     },
                 }
@@ -280,14 +341,267 @@ impl<'de> Deserialize<'de> for RetryOn {
     }
 }
 
+/// What a layer does with a server's Retry-After (or gRPC pushback). In
+/// every mode that uses it, a wait that does not fit in the remaining
+/// deadline or `max_elapsed` fails at once with `retry_after_exceeds_budget`.
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum RetryAfterMode {
-    /// Wait at least the Retry-After value before the next attempt; if it
-    /// ends past the deadline, fail now with `retry_after_exceeds_budget`.
+    /// Wait at least the Retry-After (optionally capped and jittered).
     #[default]
     Honor,
+    /// Ignore it; the backoff alone decides.
     Ignore,
+    /// The wait is exactly the Retry-After, uncapped and unjittered
+    /// (Microsoft.Extensions.Http.Resilience).
+    Exact,
+    /// `clamp(retry_after, backoff, backoff + 5 s)` (AWS retry behaviour 2.1).
+    AwsClamp,
+    /// `U[ra, 1.5 ra)`, ignored above 300 s (Envoy's rate-limited backoff).
+    Envoy,
+    /// Exactly the pushback, then the backoff starts over (gRPC).
+    GrpcPushback,
+}
+
+/// Whose state a budget, throttle or breaker is.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// One per layer instance (per client, per channel): the default of
+    /// every library modelled.
+    #[default]
+    Instance,
+    /// One for the whole layer, shared by all its instances.
+    Shared,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum BudgetKind {
+    /// gRFC A6 retry throttling: `max_tokens`, `token_ratio`.
+    TokenBucket,
+    /// Brooker's retry token bucket: `capacity`, `per_request`, `retry_cost`.
+    RetryTokens,
+    /// Finagle RetryBudget: `ttl`, `min_retries_per_sec`,
+    /// `percent_can_retry`, `max_requeues_fraction`.
+    Finagle,
+    /// Envoy retry_budget: `budget_percent`, `min_retry_concurrency`.
+    Envoy,
+    /// Envoy max_retries circuit breaker: `max_retries`.
+    EnvoyMaxRetries,
+    /// AWS SDK retry quota: `capacity`, `retry_cost`, `timeout_cost`,
+    /// `throttle_cost`, `success_increment`.
+    AwsQuota,
+    /// SRE per-client retry ratio: `ratio`, `window`.
+    Ratio,
+    /// SRE per-process budget: `per_minute`.
+    PerMinute,
+    /// A rate limiter that delays retries: `rate`, `burst`.
+    RateLimiter,
+}
+
+/// A retry budget: `{ kind, scope, ... }` with the fields of its kind
+/// (defaults are the real systems', filled in when absent).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Budget {
+    pub kind: BudgetKind,
+    #[serde(default)]
+    pub scope: Scope,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_ratio: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_request: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_cost: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_cost: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttle_cost: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub success_increment: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<Duration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_retries_per_sec: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percent_can_retry: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_requeues_fraction: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_percent: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_retry_concurrency: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_retries: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<Duration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_minute: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<Rate>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst: Option<f64>,
+}
+
+/// The fields each budget kind takes, with the real system's default.
+/// Sources: shared/reference/presets.md, section named beside each kind.
+pub fn budget_defaults(kind: BudgetKind) -> Budget {
+    let mut b = Budget::empty(kind);
+    match kind {
+        // gRFC A6's example retryThrottling config (§2).
+        BudgetKind::TokenBucket => {
+            b.max_tokens = Some(10.0);
+            b.token_ratio = Some(0.1);
+        }
+        // Brooker 2022: size 5, +0.1 per request, a retry spends 1 (experiments.md §2).
+        BudgetKind::RetryTokens => {
+            b.capacity = Some(5.0);
+            b.per_request = Some(0.1);
+            b.retry_cost = Some(1.0);
+        }
+        // Finagle RetryBudget() = (10 s, 10/s, 20%); MaxRequeuesPerReq 0.2 (§4).
+        BudgetKind::Finagle => {
+            b.ttl = Some(Duration::from_secs(10));
+            b.min_retries_per_sec = Some(10.0);
+            b.percent_can_retry = Some(0.2);
+            b.max_requeues_fraction = Some(0.2);
+        }
+        // Envoy retry_budget defaults 20%, 3 (§3).
+        BudgetKind::Envoy => {
+            b.budget_percent = Some(20.0);
+            b.min_retry_concurrency = Some(3);
+        }
+        // Envoy max_retries circuit breaker: 3 (§3).
+        BudgetKind::EnvoyMaxRetries => b.max_retries = Some(3),
+        // AWS standard mode 2.0: 500, cost 5, timeout 10, throttle 5, +1 (§1.2).
+        BudgetKind::AwsQuota => {
+            b.capacity = Some(500.0);
+            b.retry_cost = Some(5.0);
+            b.timeout_cost = Some(10.0);
+            b.throttle_cost = Some(5.0);
+            b.success_increment = Some(1.0);
+        }
+        // SRE book: retries < 10% of requests (§8); window as the throttle's 2 min.
+        BudgetKind::Ratio => {
+            b.ratio = Some(0.1);
+            b.window = Some(Duration::from_secs(120));
+        }
+        // SRE book: 60 retries per minute per process (§8).
+        BudgetKind::PerMinute => b.per_minute = Some(60.0),
+        // client-go workqueue: 10 qps, burst 100 (§7.4).
+        BudgetKind::RateLimiter => {
+            b.rate = Some(Rate(10.0));
+            b.burst = Some(100.0);
+        }
+    }
+    b
+}
+
+impl Budget {
+    /// A budget of `kind` with no field set.
+    pub fn empty(kind: BudgetKind) -> Self {
+        Budget {
+            kind,
+            scope: Scope::Instance,
+            max_tokens: None,
+            token_ratio: None,
+            capacity: None,
+            per_request: None,
+            retry_cost: None,
+            timeout_cost: None,
+            throttle_cost: None,
+            success_increment: None,
+            ttl: None,
+            min_retries_per_sec: None,
+            percent_can_retry: None,
+            max_requeues_fraction: None,
+            budget_percent: None,
+            min_retry_concurrency: None,
+            max_retries: None,
+            ratio: None,
+            window: None,
+            per_minute: None,
+            rate: None,
+            burst: None,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ThrottleKind {
+    /// SRE client-side adaptive throttling: `k`, `window`.
+    Adaptive,
+    /// AWS SDK adaptive mode's CUBIC client rate limiter (no fields).
+    AwsAdaptive,
+}
+
+/// `{ kind: adaptive, k: 2, window: 2m }` or `{ kind: aws_adaptive }`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Throttle {
+    pub kind: ThrottleKind,
+    #[serde(default)]
+    pub scope: Scope,
+    /// SRE: K (2 in the book; lower is more aggressive).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub k: Option<f64>,
+    /// SRE: the window requests and accepts are counted over (2 minutes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<Duration>,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum BreakerKind {
+    /// Failure ratio over a sliding time window (Polly v8).
+    Time,
+    /// Failure ratio over the last N calls (Resilience4j).
+    Count,
+}
+
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum BreakerBlocks {
+    /// Every attempt is refused while open.
+    #[default]
+    All,
+    /// Only retries are refused while open (Brooker's retry breaker).
+    Retries,
+}
+
+/// A circuit breaker. Defaults are Polly v8's for `time` (ratio 0.1,
+/// minimum 100 calls, 30 s window, open 5 s, 1 probe) and Resilience4j's
+/// for `count` (ratio 0.5, 100 calls, minimum 100, open 60 s, 10 probes).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Breaker {
+    pub kind: BreakerKind,
+    #[serde(default)]
+    pub scope: Scope,
+    #[serde(default)]
+    pub blocks: BreakerBlocks,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_ratio: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_calls: Option<u32>,
+    /// `time`: the sampling duration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<Duration>,
+    /// `count`: the number of calls in the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_calls: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_for: Option<Duration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probes: Option<u32>,
 }
 
 // ------------------------------------------------------------- dependency

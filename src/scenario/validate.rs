@@ -554,6 +554,7 @@ fn retry_on_text(on: RetryOn) -> String {
         RetryOn::Timeout => "timeout".into(),
         RetryOn::Connection => "connection".into(),
         RetryOn::Status(c) => c.to_string(),
+        RetryOn::Class(c) => format!("{c}xx"),
     }
 }
 

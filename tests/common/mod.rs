@@ -58,16 +58,15 @@ pub fn config(
 
 pub fn retrying_layer(name: &str, attempts: u32, timeout: Option<Nanos>) -> LayerConfig {
     LayerConfig {
-        name: name.into(),
         timeout,
         retry: RetryPolicy {
             max_attempts: attempts,
             backoff: Backoff::Constant { base: 0 },
             jitter: Jitter::None,
             retry_on: retry_on_transient(),
-            honor_retry_after: true,
+            ..RetryPolicy::default()
         },
-        propagate_deadline: false,
+        ..LayerConfig::passthrough(name)
     }
 }
 

@@ -1,0 +1,170 @@
+//! The shared state in front of a layer's attempts: its retry budget,
+//! client-side throttle and circuit breaker, one per layer instance or one
+//! per layer (`scope: shared`). `sim` asks here whether an attempt or a
+//! retry may go, and reports every outcome back.
+
+use crate::engine::{Nanos, Stream};
+
+use super::breaker::Breaker;
+use super::budget::{Budget, CallBudget, Gate};
+use super::config::{LayerConfig, Shared};
+use super::outcome::Cause;
+use super::throttle::{Admit, Throttle};
+
+/// One kind of state, one per instance or one for all.
+struct Scoped<T> {
+    states: Vec<T>,
+}
+
+impl<T> Scoped<T> {
+    fn new<C: Copy>(
+        spec: &Option<Shared<C>>,
+        instances: u32,
+        make: impl Fn(C) -> T,
+    ) -> Option<Self> {
+        spec.as_ref().map(|s| Scoped {
+            states: (0..if s.shared { 1 } else { instances.max(1) })
+                .map(|_| make(s.config))
+                .collect(),
+        })
+    }
+
+    #[inline]
+    fn get(&mut self, instance: u32) -> &mut T {
+        let n = self.states.len();
+        &mut self.states[instance as usize % n]
+    }
+}
+
+/// The gates of one layer.
+pub struct LayerGates {
+    budget: Option<Scoped<Budget>>,
+    throttle: Option<Scoped<Throttle>>,
+    breaker: Option<Scoped<Breaker>>,
+}
+
+/// Levels sampled for the time series (None when not configured).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Levels {
+    /// Mean budget level over the layer's budgets (see `Budget::level`).
+    pub budget: Option<f64>,
+    /// Mean throttle level (`Throttle::level`).
+    pub throttle: Option<f64>,
+    /// Fraction of the layer's breakers that are not closed.
+    pub breaker_open: Option<f64>,
+}
+
+impl LayerGates {
+    pub fn new(l: &LayerConfig) -> Self {
+        LayerGates {
+            budget: Scoped::new(&l.budget, l.instances, Budget::new),
+            throttle: Scoped::new(&l.throttle, l.instances, Throttle::new),
+            breaker: Scoped::new(&l.breaker, l.instances, Breaker::new),
+        }
+    }
+
+    pub fn any(&self) -> bool {
+        self.budget.is_some() || self.throttle.is_some() || self.breaker.is_some()
+    }
+
+    pub fn call_started(&mut self, instance: u32, now: Nanos) -> CallBudget {
+        self.budget
+            .as_mut()
+            .map_or_else(CallBudget::default, |b| b.get(instance).on_call_start(now))
+    }
+
+    /// The throttle's word on sending an attempt now.
+    pub fn throttle(&mut self, instance: u32, now: Nanos, rng: &mut Stream) -> Admit {
+        self.throttle
+            .as_mut()
+            .map_or(Admit::After(0), |t| t.get(instance).admit(now, rng))
+    }
+
+    /// Whether the breaker lets this attempt through (`retry` tells a
+    /// retry from a first attempt; a retries-only breaker is asked when the
+    /// retry is decided, see `breaker_allows_retry`).
+    pub fn breaker_admits(&mut self, instance: u32, now: Nanos) -> bool {
+        match self.breaker.as_mut() {
+            Some(b) => {
+                let b = b.get(instance);
+                b.retries_only() || b.admit(now)
+            }
+            None => true,
+        }
+    }
+
+    /// A retries-only breaker's word on retrying now.
+    pub fn breaker_allows_retry(&mut self, instance: u32, now: Nanos) -> bool {
+        match self.breaker.as_mut() {
+            Some(b) => {
+                let b = b.get(instance);
+                !b.retries_only() || b.admit(now)
+            }
+            None => true,
+        }
+    }
+
+    /// An attempt ended: `None` is a success. `qualified` tells whether
+    /// the layer's policy would retry this failure (only those cost gRPC
+    /// tokens).
+    pub fn attempt_ended(
+        &mut self,
+        instance: u32,
+        now: Nanos,
+        call: &mut CallBudget,
+        failure: Option<Cause>,
+        qualified: bool,
+    ) {
+        if let Some(b) = self.budget.as_mut() {
+            let b = b.get(instance);
+            match failure {
+                Some(_) if !qualified => b.on_unqualified_failure(call),
+                f => b.on_attempt_end(call, f),
+            }
+        }
+        if let Some(t) = self.throttle.as_mut() {
+            t.get(instance).on_response(
+                now,
+                failure.is_none(),
+                failure == Some(Cause::Status(429)),
+            );
+        }
+        if let Some(b) = self.breaker.as_mut() {
+            b.get(instance).record(now, failure.is_some());
+        }
+    }
+
+    pub fn try_retry(
+        &mut self,
+        instance: u32,
+        now: Nanos,
+        call: &mut CallBudget,
+        cause: Cause,
+        retries: u32,
+    ) -> Gate {
+        match self.budget.as_mut() {
+            Some(b) => b.get(instance).try_retry(now, call, cause, retries),
+            None => Gate::Allow { min_sleep: 0 },
+        }
+    }
+
+    pub fn call_ended(&mut self, instance: u32, now: Nanos, call: &mut CallBudget, success: bool) {
+        if let Some(b) = self.budget.as_mut() {
+            b.get(instance).on_call_end(now, call, success);
+        }
+    }
+
+    pub fn levels(&mut self, now: Nanos) -> Levels {
+        fn mean<T>(s: &mut Option<Scoped<T>>, f: impl Fn(&mut T) -> f64) -> Option<f64> {
+            s.as_mut().map(|s| {
+                let n = s.states.len() as f64;
+                s.states.iter_mut().map(f).sum::<f64>() / n
+            })
+        }
+        Levels {
+            budget: mean(&mut self.budget, |b| b.level(now)),
+            throttle: mean(&mut self.throttle, |t| t.level(now)),
+            breaker_open: mean(&mut self.breaker, |b| f64::from(u8::from(b.is_open()))),
+        }
+    }
+}
