@@ -40,6 +40,10 @@ fn mmc(c: u32, rho: f64, secs: u64) -> ModelConfig {
             incidents: vec![],
             warmup: 0,
             warmup_from: 0.1,
+            side_effects: Default::default(),
+            dedupe: false,
+            dedupe_cost: 1_000_000,
+            stop_on_cancel: false,
         },
         recovery: RecoveryCriteria {
             trigger_start: None,

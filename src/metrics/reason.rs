@@ -12,10 +12,11 @@ pub enum Reason {
     BudgetExhausted = 5,
     Throttled = 6,
     BreakerOpen = 7,
+    BulkheadFull = 8,
 }
 
 impl Reason {
-    pub const COUNT: usize = 8;
+    pub const COUNT: usize = 9;
     pub const ALL: [Reason; Reason::COUNT] = [
         Reason::Timeout,
         Reason::Connection,
@@ -25,6 +26,7 @@ impl Reason {
         Reason::BudgetExhausted,
         Reason::Throttled,
         Reason::BreakerOpen,
+        Reason::BulkheadFull,
     ];
 
     pub fn name(self) -> &'static str {
@@ -37,6 +39,7 @@ impl Reason {
             Reason::BudgetExhausted => "budget_exhausted",
             Reason::Throttled => "throttled",
             Reason::BreakerOpen => "breaker_open",
+            Reason::BulkheadFull => "bulkhead_full",
         }
     }
 }

@@ -33,6 +33,19 @@ pub struct BucketCounts {
     pub queue_timeouts: u64,
     /// Dependency requests completed whose caller had already given up.
     pub orphaned: u64,
+    /// Writes committed by a worker.
+    pub commits: u64,
+    /// Commits of a non-idempotent write after its logical request's first.
+    pub duplicate_side_effects: u64,
+    /// Commits whose caller had already given up (it saw a timeout).
+    pub ambiguous_successes: u64,
+    /// Requests answered from the idempotency store instead of committing.
+    pub deduplicated: u64,
+    /// Work cancelled by a caller: removed from the queue, stopped in
+    /// service, or calls cancelled at a layer.
+    pub cancelled: u64,
+    /// Status probes sent before retrying a timed-out write.
+    pub probes: u64,
     pub latency_p50_us: Option<u64>,
     pub latency_p99_us: Option<u64>,
     /// Logical requests still open at the end of the bucket.
@@ -52,6 +65,12 @@ pub struct Totals {
     pub queue_wait_count: u64,
     pub orphaned_work_ns: u128,
     pub busy_work_ns: u128,
+    /// Worker time of requests stopped by cancellation before finishing.
+    pub cancelled_work_ns: u128,
+    /// Attempts sent at or after their logical request's deadline.
+    pub late_attempts: u64,
+    /// Orphaned worker time by the layer whose caller gave up first.
+    pub layer_orphaned_work_ns: Vec<u128>,
 }
 
 pub struct Recorder {
@@ -68,6 +87,8 @@ pub struct Recorder {
     /// Gate levels sampled at each bucket's end, same layout: budget level,
     /// throttle level, fraction of breakers open. NaN where not configured.
     pub layer_levels: Vec<f64>,
+    /// Attempts sent by calls whose caller had given up, per bucket and layer.
+    pub layer_orphaned: Vec<u64>,
     /// Requests waiting in the dependency's queue.
     pub queue: Gauge,
     /// Busy workers (requests in service).
@@ -102,13 +123,17 @@ impl Recorder {
             layer_retries: vec![0; n * layers],
             layer_gates: vec![0; n * layers * 3],
             layer_levels: vec![f64::NAN; n * layers * 3],
+            layer_orphaned: vec![0; n * layers],
             queue: Gauge::new(bucket, n),
             busy: Gauge::new(bucket, n),
             latency: histogram(3),
             retry_delay: histogram(3),
             bucket_latency: histogram(2),
             latency_bucket: 0,
-            totals: Totals::default(),
+            totals: Totals {
+                layer_orphaned_work_ns: vec![0; layers],
+                ..Totals::default()
+            },
             open_requests: 0,
             open_bucket: 0,
         }
@@ -216,16 +241,62 @@ impl Recorder {
         self.totals.queue_wait_count += 1;
     }
 
-    /// A dependency request finished service; `orphaned` when its caller
-    /// had already given up.
+    /// A dependency request finished service; `orphaned_by` names the
+    /// layer whose caller gave up on it first, if one did.
     #[inline]
-    pub fn service_done(&mut self, t: Nanos, service: Nanos, orphaned: bool) {
+    pub fn service_done(&mut self, t: Nanos, service: Nanos, orphaned_by: Option<usize>) {
         self.totals.busy_work_ns += service as u128;
-        if orphaned {
+        if let Some(layer) = orphaned_by {
             let b = self.b(t);
             self.buckets[b].orphaned += 1;
             self.totals.orphaned_work_ns += service as u128;
+            if let Some(w) = self.totals.layer_orphaned_work_ns.get_mut(layer) {
+                *w += service as u128;
+            }
         }
+    }
+
+    /// A call whose caller had given up sent an attempt.
+    #[inline]
+    pub fn orphaned_attempt(&mut self, t: Nanos, layer: usize) {
+        let b = self.b(t);
+        self.layer_orphaned[b * self.layers + layer] += 1;
+    }
+
+    /// An attempt was sent at or after its logical request's deadline.
+    #[inline]
+    pub fn late_attempt(&mut self) {
+        self.totals.late_attempts += 1;
+    }
+
+    /// A worker committed a write.
+    #[inline]
+    pub fn commit(&mut self, t: Nanos, duplicate: bool, ambiguous: bool) {
+        let b = self.b(t);
+        let c = &mut self.buckets[b];
+        c.commits += 1;
+        c.duplicate_side_effects += u64::from(duplicate);
+        c.ambiguous_successes += u64::from(ambiguous);
+    }
+
+    #[inline]
+    pub fn deduplicated(&mut self, t: Nanos) {
+        let b = self.b(t);
+        self.buckets[b].deduplicated += 1;
+    }
+
+    /// Work was cancelled; `wasted` is worker time spent on it first.
+    #[inline]
+    pub fn cancelled(&mut self, t: Nanos, wasted: Nanos) {
+        let b = self.b(t);
+        self.buckets[b].cancelled += 1;
+        self.totals.cancelled_work_ns += wasted as u128;
+    }
+
+    #[inline]
+    pub fn probe(&mut self, t: Nanos) {
+        let b = self.b(t);
+        self.buckets[b].probes += 1;
     }
 
     /// A logical request ended: `None` is a success, else the reason.

@@ -8,9 +8,10 @@ pub use crate::metrics::RecoveryCriteria;
 use super::backoff::Backoff;
 use super::breaker::BreakerConfig;
 use super::budget::BudgetConfig;
+use super::bulkhead::BulkheadConfig;
 use super::dependency::DependencyConfig;
 use super::rate::RateProfile;
-use super::retry::RetryPolicy;
+use super::retry::{RetryOn, RetryPolicy};
 use super::throttle::ThrottleConfig;
 
 #[derive(Clone, Debug)]
@@ -48,6 +49,26 @@ pub struct LayerConfig {
     pub budget: Option<Shared<BudgetConfig>>,
     pub throttle: Option<Shared<ThrottleConfig>>,
     pub breaker: Option<Shared<BreakerConfig>>,
+    /// When this layer gives up on work it started, cancel it (else it
+    /// keeps running as orphaned work).
+    pub cancel_propagates: bool,
+    pub bulkhead: Option<Shared<BulkheadConfig>>,
+    /// Parallel requests per attempt, and how many must succeed.
+    pub fan_out: u32,
+    pub quorum: u32,
+    pub hedging: Option<HedgingConfig>,
+    /// Envoy hedge_on_per_try_timeout.
+    pub hedge_on_timeout: bool,
+    /// Probe a timed-out write's status before retrying it.
+    pub status_probe: bool,
+}
+
+/// gRFC A6 hedging policy.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HedgingConfig {
+    pub delay: Nanos,
+    pub max_attempts: u32,
+    pub non_fatal: RetryOn,
 }
 
 /// A piece of state and whether it is one per layer instance or one for
@@ -76,6 +97,13 @@ impl LayerConfig {
             budget: None,
             throttle: None,
             breaker: None,
+            cancel_propagates: false,
+            bulkhead: None,
+            fan_out: 1,
+            quorum: 1,
+            hedging: None,
+            hedge_on_timeout: false,
+            status_probe: false,
         }
     }
 }

@@ -36,6 +36,30 @@ pub struct DependencyConfig {
     pub incidents: Vec<Incident>,
     pub warmup: Nanos,
     pub warmup_from: f64,
+    pub side_effects: SideEffects,
+    /// Requests carry an idempotency key: a logical request commits once.
+    pub dedupe: bool,
+    /// Service time of a request answered from the idempotency store (and
+    /// of a status probe).
+    pub dedupe_cost: Nanos,
+    /// A cancelled request in service stops (else it runs to the end).
+    pub stop_on_cancel: bool,
+}
+
+/// What finishing a request does (the playbook's operation classes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum SideEffects {
+    #[default]
+    Read,
+    IdempotentWrite,
+    /// A non-idempotent write: a second commit is a duplicate side effect.
+    Write,
+}
+
+impl SideEffects {
+    pub fn writes(self) -> bool {
+        self != SideEffects::Read
+    }
 }
 
 impl DependencyConfig {

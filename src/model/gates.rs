@@ -7,6 +7,7 @@ use crate::engine::{Nanos, Stream};
 
 use super::breaker::Breaker;
 use super::budget::{Budget, CallBudget, Gate};
+use super::bulkhead::{Acquire, Bulkhead, Waiter};
 use super::config::{LayerConfig, Shared};
 use super::outcome::Cause;
 use super::throttle::{Admit, Throttle};
@@ -41,6 +42,7 @@ pub struct LayerGates {
     budget: Option<Scoped<Budget>>,
     throttle: Option<Scoped<Throttle>>,
     breaker: Option<Scoped<Breaker>>,
+    bulkhead: Option<Scoped<Bulkhead>>,
 }
 
 /// Levels sampled for the time series (None when not configured).
@@ -60,11 +62,34 @@ impl LayerGates {
             budget: Scoped::new(&l.budget, l.instances, Budget::new),
             throttle: Scoped::new(&l.throttle, l.instances, Throttle::new),
             breaker: Scoped::new(&l.breaker, l.instances, Breaker::new),
+            bulkhead: Scoped::new(&l.bulkhead, l.instances, Bulkhead::new),
         }
     }
 
     pub fn any(&self) -> bool {
         self.budget.is_some() || self.throttle.is_some() || self.breaker.is_some()
+    }
+
+    /// Asks the bulkhead for a slot for one outgoing request.
+    pub fn bulkhead_acquire(&mut self, instance: u32, who: Waiter) -> Acquire {
+        self.bulkhead
+            .as_mut()
+            .map_or(Acquire::Now, |b| b.get(instance).acquire(who))
+    }
+
+    pub fn has_bulkhead(&self) -> bool {
+        self.bulkhead.is_some()
+    }
+
+    /// Gives a slot back; returns the waiter it passes to, if any.
+    pub fn bulkhead_release(
+        &mut self,
+        instance: u32,
+        is_live: impl FnMut(Waiter) -> bool,
+    ) -> Option<Waiter> {
+        self.bulkhead
+            .as_mut()
+            .and_then(|b| b.get(instance).release(is_live))
     }
 
     pub fn call_started(&mut self, instance: u32, now: Nanos) -> CallBudget {

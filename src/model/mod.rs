@@ -5,6 +5,7 @@
 pub mod backoff;
 pub mod breaker;
 pub mod budget;
+pub mod bulkhead;
 pub mod config;
 pub mod dependency;
 pub mod gates;

@@ -24,6 +24,8 @@ pub enum Cause {
     BreakerOpen,
     /// Client-side throttling rejected the attempt locally.
     Throttled,
+    /// The layer's bulkhead was full.
+    BulkheadFull,
 }
 
 /// A failed attempt or call. `retry_after` is the server's Retry-After
@@ -61,6 +63,7 @@ impl Cause {
             Cause::BudgetExhausted => Reason::BudgetExhausted,
             Cause::BreakerOpen => Reason::BreakerOpen,
             Cause::Throttled => Reason::Throttled,
+            Cause::BulkheadFull => Reason::BulkheadFull,
         }
     }
 
@@ -69,7 +72,7 @@ impl Cause {
     pub fn is_local(self) -> bool {
         matches!(
             self,
-            Cause::BudgetExhausted | Cause::BreakerOpen | Cause::Throttled
+            Cause::BudgetExhausted | Cause::BreakerOpen | Cause::Throttled | Cause::BulkheadFull
         )
     }
 }

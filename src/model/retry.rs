@@ -44,7 +44,8 @@ impl RetryOn {
             | Cause::RetryAfterExceedsBudget
             | Cause::BudgetExhausted
             | Cause::BreakerOpen
-            | Cause::Throttled => false,
+            | Cause::Throttled
+            | Cause::BulkheadFull => false,
         }
     }
 }

@@ -7,7 +7,9 @@ use crate::engine::NS_PER_S;
 use crate::model::backoff::{Backoff as ModelBackoff, Jitter as ModelJitter};
 use crate::model::breaker::{BreakerConfig, BreakerWindow};
 use crate::model::budget::BudgetConfig;
-use crate::model::config::Shared;
+use crate::model::bulkhead::BulkheadConfig;
+use crate::model::config::{HedgingConfig, Shared};
+use crate::model::dependency::SideEffects as ModelSideEffects;
 use crate::model::dependency::{DependencyConfig, Effect, Incident as ModelIncident};
 use crate::model::rate::{RateChange, RateProfile};
 use crate::model::retry::{
@@ -19,9 +21,10 @@ use crate::model::{LayerConfig, Limits, ModelConfig, RecoveryCriteria};
 
 use super::defaults::{DEFAULT_ERROR_STATUS, DEFAULT_MULTIPLIER, fill_breaker};
 use super::types::{
-    Backoff, BackoffKind, Breaker, BreakerBlocks, BreakerKind, Budget, BudgetKind, DeadlineMode,
-    Dependency, Discipline, DistKind, Incident, IncidentKind, Jitter, Layer, Retry, RetryAfterMode,
-    RetryOn, Scenario, SchedulePoint, Scope, ServiceTime, Throttle, ThrottleKind, budget_defaults,
+    Backoff, BackoffKind, Breaker, BreakerBlocks, BreakerKind, Budget, BudgetKind,
+    CancellationMode, DeadlineMode, Dependency, Discipline, DistKind, Idempotency, Incident,
+    IncidentKind, Jitter, Layer, OnCancel, Retry, RetryAfterMode, RetryOn, Scenario, SchedulePoint,
+    Scope, ServiceTime, SideEffects, Throttle, ThrottleKind, WhenFull, budget_defaults,
 };
 use super::units::Duration;
 
@@ -106,6 +109,24 @@ fn layer(l: &Layer) -> LayerConfig {
             config: breaker(b),
             shared: b.scope == Scope::Shared,
         }),
+        cancel_propagates: l.cancellation == CancellationMode::Propagate,
+        bulkhead: l.bulkhead.as_ref().map(|b| Shared {
+            config: BulkheadConfig {
+                max_concurrent: b.max_concurrent.max(1),
+                max_queue: b.max_queue,
+                wait: b.when_full == WhenFull::Wait,
+            },
+            shared: b.scope == Scope::Shared,
+        }),
+        fan_out: l.fan_out.max(1),
+        quorum: l.quorum.unwrap_or(l.fan_out).clamp(1, l.fan_out.max(1)),
+        hedging: l.hedging.as_ref().map(|h| HedgingConfig {
+            delay: h.delay.ns(),
+            max_attempts: h.max_attempts.max(1),
+            non_fatal: retry_on(&h.non_fatal),
+        }),
+        hedge_on_timeout: l.hedge_on_timeout,
+        status_probe: l.status_probe,
     }
 }
 
@@ -280,6 +301,14 @@ fn dependency(d: &Dependency) -> DependencyConfig {
         incidents: d.incidents.iter().map(incident).collect(),
         warmup: d.recovery.warmup.ns(),
         warmup_from: d.recovery.from,
+        side_effects: match d.side_effects {
+            SideEffects::Read => ModelSideEffects::Read,
+            SideEffects::IdempotentWrite => ModelSideEffects::IdempotentWrite,
+            SideEffects::Write => ModelSideEffects::Write,
+        },
+        dedupe: d.idempotency == Idempotency::Key,
+        dedupe_cost: d.dedupe_cost.ns(),
+        stop_on_cancel: d.on_cancel == OnCancel::Stop,
     }
 }
 

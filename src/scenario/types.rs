@@ -138,6 +138,80 @@ pub struct Layer {
     /// A circuit breaker in front of every attempt (or only retries).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub breaker: Option<Breaker>,
+    /// When this layer gives up on an attempt (timeout, deadline, a
+    /// winning hedge or quorum), what happens to the work it started below:
+    /// `none` leaves it running as orphaned work, `propagate` cancels it.
+    #[serde(default)]
+    pub cancellation: CancellationMode,
+    /// A concurrency limit on this layer's outgoing attempts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bulkhead: Option<Bulkhead>,
+    /// Each attempt calls the next hop this many times in parallel.
+    #[serde(default = "one")]
+    pub fan_out: u32,
+    /// With fan-out: the attempt succeeds when this many branches have
+    /// (default: all of them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quorum: Option<u32>,
+    /// gRPC hedging: send the next attempt every `delay` until one
+    /// succeeds (replaces the retry policy's sleeps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hedging: Option<Hedging>,
+    /// Envoy `hedge_on_per_try_timeout`: on a per-attempt timeout, retry
+    /// without abandoning the attempt that timed out; either may win.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub hedge_on_timeout: bool,
+    /// Before retrying a write that timed out, ask the dependency whether
+    /// it committed (the playbook's alternative to a blind re-POST).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub status_probe: bool,
+}
+
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum CancellationMode {
+    #[default]
+    None,
+    Propagate,
+}
+
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum WhenFull {
+    /// Refuse the attempt at once (reason `bulkhead_full`).
+    #[default]
+    Reject,
+    /// Wait for a slot (bounded by `max_queue`, then refused).
+    Wait,
+}
+
+/// `{ max_concurrent: 64, max_queue: 0, when_full: reject }`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Bulkhead {
+    pub max_concurrent: u32,
+    /// Attempts that may wait for a slot (`when_full: wait`).
+    #[serde(default)]
+    pub max_queue: u32,
+    #[serde(default)]
+    pub when_full: WhenFull,
+    #[serde(default)]
+    pub scope: Scope,
+}
+
+/// gRPC hedging policy (gRFC A6): `{ delay: 50ms, max_attempts: 3,
+/// non_fatal: [503] }`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Hedging {
+    /// Between hedges; 0 sends all at once.
+    pub delay: Duration,
+    /// Attempts in all, the first included (gRPC caps it at 5).
+    pub max_attempts: u32,
+    /// Failures that do not stop hedging: the next hedge goes at once.
+    /// Any other failure cancels the call.
+    #[serde(default = "default_retry_on")]
+    pub non_fatal: Vec<RetryOn>,
 }
 
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -620,6 +694,52 @@ pub struct Dependency {
     pub incidents: Vec<Incident>,
     #[serde(default)]
     pub recovery: Recovery,
+    /// What a request does when a worker finishes it.
+    #[serde(default)]
+    pub side_effects: SideEffects,
+    /// `key`: retried writes carry an idempotency key and are deduplicated.
+    #[serde(default)]
+    pub idempotency: Idempotency,
+    /// Service time of a request deduplicated by its key (the stored
+    /// response is returned).
+    #[serde(default = "default_dedupe_cost")]
+    pub dedupe_cost: Duration,
+    /// A cancelled request already in service: `finish` it anyway, or
+    /// `stop` and free the worker.
+    #[serde(default)]
+    pub on_cancel: OnCancel,
+}
+
+fn default_dedupe_cost() -> Duration {
+    Duration::from_millis(1)
+}
+
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum SideEffects {
+    /// Nothing is written: duplicates are harmless.
+    #[default]
+    Read,
+    /// A write that is safe to repeat (PUT, upsert).
+    IdempotentWrite,
+    /// A write that must happen once (charge a card, send an email).
+    Write,
+}
+
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Idempotency {
+    #[default]
+    None,
+    Key,
+}
+
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum OnCancel {
+    #[default]
+    Finish,
+    Stop,
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]

@@ -27,6 +27,10 @@ pub fn dependency(concurrency: u32, service: ServiceDist, queue: u32) -> Depende
         incidents: Vec::<Incident>::new(),
         warmup: 0,
         warmup_from: 0.1,
+        side_effects: Default::default(),
+        dedupe: false,
+        dedupe_cost: 1_000_000,
+        stop_on_cancel: false,
     }
 }
 
