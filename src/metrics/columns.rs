@@ -112,6 +112,18 @@ pub fn time_row_cells(r: &TimeRow, layer_names: &[String]) -> Vec<(String, Cell)
         ("queue_timeouts".into(), Cell::Int(r.queue_timeouts)),
         ("open_requests".into(), Cell::Int(r.open_requests)),
         ("load_ratio".into(), Cell::Float(r.load_ratio)),
+        ("commits".into(), Cell::Int(r.commits)),
+        (
+            "duplicate_side_effects".into(),
+            Cell::Int(r.duplicate_side_effects),
+        ),
+        (
+            "ambiguous_successes".into(),
+            Cell::Int(r.ambiguous_successes),
+        ),
+        ("deduplicated".into(), Cell::Int(r.deduplicated)),
+        ("cancelled".into(), Cell::Int(r.cancelled)),
+        ("probes".into(), Cell::Int(r.probes)),
     ];
     for (i, name) in layer_names.iter().enumerate() {
         v.push((format!("attempts_{name}"), Cell::Int(r.layer_attempts[i])));
@@ -120,6 +132,12 @@ pub fn time_row_cells(r: &TimeRow, layer_names: &[String]) -> Vec<(String, Cell)
         v.push((format!("retries_{name}"), Cell::Int(r.layer_retries[i])));
     }
     push_gates(&mut v, &r.layer_gates, layer_names);
+    for (i, name) in layer_names.iter().enumerate() {
+        v.push((
+            format!("orphaned_attempts_{name}"),
+            Cell::Int(r.layer_orphaned[i]),
+        ));
+    }
     for (i, name) in layer_names.iter().enumerate() {
         let [budget, throttle, breaker] = r.layer_levels[i];
         v.push((format!("budget_level_{name}"), Cell::opt_f(budget)));
@@ -201,6 +219,24 @@ pub fn summary_cells(s: &Summary, layer_names: &[String]) -> Vec<(String, Cell)>
         ("blackholed".into(), Cell::Int(s.blackholed)),
         ("queue_timeouts".into(), Cell::Int(s.queue_timeouts)),
         ("orphaned".into(), Cell::Int(s.orphaned)),
+        ("commits".into(), Cell::Int(s.commits)),
+        ("committed_requests".into(), Cell::Int(s.committed_requests)),
+        (
+            "duplicate_side_effects".into(),
+            Cell::Int(s.duplicate_side_effects),
+        ),
+        (
+            "ambiguous_successes".into(),
+            Cell::Int(s.ambiguous_successes),
+        ),
+        ("deduplicated".into(), Cell::Int(s.deduplicated)),
+        ("cancelled".into(), Cell::Int(s.cancelled)),
+        ("cancelled_work_s".into(), Cell::Float(s.cancelled_work_s)),
+        ("probes".into(), Cell::Int(s.probes)),
+        (
+            "attempts_after_deadline".into(),
+            Cell::Int(s.attempts_after_deadline),
+        ),
     ]);
     for (i, name) in layer_names.iter().enumerate() {
         v.push((format!("attempts_{name}"), Cell::Int(s.layer_attempts[i])));
@@ -209,6 +245,25 @@ pub fn summary_cells(s: &Summary, layer_names: &[String]) -> Vec<(String, Cell)>
         v.push((format!("retries_{name}"), Cell::Int(s.layer_retries[i])));
     }
     push_gates(&mut v, &s.layer_gates, layer_names);
+    for (i, name) in layer_names.iter().enumerate() {
+        let per_request = if s.logical_requests == 0 {
+            0.0
+        } else {
+            s.layer_attempts[i] as f64 / s.logical_requests as f64
+        };
+        v.push((format!("amplification_{name}"), Cell::Float(per_request)));
+    }
+    for (i, name) in layer_names.iter().enumerate() {
+        v.push((format!("calls_{name}"), Cell::Int(s.layer_calls[i])));
+        v.push((
+            format!("orphaned_attempts_{name}"),
+            Cell::Int(s.layer_orphaned[i]),
+        ));
+        v.push((
+            format!("orphaned_work_s_{name}"),
+            Cell::Float(s.layer_orphaned_work_s[i]),
+        ));
+    }
     v.extend([
         (
             "baseline_success_ratio".into(),

@@ -71,6 +71,10 @@ pub struct Totals {
     pub late_attempts: u64,
     /// Orphaned worker time by the layer whose caller gave up first.
     pub layer_orphaned_work_ns: Vec<u128>,
+    /// Logical requests whose write committed at least once.
+    pub committed_requests: u64,
+    /// Calls started at each layer (layer 0: one per logical request).
+    pub layer_calls: Vec<u64>,
 }
 
 pub struct Recorder {
@@ -132,6 +136,7 @@ impl Recorder {
             latency_bucket: 0,
             totals: Totals {
                 layer_orphaned_work_ns: vec![0; layers],
+                layer_calls: vec![0; layers],
                 ..Totals::default()
             },
             open_requests: 0,
@@ -256,6 +261,12 @@ impl Recorder {
         }
     }
 
+    /// A call started at `layer`.
+    #[inline]
+    pub fn call(&mut self, layer: usize) {
+        self.totals.layer_calls[layer] += 1;
+    }
+
     /// A call whose caller had given up sent an attempt.
     #[inline]
     pub fn orphaned_attempt(&mut self, t: Nanos, layer: usize) {
@@ -271,12 +282,20 @@ impl Recorder {
 
     /// A worker committed a write.
     #[inline]
-    pub fn commit(&mut self, t: Nanos, duplicate: bool, ambiguous: bool) {
+    pub fn commit(&mut self, t: Nanos, first: bool, duplicate: bool, ambiguous: bool) {
+        self.totals.committed_requests += u64::from(first);
         let b = self.b(t);
         let c = &mut self.buckets[b];
         c.commits += 1;
         c.duplicate_side_effects += u64::from(duplicate);
         c.ambiguous_successes += u64::from(ambiguous);
+    }
+
+    /// A committed write's caller gave up before its answer arrived.
+    #[inline]
+    pub fn ambiguous(&mut self, t: Nanos) {
+        let b = self.b(t);
+        self.buckets[b].ambiguous_successes += 1;
     }
 
     #[inline]

@@ -60,6 +60,14 @@ pub struct TimeRow {
     pub blackholed: u64,
     pub queue_timeouts: u64,
     pub open_requests: u64,
+    pub commits: u64,
+    pub duplicate_side_effects: u64,
+    pub ambiguous_successes: u64,
+    pub deduplicated: u64,
+    pub cancelled: u64,
+    pub probes: u64,
+    /// Attempts sent by calls whose caller had given up, per layer.
+    pub layer_orphaned: Vec<u64>,
     /// Dependency attempts per second ÷ nominal capacity.
     pub load_ratio: f64,
     pub layer_attempts: Vec<u64>,
@@ -103,6 +111,20 @@ pub struct Summary {
     pub blackholed: u64,
     pub queue_timeouts: u64,
     pub orphaned: u64,
+    pub commits: u64,
+    pub duplicate_side_effects: u64,
+    pub ambiguous_successes: u64,
+    pub deduplicated: u64,
+    pub cancelled: u64,
+    pub cancelled_work_s: f64,
+    pub probes: u64,
+    /// Attempts sent at or after their logical request's deadline.
+    pub attempts_after_deadline: u64,
+    /// Logical requests that committed at least once (writes).
+    pub committed_requests: u64,
+    pub layer_orphaned: Vec<u64>,
+    pub layer_orphaned_work_s: Vec<f64>,
+    pub layer_calls: Vec<u64>,
     pub layer_attempts: Vec<u64>,
     pub layer_retries: Vec<u64>,
     pub layer_gates: Vec<[u64; 3]>,
@@ -149,6 +171,13 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
             blackholed: c.blackholed,
             queue_timeouts: c.queue_timeouts,
             open_requests: c.open_requests,
+            commits: c.commits,
+            duplicate_side_effects: c.duplicate_side_effects,
+            ambiguous_successes: c.ambiguous_successes,
+            deduplicated: c.deduplicated,
+            cancelled: c.cancelled,
+            probes: c.probes,
+            layer_orphaned: rec.layer_orphaned[b * layers..(b + 1) * layers].to_vec(),
             load_ratio: ratio(
                 ratio(c.dependency_attempts as f64, secs),
                 ctx.capacity_per_sec,
@@ -255,6 +284,25 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         blackholed: sum(|r| r.blackholed),
         queue_timeouts: sum(|r| r.queue_timeouts),
         orphaned: sum(|r| r.orphaned),
+        commits: sum(|r| r.commits),
+        duplicate_side_effects: sum(|r| r.duplicate_side_effects),
+        ambiguous_successes: sum(|r| r.ambiguous_successes),
+        deduplicated: sum(|r| r.deduplicated),
+        cancelled: sum(|r| r.cancelled),
+        cancelled_work_s: rec.totals.cancelled_work_ns as f64 / 1e9,
+        probes: sum(|r| r.probes),
+        attempts_after_deadline: rec.totals.late_attempts,
+        committed_requests: rec.totals.committed_requests,
+        layer_orphaned: (0..layers)
+            .map(|l| rows.iter().map(|r| r.layer_orphaned[l]).sum())
+            .collect(),
+        layer_calls: rec.totals.layer_calls.clone(),
+        layer_orphaned_work_s: rec
+            .totals
+            .layer_orphaned_work_ns
+            .iter()
+            .map(|&ns| ns as f64 / 1e9)
+            .collect(),
         layer_attempts,
         layer_retries,
         layer_gates,

@@ -62,6 +62,7 @@ pub fn timeseries_csv(results: &[RunResult]) -> Vec<u8> {
             row.layer_retries = spread(&row.layer_retries, &r.layer_names, &layers, 0);
             row.layer_gates = spread(&row.layer_gates, &r.layer_names, &layers, [0; 3]);
             row.layer_levels = spread(&row.layer_levels, &r.layer_names, &layers, [None; 3]);
+            row.layer_orphaned = spread(&row.layer_orphaned, &r.layer_names, &layers, 0);
             let cells = time_row_cells(&row, &layers);
             header.get_or_insert_with(|| header_of(&["variant", "replicate"], &cells));
             let mut line = vec![r.variant.clone(), r.replicate.to_string()];
@@ -81,6 +82,10 @@ fn summary_rows(results: &[RunResult]) -> (Vec<String>, Vec<Vec<(String, Cell)>>
             s.layer_attempts = spread(&s.layer_attempts, &r.layer_names, &layers, 0);
             s.layer_retries = spread(&s.layer_retries, &r.layer_names, &layers, 0);
             s.layer_gates = spread(&s.layer_gates, &r.layer_names, &layers, [0; 3]);
+            s.layer_orphaned = spread(&s.layer_orphaned, &r.layer_names, &layers, 0);
+            s.layer_calls = spread(&s.layer_calls, &r.layer_names, &layers, 0);
+            s.layer_orphaned_work_s =
+                spread(&s.layer_orphaned_work_s, &r.layer_names, &layers, 0.0);
             summary_cells(&s, &layers)
         })
         .collect();

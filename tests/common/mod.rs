@@ -100,18 +100,22 @@ pub fn assert_conserved(s: &Summary) {
     );
     assert_eq!(
         s.dependency_attempts,
-        *s.layer_attempts.last().unwrap(),
-        "dependency attempts = attempts of the innermost layer"
+        *s.layer_attempts.last().unwrap() + s.probes,
+        "dependency attempts = requests of the innermost layer (and its status probes)"
     );
-    // Every logical request makes a first attempt at the outermost layer,
-    // unless a throttle or breaker refuses it at the door.
-    let wanted = s.logical_requests + s.layer_retries[0];
-    let refused_at_send = s.layer_gates[0][1] + s.layer_gates[0][2];
-    assert!(s.layer_attempts[0] <= wanted);
-    assert!(s.layer_attempts[0] + refused_at_send >= wanted);
-    if refused_at_send == 0 {
-        assert_eq!(s.layer_attempts[0], wanted);
+    assert_eq!(
+        s.layer_calls[0], s.logical_requests,
+        "one outermost call per request"
+    );
+    for l in 1..s.layer_calls.len() {
+        assert_eq!(
+            s.layer_calls[l],
+            s.layer_attempts[l - 1],
+            "every request of layer {} opens a call at layer {l}",
+            l - 1
+        );
     }
+    assert!(s.committed_requests <= s.commits);
 }
 
 pub fn retry_on_transient() -> RetryOn {

@@ -41,12 +41,14 @@ impl Sim<'_> {
         let instance = route(req, layer, lc.instances);
         let own_end = lc.total_timeout.map_or(u64::MAX, |t| now.saturating_add(t));
         let budget = self.gates[layer as usize].call_started(instance, now);
+        self.rec.call(layer as usize);
         self.calls.insert(|old| Call {
             epoch: old.map_or(0, |o| o.epoch.wrapping_add(1)),
             layer,
             state: CallState::Sleeping,
             orphaned_by,
             throttle_passed: false,
+            probe_first: false,
             instance,
             parent,
             parent_epoch,
@@ -351,7 +353,8 @@ impl Sim<'_> {
         }
         if c.state == CallState::Probing {
             // The probe took too long: retry as if it said "not committed".
-            return self.after_failure(id, c.last_failure);
+            self.calls.get_mut(id).children = Children::None;
+            return self.start_round(id);
         }
         if c.state != CallState::Round {
             return;
@@ -473,6 +476,10 @@ impl Sim<'_> {
                 let job = self.jobs.get_mut(j);
                 if job.orphaned_by == NO_LAYER {
                     job.orphaned_by = layer;
+                    if job.committed {
+                        // Committed, but its caller saw a timeout.
+                        self.rec.ambiguous(self.q.now());
+                    }
                 }
             }
             Child::Call(c) => {
@@ -544,28 +551,19 @@ impl Sim<'_> {
         self.gates[layer].attempt_ended(c.instance, now, &mut c.budget, failure, qualified);
     }
 
-    /// A round was lost. A timed-out write may be probed first; then the
-    /// retry decision.
+    /// A round was lost: retry or give up.
     fn attempt_failed(&mut self, id: u32, failure: Failure) {
         self.attempt_ended(id, Some(failure.cause));
         self.calls.get_mut(id).last_failure = failure;
-        let c = *self.calls.get(id);
-        let lc = &self.cfg.layers[c.layer as usize];
-        if lc.status_probe
-            && failure.cause == Cause::Timeout
-            && c.layer == self.last_layer
-            && self.cfg.dependency.side_effects.writes()
-            && c.retry.attempts < lc.retry.max_attempts
-        {
-            return self.send_probe(id);
-        }
         self.after_failure(id, failure);
     }
 
-    /// Asks the dependency whether the write of call `id` committed.
-    fn send_probe(&mut self, id: u32) {
+    /// Asks the dependency whether the write of call `id` committed,
+    /// before re-sending it (the retry's sleep is already over).
+    pub(super) fn send_probe(&mut self, id: u32) {
         let now = self.q.now();
         let call = self.calls.get_mut(id);
+        call.probe_first = false;
         call.epoch = call.epoch.wrapping_add(1);
         call.state = CallState::Probing;
         let c = *call;
@@ -586,15 +584,12 @@ impl Sim<'_> {
     }
 
     /// A probe answered: success means the write committed, so the call
-    /// succeeded after all; anything else means retry.
+    /// succeeded after all; anything else means send the retry.
     fn on_probe_answer(&mut self, id: u32, outcome: Outcome) {
         self.calls.get_mut(id).children = Children::None;
         match outcome {
             Outcome::Success => self.finish_call(id, Outcome::Success),
-            Outcome::Failed(_) => {
-                let f = self.calls.get(id).last_failure;
-                self.after_failure(id, f)
-            }
+            Outcome::Failed(_) => self.start_round(id),
         }
     }
 
@@ -654,10 +649,19 @@ impl Sim<'_> {
         match decision {
             Decision::RetryAfter(sleep) => {
                 self.rec.retry_sleep(sleep);
+                let probe = self.cfg.layers[layer].status_probe
+                    && failure.cause == Cause::Timeout
+                    && layer == self.last_layer as usize
+                    && self.cfg.dependency.side_effects.writes();
                 let call = self.calls.get_mut(id);
                 call.state = CallState::Sleeping;
+                call.probe_first = probe;
                 if sleep == 0 {
-                    self.start_round(id);
+                    if probe {
+                        self.send_probe(id);
+                    } else {
+                        self.start_round(id);
+                    }
                 } else {
                     let epoch = call.epoch;
                     self.q.schedule_in(sleep, Event::Wake { call: id, epoch });

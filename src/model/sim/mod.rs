@@ -119,6 +119,8 @@ struct Call {
     orphaned_by: u8,
     /// The throttle already let the next round go (after a wait).
     throttle_passed: bool,
+    /// Probe the write's status before the next round (it timed out).
+    probe_first: bool,
     /// Which instance of the layer serves this call.
     instance: u32,
     parent: u32,
@@ -165,6 +167,8 @@ struct Job {
     probe: bool,
     /// Answered from the idempotency store.
     deduped: bool,
+    /// A write that committed (its caller may not know yet).
+    committed: bool,
     orphaned_by: u8,
     caller: u32,
     caller_epoch: u32,
@@ -307,7 +311,11 @@ impl<'a> Sim<'a> {
             Event::Wake { call, epoch } => {
                 let c = self.calls.get(call);
                 if c.epoch == epoch && c.state == CallState::Sleeping {
-                    self.start_round(call);
+                    if c.probe_first {
+                        self.send_probe(call);
+                    } else {
+                        self.start_round(call);
+                    }
                 }
             }
             Event::Hedge { call, epoch } => self.on_hedge(call, epoch),

@@ -30,6 +30,7 @@ impl Sim<'_> {
             state: JobState::Queued,
             probe,
             deduped: false,
+            committed: false,
             orphaned_by,
             caller,
             caller_epoch,
@@ -159,7 +160,9 @@ impl Sim<'_> {
                 Outcome::Failed(Failure::new(Cause::Status(404)))
             }
         } else {
-            self.commit(&j);
+            if self.commit(&j) {
+                self.jobs.get_mut(job).committed = true;
+            }
             Outcome::Success
         };
         // Take the next request before answering this one, so the answer
@@ -175,26 +178,29 @@ impl Sim<'_> {
         }
     }
 
-    /// A worker finished a request: a write commits. Without a key, every
-    /// commit of a non-idempotent write after its request's first is a
-    /// duplicate side effect; a commit whose caller already gave up is an
-    /// ambiguous success (the caller saw a timeout).
-    fn commit(&mut self, j: &Job) {
+    /// A worker finished a request: a write commits (returns whether it
+    /// did). Without a key, every commit of a non-idempotent write after its
+    /// request's first is a duplicate side effect. A commit whose caller
+    /// has given up, or gives up before the answer arrives, is an ambiguous
+    /// success: the caller saw a timeout (counted here, or when abandoned).
+    fn commit(&mut self, j: &Job) -> bool {
         let d = &self.cfg.dependency;
         if !d.side_effects.writes() {
-            return;
+            return false;
         }
         if j.deduped {
             self.rec.deduplicated(self.q.now());
-            return;
+            return false;
         }
         let Some(count) = self.dep.commits.get_mut(j.req as usize) else {
-            return;
+            return false;
         };
-        let duplicate = *count > 0 && d.side_effects == SideEffects::Write;
+        let first = *count == 0;
+        let duplicate = !first && d.side_effects == SideEffects::Write;
         *count = count.saturating_add(1);
         let ambiguous = j.orphaned_by != NO_LAYER;
-        self.rec.commit(self.q.now(), duplicate, ambiguous);
+        self.rec.commit(self.q.now(), first, duplicate, ambiguous);
+        true
     }
 
     fn start_next_queued(&mut self) {
@@ -249,7 +255,13 @@ impl Sim<'_> {
                 }
             }
             // Its answer is on the way and will find nobody waiting.
-            JobState::Responding | JobState::Cancelled | JobState::Done => {}
+            JobState::Responding => {
+                if j.committed && j.orphaned_by == NO_LAYER {
+                    self.jobs.get_mut(job).orphaned_by = by_layer;
+                    self.rec.ambiguous(now);
+                }
+            }
+            JobState::Cancelled | JobState::Done => {}
         }
     }
 
