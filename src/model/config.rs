@@ -47,6 +47,9 @@ pub struct LayerConfig {
     /// deadline, and the next layer never outlives it.
     pub propagate_deadline: bool,
     pub budget: Option<Shared<BudgetConfig>>,
+    /// The budget is the global one, shared by every layer that says so
+    /// (the first such layer's configuration is used).
+    pub global_budget: bool,
     pub throttle: Option<Shared<ThrottleConfig>>,
     pub breaker: Option<Shared<BreakerConfig>>,
     /// When this layer gives up on work it started, cancel it (else it
@@ -95,6 +98,7 @@ impl LayerConfig {
             },
             propagate_deadline: false,
             budget: None,
+            global_budget: false,
             throttle: None,
             breaker: None,
             cancel_propagates: false,

@@ -1,7 +1,10 @@
 //! The shared state in front of a layer's attempts: its retry budget,
-//! client-side throttle and circuit breaker, one per layer instance or one
-//! per layer (`scope: shared`). `sim` asks here whether an attempt or a
-//! retry may go, and reports every outcome back.
+//! client-side throttle, circuit breaker and bulkhead, one per layer
+//! instance or one per layer (`scope: shared`). A budget may also be
+//! `global`: one budget for every layer that says so, owned by the
+//! simulation and passed in (the playbook's "single budget" across stacked
+//! retry layers). `sim` asks here whether an attempt or a retry may go,
+//! and reports every outcome back.
 
 use crate::engine::{Nanos, Stream};
 
@@ -40,6 +43,8 @@ impl<T> Scoped<T> {
 /// The gates of one layer.
 pub struct LayerGates {
     budget: Option<Scoped<Budget>>,
+    /// The layer uses the global budget.
+    global: bool,
     throttle: Option<Scoped<Throttle>>,
     breaker: Option<Scoped<Breaker>>,
     bulkhead: Option<Scoped<Bulkhead>>,
@@ -59,7 +64,12 @@ pub struct Levels {
 impl LayerGates {
     pub fn new(l: &LayerConfig) -> Self {
         LayerGates {
-            budget: Scoped::new(&l.budget, l.instances, Budget::new),
+            budget: if l.global_budget {
+                None
+            } else {
+                Scoped::new(&l.budget, l.instances, Budget::new)
+            },
+            global: l.global_budget && l.budget.is_some(),
             throttle: Scoped::new(&l.throttle, l.instances, Throttle::new),
             breaker: Scoped::new(&l.breaker, l.instances, Breaker::new),
             bulkhead: Scoped::new(&l.bulkhead, l.instances, Bulkhead::new),
@@ -92,10 +102,27 @@ impl LayerGates {
             .and_then(|b| b.get(instance).release(is_live))
     }
 
-    pub fn call_started(&mut self, instance: u32, now: Nanos) -> CallBudget {
-        self.budget
-            .as_mut()
-            .map_or_else(CallBudget::default, |b| b.get(instance).on_call_start(now))
+    /// This layer's budget for `instance`: its own, or the global one.
+    fn budget_for<'a>(
+        &'a mut self,
+        instance: u32,
+        global: &'a mut Option<Budget>,
+    ) -> Option<&'a mut Budget> {
+        if self.global {
+            global.as_mut()
+        } else {
+            self.budget.as_mut().map(|b| b.get(instance))
+        }
+    }
+
+    pub fn call_started(
+        &mut self,
+        instance: u32,
+        now: Nanos,
+        global: &mut Option<Budget>,
+    ) -> CallBudget {
+        self.budget_for(instance, global)
+            .map_or_else(CallBudget::default, |b| b.on_call_start(now))
     }
 
     /// The throttle's word on sending an attempt now.
@@ -139,9 +166,9 @@ impl LayerGates {
         call: &mut CallBudget,
         failure: Option<Cause>,
         qualified: bool,
+        global: &mut Option<Budget>,
     ) {
-        if let Some(b) = self.budget.as_mut() {
-            let b = b.get(instance);
+        if let Some(b) = self.budget_for(instance, global) {
             match failure {
                 Some(_) if !qualified => b.on_unqualified_failure(call),
                 f => b.on_attempt_end(call, f),
@@ -159,6 +186,7 @@ impl LayerGates {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub fn try_retry(
         &mut self,
         instance: u32,
@@ -166,28 +194,41 @@ impl LayerGates {
         call: &mut CallBudget,
         cause: Cause,
         retries: u32,
+        global: &mut Option<Budget>,
     ) -> Gate {
-        match self.budget.as_mut() {
-            Some(b) => b.get(instance).try_retry(now, call, cause, retries),
+        match self.budget_for(instance, global) {
+            Some(b) => b.try_retry(now, call, cause, retries),
             None => Gate::Allow { min_sleep: 0 },
         }
     }
 
-    pub fn call_ended(&mut self, instance: u32, now: Nanos, call: &mut CallBudget, success: bool) {
-        if let Some(b) = self.budget.as_mut() {
-            b.get(instance).on_call_end(now, call, success);
+    pub fn call_ended(
+        &mut self,
+        instance: u32,
+        now: Nanos,
+        call: &mut CallBudget,
+        success: bool,
+        global: &mut Option<Budget>,
+    ) {
+        if let Some(b) = self.budget_for(instance, global) {
+            b.on_call_end(now, call, success);
         }
     }
 
-    pub fn levels(&mut self, now: Nanos) -> Levels {
+    pub fn levels(&mut self, now: Nanos, global: &mut Option<Budget>) -> Levels {
         fn mean<T>(s: &mut Option<Scoped<T>>, f: impl Fn(&mut T) -> f64) -> Option<f64> {
             s.as_mut().map(|s| {
                 let n = s.states.len() as f64;
                 s.states.iter_mut().map(f).sum::<f64>() / n
             })
         }
+        let global_level = if self.global {
+            global.as_mut().map(|b| b.level(now))
+        } else {
+            None
+        };
         Levels {
-            budget: mean(&mut self.budget, |b| b.level(now)),
+            budget: mean(&mut self.budget, |b| b.level(now)).or(global_level),
             throttle: mean(&mut self.throttle, |t| t.level(now)),
             breaker_open: mean(&mut self.breaker, |b| f64::from(u8::from(b.is_open()))),
         }

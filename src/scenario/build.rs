@@ -99,8 +99,13 @@ fn layer(l: &Layer) -> LayerConfig {
         propagate_deadline: l.deadline == DeadlineMode::Propagate,
         budget: l.retry.budget.as_ref().map(|b| Shared {
             config: budget(b),
-            shared: b.scope == Scope::Shared,
+            shared: b.scope != Scope::Instance,
         }),
+        global_budget: l
+            .retry
+            .budget
+            .as_ref()
+            .is_some_and(|b| b.scope == Scope::Global),
         throttle: l.throttle.as_ref().map(|t| Shared {
             config: throttle(t),
             shared: t.scope == Scope::Shared,

@@ -447,6 +447,9 @@ pub enum Scope {
     Instance,
     /// One for the whole layer, shared by all its instances.
     Shared,
+    /// Budgets only: one for every layer whose budget says `global` (a
+    /// single retry budget across stacked layers).
+    Global,
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]

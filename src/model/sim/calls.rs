@@ -40,7 +40,8 @@ impl Sim<'_> {
         let lc = &self.cfg.layers[layer as usize];
         let instance = route(req, layer, lc.instances);
         let own_end = lc.total_timeout.map_or(u64::MAX, |t| now.saturating_add(t));
-        let budget = self.gates[layer as usize].call_started(instance, now);
+        let budget =
+            self.gates[layer as usize].call_started(instance, now, &mut self.global_budget);
         self.rec.call(layer as usize);
         self.calls.insert(|old| Call {
             epoch: old.map_or(0, |o| o.epoch.wrapping_add(1)),
@@ -269,7 +270,8 @@ impl Sim<'_> {
         let call = self.calls.get_mut(id);
         let (layer, instance, retries) = (call.layer as usize, call.instance, call.launched as u32);
         let cause = call.last_failure.cause;
-        match self.gates[layer].try_retry(instance, now, &mut call.budget, cause, retries) {
+        let global = &mut self.global_budget;
+        match self.gates[layer].try_retry(instance, now, &mut call.budget, cause, retries, global) {
             Gate::Allow { .. } => true,
             Gate::Deny => {
                 self.rec.gate(now, layer, Cause::BudgetExhausted.reason());
@@ -533,7 +535,13 @@ impl Sim<'_> {
                 call.state = CallState::Done;
                 call.epoch = call.epoch.wrapping_add(1);
                 let (layer, instance) = (call.layer as usize, call.instance);
-                self.gates[layer].call_ended(instance, now, &mut call.budget, false);
+                self.gates[layer].call_ended(
+                    instance,
+                    now,
+                    &mut call.budget,
+                    false,
+                    &mut self.global_budget,
+                );
                 self.calls.remove(c);
                 self.rec.cancelled(now, 0);
             }
@@ -548,7 +556,8 @@ impl Sim<'_> {
         let c = self.calls.get_mut(id);
         let layer = c.layer as usize;
         let qualified = failure.is_some_and(|f| self.cfg.layers[layer].retry.retry_on.retries(f));
-        self.gates[layer].attempt_ended(c.instance, now, &mut c.budget, failure, qualified);
+        let global = &mut self.global_budget;
+        self.gates[layer].attempt_ended(c.instance, now, &mut c.budget, failure, qualified, global);
     }
 
     /// A round was lost: retry or give up.
@@ -615,6 +624,7 @@ impl Sim<'_> {
             &mut call.budget,
             failure.cause,
             call.retry.attempts - 1,
+            &mut self.global_budget,
         );
         match gate {
             Gate::Allow { min_sleep } => Ok(min_sleep),
@@ -699,6 +709,7 @@ impl Sim<'_> {
             now,
             &mut call.budget,
             outcome == Outcome::Success,
+            &mut self.global_budget,
         );
         let c = *self.calls.get(id);
         self.calls.remove(id);

@@ -211,6 +211,8 @@ pub struct Sim<'a> {
     jitter: Vec<Stream>,
     throttle_rng: Vec<Stream>,
     gates: Vec<LayerGates>,
+    /// The budget shared by every layer whose budget scope is global.
+    global_budget: Option<super::budget::Budget>,
     rec: Recorder,
     next_req: u64,
     last_layer: u8,
@@ -249,6 +251,12 @@ impl<'a> Sim<'a> {
                 .map(|i| Stream::new(run_seed, Purpose::Throttle, i as u64))
                 .collect(),
             gates: cfg.layers.iter().map(LayerGates::new).collect(),
+            global_budget: cfg
+                .layers
+                .iter()
+                .find(|l| l.global_budget)
+                .and_then(|l| l.budget)
+                .map(|b| super::budget::Budget::new(b.config)),
             rec: Recorder::new(cfg.duration, cfg.bucket, layers),
             next_req: 0,
             last_layer: (layers - 1) as u8,
@@ -377,7 +385,7 @@ impl<'a> Sim<'a> {
     fn sample_levels(&mut self, bucket: usize, now: Nanos) {
         for (layer, g) in self.gates.iter_mut().enumerate() {
             if g.any() {
-                let l = g.levels(now);
+                let l = g.levels(now, &mut self.global_budget);
                 self.rec
                     .levels(bucket, layer, [l.budget, l.throttle, l.breaker_open]);
             }

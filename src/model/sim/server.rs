@@ -195,6 +195,12 @@ impl Sim<'_> {
         let Some(count) = self.dep.commits.get_mut(j.req as usize) else {
             return false;
         };
+        if d.dedupe && *count > 0 {
+            // Two keyed attempts were in service at once: the key's unique
+            // constraint lets only the first commit.
+            self.rec.deduplicated(self.q.now());
+            return false;
+        }
         let first = *count == 0;
         let duplicate = !first && d.side_effects == SideEffects::Write;
         *count = count.saturating_add(1);
