@@ -24,6 +24,7 @@ fn mmc(c: u32, rho: f64, secs: u64) -> ModelConfig {
         duration: secs * NS_PER_S,
         bucket: NS_PER_S,
         arrivals: RateProfile::constant(rate),
+        closed: None,
         deadline: None,
         layers: vec![LayerConfig::passthrough("client")],
         dependency: DependencyConfig {

@@ -21,6 +21,7 @@ pub enum Purpose {
     Jitter = 3,
     Incidents = 4,
     Throttle = 5,
+    Think = 6,
 }
 
 /// SplitMix64's output function: a fixed, well-mixed 64-bit bijection.

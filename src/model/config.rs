@@ -12,6 +12,7 @@ use super::bulkhead::BulkheadConfig;
 use super::dependency::DependencyConfig;
 use super::rate::RateProfile;
 use super::retry::{RetryOn, RetryPolicy};
+use super::service::ServiceDist;
 use super::throttle::ThrottleConfig;
 
 #[derive(Clone, Debug)]
@@ -20,8 +21,11 @@ pub struct ModelConfig {
     pub duration: Nanos,
     /// Time-series resolution.
     pub bucket: Nanos,
-    /// Offered rate of logical requests over time (open loop).
+    /// Offered rate of logical requests over time (open loop; unused when
+    /// `closed` is set).
     pub arrivals: RateProfile,
+    /// A closed-loop fleet instead of open-loop arrivals.
+    pub closed: Option<ClosedLoop>,
     /// The user's budget for one logical request.
     pub deadline: Option<Nanos>,
     /// Outermost first; at least one (a pass-through client layer is added
@@ -31,6 +35,14 @@ pub struct ModelConfig {
     /// How recovery is judged; passed through to the metrics.
     pub recovery: RecoveryCriteria,
     pub limits: Limits,
+}
+
+/// N clients, each issuing its next logical request a think time after its
+/// previous one ended (successfully or not).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ClosedLoop {
+    pub clients: u32,
+    pub think: ServiceDist,
 }
 
 #[derive(Clone, Debug)]

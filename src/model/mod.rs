@@ -17,7 +17,7 @@ pub mod throttle;
 pub mod window;
 
 pub use crate::metrics::RecoveryCriteria;
-pub use config::{LayerConfig, Limits, ModelConfig};
+pub use config::{ClosedLoop, LayerConfig, Limits, ModelConfig};
 pub mod sim;
 mod slab;
 

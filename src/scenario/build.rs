@@ -42,6 +42,7 @@ pub fn to_model(s: &Scenario) -> ModelConfig {
             s.clients.arrival.rate.per_sec(),
             &rate_changes(&s.clients.schedule),
         ),
+        closed: None,
         deadline: s.clients.deadline.map(Duration::ns),
         layers,
         dependency: dependency(&s.dependency),

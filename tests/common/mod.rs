@@ -44,6 +44,7 @@ pub fn config(
         duration,
         bucket: S,
         arrivals: RateProfile::constant(rate),
+        closed: None,
         deadline: None,
         layers,
         dependency: dep,

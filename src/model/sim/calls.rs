@@ -35,10 +35,17 @@ impl Sim<'_> {
         orphaned_by: u8,
         req: u64,
         req_deadline: Nanos,
+        client: u32,
     ) -> u32 {
         let now = self.q.now();
         let lc = &self.cfg.layers[layer as usize];
-        let instance = route(req, layer, lc.instances);
+        // A closed-loop client's state (budgets, breakers) is its own
+        // instance of the outermost layer; other calls are spread by hash.
+        let instance = if client != NONE {
+            client % lc.instances.max(1)
+        } else {
+            route(req, layer, lc.instances)
+        };
         let own_end = lc.total_timeout.map_or(u64::MAX, |t| now.saturating_add(t));
         let budget =
             self.gates[layer as usize].call_started(instance, now, &mut self.global_budget);
@@ -63,6 +70,7 @@ impl Sim<'_> {
             own_end,
             req_deadline,
             req,
+            client,
             retry: RetryState {
                 started: now,
                 ..RetryState::default()
@@ -210,6 +218,7 @@ impl Sim<'_> {
                 c.orphaned_by,
                 c.req,
                 c.req_deadline,
+                NONE,
             );
             // Registered before it starts: it may answer at once.
             self.add_child(id, Child::Call(child));
@@ -719,6 +728,9 @@ impl Sim<'_> {
                 Outcome::Failed(f) => Some(f.cause.reason()),
             };
             self.rec.request_done(now, now - c.retry.started, failure);
+            if c.client != NONE {
+                self.client_done(c.client);
+            }
         } else {
             // The caller sees what a real hop would answer: a budget or
             // Retry-After refusal returns the last error; a local gate

@@ -39,6 +39,8 @@ const NO_LAYER: u8 = u8::MAX;
 #[derive(Clone, Copy, Debug)]
 enum Event {
     Arrival,
+    /// A closed-loop client's think time is over: its next request.
+    ClientReady(u32),
     /// The current round of a call (or its status probe) ran out of time.
     RoundTimeout {
         call: u32,
@@ -80,6 +82,7 @@ impl EventKind for Event {
             Event::IncidentEnd(_) => 6,
             Event::Tick => 7,
             Event::Hedge { .. } => 8,
+            Event::ClientReady(_) => 9,
         }
     }
 }
@@ -142,6 +145,8 @@ struct Call {
     req_deadline: Nanos,
     /// The logical request this call serves.
     req: u64,
+    /// The closed-loop client that issued it (outermost calls; else NONE).
+    client: u32,
     retry: RetryState,
     budget: CallBudget,
     /// The last failure seen from below (what a refusal returns upward).
@@ -206,6 +211,7 @@ pub struct Sim<'a> {
     lists: Slab<Vec<Child>>,
     dep: Server,
     arrivals: Stream,
+    think: Stream,
     service: Stream,
     incidents: Stream,
     jitter: Vec<Stream>,
@@ -242,6 +248,7 @@ impl<'a> Sim<'a> {
                 commits: Vec::new(),
             },
             arrivals: Stream::new(run_seed, Purpose::Arrivals, 0),
+            think: Stream::new(run_seed, Purpose::Think, 0),
             service: Stream::new(run_seed, Purpose::ServiceTimes, 0),
             incidents: Stream::new(run_seed, Purpose::Incidents, 0),
             jitter: (0..layers)
@@ -272,7 +279,19 @@ impl<'a> Sim<'a> {
                 .schedule_at(inc.start, Event::IncidentStart(i as u16));
             self.q.schedule_at(inc.end, Event::IncidentEnd(i as u16));
         }
-        self.schedule_next_arrival();
+        match cfg.closed {
+            // Each client starts after one think time, so they do not all
+            // fire at t = 0.
+            Some(closed) => {
+                for client in 0..closed.clients {
+                    let think = closed.think.sample(&mut self.think);
+                    if think < cfg.duration {
+                        self.q.schedule_at(think, Event::ClientReady(client));
+                    }
+                }
+            }
+            None => self.schedule_next_arrival(),
+        }
         if self.gates.iter().any(LayerGates::any) && cfg.bucket < cfg.duration {
             self.q.schedule_at(cfg.bucket, Event::Tick);
         }
@@ -314,7 +333,11 @@ impl<'a> Sim<'a> {
 
     fn handle(&mut self, ev: Event) {
         match ev {
-            Event::Arrival => self.on_arrival(),
+            Event::Arrival => {
+                self.new_request(NONE);
+                self.schedule_next_arrival();
+            }
+            Event::ClientReady(client) => self.new_request(client),
             Event::RoundTimeout { call, epoch } => self.on_round_timeout(call, epoch),
             Event::Wake { call, epoch } => {
                 let c = self.calls.get(call);
@@ -352,7 +375,8 @@ impl<'a> Sim<'a> {
         }
     }
 
-    fn on_arrival(&mut self) {
+    /// A logical request arrives (from `client`, or NONE for open loop).
+    fn new_request(&mut self, client: u32) {
         let now = self.q.now();
         self.rec.offered(now);
         let req = self.next_req;
@@ -364,9 +388,19 @@ impl<'a> Sim<'a> {
             .cfg
             .deadline
             .map_or(u64::MAX, |d| now.saturating_add(d));
-        let root = self.new_call(0, NONE, 0, deadline, NO_LAYER, req, deadline);
+        let root = self.new_call(0, NONE, 0, deadline, NO_LAYER, req, deadline, client);
         self.start_round(root);
-        self.schedule_next_arrival();
+    }
+
+    /// A closed-loop client's request ended: it thinks, then sends the next.
+    fn client_done(&mut self, client: u32) {
+        if let Some(closed) = self.cfg.closed {
+            let think = closed.think.sample(&mut self.think);
+            let at = self.q.now().saturating_add(think);
+            if at < self.cfg.duration {
+                self.q.schedule_at(at, Event::ClientReady(client));
+            }
+        }
     }
 
     // -------------------------------------------------------------- ticks
