@@ -151,6 +151,20 @@ pub fn report_html(d: &ChartData, charts: &[Chart]) -> String {
     }
     h.push_str("</ul>\n");
 
+    h.push_str("<h2>Charts</h2>\n");
+    for c in charts {
+        let svg = c.svg.trim_start();
+        let svg = svg
+            .strip_prefix("<?xml")
+            .and_then(|rest| rest.split_once("?>").map(|(_, s)| s.trim_start()))
+            .unwrap_or(svg);
+        let _ = writeln!(
+            h,
+            "<figure id=\"{n}\">\n<figcaption><b>{t}</b> (<code>charts/{n}.svg</code>, <code>charts/{n}.png</code>)</figcaption>\n{svg}\n</figure>",
+            n = escape(&c.name),
+            t = escape(&c.title)
+        );
+    }
     h.push_str("<h2>Summary per variant</h2>\n<p>Mean over replicates and the half-width of its 95% confidence interval (from <code>summary_by_variant.csv</code>, which has every figure).</p>\n");
     let t = &d.by_variant;
     let sweeps = sweep_columns(t);
@@ -194,20 +208,6 @@ pub fn report_html(d: &ChartData, charts: &[Chart]) -> String {
         h.push_str("</table>\n");
     }
 
-    h.push_str("<h2>Charts</h2>\n");
-    for c in charts {
-        let svg = c.svg.trim_start();
-        let svg = svg
-            .strip_prefix("<?xml")
-            .and_then(|rest| rest.split_once("?>").map(|(_, s)| s.trim_start()))
-            .unwrap_or(svg);
-        let _ = writeln!(
-            h,
-            "<figure id=\"{n}\">\n<figcaption><b>{t}</b> (<code>charts/{n}.svg</code>, <code>charts/{n}.png</code>)</figcaption>\n{svg}\n</figure>",
-            n = escape(&c.name),
-            t = escape(&c.title)
-        );
-    }
     h.push_str(HOW_TO_READ);
     h.push_str("</body>\n</html>\n");
     h
