@@ -5,6 +5,7 @@
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use rayon::prelude::*;
 
 use super::chart_data::{ChartData, Point};
 use super::figure::{Drawable, FONT, Figure, HLine, Line, colour, err, render, tick};
@@ -151,8 +152,9 @@ pub fn latency_figure(d: &ChartData) -> Figure {
     );
     for (i, s) in d.series.iter().enumerate() {
         f.lines
-            .push(line(i, &s.latency_p50_ms, format!("{} p50", s.name), false));
-        let mut p99 = line(i, &s.latency_p99_ms, format!("{} p99", s.name), false);
+            .push(line(i, &s.latency_p50_ms, s.name.clone(), false));
+        // One legend entry per variant: the title says which is which.
+        let mut p99 = line(i, &s.latency_p99_ms, String::new(), false);
         p99.dashed = true;
         f.lines.push(p99);
     }
@@ -340,37 +342,59 @@ impl Drawable for RecoveryFigure {
     }
 }
 
-fn chart<D: Drawable>(name: &str, title: &str, fig: &D) -> Result<Chart, String> {
-    let (svg, png) = render(fig)?;
-    Ok(Chart {
-        name: name.into(),
-        title: title.into(),
-        svg,
-        png,
-    })
+/// A figure to render, of either kind.
+enum Job {
+    Lines(Figure),
+    Recovery(RecoveryFigure),
 }
 
-/// Every chart of a run, in report order.
+/// Every chart of a run, in report order. Rendered in parallel (each chart
+/// on its own, collected in order: the bytes do not depend on threads).
 pub fn all_charts(d: &ChartData) -> Result<Vec<Chart>, String> {
-    let mut out = vec![
-        chart(
-            "load",
-            "Load at the dependency against its capacity",
-            &load_figure(d),
-        )?,
-        chart(
-            "amplification",
-            "Amplification over time",
-            &amplification_figure(d),
-        )?,
-        chart("goodput", "Goodput and offered load", &goodput_figure(d))?,
-        chart("latency", "Latency p50 and p99", &latency_figure(d))?,
-        chart("recovery", "Recovery time per variant", &recovery_figure(d))?,
+    let mut jobs: Vec<(String, String, Job)> = vec![
+        (
+            "load".into(),
+            "Load at the dependency against its capacity".into(),
+            Job::Lines(load_figure(d)),
+        ),
+        (
+            "amplification".into(),
+            "Amplification over time".into(),
+            Job::Lines(amplification_figure(d)),
+        ),
+        (
+            "goodput".into(),
+            "Goodput and offered load".into(),
+            Job::Lines(goodput_figure(d)),
+        ),
+        (
+            "latency".into(),
+            "Latency p50 and p99".into(),
+            Job::Lines(latency_figure(d)),
+        ),
+        (
+            "recovery".into(),
+            "Recovery time per variant".into(),
+            Job::Recovery(recovery_figure(d)),
+        ),
     ];
     for (name, title, fig) in sweep::sweep_figures(d) {
-        out.push(chart(&name, &title, &fig)?);
+        jobs.push((name, title, Job::Lines(fig)));
     }
-    Ok(out)
+    jobs.par_iter()
+        .map(|(name, title, job)| {
+            let (svg, png) = match job {
+                Job::Lines(f) => render(f)?,
+                Job::Recovery(f) => render(f)?,
+            };
+            Ok(Chart {
+                name: name.clone(),
+                title: title.clone(),
+                svg,
+                png,
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -79,6 +79,7 @@ pub fn render<D: Drawable>(fig: &D) -> Result<(String, Vec<u8>), String> {
         let mut enc = png::Encoder::new(&mut png_bytes, WIDTH, HEIGHT);
         enc.set_color(png::ColorType::Rgb);
         enc.set_depth(png::BitDepth::Eight);
+        enc.set_compression(png::Compression::Default);
         let mut w = enc.write_header().map_err(err)?;
         w.write_image_data(&rgb).map_err(err)?;
     }
@@ -321,6 +322,9 @@ impl Drawable for Figure {
                         .draw_series(LineSeries::new(pts, style))
                         .map_err(err)?;
                 }
+            }
+            if l.label.is_empty() {
+                continue;
             }
             let width = if l.dashed { 1 } else { 3 };
             chart
