@@ -344,7 +344,7 @@ impl Drawable for RecoveryFigure {
 
 /// A figure to render, of either kind.
 enum Job {
-    Lines(Figure),
+    Lines(Box<Figure>),
     Recovery(RecoveryFigure),
 }
 
@@ -355,22 +355,22 @@ pub fn all_charts(d: &ChartData) -> Result<Vec<Chart>, String> {
         (
             "load".into(),
             "Load at the dependency against its capacity".into(),
-            Job::Lines(load_figure(d)),
+            Job::Lines(Box::new(load_figure(d))),
         ),
         (
             "amplification".into(),
             "Amplification over time".into(),
-            Job::Lines(amplification_figure(d)),
+            Job::Lines(Box::new(amplification_figure(d))),
         ),
         (
             "goodput".into(),
             "Goodput and offered load".into(),
-            Job::Lines(goodput_figure(d)),
+            Job::Lines(Box::new(goodput_figure(d))),
         ),
         (
             "latency".into(),
             "Latency p50 and p99".into(),
-            Job::Lines(latency_figure(d)),
+            Job::Lines(Box::new(latency_figure(d))),
         ),
         (
             "recovery".into(),
@@ -379,12 +379,12 @@ pub fn all_charts(d: &ChartData) -> Result<Vec<Chart>, String> {
         ),
     ];
     for (name, title, fig) in sweep::sweep_figures(d) {
-        jobs.push((name, title, Job::Lines(fig)));
+        jobs.push((name, title, Job::Lines(Box::new(fig))));
     }
     jobs.par_iter()
         .map(|(name, title, job)| {
             let (svg, png) = match job {
-                Job::Lines(f) => render(f)?,
+                Job::Lines(f) => render(f.as_ref())?,
                 Job::Recovery(f) => render(f)?,
             };
             Ok(Chart {

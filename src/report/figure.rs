@@ -161,6 +161,10 @@ pub struct Figure {
     pub x_range: Option<(f64, f64)>,
     /// A note drawn in the plot area (for example "no data").
     pub note: Option<String>,
+    /// Mark every data point (sweeps: few points, each a run set).
+    pub markers: bool,
+    /// Label only integer x ticks (the swept values are all integers).
+    pub integer_x: bool,
 }
 
 /// Runs of points whose steps stay within `max_gap`.
@@ -231,6 +235,7 @@ impl Drawable for Figure {
             .build_cartesian_2d(x0..x1, 0f64..y1)
             .map_err(err)?;
         let cats = self.categories.clone();
+        let integer_x = self.integer_x;
         let xfmt = move |x: &f64| match &cats {
             Some(c) => {
                 let i = x.round();
@@ -240,6 +245,7 @@ impl Drawable for Figure {
                     String::new()
                 }
             }
+            None if integer_x && (x - x.round()).abs() > 1e-9 => String::new(),
             None => tick(*x),
         };
         chart
@@ -322,6 +328,15 @@ impl Drawable for Figure {
                         .draw_series(LineSeries::new(pts, style))
                         .map_err(err)?;
                 }
+            }
+            if self.markers {
+                chart
+                    .draw_series(
+                        l.points
+                            .iter()
+                            .map(|p| Circle::new((p.t, p.mean), 5, c.filled())),
+                    )
+                    .map_err(err)?;
             }
             if l.label.is_empty() {
                 continue;

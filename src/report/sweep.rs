@@ -139,6 +139,8 @@ pub fn sweep_figures(d: &ChartData) -> Vec<(String, String, Figure)> {
                 lines,
                 max_gap: f64::INFINITY,
                 categories: cats.clone(),
+                markers: true,
+                integer_x: cats.is_none() && xs.iter().all(|x| x.fract() == 0.0),
                 ..Figure::default()
             };
             if f.lines.iter().all(|l| l.points.is_empty()) {
