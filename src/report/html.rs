@@ -55,8 +55,8 @@ pub fn verdict(r: &RecoveryRow) -> String {
     let n = r.judged;
     let k = r.recovered.len();
     let when = |m: Option<f64>, ci: Option<f64>| match (m, ci) {
-        (Some(m), Some(ci)) => format!("{} s (± {} s)", tick(m), tick(ci)),
-        (Some(m), None) => format!("{} s", tick(m)),
+        (Some(m), Some(ci)) if tick(ci) != "0" => format!("{} s (± {} s)", tick(m), tick(ci)),
+        (Some(m), _) => format!("{} s", tick(m)),
         _ => "an unknown time".to_string(),
     };
     if n == 0 {
@@ -249,6 +249,18 @@ mod tests {
         );
         assert!(verdict(&row(3, &[4.0], Some(4.0))).starts_with("recovered in 1 of 3 replicates"));
         assert!(verdict(&row(0, &[], None)).contains("not judged"));
+    }
+
+    #[test]
+    fn a_zero_interval_is_not_shown() {
+        let mut r = row(2, &[3.0, 3.0], Some(3.0));
+        r.ci95 = Some(0.0);
+        assert_eq!(verdict(&r), "recovered in 3 s in all 2 replicates");
+        r.ci95 = Some(1.5);
+        assert_eq!(
+            verdict(&r),
+            "recovered in 3 s (± 1.5 s) in all 2 replicates"
+        );
     }
 
     #[test]
