@@ -1,9 +1,13 @@
-//! The command line: `stormsim run`, `stormsim validate`. Exit codes: 0
-//! success, 1 the run failed, 2 bad input (shared/DESIGN.md).
+//! The command line: `stormsim run`, `stormsim validate`, `stormsim plot`.
+//! Exit codes: 0 success, 1 the run failed, 2 bad input (shared/DESIGN.md).
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::report::{self, OutputDir};
 use crate::runner::{self, VariantPlan};
@@ -30,6 +34,19 @@ enum Command {
     Run(RunArgs),
     /// Check a scenario file and report every problem with its location.
     Validate(ScenarioArgs),
+    /// Draw the charts and report.html again from the CSV tables of an
+    /// earlier run (no simulation).
+    Plot(PlotArgs),
+}
+
+#[derive(Args, Debug)]
+struct PlotArgs {
+    /// The folder of a finished run (with timeseries.csv, summary.csv,
+    /// summary_by_variant.csv and scenario.resolved.yaml).
+    dir: PathBuf,
+    /// Print nothing but errors.
+    #[arg(long, short)]
+    quiet: bool,
 }
 
 #[derive(Args, Debug)]
@@ -70,8 +87,11 @@ struct RunArgs {
     #[arg(long)]
     max_in_flight: Option<u64>,
     /// Print nothing but errors.
-    #[arg(long, short)]
+    #[arg(long, short, conflicts_with = "verbose")]
     quiet: bool,
+    /// Print a line per finished run (events, time since start).
+    #[arg(long, short)]
+    verbose: bool,
 }
 
 /// Runs the command line and returns the process exit code.
@@ -87,6 +107,7 @@ pub fn main() -> i32 {
     match cli.command {
         Command::Run(args) => run(args),
         Command::Validate(args) => validate(args),
+        Command::Plot(args) => plot(args),
     }
 }
 
@@ -174,20 +195,53 @@ fn run(args: RunArgs) -> i32 {
             return 1;
         }
     };
-    let results = pool.install(|| runner::run_all(&plans, s.replicates, s.seed, &|_| {}));
+    let total = plans.len() * s.replicates as usize;
+    let bar = progress_bar(total as u64, args.quiet);
+    let started = Instant::now();
+    let finished = AtomicUsize::new(0);
+    let on_done = |r: &runner::RunResult| {
+        let n = finished.fetch_add(1, Ordering::Relaxed) + 1;
+        bar.inc(1);
+        if args.verbose {
+            let line = format!(
+                "run {n}/{total}: {} replicate {}: {} events{}, {:.2} s since start",
+                r.variant,
+                r.replicate,
+                r.summary.events,
+                r.summary
+                    .aborted
+                    .as_deref()
+                    .map_or(String::new(), |why| format!(" (aborted: {why})")),
+                started.elapsed().as_secs_f64()
+            );
+            if bar.is_hidden() {
+                eprintln!("{line}");
+            } else {
+                bar.println(line);
+            }
+        }
+    };
+    let results = pool.install(|| runner::run_all(&plans, s.replicates, s.seed, &on_done));
+    bar.finish_and_clear();
 
     let write = || -> std::io::Result<PathBuf> {
         let out = OutputDir::create(&out_path)?;
-        out.write("timeseries.csv", &report::tables::timeseries_csv(&results))?;
-        out.write("summary.csv", &report::tables::summary_csv(&results))?;
-        out.write(
-            "summary_by_variant.csv",
-            &report::tables::summary_by_variant_csv(&results),
-        )?;
-        out.write(
-            "scenario.resolved.yaml",
-            scenario::resolved_yaml(&s).as_bytes(),
-        )?;
+        let timeseries = report::tables::timeseries_csv(&results);
+        let summary = report::tables::summary_csv(&results);
+        let by_variant = report::tables::summary_by_variant_csv(&results);
+        let resolved = scenario::resolved_yaml(&s);
+        out.write("timeseries.csv", &timeseries)?;
+        out.write("summary.csv", &summary)?;
+        out.write("summary_by_variant.csv", &by_variant)?;
+        out.write("scenario.resolved.yaml", resolved.as_bytes())?;
+        // Charts are drawn from the tables as written, exactly as
+        // `stormsim plot` reads them back.
+        let data =
+            report::ChartData::from_bytes(&timeseries, &summary, &by_variant, Some(&resolved))
+                .map_err(std::io::Error::other)?;
+        for (path, bytes) in report::visual_files(&data).map_err(std::io::Error::other)? {
+            out.write(&path, &bytes)?;
+        }
         out.commit()
     };
     let dir = match write() {
@@ -209,4 +263,78 @@ fn run(args: RunArgs) -> i32 {
         return 1;
     }
     0
+}
+
+/// A progress bar over runs on stderr; hidden when stderr is not a
+/// terminal, in CI (`CI` set) and with `--quiet`.
+fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
+    if quiet || !std::io::stderr().is_terminal() || std::env::var_os("CI").is_some() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(total);
+    if let Ok(style) = ProgressStyle::with_template(
+        "{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} runs, eta {eta}",
+    ) {
+        bar.set_style(style);
+    }
+    bar
+}
+
+/// Copies a finished run's files (all but the charts and the report)
+/// into the new output folder.
+fn copy_tables(from: &Path, rel: &Path, out: &OutputDir) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(from.join(rel))? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let path = rel.join(&name);
+        if rel.as_os_str().is_empty() && (name == "charts" || name == "report.html") {
+            continue;
+        }
+        if entry.file_type()?.is_dir() {
+            copy_tables(from, &path, out)?;
+        } else {
+            out.write(&path.to_string_lossy(), &std::fs::read(entry.path())?)?;
+        }
+    }
+    Ok(())
+}
+
+fn plot(args: PlotArgs) -> i32 {
+    let data = match report::ChartData::from_dir(&args.dir) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: cannot read the run in {}: {e}", args.dir.display());
+            return 2;
+        }
+    };
+    let files = match report::visual_files(&data) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("error: cannot draw the charts: {e}");
+            return 1;
+        }
+    };
+    let write = || -> std::io::Result<PathBuf> {
+        let out = OutputDir::create(&args.dir)?;
+        copy_tables(&args.dir, Path::new(""), &out)?;
+        for (path, bytes) in &files {
+            out.write(path, bytes)?;
+        }
+        out.commit()
+    };
+    match write() {
+        Ok(dir) => {
+            if !args.quiet {
+                println!("charts and report: {}", dir.join("report.html").display());
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!(
+                "error: could not write to {}: {e}; nothing was changed",
+                args.dir.display()
+            );
+            1
+        }
+    }
 }

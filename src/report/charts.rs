@@ -1,0 +1,432 @@
+//! The charts of a run, drawn from `ChartData` (the tables read back):
+//! `load`, `amplification`, `goodput`, `latency`, `recovery`, and the
+//! sweep charts when the tables carry `sweep.*` columns. Each is written
+//! as `charts/<name>.svg` and `charts/<name>.png`.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use rayon::prelude::*;
+
+use super::chart_data::{ChartData, Point};
+use super::figure::{Drawable, FONT, Figure, HLine, Line, colour, err, render, tick};
+use super::sweep;
+
+/// One rendered chart.
+#[derive(Clone, Debug)]
+pub struct Chart {
+    /// File stem under `charts/`.
+    pub name: String,
+    pub title: String,
+    pub svg: String,
+    pub png: Vec<u8>,
+}
+
+impl Chart {
+    /// The files to write: (relative path, bytes).
+    pub fn files(&self) -> [(String, &[u8]); 2] {
+        [
+            (format!("charts/{}.svg", self.name), self.svg.as_bytes()),
+            (format!("charts/{}.png", self.name), &self.png),
+        ]
+    }
+}
+
+fn time_figure(d: &ChartData, title: &str, y_desc: &str) -> Figure {
+    let t_end = d.t_end();
+    Figure {
+        title: title.into(),
+        x_desc: "time (s)".into(),
+        y_desc: y_desc.into(),
+        spans: d.incidents.clone(),
+        max_gap: d.bucket_s * 1.5,
+        x_range: (t_end > 0.0).then_some((0.0, t_end)),
+        ..Figure::default()
+    }
+}
+
+fn line(i: usize, points: &[Point], label: String, band: bool) -> Line {
+    Line {
+        label,
+        colour: colour(i),
+        points: points.to_vec(),
+        band,
+        dashed: false,
+    }
+}
+
+fn empty_note(fig: &mut Figure) {
+    if fig.lines.iter().all(|l| l.points.is_empty()) {
+        fig.note = Some("no data".into());
+    }
+}
+
+/// Attempts per second at the dependency against its capacity.
+pub fn load_figure(d: &ChartData) -> Figure {
+    let mut f = time_figure(
+        d,
+        "Load at the dependency (mean over replicates, min–max band)",
+        "dependency attempts per second",
+    );
+    for (i, s) in d.series.iter().enumerate() {
+        f.lines.push(line(i, &s.load, s.name.clone(), true));
+    }
+    let caps: Vec<(usize, f64)> = d
+        .series
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| s.capacity_per_s.map(|c| (i, c)))
+        .collect();
+    let same = caps.windows(2).all(|w| (w[0].1 - w[1].1).abs() < 1e-9);
+    if same {
+        if let Some(&(_, c)) = caps.first() {
+            f.hlines.push(HLine {
+                y: c,
+                label: format!("capacity ({}/s)", tick(c)),
+                colour: BLACK,
+            });
+        }
+    } else {
+        for (i, c) in caps {
+            f.hlines.push(HLine {
+                y: c,
+                label: format!("capacity {} ({}/s)", d.series[i].name, tick(c)),
+                colour: colour(i),
+            });
+        }
+    }
+    empty_note(&mut f);
+    f
+}
+
+pub fn amplification_figure(d: &ChartData) -> Figure {
+    let mut f = time_figure(
+        d,
+        "Amplification: dependency attempts ÷ offered requests",
+        "attempts per logical request (×)",
+    );
+    for (i, s) in d.series.iter().enumerate() {
+        f.lines
+            .push(line(i, &s.amplification, s.name.clone(), true));
+    }
+    empty_note(&mut f);
+    f
+}
+
+pub fn goodput_figure(d: &ChartData) -> Figure {
+    let mut f = time_figure(
+        d,
+        "Goodput: successful logical requests per second",
+        "requests per second",
+    );
+    for (i, s) in d.series.iter().enumerate() {
+        f.lines.push(line(i, &s.goodput, s.name.clone(), true));
+    }
+    let first = d.series.first().map(|s| &s.offered);
+    let same = first.is_some_and(|o| d.series.iter().all(|s| &s.offered == o));
+    if same {
+        if let Some(o) = first.filter(|o| !o.is_empty()) {
+            f.lines.push(Line {
+                label: "offered load".into(),
+                colour: RGBColor(90, 90, 90),
+                points: o.clone(),
+                band: false,
+                dashed: true,
+            });
+        }
+    } else {
+        for (i, s) in d.series.iter().enumerate() {
+            let mut l = line(i, &s.offered, format!("{} offered", s.name), false);
+            l.dashed = true;
+            f.lines.push(l);
+        }
+    }
+    empty_note(&mut f);
+    f
+}
+
+pub fn latency_figure(d: &ChartData) -> Figure {
+    let mut f = time_figure(
+        d,
+        "Latency of logical requests: p50 (solid) and p99 (dashed)",
+        "latency (ms)",
+    );
+    for (i, s) in d.series.iter().enumerate() {
+        f.lines
+            .push(line(i, &s.latency_p50_ms, s.name.clone(), false));
+        // One legend entry per variant: the title says which is which.
+        let mut p99 = line(i, &s.latency_p99_ms, String::new(), false);
+        p99.dashed = true;
+        f.lines.push(p99);
+    }
+    empty_note(&mut f);
+    f
+}
+
+/// Recovery time per variant: its mean with the 95% CI, each replicate as
+/// a dot, and replicates that never recovered marked as metastable.
+#[derive(Clone, Debug, Default)]
+pub struct RecoveryFigure {
+    pub variants: Vec<RecoveryRow>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct RecoveryRow {
+    pub name: String,
+    pub mean: Option<f64>,
+    pub ci95: Option<f64>,
+    /// Recovery times of the replicates that recovered.
+    pub recovered: Vec<f64>,
+    /// Replicates that never recovered.
+    pub metastable: usize,
+    /// Replicates with a verdict (recovered or not).
+    pub judged: usize,
+}
+
+pub fn recovery_figure(d: &ChartData) -> RecoveryFigure {
+    let variants = d
+        .variants
+        .iter()
+        .map(|v| {
+            let mut row = RecoveryRow {
+                name: v.clone(),
+                ..RecoveryRow::default()
+            };
+            let s = &d.summary;
+            for r in s.rows.iter().filter(|r| s.text(r, "variant") == v) {
+                match s.num(r, "recovered") {
+                    Some(x) if x > 0.5 => {
+                        row.judged += 1;
+                        if let Some(t) = s.num(r, "recovery_time_s") {
+                            row.recovered.push(t);
+                        }
+                    }
+                    Some(_) => {
+                        row.judged += 1;
+                        row.metastable += 1;
+                    }
+                    None => {}
+                }
+            }
+            let b = &d.by_variant;
+            if let Some(r) = b.rows.iter().find(|r| b.text(r, "variant") == v) {
+                row.mean = b.num(r, "recovery_time_s_mean");
+                row.ci95 = b.num(r, "recovery_time_s_ci95");
+            }
+            if row.mean.is_none() && !row.recovered.is_empty() {
+                row.mean = Some(row.recovered.iter().sum::<f64>() / row.recovered.len() as f64);
+            }
+            row
+        })
+        .collect();
+    RecoveryFigure { variants }
+}
+
+impl Drawable for RecoveryFigure {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let n = self.variants.len();
+        let top = self
+            .variants
+            .iter()
+            .flat_map(|r| {
+                let m = r.mean.map(|m| m + r.ci95.unwrap_or(0.0));
+                r.recovered.iter().copied().chain(m)
+            })
+            .filter(|v| v.is_finite())
+            .fold(0.0, f64::max);
+        let y1 = if top > 0.0 { top * 1.3 } else { 10.0 };
+        let mut chart = ChartBuilder::on(root)
+            .caption(
+                "Recovery time after the last incident (mean, 95% CI, replicates)",
+                (FONT, 26),
+            )
+            .margin(18)
+            .x_label_area_size(56)
+            .y_label_area_size(84)
+            .build_cartesian_2d(-0.5..n.max(1) as f64 - 0.5, 0f64..y1)
+            .map_err(err)?;
+        let names: Vec<String> = self.variants.iter().map(|r| r.name.clone()).collect();
+        let xfmt = move |x: &f64| {
+            let i = x.round();
+            if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < names.len() {
+                names[i as usize].clone()
+            } else {
+                String::new()
+            }
+        };
+        chart
+            .configure_mesh()
+            .x_desc("variant")
+            .y_desc("recovery time (s)")
+            .x_label_formatter(&xfmt)
+            .x_labels(n.max(1))
+            .y_label_formatter(&|y| tick(*y))
+            .y_labels(10)
+            .disable_x_mesh()
+            .label_style((FONT, 16))
+            .axis_desc_style((FONT, 18))
+            .light_line_style(BLACK.mix(0.04))
+            .bold_line_style(BLACK.mix(0.12))
+            .draw()
+            .map_err(err)?;
+        let small = (FONT, 15).into_font();
+        for (i, r) in self.variants.iter().enumerate() {
+            let x = i as f64;
+            let c = colour(i);
+            if let Some(m) = r.mean.filter(|_| !r.recovered.is_empty()) {
+                chart
+                    .draw_series(std::iter::once(Rectangle::new(
+                        [(x - 0.3, 0.0), (x + 0.3, m)],
+                        c.mix(0.35).filled(),
+                    )))
+                    .map_err(err)?;
+                if let Some(ci) = r.ci95 {
+                    let (lo, hi) = ((m - ci).max(0.0), m + ci);
+                    for seg in [
+                        vec![(x, lo), (x, hi)],
+                        vec![(x - 0.08, lo), (x + 0.08, lo)],
+                        vec![(x - 0.08, hi), (x + 0.08, hi)],
+                    ] {
+                        chart
+                            .draw_series(std::iter::once(PathElement::new(
+                                seg,
+                                BLACK.stroke_width(2),
+                            )))
+                            .map_err(err)?;
+                    }
+                }
+                chart
+                    .draw_series(std::iter::once(Text::new(
+                        format!("{} s", tick(m)),
+                        (x - 0.28, m + r.ci95.unwrap_or(0.0) + y1 * 0.06),
+                        small.clone(),
+                    )))
+                    .map_err(err)?;
+            }
+            let k = r.recovered.len().max(1) as f64;
+            for (j, t) in r.recovered.iter().enumerate() {
+                let dx = (j as f64 - (k - 1.0) / 2.0) * (0.4 / k);
+                chart
+                    .draw_series(std::iter::once(Circle::new((x + dx, *t), 5, c.filled())))
+                    .map_err(err)?;
+            }
+            if r.metastable > 0 {
+                chart
+                    .draw_series(std::iter::once(Cross::new(
+                        (x, y1 * 0.9),
+                        9,
+                        BLACK.stroke_width(3),
+                    )))
+                    .map_err(err)?;
+                chart
+                    .draw_series(std::iter::once(Text::new(
+                        format!(
+                            "metastable: {} of {} never recovered",
+                            r.metastable, r.judged
+                        ),
+                        (x - 0.45, y1 * 0.84),
+                        small.clone(),
+                    )))
+                    .map_err(err)?;
+            }
+            if r.judged == 0 {
+                chart
+                    .draw_series(std::iter::once(Text::new(
+                        "no incident: not judged".to_string(),
+                        (x - 0.45, y1 * 0.5),
+                        small.clone(),
+                    )))
+                    .map_err(err)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A figure to render, of either kind.
+enum Job {
+    Lines(Box<Figure>),
+    Recovery(RecoveryFigure),
+}
+
+/// Every chart of a run, in report order. Rendered in parallel (each chart
+/// on its own, collected in order: the bytes do not depend on threads).
+pub fn all_charts(d: &ChartData) -> Result<Vec<Chart>, String> {
+    let mut jobs: Vec<(String, String, Job)> = vec![
+        (
+            "load".into(),
+            "Load at the dependency against its capacity".into(),
+            Job::Lines(Box::new(load_figure(d))),
+        ),
+        (
+            "amplification".into(),
+            "Amplification over time".into(),
+            Job::Lines(Box::new(amplification_figure(d))),
+        ),
+        (
+            "goodput".into(),
+            "Goodput and offered load".into(),
+            Job::Lines(Box::new(goodput_figure(d))),
+        ),
+        (
+            "latency".into(),
+            "Latency p50 and p99".into(),
+            Job::Lines(Box::new(latency_figure(d))),
+        ),
+        (
+            "recovery".into(),
+            "Recovery time per variant".into(),
+            Job::Recovery(recovery_figure(d)),
+        ),
+    ];
+    for (name, title, fig) in sweep::sweep_figures(d) {
+        jobs.push((name, title, Job::Lines(Box::new(fig))));
+    }
+    jobs.par_iter()
+        .map(|(name, title, job)| {
+            let (svg, png) = match job {
+                Job::Lines(f) => render(f.as_ref())?,
+                Job::Recovery(f) => render(f)?,
+            };
+            Ok(Chart {
+                name: name.clone(),
+                title: title.clone(),
+                svg,
+                png,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn odd_data_draws_without_panicking() {
+        // One bucket, a variant with no successes, NaN and empty cells, a
+        // metastable variant, no scenario file.
+        let ts = "variant,replicate,t_s,offered,dependency_attempts,goodput,latency_p50_ms,latency_p99_ms\n\
+                  ok,0,0,10,12,10,5,9\n\
+                  dead,0,0,10,40,0,,\n\
+                  nan,0,0,NaN,,,,\n";
+        let summary = "variant,replicate,recovery_time_s,recovered,capacity_per_s\n\
+                       ok,0,3,true,100\ndead,0,,false,100\nnan,0,,,\n";
+        let by_variant = "variant,replicates,recovery_time_s_mean,recovery_time_s_ci95,recovered_fraction\n\
+                          ok,1,3,,1\ndead,1,,,0\nnan,1,,,\n";
+        let d = ChartData::from_bytes(
+            ts.as_bytes(),
+            summary.as_bytes(),
+            by_variant.as_bytes(),
+            None,
+        )
+        .unwrap();
+        let charts = all_charts(&d).unwrap();
+        assert_eq!(charts.len(), 5);
+        let rec = recovery_figure(&d);
+        assert_eq!(rec.variants[1].metastable, 1);
+        assert_eq!(rec.variants[2].judged, 0);
+        // Nothing at all.
+        let empty = ChartData::from_bytes(b"", b"", b"", None).unwrap();
+        assert_eq!(all_charts(&empty).unwrap().len(), 5);
+    }
+}

@@ -1,0 +1,270 @@
+//! `report.html`: one self-contained page (inline SVG charts and CSS, no
+//! script, no network, no external fonts) with the scenario's description,
+//! the metastability verdicts in words, a table per variant from
+//! `summary_by_variant.csv`, the charts and a short guide to reading them.
+
+use std::fmt::Write;
+
+use super::chart_data::ChartData;
+use super::charts::{Chart, RecoveryRow, recovery_figure};
+use super::figure::{css_colour, tick};
+use super::sweep::sweep_columns;
+
+/// The figures shown per variant: (column stem, label, unit suffix).
+const ROWS: [(&str, &str, &str); 13] = [
+    ("success_rate", "success rate", ""),
+    (
+        "amplification",
+        "amplification (dependency attempts ÷ requests)",
+        "×",
+    ),
+    ("peak_amplification", "peak amplification (one bucket)", "×"),
+    ("peak_load_ratio", "peak load ÷ capacity", "×"),
+    ("goodput", "goodput", "/s"),
+    ("latency_p50_ms", "latency p50", " ms"),
+    ("latency_p99_ms", "latency p99", " ms"),
+    ("latency_p999_ms", "latency p99.9", " ms"),
+    ("retry_ratio", "retries ÷ attempts", ""),
+    ("dependency_utilization", "dependency utilization", ""),
+    (
+        "recovery_time_s",
+        "recovery time (replicates that recovered)",
+        " s",
+    ),
+    ("orphaned_work_s", "orphaned work (worker-seconds)", " s"),
+    ("failed", "failed requests", ""),
+];
+
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The metastability verdict of a variant, in words.
+pub fn verdict(r: &RecoveryRow) -> String {
+    let n = r.judged;
+    let k = r.recovered.len();
+    let when = |m: Option<f64>, ci: Option<f64>| match (m, ci) {
+        (Some(m), Some(ci)) if tick(ci) != "0" => format!("{} s (± {} s)", tick(m), tick(ci)),
+        (Some(m), _) => format!("{} s", tick(m)),
+        _ => "an unknown time".to_string(),
+    };
+    if n == 0 {
+        "no incident or trigger: recovery not judged".to_string()
+    } else if r.metastable == 0 {
+        let all = if n == 1 {
+            "its only replicate".to_string()
+        } else {
+            format!("all {n} replicates")
+        };
+        format!("recovered in {} in {all}", when(r.mean, r.ci95))
+    } else if r.metastable == n {
+        format!("never recovered: metastable (in {n} of {n} replicates)")
+    } else {
+        format!(
+            "recovered in {k} of {n} replicates (mean {}); the other {} never recovered: metastable",
+            when(r.mean, None),
+            r.metastable
+        )
+    }
+}
+
+const STYLE: &str = "body{font-family:'DejaVu Sans',Verdana,sans-serif;max-width:1240px;\
+margin:1.5em auto;padding:0 1em;color:#222;line-height:1.45}\
+h1{font-size:1.7em}h2{margin-top:1.6em;border-bottom:1px solid #ddd}\
+table{border-collapse:collapse;margin:.5em 1.5em 1em 0;display:inline-table;vertical-align:top}\
+td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}\
+th:first-child,td:first-child{text-align:left}caption{font-weight:bold;text-align:left}\
+.sw{display:inline-block;width:1em;height:1em;vertical-align:-.15em;margin-right:.4em}\
+.metastable{color:#b00;font-weight:bold}figure{margin:1em 0}\
+figure svg{max-width:100%;height:auto;border:1px solid #eee}";
+
+fn cell(d: &ChartData, row: &[String], stem: &str, unit: &str) -> (String, String) {
+    let t = &d.by_variant;
+    let fmt = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{}{unit}", tick(v)));
+    (
+        fmt(t.num(row, &format!("{stem}_mean"))),
+        t.num(row, &format!("{stem}_ci95"))
+            .map_or(String::new(), |c| format!("± {}", tick(c))),
+    )
+}
+
+/// Builds the page from the data and the already rendered charts.
+pub fn report_html(d: &ChartData, charts: &[Chart]) -> String {
+    let mut h = String::new();
+    let title = if d.name.is_empty() {
+        "stormsim report".to_string()
+    } else {
+        format!("stormsim report: {}", d.name)
+    };
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{t}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{t}</h1>\n",
+        t = escape(&title)
+    );
+    if !d.description.is_empty() {
+        let _ = writeln!(h, "<p>{}</p>", escape(&d.description));
+    }
+    let incidents: Vec<String> = d
+        .incidents
+        .iter()
+        .map(|s| {
+            format!(
+                "{} from {} s to {} s",
+                s.label,
+                tick(s.start_s),
+                tick(s.end_s)
+            )
+        })
+        .collect();
+    if !incidents.is_empty() {
+        let _ = writeln!(h, "<p>Incidents: {}.</p>", escape(&incidents.join("; ")));
+    }
+
+    h.push_str("<h2>Does it recover?</h2>\n<ul>\n");
+    for (i, r) in recovery_figure(d).variants.iter().enumerate() {
+        let v = verdict(r);
+        let class = if r.metastable > 0 {
+            " class=\"metastable\""
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            h,
+            "<li><span class=\"sw\" style=\"background:{}\"></span><b>{}</b>: <span{class}>{}</span></li>",
+            css_colour(i),
+            escape(&r.name),
+            escape(&v)
+        );
+    }
+    h.push_str("</ul>\n");
+
+    h.push_str("<h2>Charts</h2>\n");
+    for c in charts {
+        let svg = c.svg.trim_start();
+        let svg = svg
+            .strip_prefix("<?xml")
+            .and_then(|rest| rest.split_once("?>").map(|(_, s)| s.trim_start()))
+            .unwrap_or(svg);
+        let _ = writeln!(
+            h,
+            "<figure id=\"{n}\">\n<figcaption><b>{t}</b> (<code>charts/{n}.svg</code>, <code>charts/{n}.png</code>)</figcaption>\n{svg}\n</figure>",
+            n = escape(&c.name),
+            t = escape(&c.title)
+        );
+    }
+    h.push_str("<h2>Summary per variant</h2>\n<p>Mean over replicates and the half-width of its 95% confidence interval (from <code>summary_by_variant.csv</code>, which has every figure).</p>\n");
+    let t = &d.by_variant;
+    let sweeps = sweep_columns(t);
+    for row in &t.rows {
+        let name = t.text(row, "variant");
+        let _ = writeln!(
+            h,
+            "<table>\n<caption><span class=\"sw\" style=\"background:{}\"></span>{} ({} replicates)</caption>\n<tr><th>figure</th><th>mean</th><th>95% CI</th></tr>",
+            css_colour(d.variant_index(name)),
+            escape(name),
+            escape(t.text(row, "replicates"))
+        );
+        for s in &sweeps {
+            let _ = writeln!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td></td></tr>",
+                escape(s),
+                escape(t.text(row, s))
+            );
+        }
+        for (stem, label, unit) in ROWS {
+            if t.col(&format!("{stem}_mean")).is_none() {
+                continue;
+            }
+            let (m, ci) = cell(d, row, stem, unit);
+            let _ = writeln!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+                escape(label),
+                escape(&m),
+                escape(&ci)
+            );
+        }
+        if let Some(f) = t.num(row, "recovered_fraction") {
+            let _ = writeln!(
+                h,
+                "<tr><td>replicates that recovered</td><td>{}%</td><td></td></tr>",
+                tick(f * 100.0)
+            );
+        }
+        h.push_str("</table>\n");
+    }
+
+    h.push_str(HOW_TO_READ);
+    h.push_str("</body>\n</html>\n");
+    h
+}
+
+const HOW_TO_READ: &str = "<h2>How to read this</h2>\n<ul>\n\
+<li><b>Load</b>: requests per second that reach the dependency, against its nominal capacity (dashed). Above the line, work queues up or is shed; shaded bands are the incidents. A line that stays above capacity after the incident is a retry storm that feeds itself.</li>\n\
+<li><b>Amplification</b>: dependency attempts per logical request in each second. 1× means no retries; during an outage it climbs towards the product of the layers' attempts.</li>\n\
+<li><b>Goodput</b>: requests that succeeded per second, with the offered load (dashed) for reference. Recovery is goodput returning to the offered load.</li>\n\
+<li><b>Latency</b>: p50 (solid) and p99 (dashed) of the requests that ended in each second, success or failure.</li>\n\
+<li><b>Recovery</b>: seconds from the end of the last incident until the success ratio stays healthy (at least the threshold × the pre-incident baseline) to the end of the run. A run that never gets there is <span class=\"metastable\">metastable</span>: the system stays down after the trigger is gone.</li>\n\
+<li>Lines are means over replicates; the shaded band around a line spans the replicates' minimum and maximum. Colours mean the same variant in every chart.</li>\n\
+</ul>\n";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(judged: usize, rec: &[f64], mean: Option<f64>) -> RecoveryRow {
+        RecoveryRow {
+            name: "v".into(),
+            mean,
+            ci95: None,
+            recovered: rec.to_vec(),
+            metastable: judged - rec.len(),
+            judged,
+        }
+    }
+
+    #[test]
+    fn verdicts_in_words() {
+        assert_eq!(
+            verdict(&row(3, &[1.0, 2.0, 3.0], Some(2.0))),
+            "recovered in 2 s in all 3 replicates"
+        );
+        assert_eq!(
+            verdict(&row(2, &[], None)),
+            "never recovered: metastable (in 2 of 2 replicates)"
+        );
+        assert!(verdict(&row(3, &[4.0], Some(4.0))).starts_with("recovered in 1 of 3 replicates"));
+        assert!(verdict(&row(0, &[], None)).contains("not judged"));
+    }
+
+    #[test]
+    fn a_zero_interval_is_not_shown() {
+        let mut r = row(2, &[3.0, 3.0], Some(3.0));
+        r.ci95 = Some(0.0);
+        assert_eq!(verdict(&r), "recovered in 3 s in all 2 replicates");
+        r.ci95 = Some(1.5);
+        assert_eq!(
+            verdict(&r),
+            "recovered in 3 s (± 1.5 s) in all 2 replicates"
+        );
+    }
+
+    #[test]
+    fn text_is_escaped() {
+        assert_eq!(escape("<a&'\">"), "&lt;a&amp;&#39;&quot;&gt;");
+    }
+}

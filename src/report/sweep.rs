@@ -1,0 +1,193 @@
+//! Sweep charts: when `summary_by_variant.csv` carries `sweep.<path>`
+//! columns (one per swept field, values as in the scenario: numbers,
+//! durations such as `250ms`, rates such as `2000/s`, or words), each
+//! summary figure is drawn against each swept field, one line per
+//! combination of the other swept fields. No `sweep.` column, no chart.
+
+use super::chart_data::{ChartData, Point, Table, parse_num};
+use super::figure::{Figure, Line, colour};
+use crate::scenario::units::{parse_duration, parse_rate};
+
+/// The summary figures drawn against a swept field: (column, axis label).
+pub const FIGURES: [(&str, &str); 6] = [
+    ("amplification", "amplification (attempts per request, ×)"),
+    ("peak_load_ratio", "peak load ÷ capacity (×)"),
+    ("success_rate", "success rate (fraction)"),
+    ("goodput", "goodput (requests per second)"),
+    ("latency_p99_ms", "p99 latency (ms)"),
+    ("recovery_time_s", "recovery time (s)"),
+];
+
+/// A swept value as a number: plain, a duration (seconds) or a rate (/s).
+pub fn sweep_number(s: &str) -> Option<f64> {
+    let s = s.trim();
+    parse_num(s)
+        .or_else(|| parse_duration(s).ok().map(|d| d.secs_f64()))
+        .or_else(|| parse_rate(s).ok().map(|r| r.per_sec()))
+        .filter(|v| v.is_finite())
+}
+
+/// The `sweep.` columns of a table, in order.
+pub fn sweep_columns(t: &Table) -> Vec<String> {
+    t.header
+        .iter()
+        .filter(|h| h.starts_with("sweep."))
+        .cloned()
+        .collect()
+}
+
+fn file_safe(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// The x position of every row for the swept column `col`, and category
+/// labels when the values are not all numbers.
+fn x_positions(t: &Table, col: &str) -> (Vec<f64>, Option<Vec<String>>) {
+    let texts: Vec<&str> = t.rows.iter().map(|r| t.text(r, col)).collect();
+    let nums: Option<Vec<f64>> = texts.iter().map(|s| sweep_number(s)).collect();
+    if let Some(nums) = nums {
+        return (nums, None);
+    }
+    let mut cats: Vec<String> = Vec::new();
+    let xs = texts
+        .iter()
+        .map(|s| {
+            let i = cats.iter().position(|c| c == s).unwrap_or_else(|| {
+                cats.push(s.to_string());
+                cats.len() - 1
+            });
+            i as f64
+        })
+        .collect();
+    (xs, Some(cats))
+}
+
+/// (file stem, title, figure) for every sweep chart.
+pub fn sweep_figures(d: &ChartData) -> Vec<(String, String, Figure)> {
+    let t = &d.by_variant;
+    let cols = sweep_columns(t);
+    let mut out = Vec::new();
+    for col in &cols {
+        let field = col.trim_start_matches("sweep.");
+        let others: Vec<&String> = cols.iter().filter(|c| *c != col).collect();
+        let (xs, cats) = x_positions(t, col);
+        // Groups: the other swept fields' values, in order of appearance.
+        let mut groups: Vec<String> = Vec::new();
+        let group_of: Vec<usize> = t
+            .rows
+            .iter()
+            .map(|r| {
+                let key = others
+                    .iter()
+                    .map(|o| format!("{}={}", o.trim_start_matches("sweep."), t.text(r, o)))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                groups.iter().position(|g| *g == key).unwrap_or_else(|| {
+                    groups.push(key);
+                    groups.len() - 1
+                })
+            })
+            .collect();
+        for (fig, y_desc) in FIGURES {
+            if t.col(&format!("{fig}_mean")).is_none() {
+                continue;
+            }
+            let mut lines = Vec::new();
+            for (g, label) in groups.iter().enumerate() {
+                let mut pts: Vec<Point> = t
+                    .rows
+                    .iter()
+                    .zip(&xs)
+                    .zip(&group_of)
+                    .filter(|(_, gi)| **gi == g)
+                    .filter_map(|((r, x), _)| {
+                        let m = t.num(r, &format!("{fig}_mean"))?;
+                        let ci = t.num(r, &format!("{fig}_ci95")).unwrap_or(0.0);
+                        Some(Point {
+                            t: *x,
+                            mean: m,
+                            min: m - ci,
+                            max: m + ci,
+                        })
+                    })
+                    .collect();
+                pts.sort_by(|a, b| a.t.total_cmp(&b.t));
+                lines.push(Line {
+                    label: if label.is_empty() {
+                        fig.to_string()
+                    } else {
+                        label.clone()
+                    },
+                    colour: colour(g),
+                    points: pts,
+                    band: true,
+                    dashed: false,
+                });
+            }
+            let mut f = Figure {
+                title: format!("{fig} against {field} (mean, 95% CI band)"),
+                x_desc: field.to_string(),
+                y_desc: y_desc.to_string(),
+                lines,
+                max_gap: f64::INFINITY,
+                categories: cats.clone(),
+                markers: true,
+                integer_x: cats.is_none() && xs.iter().all(|x| x.fract() == 0.0),
+                ..Figure::default()
+            };
+            if f.lines.iter().all(|l| l.points.is_empty()) {
+                f.note = Some("no data".into());
+            }
+            out.push((
+                format!("sweep-{fig}-vs-{}", file_safe(field)),
+                format!("{fig} against {field}"),
+                f,
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn swept_values_become_numbers() {
+        assert_eq!(sweep_number("3"), Some(3.0));
+        assert_eq!(sweep_number("250ms"), Some(0.25));
+        assert_eq!(sweep_number("2000/s"), Some(2000.0));
+        assert_eq!(sweep_number("full"), None);
+    }
+
+    #[test]
+    fn one_line_per_other_dimension() {
+        let csv = "variant,amplification_mean,amplification_ci95,sweep.a,sweep.b\n\
+                   v1,1,0.1,1,full\nv2,2,,2,full\nv3,1.5,0.2,1,none\nv4,,,2,none\n";
+        let d = ChartData::from_bytes(b"", b"", csv.as_bytes(), None).unwrap();
+        let figs = sweep_figures(&d);
+        let names: Vec<&str> = figs.iter().map(|f| f.0.as_str()).collect();
+        assert_eq!(
+            names,
+            ["sweep-amplification-vs-a", "sweep-amplification-vs-b"]
+        );
+        let by_a = &figs[0].2;
+        assert_eq!(by_a.lines.len(), 2);
+        assert_eq!(by_a.lines[0].label, "b=full");
+        assert_eq!(by_a.lines[0].points.len(), 2);
+        assert_eq!(by_a.lines[1].points.len(), 1, "empty cell skipped");
+        let by_b = &figs[1].2;
+        assert_eq!(
+            by_b.categories.as_deref(),
+            Some(&["full".to_string(), "none".into()][..])
+        );
+    }
+}
