@@ -1,5 +1,7 @@
-//! The command line: `stormsim run`, `stormsim validate`, `stormsim plot`.
-//! Exit codes: 0 success, 1 the run failed, 2 bad input (shared/DESIGN.md).
+//! The command line: `stormsim run`, `stormsim validate`, `stormsim plot`,
+//! `stormsim presets`, `stormsim check`. Exit codes: 0 success, 1 the run
+//! failed (for `check`: a finding is an error), 2 bad input
+//! (shared/DESIGN.md).
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -11,7 +13,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::report::{self, OutputDir};
 use crate::runner::{self, VariantPlan};
-use crate::scenario::{self, Scenario, ScenarioErrors};
+use crate::scenario::{self, Scenario, ScenarioErrors, presets};
 
 /// The scenario `stormsim run` uses when given no file.
 pub const DEFAULT_SCENARIO: &str = include_str!("../scenarios/outage-recovery.yaml");
@@ -37,6 +39,38 @@ enum Command {
     /// Draw the charts and report.html again from the CSV tables of an
     /// earlier run (no simulation).
     Plot(PlotArgs),
+    /// List the presets of real retry libraries, or show one as YAML.
+    Presets {
+        #[command(subcommand)]
+        action: Option<PresetsAction>,
+    },
+    /// Review a scenario's retry policy without simulating it: time against
+    /// the deadline, amplification, and retry anti-patterns.
+    Check(CheckArgs),
+}
+
+#[derive(Subcommand, Debug)]
+enum PresetsAction {
+    /// Print a preset as YAML, with its sources.
+    Show {
+        /// The preset's name (see `stormsim presets`).
+        name: String,
+    },
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum Format {
+    Human,
+    Json,
+}
+
+#[derive(Args, Debug)]
+struct CheckArgs {
+    #[command(flatten)]
+    scenario: ScenarioArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "human")]
+    format: Format,
 }
 
 #[derive(Args, Debug)]
@@ -108,7 +142,61 @@ pub fn main() -> i32 {
         Command::Run(args) => run(args),
         Command::Validate(args) => validate(args),
         Command::Plot(args) => plot(args),
+        Command::Presets { action: None } => list_presets(),
+        Command::Presets {
+            action: Some(PresetsAction::Show { name }),
+        } => show_preset(&name),
+        Command::Check(args) => check(args),
     }
+}
+
+fn list_presets() -> i32 {
+    let width = presets::PRESETS
+        .iter()
+        .map(|p| p.name.len())
+        .max()
+        .unwrap_or(0);
+    for p in presets::PRESETS {
+        println!("{:<width$}  {}: {}", p.name, p.library, p.summary);
+    }
+    0
+}
+
+fn show_preset(name: &str) -> i32 {
+    match presets::find(name) {
+        Some(p) => {
+            print!("{}", p.yaml);
+            0
+        }
+        None => {
+            let names = presets::names();
+            let hint = crate::scenario::suggest::did_you_mean(name, names.iter().copied())
+                .map(|n| format!("did you mean `{n}`? "))
+                .unwrap_or_default();
+            eprintln!(
+                "error: unknown preset `{name}`; {hint}expected one of {}",
+                names.join(", ")
+            );
+            2
+        }
+    }
+}
+
+fn check(args: CheckArgs) -> i32 {
+    let file = &args.scenario.file;
+    let s = match load(Some(file), &args.scenario.set) {
+        Ok(s) => s,
+        Err(e) => return report_errors(&e),
+    };
+    let report = crate::check::check(&s);
+    match args.format {
+        Format::Human => print!(
+            "{}",
+            crate::check::human(&report, &file.display().to_string())
+        ),
+        Format::Json => print!("{}", crate::check::json(&report)),
+    }
+    i32::from(report.has_errors())
 }
 
 fn report_errors(errors: &ScenarioErrors) -> i32 {

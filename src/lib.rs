@@ -6,6 +6,7 @@
 //! reads only metrics; `scenario` reads files and builds model configs;
 //! `runner` and `cli` tie them together.
 
+pub mod check;
 pub mod cli;
 pub mod engine;
 pub mod metrics;

@@ -236,3 +236,86 @@ fn missing_file_and_unknown_set_path_are_bad_input() {
         "{stderr}"
     );
 }
+
+#[test]
+fn presets_list_and_show() {
+    let out = Command::cargo_bin("stormsim")
+        .unwrap()
+        .arg("presets")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().count(), 20, "{text}");
+    assert!(text.lines().any(|l| l.starts_with("grpc-a6 ")), "{text}");
+    let out = Command::cargo_bin("stormsim")
+        .unwrap()
+        .args(["presets", "show", "envoy-default"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with("# envoy-default:") && text.contains("presets.md §3"),
+        "{text}"
+    );
+    let out = Command::cargo_bin("stormsim")
+        .unwrap()
+        .args(["presets", "show", "envoy-defalt"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("did you mean `envoy-default`?"));
+}
+
+#[test]
+fn check_exit_codes_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let nested = dir.path().join("nested.yaml");
+    std::fs::write(
+        &nested,
+        "name: nested\nduration: 1m\nclients:\n  arrival: { kind: poisson, rate: 100/s }\n  deadline: 10s\nlayers:\n  - { name: a, timeout: 2s, retry: { max_attempts: 4 } }\n  - { name: b, timeout: 400ms, deadline: propagate, retry: { max_attempts: 4 } }\n  - { name: c, timeout: 100ms, deadline: propagate, retry: { max_attempts: 4 } }\ndependency:\n  concurrency: 4\n  service_time: { dist: exponential, mean: 25ms }\n",
+    )
+    .unwrap();
+    let out = Command::cargo_bin("stormsim")
+        .unwrap()
+        .args(["check", "--format", "json"])
+        .arg(&nested)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["stack"]["amplification"], 64.0);
+    assert!(
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["code"] == "nested-retries-without-budget")
+    );
+    // An error finding exits with 1; --set applies first.
+    let out = Command::cargo_bin("stormsim")
+        .unwrap()
+        .arg("check")
+        .arg(&nested)
+        .args(["--set", "layers.a.retry.retry_on=[timeout, 403]"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("retries-non-retryable-status"));
+    // Bad input exits with 2.
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(&bad, "name: x\n").unwrap();
+    let out = Command::cargo_bin("stormsim")
+        .unwrap()
+        .arg("check")
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

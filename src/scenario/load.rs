@@ -10,6 +10,7 @@ use serde_saphyr::{DefaultMessageFormatter, MessageFormatter};
 use super::defaults::fill_defaults;
 use super::error::{ScenarioError, ScenarioErrors, one_line};
 use super::locate::LocationIndex;
+use super::presets;
 use super::suggest::improve_message;
 use super::types::Scenario;
 use super::validate::{Issue, validate};
@@ -31,7 +32,17 @@ pub fn load_file(path: &Path) -> Result<Scenario, ScenarioErrors> {
 /// Parses and validates a scenario given as text; `file_label` names it in
 /// errors.
 pub fn load_str(src: &str, file_label: &str) -> Result<Scenario, ScenarioErrors> {
-    let mut s = parse(src, file_label)?;
+    let mut s = match parse(src, file_label) {
+        Ok(s) if s.layers.iter().any(|l| l.preset.is_some()) => with_presets(src, file_label)?,
+        Ok(s) => s,
+        // Beside a preset a field may be missing on purpose (`backoff:
+        // { base: 2s }` takes its kind from the preset): parse again with
+        // the presets filled in.
+        Err(e) => match parse_value(src) {
+            Some(v) if has_preset_layer(&v) => with_presets(src, file_label)?,
+            _ => return Err(e.into()),
+        },
+    };
     fill_defaults(&mut s);
     let issues = validate(&s);
     let index = LocationIndex::build(src);
@@ -109,7 +120,13 @@ fn parse(src: &str, label: &str) -> Result<Scenario, ScenarioError> {
     if is_empty_document(src) {
         return Err(ScenarioError::new(label, EMPTY));
     }
-    let options = serde_saphyr::options! {
+    serde_saphyr::from_str_with_options::<Scenario>(src, parse_options())
+        .map_err(|e| serde_error(&e, src, label))
+}
+
+/// Parser options: budgets against alias bombs and deep nesting.
+fn parse_options() -> serde_saphyr::Options {
+    serde_saphyr::options! {
         budget: serde_saphyr::budget! {
             max_depth: 32,
             max_events: 500_000,
@@ -124,9 +141,49 @@ fn parse(src: &str, label: &str) -> Result<Scenario, ScenarioError> {
             max_replay_stack_depth: 16,
         },
         with_snippet: false,
-    };
-    serde_saphyr::from_str_with_options::<Scenario>(src, options)
-        .map_err(|e| serde_error(&e, src, label))
+    }
+}
+
+/// The scenario of `src` (already known to parse) with every layer's
+/// preset filled in where the file does not write the field itself.
+/// A problem in the merged scenario is located by reading the merged
+/// scenario as YAML: the error's position there gives its field path, and
+/// the path gives the position in the user's file.
+fn with_presets(src: &str, label: &str) -> Result<Scenario, ScenarioError> {
+    let mut value: serde_json::Value = serde_saphyr::from_str_with_options(src, parse_options())
+        .map_err(|e| serde_error(&e, src, label))?;
+    presets::for_preset_layers(&mut value, |_| true, presets::fill_layer);
+    if let Ok(s) = serde_json::from_value::<Scenario>(value.clone()) {
+        return Ok(s);
+    }
+    let merged = serde_saphyr::to_string(&value)
+        .map_err(|e| ScenarioError::new(label, format!("cannot fill in the presets: {e}")))?;
+    match serde_saphyr::from_str_with_options::<Scenario>(&merged, parse_options()) {
+        Ok(s) => Ok(s),
+        Err(e) => {
+            let err = serde_error(&e, &merged, label);
+            let index = LocationIndex::build(src);
+            let mut located = ScenarioError::new(label, err.message);
+            if let Some(path) = err.path {
+                if let Some((line, col)) = index.position(&path) {
+                    located = located.at(line, col);
+                }
+                located = located.with_path(path);
+            }
+            Err(located)
+        }
+    }
+}
+
+/// `src` as a plain value, if it parses.
+fn parse_value(src: &str) -> Option<serde_json::Value> {
+    serde_saphyr::from_str_with_options(src, parse_options()).ok()
+}
+
+fn has_preset_layer(v: &serde_json::Value) -> bool {
+    v.get("layers")
+        .and_then(serde_json::Value::as_array)
+        .is_some_and(|ls| ls.iter().any(|l| l.get("preset").is_some()))
 }
 
 /// Whether `src` holds no YAML node at all (only blanks, comments or

@@ -10,11 +10,13 @@ pub(crate) mod fixtures;
 pub mod load;
 pub mod locate;
 pub mod overrides;
+pub mod presets;
 pub mod resolved;
 pub mod suggest;
 pub mod types;
 pub mod units;
 pub mod validate;
+mod validate_policy;
 pub mod variants;
 
 pub use build::to_model;

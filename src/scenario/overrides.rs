@@ -89,7 +89,11 @@ pub fn parse_set_arg(arg: &str) -> Result<(String, Value), ScenarioError> {
 pub(crate) fn set_value(s: &Scenario, path: &str, value: Value) -> Result<Scenario, SetError> {
     let mut json = serde_json::to_value(s)
         .map_err(|e| SetError::at(path, format!("cannot represent the scenario: {e}")))?;
+    let target = preset_target(&json, path);
     put(&mut json, path, value)?;
+    if let Some(target) = target {
+        apply_presets_after_set(&mut json, target);
+    }
     let mut out: Scenario = serde_json::from_value(json)
         .map_err(|e| SetError::at(path, improve_message(&strip_position(&e.to_string()), None)))?;
     fill_defaults(&mut out);
@@ -98,6 +102,49 @@ pub(crate) fn set_value(s: &Scenario, path: &str, value: Value) -> Result<Scenar
         Ok(out)
     } else {
         Err(SetError { issues })
+    }
+}
+
+/// Which layers a `--set` path touches in a way that involves presets.
+#[derive(Clone, Copy, Debug)]
+enum PresetTarget {
+    /// `layers`: the whole list was replaced; fill every preset layer.
+    AllLayers,
+    /// `layers.X`: the layer was replaced; fill its preset.
+    Layer(usize),
+    /// `layers.X.preset`: the preset was set; its fields replace the layer's.
+    Preset(usize),
+}
+
+fn preset_target(json: &Value, path: &str) -> Option<PresetTarget> {
+    let segs: Vec<&str> = path.split('.').collect();
+    if segs.first() != Some(&"layers") {
+        return None;
+    }
+    let index = |seg: &str| {
+        let items = json.get("layers")?.as_array()?;
+        match seg.parse::<usize>() {
+            Ok(i) => (i < items.len()).then_some(i),
+            Err(_) => items
+                .iter()
+                .position(|v| v.get("name").and_then(Value::as_str) == Some(seg)),
+        }
+    };
+    match segs[..] {
+        [_] => Some(PresetTarget::AllLayers),
+        [_, layer] => index(layer).map(PresetTarget::Layer),
+        [_, layer, "preset"] => index(layer).map(PresetTarget::Preset),
+        _ => None,
+    }
+}
+
+/// Fills or overwrites preset fields after a `--set` (see [`PresetTarget`]).
+fn apply_presets_after_set(json: &mut Value, target: PresetTarget) {
+    use super::presets::{fill_layer, for_preset_layers, overwrite_layer};
+    match target {
+        PresetTarget::AllLayers => for_preset_layers(json, |_| true, fill_layer),
+        PresetTarget::Layer(i) => for_preset_layers(json, |j| j == i, fill_layer),
+        PresetTarget::Preset(i) => for_preset_layers(json, |j| j == i, overwrite_layer),
     }
 }
 

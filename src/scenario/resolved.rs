@@ -2,6 +2,7 @@
 //! so that a run can be reproduced exactly from it alone.
 
 use super::defaults::fill_defaults;
+use super::presets;
 use super::types::Scenario;
 
 /// The first line of every resolved scenario.
@@ -11,8 +12,20 @@ pub const HEADER: &str = "# stormsim resolved scenario: every default filled in;
 pub fn resolved_yaml(s: &Scenario) -> String {
     let mut full = s.clone();
     fill_defaults(&mut full);
-    let body = serde_saphyr::to_string(&full)
-        .unwrap_or_else(|e| format!("# the scenario could not be written as YAML: {e}\n"));
+    let body = if full.layers.iter().any(|l| l.preset.is_some()) {
+        // Beside a preset, an absent option must be written as `null` (and a
+        // false flag as `false`), or reading the file back would take the
+        // preset's value for it.
+        serde_json::to_value(&full)
+            .map_err(|e| e.to_string())
+            .and_then(|mut v| {
+                presets::for_preset_layers(&mut v, |_| true, presets::make_explicit);
+                serde_saphyr::to_string(&v).map_err(|e| e.to_string())
+            })
+    } else {
+        serde_saphyr::to_string(&full).map_err(|e| e.to_string())
+    }
+    .unwrap_or_else(|e| format!("# the scenario could not be written as YAML: {e}\n"));
     format!("{HEADER}\n{body}")
 }
 

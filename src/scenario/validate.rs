@@ -17,6 +17,7 @@ pub const MAX_REPLICATES: u32 = 10_000;
 pub const MAX_ATTEMPTS: u32 = 1_000;
 pub const MAX_CONCURRENCY: u32 = 1_000_000;
 pub const MAX_QUEUE_CAPACITY: u32 = 100_000_000;
+pub const MAX_INSTANCES: u32 = 1_000_000;
 
 /// One semantic problem: the field path and what was expected.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,12 +40,12 @@ pub fn validate(s: &Scenario) -> Vec<Issue> {
 }
 
 #[derive(Default)]
-struct Checker {
-    issues: Vec<Issue>,
+pub(super) struct Checker {
+    pub(super) issues: Vec<Issue>,
 }
 
 impl Checker {
-    fn push(&mut self, path: impl Into<String>, message: impl Into<String>) {
+    pub(super) fn push(&mut self, path: impl Into<String>, message: impl Into<String>) {
         self.issues.push(Issue {
             path: path.into(),
             message: message.into(),
@@ -52,20 +53,20 @@ impl Checker {
     }
 
     /// `ok` or an issue; returns `ok`.
-    fn check(&mut self, ok: bool, path: &str, message: impl FnOnce() -> String) -> bool {
+    pub(super) fn check(&mut self, ok: bool, path: &str, message: impl FnOnce() -> String) -> bool {
         if !ok {
             self.push(path, message());
         }
         ok
     }
 
-    fn positive(&mut self, d: Duration, path: &str, what: &str) -> bool {
+    pub(super) fn positive(&mut self, d: Duration, path: &str, what: &str) -> bool {
         self.check(d.ns() > 0, path, || {
             format!("{what} is 0s; expected a duration > 0")
         })
     }
 
-    fn finite(&mut self, v: f64, path: &str) -> bool {
+    pub(super) fn finite(&mut self, v: f64, path: &str) -> bool {
         self.check(v.is_finite(), path, || {
             format!("`{v}` is not a finite number; expected a real number")
         })
@@ -77,7 +78,7 @@ impl Checker {
         });
     }
 
-    fn fraction(&mut self, v: f64, path: &str, range: &str, ok: impl Fn(f64) -> bool) {
+    pub(super) fn fraction(&mut self, v: f64, path: &str, range: &str, ok: impl Fn(f64) -> bool) {
         if self.finite(v, path) {
             self.check(ok(v), path, || {
                 format!("{v} is out of range; expected a fraction in {range}")
@@ -234,6 +235,7 @@ impl Checker {
                 });
             }
             self.retry(&layer.retry, &format!("{path}.retry"));
+            self.layer_policy(layer, path);
         }
     }
 
@@ -558,7 +560,7 @@ fn retry_on_text(on: RetryOn) -> String {
     }
 }
 
-fn kind_name(k: BackoffKind) -> &'static str {
+pub(super) fn kind_name(k: BackoffKind) -> &'static str {
     match k {
         BackoffKind::Constant => "constant",
         BackoffKind::Linear => "linear",

@@ -1,0 +1,276 @@
+//! The retry playbook's anti-patterns as findings
+//! (shared/reference/retry-backoff-patterns.md): no jitter on a large
+//! fleet; unbounded attempts or no wall-clock budget; retries stacked at
+//! several layers without a shared budget; non-retryable statuses
+//! (400/401/403/404/422) retried; a per-attempt timeout that uses up the
+//! deadline; Retry-After ignored, or longer than the deadline; retries that
+//! do not fit the deadline or outlive the caller's attempt.
+
+use crate::model::LayerConfig;
+use crate::scenario::locate::layer_labels;
+use crate::scenario::types::{DeadlineMode, Jitter, RetryAfterMode, RetryOn, Scenario};
+use crate::scenario::validate::MAX_ATTEMPTS;
+
+use super::{Finding, LayerReport, Severity, StackReport};
+
+/// A layer with this many instances, or this many calls per second, is a
+/// "large fleet" whose unjittered retries synchronise.
+pub const LARGE_FLEET_INSTANCES: u32 = 10;
+pub const LARGE_FLEET_CALLS_PER_S: f64 = 100.0;
+/// Statuses the playbook lists as not retryable.
+pub const NON_RETRYABLE: [u16; 5] = [400, 401, 403, 404, 422];
+
+struct Out(Vec<Finding>);
+
+impl Out {
+    fn add(
+        &mut self,
+        severity: Severity,
+        code: &'static str,
+        path: &str,
+        message: String,
+        fix: &str,
+    ) {
+        self.0.push(Finding {
+            severity,
+            code,
+            path: path.to_string(),
+            message,
+            fix: fix.to_string(),
+        });
+    }
+}
+
+fn fmt_s(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0} s")
+    } else if v >= 1.0 {
+        format!("{v:.2} s")
+    } else {
+        format!("{:.0} ms", v * 1000.0)
+    }
+}
+
+pub fn findings(
+    s: &Scenario,
+    model: &[LayerConfig],
+    reports: &[LayerReport],
+    stack: &StackReport,
+) -> Vec<Finding> {
+    let mut out = Out(Vec::new());
+    let names: Vec<&str> = s.layers.iter().map(|l| l.name.as_str()).collect();
+    let labels = layer_labels(&names);
+    let deadline = stack.deadline_s;
+    let has_wall_clock = deadline.is_some()
+        || s.layers
+            .iter()
+            .any(|l| l.total_timeout.is_some() || l.retry.max_elapsed.is_some());
+    for (i, ((l, m), (r, path))) in s
+        .layers
+        .iter()
+        .zip(model)
+        .zip(reports.iter().zip(&labels))
+        .enumerate()
+    {
+        let retries = l.retry.max_attempts > 1;
+        let rp = format!("{path}.retry");
+        // No jitter on a large fleet.
+        let calls_per_s = stack.peak_offered_per_s * r.budgeted_calls_per_request;
+        if retries
+            && l.retry.jitter == Jitter::None
+            && (l.instances >= LARGE_FLEET_INSTANCES || calls_per_s >= LARGE_FLEET_CALLS_PER_S)
+        {
+            let what = if m.retry.backoff.delay(1) == 0 {
+                "retries immediately, with no backoff and no jitter"
+            } else {
+                "backs off without jitter"
+            };
+            out.add(Severity::Warning, "no-jitter", &format!("{rp}.jitter"), format!(
+                "layer `{}` {what} on a large fleet ({} instance(s), up to {calls_per_s:.0} calls/s): failed calls retry in lockstep and hit the dependency together when it comes back",
+                l.name, l.instances
+            ), "set `jitter: full` (and an exponential backoff with a cap)");
+        }
+        // Unbounded attempts.
+        if l.retry.max_attempts >= MAX_ATTEMPTS
+            && deadline.is_none()
+            && l.total_timeout.is_none()
+            && l.retry.max_elapsed.is_none()
+        {
+            out.add(Severity::Error, "unbounded-retries", &format!("{rp}.max_attempts"), format!(
+                "layer `{}` retries {} times (unbounded) with no deadline, total_timeout or max_elapsed: a failing call retries for as long as the outage lasts",
+                l.name, l.retry.max_attempts
+            ), "bound it: max_attempts 2-5 for user-facing calls, and max_elapsed or a deadline");
+        }
+        // Non-retryable statuses.
+        let bad: Vec<String> = l
+            .retry
+            .retry_on
+            .iter()
+            .filter_map(|on| match *on {
+                RetryOn::Status(c) if NON_RETRYABLE.contains(&c) => Some(c.to_string()),
+                RetryOn::Class(4) => Some("4xx".to_string()),
+                _ => None,
+            })
+            .collect();
+        if retries && !bad.is_empty() {
+            out.add(Severity::Error, "retries-non-retryable-status", &format!("{rp}.retry_on"), format!(
+                "layer `{}` retries {}, which includes validation and auth errors (400/401/403/404/422) that fail the same way every time",
+                l.name, bad.join(", ")
+            ), "retry only transient outcomes: timeout, connection, 408, 429, 500, 502, 503, 504");
+        }
+        // Per-attempt timeout that uses up the deadline.
+        if let (Some(t), Some(d)) = (l.timeout, deadline)
+            && t.secs_f64() >= d
+            && retries
+        {
+            out.add(Severity::Warning, "timeout-exceeds-deadline", &format!("{path}.timeout"), format!(
+                "layer `{}` waits {} per attempt, not less than the deadline ({}): an attempt that times out leaves no time to retry",
+                l.name, t, fmt_s(d)
+            ), "make the per-attempt timeout a fraction of the deadline (deadline / attempts or less)");
+        }
+        retry_after_findings(&mut out, s, l, &rp, deadline);
+        // Inner retries that outlive the caller's attempt.
+        if i > 0
+            && retries
+            && l.deadline == DeadlineMode::None
+            && let (Some(outer_t), Some(w)) = (s.layers[i - 1].timeout, r.worst_case_s)
+            && w > outer_t.secs_f64()
+        {
+            out.add(Severity::Warning, "inner-retries-outlive-caller", &format!("{path}.deadline"), format!(
+                "layer `{}` can spend {} on one call, longer than its caller `{}` waits per attempt ({}): the caller times out and retries while these retries go on as orphaned work",
+                l.name, fmt_s(w), s.layers[i - 1].name, outer_t
+            ), "set `deadline: propagate` on this layer, or fewer attempts / shorter timeouts here");
+        }
+    }
+    // Retries at several layers without a shared budget.
+    let retrying: Vec<usize> = (0..s.layers.len())
+        .filter(|&i| s.layers[i].retry.max_attempts > 1)
+        .collect();
+    let shared = retrying.iter().any(|&i| {
+        s.layers[i]
+            .retry
+            .budget
+            .as_ref()
+            .is_some_and(|b| b.scope == crate::scenario::types::Scope::Shared)
+    });
+    if retrying.len() >= 2 && !shared {
+        let product: Vec<String> = s
+            .layers
+            .iter()
+            .map(|l| l.retry.max_attempts.to_string())
+            .collect();
+        out.add(
+            if stack.budgeted_amplification >= 10.0 { Severity::Warning } else { Severity::Info },
+            "nested-retries-without-budget",
+            "layers",
+            format!(
+                "{} layers retry ({}) without a shared retry budget: one logical request can become {:.0} calls at the dependency ({} = {:.0}x; {:.1}x with the budgets there are)",
+                retrying.len(),
+                retrying.iter().map(|&i| s.layers[i].name.as_str()).collect::<Vec<_>>().join(", "),
+                stack.amplification,
+                product.join(" x "),
+                stack.amplification,
+                stack.budgeted_amplification
+            ),
+            "retry at one layer only (max_attempts: 1 elsewhere), or give the retrying layers a budget with `scope: shared`",
+        );
+    }
+    // No wall-clock budget at all.
+    if !retrying.is_empty() && !has_wall_clock {
+        out.add(Severity::Warning, "no-wall-clock-budget", "clients.deadline", format!(
+            "retries are bounded by attempts only: no clients.deadline, total_timeout or max_elapsed (worst case {} per request)",
+            stack.worst_case_s.map_or("unbounded".to_string(), fmt_s)
+        ), "set clients.deadline (the user's budget) and `deadline: propagate` on inner layers, or total_timeout");
+    }
+    // Retries that do not fit the deadline.
+    if let (Some(d), Some(false)) = (deadline, stack.fits_deadline) {
+        let expected_over = stack.expected_s.is_none_or(|e| e > d);
+        let attempts = s.layers.first().map_or(1, |l| l.retry.max_attempts);
+        out.add(
+            if expected_over { Severity::Warning } else { Severity::Info },
+            "retries-exceed-deadline",
+            "clients.deadline",
+            format!(
+                "when every attempt times out a request needs up to {} (about {} at mean draws) but the deadline is {}: about {} of the outermost layer's {} attempts fit",
+                stack.worst_case_s.map_or("unbounded".to_string(), fmt_s),
+                stack.expected_s.map_or("unbounded".to_string(), fmt_s),
+                fmt_s(d),
+                stack.attempts_within_deadline.unwrap_or(1),
+                attempts
+            ),
+            "fewer attempts or shorter per-attempt timeouts, so that attempts x timeout + backoffs fit the deadline",
+        );
+    }
+    out.0.sort_by_key(|f| f.severity);
+    out.0
+}
+
+fn retry_after_findings(
+    out: &mut Out,
+    s: &Scenario,
+    l: &crate::scenario::types::Layer,
+    rp: &str,
+    deadline: Option<f64>,
+) {
+    if l.retry.max_attempts <= 1 {
+        return;
+    }
+    let ov = &s.dependency.overload;
+    let sends = ov.retry_after.is_some()
+        && l.retry.retry_on.iter().any(|on| match *on {
+            RetryOn::Status(c) => c == ov.status,
+            RetryOn::Class(k) => ov.status / 100 == k as u16,
+            _ => false,
+        });
+    let mode = l.retry.retry_after;
+    if mode == RetryAfterMode::Ignore {
+        let (sev, why) = if sends {
+            (
+                Severity::Warning,
+                format!(
+                    "the dependency answers overload with {} and Retry-After {}",
+                    ov.status,
+                    ov.retry_after.map(|d| d.to_string()).unwrap_or_default()
+                ),
+            )
+        } else {
+            (
+                Severity::Info,
+                "servers that send it are hammered early".to_string(),
+            )
+        };
+        out.add(sev, "retry-after-ignored", &format!("{rp}.retry_after"), format!(
+            "layer `{}` ignores Retry-After: {why}", l.name
+        ), "set `retry_after: honor` (wait at least that long; fail fast when it exceeds the deadline)");
+        return;
+    }
+    let Some(ra) = ov.retry_after.filter(|_| sends).map(|d| d.secs_f64()) else {
+        if matches!(mode, RetryAfterMode::Honor | RetryAfterMode::Exact)
+            && l.retry.retry_after_cap.is_none()
+            && deadline.is_none()
+            && l.total_timeout.is_none()
+            && l.retry.max_elapsed.is_none()
+        {
+            out.add(Severity::Info, "retry-after-unbounded", &format!("{rp}.retry_after"), format!(
+                "layer `{}` obeys any Retry-After with no cap and no deadline: a server can park requests for as long as it asks",
+                l.name
+            ), "set clients.deadline, or retry_after_cap with `retry_after: honor`");
+        }
+        return;
+    };
+    let wait = match mode {
+        RetryAfterMode::Honor => l.retry.retry_after_cap.map_or(ra, |c| ra.min(c.secs_f64())),
+        RetryAfterMode::Envoy if ra > 300.0 => 0.0,
+        RetryAfterMode::Envoy => ra,
+        RetryAfterMode::AwsClamp => ra.min(5.0),
+        _ => ra,
+    };
+    if let Some(d) = deadline
+        && wait >= d
+    {
+        out.add(Severity::Info, "retry-after-exceeds-deadline", &format!("{rp}.retry_after"), format!(
+            "the dependency's Retry-After ({}) is not shorter than the deadline ({}): layer `{}` fails those requests at once with retry_after_exceeds_budget instead of retrying",
+            fmt_s(ra), fmt_s(d), l.name
+        ), "expected behaviour; lower the server's Retry-After or raise the deadline if those requests should be retried");
+    }
+}

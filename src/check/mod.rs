@@ -1,0 +1,185 @@
+//! `stormsim check`: a static review of a scenario's retry policy, without
+//! simulating it. Per layer and for the whole stack it reports how long a
+//! logical request can take when every attempt fails slowly (worst draws
+//! and mean draws of the jitter), against the user's deadline; how many
+//! calls one request can cause at the dependency, without and with the
+//! retry budgets; and the anti-patterns of the retry playbook
+//! (shared/reference/retry-backoff-patterns.md, "Anti-Patterns" and
+//! "Workflow") as findings with a severity and a one-line fix.
+
+mod amplification;
+mod findings;
+mod render;
+mod timing;
+
+use serde::Serialize;
+
+use crate::engine::NS_PER_S;
+use crate::scenario::{Scenario, to_model};
+
+pub use render::{human, json};
+pub use timing::sleep_bounds;
+
+/// How serious a finding is: `error` makes `stormsim check` exit with 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    Error,
+    Warning,
+    Info,
+}
+
+/// One anti-pattern or risk found.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Finding {
+    pub severity: Severity,
+    /// A stable identifier (`nested-retries-without-budget`).
+    pub code: &'static str,
+    /// The field path it is about (`layers.api.retry.jitter`), or empty for
+    /// the whole stack.
+    pub path: String,
+    pub message: String,
+    pub fix: String,
+}
+
+/// The review of one layer.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LayerReport {
+    pub name: String,
+    pub preset: Option<String>,
+    pub max_attempts: u32,
+    /// The longest one attempt can last (its timeout or the inner call);
+    /// null = unbounded.
+    pub attempt_s: Option<f64>,
+    /// Worst and mean sleep before each retry.
+    pub sleeps_worst_s: Vec<f64>,
+    pub sleeps_mean_s: Vec<f64>,
+    /// One call at this layer when every attempt times out: worst draws,
+    /// mean draws (null = unbounded).
+    pub worst_case_s: Option<f64>,
+    pub expected_s: Option<f64>,
+    pub bounded_by: Vec<String>,
+    /// Calls entering this layer per logical request (product of the outer
+    /// layers' max_attempts), and with budgets.
+    pub calls_per_request: f64,
+    pub budgeted_calls_per_request: f64,
+    /// Attempts per call at this layer with its budget (sustained, in an
+    /// outage), and why.
+    pub budgeted_attempts: f64,
+    pub budget_note: String,
+}
+
+/// The review of the whole stack.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StackReport {
+    pub deadline_s: Option<f64>,
+    /// One logical request when every attempt times out, before the
+    /// deadline cuts it.
+    pub worst_case_s: Option<f64>,
+    pub expected_s: Option<f64>,
+    pub fits_deadline: Option<bool>,
+    /// Outermost attempts that fit in the deadline at mean draws.
+    pub attempts_within_deadline: Option<u32>,
+    /// Calls at the dependency per logical request: product of
+    /// max_attempts, and the budgeted bound.
+    pub amplification: f64,
+    pub budgeted_amplification: f64,
+    pub peak_offered_per_s: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Report {
+    pub scenario: String,
+    pub layers: Vec<LayerReport>,
+    pub stack: StackReport,
+    pub findings: Vec<Finding>,
+}
+
+impl Report {
+    /// Whether any finding is an error.
+    pub fn has_errors(&self) -> bool {
+        self.findings.iter().any(|f| f.severity == Severity::Error)
+    }
+}
+
+/// The highest offered rate of logical requests over the run.
+fn peak_rate(s: &Scenario) -> f64 {
+    s.clients
+        .schedule
+        .iter()
+        .filter_map(|p| p.rate.or(p.ramp_to))
+        .map(|r| r.per_sec())
+        .fold(s.clients.arrival.rate.per_sec(), f64::max)
+}
+
+/// Reviews a loaded (validated) scenario.
+pub fn check(s: &Scenario) -> Report {
+    let model = to_model(s);
+    let secs = |ns: u64| ns as f64 / NS_PER_S as f64;
+    let layers = if s.layers.is_empty() {
+        &model.layers[..0]
+    } else {
+        &model.layers[..]
+    };
+    // The dependency's Retry-After reaches a layer that retries its status.
+    let ra = s.dependency.overload.retry_after.map(|d| d.secs_f64());
+    let status = s.dependency.overload.status;
+    let retry_after: Vec<Option<f64>> = layers
+        .iter()
+        .map(|l| ra.filter(|_| l.retry.retry_on.status(status)))
+        .collect();
+    let timings = timing::layer_timings(layers, &retry_after);
+    let peak = peak_rate(s);
+    let mut reports = Vec::with_capacity(layers.len());
+    let (mut calls, mut budgeted_calls) = (1.0, 1.0);
+    for ((l, t), sl) in layers.iter().zip(&timings).zip(&s.layers) {
+        let hold = t.sleeps_mean.first().copied().unwrap_or(0.0) + t.attempt_mean.unwrap_or(0.0);
+        let amp = amplification::layer_amplification(l, peak * budgeted_calls, hold);
+        reports.push(LayerReport {
+            name: l.name.clone(),
+            preset: sl.preset.clone(),
+            max_attempts: l.retry.max_attempts,
+            attempt_s: t.attempt_worst,
+            sleeps_worst_s: t.sleeps_worst.clone(),
+            sleeps_mean_s: t.sleeps_mean.clone(),
+            worst_case_s: t.worst,
+            expected_s: t.expected,
+            bounded_by: t.bounded_by.clone(),
+            calls_per_request: calls,
+            budgeted_calls_per_request: budgeted_calls,
+            budgeted_attempts: amp.budgeted,
+            budget_note: amp.note,
+        });
+        calls *= l.retry.max_attempts as f64;
+        budgeted_calls *= amp.budgeted;
+    }
+    let deadline = model.deadline.map(secs);
+    let (worst, expected) = timings
+        .first()
+        .map_or((None, None), |t| (t.worst, t.expected));
+    let stack = StackReport {
+        deadline_s: deadline,
+        worst_case_s: worst,
+        expected_s: expected,
+        fits_deadline: deadline.map(|d| worst.is_some_and(|w| w <= d)),
+        attempts_within_deadline: match (deadline, timings.first(), layers.first()) {
+            (Some(d), Some(t), Some(l)) => {
+                Some(timing::attempts_within(t, l.retry.max_attempts, d))
+            }
+            _ => None,
+        },
+        amplification: calls,
+        budgeted_amplification: budgeted_calls,
+        peak_offered_per_s: peak,
+    };
+    let findings = findings::findings(s, layers, &reports, &stack);
+    Report {
+        scenario: s.name.clone(),
+        layers: reports,
+        stack,
+        findings,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,153 @@
+//! The check report as text for people and as JSON for machines.
+
+use std::fmt::Write;
+
+use super::{Report, Severity};
+
+fn secs(v: Option<f64>) -> String {
+    match v {
+        None => "unbounded".into(),
+        Some(v) if v >= 100.0 => format!("{v:.0} s"),
+        Some(v) if v >= 1.0 => format!("{v:.2} s"),
+        Some(v) => format!("{:.0} ms", v * 1000.0),
+    }
+}
+
+fn times(v: f64) -> String {
+    if v >= 100.0 || v.fract() == 0.0 {
+        format!("{v:.0}x")
+    } else {
+        format!("{v:.2}x")
+    }
+}
+
+/// The report as JSON (pretty-printed, one trailing newline).
+pub fn json(r: &Report) -> String {
+    let mut text = serde_json::to_string_pretty(r)
+        .unwrap_or_else(|e| format!("{{\"error\": \"cannot write the report: {e}\"}}"));
+    text.push('\n');
+    text
+}
+
+/// The report as text: a table of layers, the stack, the findings.
+pub fn human(r: &Report, file: &str) -> String {
+    let mut o = String::new();
+    let s = &r.stack;
+    let _ = writeln!(o, "stormsim check: {file} (scenario `{}`)", r.scenario);
+    let _ = writeln!(
+        o,
+        "deadline: {}   peak offered: {}/s",
+        s.deadline_s.map_or("none".into(), |d| secs(Some(d))),
+        s.peak_offered_per_s
+    );
+    if r.layers.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nno layers: clients call the dependency once, no retries"
+        );
+    } else {
+        let name = |l: &super::LayerReport| match &l.preset {
+            Some(p) => format!("{} ({p})", l.name),
+            None => l.name.clone(),
+        };
+        let w = r
+            .layers
+            .iter()
+            .map(|l| name(l).len())
+            .max()
+            .unwrap_or(5)
+            .max(5);
+        let _ = writeln!(
+            o,
+            "\n{:<w$} {:>8} {:>12} {:>12} {:>12} {:>10} {:>10}",
+            "layer", "attempts", "attempt max", "worst case", "expected", "calls in", "budgeted"
+        );
+        for l in &r.layers {
+            let _ = writeln!(
+                o,
+                "{:<w$} {:>8} {:>12} {:>12} {:>12} {:>10} {:>10}",
+                name(l),
+                l.max_attempts,
+                secs(l.attempt_s),
+                secs(l.worst_case_s),
+                secs(l.expected_s),
+                times(l.calls_per_request),
+                times(l.budgeted_attempts)
+            );
+        }
+        for l in &r.layers {
+            if l.sleeps_worst_s.is_empty() {
+                continue;
+            }
+            let shown = 6.min(l.sleeps_worst_s.len());
+            let fmt = |v: &[f64]| {
+                v[..shown]
+                    .iter()
+                    .map(|x| secs(Some(*x)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let more = if l.sleeps_worst_s.len() > shown {
+                format!(", ... ({} retries)", l.sleeps_worst_s.len())
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                o,
+                "  {}: sleeps worst {}{more}; mean {}{more}",
+                l.name,
+                fmt(&l.sleeps_worst_s),
+                fmt(&l.sleeps_mean_s)
+            );
+            let bounded = if l.bounded_by.is_empty() {
+                String::new()
+            } else {
+                format!("; bounded by {}", l.bounded_by.join(", "))
+            };
+            let _ = writeln!(o, "  {}: budget: {}{bounded}", l.name, l.budget_note);
+        }
+    }
+    let fits = match s.fits_deadline {
+        Some(true) => " (fits the deadline)".to_string(),
+        Some(false) => format!(
+            " (does not fit the deadline: about {} outermost attempt(s) do)",
+            s.attempts_within_deadline.unwrap_or(1)
+        ),
+        None => String::new(),
+    };
+    let _ = writeln!(
+        o,
+        "\nstack: every attempt timing out, a request takes up to {} (about {} at mean draws){fits}",
+        secs(s.worst_case_s),
+        secs(s.expected_s)
+    );
+    let _ = writeln!(
+        o,
+        "amplification: up to {} calls at the dependency per logical request (product of max_attempts); {} sustained with the budgets during an outage",
+        times(s.amplification),
+        times(s.budgeted_amplification)
+    );
+    if r.findings.is_empty() {
+        let _ = writeln!(o, "\nno findings");
+    } else {
+        let _ = writeln!(o, "\nfindings:");
+        for f in &r.findings {
+            let sev = match f.severity {
+                Severity::Error => "error",
+                Severity::Warning => "warning",
+                Severity::Info => "info",
+            };
+            let _ = writeln!(o, "  {sev:<7} {} [{}]: {}", f.code, f.path, f.message);
+            let _ = writeln!(o, "          fix: {}", f.fix);
+        }
+    }
+    let count = |sev| r.findings.iter().filter(|f| f.severity == sev).count();
+    let _ = writeln!(
+        o,
+        "\n{} error(s), {} warning(s), {} info",
+        count(Severity::Error),
+        count(Severity::Warning),
+        count(Severity::Info)
+    );
+    o
+}

@@ -1,0 +1,239 @@
+//! `check` on small scenarios: the 64x nested stack and one test per finding.
+
+use super::*;
+use crate::scenario::fixtures::MINIMAL;
+use crate::scenario::load_str;
+
+fn report(extra: &str) -> Report {
+    let src = format!("{MINIMAL}{extra}");
+    check(&load_str(&src, "x.yaml").unwrap_or_else(|e| panic!("{e}\n{src}")))
+}
+
+fn codes(r: &Report) -> Vec<&'static str> {
+    r.findings.iter().map(|f| f.code).collect()
+}
+
+fn finding<'a>(r: &'a Report, code: &str) -> &'a Finding {
+    r.findings
+        .iter()
+        .find(|f| f.code == code)
+        .unwrap_or_else(|| panic!("no {code} in {:#?}", r.findings))
+}
+
+const THREE_BY_FOUR: &str = "\
+layers:
+  - { name: sdk, timeout: 4s, retry: { max_attempts: 4 } }
+  - { name: api, timeout: 1s, retry: { max_attempts: 4 } }
+  - { name: db, timeout: 200ms, retry: { max_attempts: 4 } }
+";
+
+#[test]
+fn three_layers_of_four_attempts_give_64x_and_no_shared_budget() {
+    let r = report(THREE_BY_FOUR);
+    assert_eq!(r.stack.amplification, 64.0);
+    assert_eq!(r.stack.budgeted_amplification, 64.0);
+    let calls: Vec<f64> = r.layers.iter().map(|l| l.calls_per_request).collect();
+    assert_eq!(calls, [1.0, 4.0, 16.0]);
+    let f = finding(&r, "nested-retries-without-budget");
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(
+        f.message.contains("64 calls") && f.message.contains("4 x 4 x 4"),
+        "{}",
+        f.message
+    );
+    assert!(!r.has_errors());
+    // A shared budget on one of them removes the finding; a ratio budget
+    // caps the bound.
+    let r = report(&THREE_BY_FOUR.replace(
+        "name: api, timeout: 1s, retry: { max_attempts: 4 }",
+        "name: api, timeout: 1s, retry: { max_attempts: 4, budget: { kind: ratio, scope: shared } }",
+    ));
+    assert!(
+        !codes(&r).contains(&"nested-retries-without-budget"),
+        "{:?}",
+        codes(&r)
+    );
+    assert!((r.stack.budgeted_amplification - 4.0 * 1.1 * 4.0).abs() < 1e-9);
+}
+
+#[test]
+fn worst_and_expected_time_of_a_stack() {
+    // db: 4 x 200 ms + full-jitter sleeps (100, 200, 400 ms worst; half mean).
+    let r = report(THREE_BY_FOUR);
+    let db = &r.layers[2];
+    assert_eq!(db.sleeps_worst_s, [0.1, 0.2, 0.4]);
+    assert_eq!(db.sleeps_mean_s, [0.05, 0.1, 0.2]);
+    assert!((db.worst_case_s.unwrap() - 1.5).abs() < 1e-9);
+    assert!((db.expected_s.unwrap() - 1.15).abs() < 1e-9);
+    // api: attempts last min(1 s, db's call) = 1 s.
+    assert_eq!(r.layers[1].attempt_s, Some(1.0));
+    assert!((r.layers[1].worst_case_s.unwrap() - 4.7).abs() < 1e-9);
+    // sdk: min(4 s, 4.7 s) x 4 + 0.7 s.
+    assert!((r.stack.worst_case_s.unwrap() - 16.7).abs() < 1e-9);
+    assert_eq!(r.stack.fits_deadline, None);
+    // db's worst case (1.5 s) outlives api's 1 s attempt, api's (4.7 s) sdk's 4 s.
+    let outlive: Vec<&str> = r
+        .findings
+        .iter()
+        .filter(|f| f.code == "inner-retries-outlive-caller")
+        .map(|f| f.path.as_str())
+        .collect();
+    assert_eq!(outlive, ["layers.api.deadline", "layers.db.deadline"]);
+    assert!(codes(&r).contains(&"no-wall-clock-budget"));
+}
+
+#[test]
+fn deadline_findings() {
+    let r = report("layers:\n  - { name: a, timeout: 2s, retry: { max_attempts: 4 } }\n");
+    assert!(codes(&r).contains(&"no-wall-clock-budget"));
+    let src = MINIMAL.replace("rate: 100/s }", "rate: 100/s }\n  deadline: 3s");
+    let r = check(
+        &load_str(
+            &format!(
+                "{src}layers:\n  - {{ name: a, timeout: 2s, retry: {{ max_attempts: 4 }} }}\n"
+            ),
+            "x",
+        )
+        .unwrap(),
+    );
+    let f = finding(&r, "retries-exceed-deadline");
+    assert_eq!(f.severity, Severity::Warning);
+    assert_eq!(r.stack.attempts_within_deadline, Some(1));
+    assert!(!codes(&r).contains(&"no-wall-clock-budget"));
+    let r = check(
+        &load_str(
+            &format!(
+                "{src}layers:\n  - {{ name: a, timeout: 3s, retry: {{ max_attempts: 2 }} }}\n"
+            ),
+            "x",
+        )
+        .unwrap(),
+    );
+    assert_eq!(
+        finding(&r, "timeout-exceeds-deadline").path,
+        "layers.a.timeout"
+    );
+}
+
+#[test]
+fn no_jitter_on_a_large_fleet() {
+    let r = report(
+        "layers:\n  - { name: a, instances: 50, retry: { max_attempts: 3, jitter: none } }\n",
+    );
+    let f = finding(&r, "no-jitter");
+    assert_eq!(
+        (f.severity, f.path.as_str()),
+        (Severity::Warning, "layers.a.retry.jitter")
+    );
+    // 100/s offered counts as large too; a small fleet at 10/s does not.
+    let r = report("layers:\n  - { name: a, retry: { max_attempts: 3, jitter: none } }\n");
+    assert!(codes(&r).contains(&"no-jitter"));
+    let slow = MINIMAL.replace("100/s", "10/s");
+    let r = check(
+        &load_str(
+            &format!(
+                "{slow}layers:\n  - {{ name: a, retry: {{ max_attempts: 3, jitter: none }} }}\n"
+            ),
+            "x",
+        )
+        .unwrap(),
+    );
+    assert!(!codes(&r).contains(&"no-jitter"));
+}
+
+#[test]
+fn unbounded_attempts_are_an_error() {
+    let r = report("layers:\n  - { name: a, preset: tenacity-random-exponential }\n");
+    let f = finding(&r, "unbounded-retries");
+    assert_eq!(f.severity, Severity::Error);
+    assert!(r.has_errors());
+    // cenkalti's 15 min max_elapsed bounds it.
+    let r = report("layers:\n  - { name: a, preset: cenkalti-v4, timeout: 1s }\n");
+    assert!(!codes(&r).contains(&"unbounded-retries"));
+    assert!(r.layers[0].bounded_by.contains(&"max_elapsed".to_string()));
+    assert!((r.stack.worst_case_s.unwrap() - 901.0).abs() < 1e-9);
+}
+
+#[test]
+fn non_retryable_statuses() {
+    let r = report(
+        "layers:\n  - { name: a, retry: { max_attempts: 3, retry_on: [timeout, 503, 404] } }\n",
+    );
+    let f = finding(&r, "retries-non-retryable-status");
+    assert_eq!(
+        (f.severity, f.path.as_str()),
+        (Severity::Error, "layers.a.retry.retry_on")
+    );
+    assert!(f.message.contains("404"));
+    let r = report("layers:\n  - { name: a, preset: resilience4j-default }\n");
+    assert!(
+        finding(&r, "retries-non-retryable-status")
+            .message
+            .contains("4xx")
+    );
+    // One attempt: nothing is retried, nothing to report.
+    let r = report("layers:\n  - { name: a, retry: { max_attempts: 1, retry_on: [404] } }\n");
+    assert!(r.findings.is_empty(), "{:?}", codes(&r));
+}
+
+#[test]
+fn retry_after_findings() {
+    let overloaded = MINIMAL.replace(
+        "  concurrency: 4\n",
+        "  concurrency: 4\n  overload: { status: 429, retry_after: 5s }\n",
+    );
+    let load = |extra: &str, src: &str| check(&load_str(&format!("{src}{extra}"), "x").unwrap());
+    let r = load(
+        "layers:\n  - { name: a, retry: { max_attempts: 3, retry_after: ignore } }\n",
+        &overloaded,
+    );
+    assert_eq!(
+        finding(&r, "retry-after-ignored").severity,
+        Severity::Warning
+    );
+    let r = load(
+        "layers:\n  - { name: a, retry: { max_attempts: 3, retry_after: ignore } }\n",
+        MINIMAL,
+    );
+    assert_eq!(finding(&r, "retry-after-ignored").severity, Severity::Info);
+    let with_deadline = overloaded.replace("rate: 100/s }", "rate: 100/s }\n  deadline: 2s");
+    let r = load(
+        "layers:\n  - { name: a, timeout: 100ms, retry: { max_attempts: 3 } }\n",
+        &with_deadline,
+    );
+    assert_eq!(
+        finding(&r, "retry-after-exceeds-deadline").severity,
+        Severity::Info
+    );
+    // Honoured Retry-After lengthens the worst-case sleeps.
+    assert_eq!(r.layers[0].sleeps_worst_s, [5.0, 5.0]);
+    let r = load(
+        "layers:\n  - { name: a, retry: { max_attempts: 3 } }\n",
+        MINIMAL,
+    );
+    assert!(codes(&r).contains(&"retry-after-unbounded"));
+}
+
+#[test]
+fn presets_review_cleanly_where_they_should() {
+    let src = MINIMAL.replace("rate: 100/s }", "rate: 100/s }\n  deadline: 30s");
+    let r = check(
+        &load_str(
+            &format!("{src}layers:\n  - {{ name: a, preset: grpc-a6, timeout: 1s }}\n"),
+            "x",
+        )
+        .unwrap(),
+    );
+    assert!(
+        r.findings.iter().all(|f| f.severity == Severity::Info),
+        "{:#?}",
+        r.findings
+    );
+    assert_eq!(r.layers[0].budgeted_attempts, 1.0);
+    // JSON carries everything.
+    let v: serde_json::Value = serde_json::from_str(&json(&r)).unwrap();
+    assert_eq!(v["layers"][0]["preset"], "grpc-a6");
+    assert_eq!(v["stack"]["amplification"], 4.0);
+    let text = human(&r, "x.yaml");
+    assert!(text.contains("amplification: up to 4x"), "{text}");
+}
