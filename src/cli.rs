@@ -256,15 +256,16 @@ fn run(args: RunArgs) -> i32 {
         Ok(s) => s,
         Err(e) => return report_errors(&e),
     };
-    let variants = match scenario::expand_variants(&s) {
+    let variants = match scenario::expand_all(&s) {
         Ok(v) => v,
         Err(e) => return report_errors(&e),
     };
     let plans: Vec<VariantPlan> = variants
-        .iter()
-        .map(|(name, v)| VariantPlan {
-            name: name.clone(),
-            config: scenario::to_model(v),
+        .into_iter()
+        .map(|e| VariantPlan {
+            config: scenario::to_model(&e.scenario),
+            name: e.name,
+            params: e.params,
         })
         .collect();
     let out_path = args

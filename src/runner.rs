@@ -19,6 +19,9 @@ use crate::model::{ModelConfig, Sim};
 pub struct VariantPlan {
     pub name: String,
     pub config: ModelConfig,
+    /// Swept (path, value) pairs that made this variant (empty without a
+    /// sweep); written as `sweep.<path>` columns.
+    pub params: Vec<(String, String)>,
 }
 
 /// The outcome of one (variant, replicate).
@@ -29,6 +32,7 @@ pub struct RunResult {
     pub replicate: u32,
     pub seed: u64,
     pub layer_names: Vec<String>,
+    pub params: Vec<(String, String)>,
     pub rows: Vec<TimeRow>,
     pub summary: Summary,
 }
@@ -61,6 +65,7 @@ pub fn run_one(
         replicate,
         seed,
         layer_names: ctx.layer_names,
+        params: plan.params.clone(),
         rows,
         summary,
     }

@@ -6,12 +6,13 @@ use stormsim::scenario;
 
 fn run_file(path: &str, replicates: u32) -> Vec<RunResult> {
     let s = scenario::load_file(std::path::Path::new(path)).expect("bundled scenario loads");
-    let plans: Vec<VariantPlan> = scenario::expand_variants(&s)
+    let plans: Vec<VariantPlan> = scenario::expand_all(&s)
         .expect("variants expand")
         .into_iter()
-        .map(|(name, v)| VariantPlan {
-            name,
-            config: scenario::to_model(&v),
+        .map(|e| VariantPlan {
+            config: scenario::to_model(&e.scenario),
+            name: e.name,
+            params: e.params,
         })
         .collect();
     runner::run_all(&plans, replicates, s.seed, &|_| {})

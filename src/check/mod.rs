@@ -109,7 +109,10 @@ fn peak_rate(s: &Scenario) -> f64 {
         .iter()
         .filter_map(|p| p.rate.or(p.ramp_to))
         .map(|r| r.per_sec())
-        .fold(s.clients.arrival.rate.per_sec(), f64::max)
+        .fold(
+            s.clients.arrival.rate.map_or(0.0, |r| r.per_sec()),
+            f64::max,
+        )
 }
 
 /// Reviews a loaded (validated) scenario.

@@ -3,7 +3,7 @@
 //! (Student's t with n − 1 degrees of freedom; empty with one replicate).
 //! Missing values (a run with no recovery, say) are left out of both.
 //! `recovered` becomes `recovered_fraction`: the share of replicates that
-//! recovered.
+//! recovered. Swept values (`sweep.<path>`) are carried through as they are.
 
 use super::columns::Cell;
 
@@ -49,6 +49,11 @@ pub fn aggregate(rows: &[Vec<(String, Cell)>]) -> Vec<(String, Cell)> {
         return out;
     };
     for (i, (name, cell)) in first.iter().enumerate() {
+        if name.starts_with("sweep.") {
+            // The swept value: the same in every replicate of a variant.
+            out.push((name.clone(), cell.clone()));
+            continue;
+        }
         if matches!(cell, Cell::Text(_)) || name == "aborted" || name == "event_digest" {
             continue;
         }

@@ -22,6 +22,34 @@ pub fn all_layer_names(results: &[RunResult]) -> Vec<String> {
     names
 }
 
+/// Swept paths across all runs, in order of first appearance: the
+/// `sweep.<path>` columns (empty where a run did not sweep that path).
+pub fn all_params(results: &[RunResult]) -> Vec<String> {
+    let mut paths: Vec<String> = Vec::new();
+    for r in results {
+        for (p, _) in &r.params {
+            if !paths.contains(p) {
+                paths.push(p.clone());
+            }
+        }
+    }
+    paths
+}
+
+fn param_cells(r: &RunResult, paths: &[String]) -> Vec<(String, Cell)> {
+    paths
+        .iter()
+        .map(|p| {
+            let v = r
+                .params
+                .iter()
+                .find(|(k, _)| k == p)
+                .map(|(_, v)| v.clone());
+            (format!("sweep.{p}"), v.map_or(Cell::Missing, Cell::Text))
+        })
+        .collect()
+}
+
 /// Reorders a run's per-layer values onto the shared layer list; `absent`
 /// fills layers the run does not have.
 fn spread<T: Clone>(values: &[T], own: &[String], all: &[String], absent: T) -> Vec<T> {
@@ -53,6 +81,7 @@ fn header_of(prefix: &[&str], cells: &[(String, Cell)]) -> Vec<String> {
 
 pub fn timeseries_csv(results: &[RunResult]) -> Vec<u8> {
     let layers = all_layer_names(results);
+    let params = all_params(results);
     let mut header = None;
     let mut rows = Vec::new();
     for r in results {
@@ -63,7 +92,8 @@ pub fn timeseries_csv(results: &[RunResult]) -> Vec<u8> {
             row.layer_gates = spread(&row.layer_gates, &r.layer_names, &layers, [0; 3]);
             row.layer_levels = spread(&row.layer_levels, &r.layer_names, &layers, [None; 3]);
             row.layer_orphaned = spread(&row.layer_orphaned, &r.layer_names, &layers, 0);
-            let cells = time_row_cells(&row, &layers);
+            let mut cells = time_row_cells(&row, &layers);
+            cells.extend(param_cells(r, &params));
             header.get_or_insert_with(|| header_of(&["variant", "replicate"], &cells));
             let mut line = vec![r.variant.clone(), r.replicate.to_string()];
             line.extend(cells.iter().map(|(_, c)| c.render()));
@@ -75,6 +105,7 @@ pub fn timeseries_csv(results: &[RunResult]) -> Vec<u8> {
 
 fn summary_rows(results: &[RunResult]) -> (Vec<String>, Vec<Vec<(String, Cell)>>) {
     let layers = all_layer_names(results);
+    let params = all_params(results);
     let rows: Vec<Vec<(String, Cell)>> = results
         .iter()
         .map(|r| {
@@ -86,7 +117,9 @@ fn summary_rows(results: &[RunResult]) -> (Vec<String>, Vec<Vec<(String, Cell)>>
             s.layer_calls = spread(&s.layer_calls, &r.layer_names, &layers, 0);
             s.layer_orphaned_work_s =
                 spread(&s.layer_orphaned_work_s, &r.layer_names, &layers, 0.0);
-            summary_cells(&s, &layers)
+            let mut cells = summary_cells(&s, &layers);
+            cells.extend(param_cells(r, &params));
+            cells
         })
         .collect();
     (layers, rows)

@@ -17,11 +17,11 @@ use crate::model::retry::{
 };
 use crate::model::service::ServiceDist;
 use crate::model::throttle::ThrottleConfig;
-use crate::model::{LayerConfig, Limits, ModelConfig, RecoveryCriteria};
+use crate::model::{ClosedLoop, LayerConfig, Limits, ModelConfig, RecoveryCriteria};
 
 use super::defaults::{DEFAULT_ERROR_STATUS, DEFAULT_MULTIPLIER, fill_breaker};
 use super::types::{
-    Backoff, BackoffKind, Breaker, BreakerBlocks, BreakerKind, Budget, BudgetKind,
+    ArrivalKind, Backoff, BackoffKind, Breaker, BreakerBlocks, BreakerKind, Budget, BudgetKind,
     CancellationMode, DeadlineMode, Dependency, Discipline, DistKind, Idempotency, Incident,
     IncidentKind, Jitter, Layer, OnCancel, Retry, RetryAfterMode, RetryOn, Scenario, SchedulePoint,
     Scope, ServiceTime, SideEffects, Throttle, ThrottleKind, WhenFull, budget_defaults,
@@ -39,10 +39,21 @@ pub fn to_model(s: &Scenario) -> ModelConfig {
         duration: s.duration.ns(),
         bucket: s.bucket.ns(),
         arrivals: RateProfile::new(
-            s.clients.arrival.rate.per_sec(),
+            s.clients.arrival.rate.map_or(0.0, |r| r.per_sec()),
             &rate_changes(&s.clients.schedule),
         ),
-        closed: None,
+        closed: match s.clients.arrival.kind {
+            ArrivalKind::Poisson => None,
+            ArrivalKind::Closed => Some(ClosedLoop {
+                clients: s.clients.arrival.clients.unwrap_or(1),
+                think: s
+                    .clients
+                    .arrival
+                    .think
+                    .as_ref()
+                    .map_or(ServiceDist::Constant(0), service),
+            }),
+        },
         deadline: s.clients.deadline.map(Duration::ns),
         layers,
         dependency: dependency(&s.dependency),

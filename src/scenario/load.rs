@@ -14,7 +14,7 @@ use super::presets;
 use super::suggest::improve_message;
 use super::types::Scenario;
 use super::validate::{Issue, validate};
-use super::variants::variant_errors;
+use super::variants::{expand_all, variant_errors};
 
 /// Scenario files larger than this are refused (a real one is a few KiB).
 pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
@@ -53,7 +53,22 @@ pub fn load_str(src: &str, file_label: &str) -> Result<Scenario, ScenarioErrors>
             Some(&index),
         )));
     }
-    let errors = variant_errors(&s, file_label, Some(&index));
+    let mut errors = variant_errors(&s, file_label, Some(&index));
+    if errors.is_empty()
+        && let Err(e) = expand_all(&s)
+    {
+        // Sweep values that do not fit their field, located at the sweep.
+        errors =
+            e.0.into_iter()
+                .map(|mut err| {
+                    err.file = file_label.to_string();
+                    if let Some(pos) = err.path.as_deref().and_then(|p| index.position(p)) {
+                        err = err.at(pos.0, pos.1);
+                    }
+                    err
+                })
+                .collect();
+    }
     if errors.is_empty() {
         Ok(s)
     } else {
@@ -286,7 +301,7 @@ mod tests {
         assert_eq!(s.seed, 42);
         assert_eq!(s.duration, Duration::from_secs(600));
         assert_eq!(s.replicates, 5);
-        assert_eq!(s.clients.arrival.rate.per_sec(), 2000.0);
+        assert_eq!(s.clients.arrival.rate.unwrap().per_sec(), 2000.0);
         assert_eq!(s.clients.schedule.len(), 3);
         assert_eq!(s.clients.deadline, Some(Duration::from_secs(10)));
         let api = &s.layers[0];

@@ -16,6 +16,7 @@ pub mod suggest;
 pub mod types;
 pub mod units;
 pub mod validate;
+mod validate_hops;
 mod validate_policy;
 pub mod variants;
 
@@ -26,4 +27,4 @@ pub use overrides::{apply_set, parse_set_arg};
 pub use resolved::resolved_yaml;
 pub use types::Scenario;
 pub use validate::{Issue, validate};
-pub use variants::expand_variants;
+pub use variants::{Expanded, expand_all, expand_variants};

@@ -349,6 +349,7 @@ mod tests {
                 .clients
                 .arrival
                 .rate
+                .unwrap()
                 .per_sec(),
             0.5
         );

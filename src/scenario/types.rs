@@ -37,6 +37,11 @@ pub struct Scenario {
     /// Compared side by side; each overrides the base scenario.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub variants: Vec<Variant>,
+    /// A grid over dotted paths: every combination of the listed values
+    /// (cartesian product, first path slowest) is a variant, applied to
+    /// each explicit variant. The values appear as `sweep.<path>` columns.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub sweep: serde_json::Map<String, serde_json::Value>,
     #[serde(default)]
     pub analysis: Analysis,
     #[serde(default)]
@@ -71,14 +76,25 @@ pub struct Clients {
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum ArrivalKind {
+    /// Open loop: requests arrive at `rate` whatever happens to them.
     Poisson,
+    /// Closed loop: `clients` clients, each sending its next request a
+    /// `think` time after its previous one ended.
+    Closed,
 }
 
+/// `{ kind: poisson, rate: 2000/s }` or
+/// `{ kind: closed, clients: 500, think: { dist: exponential, mean: 1s } }`.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Arrival {
     pub kind: ArrivalKind,
-    pub rate: Rate,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<Rate>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clients: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub think: Option<ServiceTime>,
 }
 
 /// One point of the rate schedule. Exactly one of:

@@ -7,8 +7,8 @@ use std::collections::HashSet;
 
 use super::locate::layer_labels;
 use super::types::{
-    Backoff, BackoffKind, Clients, Dependency, DistKind, Incident, IncidentKind, Jitter, Layer,
-    Retry, RetryOn, Scenario, SchedulePoint, ServiceTime,
+    ArrivalKind, Backoff, BackoffKind, Clients, Dependency, DistKind, Incident, IncidentKind,
+    Jitter, Layer, Retry, RetryOn, Scenario, SchedulePoint, ServiceTime,
 };
 use super::units::Duration;
 
@@ -33,6 +33,7 @@ pub fn validate(s: &Scenario) -> Vec<Issue> {
     c.top_level(s);
     c.clients(&s.clients, s.duration);
     c.layers(&s.layers, s.duration);
+    c.hops(s);
     c.dependency(&s.dependency, s.duration);
     c.analysis(s);
     c.variants(s);
@@ -125,11 +126,56 @@ impl Checker {
     // -------------------------------------------------------------- clients
 
     fn clients(&mut self, c: &Clients, run: Duration) {
-        let rate = c.arrival.rate.per_sec();
-        if self.finite(rate, "clients.arrival.rate") {
-            self.check(rate > 0.0, "clients.arrival.rate", || {
-                format!("arrival rate is {}; expected a rate > 0", c.arrival.rate)
-            });
+        let a = &c.arrival;
+        match a.kind {
+            ArrivalKind::Poisson => {
+                match a.rate {
+                    Some(r) if self.finite(r.per_sec(), "clients.arrival.rate") => {
+                        self.check(r.per_sec() > 0.0, "clients.arrival.rate", || {
+                            format!("arrival rate is {r}; expected a rate > 0")
+                        });
+                    }
+                    Some(_) => {}
+                    None => self.push(
+                        "clients.arrival",
+                        "poisson arrivals need `rate`; expected { kind: poisson, rate: 2000/s }",
+                    ),
+                }
+                for (field, set) in [
+                    ("clients", a.clients.is_some()),
+                    ("think", a.think.is_some()),
+                ] {
+                    self.check(!set, &format!("clients.arrival.{field}"), || {
+                        format!("`{field}` applies to closed-loop clients only; expected it with kind: closed")
+                    });
+                }
+            }
+            ArrivalKind::Closed => {
+                match a.clients {
+                    Some(n) => {
+                        self.check((1..=10_000_000).contains(&n), "clients.arrival.clients", || {
+                            format!("clients is {n}; expected 1 to 10000000")
+                        });
+                    }
+                    None => self.push(
+                        "clients.arrival",
+                        "closed-loop clients need `clients` and `think`; expected { kind: closed, clients: 500, think: { dist: exponential, mean: 1s } }",
+                    ),
+                }
+                match &a.think {
+                    Some(think) => self.distribution(think, "clients.arrival.think", "think time"),
+                    None => self.push(
+                        "clients.arrival.think",
+                        "closed-loop clients need a `think` time; expected for example { dist: exponential, mean: 1s }",
+                    ),
+                }
+                self.check(a.rate.is_none(), "clients.arrival.rate", || {
+                    "`rate` does not apply to closed-loop clients (they send when ready); expected it only with kind: poisson".into()
+                });
+                self.check(c.schedule.is_empty(), "clients.schedule", || {
+                    "a rate schedule does not apply to closed-loop clients; expected it only with kind: poisson".into()
+                });
+            }
         }
         if let Some(d) = c.deadline {
             self.positive(d, "clients.deadline", "deadline");
@@ -239,6 +285,16 @@ impl Checker {
         }
     }
 
+    fn hops(&mut self, s: &Scenario) {
+        let names: Vec<&str> = s.layers.iter().map(|l| l.name.as_str()).collect();
+        let labels = layer_labels(&names);
+        for (i, (layer, path)) in s.layers.iter().zip(&labels).enumerate() {
+            self.layer_hops(layer, path, i + 1 == s.layers.len(), s);
+        }
+        self.global_budgets(s);
+        self.sweep(s);
+    }
+
     fn retry(&mut self, r: &Retry, path: &str) {
         self.check((1..=MAX_ATTEMPTS).contains(&r.max_attempts), &format!("{path}.max_attempts"), || {
             format!("max_attempts is {}; expected 1 to {MAX_ATTEMPTS} (total attempts, the first included)", r.max_attempts)
@@ -335,7 +391,12 @@ impl Checker {
     }
 
     fn service_time(&mut self, st: &ServiceTime) {
-        let path = "dependency.service_time";
+        self.distribution(st, "dependency.service_time", "service time");
+    }
+
+    /// A distribution of durations (service times, think times): exactly
+    /// the fields of its `dist`, all > 0.
+    fn distribution(&mut self, st: &ServiceTime, path: &str, what: &str) {
         let needed: &[&str] = match st.dist {
             DistKind::Constant => &["value"],
             DistKind::Exponential => &["mean"],
@@ -360,7 +421,7 @@ impl Checker {
                     self.push(
                         path,
                         format!(
-                            "{dist} service time needs `{name}`; expected {}",
+                            "{dist} {what} needs `{name}`; expected {}",
                             dist_shape(st.dist)
                         ),
                     );
@@ -369,7 +430,7 @@ impl Checker {
                 (false, Some(_)) => self.push(
                     p,
                     format!(
-                        "`{name}` does not apply to a {dist} service time; expected {}",
+                        "`{name}` does not apply to a {dist} {what}; expected {}",
                         dist_shape(st.dist)
                     ),
                 ),
@@ -661,12 +722,12 @@ mod tests {
     #[test]
     fn client_rules() {
         expect(
-            |s| s.clients.arrival.rate = Rate(f64::NAN),
+            |s| s.clients.arrival.rate = Some(Rate(f64::NAN)),
             "clients.arrival.rate",
             "not a finite number",
         );
         expect(
-            |s| s.clients.arrival.rate = Rate(0.0),
+            |s| s.clients.arrival.rate = Some(Rate(0.0)),
             "clients.arrival.rate",
             "expected a rate > 0",
         );

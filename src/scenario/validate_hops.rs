@@ -1,0 +1,116 @@
+//! Semantic checks of a layer's hop fields (fan-out and quorum, hedging,
+//! bulkhead, status probes) and of scenario-wide combinations: global
+//! budgets must agree, and the sweep grid must be a map of non-empty lists.
+
+use super::types::{Budget, Layer, Scenario, Scope, SideEffects};
+use super::validate::{Checker, MAX_ATTEMPTS};
+
+/// At most this many grid points in a sweep (variants × grid).
+pub const MAX_SWEEP_POINTS: usize = 100_000;
+/// Fan-out per attempt.
+pub const MAX_FAN_OUT: u32 = 1_000;
+
+impl Checker {
+    /// The hop fields of one layer (`path` is its label, `layers.api`).
+    pub(super) fn layer_hops(&mut self, layer: &Layer, path: &str, innermost: bool, s: &Scenario) {
+        let fan = layer.fan_out;
+        self.check(
+            (1..=MAX_FAN_OUT).contains(&fan),
+            &format!("{path}.fan_out"),
+            || format!("fan_out is {fan}; expected 1 to {MAX_FAN_OUT}"),
+        );
+        if let Some(q) = layer.quorum {
+            self.check(q >= 1 && q <= fan, &format!("{path}.quorum"), || {
+                format!("quorum is {q} with fan_out {fan}; expected 1 <= quorum <= fan_out")
+            });
+        }
+        if let Some(h) = &layer.hedging {
+            let p = format!("{path}.hedging");
+            self.check(
+                (1..=MAX_ATTEMPTS).contains(&h.max_attempts),
+                &format!("{p}.max_attempts"),
+                || {
+                    format!(
+                        "max_attempts is {}; expected 1 to {MAX_ATTEMPTS} (gRPC caps it at 5)",
+                        h.max_attempts
+                    )
+                },
+            );
+            self.check(layer.retry.max_attempts == 1, &p, || {
+                "hedging replaces retries (gRFC A6: a method has a retry policy or a hedging policy); expected retry.max_attempts: 1".into()
+            });
+            self.check(fan == 1, &p, || {
+                "hedging and fan_out do not combine; expected fan_out: 1".into()
+            });
+            self.check(!layer.hedge_on_timeout, &p, || {
+                "hedging and hedge_on_timeout do not combine; expected one of them".into()
+            });
+        }
+        if layer.hedge_on_timeout {
+            self.check(
+                layer.timeout.is_some(),
+                &format!("{path}.hedge_on_timeout"),
+                || {
+                    "hedge_on_timeout hedges on the per-attempt timeout; expected a `timeout`"
+                        .into()
+                },
+            );
+        }
+        if let Some(b) = &layer.bulkhead {
+            let p = format!("{path}.bulkhead.max_concurrent");
+            self.check(b.max_concurrent >= 1, &p, || {
+                "max_concurrent is 0; expected at least 1".into()
+            });
+        }
+        if layer.status_probe {
+            let p = format!("{path}.status_probe");
+            self.check(innermost, &p, || {
+                "a status probe asks the dependency; expected it on the innermost layer".into()
+            });
+            self.check(s.dependency.side_effects != SideEffects::Read, &p, || {
+                "a status probe is for writes; expected dependency.side_effects: write or idempotent_write".into()
+            });
+        }
+    }
+
+    /// Every budget with `scope: global` is one budget: they must agree.
+    pub(super) fn global_budgets(&mut self, s: &Scenario) {
+        let mut first: Option<(&str, &Budget)> = None;
+        for l in &s.layers {
+            let Some(b) = l.retry.budget.as_ref() else {
+                continue;
+            };
+            if b.scope != Scope::Global {
+                continue;
+            }
+            match first {
+                None => first = Some((&l.name, b)),
+                Some((name, f)) => {
+                    self.check(f == b, &format!("layers.{}.retry.budget", l.name), || {
+                        format!("a global budget is shared by every layer that says so; expected the same budget as layer `{name}`")
+                    });
+                }
+            }
+        }
+    }
+
+    /// `sweep` maps dotted paths to non-empty lists of values.
+    pub(super) fn sweep(&mut self, s: &Scenario) {
+        let mut points: usize = s.variants.len().max(1);
+        for (path, values) in &s.sweep {
+            let p = format!("sweep.{path}");
+            match values.as_array() {
+                Some(list) if !list.is_empty() => {
+                    points = points.saturating_mul(list.len());
+                }
+                _ => self.push(
+                    p,
+                    "expected a non-empty list of values, for example [1, 2, 3]",
+                ),
+            }
+        }
+        self.check(points <= MAX_SWEEP_POINTS, "sweep", || {
+            format!("the grid has {points} points; expected at most {MAX_SWEEP_POINTS}")
+        });
+    }
+}
