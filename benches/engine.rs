@@ -25,6 +25,7 @@ fn mmc(c: u32, rho: f64, secs: u64) -> ModelConfig {
         bucket: NS_PER_S,
         arrivals: RateProfile::constant(rate),
         closed: None,
+        consumers: None,
         deadline: None,
         layers: vec![LayerConfig::passthrough("client")],
         dependency: DependencyConfig {

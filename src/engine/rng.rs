@@ -22,6 +22,7 @@ pub enum Purpose {
     Incidents = 4,
     Throttle = 5,
     Think = 6,
+    Messages = 7,
 }
 
 /// SplitMix64's output function: a fixed, well-mixed 64-bit bijection.

@@ -124,6 +124,15 @@ pub fn time_row_cells(r: &TimeRow, layer_names: &[String]) -> Vec<(String, Cell)
         ("deduplicated".into(), Cell::Int(r.deduplicated)),
         ("cancelled".into(), Cell::Int(r.cancelled)),
         ("probes".into(), Cell::Int(r.probes)),
+        ("messages".into(), Cell::Int(r.messages)),
+        ("deliveries".into(), Cell::Int(r.deliveries)),
+        ("redeliveries".into(), Cell::Int(r.redeliveries)),
+        (
+            "duplicate_deliveries".into(),
+            Cell::Int(r.duplicate_deliveries),
+        ),
+        ("processed".into(), Cell::Int(r.processed)),
+        ("dead_lettered".into(), Cell::Int(r.dead_lettered)),
     ];
     for (i, name) in layer_names.iter().enumerate() {
         v.push((format!("attempts_{name}"), Cell::Int(r.layer_attempts[i])));
@@ -145,6 +154,11 @@ pub fn time_row_cells(r: &TimeRow, layer_names: &[String]) -> Vec<(String, Cell)
         v.push((format!("breaker_open_{name}"), Cell::opt_f(breaker)));
     }
     v
+}
+
+/// `a ÷ b`, 0 when there is nothing to divide.
+fn per(a: u64, b: u64) -> f64 {
+    if b == 0 { 0.0 } else { a as f64 / b as f64 }
 }
 
 /// Per-layer refusals: `budget_exhausted_<layer>`, `throttled_<layer>`,
@@ -236,6 +250,36 @@ pub fn summary_cells(s: &Summary, layer_names: &[String]) -> Vec<(String, Cell)>
         (
             "attempts_after_deadline".into(),
             Cell::Int(s.attempts_after_deadline),
+        ),
+        ("messages".into(), Cell::Int(s.messages)),
+        ("deliveries".into(), Cell::Int(s.deliveries)),
+        (
+            "deliveries_per_message".into(),
+            Cell::Float(per(s.deliveries, s.messages)),
+        ),
+        (
+            "work_per_message".into(),
+            Cell::Float(per(s.dependency_attempts, s.messages)),
+        ),
+        ("redeliveries".into(), Cell::Int(s.redeliveries)),
+        (
+            "duplicate_deliveries".into(),
+            Cell::Int(s.duplicate_deliveries),
+        ),
+        ("processed".into(), Cell::Int(s.processed)),
+        ("dead_lettered".into(), Cell::Int(s.dead_lettered)),
+        ("messages_open".into(), Cell::Int(s.messages_open)),
+        (
+            "dead_letter_age_mean_s".into(),
+            Cell::opt_f(s.dead_letter_age_mean_s),
+        ),
+        (
+            "message_latency_p50_ms".into(),
+            Cell::opt_f(s.message_latency_p50_ms),
+        ),
+        (
+            "message_latency_p99_ms".into(),
+            Cell::opt_f(s.message_latency_p99_ms),
         ),
     ]);
     for (i, name) in layer_names.iter().enumerate() {

@@ -46,6 +46,15 @@ pub struct BucketCounts {
     pub cancelled: u64,
     /// Status probes sent before retrying a timed-out write.
     pub probes: u64,
+    /// Message consumers: messages published, receives (deliveries),
+    /// redeliveries, deliveries while an earlier handler of the same
+    /// message still ran, messages processed (deleted) and dead-lettered.
+    pub messages: u64,
+    pub deliveries: u64,
+    pub redeliveries: u64,
+    pub duplicate_deliveries: u64,
+    pub processed: u64,
+    pub dead_lettered: u64,
     pub latency_p50_us: Option<u64>,
     pub latency_p99_us: Option<u64>,
     /// Logical requests still open at the end of the bucket.
@@ -75,6 +84,10 @@ pub struct Totals {
     pub committed_requests: u64,
     /// Calls started at each layer (layer 0: one per logical request).
     pub layer_calls: Vec<u64>,
+    /// Sum of the ages of dead-lettered messages (publish to DLQ).
+    pub dead_letter_age_ns: u128,
+    /// Messages still in the queue when the run ended.
+    pub messages_open: u64,
 }
 
 pub struct Recorder {
@@ -99,6 +112,8 @@ pub struct Recorder {
     pub busy: Gauge,
     pub latency: Histogram<u64>,
     pub retry_delay: Histogram<u64>,
+    /// Message consumers: publish to deletion, in microseconds.
+    pub message_latency: Histogram<u64>,
     bucket_latency: Histogram<u64>,
     latency_bucket: usize,
     pub totals: Totals,
@@ -132,6 +147,7 @@ impl Recorder {
             busy: Gauge::new(bucket, n),
             latency: histogram(3),
             retry_delay: histogram(3),
+            message_latency: histogram(3),
             bucket_latency: histogram(2),
             latency_bucket: 0,
             totals: Totals {
@@ -360,8 +376,39 @@ impl Recorder {
         }
     }
 
-    /// Closes the run at its end time.
-    pub fn finish(&mut self, end: Nanos) {
+    pub fn message_published(&mut self, t: Nanos) {
+        let b = self.b(t);
+        self.buckets[b].messages += 1;
+    }
+
+    /// A consumer received a message (`redelivery` when not its first
+    /// receive; `duplicate` when an earlier handler of it still runs).
+    pub fn message_received(&mut self, t: Nanos, redelivery: bool, duplicate: bool) {
+        let b = self.b(t);
+        let c = &mut self.buckets[b];
+        c.deliveries += 1;
+        c.redeliveries += u64::from(redelivery);
+        c.duplicate_deliveries += u64::from(duplicate);
+    }
+
+    /// A handler succeeded and deleted its message.
+    pub fn message_processed(&mut self, t: Nanos, latency: Nanos) {
+        let b = self.b(t);
+        self.buckets[b].processed += 1;
+        self.message_latency
+            .saturating_record((latency / NS_PER_US).max(1));
+    }
+
+    /// A message moved to the dead-letter queue, `age` after it was published.
+    pub fn dead_lettered(&mut self, t: Nanos, age: Nanos) {
+        let b = self.b(t);
+        self.buckets[b].dead_lettered += 1;
+        self.totals.dead_letter_age_ns += age as u128;
+    }
+
+    /// Closes the run at its end time; `messages_open` are still queued.
+    pub fn finish(&mut self, end: Nanos, messages_open: u64) {
+        self.totals.messages_open = messages_open;
         self.queue.advance(end);
         self.busy.advance(end);
         self.close_latency_bucket();

@@ -66,6 +66,12 @@ pub struct TimeRow {
     pub deduplicated: u64,
     pub cancelled: u64,
     pub probes: u64,
+    pub messages: u64,
+    pub deliveries: u64,
+    pub redeliveries: u64,
+    pub duplicate_deliveries: u64,
+    pub processed: u64,
+    pub dead_lettered: u64,
     /// Attempts sent by calls whose caller had given up, per layer.
     pub layer_orphaned: Vec<u64>,
     /// Dependency attempts per second ÷ nominal capacity.
@@ -122,6 +128,17 @@ pub struct Summary {
     pub attempts_after_deadline: u64,
     /// Logical requests that committed at least once (writes).
     pub committed_requests: u64,
+    /// Message consumers (zero without them).
+    pub messages: u64,
+    pub deliveries: u64,
+    pub redeliveries: u64,
+    pub duplicate_deliveries: u64,
+    pub processed: u64,
+    pub dead_lettered: u64,
+    pub messages_open: u64,
+    pub dead_letter_age_mean_s: Option<f64>,
+    pub message_latency_p50_ms: Option<f64>,
+    pub message_latency_p99_ms: Option<f64>,
     pub layer_orphaned: Vec<u64>,
     pub layer_orphaned_work_s: Vec<f64>,
     pub layer_calls: Vec<u64>,
@@ -177,6 +194,12 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
             deduplicated: c.deduplicated,
             cancelled: c.cancelled,
             probes: c.probes,
+            messages: c.messages,
+            deliveries: c.deliveries,
+            redeliveries: c.redeliveries,
+            duplicate_deliveries: c.duplicate_deliveries,
+            processed: c.processed,
+            dead_lettered: c.dead_lettered,
             layer_orphaned: rec.layer_orphaned[b * layers..(b + 1) * layers].to_vec(),
             load_ratio: ratio(
                 ratio(c.dependency_attempts as f64, secs),
@@ -293,6 +316,19 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         probes: sum(|r| r.probes),
         attempts_after_deadline: rec.totals.late_attempts,
         committed_requests: rec.totals.committed_requests,
+        messages: sum(|r| r.messages),
+        deliveries: sum(|r| r.deliveries),
+        redeliveries: sum(|r| r.redeliveries),
+        duplicate_deliveries: sum(|r| r.duplicate_deliveries),
+        processed: sum(|r| r.processed),
+        dead_lettered: sum(|r| r.dead_lettered),
+        messages_open: rec.totals.messages_open,
+        dead_letter_age_mean_s: {
+            let n = sum(|r| r.dead_lettered);
+            (n > 0).then(|| rec.totals.dead_letter_age_ns as f64 / n as f64 / 1e9)
+        },
+        message_latency_p50_ms: hist_ms(&rec.message_latency, 0.5),
+        message_latency_p99_ms: hist_ms(&rec.message_latency, 0.99),
         layer_orphaned: (0..layers)
             .map(|l| rows.iter().map(|r| r.layer_orphaned[l]).sum())
             .collect(),

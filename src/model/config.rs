@@ -26,6 +26,8 @@ pub struct ModelConfig {
     pub arrivals: RateProfile,
     /// A closed-loop fleet instead of open-loop arrivals.
     pub closed: Option<ClosedLoop>,
+    /// Arrivals are messages to a queue, handled by consumers.
+    pub consumers: Option<ConsumerConfig>,
     /// The user's budget for one logical request.
     pub deadline: Option<Nanos>,
     /// Outermost first; at least one (a pass-through client layer is added
@@ -43,6 +45,20 @@ pub struct ModelConfig {
 pub struct ClosedLoop {
     pub clients: u32,
     pub think: ServiceDist,
+}
+
+/// A queue with visibility timeout, max receive count and a dead-letter
+/// queue (Amazon SQS semantics, shared/reference/presets.md §9.3), drained
+/// by a pool of consumers.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ConsumerConfig {
+    pub concurrency: u32,
+    pub visibility: Nanos,
+    pub max_receive_count: u32,
+    /// Fraction of messages that always fail.
+    pub poison: f64,
+    /// What the dependency answers a poison message's requests with.
+    pub poison_status: u16,
 }
 
 #[derive(Clone, Debug)]

@@ -9,6 +9,7 @@ pub mod bulkhead;
 pub mod config;
 pub mod dependency;
 pub mod gates;
+pub mod occ;
 pub mod outcome;
 pub mod rate;
 pub mod retry;
@@ -17,7 +18,7 @@ pub mod throttle;
 pub mod window;
 
 pub use crate::metrics::RecoveryCriteria;
-pub use config::{ClosedLoop, LayerConfig, Limits, ModelConfig};
+pub use config::{ClosedLoop, ConsumerConfig, LayerConfig, Limits, ModelConfig};
 pub mod sim;
 mod slab;
 

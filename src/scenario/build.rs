@@ -17,7 +17,9 @@ use crate::model::retry::{
 };
 use crate::model::service::ServiceDist;
 use crate::model::throttle::ThrottleConfig;
-use crate::model::{ClosedLoop, LayerConfig, Limits, ModelConfig, RecoveryCriteria};
+use crate::model::{
+    ClosedLoop, ConsumerConfig, LayerConfig, Limits, ModelConfig, RecoveryCriteria,
+};
 
 use super::defaults::{DEFAULT_ERROR_STATUS, DEFAULT_MULTIPLIER, fill_breaker};
 use super::types::{
@@ -54,6 +56,13 @@ pub fn to_model(s: &Scenario) -> ModelConfig {
                     .map_or(ServiceDist::Constant(0), service),
             }),
         },
+        consumers: s.consumers.as_ref().map(|c| ConsumerConfig {
+            concurrency: c.concurrency.max(1),
+            visibility: c.visibility_timeout.ns(),
+            max_receive_count: c.max_receive_count.max(1),
+            poison: c.poison,
+            poison_status: c.poison_status,
+        }),
         deadline: s.clients.deadline.map(Duration::ns),
         layers,
         dependency: dependency(&s.dependency),

@@ -34,6 +34,11 @@ pub struct Scenario {
     #[serde(default)]
     pub layers: Vec<Layer>,
     pub dependency: Dependency,
+    /// Message consumers: the clients publish messages to a queue, and a
+    /// pool of consumers handles them (each handling is one logical request
+    /// through the layers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consumers: Option<Consumers>,
     /// Compared side by side; each overrides the base scenario.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub variants: Vec<Variant>,
@@ -115,6 +120,39 @@ pub struct SchedulePoint {
     pub ramp_to: Option<Rate>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<Duration>,
+}
+
+/// A queue with visibility timeout, max receive count and a dead-letter
+/// queue, as Amazon SQS (shared/reference/presets.md §9.3), and a pool of
+/// consumers that handle its messages.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Consumers {
+    /// Handlers running at once.
+    pub concurrency: u32,
+    /// A received message is invisible this long; if it is not deleted by
+    /// then (its handler failed, or is still running), it is delivered
+    /// again. SQS default: 30 s.
+    #[serde(default = "default_visibility")]
+    pub visibility_timeout: Duration,
+    /// A receive that would make a message's receive count exceed this
+    /// moves it to the dead-letter queue instead (SQS redrive; 1 to 1000).
+    pub max_receive_count: u32,
+    /// Fraction of messages that always fail (poison).
+    #[serde(default)]
+    pub poison: f64,
+    /// The status the dependency answers a poison message's requests with,
+    /// after serving them.
+    #[serde(default = "default_poison_status")]
+    pub poison_status: u16,
+}
+
+fn default_visibility() -> Duration {
+    Duration::from_secs(30)
+}
+
+fn default_poison_status() -> u16 {
+    500
 }
 
 // ----------------------------------------------------------------- layers

@@ -292,6 +292,7 @@ impl Checker {
             self.layer_hops(layer, path, i + 1 == s.layers.len(), s);
         }
         self.global_budgets(s);
+        self.consumers(s);
         self.sweep(s);
     }
 

@@ -94,6 +94,54 @@ impl Checker {
         }
     }
 
+    /// The message queue and its consumers (SQS limits, presets.md §9.3).
+    pub(super) fn consumers(&mut self, s: &Scenario) {
+        let Some(c) = &s.consumers else { return };
+        self.check(c.concurrency >= 1, "consumers.concurrency", || {
+            "concurrency is 0; expected at least 1 consumer".into()
+        });
+        self.check(
+            (1..=1000).contains(&c.max_receive_count),
+            "consumers.max_receive_count",
+            || {
+                format!(
+                    "max_receive_count is {}; expected 1 to 1000 (SQS redrive)",
+                    c.max_receive_count
+                )
+            },
+        );
+        self.check(
+            c.visibility_timeout.ns() <= 43_200 * crate::engine::NS_PER_S,
+            "consumers.visibility_timeout",
+            || {
+                format!(
+                    "visibility_timeout is {}; expected at most 12h (SQS)",
+                    c.visibility_timeout
+                )
+            },
+        );
+        self.check(
+            c.poison.is_finite() && (0.0..=1.0).contains(&c.poison),
+            "consumers.poison",
+            || format!("poison is {}; expected a fraction in [0, 1]", c.poison),
+        );
+        self.check(
+            (100..=599).contains(&c.poison_status),
+            "consumers.poison_status",
+            || {
+                format!(
+                    "status {} is not an HTTP status code; expected 100-599",
+                    c.poison_status
+                )
+            },
+        );
+        self.check(
+            s.clients.arrival.kind == super::types::ArrivalKind::Poisson,
+            "consumers",
+            || "messages are published by open-loop clients; expected clients.arrival.kind: poisson".into(),
+        );
+    }
+
     /// `sweep` maps dotted paths to non-empty lists of values.
     pub(super) fn sweep(&mut self, s: &Scenario) {
         let mut points: usize = s.variants.len().max(1);

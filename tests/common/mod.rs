@@ -45,6 +45,7 @@ pub fn config(
         bucket: S,
         arrivals: RateProfile::constant(rate),
         closed: None,
+        consumers: None,
         deadline: None,
         layers,
         dependency: dep,

@@ -71,6 +71,8 @@ impl Sim<'_> {
             req_deadline,
             req,
             client,
+            msg: NONE,
+            poison: false,
             retry: RetryState {
                 started: now,
                 ..RetryState::default()
@@ -220,6 +222,7 @@ impl Sim<'_> {
                 c.req_deadline,
                 NONE,
             );
+            self.calls.get_mut(child).poison = c.poison;
             // Registered before it starts: it may answer at once.
             self.add_child(id, Child::Call(child));
             self.start_round(child);
@@ -730,6 +733,9 @@ impl Sim<'_> {
             self.rec.request_done(now, now - c.retry.started, failure);
             if c.client != NONE {
                 self.client_done(c.client);
+            }
+            if c.msg != NONE {
+                self.handler_done(c.msg, outcome == Outcome::Success);
             }
         } else {
             // The caller sees what a real hop would answer: a budget or

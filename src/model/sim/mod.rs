@@ -17,6 +17,7 @@
 //! hedging, cancellation) and `server` (the dependency: queue, workers,
 //! incidents, side effects).
 
+mod broker;
 mod calls;
 mod server;
 
@@ -41,6 +42,11 @@ enum Event {
     Arrival,
     /// A closed-loop client's think time is over: its next request.
     ClientReady(u32),
+    /// A received message's visibility timeout expired.
+    Visible {
+        msg: u32,
+        epoch: u32,
+    },
     /// The current round of a call (or its status probe) ran out of time.
     RoundTimeout {
         call: u32,
@@ -83,6 +89,7 @@ impl EventKind for Event {
             Event::Tick => 7,
             Event::Hedge { .. } => 8,
             Event::ClientReady(_) => 9,
+            Event::Visible { .. } => 10,
         }
     }
 }
@@ -147,6 +154,10 @@ struct Call {
     req: u64,
     /// The closed-loop client that issued it (outermost calls; else NONE).
     client: u32,
+    /// The message this call handles (outermost calls; else NONE).
+    msg: u32,
+    /// A poison message's request: the dependency always fails it.
+    poison: bool,
     retry: RetryState,
     budget: CallBudget,
     /// The last failure seen from below (what a refusal returns upward).
@@ -174,6 +185,8 @@ struct Job {
     deduped: bool,
     /// A write that committed (its caller may not know yet).
     committed: bool,
+    /// A poison message's request.
+    poison: bool,
     orphaned_by: u8,
     caller: u32,
     caller_epoch: u32,
@@ -210,6 +223,8 @@ pub struct Sim<'a> {
     /// Children lists of rounds with more than one request.
     lists: Slab<Vec<Child>>,
     dep: Server,
+    broker: Option<broker::Broker>,
+    messages: Stream,
     arrivals: Stream,
     think: Stream,
     service: Stream,
@@ -247,6 +262,8 @@ impl<'a> Sim<'a> {
                 warming: false,
                 commits: Vec::new(),
             },
+            broker: cfg.consumers.map(|c| broker::Broker::new(c.concurrency)),
+            messages: Stream::new(run_seed, Purpose::Messages, 0),
             arrivals: Stream::new(run_seed, Purpose::Arrivals, 0),
             think: Stream::new(run_seed, Purpose::Think, 0),
             service: Stream::new(run_seed, Purpose::ServiceTimes, 0),
@@ -321,7 +338,8 @@ impl<'a> Sim<'a> {
         };
         let last = ((end.max(1) - 1) / cfg.bucket) as usize;
         self.sample_levels(last, end);
-        self.rec.finish(end);
+        let open_messages = self.messages_open();
+        self.rec.finish(end, open_messages);
         let info = RunInfo {
             events: self.q.events(),
             digest: self.q.digest(),
@@ -334,10 +352,15 @@ impl<'a> Sim<'a> {
     fn handle(&mut self, ev: Event) {
         match ev {
             Event::Arrival => {
-                self.new_request(NONE);
+                if self.broker.is_some() {
+                    self.publish();
+                } else {
+                    self.new_request(NONE);
+                }
                 self.schedule_next_arrival();
             }
             Event::ClientReady(client) => self.new_request(client),
+            Event::Visible { msg, epoch } => self.on_visible(msg, epoch),
             Event::RoundTimeout { call, epoch } => self.on_round_timeout(call, epoch),
             Event::Wake { call, epoch } => {
                 let c = self.calls.get(call);
@@ -377,6 +400,12 @@ impl<'a> Sim<'a> {
 
     /// A logical request arrives (from `client`, or NONE for open loop).
     fn new_request(&mut self, client: u32) {
+        self.new_request_for(client, NONE, false);
+    }
+
+    /// A logical request from `client` (or NONE), handling message `msg`
+    /// (or NONE).
+    fn new_request_for(&mut self, client: u32, msg: u32, poison: bool) {
         let now = self.q.now();
         self.rec.offered(now);
         let req = self.next_req;
@@ -389,6 +418,9 @@ impl<'a> Sim<'a> {
             .deadline
             .map_or(u64::MAX, |d| now.saturating_add(d));
         let root = self.new_call(0, NONE, 0, deadline, NO_LAYER, req, deadline, client);
+        let call = self.calls.get_mut(root);
+        call.msg = msg;
+        call.poison = poison;
         self.start_round(root);
     }
 

@@ -25,12 +25,14 @@ impl Sim<'_> {
     ) -> Option<u32> {
         let now = self.q.now();
         self.rec.dependency_attempt(now);
+        let poison = self.calls.get(caller).poison;
         let job = self.jobs.insert(|old| Job {
             epoch: old.map_or(0, |o| o.epoch.wrapping_add(1)),
             state: JobState::Queued,
             probe,
             deduped: false,
             committed: false,
+            poison,
             orphaned_by,
             caller,
             caller_epoch,
@@ -159,6 +161,10 @@ impl Sim<'_> {
             } else {
                 Outcome::Failed(Failure::new(Cause::Status(404)))
             }
+        } else if j.poison {
+            // A poison message fails however often it is handled.
+            let status = self.cfg.consumers.map_or(500, |c| c.poison_status);
+            Outcome::Failed(Failure::new(Cause::Status(status)))
         } else {
             if self.commit(&j) {
                 self.jobs.get_mut(job).committed = true;
