@@ -264,6 +264,7 @@ fn run(args: RunArgs) -> i32 {
         .into_iter()
         .map(|e| VariantPlan {
             config: scenario::to_model(&e.scenario),
+            occ: scenario::to_occ(&e.scenario),
             name: e.name,
             params: e.params,
         })

@@ -11,7 +11,8 @@
 use rayon::prelude::*;
 
 use crate::engine::derive_seed;
-use crate::metrics::{RunContext, Summary, TimeRow, tabulate};
+use crate::metrics::{Recorder, RecoveryCriteria, RunContext, RunInfo, Summary, TimeRow, tabulate};
+use crate::model::occ::{OccConfig, run_occ};
 use crate::model::{ModelConfig, Sim};
 
 /// One variant, ready to run.
@@ -19,6 +20,8 @@ use crate::model::{ModelConfig, Sim};
 pub struct VariantPlan {
     pub name: String,
     pub config: ModelConfig,
+    /// The OCC workload instead of `config`, when the scenario has one.
+    pub occ: Option<OccConfig>,
     /// Swept (path, value) pairs that made this variant (empty without a
     /// sweep); written as `sweep.<path>` columns.
     pub params: Vec<(String, String)>,
@@ -51,12 +54,18 @@ pub fn run_one(
 ) -> RunResult {
     let cfg = &plan.config;
     let seed = replicate_seed(scenario_seed, replicate);
-    let (rec, info) = Sim::new(cfg, seed).run();
-    let ctx = RunContext {
-        capacity_per_sec: cfg.dependency.capacity_per_sec(),
-        concurrency: cfg.dependency.concurrency,
-        recovery: cfg.recovery,
-        layer_names: cfg.layers.iter().map(|l| l.name.clone()).collect(),
+    let (rec, info, ctx) = match &plan.occ {
+        Some(occ) => occ_run(occ, seed),
+        None => {
+            let (rec, info) = Sim::new(cfg, seed).run();
+            let ctx = RunContext {
+                capacity_per_sec: cfg.dependency.capacity_per_sec(),
+                concurrency: cfg.dependency.concurrency,
+                recovery: cfg.recovery,
+                layer_names: cfg.layers.iter().map(|l| l.name.clone()).collect(),
+            };
+            (rec, info, ctx)
+        }
     };
     let (rows, summary) = tabulate(&rec, &info, &ctx);
     RunResult {
@@ -69,6 +78,57 @@ pub fn run_one(
         rows,
         summary,
     }
+}
+
+/// Runs the OCC workload and records it in the shape of any other run: one
+/// layer (`occ`) whose attempts are the writes, every client one logical
+/// request that ends when its write succeeds. The run lasts until the last
+/// client is done (its `completion_time_s`).
+fn occ_run(occ: &OccConfig, seed: u64) -> (Recorder, RunInfo, RunContext) {
+    let r = run_occ(occ, seed);
+    let bucket = occ.bucket.max(1);
+    let end = r.completion.max(1).div_ceil(bucket) * bucket;
+    let mut rec = Recorder::new(end, bucket, 1);
+    for _ in 0..occ.clients {
+        rec.offered(0);
+    }
+    for (b, (&calls, retries)) in r
+        .calls_per_bucket
+        .iter()
+        .zip(r.retries_per_bucket.iter().chain(std::iter::repeat(&0)))
+        .enumerate()
+    {
+        let t = b as u64 * bucket;
+        for i in 0..calls {
+            rec.attempt(t, 0, i < *retries);
+            rec.dependency_attempt(t);
+        }
+    }
+    let mut done = r.done_at.clone();
+    done.sort_unstable();
+    for t in done.into_iter().filter(|&t| t > 0) {
+        rec.request_done(t.min(end - 1), t, None);
+    }
+    rec.finish(end, 0);
+    let info = RunInfo {
+        events: r.events,
+        digest: r.digest,
+        aborted: r.aborted,
+        end,
+        completion: Some(r.completion),
+    };
+    let ctx = RunContext {
+        capacity_per_sec: 0.0,
+        concurrency: 1,
+        recovery: RecoveryCriteria {
+            trigger_start: None,
+            trigger_end: None,
+            threshold: 0.9,
+            window: bucket,
+        },
+        layer_names: vec!["occ".to_string()],
+    };
+    (rec, info, ctx)
 }
 
 /// Runs every variant × replicate; `on_done` is called after each run

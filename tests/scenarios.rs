@@ -11,6 +11,7 @@ fn run_file(path: &str, replicates: u32) -> Vec<RunResult> {
         .into_iter()
         .map(|e| VariantPlan {
             config: scenario::to_model(&e.scenario),
+            occ: scenario::to_occ(&e.scenario),
             name: e.name,
             params: e.params,
         })

@@ -318,6 +318,7 @@ pub fn summary_cells(s: &Summary, layer_names: &[String]) -> Vec<(String, Cell)>
             "aborted".into(),
             s.aborted.clone().map_or(Cell::Missing, Cell::Text),
         ),
+        ("completion_time_s".into(), Cell::opt_f(s.completion_time_s)),
         (
             "event_digest".into(),
             Cell::Text(format!("{:016x}", s.event_digest)),

@@ -26,6 +26,9 @@ pub struct RunInfo {
     pub aborted: Option<String>,
     /// Time the run reached (the duration unless aborted).
     pub end: Nanos,
+    /// Workloads that end by themselves (OCC): when the last client was
+    /// done.
+    pub completion: Option<Nanos>,
 }
 
 /// Facts about the system that the tables are judged against.
@@ -149,6 +152,8 @@ pub struct Summary {
     pub capacity_per_s: f64,
     pub aborted: Option<String>,
     pub event_digest: u64,
+    /// OCC workloads: the time of the last event (the blog's completion time).
+    pub completion_time_s: Option<f64>,
 }
 
 fn ratio(a: f64, b: f64) -> f64 {
@@ -346,6 +351,7 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         capacity_per_s: ctx.capacity_per_sec,
         aborted: info.aborted.clone(),
         event_digest: info.digest,
+        completion_time_s: info.completion.map(|c| c as f64 / 1e9),
     };
     (rows, summary)
 }

@@ -145,6 +145,11 @@ pub struct OccResult {
     /// Calls per `bucket` of time from t = 0 (by the time the write reached
     /// the row); the last entry holds the last call.
     pub calls_per_bucket: Vec<u64>,
+    /// Of those, calls that were not a client's first write (retries).
+    pub retries_per_bucket: Vec<u64>,
+    /// When each client learned its write succeeded (in client order; 0
+    /// for a client left unfinished by an aborted run).
+    pub done_at: Vec<Nanos>,
     /// Why the run stopped early, if it did.
     pub aborted: Option<String>,
 }
@@ -251,6 +256,8 @@ pub fn run_occ(cfg: &OccConfig, seed: u64) -> OccResult {
     let mut version: u64 = 0; // the row
     let mut calls: u64 = 0;
     let mut per_bucket: Vec<u64> = Vec::new();
+    let mut retries_per_bucket: Vec<u64> = Vec::new();
+    let mut done_at: Vec<Nanos> = vec![0; cfg.clients as usize];
     let mut aborted = None;
 
     while let Some(event) = q.pop_before(Nanos::MAX) {
@@ -275,6 +282,10 @@ pub fn run_occ(cfg: &OccConfig, seed: u64) -> OccResult {
                     aborted = Some(why);
                     break;
                 }
+                if clients[client as usize].attempt > 0 {
+                    // Cannot fail: the bucket exists after the call above.
+                    let _ = count_in_bucket(&mut retries_per_bucket, cfg.bucket, q.now());
+                }
                 let ok = seen == version;
                 if ok {
                     version += 1;
@@ -285,6 +296,7 @@ pub fn run_occ(cfg: &OccConfig, seed: u64) -> OccResult {
                 let c = &mut clients[client as usize];
                 if ok {
                     c.phase = Phase::Done;
+                    done_at[client as usize] = q.now();
                 } else {
                     c.phase = Phase::Backoff;
                     c.attempt += 1;
@@ -313,6 +325,8 @@ pub fn run_occ(cfg: &OccConfig, seed: u64) -> OccResult {
         events: q.events(),
         digest: q.digest(),
         calls_per_bucket: per_bucket,
+        retries_per_bucket,
+        done_at,
         aborted,
     }
 }

@@ -9,8 +9,13 @@ use super::figure::{Figure, Line, colour};
 use crate::scenario::units::{parse_duration, parse_rate};
 
 /// The summary figures drawn against a swept field: (column, axis label).
-pub const FIGURES: [(&str, &str); 6] = [
+pub const FIGURES: [(&str, &str); 8] = [
     ("amplification", "amplification (attempts per request, ×)"),
+    (
+        "dependency_attempts",
+        "calls reaching the dependency (per run)",
+    ),
+    ("completion_time_s", "completion time (s)"),
     ("peak_load_ratio", "peak load ÷ capacity (×)"),
     ("success_rate", "success rate (fraction)"),
     ("goodput", "goodput (requests per second)"),
@@ -97,7 +102,8 @@ pub fn sweep_figures(d: &ChartData) -> Vec<(String, String, Figure)> {
             })
             .collect();
         for (fig, y_desc) in FIGURES {
-            if t.col(&format!("{fig}_mean")).is_none() {
+            let mean_col = format!("{fig}_mean");
+            if t.col(&mean_col).is_none() || t.rows.iter().all(|r| t.num(r, &mean_col).is_none()) {
                 continue;
             }
             let mut lines = Vec::new();

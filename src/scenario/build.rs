@@ -11,6 +11,7 @@ use crate::model::bulkhead::BulkheadConfig;
 use crate::model::config::{HedgingConfig, Shared};
 use crate::model::dependency::SideEffects as ModelSideEffects;
 use crate::model::dependency::{DependencyConfig, Effect, Incident as ModelIncident};
+use crate::model::occ::{OccConfig, OccPolicy};
 use crate::model::rate::{RateChange, RateProfile};
 use crate::model::retry::{
     RetryAfterMode as ModelRetryAfter, RetryOn as ModelRetryOn, RetryPolicy,
@@ -25,10 +26,31 @@ use super::defaults::{DEFAULT_ERROR_STATUS, DEFAULT_MULTIPLIER, fill_breaker};
 use super::types::{
     ArrivalKind, Backoff, BackoffKind, Breaker, BreakerBlocks, BreakerKind, Budget, BudgetKind,
     CancellationMode, DeadlineMode, Dependency, Discipline, DistKind, Idempotency, Incident,
-    IncidentKind, Jitter, Layer, OnCancel, Retry, RetryAfterMode, RetryOn, Scenario, SchedulePoint,
-    Scope, ServiceTime, SideEffects, Throttle, ThrottleKind, WhenFull, budget_defaults,
+    IncidentKind, Jitter, Layer, OccPolicyName, OnCancel, Retry, RetryAfterMode, RetryOn, Scenario,
+    SchedulePoint, Scope, ServiceTime, SideEffects, Throttle, ThrottleKind, WhenFull,
+    budget_defaults,
 };
 use super::units::Duration;
+
+/// The OCC workload of a validated scenario that has one.
+pub fn to_occ(s: &Scenario) -> Option<OccConfig> {
+    s.occ.as_ref().map(|o| OccConfig {
+        clients: o.clients,
+        policy: match o.policy {
+            OccPolicyName::NoBackoff => OccPolicy::NoBackoff,
+            OccPolicyName::Exponential => OccPolicy::Exponential,
+            OccPolicyName::FullJitter => OccPolicy::FullJitter,
+            OccPolicyName::EqualJitter => OccPolicy::EqualJitter,
+            OccPolicyName::Decorrelated => OccPolicy::Decorrelated,
+        },
+        base: o.base.ns(),
+        cap: o.cap.ns(),
+        message_mean: o.message_mean.ns(),
+        message_sd: o.message_sd.ns(),
+        bucket: s.bucket.ns(),
+        max_events: s.limits.max_events,
+    })
+}
 
 /// The model configuration of a validated scenario.
 pub fn to_model(s: &Scenario) -> ModelConfig {

@@ -20,7 +20,7 @@ mod validate_hops;
 mod validate_policy;
 pub mod variants;
 
-pub use build::to_model;
+pub use build::{to_model, to_occ};
 pub use error::{ScenarioError, ScenarioErrors};
 pub use load::{load_file, load_str};
 pub use overrides::{apply_set, parse_set_arg};

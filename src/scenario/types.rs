@@ -29,11 +29,19 @@ pub struct Scenario {
     /// Seeds per variant, derived from `seed`.
     #[serde(default = "one")]
     pub replicates: u32,
+    /// The fleet (absent with an `occ` workload).
+    #[serde(default, skip_serializing_if = "Clients::is_unset")]
     pub clients: Clients,
     /// Outermost first; empty means clients call the dependency directly.
     #[serde(default)]
     pub layers: Vec<Layer>,
+    /// The capacity-limited server (absent with an `occ` workload).
+    #[serde(default, skip_serializing_if = "Dependency::is_unset")]
     pub dependency: Dependency,
+    /// The optimistic-concurrency workload of AWS's "Exponential Backoff
+    /// And Jitter" experiment instead of clients, layers and dependency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub occ: Option<Occ>,
     /// Message consumers: the clients publish messages to a queue, and a
     /// pool of consumers handles them (each handling is one logical request
     /// through the layers).
@@ -63,6 +71,50 @@ fn one() -> u32 {
     1
 }
 
+// -------------------------------------------------------------------- occ
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum OccPolicyName {
+    NoBackoff,
+    Exponential,
+    FullJitter,
+    EqualJitter,
+    Decorrelated,
+}
+
+/// N clients each update one contended row once (read the version, write
+/// with it; the write fails if the version moved) and back off after a
+/// failed write: shared/reference/experiments.md §1. Defaults are the
+/// blog's: base 5 ms, cap 2 s, every message |Normal(10 ms, 2 ms)|.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Occ {
+    pub clients: u32,
+    pub policy: OccPolicyName,
+    #[serde(default = "occ_base")]
+    pub base: Duration,
+    #[serde(default = "occ_cap")]
+    pub cap: Duration,
+    #[serde(default = "occ_message_mean")]
+    pub message_mean: Duration,
+    #[serde(default = "occ_message_sd")]
+    pub message_sd: Duration,
+}
+
+fn occ_base() -> Duration {
+    Duration::from_millis(5)
+}
+fn occ_cap() -> Duration {
+    Duration::from_secs(2)
+}
+fn occ_message_mean() -> Duration {
+    Duration::from_millis(10)
+}
+fn occ_message_sd() -> Duration {
+    Duration::from_millis(2)
+}
+
 // ---------------------------------------------------------------- clients
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -76,6 +128,29 @@ pub struct Clients {
     /// The user's budget for one logical request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<Duration>,
+}
+
+impl Default for Clients {
+    /// Unset: what an `occ` scenario has (validation requires clients
+    /// otherwise).
+    fn default() -> Self {
+        Clients {
+            arrival: Arrival {
+                kind: ArrivalKind::Poisson,
+                rate: None,
+                clients: None,
+                think: None,
+            },
+            schedule: Vec::new(),
+            deadline: None,
+        }
+    }
+}
+
+impl Clients {
+    pub fn is_unset(&self) -> bool {
+        *self == Clients::default()
+    }
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -765,6 +840,39 @@ pub struct Dependency {
     /// `stop` and free the worker.
     #[serde(default)]
     pub on_cancel: OnCancel,
+}
+
+impl Default for Dependency {
+    /// Unset: what an `occ` scenario has (validation requires a dependency
+    /// otherwise).
+    fn default() -> Self {
+        Dependency {
+            concurrency: 0,
+            service_time: ServiceTime {
+                dist: DistKind::Constant,
+                value: None,
+                mean: None,
+                median: None,
+                p99: None,
+                min: None,
+                max: None,
+            },
+            queue: Queue::default(),
+            overload: Overload::default(),
+            incidents: Vec::new(),
+            recovery: Recovery::default(),
+            side_effects: SideEffects::default(),
+            idempotency: Idempotency::default(),
+            dedupe_cost: default_dedupe_cost(),
+            on_cancel: OnCancel::default(),
+        }
+    }
+}
+
+impl Dependency {
+    pub fn is_unset(&self) -> bool {
+        *self == Dependency::default()
+    }
 }
 
 fn default_dedupe_cost() -> Duration {

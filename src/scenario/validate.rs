@@ -31,6 +31,19 @@ pub struct Issue {
 pub fn validate(s: &Scenario) -> Vec<Issue> {
     let mut c = Checker::default();
     c.top_level(s);
+    if s.occ.is_some() {
+        c.occ(s);
+        c.variants(s);
+        return c.issues;
+    }
+    if s.clients.is_unset() {
+        c.push("clients", "missing field `clients`; expected for example clients: { arrival: { kind: poisson, rate: 100/s } }");
+        return c.issues;
+    }
+    if s.dependency.is_unset() {
+        c.push("dependency", "missing field `dependency`; expected for example dependency: { concurrency: 8, service_time: { dist: exponential, mean: 20ms } }");
+        return c.issues;
+    }
     c.clients(&s.clients, s.duration);
     c.layers(&s.layers, s.duration);
     c.hops(s);

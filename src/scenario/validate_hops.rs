@@ -94,6 +94,33 @@ impl Checker {
         }
     }
 
+    /// An `occ` workload replaces clients, layers, dependency and consumers.
+    pub(super) fn occ(&mut self, s: &Scenario) {
+        let Some(o) = &s.occ else { return };
+        self.check((1..=100_000).contains(&o.clients), "occ.clients", || {
+            format!("clients is {}; expected 1 to 100000", o.clients)
+        });
+        self.positive(o.cap, "occ.cap", "cap");
+        self.check(o.cap >= o.base, "occ.cap", || {
+            format!(
+                "cap ({}) is below base ({}); expected cap >= base",
+                o.cap, o.base
+            )
+        });
+        self.positive(o.message_mean, "occ.message_mean", "message_mean");
+        for (set, field) in [
+            (!s.clients.is_unset(), "clients"),
+            (!s.dependency.is_unset(), "dependency"),
+            (!s.layers.is_empty(), "layers"),
+            (s.consumers.is_some(), "consumers"),
+        ] {
+            self.check(!set, field, || {
+                format!("`{field}` does not apply to an occ workload (its clients, row and messages are fixed by the experiment); expected it absent")
+            });
+        }
+        self.sweep(s);
+    }
+
     /// The message queue and its consumers (SQS limits, presets.md §9.3).
     pub(super) fn consumers(&mut self, s: &Scenario) {
         let Some(c) = &s.consumers else { return };

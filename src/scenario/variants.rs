@@ -49,7 +49,13 @@ pub fn expand_all(s: &Scenario) -> Result<Vec<Expanded>, ScenarioErrors> {
         }
         for point in &grid {
             let mut scenario = v.clone();
-            let mut params = Vec::new();
+            // With explicit variants, the variant is one more dimension of
+            // the grid (a `sweep.variant` column).
+            let mut params = if named {
+                vec![("variant".to_string(), name.clone())]
+            } else {
+                Vec::new()
+            };
             let mut label = Vec::new();
             let mut ok = true;
             for ((path, value), short) in point.iter().zip(&short) {

@@ -345,6 +345,7 @@ impl<'a> Sim<'a> {
             digest: self.q.digest(),
             aborted,
             end,
+            completion: None,
         };
         (self.rec, info)
     }
