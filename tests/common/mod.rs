@@ -126,3 +126,58 @@ pub fn retry_on_transient() -> RetryOn {
     r.connection = true;
     r
 }
+
+/// Little's law on a whole run: the time-average number of requests inside
+/// the dependency (`in_flight`, averaged over the buckets) equals the
+/// arrival rate times the mean time in system. With a pass-through client
+/// layer and no retries, a logical request's latency is its time in the
+/// dependency (0 for a shed one), so λ is the offered rate. It is a
+/// sample-path identity: only the requests open at the end of the run and
+/// the histogram's 3 significant digits separate the two sides.
+pub fn assert_little(rows: &[TimeRow], s: &Summary, secs: u64, tol: f64) {
+    let l = rows.iter().map(|r| r.in_flight).sum::<f64>() / rows.len() as f64;
+    let lambda = s.logical_requests as f64 / secs as f64;
+    let w = s.latency_mean_ms.expect("requests ended") / 1000.0;
+    assert!(
+        (l / (lambda * w) - 1.0).abs() < tol,
+        "Little's law: L = {l:.5} vs λW = {:.5}",
+        lambda * w
+    );
+}
+
+/// Mean and standard error of independent replicate estimates.
+pub fn mean_se(xs: &[f64]) -> (f64, f64) {
+    let n = xs.len() as f64;
+    let m = xs.iter().sum::<f64>() / n;
+    let var = xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0);
+    (m, (var / n).sqrt())
+}
+
+/// One run's time series and summary.
+pub type RunOutput = (Vec<TimeRow>, Summary);
+
+/// Runs `cfg` once per seed, the seeds spread over the available cores,
+/// and returns the results in seed order.
+pub fn run_seeds(cfg: &ModelConfig, seeds: &[u64]) -> Vec<RunOutput> {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let slots: Vec<std::sync::Mutex<Option<RunOutput>>> =
+        seeds.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|sc| {
+        for _ in 0..workers.min(seeds.len()) {
+            sc.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if i >= seeds.len() {
+                        break;
+                    }
+                    *slots[i].lock().unwrap() = Some(run(cfg, seeds[i]));
+                }
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|m| m.into_inner().unwrap().expect("every seed ran"))
+        .collect()
+}
