@@ -12,7 +12,7 @@ use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::report::{self, OutputDir};
-use crate::runner::{self, VariantPlan};
+use crate::runner;
 use crate::scenario::{self, Scenario, ScenarioErrors, presets};
 
 /// The scenario `stormsim run` uses when given no file.
@@ -256,19 +256,10 @@ fn run(args: RunArgs) -> i32 {
         Ok(s) => s,
         Err(e) => return report_errors(&e),
     };
-    let variants = match scenario::expand_all(&s) {
-        Ok(v) => v,
+    let plans = match runner::plan(&s) {
+        Ok(p) => p,
         Err(e) => return report_errors(&e),
     };
-    let plans: Vec<VariantPlan> = variants
-        .into_iter()
-        .map(|e| VariantPlan {
-            config: scenario::to_model(&e.scenario),
-            occ: scenario::to_occ(&e.scenario),
-            name: e.name,
-            params: e.params,
-        })
-        .collect();
     let out_path = args
         .out
         .clone()

@@ -14,6 +14,7 @@ use crate::engine::derive_seed;
 use crate::metrics::{Recorder, RecoveryCriteria, RunContext, RunInfo, Summary, TimeRow, tabulate};
 use crate::model::occ::{OccConfig, run_occ};
 use crate::model::{ModelConfig, Sim};
+use crate::scenario::{self, Scenario, ScenarioErrors};
 
 /// One variant, ready to run.
 #[derive(Clone, Debug)]
@@ -38,6 +39,19 @@ pub struct RunResult {
     pub params: Vec<(String, String)>,
     pub rows: Vec<TimeRow>,
     pub summary: Summary,
+}
+
+/// The runs of a loaded scenario: every variant × sweep point, ready to run.
+pub fn plan(s: &Scenario) -> Result<Vec<VariantPlan>, ScenarioErrors> {
+    Ok(scenario::expand_all(s)?
+        .into_iter()
+        .map(|e| VariantPlan {
+            config: scenario::to_model(&e.scenario),
+            occ: scenario::to_occ(&e.scenario),
+            name: e.name,
+            params: e.params,
+        })
+        .collect())
 }
 
 /// The seed of replicate `r` (the same for every variant).

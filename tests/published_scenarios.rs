@@ -8,14 +8,7 @@ use stormsim::scenario;
 
 fn run_file(path: &str, replicates: u32) -> Vec<RunResult> {
     let s = scenario::load_file(std::path::Path::new(path)).expect("scenario loads");
-    let plans: Vec<VariantPlan> = scenario::expand_variants(&s)
-        .expect("variants expand")
-        .into_iter()
-        .map(|(name, v)| VariantPlan {
-            name,
-            config: scenario::to_model(&v),
-        })
-        .collect();
+    let plans: Vec<VariantPlan> = runner::plan(&s).expect("variants expand");
     runner::run_all(&plans, replicates, s.seed, &|_| {})
 }
 

@@ -6,16 +6,7 @@ use stormsim::scenario;
 
 fn run_file(path: &str, replicates: u32) -> Vec<RunResult> {
     let s = scenario::load_file(std::path::Path::new(path)).expect("bundled scenario loads");
-    let plans: Vec<VariantPlan> = scenario::expand_all(&s)
-        .expect("variants expand")
-        .into_iter()
-        .map(|e| VariantPlan {
-            config: scenario::to_model(&e.scenario),
-            occ: scenario::to_occ(&e.scenario),
-            name: e.name,
-            params: e.params,
-        })
-        .collect();
+    let plans: Vec<VariantPlan> = runner::plan(&s).expect("variants expand");
     runner::run_all(&plans, replicates, s.seed, &|_| {})
 }
 

@@ -58,7 +58,9 @@ pub enum BudgetConfig {
         success_increment: u32,
     },
     /// The SRE book's per-client retry budget (presets.md §8): retry only
-    /// while retries ÷ calls over the last `window` is below `ratio`.
+    /// while retries ÷ calls over the last `window` stays within `ratio`
+    /// (the retry being granted counted), so retry load is at most
+    /// 1 + ratio.
     Ratio { ratio: f64, window: Nanos },
     /// The SRE book's server-wide budget, "60 retries per minute per
     /// process" (presets.md §8), as a token bucket of `per_minute` tokens
@@ -325,7 +327,9 @@ impl Budget {
                 let calls = self.calls.as_mut().map_or(0.0, |c| c.total(now));
                 let w = self.window.as_mut().expect("ratio budget has a window");
                 let retries = w.total(now);
-                if calls > 0.0 && retries / calls < ratio {
+                // Granting must keep retries ÷ calls within the ratio, so
+                // the retry load never exceeds 1 + ratio.
+                if calls > 0.0 && (retries + 1.0) / calls <= ratio {
                     w.add(now, 1.0);
                     allow
                 } else {
