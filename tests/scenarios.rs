@@ -83,3 +83,19 @@ fn orphaned_work_is_what_keeps_the_database_down() {
     assert_eq!(stop.orphaned_work_s, 0.0);
     assert!(stop.success_rate > 0.9);
 }
+
+#[test]
+fn check_flags_retried_writes_without_a_key() {
+    let path = std::path::Path::new("scenarios/payments-idempotency.yaml");
+    let s = scenario::load_file(path).unwrap();
+    let has = |s: &stormsim::scenario::Scenario| {
+        stormsim::check::check(s)
+            .findings
+            .iter()
+            .any(|f| f.code == "non-idempotent-retries")
+    };
+    assert!(has(&s));
+    let keyed =
+        scenario::apply_set(&s, "dependency.idempotency", serde_json::json!("key")).unwrap();
+    assert!(!has(&keyed));
+}

@@ -8,7 +8,9 @@
 
 use crate::model::LayerConfig;
 use crate::scenario::locate::layer_labels;
-use crate::scenario::types::{DeadlineMode, Jitter, RetryAfterMode, RetryOn, Scenario};
+use crate::scenario::types::{
+    DeadlineMode, Idempotency, Jitter, RetryAfterMode, RetryOn, Scenario, SideEffects,
+};
 use crate::scenario::validate::MAX_ATTEMPTS;
 
 use super::{Finding, LayerReport, Severity, StackReport};
@@ -74,6 +76,23 @@ pub fn findings(
     {
         let retries = l.retry.max_attempts > 1;
         let rp = format!("{path}.retry");
+        // Non-idempotent writes retried without an idempotency key: every
+        // retry of a write that committed is a duplicate side effect.
+        if (retries || l.hedging.is_some() || l.hedge_on_timeout)
+            && s.dependency.side_effects == SideEffects::Write
+            && s.dependency.idempotency == Idempotency::None
+        {
+            out.add(
+                Severity::Error,
+                "non-idempotent-retries",
+                &rp,
+                format!(
+                    "layer `{}` retries non-idempotent writes without an idempotency key: a timeout after commit becomes a duplicate side effect",
+                    l.name
+                ),
+                "set `dependency.idempotency: key` (or `status_probe: true` on the innermost layer), or stop retrying writes",
+            );
+        }
         // No jitter on a large fleet.
         let calls_per_s = stack.peak_offered_per_s * r.budgeted_calls_per_request;
         if retries
