@@ -91,7 +91,8 @@ struct PlotArgs {
 
 #[derive(Args, Debug)]
 struct MergeArgs {
-    /// The shard folders, one for each shard 0..N, in any order.
+    /// The shard folders, one for each shard 0..N, in any order; or a
+    /// folder holding them (as output/<name>/ after sharded runs).
     #[arg(required = true)]
     dirs: Vec<PathBuf>,
     /// Output folder (default: output/<scenario name>).

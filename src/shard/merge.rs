@@ -53,9 +53,27 @@ struct ItemData {
     exact: Vec<(String, Cell)>,
 }
 
-/// Merges the shard folders `dirs` (in any order).
+/// The shard folders named by `dirs`: a shard folder (with a
+/// `manifest.json`) stands for itself; a folder that holds shard folders
+/// (`output/<name>/` after sharded runs with default folders) stands for
+/// all of them.
+pub fn expand_dirs(dirs: &[PathBuf]) -> Vec<PathBuf> {
+    dirs.iter()
+        .flat_map(|d| {
+            let inner = super::shard_folders_in(d);
+            if d.join(MANIFEST).is_file() || inner.is_empty() {
+                vec![d.clone()]
+            } else {
+                inner.into_iter().map(|n| d.join(n)).collect()
+            }
+        })
+        .collect()
+}
+
+/// Merges the shard folders `dirs` (in any order; see [`expand_dirs`]).
 pub fn merge(dirs: &[PathBuf]) -> Result<Merged, MergeError> {
     let input = MergeError::Input;
+    let dirs = &expand_dirs(dirs);
     if dirs.is_empty() {
         return Err(input("no shard folders given".into()));
     }
