@@ -443,3 +443,76 @@ fn shard_from_kubernetes_and_slurm_environments() {
         .assert()
         .code(2);
 }
+
+/// Variants with different layers: a shard's per-layer columns are those
+/// of the whole run, in the whole run's order, not only of its variants.
+const LAYERED: &str = r#"
+name: layered
+seed: 7
+duration: 20s
+bucket: 1s
+replicates: 2
+clients:
+  arrival: { kind: poisson, rate: 200/s }
+  deadline: 5s
+layers:
+  - name: client
+    timeout: 500ms
+    retry:
+      max_attempts: 4
+      backoff: { kind: exponential, base: 50ms, multiplier: 2, cap: 1s }
+      jitter: full
+      retry_on: [timeout, connection, 503]
+dependency:
+  concurrency: 8
+  service_time: { dist: exponential, mean: 20ms }
+  queue: { capacity: 64 }
+  incidents:
+    - { kind: down, start: 5s, end: 10s }
+variants:
+  - { name: direct, set: { layers: [] } }
+  - { name: with-client, set: {} }
+  - name: two-layers
+    set:
+      layers: [ { name: edge, timeout: 2s }, { name: client, timeout: 1s } ]
+"#;
+
+#[test]
+fn shards_of_variants_with_different_layers_merge_byte_identically() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("layered.yaml");
+    fs::write(&file, LAYERED).unwrap();
+    let run = |out: &Path, extra: &[&str]| {
+        stormsim()
+            .arg("run")
+            .arg(&file)
+            .args(["--quiet", "--out"])
+            .arg(out)
+            .args(extra)
+            .assert()
+            .success();
+    };
+    let full = tmp.path().join("full");
+    run(&full, &[]);
+    // Shard 0 of 5 holds items 0 (direct) and 5 (two-layers): no variant
+    // of its own lists `client` first, the whole run does.
+    let dirs: Vec<PathBuf> = (0..5)
+        .map(|i| {
+            let d = tmp.path().join(format!("s{i}"));
+            run(&d, &["--shard", &format!("{i}/5")]);
+            d
+        })
+        .collect();
+    let header = |d: &Path| {
+        fs::read_to_string(d.join("summary.csv"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(header(&dirs[0]), header(&full));
+    let merged = tmp.path().join("merged");
+    merge(&dirs, &merged).success();
+    assert!(tree(&merged) == tree(&full));
+}
