@@ -1,4 +1,5 @@
-//! The command line: `stormsim run`, `stormsim validate`, `stormsim plot`,
+//! The command line: `stormsim run` (whole or one shard), `stormsim merge`,
+//! `stormsim validate`, `stormsim plot`,
 //! `stormsim presets`, `stormsim check`. Exit codes: 0 success, 1 the run
 //! failed (for `check`: a finding is an error), 2 bad input
 //! (shared/DESIGN.md).
@@ -12,8 +13,9 @@ use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::report::{self, OutputDir};
-use crate::runner;
+use crate::runner::{self, VariantPlan};
 use crate::scenario::{self, Scenario, ScenarioErrors, presets};
+use crate::shard::{self, Manifest, ManifestItem, ShardSpec};
 
 /// The scenario `stormsim run` uses when given no file.
 pub const DEFAULT_SCENARIO: &str = include_str!("../scenarios/outage-recovery.yaml");
@@ -34,6 +36,10 @@ struct Cli {
 enum Command {
     /// Simulate a scenario and write CSV tables to output/<name>/.
     Run(RunArgs),
+    /// Merge the shard folders of a run made with --shard (or
+    /// --shard-from-env) into the outputs of one run: tables, charts and
+    /// report, byte for byte those of the unsharded run.
+    Merge(MergeArgs),
     /// Check a scenario file and report every problem with its location.
     Validate(ScenarioArgs),
     /// Draw the charts and report.html again from the CSV tables of an
@@ -84,6 +90,20 @@ struct PlotArgs {
 }
 
 #[derive(Args, Debug)]
+struct MergeArgs {
+    /// The shard folders, one for each shard 0..N, in any order; or a
+    /// folder holding them (as output/<name>/ after sharded runs).
+    #[arg(required = true)]
+    dirs: Vec<PathBuf>,
+    /// Output folder (default: output/<scenario name>).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Print nothing but errors.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(Args, Debug)]
 struct ScenarioArgs {
     /// The scenario file (YAML).
     file: PathBuf,
@@ -126,6 +146,20 @@ struct RunArgs {
     /// Print a line per finished run (events, time since start).
     #[arg(long, short)]
     verbose: bool,
+    /// Run only shard I of N (0-based): the runs k = variant index ×
+    /// replicates + replicate with k mod N = I. Writes a shard folder
+    /// (default output/<name>/shard-I-of-N) for `stormsim merge`.
+    #[arg(long, value_name = "I/N", conflicts_with = "shard_from_env")]
+    shard: Option<ShardSpec>,
+    /// Take the shard from a Kubernetes Indexed Job (JOB_COMPLETION_INDEX,
+    /// with --shard-count or STORMSIM_SHARDS) or a Slurm job array
+    /// (SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_COUNT, SLURM_ARRAY_TASK_MIN).
+    #[arg(long)]
+    shard_from_env: bool,
+    /// The number of shards, with --shard-from-env (Kubernetes does not
+    /// export the Job's completions).
+    #[arg(long, value_name = "N", requires = "shard_from_env")]
+    shard_count: Option<usize>,
 }
 
 /// Runs the command line and returns the process exit code.
@@ -140,6 +174,7 @@ pub fn main() -> i32 {
     };
     match cli.command {
         Command::Run(args) => run(args),
+        Command::Merge(args) => merge(args),
         Command::Validate(args) => validate(args),
         Command::Plot(args) => plot(args),
         Command::Presets { action: None } => list_presets(),
@@ -239,6 +274,19 @@ fn validate(args: ScenarioArgs) -> i32 {
 }
 
 fn run(args: RunArgs) -> i32 {
+    let shard = match (args.shard, args.shard_from_env) {
+        (Some(spec), _) => Some(spec),
+        (None, true) => {
+            match shard::env::shard_from_env(|k| std::env::var(k).ok(), args.shard_count) {
+                Ok((spec, _)) => Some(spec),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return 2;
+                }
+            }
+        }
+        (None, false) => None,
+    };
     let mut sets = args.set.clone();
     if let Some(seed) = args.seed {
         sets.push(format!("seed={seed}"));
@@ -260,10 +308,24 @@ fn run(args: RunArgs) -> i32 {
         Ok(p) => p,
         Err(e) => return report_errors(&e),
     };
-    let out_path = args
-        .out
-        .clone()
-        .unwrap_or_else(|| Path::new("output").join(&s.name));
+    let out_path = args.out.clone().unwrap_or_else(|| {
+        let dir = Path::new("output").join(&s.name);
+        match shard {
+            Some(spec) => dir.join(spec.folder_name()),
+            None => dir,
+        }
+    });
+    let replicates = s.replicates as usize;
+    let total_items = plans.len() * replicates;
+    let items: Vec<(usize, u32)> = match shard {
+        Some(spec) => spec
+            .items(total_items)
+            .map(|k| (k / replicates, (k % replicates) as u32))
+            .collect(),
+        None => (0..plans.len())
+            .flat_map(|v| (0..s.replicates).map(move |r| (v, r)))
+            .collect(),
+    };
 
     let pool = match args.threads {
         Some(n) => rayon::ThreadPoolBuilder::new().num_threads(n).build(),
@@ -276,7 +338,7 @@ fn run(args: RunArgs) -> i32 {
             return 1;
         }
     };
-    let total = plans.len() * s.replicates as usize;
+    let total = items.len();
     let bar = progress_bar(total as u64, args.quiet);
     let started = Instant::now();
     let finished = AtomicUsize::new(0);
@@ -302,11 +364,17 @@ fn run(args: RunArgs) -> i32 {
             }
         }
     };
-    let results = pool.install(|| runner::run_all(&plans, s.replicates, s.seed, &on_done));
+    let results = pool.install(|| runner::run_items(&plans, &items, s.seed, &on_done));
     bar.finish_and_clear();
 
     let write = || -> std::io::Result<PathBuf> {
-        let out = OutputDir::create(&out_path)?;
+        if let Some(spec) = shard {
+            return write_shard(&out_path, spec, &s, &plans, &results);
+        }
+        let mut out = OutputDir::create(&out_path)?;
+        for name in shard::shard_folders_in(&out_path) {
+            out.keep(&name);
+        }
         let timeseries = report::tables::timeseries_csv(&results);
         let summary = report::tables::summary_csv(&results);
         let by_variant = report::tables::summary_by_variant_csv(&results);
@@ -337,6 +405,15 @@ fn run(args: RunArgs) -> i32 {
     };
     if !args.quiet {
         print!("{}", report::console::summary_text(&s.name, &results));
+        if let Some(spec) = shard {
+            println!(
+                "shard {} of {}: {} of {total_items} runs; merge all {} shards with `stormsim merge`",
+                spec.index,
+                spec.count,
+                results.len(),
+                spec.count
+            );
+        }
         println!("results: {}", dir.display());
     }
     if results.iter().any(|r| r.summary.aborted.is_some()) {
@@ -344,6 +421,125 @@ fn run(args: RunArgs) -> i32 {
         return 1;
     }
     0
+}
+
+/// Writes a shard folder: its rows of the tables (with the columns of the
+/// whole run), the exact summary cells, the resolved scenario and the
+/// manifest. No charts: they come after `stormsim merge`.
+fn write_shard(
+    out_path: &Path,
+    spec: ShardSpec,
+    s: &Scenario,
+    plans: &[VariantPlan],
+    results: &[runner::RunResult],
+) -> std::io::Result<PathBuf> {
+    let layer_names: Vec<Vec<String>> = plans
+        .iter()
+        .map(|p| p.config.layers.iter().map(|l| l.name.clone()).collect())
+        .collect();
+    let layout = report::tables::Layout::of_variants(
+        layer_names
+            .iter()
+            .zip(plans)
+            .map(|(names, p)| (names.as_slice(), p.params.as_slice())),
+    );
+    let resolved = scenario::resolved_yaml(s);
+    let cells = report::tables::summary_rows_with(&layout, results);
+    let exact: Vec<_> = results
+        .iter()
+        .zip(&cells)
+        .map(|(r, c)| shard::ExactRow {
+            variant: &r.variant,
+            replicate: r.replicate,
+            seed: r.seed,
+            cells: c,
+        })
+        .collect();
+    let replicates = s.replicates as usize;
+    let manifest = Manifest {
+        format: shard::FORMAT.into(),
+        stormsim_version: env!("CARGO_PKG_VERSION").into(),
+        scenario: s.name.clone(),
+        scenario_digest: shard::scenario_digest(&resolved),
+        shard: spec.index,
+        shards: spec.count,
+        variants: plans.len(),
+        replicates: s.replicates,
+        items_total: plans.len() * replicates,
+        rule: shard::RULE.into(),
+        items: results
+            .iter()
+            .map(|r| ManifestItem {
+                item: r.variant_index * replicates + r.replicate as usize,
+                variant_index: r.variant_index,
+                variant: r.variant.clone(),
+                replicate: r.replicate,
+            })
+            .collect(),
+    };
+    let out = OutputDir::create(out_path)?;
+    out.write(
+        "timeseries.csv",
+        &report::tables::timeseries_csv_with(&layout, results),
+    )?;
+    out.write(
+        "summary.csv",
+        &report::tables::summary_csv_with(&layout, results),
+    )?;
+    out.write(shard::EXACT_SUMMARY, &shard::exact_summary_csv(&exact))?;
+    out.write("scenario.resolved.yaml", resolved.as_bytes())?;
+    out.write(shard::MANIFEST, manifest.to_json().as_bytes())?;
+    out.commit()
+}
+
+fn merge(args: MergeArgs) -> i32 {
+    let merged = match shard::merge::merge(&args.dirs) {
+        Ok(m) => m,
+        Err(shard::merge::MergeError::Input(e)) => {
+            eprintln!("error: cannot merge: {e}");
+            return 2;
+        }
+        Err(shard::merge::MergeError::Draw(e)) => {
+            eprintln!("error: cannot draw the charts: {e}");
+            return 1;
+        }
+    };
+    let out_path = args
+        .out
+        .clone()
+        .unwrap_or_else(|| Path::new("output").join(&merged.scenario));
+    let write = || -> std::io::Result<PathBuf> {
+        let mut out = OutputDir::create(&out_path)?;
+        for name in shard::shard_folders_in(&out_path) {
+            out.keep(&name);
+        }
+        for (path, bytes) in &merged.files {
+            out.write(path, bytes)?;
+        }
+        out.commit()
+    };
+    match write() {
+        Ok(dir) => {
+            if !args.quiet {
+                println!(
+                    "merged {} shard{} ({} runs) of {}",
+                    merged.shards,
+                    if merged.shards == 1 { "" } else { "s" },
+                    merged.items,
+                    merged.scenario
+                );
+                println!("results: {}", dir.display());
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!(
+                "error: could not write results to {}: {e}; nothing was written",
+                out_path.display()
+            );
+            1
+        }
+    }
 }
 
 /// A progress bar over runs on stderr; hidden when stderr is not a

@@ -4,7 +4,8 @@
 //! nothing of retries; `model` (clients, layers, dependency) knows nothing
 //! of files; `metrics` turns what the model records into tables; `report`
 //! reads only metrics; `scenario` reads files and builds model configs;
-//! `runner` and `cli` tie them together.
+//! `runner`, `shard` (runs split over machines, and their merge) and
+//! `cli` tie them together.
 
 pub mod check;
 pub mod cli;
@@ -14,3 +15,4 @@ pub mod model;
 pub mod report;
 pub mod runner;
 pub mod scenario;
+pub mod shard;

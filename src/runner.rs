@@ -156,6 +156,18 @@ pub fn run_all(
     let items: Vec<(usize, u32)> = (0..variants.len())
         .flat_map(|v| (0..replicates).map(move |r| (v, r)))
         .collect();
+    run_items(variants, &items, scenario_seed, on_done)
+}
+
+/// Runs the given (variant index, replicate) items (a shard's share of
+/// `run_all`); results come back in the order of `items`, each identical
+/// to the one `run_all` gives for the same item.
+pub fn run_items(
+    variants: &[VariantPlan],
+    items: &[(usize, u32)],
+    scenario_seed: u64,
+    on_done: &(dyn Fn(&RunResult) + Sync),
+) -> Vec<RunResult> {
     items
         .par_iter()
         .map(|&(v, r)| {

@@ -11,6 +11,7 @@ pub struct OutputDir {
     target: PathBuf,
     staging: PathBuf,
     committed: bool,
+    keep: Vec<String>,
 }
 
 impl OutputDir {
@@ -34,7 +35,15 @@ impl OutputDir {
             target: target.to_path_buf(),
             staging,
             committed: false,
+            keep: Vec::new(),
         })
+    }
+
+    /// Carries the entry `name` of the folder being replaced over into the
+    /// new one on commit (shard folders inside a run's folder, say), unless
+    /// something of that name was written.
+    pub fn keep(&mut self, name: &str) {
+        self.keep.push(name.to_string());
     }
 
     /// Writes one file into the folder (relative path, subfolders allowed).
@@ -73,6 +82,12 @@ impl OutputDir {
         }
         self.committed = true;
         if had_old {
+            for name in &self.keep {
+                let (from, to) = (old.join(name), self.target.join(name));
+                if from.exists() && !to.exists() {
+                    fs::rename(&from, &to)?;
+                }
+            }
             fs::remove_dir_all(&old)?;
         }
         Ok(self.target.clone())
@@ -116,6 +131,23 @@ mod tests {
         assert!(target.join("charts/x.svg").exists());
         let leftovers: Vec<_> = fs::read_dir(root.path()).unwrap().collect();
         assert_eq!(leftovers.len(), 1, "no staging or old folder left behind");
+    }
+
+    #[test]
+    fn kept_entries_move_into_the_new_folder() {
+        let root = tempfile::tempdir().unwrap();
+        let target = root.path().join("out");
+        fs::create_dir_all(target.join("shard-0-of-2")).unwrap();
+        fs::write(target.join("shard-0-of-2/manifest.json"), "{}").unwrap();
+        fs::write(target.join("stale.csv"), "old").unwrap();
+        let mut out = OutputDir::create(&target).unwrap();
+        out.keep("shard-0-of-2");
+        out.keep("absent");
+        out.write("a.csv", b"new").unwrap();
+        out.commit().unwrap();
+        assert!(target.join("shard-0-of-2/manifest.json").is_file());
+        assert!(!target.join("stale.csv").exists());
+        assert_eq!(fs::read_dir(root.path()).unwrap().count(), 1);
     }
 
     #[test]

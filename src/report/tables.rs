@@ -79,21 +79,68 @@ fn header_of(prefix: &[&str], cells: &[(String, Cell)]) -> Vec<String> {
         .collect()
 }
 
+/// The per-layer and `sweep.<path>` columns of the tables. An unsharded
+/// run takes them from its results; a shard takes them from every variant
+/// of the scenario (`Layout::of_variants`), so that its rows are exactly the
+/// rows the unsharded run writes for the same runs.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Layout {
+    pub layers: Vec<String>,
+    pub params: Vec<String>,
+}
+
+impl Layout {
+    /// The columns of these results.
+    pub fn of(results: &[RunResult]) -> Layout {
+        Layout {
+            layers: all_layer_names(results),
+            params: all_params(results),
+        }
+    }
+
+    /// The columns of a run of these variants, as (layer names, swept
+    /// (path, value) pairs) in variant order: the same as `Layout::of`
+    /// over the results of every variant.
+    pub fn of_variants<'a>(
+        variants: impl IntoIterator<Item = (&'a [String], &'a [(String, String)])>,
+    ) -> Layout {
+        let mut out = Layout::default();
+        for (layers, params) in variants {
+            for n in layers {
+                if !out.layers.contains(n) {
+                    out.layers.push(n.clone());
+                }
+            }
+            for (p, _) in params {
+                if !out.params.contains(p) {
+                    out.params.push(p.clone());
+                }
+            }
+        }
+        out
+    }
+}
+
 pub fn timeseries_csv(results: &[RunResult]) -> Vec<u8> {
-    let layers = all_layer_names(results);
-    let params = all_params(results);
+    timeseries_csv_with(&Layout::of(results), results)
+}
+
+/// `timeseries.csv` of these results with the columns of `layout`.
+pub fn timeseries_csv_with(layout: &Layout, results: &[RunResult]) -> Vec<u8> {
+    let layers = &layout.layers;
+    let params = &layout.params;
     let mut header = None;
     let mut rows = Vec::new();
     for r in results {
         for row in &r.rows {
             let mut row = row.clone();
-            row.layer_attempts = spread(&row.layer_attempts, &r.layer_names, &layers, 0);
-            row.layer_retries = spread(&row.layer_retries, &r.layer_names, &layers, 0);
-            row.layer_gates = spread(&row.layer_gates, &r.layer_names, &layers, [0; 3]);
-            row.layer_levels = spread(&row.layer_levels, &r.layer_names, &layers, [None; 3]);
-            row.layer_orphaned = spread(&row.layer_orphaned, &r.layer_names, &layers, 0);
-            let mut cells = time_row_cells(&row, &layers);
-            cells.extend(param_cells(r, &params));
+            row.layer_attempts = spread(&row.layer_attempts, &r.layer_names, layers, 0);
+            row.layer_retries = spread(&row.layer_retries, &r.layer_names, layers, 0);
+            row.layer_gates = spread(&row.layer_gates, &r.layer_names, layers, [0; 3]);
+            row.layer_levels = spread(&row.layer_levels, &r.layer_names, layers, [None; 3]);
+            row.layer_orphaned = spread(&row.layer_orphaned, &r.layer_names, layers, 0);
+            let mut cells = time_row_cells(&row, layers);
+            cells.extend(param_cells(r, params));
             header.get_or_insert_with(|| header_of(&["variant", "replicate"], &cells));
             let mut line = vec![r.variant.clone(), r.replicate.to_string()];
             line.extend(cells.iter().map(|(_, c)| c.render()));
@@ -103,30 +150,35 @@ pub fn timeseries_csv(results: &[RunResult]) -> Vec<u8> {
     write_csv(&header.unwrap_or_default(), rows.into_iter())
 }
 
-fn summary_rows(results: &[RunResult]) -> (Vec<String>, Vec<Vec<(String, Cell)>>) {
-    let layers = all_layer_names(results);
-    let params = all_params(results);
-    let rows: Vec<Vec<(String, Cell)>> = results
+/// The cells of each result's `summary.csv` row (after `variant,
+/// replicate, seed`), with the columns of `layout`.
+pub fn summary_rows_with(layout: &Layout, results: &[RunResult]) -> Vec<Vec<(String, Cell)>> {
+    let layers = &layout.layers;
+    let params = &layout.params;
+    results
         .iter()
         .map(|r| {
             let mut s = r.summary.clone();
-            s.layer_attempts = spread(&s.layer_attempts, &r.layer_names, &layers, 0);
-            s.layer_retries = spread(&s.layer_retries, &r.layer_names, &layers, 0);
-            s.layer_gates = spread(&s.layer_gates, &r.layer_names, &layers, [0; 3]);
-            s.layer_orphaned = spread(&s.layer_orphaned, &r.layer_names, &layers, 0);
-            s.layer_calls = spread(&s.layer_calls, &r.layer_names, &layers, 0);
-            s.layer_orphaned_work_s =
-                spread(&s.layer_orphaned_work_s, &r.layer_names, &layers, 0.0);
-            let mut cells = summary_cells(&s, &layers);
-            cells.extend(param_cells(r, &params));
+            s.layer_attempts = spread(&s.layer_attempts, &r.layer_names, layers, 0);
+            s.layer_retries = spread(&s.layer_retries, &r.layer_names, layers, 0);
+            s.layer_gates = spread(&s.layer_gates, &r.layer_names, layers, [0; 3]);
+            s.layer_orphaned = spread(&s.layer_orphaned, &r.layer_names, layers, 0);
+            s.layer_calls = spread(&s.layer_calls, &r.layer_names, layers, 0);
+            s.layer_orphaned_work_s = spread(&s.layer_orphaned_work_s, &r.layer_names, layers, 0.0);
+            let mut cells = summary_cells(&s, layers);
+            cells.extend(param_cells(r, params));
             cells
         })
-        .collect();
-    (layers, rows)
+        .collect()
 }
 
 pub fn summary_csv(results: &[RunResult]) -> Vec<u8> {
-    let (_, rows) = summary_rows(results);
+    summary_csv_with(&Layout::of(results), results)
+}
+
+/// `summary.csv` of these results with the columns of `layout`.
+pub fn summary_csv_with(layout: &Layout, results: &[RunResult]) -> Vec<u8> {
+    let rows = summary_rows_with(layout, results);
     let header = rows
         .first()
         .map(|c| header_of(&["variant", "replicate", "seed"], c))
@@ -145,7 +197,7 @@ pub fn summary_csv(results: &[RunResult]) -> Vec<u8> {
 
 /// Aggregated rows per variant, in variant order: (variant, cells).
 pub fn by_variant(results: &[RunResult]) -> Vec<(String, Vec<(String, Cell)>)> {
-    let (_, rows) = summary_rows(results);
+    let rows = summary_rows_with(&Layout::of(results), results);
     let mut out: Vec<(String, Vec<(String, Cell)>)> = Vec::new();
     let mut i = 0;
     while i < results.len() {
@@ -160,7 +212,23 @@ pub fn by_variant(results: &[RunResult]) -> Vec<(String, Vec<(String, Cell)>)> {
 }
 
 pub fn summary_by_variant_csv(results: &[RunResult]) -> Vec<u8> {
-    let agg = by_variant(results);
+    by_variant_csv(&by_variant(results))
+}
+
+/// The named cells of one table row.
+pub type Cells = Vec<(String, Cell)>;
+
+/// `summary_by_variant.csv` from summary rows grouped by variant, in
+/// variant order: (variant, the cells of each of its replicates' rows).
+pub fn summary_by_variant_csv_from_rows(groups: &[(String, Vec<Cells>)]) -> Vec<u8> {
+    let agg: Vec<(String, Vec<(String, Cell)>)> = groups
+        .iter()
+        .map(|(name, rows)| (name.clone(), aggregate(rows)))
+        .collect();
+    by_variant_csv(&agg)
+}
+
+fn by_variant_csv(agg: &[(String, Vec<(String, Cell)>)]) -> Vec<u8> {
     let header = agg
         .first()
         .map(|(_, c)| header_of(&["variant"], c))

@@ -1,0 +1,336 @@
+//! Deterministic shards of a run, for sweeps spread over a cluster
+//! (Kubernetes Indexed Jobs, Slurm job arrays), and their merge.
+//!
+//! The work of a run is its items: item `k = variant_index × replicates +
+//! replicate`, in the order `stormsim run` writes them. Shard `I` of `N`
+//! runs exactly the items with `k mod N = I` (never chosen by timing), and
+//! writes a shard folder:
+//!
+//! - `timeseries.csv` and `summary.csv`: its rows, byte for byte the rows
+//!   the unsharded run writes for the same items (same columns: the
+//!   per-layer and `sweep.` columns come from every variant of the
+//!   scenario, not only the shard's);
+//! - `summary.exact.csv`: the same summary cells, typed and at full
+//!   precision (see [`encode_cell`]), from which `stormsim merge`
+//!   aggregates `summary_by_variant.csv` exactly as an unsharded run does;
+//! - `scenario.resolved.yaml` and `manifest.json` ([`Manifest`]).
+//!
+//! `stormsim merge` ([`merge`]) checks the manifests and writes the same
+//! files as an unsharded run, charts and report included.
+
+pub mod env;
+pub mod merge;
+
+use std::fmt;
+use std::path::Path;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::metrics::Cell;
+
+/// The manifest's file name in a shard folder.
+pub const MANIFEST: &str = "manifest.json";
+/// The typed, full-precision summary cells of a shard.
+pub const EXACT_SUMMARY: &str = "summary.exact.csv";
+/// The `format` field of a manifest.
+pub const FORMAT: &str = "stormsim-shard/1";
+/// How items are shared out, as written in every manifest.
+pub const RULE: &str =
+    "item k = variant_index * replicates + replicate belongs to shard k mod shards";
+
+/// Shard `index` of `count` (0-based index).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShardSpec {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl ShardSpec {
+    /// A shard, checked: `count ≥ 1` and `index < count`.
+    pub fn new(index: usize, count: usize) -> Result<ShardSpec, String> {
+        if count == 0 {
+            return Err("the number of shards must be at least 1".into());
+        }
+        if index >= count {
+            return Err(format!(
+                "shard index {index} is out of range for {count} shard{} (valid: 0 to {})",
+                if count == 1 { "" } else { "s" },
+                count - 1
+            ));
+        }
+        Ok(ShardSpec { index, count })
+    }
+
+    /// Whether item `k` belongs to this shard.
+    pub fn owns(&self, item: usize) -> bool {
+        item % self.count == self.index
+    }
+
+    /// The items of this shard among `total`, in order.
+    pub fn items(&self, total: usize) -> impl Iterator<Item = usize> + '_ {
+        (self.index..total).step_by(self.count)
+    }
+
+    /// The default folder name of this shard: `shard-I-of-N`.
+    pub fn folder_name(&self) -> String {
+        format!("shard-{}-of-{}", self.index, self.count)
+    }
+}
+
+impl fmt::Display for ShardSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+impl FromStr for ShardSpec {
+    type Err = String;
+
+    /// `I/N`, as `--shard 2/8`.
+    fn from_str(s: &str) -> Result<ShardSpec, String> {
+        let (i, n) = s
+            .split_once('/')
+            .ok_or_else(|| format!("expected I/N (for example 0/4), got `{s}`"))?;
+        let i: usize = i
+            .trim()
+            .parse()
+            .map_err(|_| format!("shard index `{i}` is not a whole number (expected I/N)"))?;
+        let n: usize = n
+            .trim()
+            .parse()
+            .map_err(|_| format!("shard count `{n}` is not a whole number (expected I/N)"))?;
+        ShardSpec::new(i, n)
+    }
+}
+
+/// FNV-1a, 64 bits (offset basis 0xcbf29ce484222325, prime 0x100000001b3)
+/// over the bytes: fixed forever, so digests compare across versions and
+/// machines. It detects shards of different scenarios; it is not meant to
+/// resist tampering.
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// The digest of a scenario: `fnv1a64:` and 16 hex digits of FNV-1a 64
+/// over its `scenario.resolved.yaml` bytes.
+pub fn scenario_digest(resolved_yaml: &str) -> String {
+    format!("fnv1a64:{:016x}", fnv1a64(resolved_yaml.as_bytes()))
+}
+
+/// One run of a shard.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestItem {
+    /// k = variant_index × replicates + replicate.
+    pub item: usize,
+    pub variant_index: usize,
+    pub variant: String,
+    pub replicate: u32,
+}
+
+/// `manifest.json` of a shard folder.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// `stormsim-shard/1`.
+    pub format: String,
+    pub stormsim_version: String,
+    /// The scenario's name (the default output folder of the merge).
+    pub scenario: String,
+    /// [`scenario_digest`] of `scenario.resolved.yaml`.
+    pub scenario_digest: String,
+    /// This shard's index I (0-based).
+    pub shard: usize,
+    /// The number of shards N.
+    pub shards: usize,
+    pub variants: usize,
+    pub replicates: u32,
+    /// Items of the whole run (variants × replicates).
+    pub items_total: usize,
+    /// [`RULE`].
+    pub rule: String,
+    pub items: Vec<ManifestItem>,
+}
+
+impl Manifest {
+    pub fn to_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("a manifest is plain data");
+        s.push('\n');
+        s
+    }
+
+    pub fn read(dir: &Path) -> Result<Manifest, String> {
+        let path = dir.join(MANIFEST);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            format!(
+                "{} is not a shard folder: cannot read {MANIFEST}: {e}",
+                dir.display()
+            )
+        })?;
+        serde_json::from_str(&text)
+            .map_err(|e| format!("{}: not a valid shard manifest: {e}", path.display()))
+    }
+}
+
+/// A cell written without loss: `i:` integer, `f:` float (Rust's shortest
+/// representation that reads back to the same bits; `NaN`, `inf`), `b:`
+/// boolean, `t:` text, and an empty field for a missing value.
+pub fn encode_cell(c: &Cell) -> String {
+    match c {
+        Cell::Int(v) => format!("i:{v}"),
+        Cell::Float(v) => format!("f:{v}"),
+        Cell::Bool(b) => format!("b:{b}"),
+        Cell::Text(t) => format!("t:{t}"),
+        Cell::Missing => String::new(),
+    }
+}
+
+/// Reads back a cell written by [`encode_cell`].
+pub fn decode_cell(s: &str) -> Result<Cell, String> {
+    if s.is_empty() {
+        return Ok(Cell::Missing);
+    }
+    let bad = || format!("`{s}` is not an exact cell");
+    let (tag, v) = s.split_once(':').ok_or_else(bad)?;
+    Ok(match tag {
+        "i" => Cell::Int(v.parse().map_err(|_| bad())?),
+        "f" => Cell::Float(v.parse().map_err(|_| bad())?),
+        "b" => Cell::Bool(v.parse().map_err(|_| bad())?),
+        "t" => Cell::Text(v.to_string()),
+        _ => return Err(bad()),
+    })
+}
+
+/// One run's row of `summary.exact.csv`.
+pub struct ExactRow<'a> {
+    pub variant: &'a str,
+    pub replicate: u32,
+    pub seed: u64,
+    pub cells: &'a [(String, Cell)],
+}
+
+/// `summary.exact.csv`: `variant, replicate, seed` then every summary
+/// cell encoded by [`encode_cell`], one row per run.
+pub fn exact_summary_csv(rows: &[ExactRow<'_>]) -> Vec<u8> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    if let Some(ExactRow { cells, .. }) = rows.first() {
+        let header = ["variant", "replicate", "seed"]
+            .into_iter()
+            .map(str::to_string)
+            .chain(cells.iter().map(|(n, _)| n.clone()));
+        w.write_record(header).expect("writing to memory");
+    }
+    for ExactRow {
+        variant,
+        replicate,
+        seed,
+        cells,
+    } in rows
+    {
+        let line = [variant.to_string(), replicate.to_string(), seed.to_string()]
+            .into_iter()
+            .chain(cells.iter().map(|(_, c)| encode_cell(c)));
+        w.write_record(line).expect("writing to memory");
+    }
+    w.into_inner().expect("writing to memory")
+}
+
+/// Names of the shard folders (holding a `manifest.json`) directly inside
+/// `dir`: a run or merge that replaces `dir` carries them over.
+pub fn shard_folders_in(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .flatten()
+        .filter(|e| e.path().join(MANIFEST).is_file())
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        .filter(|n| !n.starts_with('.'))
+        .collect();
+    names.sort();
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_shard_specs() {
+        assert_eq!(
+            "2/8".parse::<ShardSpec>(),
+            Ok(ShardSpec { index: 2, count: 8 })
+        );
+        assert!(
+            "8/8"
+                .parse::<ShardSpec>()
+                .unwrap_err()
+                .contains("out of range")
+        );
+        assert!(
+            "0/0"
+                .parse::<ShardSpec>()
+                .unwrap_err()
+                .contains("at least 1")
+        );
+        assert!("1".parse::<ShardSpec>().is_err());
+        assert!("a/2".parse::<ShardSpec>().is_err());
+    }
+
+    #[test]
+    fn items_go_round_robin_and_cover_everything_once() {
+        for n in 1..9 {
+            let mut seen = [0; 23];
+            for i in 0..n {
+                let s = ShardSpec::new(i, n).unwrap();
+                for k in s.items(23) {
+                    assert!(s.owns(k));
+                    assert_eq!(k % n, i);
+                    seen[k] += 1;
+                }
+            }
+            assert!(seen.iter().all(|&c| c == 1));
+        }
+    }
+
+    #[test]
+    fn fnv1a64_matches_the_published_vectors() {
+        assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a64(b"foobar"), 0x8594_4171_f739_67e8);
+        assert_eq!(scenario_digest(""), "fnv1a64:cbf29ce484222325");
+    }
+
+    #[test]
+    fn cells_round_trip_exactly() {
+        let cells = [
+            Cell::Int(u64::MAX),
+            Cell::Float(0.1 + 0.2),
+            Cell::Float(1e-300),
+            Cell::Float(-0.0),
+            Cell::Float(123_456_789.123_456_79),
+            Cell::Float(f64::INFINITY),
+            Cell::Bool(false),
+            Cell::Text("a:b, \"c\"".into()),
+            Cell::Text(String::new()),
+            Cell::Missing,
+        ];
+        for c in cells {
+            let back = decode_cell(&encode_cell(&c)).unwrap();
+            match (&c, &back) {
+                (Cell::Float(a), Cell::Float(b)) => assert_eq!(a.to_bits(), b.to_bits()),
+                _ => assert_eq!(c, back),
+            }
+        }
+        match decode_cell(&encode_cell(&Cell::Float(f64::NAN))).unwrap() {
+            Cell::Float(v) => assert!(v.is_nan()),
+            other => panic!("{other:?}"),
+        }
+        assert!(decode_cell("x:1").is_err());
+        assert!(decode_cell("i:1.5").is_err());
+    }
+}

@@ -1,0 +1,518 @@
+//! Shards and merge (`stormsim run --shard I/N`, `--shard-from-env`,
+//! `stormsim merge`): merged shards give the unsharded run byte for byte;
+//! missing, duplicate and mismatched shards are refused with exit 2.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use predicates::str::contains;
+
+const SCENARIO: &str = "scenarios/capacity-sweep.yaml";
+
+/// Variables that choose a shard: cleared so the host's do not leak in.
+const SHARD_VARS: [&str; 7] = [
+    "JOB_COMPLETION_INDEX",
+    "STORMSIM_SHARDS",
+    "SLURM_ARRAY_TASK_ID",
+    "SLURM_ARRAY_TASK_COUNT",
+    "SLURM_ARRAY_TASK_MIN",
+    "SLURM_ARRAY_TASK_MAX",
+    "SLURM_ARRAY_TASK_STEP",
+];
+
+fn stormsim() -> Command {
+    let mut c = Command::cargo_bin("stormsim").unwrap();
+    for v in SHARD_VARS {
+        c.env_remove(v);
+    }
+    c
+}
+
+fn scenario() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(SCENARIO)
+}
+
+/// `stormsim run` of the sweep with 2 replicates and extra arguments.
+fn run(out: &Path, extra: &[&str]) {
+    stormsim()
+        .arg("run")
+        .arg(scenario())
+        .args(["--replicates", "2", "--quiet", "--out"])
+        .arg(out)
+        .args(extra)
+        .assert()
+        .success();
+}
+
+fn shard(out: &Path, i: usize, n: usize) {
+    run(out, &["--shard", &format!("{i}/{n}")]);
+}
+
+/// Every file under `dir`, by relative path.
+fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
+        for e in fs::read_dir(dir).unwrap() {
+            let e = e.unwrap();
+            let p = e.path();
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else {
+                let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                out.insert(rel, fs::read(&p).unwrap());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+fn merge(dirs: &[PathBuf], out: &Path) -> assert_cmd::assert::Assert {
+    stormsim()
+        .arg("merge")
+        .args(dirs)
+        .arg("--out")
+        .arg(out)
+        .arg("--quiet")
+        .assert()
+}
+
+#[test]
+fn merged_shards_are_byte_identical_to_the_unsharded_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let full = tmp.path().join("full");
+    run(&full, &[]);
+    let expected = tree(&full);
+    for f in [
+        "timeseries.csv",
+        "summary.csv",
+        "summary_by_variant.csv",
+        "scenario.resolved.yaml",
+        "report.html",
+        "charts/load.svg",
+        "charts/load.png",
+    ] {
+        assert!(expected.contains_key(f), "the unsharded run wrote {f}");
+    }
+    for n in [1, 2, 3, 7] {
+        let base = tmp.path().join(format!("n{n}"));
+        // Shards given in reverse order: the merge orders them itself.
+        let dirs: Vec<PathBuf> = (0..n)
+            .rev()
+            .map(|i| {
+                let d = base.join(format!("shard-{i}"));
+                shard(&d, i, n);
+                d
+            })
+            .collect();
+        for d in &dirs {
+            let files = tree(d);
+            assert!(!files.contains_key("report.html"), "no report in a shard");
+            assert!(files.contains_key("manifest.json"));
+        }
+        let merged = base.join("merged");
+        merge(&dirs, &merged).success();
+        let got = tree(&merged);
+        assert_eq!(
+            got.keys().collect::<Vec<_>>(),
+            expected.keys().collect::<Vec<_>>(),
+            "N = {n}: the same files"
+        );
+        for (path, bytes) in &expected {
+            assert!(got[path] == *bytes, "N = {n}: {path} differs");
+        }
+    }
+}
+
+#[test]
+fn shards_hold_only_their_rows_and_a_manifest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().join("s");
+    shard(&d, 1, 3);
+    let m: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(d.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["shard"], 1);
+    assert_eq!(m["shards"], 3);
+    assert_eq!(m["stormsim_version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(m["items_total"], 20);
+    let digest = m["scenario_digest"].as_str().unwrap();
+    assert!(digest.starts_with("fnv1a64:") && digest.len() == 8 + 16);
+    let items = m["items"].as_array().unwrap();
+    let ks: Vec<u64> = items.iter().map(|i| i["item"].as_u64().unwrap()).collect();
+    assert_eq!(ks, [1, 4, 7, 10, 13, 16, 19]);
+    assert_eq!(items[1]["variant_index"], 2);
+    assert_eq!(items[1]["replicate"], 0);
+    assert_eq!(items[1]["variant"], "max_attempts=2 jitter=none");
+    let summary = fs::read_to_string(d.join("summary.csv")).unwrap();
+    assert_eq!(summary.lines().count(), 1 + 7);
+    let ts = fs::read_to_string(d.join("timeseries.csv")).unwrap();
+    assert_eq!(ts.lines().count(), 1 + 7 * 60);
+}
+
+#[test]
+fn default_folders_are_under_the_scenario_and_survive_the_merge() {
+    let tmp = tempfile::tempdir().unwrap();
+    for i in 0..2 {
+        stormsim()
+            .current_dir(tmp.path())
+            .arg("run")
+            .arg(scenario())
+            .args(["--replicates", "2", "--quiet", "--shard", &format!("{i}/2")])
+            .assert()
+            .success();
+    }
+    let root = tmp.path().join("output/capacity-sweep");
+    let shards = [root.join("shard-0-of-2"), root.join("shard-1-of-2")];
+    stormsim()
+        .current_dir(tmp.path())
+        .arg("merge")
+        .args(&shards)
+        .assert()
+        .success()
+        .stdout(contains("merged 2 shards (20 runs)"));
+    assert!(root.join("report.html").is_file());
+    assert!(root.join("summary_by_variant.csv").is_file());
+    for s in &shards {
+        assert!(s.join("manifest.json").is_file(), "{} kept", s.display());
+    }
+    let merged = tree(&root);
+    // Merging again from the kept shards, named by their parent folder,
+    // gives the same files.
+    stormsim()
+        .current_dir(tmp.path())
+        .args(["merge", "output/capacity-sweep", "--quiet"])
+        .assert()
+        .success();
+    assert!(tree(&root) == merged);
+}
+
+/// Three shards of the sweep, written once for the refusal cases.
+fn three_shards(tmp: &Path) -> Vec<PathBuf> {
+    (0..3)
+        .map(|i| {
+            let d = tmp.join(format!("s{i}"));
+            shard(&d, i, 3);
+            d
+        })
+        .collect()
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for e in fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        fs::copy(e.path(), to.join(e.file_name())).unwrap();
+    }
+}
+
+fn refused(dirs: &[PathBuf], out: &Path, message: &str) {
+    merge(dirs, out).code(2).stderr(contains(message));
+    assert!(!out.exists(), "a refused merge writes nothing");
+}
+
+#[test]
+fn merge_refuses_missing_duplicate_and_mismatched_shards() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let s = three_shards(t);
+    let out = t.join("merged");
+
+    // Missing.
+    refused(&s[..2], &out, "missing shard 2 of 3");
+    refused(&s[1..2], &out, "missing shards 0, 2 of 3");
+
+    // Duplicate (the same shard in two folders).
+    let copy = t.join("s0-copy");
+    copy_dir(&s[0], &copy);
+    let dup = [s[0].clone(), s[1].clone(), s[2].clone(), copy.clone()];
+    merge(&dup, &out)
+        .code(2)
+        .stderr(contains("shard 0 of 3 given twice"))
+        .stderr(contains("s0-copy"));
+
+    // Another scenario (another seed).
+    let other = t.join("other-seed");
+    run(&other, &["--shard", "2/3", "--seed", "12"]);
+    merge(&[s[0].clone(), s[1].clone(), other.clone()], &out)
+        .code(2)
+        .stderr(contains("different scenarios"))
+        .stderr(contains("other-seed"));
+
+    // Another version.
+    let old = t.join("old-version");
+    copy_dir(&s[2], &old);
+    let m = old.join("manifest.json");
+    let text = fs::read_to_string(&m).unwrap().replace(
+        &format!("\"stormsim_version\": \"{}\"", env!("CARGO_PKG_VERSION")),
+        "\"stormsim_version\": \"0.0.1\"",
+    );
+    assert!(text.contains("0.0.1"));
+    fs::write(&m, text).unwrap();
+    merge(&[s[0].clone(), s[1].clone(), old.clone()], &out)
+        .code(2)
+        .stderr(contains("different stormsim versions"))
+        .stderr(contains("0.0.1 in"))
+        .stderr(contains("old-version"));
+    refused(
+        std::slice::from_ref(&old),
+        &out,
+        "written by stormsim 0.0.1",
+    );
+
+    // Another number of shards.
+    let of2 = t.join("one-of-two");
+    shard(&of2, 1, 2);
+    merge(
+        &[s[0].clone(), s[1].clone(), s[2].clone(), of2.clone()],
+        &out,
+    )
+    .code(2)
+    .stderr(contains("different numbers of shards"))
+    .stderr(contains("one-of-two"));
+
+    // A folder that is not a shard, and a shard whose tables were changed.
+    refused(&[t.join("nowhere")], &out, "is not a shard folder");
+    let edited = t.join("edited");
+    copy_dir(&s[1], &edited);
+    fs::write(edited.join("scenario.resolved.yaml"), "name: x\n").unwrap();
+    refused(
+        &[s[0].clone(), edited, s[2].clone()],
+        &out,
+        "does not match the digest",
+    );
+
+    // And the complete set merges.
+    merge(&s, &out).success();
+}
+
+#[test]
+fn bad_shard_arguments_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("x");
+    for bad in ["3/3", "1", "a/2", "0/0"] {
+        stormsim()
+            .arg("run")
+            .arg(scenario())
+            .args(["--quiet", "--shard", bad, "--out"])
+            .arg(&out)
+            .assert()
+            .code(2);
+    }
+    assert!(!out.exists());
+}
+
+/// Environment variables and extra arguments of a case.
+type Vars = &'static [(&'static str, &'static str)];
+type Args = &'static [&'static str];
+
+fn from_env(out: &Path, vars: &[(&str, &str)], extra: &[&str]) -> assert_cmd::assert::Assert {
+    let mut c = stormsim();
+    for (k, v) in vars {
+        c.env(k, v);
+    }
+    c.arg("run")
+        .arg(scenario())
+        .args(["--replicates", "2", "--quiet", "--shard-from-env", "--out"])
+        .arg(out)
+        .args(extra)
+        .assert()
+}
+
+#[test]
+fn shard_from_kubernetes_and_slurm_environments() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let reference = t.join("ref");
+    shard(&reference, 2, 3);
+    let expected = tree(&reference);
+
+    let cases: [(&str, Vars, Args); 5] = [
+        (
+            "k8s-flag",
+            &[("JOB_COMPLETION_INDEX", "2")],
+            &["--shard-count", "3"],
+        ),
+        (
+            "k8s-env",
+            &[("JOB_COMPLETION_INDEX", "2"), ("STORMSIM_SHARDS", "3")],
+            &[],
+        ),
+        (
+            "slurm",
+            &[
+                ("SLURM_ARRAY_TASK_ID", "2"),
+                ("SLURM_ARRAY_TASK_COUNT", "3"),
+                ("SLURM_ARRAY_TASK_MIN", "0"),
+                ("SLURM_ARRAY_TASK_MAX", "2"),
+            ],
+            &[],
+        ),
+        (
+            "slurm-from-1",
+            &[
+                ("SLURM_ARRAY_TASK_ID", "3"),
+                ("SLURM_ARRAY_TASK_COUNT", "3"),
+                ("SLURM_ARRAY_TASK_MIN", "1"),
+                ("SLURM_ARRAY_TASK_MAX", "3"),
+            ],
+            &[],
+        ),
+        (
+            "slurm-step",
+            &[
+                ("SLURM_ARRAY_TASK_ID", "14"),
+                ("SLURM_ARRAY_TASK_COUNT", "3"),
+                ("SLURM_ARRAY_TASK_MIN", "10"),
+                ("SLURM_ARRAY_TASK_STEP", "2"),
+            ],
+            &[],
+        ),
+    ];
+    for (name, vars, extra) in cases {
+        let out = t.join(name);
+        from_env(&out, vars, extra).success();
+        assert!(
+            tree(&out) == expected,
+            "{name}: the same folder as --shard 2/3"
+        );
+    }
+
+    let errors: [(Vars, Args, &str); 7] = [
+        (&[], &[], "no shard in the environment"),
+        (
+            &[("JOB_COMPLETION_INDEX", "1")],
+            &[],
+            "--shard-count N or set STORMSIM_SHARDS",
+        ),
+        (
+            &[("JOB_COMPLETION_INDEX", "3")],
+            &["--shard-count", "3"],
+            "out of range",
+        ),
+        (
+            &[("JOB_COMPLETION_INDEX", "1"), ("STORMSIM_SHARDS", "4")],
+            &["--shard-count", "3"],
+            "disagree",
+        ),
+        (
+            &[("SLURM_ARRAY_TASK_ID", "1")],
+            &[],
+            "SLURM_ARRAY_TASK_COUNT is not",
+        ),
+        (
+            &[
+                ("SLURM_ARRAY_TASK_ID", "0"),
+                ("SLURM_ARRAY_TASK_COUNT", "3"),
+                ("SLURM_ARRAY_TASK_MIN", "1"),
+            ],
+            &[],
+            "is not in the array",
+        ),
+        (
+            &[
+                ("JOB_COMPLETION_INDEX", "0"),
+                ("SLURM_ARRAY_TASK_ID", "0"),
+                ("SLURM_ARRAY_TASK_COUNT", "3"),
+            ],
+            &["--shard-count", "3"],
+            "both JOB_COMPLETION_INDEX",
+        ),
+    ];
+    for (i, (vars, extra, message)) in errors.into_iter().enumerate() {
+        let out = t.join(format!("bad-{i}"));
+        from_env(&out, vars, extra)
+            .code(2)
+            .stderr(contains(message));
+        assert!(!out.exists());
+    }
+
+    // --shard-count belongs to --shard-from-env; --shard and it exclude
+    // each other.
+    stormsim()
+        .arg("run")
+        .arg(scenario())
+        .args(["--shard", "0/2", "--shard-from-env"])
+        .assert()
+        .code(2);
+    stormsim()
+        .arg("run")
+        .arg(scenario())
+        .args(["--shard-count", "2"])
+        .assert()
+        .code(2);
+}
+
+/// Variants with different layers: a shard's per-layer columns are those
+/// of the whole run, in the whole run's order, not only of its variants.
+const LAYERED: &str = r#"
+name: layered
+seed: 7
+duration: 20s
+bucket: 1s
+replicates: 2
+clients:
+  arrival: { kind: poisson, rate: 200/s }
+  deadline: 5s
+layers:
+  - name: client
+    timeout: 500ms
+    retry:
+      max_attempts: 4
+      backoff: { kind: exponential, base: 50ms, multiplier: 2, cap: 1s }
+      jitter: full
+      retry_on: [timeout, connection, 503]
+dependency:
+  concurrency: 8
+  service_time: { dist: exponential, mean: 20ms }
+  queue: { capacity: 64 }
+  incidents:
+    - { kind: down, start: 5s, end: 10s }
+variants:
+  - { name: direct, set: { layers: [] } }
+  - { name: with-client, set: {} }
+  - name: two-layers
+    set:
+      layers: [ { name: edge, timeout: 2s }, { name: client, timeout: 1s } ]
+"#;
+
+#[test]
+fn shards_of_variants_with_different_layers_merge_byte_identically() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("layered.yaml");
+    fs::write(&file, LAYERED).unwrap();
+    let run = |out: &Path, extra: &[&str]| {
+        stormsim()
+            .arg("run")
+            .arg(&file)
+            .args(["--quiet", "--out"])
+            .arg(out)
+            .args(extra)
+            .assert()
+            .success();
+    };
+    let full = tmp.path().join("full");
+    run(&full, &[]);
+    // Shard 0 of 5 holds items 0 (direct) and 5 (two-layers): no variant
+    // of its own lists `client` first, the whole run does.
+    let dirs: Vec<PathBuf> = (0..5)
+        .map(|i| {
+            let d = tmp.path().join(format!("s{i}"));
+            run(&d, &["--shard", &format!("{i}/5")]);
+            d
+        })
+        .collect();
+    let header = |d: &Path| {
+        fs::read_to_string(d.join("summary.csv"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(header(&dirs[0]), header(&full));
+    let merged = tmp.path().join("merged");
+    merge(&dirs, &merged).success();
+    assert!(tree(&merged) == tree(&full));
+}
