@@ -35,7 +35,7 @@ fn every_published_scenario_loads_validates_and_cites_its_source() {
             n += 1;
         }
     }
-    assert_eq!(n, 4);
+    assert_eq!(n, 5);
 }
 
 #[test]
