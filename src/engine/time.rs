@@ -27,6 +27,39 @@ pub fn from_f64_ns(ns: f64) -> Nanos {
     } else if ns >= u64::MAX as f64 {
         u64::MAX
     } else {
-        ns.round() as u64
+        // Exact ceiling-free rounding without a libm call (`f64::round` is
+        // a function call on baseline x86-64): split into integer and
+        // fraction, round half away from zero like `round`.
+        let whole = ns as u64; // truncates toward zero
+        if ns - whole as f64 >= 0.5 {
+            whole + 1
+        } else {
+            whole
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounding_matches_f64_round() {
+        for x in [
+            0.0,
+            0.4,
+            0.5,
+            0.6,
+            1.5,
+            2.5,
+            1e9 + 0.49,
+            1e12 + 0.5,
+            123456.789,
+        ] {
+            assert_eq!(from_f64_ns(x), x.round() as u64, "{x}");
+        }
+        assert_eq!(from_f64_ns(-3.0), 0);
+        assert_eq!(from_f64_ns(f64::NAN), 0);
+        assert_eq!(from_f64_ns(1e30), u64::MAX);
     }
 }

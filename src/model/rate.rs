@@ -131,8 +131,14 @@ impl RateProfile {
             if r <= 0.0 {
                 return None;
             }
-            let d = (e / r).ceil();
-            return (d < u64::MAX as f64).then(|| now.saturating_add(d as u64));
+            let d = e / r;
+            if d >= u64::MAX as f64 || d.is_nan() {
+                return None;
+            }
+            // The ceiling, without a libm call.
+            let whole = d as u64;
+            let up = if (whole as f64) < d { whole + 1 } else { whole };
+            return Some(now.saturating_add(up));
         }
         loop {
             let p = self.pieces[i];
