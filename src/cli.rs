@@ -1,6 +1,6 @@
 //! The command line: `stormsim run` (whole or one shard), `stormsim merge`,
-//! `stormsim validate`, `stormsim plot`,
-//! `stormsim presets`, `stormsim check`. Exit codes: 0 success, 1 the run
+//! `stormsim validate`, `stormsim plot`, `stormsim presets`, `stormsim
+//! check`, `stormsim schema`. Exit codes: 0 success, 1 the run
 //! failed (for `check`: a finding is an error), 2 bad input
 //! (shared/DESIGN.md).
 
@@ -53,6 +53,9 @@ enum Command {
     /// Review a scenario's retry policy without simulating it: time against
     /// the deadline, amplification, and retry anti-patterns.
     Check(CheckArgs),
+    /// Print the JSON Schema of the scenario format (for an editor's YAML
+    /// extension).
+    Schema,
 }
 
 #[derive(Subcommand, Debug)]
@@ -182,6 +185,10 @@ pub fn main() -> i32 {
             action: Some(PresetsAction::Show { name }),
         } => show_preset(&name),
         Command::Check(args) => check(args),
+        Command::Schema => {
+            print!("{}", scenario::schema::scenario_schema_text());
+            0
+        }
     }
 }
 
@@ -416,8 +423,22 @@ fn run(args: RunArgs) -> i32 {
         }
         println!("results: {}", dir.display());
     }
-    if results.iter().any(|r| r.summary.aborted.is_some()) {
-        eprintln!("error: some runs hit a guard rail and stopped early (see the `aborted` column)");
+    let mut aborted: Vec<String> = Vec::new();
+    for r in &results {
+        if let Some(why) = &r.summary.aborted {
+            let line = format!("error: variant {}: {why}", r.variant);
+            if !aborted.contains(&line) {
+                aborted.push(line);
+            }
+        }
+    }
+    if !aborted.is_empty() {
+        for line in &aborted {
+            eprintln!("{line}");
+        }
+        eprintln!(
+            "error: some runs hit a guard rail and stopped early (see the `aborted` column of summary.csv)"
+        );
         return 1;
     }
     0

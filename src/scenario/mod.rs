@@ -12,6 +12,7 @@ pub mod locate;
 pub mod overrides;
 pub mod presets;
 pub mod resolved;
+pub mod schema;
 pub mod suggest;
 pub mod types;
 pub mod units;

@@ -7,12 +7,13 @@
 
 use std::fmt;
 
+use schemars::JsonSchema;
 use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::units::{Duration, Rate};
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
     /// Also the default output folder name.
@@ -73,7 +74,7 @@ fn one() -> u32 {
 
 // -------------------------------------------------------------------- occ
 
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OccPolicyName {
     NoBackoff,
@@ -87,7 +88,7 @@ pub enum OccPolicyName {
 /// with it; the write fails if the version moved) and back off after a
 /// failed write: shared/reference/experiments.md §1. Defaults are the
 /// blog's: base 5 ms, cap 2 s, every message |Normal(10 ms, 2 ms)|.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Occ {
     pub clients: u32,
@@ -117,7 +118,7 @@ fn occ_message_sd() -> Duration {
 
 // ---------------------------------------------------------------- clients
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Clients {
     pub arrival: Arrival,
@@ -153,7 +154,7 @@ impl Clients {
     }
 }
 
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ArrivalKind {
     /// Open loop: requests arrive at `rate` whatever happens to them.
@@ -165,7 +166,7 @@ pub enum ArrivalKind {
 
 /// `{ kind: poisson, rate: 2000/s }` or
 /// `{ kind: closed, clients: 500, think: { dist: exponential, mean: 1s } }`.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Arrival {
     pub kind: ArrivalKind,
@@ -183,7 +184,7 @@ pub struct Arrival {
 ///   the rate before it;
 /// - `{ at, ramp_to, by }`: a linear ramp from the current rate at `at` to
 ///   `ramp_to` at `by`, held after.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SchedulePoint {
     pub at: Duration,
@@ -200,7 +201,7 @@ pub struct SchedulePoint {
 /// A queue with visibility timeout, max receive count and a dead-letter
 /// queue, as Amazon SQS (shared/reference/presets.md §9.3), and a pool of
 /// consumers that handle its messages.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Consumers {
     /// Handlers running at once.
@@ -232,7 +233,7 @@ fn default_poison_status() -> u16 {
 
 // ----------------------------------------------------------------- layers
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Layer {
     pub name: String,
@@ -296,7 +297,7 @@ pub struct Layer {
     pub status_probe: bool,
 }
 
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CancellationMode {
     #[default]
@@ -304,7 +305,7 @@ pub enum CancellationMode {
     Propagate,
 }
 
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum WhenFull {
     /// Refuse the attempt at once (reason `bulkhead_full`).
@@ -315,7 +316,7 @@ pub enum WhenFull {
 }
 
 /// `{ max_concurrent: 64, max_queue: 0, when_full: reject }`.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Bulkhead {
     pub max_concurrent: u32,
@@ -330,7 +331,7 @@ pub struct Bulkhead {
 
 /// gRPC hedging policy (gRFC A6): `{ delay: 50ms, max_attempts: 3,
 /// non_fatal: [503] }`.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Hedging {
     /// Between hedges; 0 sends all at once.
@@ -343,7 +344,7 @@ pub struct Hedging {
     pub non_fatal: Vec<RetryOn>,
 }
 
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DeadlineMode {
     #[default]
@@ -351,7 +352,7 @@ pub enum DeadlineMode {
     Propagate,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Retry {
     /// Total attempts, the first included.
@@ -413,7 +414,7 @@ pub fn default_retry_on() -> Vec<RetryOn> {
     ]
 }
 
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum BackoffKind {
     Constant,
@@ -425,8 +426,9 @@ pub enum BackoffKind {
 /// or `{ kind: linear, base, cap }`. Delay before retry n (n = 1 is the
 /// first retry): constant `base`; linear `min(cap, base * n)`; exponential
 /// `min(cap, base * multiplier^(n-1))`.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = crate::scenario::schema::fillable_by_preset)]
 pub struct Backoff {
     pub kind: BackoffKind,
     pub base: Duration,
@@ -462,7 +464,7 @@ impl Default for Backoff {
 }
 
 /// `none | full | equal | decorrelated | polly_v2 | { proportional: FACTOR }`.
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Jitter {
     None,
@@ -484,6 +486,22 @@ pub enum RetryOn {
     Status(u16),
     /// Every status of the class: 4 for `4xx`, 5 for `5xx`.
     Class(u8),
+}
+
+impl JsonSchema for RetryOn {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "RetryOn".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "`timeout`, `connection`, `4xx`, `5xx` or an HTTP status code (100-599).",
+            "anyOf": [
+                { "type": "string", "enum": ["timeout", "connection", "4xx", "5xx"] },
+                { "type": "string", "pattern": "^[1-5][0-9][0-9]$" },
+                { "type": "integer", "minimum": 100, "maximum": 599 }
+            ]
+        })
+    }
 }
 
 impl Serialize for RetryOn {
@@ -547,7 +565,7 @@ impl<'de> Deserialize<'de> for RetryOn {
 /// What a layer does with a server's Retry-After (or gRPC pushback). In
 /// every mode that uses it, a wait that does not fit in the remaining
 /// deadline or `max_elapsed` fails at once with `retry_after_exceeds_budget`.
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RetryAfterMode {
     /// Wait at least the Retry-After (optionally capped and jittered).
@@ -567,7 +585,7 @@ pub enum RetryAfterMode {
 }
 
 /// Whose state a budget, throttle or breaker is.
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Scope {
     /// One per layer instance (per client, per channel): the default of
@@ -581,7 +599,7 @@ pub enum Scope {
     Global,
 }
 
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum BudgetKind {
     /// gRFC A6 retry throttling: `max_tokens`, `token_ratio`.
@@ -608,8 +626,9 @@ pub enum BudgetKind {
 
 /// A retry budget: `{ kind, scope, ... }` with the fields of its kind
 /// (defaults are the real systems', filled in when absent).
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = crate::scenario::schema::fillable_by_preset)]
 pub struct Budget {
     pub kind: BudgetKind,
     #[serde(default)]
@@ -740,7 +759,7 @@ impl Budget {
     }
 }
 
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ThrottleKind {
     /// SRE client-side adaptive throttling: `k`, `window`.
@@ -750,8 +769,9 @@ pub enum ThrottleKind {
 }
 
 /// `{ kind: adaptive, k: 2, window: 2m }` or `{ kind: aws_adaptive }`.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = crate::scenario::schema::fillable_by_preset)]
 pub struct Throttle {
     pub kind: ThrottleKind,
     #[serde(default)]
@@ -764,7 +784,7 @@ pub struct Throttle {
     pub window: Option<Duration>,
 }
 
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum BreakerKind {
     /// Failure ratio over a sliding time window (Polly v8).
@@ -773,7 +793,7 @@ pub enum BreakerKind {
     Count,
 }
 
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum BreakerBlocks {
     /// Every attempt is refused while open.
@@ -786,8 +806,9 @@ pub enum BreakerBlocks {
 /// A circuit breaker. Defaults are Polly v8's for `time` (ratio 0.1,
 /// minimum 100 calls, 30 s window, open 5 s, 1 probe) and Resilience4j's
 /// for `count` (ratio 0.5, 100 calls, minimum 100, open 60 s, 10 probes).
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = crate::scenario::schema::fillable_by_preset)]
 pub struct Breaker {
     pub kind: BreakerKind,
     #[serde(default)]
@@ -812,7 +833,7 @@ pub struct Breaker {
 
 // ------------------------------------------------------------- dependency
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Dependency {
     /// Workers serving requests in parallel.
@@ -879,7 +900,7 @@ fn default_dedupe_cost() -> Duration {
     Duration::from_millis(1)
 }
 
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SideEffects {
     /// Nothing is written: duplicates are harmless.
@@ -891,7 +912,7 @@ pub enum SideEffects {
     Write,
 }
 
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Idempotency {
     #[default]
@@ -899,7 +920,7 @@ pub enum Idempotency {
     Key,
 }
 
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OnCancel {
     #[default]
@@ -907,7 +928,7 @@ pub enum OnCancel {
     Stop,
 }
 
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DistKind {
     Constant,
@@ -918,7 +939,7 @@ pub enum DistKind {
 
 /// `{ dist: constant, value }`, `{ dist: exponential, mean }`,
 /// `{ dist: lognormal, median, p99 }` or `{ dist: uniform, min, max }`.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ServiceTime {
     pub dist: DistKind,
@@ -936,7 +957,7 @@ pub struct ServiceTime {
     pub max: Option<Duration>,
 }
 
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Discipline {
     #[default]
@@ -944,7 +965,7 @@ pub enum Discipline {
     Lifo,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Queue {
     /// Requests waiting for a worker (not counting those in service).
@@ -979,7 +1000,7 @@ fn default_503() -> u16 {
 }
 
 /// How the dependency sheds a request when its queue is full.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Overload {
     #[serde(default = "default_503")]
@@ -998,7 +1019,7 @@ impl Default for Overload {
     }
 }
 
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum IncidentKind {
     /// Fast connection errors; work in progress is lost.
@@ -1013,7 +1034,7 @@ pub enum IncidentKind {
     Latency,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Incident {
     pub kind: IncidentKind,
@@ -1036,7 +1057,7 @@ pub struct Incident {
 /// After an incident that removes capacity (down, blackhole, brownout),
 /// capacity ramps back linearly from `from` to 1 over `warmup`, as when
 /// caches are cold.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Recovery {
     #[serde(default)]
@@ -1061,7 +1082,7 @@ fn default_warmup_from() -> f64 {
 
 // --------------------------------------------------------------- variants
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Variant {
     pub name: String,
@@ -1077,7 +1098,7 @@ pub struct Variant {
 
 /// How the summary judges recovery (see README, "Recovery and
 /// metastability").
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Analysis {
     /// A window is healthy when its success ratio (goodput ÷ offered) is at
@@ -1113,7 +1134,7 @@ fn default_recovery_window() -> Duration {
 // ----------------------------------------------------------------- limits
 
 /// Guard rails: a run that reaches one stops and is marked aborted.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Limits {
     /// Events handled in one run.

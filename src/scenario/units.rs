@@ -126,6 +126,22 @@ impl fmt::Display for Duration {
     }
 }
 
+impl schemars::JsonSchema for Duration {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Duration".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A duration with units: `250ms`, `2s`, `5m`, `1h`, `2m10s`, `1.5s` (units ns, us, ms, s, m, h, d). A bare number is not a duration.",
+            "type": "string",
+            "pattern": DURATION_PATTERN
+        })
+    }
+}
+
+/// What `parse_duration` accepts, as a JSON Schema pattern.
+pub const DURATION_PATTERN: &str = r"^\s*([0-9.]+\s*(ns|us|µs|ms|s|m|h|d)\s*)+$";
+
 impl Serialize for Duration {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
@@ -211,6 +227,23 @@ impl fmt::Display for Rate {
         write!(f, "{}/s", self.0)
     }
 }
+
+impl schemars::JsonSchema for Rate {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Rate".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A rate: `2000/s`, `30/m`, `100/h`.",
+            "type": "string",
+            "pattern": RATE_PATTERN
+        })
+    }
+}
+
+/// What `parse_rate` accepts, as a JSON Schema pattern.
+pub const RATE_PATTERN: &str =
+    r"^\s*[+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\s*/\s*(s|m|min|h)\s*$";
 
 impl Serialize for Rate {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

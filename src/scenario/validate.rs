@@ -18,6 +18,9 @@ pub const MAX_ATTEMPTS: u32 = 1_000;
 pub const MAX_CONCURRENCY: u32 = 1_000_000;
 pub const MAX_QUEUE_CAPACITY: u32 = 100_000_000;
 pub const MAX_INSTANCES: u32 = 1_000_000;
+/// Logical requests per second: far above any real fleet, low enough that
+/// a typo (`1e300/s`) is refused instead of running for ever.
+pub const MAX_RATE_PER_SEC: f64 = 10_000_000.0;
 
 /// One semantic problem: the field path and what was expected.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -147,6 +150,7 @@ impl Checker {
                         self.check(r.per_sec() > 0.0, "clients.arrival.rate", || {
                             format!("arrival rate is {r}; expected a rate > 0")
                         });
+                        self.rate_bound(r.per_sec(), "clients.arrival.rate");
                     }
                     Some(_) => {}
                     None => self.push(
@@ -210,11 +214,21 @@ impl Checker {
         }
     }
 
+    /// Refuses a rate above `MAX_RATE_PER_SEC`.
+    fn rate_bound(&mut self, per_sec: f64, path: &str) {
+        self.check(per_sec <= MAX_RATE_PER_SEC, path, || {
+            format!("rate {per_sec:e}/s is absurdly large; expected at most {MAX_RATE_PER_SEC:e}/s")
+        });
+    }
+
     /// Checks one schedule point; returns its end when its shape is valid.
     fn schedule_point(&mut self, p: &SchedulePoint, path: &str, run: Duration) -> Option<Duration> {
         for (rate, field) in [(p.rate, "rate"), (p.ramp_to, "ramp_to")] {
             if let Some(r) = rate {
-                self.finite(r.per_sec(), &format!("{path}.{field}"));
+                let field = format!("{path}.{field}");
+                if self.finite(r.per_sec(), &field) {
+                    self.rate_bound(r.per_sec(), &field);
+                }
             }
         }
         self.check(p.at < run, &format!("{path}.at"), || {
