@@ -423,6 +423,34 @@ fn run(args: RunArgs) -> i32 {
         }
         println!("results: {}", dir.display());
     }
+    let broken: Vec<&runner::RunResult> = results
+        .iter()
+        .filter(|r| !r.violations.is_empty())
+        .collect();
+    if !broken.is_empty() {
+        let mut file = args
+            .file
+            .as_ref()
+            .map_or("scenarios/outage-recovery.yaml".to_string(), |f| {
+                f.display().to_string()
+            });
+        for set in &args.set {
+            file.push_str(&format!(" --set '{set}'"));
+        }
+        for r in &broken {
+            eprint!(
+                "{}",
+                crate::invariants::bug_report(
+                    &file,
+                    &r.variant,
+                    r.replicate,
+                    s.seed,
+                    &r.violations
+                )
+            );
+        }
+        return 1;
+    }
     let mut aborted: Vec<String> = Vec::new();
     for r in &results {
         if let Some(why) = &r.summary.aborted {

@@ -11,6 +11,7 @@
 use rayon::prelude::*;
 
 use crate::engine::derive_seed;
+use crate::invariants;
 use crate::metrics::{Recorder, RecoveryCriteria, RunContext, RunInfo, Summary, TimeRow, tabulate};
 use crate::model::occ::{OccConfig, run_occ};
 use crate::model::{ModelConfig, Sim};
@@ -39,6 +40,8 @@ pub struct RunResult {
     pub params: Vec<(String, String)>,
     pub rows: Vec<TimeRow>,
     pub summary: Summary,
+    /// Invariants this run broke (`invariants`): a bug in stormsim.
+    pub violations: Vec<String>,
 }
 
 /// The runs of a loaded scenario: every variant × sweep point, ready to run.
@@ -82,6 +85,11 @@ pub fn run_one(
         }
     };
     let (rows, summary) = tabulate(&rec, &info, &ctx);
+    // The OCC workload records its own shape (no dependency, no deadline).
+    let violations = match plan.occ {
+        Some(_) => Vec::new(),
+        None => invariants::violations(cfg, &summary, &rows),
+    };
     RunResult {
         variant: plan.name.clone(),
         variant_index,
@@ -91,6 +99,7 @@ pub fn run_one(
         params: plan.params.clone(),
         rows,
         summary,
+        violations,
     }
 }
 

@@ -52,6 +52,7 @@ fn an_exploding_storm_hits_the_event_guard() {
         "{stderr}"
     );
     assert!(!stderr.contains("variant calm"), "{stderr}");
+    assert!(!stderr.contains("internal error"), "{stderr}");
 
     let mut summary = csv::Reader::from_path(out.join("summary.csv")).unwrap();
     let headers = summary.headers().unwrap().clone();
