@@ -138,7 +138,7 @@ fn one_layer(l: &LayerConfig, inner: (Option<f64>, Option<f64>), ra: Option<f64>
     let secs = |ns: u64| ns as f64 / NS_PER_S as f64;
     let r = &l.retry;
     let retries = r.max_attempts.saturating_sub(1);
-    let throttled = r.throttle_base.map(|tb| with_base(&r.backoff, tb));
+    let throttled = r.throttle_base.map(|tb| r.backoff.with_base(tb));
     let mut sleeps_worst = Vec::with_capacity(retries as usize);
     let mut sleeps_mean = Vec::with_capacity(retries as usize);
     for n in 1..=retries {
@@ -191,24 +191,6 @@ fn one_layer(l: &LayerConfig, inner: (Option<f64>, Option<f64>), ra: Option<f64>
         worst,
         expected,
         bounded_by,
-    }
-}
-
-fn with_base(b: &Backoff, base: u64) -> Backoff {
-    match *b {
-        Backoff::Constant { .. } => Backoff::Constant { base },
-        Backoff::Linear { cap, .. } => Backoff::Linear { base, cap },
-        Backoff::Exponential {
-            multiplier,
-            cap,
-            truncate_ms,
-            ..
-        } => Backoff::Exponential {
-            base,
-            multiplier,
-            cap,
-            truncate_ms,
-        },
     }
 }
 

@@ -56,6 +56,25 @@ impl Backoff {
         }
     }
 
+    /// The same curve from another base (AWS 2.1's throttling base).
+    pub fn with_base(&self, base: Nanos) -> Backoff {
+        match *self {
+            Backoff::Constant { .. } => Backoff::Constant { base },
+            Backoff::Linear { cap, .. } => Backoff::Linear { base, cap },
+            Backoff::Exponential {
+                multiplier,
+                cap,
+                truncate_ms,
+                ..
+            } => Backoff::Exponential {
+                base,
+                multiplier,
+                cap,
+                truncate_ms,
+            },
+        }
+    }
+
     pub fn base(&self) -> Nanos {
         match *self {
             Backoff::Constant { base }

@@ -154,7 +154,7 @@ pub fn plan_sleep(
 ) -> Decision {
     let n = state.backoff_n + 1;
     let backoff = match (policy.throttle_base, failure.cause) {
-        (Some(tb), Cause::Status(429)) => with_base(&policy.backoff, tb),
+        (Some(tb), Cause::Status(429)) => policy.backoff.with_base(tb),
         _ => policy.backoff,
     };
     let t = sleep_before_retry(&backoff, policy.jitter, n, &mut state.sleep, rng);
@@ -204,24 +204,6 @@ pub fn plan_sleep(
     }
     state.backoff_n = if reset { 0 } else { n };
     Decision::RetryAfter(sleep)
-}
-
-fn with_base(b: &Backoff, base: Nanos) -> Backoff {
-    match *b {
-        Backoff::Constant { .. } => Backoff::Constant { base },
-        Backoff::Linear { cap, .. } => Backoff::Linear { base, cap },
-        Backoff::Exponential {
-            multiplier,
-            cap,
-            truncate_ms,
-            ..
-        } => Backoff::Exponential {
-            base,
-            multiplier,
-            cap,
-            truncate_ms,
-        },
-    }
 }
 
 /// The whole decision for a layer without budgets: classification, then
