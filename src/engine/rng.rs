@@ -1,5 +1,5 @@
 //! Random streams. Every stream is a `Xoshiro256PlusPlus` (a named,
-//! value-stable generator: `StdRng` and `SmallRng` may change values in any
+//! value-stable generator: rand's standard and small generators may change values in any
 //! rand release, see shared/reference/engineering-notes.md) seeded by
 //! SplitMix64 from (scenario seed, variant, replicate, purpose, index).
 //!
