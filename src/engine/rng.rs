@@ -1,7 +1,8 @@
 //! Random streams. Every stream is a `Xoshiro256PlusPlus` (a named,
-//! value-stable generator: rand's standard and small generators may change values in any
-//! rand release, see shared/reference/engineering-notes.md) seeded by
-//! SplitMix64 from (scenario seed, variant, replicate, purpose, index).
+//! value-stable generator: rand's standard and small generators may change
+//! values in any rand release, see shared/reference/engineering-notes.md)
+//! seeded by SplitMix64 from the run seed (scenario seed and replicate;
+//! variants share it, see `runner`), the purpose and an index.
 //!
 //! One stream per purpose gives common random numbers: two policies run
 //! under the same seed see the same arrivals and the same service times
