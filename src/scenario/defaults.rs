@@ -44,28 +44,7 @@ pub fn fill_budget(b: &mut Budget) {
     macro_rules! fill {
         ($($f:ident),*) => { $( if b.$f.is_none() { b.$f = d.$f; } )* };
     }
-    fill!(
-        max_tokens,
-        token_ratio,
-        capacity,
-        per_request,
-        retry_cost,
-        timeout_cost,
-        throttle_cost,
-        success_increment,
-        ttl,
-        min_retries_per_sec,
-        percent_can_retry,
-        max_requeues_fraction,
-        budget_percent,
-        min_retry_concurrency,
-        max_retries,
-        ratio,
-        window,
-        per_minute,
-        rate,
-        burst
-    );
+    super::types::budget_fields!(fill);
 }
 
 /// SRE adaptive throttling: K = 2 over the last 2 minutes (presets.md §8).

@@ -675,6 +675,36 @@ pub struct Budget {
     pub burst: Option<f64>,
 }
 
+/// Expands `$m!(field, ...)` with every optional field of `Budget`, so the
+/// code that walks them (defaults, validation) lists them in one place.
+macro_rules! budget_fields {
+    ($m:ident) => {
+        $m!(
+            max_tokens,
+            token_ratio,
+            capacity,
+            per_request,
+            retry_cost,
+            timeout_cost,
+            throttle_cost,
+            success_increment,
+            ttl,
+            min_retries_per_sec,
+            percent_can_retry,
+            max_requeues_fraction,
+            budget_percent,
+            min_retry_concurrency,
+            max_retries,
+            ratio,
+            window,
+            per_minute,
+            rate,
+            burst
+        )
+    };
+}
+pub(crate) use budget_fields;
+
 /// The fields each budget kind takes, with the real system's default.
 /// Sources: shared/reference/presets.md, section named beside each kind.
 pub fn budget_defaults(kind: BudgetKind) -> Budget {

@@ -335,28 +335,7 @@ fn budget_fields(b: &Budget, allowed: &Budget) -> Vec<(&'static str, bool, bool)
     macro_rules! fields {
         ($($f:ident),*) => { vec![ $( (stringify!($f), b.$f.is_some(), allowed.$f.is_some()) ),* ] };
     }
-    fields!(
-        max_tokens,
-        token_ratio,
-        capacity,
-        per_request,
-        retry_cost,
-        timeout_cost,
-        throttle_cost,
-        success_increment,
-        ttl,
-        min_retries_per_sec,
-        percent_can_retry,
-        max_requeues_fraction,
-        budget_percent,
-        min_retry_concurrency,
-        max_retries,
-        ratio,
-        window,
-        per_minute,
-        rate,
-        burst
-    )
+    super::types::budget_fields!(fields)
 }
 
 pub(crate) fn budget_kind_name(k: BudgetKind) -> &'static str {
