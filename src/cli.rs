@@ -12,6 +12,7 @@ use std::time::Instant;
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::interrupt;
 use crate::report::{self, OutputDir};
 use crate::runner::{self, VariantPlan};
 use crate::scenario::{self, Scenario, ScenarioErrors, presets};
@@ -371,8 +372,27 @@ fn run(args: RunArgs) -> i32 {
             }
         }
     };
-    let results = pool.install(|| runner::run_items(&plans, &items, s.seed, &on_done));
+    interrupt::install();
+    let results =
+        pool.install(|| runner::run_items(&plans, &items, s.seed, &on_done, interrupt::flag()));
     bar.finish_and_clear();
+    let not_written = if shard.is_some() {
+        "timeseries.csv, summary.csv, summary.exact.csv, scenario.resolved.yaml, manifest.json"
+    } else {
+        "timeseries.csv, summary.csv, summary_by_variant.csv, scenario.resolved.yaml, charts/, report.html"
+    };
+    let results = match results {
+        Ok(r) => r,
+        Err(stopped) => {
+            eprintln!(
+                "interrupted: {} of {} runs had finished; {}",
+                stopped.finished,
+                stopped.total,
+                nothing_written(&out_path, not_written)
+            );
+            return interrupt::EXIT_CODE;
+        }
+    };
 
     let write = || -> std::io::Result<PathBuf> {
         if let Some(spec) = shard {
@@ -402,6 +422,13 @@ fn run(args: RunArgs) -> i32 {
     };
     let dir = match write() {
         Ok(d) => d,
+        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
+            eprintln!(
+                "interrupted: all {total} runs had finished; {}",
+                nothing_written(&out_path, not_written)
+            );
+            return interrupt::EXIT_CODE;
+        }
         Err(e) => {
             eprintln!(
                 "error: could not write results to {}: {e}; nothing was written",
@@ -557,6 +584,7 @@ fn merge(args: MergeArgs) -> i32 {
         .out
         .clone()
         .unwrap_or_else(|| Path::new("output").join(&merged.scenario));
+    interrupt::install();
     let write = || -> std::io::Result<PathBuf> {
         let mut out = OutputDir::create(&out_path)?;
         for name in shard::shard_folders_in(&out_path) {
@@ -581,6 +609,13 @@ fn merge(args: MergeArgs) -> i32 {
             }
             0
         }
+        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
+            eprintln!(
+                "interrupted: {}",
+                nothing_written(&out_path, "the merged tables, charts/, report.html")
+            );
+            interrupt::EXIT_CODE
+        }
         Err(e) => {
             eprintln!(
                 "error: could not write results to {}: {e}; nothing was written",
@@ -589,6 +624,19 @@ fn merge(args: MergeArgs) -> i32 {
             1
         }
     }
+}
+
+/// What an interrupted command says of its output folder.
+fn nothing_written(out: &Path, files: &str) -> String {
+    let state = if out.exists() {
+        "is as it was"
+    } else {
+        "was not created"
+    };
+    format!(
+        "nothing was written: {} {state} ({files} not written)",
+        out.display()
+    )
 }
 
 /// A progress bar over runs on stderr; hidden when stderr is not a
@@ -640,6 +688,7 @@ fn plot(args: PlotArgs) -> i32 {
             return 1;
         }
     };
+    interrupt::install();
     let write = || -> std::io::Result<PathBuf> {
         let out = OutputDir::create(&args.dir)?;
         copy_tables(&args.dir, Path::new(""), &out)?;
@@ -654,6 +703,13 @@ fn plot(args: PlotArgs) -> i32 {
                 println!("charts and report: {}", dir.join("report.html").display());
             }
             0
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
+            eprintln!(
+                "interrupted: nothing was changed in {} (charts/ and report.html not redrawn)",
+                args.dir.display()
+            );
+            interrupt::EXIT_CODE
         }
         Err(e) => {
             eprintln!(

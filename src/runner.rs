@@ -8,12 +8,15 @@
 //! same arrivals and service times until their histories diverge, so their
 //! difference is the policy's, not the dice's.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use rayon::prelude::*;
 
 use crate::engine::derive_seed;
 use crate::invariants;
 use crate::metrics::{Recorder, RecoveryCriteria, RunContext, RunInfo, Summary, TimeRow, tabulate};
-use crate::model::occ::{OccConfig, run_occ};
+use crate::model::occ::{OccConfig, run_occ_until};
+use crate::model::sim::INTERRUPTED;
 use crate::model::{ModelConfig, Sim};
 use crate::scenario::{self, Scenario, ScenarioErrors};
 
@@ -69,12 +72,24 @@ pub fn run_one(
     replicate: u32,
     scenario_seed: u64,
 ) -> RunResult {
+    static NEVER: AtomicBool = AtomicBool::new(false);
+    run_one_until(plan, variant_index, replicate, scenario_seed, &NEVER)
+}
+
+/// `run_one`, stopped early (aborted) once `stop` is raised.
+fn run_one_until(
+    plan: &VariantPlan,
+    variant_index: usize,
+    replicate: u32,
+    scenario_seed: u64,
+    stop: &AtomicBool,
+) -> RunResult {
     let cfg = &plan.config;
     let seed = replicate_seed(scenario_seed, replicate);
     let (rec, info, ctx) = match &plan.occ {
-        Some(occ) => occ_run(occ, seed),
+        Some(occ) => occ_run(occ, seed, stop),
         None => {
-            let (rec, info) = Sim::new(cfg, seed).run();
+            let (rec, info) = Sim::new(cfg, seed).run_until(stop);
             let ctx = RunContext {
                 capacity_per_sec: cfg.dependency.capacity_per_sec(),
                 concurrency: cfg.dependency.concurrency,
@@ -107,8 +122,8 @@ pub fn run_one(
 /// layer (`occ`) whose attempts are the writes, every client one logical
 /// request that ends when its write succeeds. The run lasts until the last
 /// client is done (its `completion_time_s`).
-fn occ_run(occ: &OccConfig, seed: u64) -> (Recorder, RunInfo, RunContext) {
-    let r = run_occ(occ, seed);
+fn occ_run(occ: &OccConfig, seed: u64, stop: &AtomicBool) -> (Recorder, RunInfo, RunContext) {
+    let r = run_occ_until(occ, seed, stop);
     let bucket = occ.bucket.max(1);
     let end = r.completion.max(1).div_ceil(bucket) * bucket;
     let mut rec = Recorder::new(end, bucket, 1);
@@ -165,24 +180,63 @@ pub fn run_all(
     let items: Vec<(usize, u32)> = (0..variants.len())
         .flat_map(|v| (0..replicates).map(move |r| (v, r)))
         .collect();
-    run_items(variants, &items, scenario_seed, on_done)
+    let never = AtomicBool::new(false);
+    run_each(variants, &items, scenario_seed, on_done, &never)
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// Runs stopped by their stop flag: how many had finished first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Interrupted {
+    pub finished: usize,
+    pub total: usize,
 }
 
 /// Runs the given (variant index, replicate) items (a shard's share of
 /// `run_all`); results come back in the order of `items`, each identical
-/// to the one `run_all` gives for the same item.
+/// to the one `run_all` gives for the same item. Once `stop` is raised,
+/// runs not yet started are skipped, running ones stop within
+/// `STOP_POLL` events, and the whole set is `Interrupted` (a partial set
+/// of results is never returned as if it were whole).
 pub fn run_items(
     variants: &[VariantPlan],
     items: &[(usize, u32)],
     scenario_seed: u64,
     on_done: &(dyn Fn(&RunResult) + Sync),
-) -> Vec<RunResult> {
+    stop: &AtomicBool,
+) -> Result<Vec<RunResult>, Interrupted> {
+    let results = run_each(variants, items, scenario_seed, on_done, stop);
+    if stop.load(Ordering::Relaxed) {
+        return Err(Interrupted {
+            finished: results.iter().filter(|r| r.is_some()).count(),
+            total: items.len(),
+        });
+    }
+    Ok(results.into_iter().flatten().collect())
+}
+
+/// Every item's result, `None` for one skipped or cut short by `stop`.
+fn run_each(
+    variants: &[VariantPlan],
+    items: &[(usize, u32)],
+    scenario_seed: u64,
+    on_done: &(dyn Fn(&RunResult) + Sync),
+    stop: &AtomicBool,
+) -> Vec<Option<RunResult>> {
     items
         .par_iter()
         .map(|&(v, r)| {
-            let result = run_one(&variants[v], v, r, scenario_seed);
+            if stop.load(Ordering::Relaxed) {
+                return None;
+            }
+            let result = run_one_until(&variants[v], v, r, scenario_seed, stop);
+            if result.summary.aborted.as_deref() == Some(INTERRUPTED) {
+                return None;
+            }
             on_done(&result);
-            result
+            Some(result)
         })
         .collect()
 }

@@ -45,9 +45,12 @@
 //! backoff jitter from `Stream::new(seed, Purpose::Jitter, 0)`, shared by
 //! all clients (the original draws both from one global `random`).
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use crate::engine::{EventKind, EventQueue, NS_PER_MS, Nanos, Purpose, Stream, time::from_f64_ns};
 
 use super::backoff::{Backoff, Jitter, SleepState, sleep_before_retry};
+use super::sim::{INTERRUPTED, STOP_POLL};
 
 /// The backoff policies of the post.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -237,6 +240,12 @@ fn backoff(cfg: &OccConfig, attempt: u32, state: &mut SleepState, rng: &mut Stre
 /// Runs the workload once. Deterministic: the same `cfg` and `seed` give
 /// the same result, digest included.
 pub fn run_occ(cfg: &OccConfig, seed: u64) -> OccResult {
+    static NEVER: AtomicBool = AtomicBool::new(false);
+    run_occ_until(cfg, seed, &NEVER)
+}
+
+/// `run_occ`, but stops early (marked aborted) once `stop` is raised.
+pub fn run_occ_until(cfg: &OccConfig, seed: u64, stop: &AtomicBool) -> OccResult {
     let mut net = Net {
         mean: cfg.message_mean,
         sd: cfg.message_sd,
@@ -304,6 +313,10 @@ pub fn run_occ(cfg: &OccConfig, seed: u64) -> OccResult {
                     q.schedule_in(sleep, Event::SendRead { client });
                 }
             }
+        }
+        if q.events() % STOP_POLL == 0 && stop.load(Ordering::Relaxed) {
+            aborted = Some(INTERRUPTED.to_string());
+            break;
         }
         if q.events() >= cfg.max_events && q.pending() > 0 {
             aborted = Some(format!(

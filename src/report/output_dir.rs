@@ -2,10 +2,17 @@
 //! into a hidden sibling folder (`.NAME.partial-PID`); `commit` swaps it in
 //! place of the old folder. An interrupted or failed run leaves the old
 //! results untouched and no half-written table that looks complete.
+//!
+//! A stop asked for by Ctrl-C (`crate::interrupt`) fails the next `write`
+//! or the `commit` with `ErrorKind::Interrupted`; dropping the folder then
+//! removes the staging folder, and a second Ctrl-C removes it on its way
+//! out.
 
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+
+use crate::interrupt;
 
 pub struct OutputDir {
     target: PathBuf,
@@ -31,6 +38,7 @@ impl OutputDir {
             fs::remove_dir_all(&staging)?;
         }
         fs::create_dir_all(&staging)?;
+        interrupt::register_staging(&staging);
         Ok(OutputDir {
             target: target.to_path_buf(),
             staging,
@@ -48,6 +56,7 @@ impl OutputDir {
 
     /// Writes one file into the folder (relative path, subfolders allowed).
     pub fn write(&self, rel: &str, bytes: &[u8]) -> io::Result<()> {
+        interrupt::check_io()?;
         let path = self.staging.join(rel);
         if let Some(dir) = path.parent() {
             fs::create_dir_all(dir)?;
@@ -59,6 +68,7 @@ impl OutputDir {
 
     /// Replaces the target folder with everything written.
     pub fn commit(mut self) -> io::Result<PathBuf> {
+        interrupt::check_io()?;
         let old = self.staging.with_file_name(format!(
             ".{}.old-{}",
             self.file_name(),
@@ -81,6 +91,7 @@ impl OutputDir {
             return Err(e);
         }
         self.committed = true;
+        interrupt::unregister_staging(&self.staging);
         if had_old {
             for name in &self.keep {
                 let (from, to) = (old.join(name), self.target.join(name));
@@ -105,6 +116,7 @@ impl Drop for OutputDir {
     fn drop(&mut self) {
         if !self.committed {
             let _ = fs::remove_dir_all(&self.staging);
+            interrupt::unregister_staging(&self.staging);
         }
     }
 }

@@ -22,6 +22,7 @@ mod calls;
 mod server;
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::engine::{EventKind, EventQueue, Nanos, Purpose, Stream};
 use crate::metrics::{Recorder, RunInfo};
@@ -34,6 +35,13 @@ use super::retry::RetryState;
 use super::slab::Slab;
 
 const NONE: u32 = u32::MAX;
+
+/// How often (in events) a run looks at its stop flag: often enough to stop
+/// within milliseconds, rarely enough to cost nothing.
+pub const STOP_POLL: u64 = 4096;
+
+/// The `aborted` reason of a run stopped by its stop flag (Ctrl-C).
+pub const INTERRUPTED: &str = "interrupted (Ctrl-C)";
 /// `orphaned_by` of work whose callers are all still waiting.
 const NO_LAYER: u8 = u8::MAX;
 
@@ -289,7 +297,14 @@ impl<'a> Sim<'a> {
 
     /// Runs to the end of the simulated time (or a guard rail) and returns
     /// what was recorded.
-    pub fn run(mut self) -> (Recorder, RunInfo) {
+    pub fn run(self) -> (Recorder, RunInfo) {
+        static NEVER: AtomicBool = AtomicBool::new(false);
+        self.run_until(&NEVER)
+    }
+
+    /// `run`, but stops early (marked `aborted: interrupted`) once `stop`
+    /// is raised; polled every `STOP_POLL` events.
+    pub fn run_until(mut self, stop: &AtomicBool) -> (Recorder, RunInfo) {
         let cfg = self.cfg;
         for (i, inc) in cfg.dependency.incidents.iter().enumerate() {
             self.q
@@ -315,6 +330,10 @@ impl<'a> Sim<'a> {
         let mut aborted = None;
         while let Some(ev) = self.q.pop_before(cfg.duration) {
             self.handle(ev);
+            if self.q.events() % STOP_POLL == 0 && stop.load(Ordering::Relaxed) {
+                aborted = Some(INTERRUPTED.to_string());
+                break;
+            }
             if self.q.events() >= cfg.limits.max_events {
                 aborted = Some(format!(
                     "stopped after {} events (limits.max_events); raise it in the scenario or with --max-events",
