@@ -10,6 +10,7 @@
 pub mod check;
 pub mod cli;
 pub mod engine;
+pub mod fuzz;
 pub mod interrupt;
 pub mod invariants;
 pub mod metrics;

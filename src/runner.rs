@@ -15,7 +15,7 @@ use rayon::prelude::*;
 use crate::engine::derive_seed;
 use crate::invariants;
 use crate::metrics::{Recorder, RecoveryCriteria, RunContext, RunInfo, Summary, TimeRow, tabulate};
-use crate::model::occ::{OccConfig, run_occ_until};
+use crate::model::occ::{MAX_BUCKETS, OccConfig, run_occ_until};
 use crate::model::sim::INTERRUPTED;
 use crate::model::{ModelConfig, Sim};
 use crate::scenario::{self, Scenario, ScenarioErrors};
@@ -125,7 +125,10 @@ fn run_one_until(
 fn occ_run(occ: &OccConfig, seed: u64, stop: &AtomicBool) -> (Recorder, RunInfo, RunContext) {
     let r = run_occ_until(occ, seed, stop);
     let bucket = occ.bucket.max(1);
-    let end = r.completion.max(1).div_ceil(bucket) * bucket;
+    // A run cut short by its guard rail may have got far in time; the
+    // table covers what the workload could count (`occ::MAX_BUCKETS`).
+    let buckets = r.completion.max(1).div_ceil(bucket).min(MAX_BUCKETS as u64);
+    let end = buckets.saturating_mul(bucket);
     let mut rec = Recorder::new(end, bucket, 1);
     for _ in 0..occ.clients {
         rec.offered(0);

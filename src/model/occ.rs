@@ -158,7 +158,7 @@ pub struct OccResult {
 }
 
 /// Histograms longer than this abort the run rather than eat the memory.
-pub const MAX_BUCKETS: usize = 10_000_000;
+pub const MAX_BUCKETS: usize = 100_000;
 
 /// Where a client is: Reading → Writing → Done, or Reading → Writing →
 /// Backoff → Reading → ... after a failed write. Each phase includes the
@@ -328,6 +328,14 @@ pub fn run_occ_until(cfg: &OccConfig, seed: u64, stop: &AtomicBool) -> OccResult
             break;
         }
     }
+    if aborted.is_none() && q.pending() > 0 {
+        // Events due at the end of representable time (saturated delays).
+        aborted = Some(format!(
+            "simulated time ran out at t = {} ns with {} events pending",
+            q.now(),
+            q.pending()
+        ));
+    }
     debug_assert!(
         aborted.is_some() || clients.iter().all(|c| c.phase == Phase::Done),
         "a client was left unfinished"
@@ -452,6 +460,20 @@ mod tests {
             ..OccConfig::aws(1, OccPolicy::NoBackoff)
         };
         assert_eq!(run_occ(&five, 1).aborted, None);
+    }
+
+    /// Found by the fuzzer: messages so slow that delays saturate at the
+    /// end of representable time. The run says so instead of ending as if
+    /// every client were done.
+    #[test]
+    fn time_running_out_is_an_abort() {
+        let cfg = OccConfig {
+            message_mean: u64::MAX / 2,
+            ..OccConfig::aws(3, OccPolicy::FullJitter)
+        };
+        let r = run_occ(&cfg, 1);
+        let why = r.aborted.expect("aborted");
+        assert!(why.contains("simulated time ran out"), "{why}");
     }
 
     #[test]

@@ -29,6 +29,24 @@ pub fn load_file(path: &Path) -> Result<Scenario, ScenarioErrors> {
     load_str(&text, &label)
 }
 
+/// Parses and validates the contents of a scenario file given as bytes,
+/// exactly as `load_file` does once it has read them (the fuzz target's
+/// entry point).
+pub fn load_bytes(bytes: &[u8], file_label: &str) -> Result<Scenario, ScenarioErrors> {
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(ScenarioError::new(
+            file_label,
+            format!(
+                "the file is {} bytes; a scenario file may be at most {MAX_FILE_BYTES} bytes",
+                bytes.len()
+            ),
+        )
+        .into());
+    }
+    let text = utf8_text(bytes.to_vec(), file_label)?;
+    load_str(&text, file_label)
+}
+
 /// Parses and validates a scenario given as text; `file_label` names it in
 /// errors.
 pub fn load_str(src: &str, file_label: &str) -> Result<Scenario, ScenarioErrors> {
@@ -57,7 +75,8 @@ pub fn load_str(src: &str, file_label: &str) -> Result<Scenario, ScenarioErrors>
     if errors.is_empty()
         && let Err(e) = expand_all(&s)
     {
-        // Sweep values that do not fit their field, located at the sweep.
+        // Sweep values that do not fit their field, located at the sweep,
+        // and a table too large, located at `replicates`.
         errors =
             e.0.into_iter()
                 .map(|mut err| {
@@ -107,10 +126,19 @@ fn read_text(path: &Path, label: &str) -> Result<String, ScenarioError> {
         )));
     }
     let bytes = std::fs::read(path).map_err(|e| err(io_message(&e)))?;
+    utf8_text(bytes, label)
+}
+
+/// The file's bytes as text, or where they stop being UTF-8.
+fn utf8_text(bytes: Vec<u8>, label: &str) -> Result<String, ScenarioError> {
     String::from_utf8(bytes).map_err(|e| {
         let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
         let (line, col) = end_position(valid);
-        err("the file is not UTF-8 text; a scenario is a YAML text file".into()).at(line, col)
+        ScenarioError::new(
+            label,
+            "the file is not UTF-8 text; a scenario is a YAML text file",
+        )
+        .at(line, col)
     })
 }
 

@@ -23,7 +23,7 @@ pub mod variants;
 
 pub use build::{to_model, to_occ};
 pub use error::{ScenarioError, ScenarioErrors};
-pub use load::{load_file, load_str};
+pub use load::{load_bytes, load_file, load_str};
 pub use overrides::{apply_set, parse_set_arg};
 pub use resolved::resolved_yaml;
 pub use types::Scenario;

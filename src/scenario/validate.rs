@@ -21,6 +21,38 @@ pub const MAX_INSTANCES: u32 = 1_000_000;
 /// Logical requests per second: far above any real fleet, low enough that
 /// a typo (`1e300/s`) is refused instead of running for ever.
 pub const MAX_RATE_PER_SEC: f64 = 10_000_000.0;
+/// Buckets per run (`duration / bucket`): a day in seconds fits; every
+/// bucket costs up to a few KiB of counters while the run lasts.
+pub const MAX_BUCKETS: u64 = 100_000;
+/// Rows of `timeseries.csv` (runs × buckets), all of them held in memory
+/// until the folder is written: a few GiB at most.
+pub const MAX_TIMESERIES_ROWS: u64 = 10_000_000;
+
+/// The number of buckets (rows of `timeseries.csv`) of one run.
+pub fn buckets(s: &Scenario) -> u64 {
+    s.duration.ns().div_ceil(s.bucket.ns().max(1)).max(1)
+}
+
+/// The size of the whole run's `timeseries.csv`, when it is too large:
+/// every variant and sweep point (`runs`, each with its own duration and
+/// bucket) times the replicates.
+pub fn timeseries_rows_issue<'a>(
+    runs: impl Iterator<Item = &'a Scenario>,
+    replicates: u32,
+) -> Option<Issue> {
+    let (mut variants, mut rows) = (0u64, 0u64);
+    for s in runs {
+        variants += 1;
+        rows = rows.saturating_add(buckets(s).saturating_mul(replicates as u64));
+    }
+    (rows > MAX_TIMESERIES_ROWS).then(|| Issue {
+        path: "replicates".into(),
+        message: format!(
+            "the run would write {rows} rows of timeseries.csv ({} runs, one row per bucket each); expected at most {MAX_TIMESERIES_ROWS}: use fewer replicates or sweep points, or a longer bucket",
+            variants * replicates as u64
+        ),
+    })
+}
 
 /// One semantic problem: the field path and what was expected.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -117,6 +149,13 @@ impl Checker {
             self.check(s.bucket <= s.duration, "bucket", || {
                 format!(
                     "bucket ({}) is longer than the run ({}); expected bucket <= duration",
+                    s.bucket, s.duration
+                )
+            });
+            let buckets = buckets(s);
+            self.check(buckets <= MAX_BUCKETS, "bucket", || {
+                format!(
+                    "a bucket of {} cuts the run ({}) into {buckets} buckets; expected at most {MAX_BUCKETS}: use a longer bucket",
                     s.bucket, s.duration
                 )
             });

@@ -3,6 +3,7 @@
 //! budgets must agree, and the sweep grid must be a map of non-empty lists.
 
 use super::types::{Budget, Layer, Scenario, Scope, SideEffects};
+use super::units::Duration;
 use super::validate::{Checker, MAX_ATTEMPTS};
 
 /// At most this many grid points in a sweep (variants × grid).
@@ -108,6 +109,19 @@ impl Checker {
             )
         });
         self.positive(o.message_mean, "occ.message_mean", "message_mean");
+        // The post's messages take 10 ms and its cap is 2 s; hours would
+        // only run the clock past what it can hold.
+        let hour = Duration::from_secs(3600);
+        for (value, path) in [
+            (o.message_mean, "occ.message_mean"),
+            (o.message_sd, "occ.message_sd"),
+            (o.base, "occ.base"),
+            (o.cap, "occ.cap"),
+        ] {
+            self.check(value <= hour, path, || {
+                format!("{value} is too long for this experiment; expected at most 1h")
+            });
+        }
         for (set, field) in [
             (!s.clients.is_unset(), "clients"),
             (!s.dependency.is_unset(), "dependency"),

@@ -8,6 +8,7 @@ use super::error::{ScenarioError, ScenarioErrors, UNKNOWN_LABEL};
 use super::locate::LocationIndex;
 use super::overrides::{SetError, set_value};
 use super::types::Scenario;
+use super::validate::timeseries_rows_issue;
 
 /// The variant of a scenario without `variants`.
 pub const BASE_VARIANT: &str = "base";
@@ -90,6 +91,11 @@ pub fn expand_all(s: &Scenario) -> Result<Vec<Expanded>, ScenarioErrors> {
                 });
             }
         }
+    }
+    if errors.is_empty()
+        && let Some(issue) = timeseries_rows_issue(out.iter().map(|e| &e.scenario), s.replicates)
+    {
+        errors.push(ScenarioError::new(UNKNOWN_LABEL, issue.message).with_path(issue.path));
     }
     if errors.is_empty() {
         Ok(out)
