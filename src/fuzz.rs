@@ -71,10 +71,7 @@ pub fn exercise(bytes: &[u8], limits: FuzzLimits) -> Exercised {
 /// to zero, huge, negative, NaN, the wrong unit or the wrong type.
 pub fn exercise_sets(bytes: &[u8], limits: FuzzLimits) -> Exercised {
     let (base, sets) = decode_sets(bytes);
-    let mut s = match scenario::load_str(BASES[base].1, BASES[base].0) {
-        Ok(s) => s,
-        Err(e) => panic!("bundled scenario {} does not load: {e}", BASES[base].0),
-    };
+    let mut s = bases()[base].0.clone();
     for arg in &sets {
         let applied = scenario::parse_set_arg(arg)
             .map_err(ScenarioErrors::from)
@@ -147,6 +144,30 @@ const BASES: &[(&str, &str)] = &[
         include_str!("../scenarios/published/sre-adaptive-throttling.yaml"),
     ),
 ];
+
+/// A bundled scenario, loaded, with every path of it.
+type Base = (Scenario, Vec<(String, Kind)>);
+
+/// The bundled scenarios, loaded, each with its paths.
+fn bases() -> &'static [Base] {
+    static BASES_LOADED: OnceLock<Vec<Base>> = OnceLock::new();
+    BASES_LOADED.get_or_init(|| {
+        BASES
+            .iter()
+            .map(|(name, text)| {
+                let s = match scenario::load_str(text, name) {
+                    Ok(s) => s,
+                    Err(e) => panic!("bundled scenario {name} does not load: {e}"),
+                };
+                let mut all = Vec::new();
+                if let Ok(v) = serde_json::to_value(&s) {
+                    paths(&v, "", &mut all);
+                }
+                (s, all)
+            })
+            .collect()
+    })
+}
 
 /// Field names and enum values of the scenario format, from its schema.
 fn words() -> &'static [String] {
@@ -240,11 +261,7 @@ fn paths(v: &Value, prefix: &str, out: &mut Vec<(String, Kind)>) {
 pub fn decode_sets(bytes: &[u8]) -> (usize, Vec<String>) {
     let mut b = Cursor(bytes);
     let base = b.byte() as usize % BASES.len();
-    let s = scenario::load_str(BASES[base].1, BASES[base].0).ok();
-    let mut all = Vec::new();
-    if let Some(v) = s.and_then(|s| serde_json::to_value(&s).ok()) {
-        paths(&v, "", &mut all);
-    }
+    let all = &bases()[base].1;
     let words = words();
     let mut sets = Vec::new();
     let count = 1 + b.byte() % 3;

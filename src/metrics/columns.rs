@@ -35,12 +35,22 @@ impl Cell {
     /// How the cell is written: integers exactly, floats rounded to six
     /// decimals with trailing zeros trimmed, booleans as `true`/`false`.
     pub fn render(&self) -> String {
+        let mut out = String::new();
+        self.render_into(&mut out);
+        out
+    }
+
+    /// `render`, appended to `out` (no allocation for integers).
+    pub fn render_into(&self, out: &mut String) {
+        use std::fmt::Write;
         match self {
-            Cell::Int(v) => v.to_string(),
-            Cell::Float(v) => format_float(*v),
-            Cell::Bool(b) => b.to_string(),
-            Cell::Text(s) => s.clone(),
-            Cell::Missing => String::new(),
+            Cell::Int(v) => {
+                let _ = write!(out, "{v}");
+            }
+            Cell::Float(v) => out.push_str(&format_float(*v)),
+            Cell::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            Cell::Text(s) => out.push_str(s),
+            Cell::Missing => {}
         }
     }
 }

@@ -14,8 +14,13 @@ use crate::scenario;
 #[derive(Clone, Debug, Default)]
 pub struct Table {
     pub header: Vec<String>,
-    pub rows: Vec<Vec<String>>,
+    /// One `StringRecord` a row: its fields in one buffer, not one string
+    /// each (a long run's table has millions of cells).
+    pub rows: Vec<Row>,
 }
+
+/// A row of a [`Table`].
+pub type Row = csv::StringRecord;
 
 impl Table {
     /// Parses CSV bytes; a malformed table is an error.
@@ -30,7 +35,7 @@ impl Table {
         let mut rows = Vec::new();
         for rec in r.records() {
             let rec = rec.map_err(|e| e.to_string())?;
-            rows.push(rec.iter().map(str::to_string).collect());
+            rows.push(rec);
         }
         Ok(Table { header, rows })
     }
@@ -40,14 +45,12 @@ impl Table {
     }
 
     /// The text of a cell ("" when the column or cell is absent).
-    pub fn text<'a>(&'a self, row: &'a [String], name: &str) -> &'a str {
-        self.col(name)
-            .and_then(|i| row.get(i))
-            .map_or("", String::as_str)
+    pub fn text<'a>(&'a self, row: &'a Row, name: &str) -> &'a str {
+        self.col(name).and_then(|i| row.get(i)).unwrap_or("")
     }
 
     /// A cell as a finite number (None when empty, absent or not finite).
-    pub fn num(&self, row: &[String], name: &str) -> Option<f64> {
+    pub fn num(&self, row: &Row, name: &str) -> Option<f64> {
         parse_num(self.text(row, name))
     }
 }

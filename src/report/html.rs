@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use super::chart_data::ChartData;
+use super::chart_data::{ChartData, Row};
 use super::charts::{Chart, RecoveryRow, recovery_figure};
 use super::figure::{css_colour, tick};
 use super::sweep::sweep_columns;
@@ -89,7 +89,7 @@ th:first-child,td:first-child{text-align:left}caption{font-weight:bold;text-alig
 .metastable{color:#b00;font-weight:bold}figure{margin:1em 0}\
 figure svg{max-width:100%;height:auto;border:1px solid #eee}";
 
-fn cell(d: &ChartData, row: &[String], stem: &str, unit: &str) -> (String, String) {
+fn cell(d: &ChartData, row: &Row, stem: &str, unit: &str) -> (String, String) {
     let t = &d.by_variant;
     let fmt = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{}{unit}", tick(v)));
     (

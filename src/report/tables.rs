@@ -127,11 +127,14 @@ pub fn timeseries_csv(results: &[RunResult]) -> Vec<u8> {
 
 /// `timeseries.csv` of these results with the columns of `layout`.
 pub fn timeseries_csv_with(layout: &Layout, results: &[RunResult]) -> Vec<u8> {
+    // Streamed row by row: a long run has hundreds of thousands of rows,
+    // and holding them all as strings would take gigabytes.
     let layers = &layout.layers;
-    let params = &layout.params;
-    let mut header = None;
-    let mut rows = Vec::new();
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut header = false;
+    let mut field = String::new();
     for r in results {
+        let params = param_cells(r, &layout.params);
         for row in &r.rows {
             let mut row = row.clone();
             row.layer_attempts = spread(&row.layer_attempts, &r.layer_names, layers, 0);
@@ -140,14 +143,28 @@ pub fn timeseries_csv_with(layout: &Layout, results: &[RunResult]) -> Vec<u8> {
             row.layer_levels = spread(&row.layer_levels, &r.layer_names, layers, [None; 3]);
             row.layer_orphaned = spread(&row.layer_orphaned, &r.layer_names, layers, 0);
             let mut cells = time_row_cells(&row, layers);
-            cells.extend(param_cells(r, params));
-            header.get_or_insert_with(|| header_of(&["variant", "replicate"], &cells));
-            let mut line = vec![r.variant.clone(), r.replicate.to_string()];
-            line.extend(cells.iter().map(|(_, c)| c.render()));
-            rows.push(line);
+            cells.extend(params.iter().cloned());
+            if !header {
+                w.write_record(header_of(&["variant", "replicate"], &cells))
+                    .expect("writing to memory");
+                header = true;
+            }
+            w.write_field(&r.variant).expect("writing to memory");
+            w.write_field(r.replicate.to_string())
+                .expect("writing to memory");
+            for (_, cell) in &cells {
+                field.clear();
+                cell.render_into(&mut field);
+                w.write_field(&field).expect("writing to memory");
+            }
+            w.write_record(None::<&[u8]>).expect("writing to memory");
         }
     }
-    write_csv(&header.unwrap_or_default(), rows.into_iter())
+    if !header {
+        w.write_record(Vec::<String>::new())
+            .expect("writing to memory");
+    }
+    w.into_inner().expect("writing to memory")
 }
 
 /// The cells of each result's `summary.csv` row (after `variant,

@@ -25,8 +25,9 @@ pub const MAX_RATE_PER_SEC: f64 = 10_000_000.0;
 /// bucket costs up to a few KiB of counters while the run lasts.
 pub const MAX_BUCKETS: u64 = 100_000;
 /// Rows of `timeseries.csv` (runs × buckets), all of them held in memory
-/// until the folder is written: a few GiB at most.
-pub const MAX_TIMESERIES_ROWS: u64 = 10_000_000;
+/// until the folder is written: a million rows of a two-layer scenario
+/// peak at about 1.8 GB, so this bounds a run to some 4 GB.
+pub const MAX_TIMESERIES_ROWS: u64 = 2_000_000;
 
 /// The number of buckets (rows of `timeseries.csv`) of one run.
 pub fn buckets(s: &Scenario) -> u64 {
