@@ -1,7 +1,8 @@
 //! Engine speed, in events per second on one core.
 //!
 //! Run with `cargo bench --bench engine`. Target (README, "Speed", where the
-//! current figures are: 8.6 M, 7.3 M and 7.1 M events/s, below it): at least
+//! current figures are: 10.9 M, 8.8 M and 8.7 M events/s, the last two
+//! below it): at least
 //! 10 M events/s on one core for the M/M/c model with retries off; the
 //! minimal `BinaryHeap` loop of shared/reference/engineering-notes.md does
 //! 17 M events/s on M/M/100 at ρ = 0.95, and a full model with metrics is

@@ -11,6 +11,10 @@ pub struct Gauge {
     bucket: Nanos,
     /// Integral of the value over each bucket, in value × nanoseconds.
     area: Vec<u128>,
+    /// The bucket of `since` and its end: time only moves forward, so a
+    /// division is needed only when a bucket is left.
+    cur: usize,
+    cur_end: Nanos,
 }
 
 impl Gauge {
@@ -20,6 +24,8 @@ impl Gauge {
             since: 0,
             bucket,
             area: vec![0; n_buckets],
+            cur: 0,
+            cur_end: 0,
         }
     }
 
@@ -46,11 +52,15 @@ impl Gauge {
         if self.value > 0 {
             let mut t = self.since;
             while t < now {
-                let b = (t / self.bucket) as usize;
+                if t >= self.cur_end {
+                    self.cur = (t / self.bucket) as usize;
+                    self.cur_end = (self.cur as u64 + 1).saturating_mul(self.bucket);
+                }
+                let b = self.cur;
                 if b >= self.area.len() {
                     break;
                 }
-                let end = ((b as u64 + 1) * self.bucket).min(now);
+                let end = self.cur_end.min(now);
                 self.area[b] += self.value as u128 * (end - t) as u128;
                 t = end;
             }

@@ -7,6 +7,8 @@
 //! digits for the whole run, 2 for each bucket): integer counts, so they
 //! merge exactly in any order.
 
+use std::cell::Cell;
+
 use hdrhistogram::Histogram;
 
 use super::reason::Reason;
@@ -119,6 +121,10 @@ pub struct Recorder {
     pub totals: Totals,
     open_requests: u64,
     open_bucket: usize,
+    /// The last bucket looked up, as (start, end, index): most records
+    /// fall in the bucket of the one before, and a division costs more
+    /// than the rest of a record.
+    last: Cell<(Nanos, Nanos, usize)>,
 }
 
 /// Longest latency or delay tracked exactly: 100 hours, in microseconds.
@@ -157,6 +163,7 @@ impl Recorder {
             },
             open_requests: 0,
             open_bucket: 0,
+            last: Cell::new((0, 0, 0)),
         }
     }
 
@@ -180,7 +187,21 @@ impl Recorder {
 
     #[inline]
     fn b(&self, t: Nanos) -> usize {
-        ((t / self.bucket) as usize).min(self.buckets.len() - 1)
+        let (start, end, b) = self.last.get();
+        if start <= t && t < end {
+            return b;
+        }
+        let last = self.buckets.len() - 1;
+        let b = ((t / self.bucket) as usize).min(last);
+        let start = b as u64 * self.bucket;
+        // Times past the end count in the last bucket.
+        let end = if b == last {
+            Nanos::MAX
+        } else {
+            start + self.bucket
+        };
+        self.last.set((start, end, b));
+        b
     }
 
     #[inline]
