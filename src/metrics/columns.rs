@@ -2,6 +2,8 @@
 //! first, extra columns after. Each row becomes a list of named `Cell`s so
 //! that writing CSV and aggregating over replicates need no per-column code.
 
+use std::fmt;
+
 use super::reason::Reason;
 use super::table::{Summary, TimeRow};
 
@@ -47,7 +49,7 @@ impl Cell {
             Cell::Int(v) => {
                 let _ = write!(out, "{v}");
             }
-            Cell::Float(v) => out.push_str(&format_float(*v)),
+            Cell::Float(v) => push_float(out, *v),
             Cell::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
             Cell::Text(s) => out.push_str(s),
             Cell::Missing => {}
@@ -56,114 +58,156 @@ impl Cell {
 }
 
 pub fn format_float(v: f64) -> String {
+    let mut out = String::new();
+    push_float(&mut out, v);
+    out
+}
+
+/// `format_float`, appended to `out`.
+fn push_float(out: &mut String, v: f64) {
+    use std::fmt::Write;
     if !v.is_finite() {
-        return String::new();
+        return;
     }
-    let s = format!("{v:.6}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    if s == "-0" { "0".into() } else { s.into() }
+    let start = out.len();
+    let _ = write!(out, "{v:.6}");
+    // `{:.6}` always has a point: trim its trailing zeros, then the point.
+    while out.ends_with('0') {
+        out.pop();
+    }
+    if out.ends_with('.') {
+        out.pop();
+    }
+    if &out[start..] == "-0" {
+        out.truncate(start);
+        out.push('0');
+    }
 }
 
 /// Columns of a time-series row, after `variant, replicate`.
 pub fn time_row_cells(r: &TimeRow, layer_names: &[String]) -> Vec<(String, Cell)> {
-    let mut v: Vec<(String, Cell)> = vec![
-        ("t_s".into(), Cell::Float(r.t_s)),
-        ("offered".into(), Cell::Int(r.offered)),
-        ("attempts".into(), Cell::Int(r.attempts)),
-        ("retries".into(), Cell::Int(r.retries)),
-        (
-            "dependency_attempts".into(),
-            Cell::Int(r.dependency_attempts),
-        ),
-        ("succeeded".into(), Cell::Int(r.succeeded)),
-        ("failed".into(), Cell::Int(r.failed)),
-        (
-            "failed_timeout".into(),
-            Cell::Int(r.failed_by[Reason::Timeout as usize]),
-        ),
-        (
-            "failed_connection".into(),
-            Cell::Int(r.failed_by[Reason::Connection as usize]),
-        ),
-        (
-            "failed_status".into(),
-            Cell::Int(r.failed_by[Reason::Status as usize]),
-        ),
-        (
-            "failed_deadline".into(),
-            Cell::Int(r.failed_by[Reason::Deadline as usize]),
-        ),
-        ("shed".into(), Cell::Int(r.shed)),
-        ("queue_depth".into(), Cell::Float(r.queue_depth)),
-        ("in_flight".into(), Cell::Float(r.in_flight)),
-        ("utilization".into(), Cell::Float(r.utilization)),
-        ("goodput".into(), Cell::Float(r.goodput)),
-        ("latency_p50_ms".into(), Cell::opt_f(r.latency_p50_ms)),
-        ("latency_p99_ms".into(), Cell::opt_f(r.latency_p99_ms)),
-        ("orphaned".into(), Cell::Int(r.orphaned)),
-        // Extra columns.
-        (
-            "failed_retry_after_exceeds_budget".into(),
-            Cell::Int(r.failed_by[Reason::RetryAfterExceedsBudget as usize]),
-        ),
-        (
-            "failed_budget_exhausted".into(),
-            Cell::Int(r.failed_by[Reason::BudgetExhausted as usize]),
-        ),
-        (
-            "failed_throttled".into(),
-            Cell::Int(r.failed_by[Reason::Throttled as usize]),
-        ),
-        (
-            "failed_breaker_open".into(),
-            Cell::Int(r.failed_by[Reason::BreakerOpen as usize]),
-        ),
-        ("blackholed".into(), Cell::Int(r.blackholed)),
-        ("queue_timeouts".into(), Cell::Int(r.queue_timeouts)),
-        ("open_requests".into(), Cell::Int(r.open_requests)),
-        ("load_ratio".into(), Cell::Float(r.load_ratio)),
-        ("commits".into(), Cell::Int(r.commits)),
-        (
-            "duplicate_side_effects".into(),
-            Cell::Int(r.duplicate_side_effects),
-        ),
-        (
-            "ambiguous_successes".into(),
-            Cell::Int(r.ambiguous_successes),
-        ),
-        ("deduplicated".into(), Cell::Int(r.deduplicated)),
-        ("cancelled".into(), Cell::Int(r.cancelled)),
-        ("probes".into(), Cell::Int(r.probes)),
-        ("messages".into(), Cell::Int(r.messages)),
-        ("deliveries".into(), Cell::Int(r.deliveries)),
-        ("redeliveries".into(), Cell::Int(r.redeliveries)),
-        (
-            "duplicate_deliveries".into(),
-            Cell::Int(r.duplicate_deliveries),
-        ),
-        ("processed".into(), Cell::Int(r.processed)),
-        ("dead_lettered".into(), Cell::Int(r.dead_lettered)),
-    ];
+    let mut v = Vec::new();
+    for_each_time_cell(r, layer_names, |name, cell| {
+        v.push((name.to_string(), cell))
+    });
+    v
+}
+
+/// The columns of a time-series row, in order, each as (name, cell) given
+/// to `f`; the name is formatted only if `f` uses it (the CSV writer
+/// streams a long run's rows and needs the names once, for its header).
+pub fn for_each_time_cell(
+    r: &TimeRow,
+    layer_names: &[String],
+    mut f: impl FnMut(fmt::Arguments, Cell),
+) {
+    f(format_args!("t_s"), Cell::Float(r.t_s));
+    f(format_args!("offered"), Cell::Int(r.offered));
+    f(format_args!("attempts"), Cell::Int(r.attempts));
+    f(format_args!("retries"), Cell::Int(r.retries));
+    f(
+        format_args!("dependency_attempts"),
+        Cell::Int(r.dependency_attempts),
+    );
+    f(format_args!("succeeded"), Cell::Int(r.succeeded));
+    f(format_args!("failed"), Cell::Int(r.failed));
+    f(
+        format_args!("failed_timeout"),
+        Cell::Int(r.failed_by[Reason::Timeout as usize]),
+    );
+    f(
+        format_args!("failed_connection"),
+        Cell::Int(r.failed_by[Reason::Connection as usize]),
+    );
+    f(
+        format_args!("failed_status"),
+        Cell::Int(r.failed_by[Reason::Status as usize]),
+    );
+    f(
+        format_args!("failed_deadline"),
+        Cell::Int(r.failed_by[Reason::Deadline as usize]),
+    );
+    f(format_args!("shed"), Cell::Int(r.shed));
+    f(format_args!("queue_depth"), Cell::Float(r.queue_depth));
+    f(format_args!("in_flight"), Cell::Float(r.in_flight));
+    f(format_args!("utilization"), Cell::Float(r.utilization));
+    f(format_args!("goodput"), Cell::Float(r.goodput));
+    f(
+        format_args!("latency_p50_ms"),
+        Cell::opt_f(r.latency_p50_ms),
+    );
+    f(
+        format_args!("latency_p99_ms"),
+        Cell::opt_f(r.latency_p99_ms),
+    );
+    f(format_args!("orphaned"), Cell::Int(r.orphaned));
+    // Extra columns.
+    f(
+        format_args!("failed_retry_after_exceeds_budget"),
+        Cell::Int(r.failed_by[Reason::RetryAfterExceedsBudget as usize]),
+    );
+    f(
+        format_args!("failed_budget_exhausted"),
+        Cell::Int(r.failed_by[Reason::BudgetExhausted as usize]),
+    );
+    f(
+        format_args!("failed_throttled"),
+        Cell::Int(r.failed_by[Reason::Throttled as usize]),
+    );
+    f(
+        format_args!("failed_breaker_open"),
+        Cell::Int(r.failed_by[Reason::BreakerOpen as usize]),
+    );
+    f(format_args!("blackholed"), Cell::Int(r.blackholed));
+    f(format_args!("queue_timeouts"), Cell::Int(r.queue_timeouts));
+    f(format_args!("open_requests"), Cell::Int(r.open_requests));
+    f(format_args!("load_ratio"), Cell::Float(r.load_ratio));
+    f(format_args!("commits"), Cell::Int(r.commits));
+    f(
+        format_args!("duplicate_side_effects"),
+        Cell::Int(r.duplicate_side_effects),
+    );
+    f(
+        format_args!("ambiguous_successes"),
+        Cell::Int(r.ambiguous_successes),
+    );
+    f(format_args!("deduplicated"), Cell::Int(r.deduplicated));
+    f(format_args!("cancelled"), Cell::Int(r.cancelled));
+    f(format_args!("probes"), Cell::Int(r.probes));
+    f(format_args!("messages"), Cell::Int(r.messages));
+    f(format_args!("deliveries"), Cell::Int(r.deliveries));
+    f(format_args!("redeliveries"), Cell::Int(r.redeliveries));
+    f(
+        format_args!("duplicate_deliveries"),
+        Cell::Int(r.duplicate_deliveries),
+    );
+    f(format_args!("processed"), Cell::Int(r.processed));
+    f(format_args!("dead_lettered"), Cell::Int(r.dead_lettered));
     for (i, name) in layer_names.iter().enumerate() {
-        v.push((format!("attempts_{name}"), Cell::Int(r.layer_attempts[i])));
+        f(
+            format_args!("attempts_{name}"),
+            Cell::Int(r.layer_attempts[i]),
+        );
     }
     for (i, name) in layer_names.iter().enumerate() {
-        v.push((format!("retries_{name}"), Cell::Int(r.layer_retries[i])));
+        f(
+            format_args!("retries_{name}"),
+            Cell::Int(r.layer_retries[i]),
+        );
     }
-    push_gates(&mut v, &r.layer_gates, layer_names);
+    gate_cells(&r.layer_gates, layer_names, &mut f);
     for (i, name) in layer_names.iter().enumerate() {
-        v.push((
-            format!("orphaned_attempts_{name}"),
+        f(
+            format_args!("orphaned_attempts_{name}"),
             Cell::Int(r.layer_orphaned[i]),
-        ));
+        );
     }
     for (i, name) in layer_names.iter().enumerate() {
         let [budget, throttle, breaker] = r.layer_levels[i];
-        v.push((format!("budget_level_{name}"), Cell::opt_f(budget)));
-        v.push((format!("throttle_level_{name}"), Cell::opt_f(throttle)));
-        v.push((format!("breaker_open_{name}"), Cell::opt_f(breaker)));
+        f(format_args!("budget_level_{name}"), Cell::opt_f(budget));
+        f(format_args!("throttle_level_{name}"), Cell::opt_f(throttle));
+        f(format_args!("breaker_open_{name}"), Cell::opt_f(breaker));
     }
-    v
 }
 
 /// `a ÷ b`, 0 when there is nothing to divide.
@@ -174,11 +218,21 @@ fn per(a: u64, b: u64) -> f64 {
 /// Per-layer refusals: `budget_exhausted_<layer>`, `throttled_<layer>`,
 /// `breaker_rejected_<layer>`.
 fn push_gates(v: &mut Vec<(String, Cell)>, gates: &[[u64; 3]], layer_names: &[String]) {
+    gate_cells(gates, layer_names, &mut |name, cell| {
+        v.push((name.to_string(), cell))
+    });
+}
+
+fn gate_cells(
+    gates: &[[u64; 3]],
+    layer_names: &[String],
+    f: &mut impl FnMut(fmt::Arguments, Cell),
+) {
     for (i, name) in layer_names.iter().enumerate() {
         let [budget, throttle, breaker] = gates[i];
-        v.push((format!("budget_exhausted_{name}"), Cell::Int(budget)));
-        v.push((format!("throttled_{name}"), Cell::Int(throttle)));
-        v.push((format!("breaker_rejected_{name}"), Cell::Int(breaker)));
+        f(format_args!("budget_exhausted_{name}"), Cell::Int(budget));
+        f(format_args!("throttled_{name}"), Cell::Int(throttle));
+        f(format_args!("breaker_rejected_{name}"), Cell::Int(breaker));
     }
 }
 
@@ -348,5 +402,12 @@ mod tests {
         assert_eq!(format_float(-0.0000001), "0");
         assert_eq!(format_float(1234.5678912), "1234.567891");
         assert_eq!(format_float(f64::NAN), "");
+        assert_eq!(format_float(100.0), "100");
+        // Appending keeps what was there, even a trailing zero.
+        let mut out = String::from("x0");
+        Cell::Float(-0.0000001).render_into(&mut out);
+        Cell::Float(2.50).render_into(&mut out);
+        Cell::Int(10).render_into(&mut out);
+        assert_eq!(out, "x002.510");
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::metrics::Cell;
 use crate::metrics::aggregate::aggregate;
-use crate::metrics::columns::{summary_cells, time_row_cells};
+use crate::metrics::columns::{for_each_time_cell, summary_cells, time_row_cells};
 use crate::runner::RunResult;
 
 /// Layer names across all variants, in order of first appearance: the
@@ -142,9 +142,9 @@ pub fn timeseries_csv_with(layout: &Layout, results: &[RunResult]) -> Vec<u8> {
             row.layer_gates = spread(&row.layer_gates, &r.layer_names, layers, [0; 3]);
             row.layer_levels = spread(&row.layer_levels, &r.layer_names, layers, [None; 3]);
             row.layer_orphaned = spread(&row.layer_orphaned, &r.layer_names, layers, 0);
-            let mut cells = time_row_cells(&row, layers);
-            cells.extend(params.iter().cloned());
             if !header {
+                let mut cells = time_row_cells(&row, layers);
+                cells.extend(params.iter().cloned());
                 w.write_record(header_of(&["variant", "replicate"], &cells))
                     .expect("writing to memory");
                 header = true;
@@ -152,10 +152,15 @@ pub fn timeseries_csv_with(layout: &Layout, results: &[RunResult]) -> Vec<u8> {
             w.write_field(&r.variant).expect("writing to memory");
             w.write_field(r.replicate.to_string())
                 .expect("writing to memory");
-            for (_, cell) in &cells {
+            // Cells only: the names were written once, in the header.
+            let mut put = |cell: &Cell| {
                 field.clear();
                 cell.render_into(&mut field);
                 w.write_field(&field).expect("writing to memory");
+            };
+            for_each_time_cell(&row, layers, |_, cell| put(&cell));
+            for (_, cell) in &params {
+                put(cell);
             }
             w.write_record(None::<&[u8]>).expect("writing to memory");
         }
