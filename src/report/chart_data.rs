@@ -88,6 +88,9 @@ pub struct VariantSeries {
     pub latency_p99_ms: Vec<Point>,
     /// Nominal capacity per second (from summary.csv), if known.
     pub capacity_per_s: Option<f64>,
+    /// Buckets per group of a thinned series (`decimate`); 1 (or 0) when
+    /// every bucket is drawn.
+    pub group: usize,
 }
 
 /// A time span shaded on the time charts.
@@ -123,6 +126,45 @@ fn reduce(map: &BTreeMap<i64, (f64, Vec<f64>)>) -> Vec<Point> {
             max: v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
         })
         .collect()
+}
+
+/// The most points a time chart draws of one series: more than its
+/// pixels across. A longer series (a long run in fine buckets) is thinned
+/// by `decimate`; the CSV tables keep every bucket.
+pub const MAX_POINTS: usize = 2_000;
+
+/// Thins a series to at most [`MAX_POINTS`]: the points are cut into
+/// groups of equal length, and each group becomes one point at its first
+/// time, whose mean is the mean of the group's means and whose band (min
+/// and max over replicates) spans the group's extremes. The line is
+/// smoothed; peaks and troughs survive in the band. A series short enough
+/// is unchanged.
+pub fn decimate(points: Vec<Point>) -> Vec<Point> {
+    let group = group_for(points.len());
+    if group == 1 {
+        return points;
+    }
+    points
+        .chunks(group)
+        .map(|chunk| Point {
+            t: chunk[0].t,
+            mean: chunk.iter().map(|p| p.mean).sum::<f64>() / chunk.len() as f64,
+            min: chunk.iter().map(|p| p.min).fold(f64::INFINITY, f64::min),
+            max: chunk
+                .iter()
+                .map(|p| p.max)
+                .fold(f64::NEG_INFINITY, f64::max),
+        })
+        .collect()
+}
+
+/// The points per group with which `decimate` thins `len` points.
+pub fn group_for(len: usize) -> usize {
+    if len <= MAX_POINTS {
+        1
+    } else {
+        len.div_ceil(MAX_POINTS)
+    }
 }
 
 /// The bucket width: the smallest positive step between bucket starts.
@@ -257,15 +299,22 @@ fn variant_series(ts: &Table, summary: &Table, name: &str, bucket_s: f64) -> Var
         .filter(|r| summary.text(r, "variant") == name)
         .find_map(|r| summary.num(r, "capacity_per_s"))
         .filter(|c| *c > 0.0);
+    let [load, offered, amplification, goodput, p50, p99] = acc.map(|a| reduce(&a));
+    let group = [&load, &offered, &amplification, &goodput, &p50, &p99]
+        .iter()
+        .map(|p| group_for(p.len()))
+        .max()
+        .unwrap_or(1);
     VariantSeries {
         name: name.to_string(),
-        load: reduce(&acc[0]),
-        offered: reduce(&acc[1]),
-        amplification: reduce(&acc[2]),
-        goodput: reduce(&acc[3]),
-        latency_p50_ms: reduce(&acc[4]),
-        latency_p99_ms: reduce(&acc[5]),
+        load: decimate(load),
+        offered: decimate(offered),
+        amplification: decimate(amplification),
+        goodput: decimate(goodput),
+        latency_p50_ms: decimate(p50),
+        latency_p99_ms: decimate(p99),
         capacity_per_s,
+        group,
     }
 }
 
@@ -303,6 +352,43 @@ mod tests {
         let b = &d.series[1];
         assert!(b.load.is_empty() && b.amplification.is_empty());
         assert_eq!(b.capacity_per_s, None);
+    }
+
+    #[test]
+    fn long_series_are_thinned_keeping_peaks_in_the_band() {
+        let series: Vec<Point> = (0..100_000)
+            .map(|i| {
+                let t = i as f64 * 0.01;
+                let mean = match i {
+                    31_337 => 500.0,  // a one-bucket spike
+                    77_777 => -300.0, // and a one-bucket dip
+                    _ => (t * 0.7).sin() * 10.0,
+                };
+                Point {
+                    t,
+                    mean,
+                    min: mean - 1.0,
+                    max: mean + 1.0,
+                }
+            })
+            .collect();
+        let thin = decimate(series.clone());
+        assert_eq!(thin.len(), MAX_POINTS);
+        assert!(thin.windows(2).all(|w| w[0].t < w[1].t), "time order");
+        // Groups of 50 points: each point is its group's first time, the
+        // mean of its means, and the extremes of its band.
+        let g = &series[50 * 626..50 * 627];
+        let p = thin[626];
+        assert_eq!(p.t, g[0].t);
+        assert_eq!(p.mean, g.iter().map(|q| q.mean).sum::<f64>() / 50.0);
+        let g_min = g.iter().map(|q| q.min).fold(f64::INFINITY, f64::min);
+        assert_eq!((p.min, p.max), (g_min, 501.0));
+        let band_max = thin.iter().map(|p| p.max).fold(f64::MIN, f64::max);
+        let band_min = thin.iter().map(|p| p.min).fold(f64::MAX, f64::min);
+        assert_eq!((band_min, band_max), (-301.0, 501.0));
+        // A short series is left alone.
+        let short = series[..MAX_POINTS].to_vec();
+        assert_eq!(decimate(short.clone()), short);
     }
 
     #[test]

@@ -33,12 +33,16 @@ impl Chart {
 
 fn time_figure(d: &ChartData, title: &str, y_desc: &str) -> Figure {
     let t_end = d.t_end();
+    // A missing bucket is a gap in the line; the points of a thinned
+    // series lie a group of buckets apart.
+    let group = d.series.iter().map(|s| s.group).max().unwrap_or(1).max(1);
+    let max_gap = d.bucket_s * group as f64 * 1.5;
     Figure {
         title: title.into(),
         x_desc: "time (s)".into(),
         y_desc: y_desc.into(),
         spans: d.incidents.clone(),
-        max_gap: d.bucket_s * 1.5,
+        max_gap,
         x_range: (t_end > 0.0).then_some((0.0, t_end)),
         ..Figure::default()
     }
