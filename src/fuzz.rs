@@ -1,10 +1,12 @@
 //! What stormsim does with bytes it did not write: the body of the fuzz
-//! target (`fuzz/fuzz_targets/scenario.rs`), kept in the library so that
-//! the regression tests (`tests/fuzz_regressions.rs`) replay the fuzz
-//! corpus on stable Rust, without cargo-fuzz.
+//! targets (`fuzz/fuzz_targets/scenario.rs` calls `exercise`,
+//! `fuzz/fuzz_targets/sets.rs` calls `exercise_sets`), kept in the library
+//! so that the regression tests (`tests/fuzz_regressions.rs`) replay the
+//! fuzz corpora on stable Rust, without cargo-fuzz.
 //!
 //! `exercise` loads the bytes as a scenario file, exactly as `stormsim
-//! run` would. A refusal is fine (that is the point of most inputs); what
+//! run` would; `exercise_sets` applies `--set` overrides spelled by the
+//! bytes to a bundled scenario. A refusal is fine (that is the point of most inputs); what
 //! it must never do is panic, hang or exhaust memory. When the scenario
 //! loads, it goes through everything `run` does with it, briefly, under
 //! tight guard rails: `stormsim check`, the resolved scenario (which must
@@ -380,7 +382,7 @@ fn exercise_scenario(s: &Scenario, limits: FuzzLimits) -> Exercised {
         // Variants are checked when a file loads, not after each `--set`.
         Err(e) => return refused(&e),
     };
-    round_trip(s);
+    let resolved = round_trip(s);
     plans.truncate(limits.max_runs);
     let results: Vec<RunResult> = plans
         .iter_mut()
@@ -406,7 +408,6 @@ fn exercise_scenario(s: &Scenario, limits: FuzzLimits) -> Exercised {
     let summary = crate::report::tables::summary_csv(&results);
     let by_variant = crate::report::tables::summary_by_variant_csv(&results);
     if limits.charts {
-        let resolved = scenario::resolved_yaml(s);
         let drawn = crate::report::ChartData::from_bytes(
             &timeseries,
             &summary,
@@ -422,8 +423,9 @@ fn exercise_scenario(s: &Scenario, limits: FuzzLimits) -> Exercised {
 }
 
 /// The resolved scenario (`scenario.resolved.yaml`) loads, and resolves to
-/// the same text again: `stormsim run` on it reproduces the run.
-fn round_trip(s: &Scenario) {
+/// the same text again: `stormsim run` on it reproduces the run. Returns
+/// the text.
+fn round_trip(s: &Scenario) -> String {
     let resolved = scenario::resolved_yaml(s);
     let again = match scenario::load_str(&resolved, "scenario.resolved.yaml") {
         Ok(again) => again,
@@ -431,4 +433,5 @@ fn round_trip(s: &Scenario) {
     };
     let twice = scenario::resolved_yaml(&again);
     assert_eq!(resolved, twice, "resolving is not a fixed point");
+    resolved
 }

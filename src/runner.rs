@@ -14,11 +14,15 @@ use rayon::prelude::*;
 
 use crate::engine::derive_seed;
 use crate::invariants;
+use crate::metrics::recorder::MAX_BUCKETS;
 use crate::metrics::{Recorder, RecoveryCriteria, RunContext, RunInfo, Summary, TimeRow, tabulate};
-use crate::model::occ::{MAX_BUCKETS, OccConfig, run_occ_until};
+use crate::model::occ::{OccConfig, run_occ_until};
 use crate::model::sim::INTERRUPTED;
 use crate::model::{ModelConfig, Sim};
 use crate::scenario::{self, Scenario, ScenarioErrors};
+
+/// The stop flag of runs nobody can interrupt (`run_one`, `run_all`).
+static NEVER: AtomicBool = AtomicBool::new(false);
 
 /// One variant, ready to run.
 #[derive(Clone, Debug)]
@@ -72,7 +76,6 @@ pub fn run_one(
     replicate: u32,
     scenario_seed: u64,
 ) -> RunResult {
-    static NEVER: AtomicBool = AtomicBool::new(false);
     run_one_until(plan, variant_index, replicate, scenario_seed, &NEVER)
 }
 
@@ -126,7 +129,7 @@ fn occ_run(occ: &OccConfig, seed: u64, stop: &AtomicBool) -> (Recorder, RunInfo,
     let r = run_occ_until(occ, seed, stop);
     let bucket = occ.bucket.max(1);
     // A run cut short by its guard rail may have got far in time; the
-    // table covers what the workload could count (`occ::MAX_BUCKETS`).
+    // table covers what the workload could count (`MAX_BUCKETS`).
     let buckets = r.completion.max(1).div_ceil(bucket).min(MAX_BUCKETS as u64);
     let end = buckets.saturating_mul(bucket);
     let mut rec = Recorder::new(end, bucket, 1);
@@ -183,8 +186,7 @@ pub fn run_all(
     let items: Vec<(usize, u32)> = (0..variants.len())
         .flat_map(|v| (0..replicates).map(move |r| (v, r)))
         .collect();
-    let never = AtomicBool::new(false);
-    run_each(variants, &items, scenario_seed, on_done, &never)
+    run_each(variants, &items, scenario_seed, on_done, &NEVER)
         .into_iter()
         .flatten()
         .collect()

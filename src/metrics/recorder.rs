@@ -127,6 +127,12 @@ pub struct Recorder {
     last: Cell<(Nanos, Nanos, usize)>,
 }
 
+/// The most buckets a run records: every bucket costs up to a few KiB of
+/// counters while the run lasts. Scenarios are refused above it
+/// (`scenario::validate`), and the OCC workload, whose length is known only
+/// when it ends, stops there.
+pub const MAX_BUCKETS: usize = 100_000;
+
 /// Longest latency or delay tracked exactly: 100 hours, in microseconds.
 /// Longer values are recorded as this value (`saturating_record`); no
 /// scenario can run that long with a wait that long in it.

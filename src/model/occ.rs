@@ -51,6 +51,7 @@ use crate::engine::{EventKind, EventQueue, NS_PER_MS, Nanos, Purpose, Stream, ti
 
 use super::backoff::{Backoff, Jitter, SleepState, sleep_before_retry};
 use super::sim::{INTERRUPTED, STOP_POLL};
+use crate::metrics::recorder::MAX_BUCKETS;
 
 /// The backoff policies of the post.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -156,9 +157,6 @@ pub struct OccResult {
     /// Why the run stopped early, if it did.
     pub aborted: Option<String>,
 }
-
-/// Histograms longer than this abort the run rather than eat the memory.
-pub const MAX_BUCKETS: usize = 100_000;
 
 /// Where a client is: Reading → Writing → Done, or Reading → Writing →
 /// Backoff → Reading → ... after a failed write. Each phase includes the

@@ -34,14 +34,7 @@ pub fn load_file(path: &Path) -> Result<Scenario, ScenarioErrors> {
 /// entry point).
 pub fn load_bytes(bytes: &[u8], file_label: &str) -> Result<Scenario, ScenarioErrors> {
     if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(ScenarioError::new(
-            file_label,
-            format!(
-                "the file is {} bytes; a scenario file may be at most {MAX_FILE_BYTES} bytes",
-                bytes.len()
-            ),
-        )
-        .into());
+        return Err(too_large(bytes.len() as u64, file_label).into());
     }
     let text = utf8_text(bytes.to_vec(), file_label)?;
     load_str(&text, file_label)
@@ -120,13 +113,17 @@ fn read_text(path: &Path, label: &str) -> Result<String, ScenarioError> {
         return Err(err("is a directory; expected a scenario YAML file".into()));
     }
     if meta.len() > MAX_FILE_BYTES {
-        return Err(err(format!(
-            "the file is {} bytes; a scenario file may be at most {MAX_FILE_BYTES} bytes",
-            meta.len()
-        )));
+        return Err(too_large(meta.len(), label));
     }
     let bytes = std::fs::read(path).map_err(|e| err(io_message(&e)))?;
     utf8_text(bytes, label)
+}
+
+fn too_large(len: u64, label: &str) -> ScenarioError {
+    ScenarioError::new(
+        label,
+        format!("the file is {len} bytes; a scenario file may be at most {MAX_FILE_BYTES} bytes"),
+    )
 }
 
 /// The file's bytes as text, or where they stop being UTF-8.

@@ -21,9 +21,8 @@ pub const MAX_INSTANCES: u32 = 1_000_000;
 /// Logical requests per second: far above any real fleet, low enough that
 /// a typo (`1e300/s`) is refused instead of running for ever.
 pub const MAX_RATE_PER_SEC: f64 = 10_000_000.0;
-/// Buckets per run (`duration / bucket`): a day in seconds fits; every
-/// bucket costs up to a few KiB of counters while the run lasts.
-pub const MAX_BUCKETS: u64 = 100_000;
+/// Buckets per run (`duration / bucket`): a day in seconds fits.
+pub const MAX_BUCKETS: u64 = crate::metrics::recorder::MAX_BUCKETS as u64;
 /// Rows of `timeseries.csv` (runs × buckets), all of them held in memory
 /// until the folder is written: a million rows of a two-layer scenario
 /// peak at about 1.8 GB, so this bounds a run to some 4 GB.
