@@ -7,6 +7,7 @@
 //! attempt answered before its timeout), and a cancelled event is never
 //! delivered.
 
+mod heap;
 pub mod queue;
 pub mod rng;
 pub mod time;

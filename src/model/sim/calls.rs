@@ -96,6 +96,7 @@ impl Sim<'_> {
 
     /// Cancels the pending timers of call `id`: its round ended, or its
     /// epoch is about to move on.
+    #[inline]
     fn cancel_timers(&mut self, id: u32) {
         let c = self.calls.get_mut(id);
         if let Some(t) = c.timeout.take() {

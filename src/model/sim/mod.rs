@@ -256,13 +256,30 @@ pub struct Sim<'a> {
     last_layer: u8,
 }
 
+/// An event queue with a lane for every fixed delay a timer is set with
+/// (see `engine::queue`): per-attempt timeouts first, then hedging delays,
+/// the user's deadline, total timeouts and the visibility timeout.
+fn queue_with_lanes(cfg: &ModelConfig) -> EventQueue<Event> {
+    let mut q = EventQueue::new();
+    let layers = &cfg.layers;
+    let delays = (layers.iter().filter_map(|l| l.timeout))
+        .chain(layers.iter().filter_map(|l| l.hedging.map(|h| h.delay)))
+        .chain(cfg.deadline)
+        .chain(layers.iter().filter_map(|l| l.total_timeout))
+        .chain(cfg.consumers.map(|c| c.visibility));
+    for delay in delays {
+        q.add_lane(delay);
+    }
+    q
+}
+
 impl<'a> Sim<'a> {
     pub fn new(cfg: &'a ModelConfig, run_seed: u64) -> Self {
         assert!(!cfg.layers.is_empty(), "a model has at least one layer");
         let layers = cfg.layers.len();
         Sim {
             cfg,
-            q: EventQueue::new(),
+            q: queue_with_lanes(cfg),
             calls: Slab::default(),
             jobs: Slab::default(),
             lists: Slab::default(),
