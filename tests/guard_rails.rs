@@ -1,7 +1,9 @@
 //! Guard rails: a storm built to explode (5 layers × 10 attempts, no
 //! backoff, a dependency down for the whole run) hits `--max-events`
 //! quickly, exits 1 naming the limit and how to raise it, and marks its
-//! runs `aborted`; a calm variant of the same scenario completes.
+//! runs `aborted`; a calm variant of the same scenario completes. The
+//! events pending count against `--max-in-flight` too, and long timeouts
+//! of attempts that fail fast no longer pile up in the queue.
 
 use std::time::{Duration, Instant};
 
@@ -67,4 +69,89 @@ fn an_exploding_storm_hits_the_event_guard() {
             other => panic!("variant {other}"),
         }
     }
+}
+
+/// Runs `yaml` with `args`; returns (exit code, stderr, the `aborted`
+/// column of every row of summary.csv).
+fn run_yaml(yaml: &str, args: &[&str]) -> (Option<i32>, String, Vec<String>) {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("s.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    let out = tmp.path().join("out");
+    let o = Command::cargo_bin("stormsim")
+        .unwrap()
+        .arg("run")
+        .arg(&file)
+        .arg("--out")
+        .arg(&out)
+        .args(args)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    let mut summary = csv::Reader::from_path(out.join("summary.csv")).unwrap();
+    let aborted = summary
+        .headers()
+        .unwrap()
+        .iter()
+        .position(|h| h == "aborted");
+    let aborted = aborted.unwrap();
+    let rows = summary.records().map(|r| r.unwrap()[aborted].to_string());
+    (o.status.code(), stderr, rows.collect())
+}
+
+/// 2000 requests/s, 4 attempts each with a 30 s timeout, every attempt
+/// refused at once with a 503 for the whole run. Every attempt's timeout
+/// used to stay in the event queue until due: 240 000 of them after 30 s
+/// (and without bound for longer timeouts, until the process aborted).
+/// Cancelled, they are gone: the events pending stay within 100, with
+/// about 6 calls alive at any time, so the run completes under
+/// `--max-in-flight 100`, which counts both.
+#[test]
+fn long_timeouts_of_fast_failures_do_not_pile_up() {
+    let yaml = "name: stale-timeouts\nduration: 2m\n\
+        clients:\n  arrival: { kind: poisson, rate: 2000/s }\n\
+        layers:\n  - name: api\n    timeout: 30s\n    retry:\n      max_attempts: 4\n      \
+        backoff: { kind: constant, base: 1ms }\n      jitter: none\n      retry_on: [503]\n\
+        dependency:\n  concurrency: 8\n  service_time: { dist: constant, value: 10ms }\n  \
+        incidents:\n    - { kind: errors, start: 0s, end: 2m, rate: 1.0, status: 503 }\n";
+    let (code, stderr, aborted) = run_yaml(yaml, &["--max-in-flight", "100", "-q"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(aborted, vec![String::new()], "{stderr}");
+}
+
+/// Scheduled incidents are pending events from the start (two each) while
+/// nothing is in flight yet: 30 incidents under `--max-in-flight 50` stop
+/// the run on its first event, naming the events pending.
+#[test]
+fn pending_events_count_against_max_in_flight() {
+    let incidents: String = (0..30)
+        .map(|i| {
+            format!(
+                "    - {{ kind: latency, start: {}s, end: {}s, add: 1ms }}\n",
+                2 * i,
+                2 * i + 1
+            )
+        })
+        .collect();
+    let yaml = format!(
+        "name: many-incidents\nduration: 1m\nclients:\n  arrival: {{ kind: poisson, rate: 10/s }}\n\
+         layers:\n  - name: api\n    timeout: 1s\n\
+         dependency:\n  concurrency: 8\n  service_time: {{ dist: constant, value: 10ms }}\n  \
+         incidents:\n{incidents}"
+    );
+    let (code, stderr, aborted) = run_yaml(&yaml, &["--max-in-flight", "50", "-q"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "error: variant base: more than 50 events pending (limits.max_in_flight); \
+             raise it in the scenario or with --max-in-flight"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(aborted.len(), 1);
+    assert!(aborted[0].contains("events pending"), "{aborted:?}");
+    // With room for them, the same run completes.
+    let (code, stderr, aborted) = run_yaml(&yaml, &["--max-in-flight", "100", "-q"]);
+    assert_eq!((code, aborted), (Some(0), vec![String::new()]), "{stderr}");
 }

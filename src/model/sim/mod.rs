@@ -375,6 +375,16 @@ impl<'a> Sim<'a> {
                 ));
                 break;
             }
+            // What the queue holds follows the pending events (cancelled
+            // timers are gone), and each live call, request or message
+            // holds at most two or three: bounded by the same limit.
+            if self.q.pending() as u64 > cfg.limits.max_in_flight {
+                aborted = Some(format!(
+                    "more than {} events pending (limits.max_in_flight); raise it in the scenario or with --max-in-flight",
+                    cfg.limits.max_in_flight
+                ));
+                break;
+            }
         }
         let end = if aborted.is_some() {
             self.q.now()
