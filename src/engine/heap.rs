@@ -62,36 +62,38 @@ impl<T: Keyed> MinHeap<T> {
     /// Puts `e` in the hole at `pos`, moving larger parents down.
     #[inline(always)]
     fn sift_up(&mut self, mut pos: usize, e: T) {
+        let v = &mut self.v;
         let k = e.key();
         while pos > 0 {
             let parent = (pos - 1) / 2;
-            let p = self.v[parent];
+            let p = v[parent];
             if p.key() <= k {
                 break;
             }
-            self.v[pos] = p;
+            v[pos] = p;
             pos = parent;
         }
-        self.v[pos] = e;
+        v[pos] = e;
     }
 
     /// Moves the hole at the root down to a leaf along the smaller child;
     /// returns where it ended.
     #[inline(always)]
     fn hole_to_bottom(&mut self) -> usize {
-        let n = self.v.len();
+        let v = &mut self.v[..];
+        let n = v.len();
         let mut pos = 0;
         let mut child = 1;
         while child + 1 < n {
-            if self.v[child + 1].key() < self.v[child].key() {
+            if v[child + 1].key() < v[child].key() {
                 child += 1;
             }
-            self.v[pos] = self.v[child];
+            v[pos] = v[child];
             pos = child;
             child = 2 * pos + 1;
         }
         if child < n {
-            self.v[pos] = self.v[child];
+            v[pos] = v[child];
             pos = child;
         }
         pos

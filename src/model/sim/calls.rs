@@ -95,14 +95,20 @@ impl Sim<'_> {
     }
 
     /// Cancels the pending timers of call `id`: its round ended, or its
-    /// epoch is about to move on.
-    #[inline]
+    /// epoch is about to move on. Called several times per call, mostly
+    /// with nothing pending: that case stays a test.
+    #[inline(always)]
     fn cancel_timers(&mut self, id: u32) {
         let c = self.calls.get_mut(id);
-        if let Some(t) = c.timeout.take() {
-            self.q.cancel(t);
+        if c.timeout.is_some() || c.timer.is_some() {
+            let pending = [c.timeout.take(), c.timer.take()];
+            self.cancel_all(pending);
         }
-        if let Some(t) = c.timer.take() {
+    }
+
+    #[inline(never)]
+    fn cancel_all(&mut self, timers: [Option<crate::engine::TimerId>; 2]) {
+        for t in timers.into_iter().flatten() {
             self.q.cancel(t);
         }
     }
@@ -114,14 +120,15 @@ impl Sim<'_> {
     pub(super) fn start_round(&mut self, id: u32) {
         self.cancel_timers(id);
         let now = self.q.now();
-        let c = *self.calls.get(id);
-        let layer = c.layer as usize;
+        let c = self.calls.get(id);
+        let (layer, instance) = (c.layer as usize, c.instance);
         if !c.throttle_passed {
-            match self.gates[layer].throttle(c.instance, now, &mut self.throttle_rng[layer]) {
+            match self.gates[layer].throttle(instance, now, &mut self.throttle_rng[layer]) {
                 Admit::Reject => return self.reject_locally(id, Cause::Throttled),
                 Admit::After(wait) if wait > 0 => {
+                    let c = self.calls.get(id);
                     if now.saturating_add(wait) >= c.deadline.min(c.own_end) {
-                        let cause = Self::out_of_time(&c);
+                        let cause = Self::out_of_time(c);
                         return self.finish_call(id, Outcome::Failed(Failure::new(cause)));
                     }
                     let call = self.calls.get_mut(id);
@@ -135,7 +142,7 @@ impl Sim<'_> {
                 Admit::After(_) => {}
             }
         }
-        if !self.gates[layer].breaker_admits(c.instance, now) {
+        if !self.gates[layer].breaker_admits(instance, now) {
             return self.reject_locally(id, Cause::BreakerOpen);
         }
         let lc = &self.cfg.layers[layer];
@@ -219,42 +226,42 @@ impl Sim<'_> {
     /// dependency.
     fn send(&mut self, id: u32) {
         let now = self.q.now();
-        let call = self.calls.get_mut(id);
-        call.launched += 1;
-        let c = *call;
+        let c = self.calls.get_mut(id);
+        c.launched += 1;
         let layer = c.layer as usize;
         let is_retry =
             c.retry.attempts > 1 || c.launched > 1 && self.cfg.layers[layer].hedging.is_some();
+        let (epoch, orphaned_by, req, req_deadline) =
+            (c.epoch, c.orphaned_by, c.req, c.req_deadline);
+        let poison = c.poison;
         self.rec.attempt(now, layer, is_retry);
-        if c.orphaned_by != NO_LAYER {
+        if orphaned_by != NO_LAYER {
             self.rec.orphaned_attempt(now, layer);
         }
-        if now >= c.req_deadline {
+        if now >= req_deadline {
             self.rec.late_attempt();
         }
-        if c.layer < self.last_layer {
+        if (layer as u8) < self.last_layer {
             let child_deadline = if self.cfg.layers[layer].propagate_deadline {
                 self.round_end(id)
             } else {
                 u64::MAX
             };
             let child = self.new_call(
-                c.layer + 1,
+                layer as u8 + 1,
                 id,
-                c.epoch,
+                epoch,
                 child_deadline,
-                c.orphaned_by,
-                c.req,
-                c.req_deadline,
+                orphaned_by,
+                req,
+                req_deadline,
                 NONE,
             );
-            self.calls.get_mut(child).poison = c.poison;
+            self.calls.get_mut(child).poison = poison;
             // Registered before it starts: it may answer at once.
             self.add_child(id, Child::Call(child));
             self.start_round(child);
-        } else if let Some(job) =
-            self.arrive_at_dependency(id, c.epoch, c.orphaned_by, c.req, false)
-        {
+        } else if let Some(job) = self.arrive_at_dependency(id, epoch, orphaned_by, req, false) {
             self.add_child(id, Child::Job(job));
         }
     }
@@ -323,10 +330,11 @@ impl Sim<'_> {
     /// An answer arrives for round `epoch` of call `id`; dropped when that
     /// round is over (the caller moved on: the answer was orphaned work).
     pub(super) fn deliver(&mut self, id: u32, epoch: u32, outcome: Outcome) {
-        let c = *self.calls.get(id);
+        let c = self.calls.get(id);
         if c.epoch != epoch {
             return;
         }
+        let layer = c.layer as usize;
         match c.state {
             CallState::Round => {}
             CallState::Probing => return self.on_probe_answer(id, outcome),
@@ -337,7 +345,7 @@ impl Sim<'_> {
             Outcome::Success => {
                 let call = self.calls.get_mut(id);
                 call.ok += 1;
-                if call.ok as u32 >= needed(&self.cfg.layers[c.layer as usize]) {
+                if call.ok as u32 >= needed(&self.cfg.layers[layer]) {
                     self.close_round(id);
                     self.attempt_ended(id, None);
                     self.finish_call(id, Outcome::Success);
@@ -446,21 +454,34 @@ impl Sim<'_> {
     /// still out is abandoned (cancelled or orphaned, by the layer's
     /// `cancellation`).
     fn close_round(&mut self, id: u32) {
+        let c = self.calls.get(id);
+        let bulkhead = self.gates[c.layer as usize].has_bulkhead();
+        if c.children == Children::None
+            && c.queued == 0
+            && c.timeout.is_none()
+            && c.timer.is_none()
+            && (c.slots == 0 || !bulkhead)
+        {
+            // Already closed (a won round's call finishing): nothing to do.
+            return;
+        }
         self.cancel_timers(id);
-        let c = *self.calls.get(id);
-        for _ in 0..c.slots {
-            self.release_slot(id);
+        if bulkhead {
+            for _ in 0..self.calls.get(id).slots {
+                self.release_slot(id);
+            }
         }
         let call = self.calls.get_mut(id);
+        let (children, epoch, layer) = (call.children, call.epoch, call.layer);
         call.queued = 0;
         call.children = Children::None;
-        match c.children {
+        match children {
             Children::None => {}
-            Children::One(child) => self.abandon(id, c.epoch, child, c.layer),
+            Children::One(child) => self.abandon(id, epoch, child, layer),
             Children::Many(list) => {
                 let children = std::mem::take(self.lists.get_mut(list));
                 for &child in &children {
-                    self.abandon(id, c.epoch, child, c.layer);
+                    self.abandon(id, epoch, child, layer);
                 }
                 *self.lists.get_mut(list) = children;
                 self.lists.remove(list);
@@ -470,14 +491,16 @@ impl Sim<'_> {
 
     /// Gives one bulkhead slot of call `id` back; a waiting request (of
     /// this or another call) may take it over and go.
+    #[inline]
     fn release_slot(&mut self, id: u32) {
-        let c = *self.calls.get(id);
-        if !self.gates[c.layer as usize].has_bulkhead() || c.slots == 0 {
+        let c = self.calls.get(id);
+        if c.slots == 0 || !self.gates[c.layer as usize].has_bulkhead() {
             return;
         }
+        let (layer, instance) = (c.layer as usize, c.instance);
         self.calls.get_mut(id).slots -= 1;
         let calls = &self.calls;
-        let next = self.gates[c.layer as usize].bulkhead_release(c.instance, |(w, e)| {
+        let next = self.gates[layer].bulkhead_release(instance, |(w, e)| {
             let wc = calls.get(w);
             wc.epoch == e && wc.state == CallState::Round && wc.queued > 0
         });
@@ -759,19 +782,22 @@ impl Sim<'_> {
             outcome == Outcome::Success,
             &mut self.global_budget,
         );
-        let c = *self.calls.get(id);
+        let c = self.calls.get(id);
+        let (parent, parent_epoch) = (c.parent, c.parent_epoch);
+        let (started, client, msg, last_failure) =
+            (c.retry.started, c.client, c.msg, c.last_failure);
         self.calls.remove(id);
-        if c.parent == NONE {
+        if parent == NONE {
             let failure = match outcome {
                 Outcome::Success => None,
                 Outcome::Failed(f) => Some(f.cause.reason()),
             };
-            self.rec.request_done(now, now - c.retry.started, failure);
-            if c.client != NONE {
-                self.client_done(c.client);
+            self.rec.request_done(now, now - started, failure);
+            if client != NONE {
+                self.client_done(client);
             }
-            if c.msg != NONE {
-                self.handler_done(c.msg, outcome == Outcome::Success);
+            if msg != NONE {
+                self.handler_done(msg, outcome == Outcome::Success);
             }
         } else {
             // The caller sees what a real hop would answer: a budget or
@@ -780,7 +806,7 @@ impl Sim<'_> {
             // Unavailable.
             let outcome = match outcome {
                 Outcome::Failed(f) => Outcome::Failed(match f.cause {
-                    Cause::BudgetExhausted | Cause::RetryAfterExceedsBudget => c.last_failure,
+                    Cause::BudgetExhausted | Cause::RetryAfterExceedsBudget => last_failure,
                     Cause::BreakerOpen | Cause::Throttled | Cause::BulkheadFull => {
                         Failure::new(Cause::Status(503))
                     }
@@ -788,7 +814,7 @@ impl Sim<'_> {
                 }),
                 ok => ok,
             };
-            self.deliver(c.parent, c.parent_epoch, outcome);
+            self.deliver(parent, parent_epoch, outcome);
         }
     }
 }
