@@ -85,9 +85,9 @@ impl<T: Keyed> MinHeap<T> {
         let mut pos = 0;
         let mut child = 1;
         while child + 1 < n {
-            if v[child + 1].key() < v[child].key() {
-                child += 1;
-            }
+            // Branch-free: which child is smaller is a coin toss on random
+            // keys, and a mispredicted branch costs more than the add.
+            child += usize::from(v[child + 1].key() < v[child].key());
             v[pos] = v[child];
             pos = child;
             child = 2 * pos + 1;

@@ -49,6 +49,7 @@ pub const INTERRUPTED: &str = "interrupted (Ctrl-C)";
 const NO_LAYER: u8 = u8::MAX;
 
 #[derive(Clone, Copy, Debug)]
+#[repr(u32)]
 enum Event {
     Arrival,
     /// A closed-loop client's think time is over: its next request.
