@@ -1,12 +1,9 @@
 //! Engine speed, in events per second on one core.
 //!
-//! Run with `cargo bench --bench engine`. Target (README, "Speed", where the
-//! current figures are: 10.9 M, 8.8 M and 8.7 M events/s, the last two
-//! below it): at least
-//! 10 M events/s on one core for the M/M/c model with retries off; the
-//! minimal `BinaryHeap` loop of shared/reference/engineering-notes.md does
-//! 17 M events/s on M/M/100 at ρ = 0.95, and a full model with metrics is
-//! expected to reach a large fraction of it.
+//! Run with `cargo bench --bench engine`. Target (README, "Speed", where
+//! the current figures are): at least 10 M events/s on one core for the
+//! M/M/c model with retries off. `benches/ratios.rs` measures the same
+//! model against a minimal `BinaryHeap` event loop, side by side.
 //!
 //! Criterion reports time per iteration; with `Throughput::Elements` set
 //! to the events of one run it also reports events/s.
