@@ -7,6 +7,7 @@ pub mod chart_data;
 pub mod charts;
 pub mod console;
 pub mod figure;
+pub mod graph_figure;
 pub mod html;
 pub mod output_dir;
 pub mod sweep;
