@@ -14,7 +14,7 @@
 
 use std::collections::VecDeque;
 
-use crate::engine::Nanos;
+use crate::engine::{Nanos, TimerId};
 
 use super::{Event, NONE, Sim};
 
@@ -37,6 +37,8 @@ pub(super) struct Msg {
     state: MsgState,
     /// Changes with every receive, so a stale visibility timer is dropped.
     epoch: u32,
+    /// The pending `Visible` (cancelled when the message is deleted).
+    timer: Option<TimerId>,
     pub(super) poison: bool,
 }
 
@@ -72,6 +74,7 @@ impl Sim<'_> {
             running: 0,
             state: MsgState::Ready,
             epoch: 0,
+            timer: None,
             poison,
         });
         b.ready.push_back(id);
@@ -112,8 +115,12 @@ impl Sim<'_> {
             b.free -= 1;
             let redelivery = m.receives > 1;
             self.rec.message_received(now, redelivery, duplicate);
-            self.q
+            let t = self
+                .q
                 .schedule_in(cc.visibility, Event::Visible { msg: id, epoch });
+            if let Some(b) = self.broker.as_mut() {
+                b.msgs[id as usize].timer = Some(t);
+            }
             self.new_request_for(NONE, id, poison);
         }
     }
@@ -142,6 +149,9 @@ impl Sim<'_> {
         m.running = m.running.saturating_sub(1);
         if success && matches!(m.state, MsgState::Invisible | MsgState::Ready) {
             m.state = MsgState::Deleted;
+            if let Some(t) = m.timer.take() {
+                self.q.cancel(t);
+            }
             let latency = now - m.published;
             self.rec.message_processed(now, latency);
         }

@@ -52,6 +52,8 @@ impl Sim<'_> {
         self.rec.call(layer as usize);
         self.calls.insert(|old| Call {
             epoch: old.map_or(0, |o| o.epoch.wrapping_add(1)),
+            timeout: None,
+            timer: None,
             layer,
             state: CallState::Sleeping,
             orphaned_by,
@@ -92,11 +94,24 @@ impl Sim<'_> {
         }
     }
 
+    /// Cancels the pending timers of call `id`: its round ended, or its
+    /// epoch is about to move on.
+    fn cancel_timers(&mut self, id: u32) {
+        let c = self.calls.get_mut(id);
+        if let Some(t) = c.timeout.take() {
+            self.q.cancel(t);
+        }
+        if let Some(t) = c.timer.take() {
+            self.q.cancel(t);
+        }
+    }
+
     // ------------------------------------------------------------- rounds
 
     /// Opens the next round of call `id`, unless the throttle or breaker in
     /// front of the layer stops it (or makes it wait).
     pub(super) fn start_round(&mut self, id: u32) {
+        self.cancel_timers(id);
         let now = self.q.now();
         let c = *self.calls.get(id);
         let layer = c.layer as usize;
@@ -112,7 +127,8 @@ impl Sim<'_> {
                     call.state = CallState::Sleeping;
                     call.throttle_passed = true;
                     let epoch = call.epoch;
-                    self.q.schedule_in(wait, Event::Wake { call: id, epoch });
+                    let t = self.q.schedule_in(wait, Event::Wake { call: id, epoch });
+                    self.calls.get_mut(id).timer = Some(t);
                     return;
                 }
                 Admit::After(_) => {}
@@ -132,15 +148,24 @@ impl Sim<'_> {
         let epoch = call.epoch;
         let end = self.round_end(id);
         if end != u64::MAX {
-            self.q
+            let t = self
+                .q
                 .schedule_at(end, Event::RoundTimeout { call: id, epoch });
+            self.calls.get_mut(id).timeout = Some(t);
         }
         match lc.hedging {
             Some(h) => {
                 self.launch(id, epoch);
                 if h.max_attempts > 1 {
-                    self.q
+                    let t = self
+                        .q
                         .schedule_in(h.delay, Event::Hedge { call: id, epoch });
+                    if self.round_is(id, epoch) {
+                        self.calls.get_mut(id).timer = Some(t);
+                    } else {
+                        // The first request already ended the round.
+                        self.q.cancel(t);
+                    }
                 }
             }
             None => {
@@ -270,8 +295,10 @@ impl Sim<'_> {
         }
         let c = self.calls.get(id);
         if self.round_is(id, epoch) && ((c.launched + c.queued) as u32) < h.max_attempts {
-            self.q
+            let t = self
+                .q
                 .schedule_in(h.delay, Event::Hedge { call: id, epoch });
+            self.calls.get_mut(id).timer = Some(t);
         }
     }
 
@@ -396,8 +423,10 @@ impl Sim<'_> {
                     self.calls.get_mut(id).retry.attempts += 1;
                     let end = self.round_end(id);
                     if end != u64::MAX {
-                        self.q
+                        let t = self
+                            .q
                             .schedule_at(end, Event::RoundTimeout { call: id, epoch });
+                        self.calls.get_mut(id).timeout = Some(t);
                     }
                     self.launch(id, epoch);
                 }
@@ -416,6 +445,7 @@ impl Sim<'_> {
     /// still out is abandoned (cancelled or orphaned, by the layer's
     /// `cancellation`).
     fn close_round(&mut self, id: u32) {
+        self.cancel_timers(id);
         let c = *self.calls.get(id);
         for _ in 0..c.slots {
             self.release_slot(id);
@@ -543,6 +573,7 @@ impl Sim<'_> {
                 if call.state == CallState::Round {
                     self.close_round(c);
                 }
+                self.cancel_timers(c);
                 let call = self.calls.get_mut(c);
                 call.state = CallState::Done;
                 call.epoch = call.epoch.wrapping_add(1);
@@ -582,6 +613,7 @@ impl Sim<'_> {
     /// Asks the dependency whether the write of call `id` committed,
     /// before re-sending it (the retry's sleep is already over).
     pub(super) fn send_probe(&mut self, id: u32) {
+        self.cancel_timers(id);
         let now = self.q.now();
         let call = self.calls.get_mut(id);
         call.probe_first = false;
@@ -591,13 +623,14 @@ impl Sim<'_> {
         self.rec.probe(now);
         let end = self.round_end(id);
         if end != u64::MAX {
-            self.q.schedule_at(
+            let t = self.q.schedule_at(
                 end,
                 Event::RoundTimeout {
                     call: id,
                     epoch: c.epoch,
                 },
             );
+            self.calls.get_mut(id).timeout = Some(t);
         }
         if let Some(job) = self.arrive_at_dependency(id, c.epoch, c.orphaned_by, c.req, true) {
             self.calls.get_mut(id).children = Children::One(Child::Job(job));
@@ -686,7 +719,8 @@ impl Sim<'_> {
                     }
                 } else {
                     let epoch = call.epoch;
-                    self.q.schedule_in(sleep, Event::Wake { call: id, epoch });
+                    let t = self.q.schedule_in(sleep, Event::Wake { call: id, epoch });
+                    self.calls.get_mut(id).timer = Some(t);
                 }
             }
             Decision::GiveUp(Cause::Deadline) => {
@@ -712,6 +746,7 @@ impl Sim<'_> {
         if self.calls.get(id).state == CallState::Round {
             self.close_round(id);
         }
+        self.cancel_timers(id);
         let call = self.calls.get_mut(id);
         call.state = CallState::Done;
         call.epoch = call.epoch.wrapping_add(1);

@@ -8,10 +8,13 @@
 //!
 //! Every call carries an `epoch` that changes with each round and each
 //! reuse of its slot; every event and every child that refers to a call
-//! carries the epoch it saw. A timer or response whose epoch no longer
-//! matches is stale and is dropped. That is how timers are cancelled for
-//! free, and how the answer to an abandoned attempt (orphaned work) is told
-//! apart from a live one.
+//! carries the epoch it saw. A response whose epoch no longer matches is
+//! stale and is dropped: that is how the answer to an abandoned attempt
+//! (orphaned work) is told apart from a live one. Timers are cancelled in
+//! the engine: a call, job or message keeps the handles of its pending
+//! timers beside its epoch and cancels them when a round ends or the epoch
+//! moves on, so a stale timer is never delivered and holds no memory (the
+//! epoch checks in the handlers stay, as a second line).
 //!
 //! The code is split by concept: `calls` (rounds, retries, gates, fan-out,
 //! hedging, cancellation) and `server` (the dependency: queue, workers,
@@ -24,7 +27,7 @@ mod server;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::engine::{EventKind, EventQueue, Nanos, Purpose, Stream};
+use crate::engine::{EventKind, EventQueue, Nanos, Purpose, Stream, TimerId};
 use crate::metrics::{Recorder, RunInfo};
 
 use super::budget::CallBudget;
@@ -131,6 +134,10 @@ enum Children {
 #[derive(Clone, Copy, Debug)]
 struct Call {
     epoch: u32,
+    /// The pending `RoundTimeout` of the current round or probe.
+    timeout: Option<TimerId>,
+    /// The pending `Wake` (asleep) or `Hedge` (in a round).
+    timer: Option<TimerId>,
     layer: u8,
     state: CallState,
     /// The layer whose caller first gave up on this call (NO_LAYER: none).
@@ -186,6 +193,8 @@ enum JobState {
 #[derive(Clone, Copy, Debug)]
 struct Job {
     epoch: u32,
+    /// The pending `ServiceDone` or `Respond`.
+    timer: Option<TimerId>,
     state: JobState,
     /// A status probe rather than the request itself.
     probe: bool,

@@ -28,6 +28,7 @@ impl Sim<'_> {
         let poison = self.calls.get(caller).poison;
         let job = self.jobs.insert(|old| Job {
             epoch: old.map_or(0, |o| o.epoch.wrapping_add(1)),
+            timer: None,
             state: JobState::Queued,
             probe,
             deduped: false,
@@ -81,14 +82,21 @@ impl Sim<'_> {
         let j = self.jobs.get_mut(job);
         j.state = JobState::Responding;
         j.outcome = outcome;
-        let epoch = j.epoch;
-        self.q.schedule_in(delay, Event::Respond { job, epoch });
+        let (epoch, pending) = (j.epoch, j.timer.take());
+        if let Some(t) = pending {
+            self.q.cancel(t);
+        }
+        let t = self.q.schedule_in(delay, Event::Respond { job, epoch });
+        self.jobs.get_mut(job).timer = Some(t);
     }
 
     pub(super) fn finish_job(&mut self, job: u32) {
         let j = self.jobs.get_mut(job);
         j.state = JobState::Done;
         j.epoch = j.epoch.wrapping_add(1);
+        if let Some(t) = j.timer.take() {
+            self.q.cancel(t);
+        }
         self.jobs.remove(job);
     }
 
@@ -135,8 +143,10 @@ impl Sim<'_> {
         self.rec.queue_wait(now - arrived);
         self.dep.busy += 1;
         self.sync_gauges();
-        self.q
+        let t = self
+            .q
             .schedule_in(service, Event::ServiceDone { job, epoch });
+        self.jobs.get_mut(job).timer = Some(t);
     }
 
     fn sync_gauges(&mut self) {
