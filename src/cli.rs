@@ -361,7 +361,6 @@ fn run(args: RunArgs) -> i32 {
                 r.summary.events,
                 r.summary
                     .aborted
-                    .as_deref()
                     .map_or(String::new(), |why| format!(" (aborted: {why})")),
                 started.elapsed().as_secs_f64()
             );
@@ -481,7 +480,10 @@ fn run(args: RunArgs) -> i32 {
     let mut aborted: Vec<String> = Vec::new();
     for r in &results {
         if let Some(why) = &r.summary.aborted {
-            let line = format!("error: variant {}: {why}", r.variant);
+            let advice = why.limit_field().map_or(String::new(), |(_, flag)| {
+                format!("; raise it in the scenario or with {flag}")
+            });
+            let line = format!("error: variant {}: {why}{advice}", r.variant);
             if !aborted.contains(&line) {
                 aborted.push(line);
             }
@@ -511,7 +513,7 @@ fn write_shard(
 ) -> std::io::Result<PathBuf> {
     let layer_names: Vec<Vec<String>> = plans
         .iter()
-        .map(|p| p.config.layers.iter().map(|l| l.name.clone()).collect())
+        .map(|p| p.config.topology.edge_names())
         .collect();
     let layout = report::tables::Layout::of_variants(
         layer_names

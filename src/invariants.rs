@@ -36,7 +36,11 @@ pub fn violations(cfg: &ModelConfig, summary: &Summary, rows: &[TimeRow]) -> Vec
             ));
         }
     }
-    let all_propagate = cfg.layers.iter().all(|l| l.propagate_deadline);
+    let all_propagate = cfg
+        .topology
+        .edges()
+        .iter()
+        .all(|e| e.policy.propagate_deadline);
     if cfg.deadline.is_some() && all_propagate && s.attempts_after_deadline > 0 {
         found.push(format!(
             "{} attempts were sent after their request's deadline, though every layer propagates deadlines",

@@ -15,10 +15,11 @@ use rayon::prelude::*;
 use crate::engine::derive_seed;
 use crate::invariants;
 use crate::metrics::recorder::MAX_BUCKETS;
-use crate::metrics::{Recorder, RecoveryCriteria, RunContext, RunInfo, Summary, TimeRow, tabulate};
+use crate::metrics::{
+    Abort, Recorder, RecoveryCriteria, RunContext, RunInfo, Summary, TimeRow, tabulate,
+};
 use crate::model::occ::{OccConfig, run_occ_until};
-use crate::model::sim::INTERRUPTED;
-use crate::model::{ModelConfig, Sim};
+use crate::model::{ModelConfig, World};
 use crate::scenario::{self, Scenario, ScenarioErrors};
 
 /// The stop flag of runs nobody can interrupt (`run_one`, `run_all`).
@@ -92,14 +93,8 @@ fn run_one_until(
     let (rec, info, ctx) = match &plan.occ {
         Some(occ) => occ_run(occ, seed, stop),
         None => {
-            let (rec, info) = Sim::new(cfg, seed).run_until(stop);
-            let ctx = RunContext {
-                capacity_per_sec: cfg.dependency.capacity_per_sec(),
-                concurrency: cfg.dependency.concurrency,
-                recovery: cfg.recovery,
-                layer_names: cfg.layers.iter().map(|l| l.name.clone()).collect(),
-            };
-            (rec, info, ctx)
+            let (rec, info) = World::new(cfg, seed).run_until(stop);
+            (rec, info, cfg.run_context())
         }
     };
     let (rows, summary) = tabulate(&rec, &info, &ctx);
@@ -237,7 +232,7 @@ fn run_each(
                 return None;
             }
             let result = run_one_until(&variants[v], v, r, scenario_seed, stop);
-            if result.summary.aborted.as_deref() == Some(INTERRUPTED) {
+            if result.summary.aborted == Some(Abort::Interrupted) {
                 return None;
             }
             on_done(&result);

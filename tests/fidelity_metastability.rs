@@ -29,8 +29,8 @@ use stormsim::metrics::{Summary, TimeRow};
 use stormsim::model::ModelConfig;
 use stormsim::model::budget::BudgetConfig;
 use stormsim::model::config::Shared;
-use stormsim::model::dependency::{Effect, Incident};
 use stormsim::model::rate::{RateChange, RateProfile};
+use stormsim::model::server::{Effect, Incident};
 use stormsim::model::service::ServiceDist;
 
 const SEEDS: [u64; 3] = [21, 22, 23];
@@ -84,10 +84,12 @@ fn canonical(rho: f64, trigger: Trigger, budget: bool) -> ModelConfig {
             START + secs
         }
         Trigger::Brownout { capacity, secs } => {
-            cfg.dependency.incidents.push(Incident {
-                start: START * S,
-                end: (START + secs) * S,
-                effect: Effect::Brownout { capacity },
+            cfg = cfg.with_dependency(|d| {
+                d.incidents.push(Incident {
+                    start: START * S,
+                    end: (START + secs) * S,
+                    effect: Effect::Brownout { capacity },
+                })
             });
             START + secs
         }

@@ -3,14 +3,14 @@
 
 mod common;
 use common::*;
-use stormsim::model::LayerConfig;
+use stormsim::model::CallPolicy;
 use stormsim::model::backoff::Backoff;
 use stormsim::model::bulkhead::BulkheadConfig;
 use stormsim::model::config::{HedgingConfig, ModelConfig, Shared};
-use stormsim::model::dependency::{Effect, Incident, SideEffects};
+use stormsim::model::server::{Effect, Incident, SideEffects};
 use stormsim::model::service::ServiceDist;
 
-fn always_503(layers: Vec<LayerConfig>, rate: f64) -> ModelConfig {
+fn always_503(layers: Vec<CallPolicy>, rate: f64) -> ModelConfig {
     let mut dep = dependency(64, ServiceDist::Constant(MS), 1000);
     dep.incidents.push(Incident {
         start: 0,
@@ -61,7 +61,7 @@ fn a_quorum_tolerates_a_failing_branch() {
     assert_eq!(s.dependency_attempts, 3 * s.logical_requests);
 }
 
-fn slow_server() -> stormsim::model::dependency::DependencyConfig {
+fn slow_server() -> stormsim::model::server::ServiceConfig {
     // A saturated server: 4 workers × 100 ms = 40/s, offered 100/s.
     dependency(4, ServiceDist::Constant(100 * MS), 10_000)
 }

@@ -101,7 +101,10 @@ fn the_guard_stops_a_run() {
         ..OccConfig::aws(100, NoBackoff)
     };
     let r = run_occ(&cfg, 1);
-    assert!(r.aborted.as_deref().unwrap().contains("max_events"));
+    assert!(matches!(
+        r.aborted,
+        Some(stormsim::metrics::Abort::MaxEvents { .. })
+    ));
     assert_eq!(r.events, 1_000);
 }
 

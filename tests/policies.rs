@@ -2,17 +2,17 @@
 
 mod common;
 use common::*;
-use stormsim::model::LayerConfig;
+use stormsim::model::CallPolicy;
 use stormsim::model::breaker::{BreakerConfig, BreakerWindow};
 use stormsim::model::budget::BudgetConfig;
 use stormsim::model::config::Shared;
-use stormsim::model::dependency::{Effect, Incident};
 use stormsim::model::retry::RetryAfterMode;
+use stormsim::model::server::{Effect, Incident};
 use stormsim::model::service::ServiceDist;
 use stormsim::model::throttle::ThrottleConfig;
 
 /// A dependency that answers every request at once with 503.
-fn failing(layer: LayerConfig, rate: f64, secs: u64) -> stormsim::model::ModelConfig {
+fn failing(layer: CallPolicy, rate: f64, secs: u64) -> stormsim::model::ModelConfig {
     let mut dep = dependency(8, ServiceDist::Constant(MS), 100);
     dep.incidents.push(Incident {
         start: 0,

@@ -28,7 +28,7 @@
 //! is capped at its `max_attempts`; the stack bound is their product.
 //! Breakers and throttles cut load further and are not counted.
 
-use crate::model::LayerConfig;
+use crate::model::CallPolicy;
 use crate::model::budget::BudgetConfig;
 
 /// One layer's attempts per call: its `max_attempts` and the budgeted
@@ -43,7 +43,7 @@ pub struct LayerAmplification {
 /// `calls_per_s` is the peak rate of calls entering the layer (with the
 /// budgets of the outer layers applied); `hold_s` how long a retry holds
 /// an Envoy slot at least (sleep + attempt), when known.
-pub fn layer_amplification(l: &LayerConfig, calls_per_s: f64, hold_s: f64) -> LayerAmplification {
+pub fn layer_amplification(l: &CallPolicy, calls_per_s: f64, hold_s: f64) -> LayerAmplification {
     let a = l.retry.max_attempts;
     let max = a as f64;
     let Some(b) = l.budget else {
@@ -158,8 +158,8 @@ mod tests {
     use super::*;
     use crate::model::config::Shared;
 
-    fn layer(attempts: u32, budget: Option<(BudgetConfig, bool)>, instances: u32) -> LayerConfig {
-        let mut l = LayerConfig::passthrough("a");
+    fn layer(attempts: u32, budget: Option<(BudgetConfig, bool)>, instances: u32) -> CallPolicy {
+        let mut l = CallPolicy::passthrough("a");
         l.retry.max_attempts = attempts;
         l.instances = instances;
         l.budget = budget.map(|(config, shared)| Shared { config, shared });

@@ -6,7 +6,7 @@
 //! deadline; Retry-After ignored, or longer than the deadline; retries that
 //! do not fit the deadline or outlive the caller's attempt.
 
-use crate::model::LayerConfig;
+use crate::model::CallPolicy;
 use crate::scenario::locate::layer_labels;
 use crate::scenario::types::{
     DeadlineMode, Idempotency, Jitter, RetryAfterMode, RetryOn, Scenario, SideEffects,
@@ -55,7 +55,7 @@ fn fmt_s(v: f64) -> String {
 
 pub fn findings(
     s: &Scenario,
-    model: &[LayerConfig],
+    model: &[CallPolicy],
     reports: &[LayerReport],
     stack: &StackReport,
 ) -> Vec<Finding> {

@@ -119,10 +119,11 @@ fn peak_rate(s: &Scenario) -> f64 {
 pub fn check(s: &Scenario) -> Report {
     let model = to_model(s);
     let secs = |ns: u64| ns as f64 / NS_PER_S as f64;
+    let chain = model.topology.entry_chain();
     let layers = if s.layers.is_empty() {
-        &model.layers[..0]
+        &chain[..0]
     } else {
-        &model.layers[..]
+        &chain[..]
     };
     // The dependency's Retry-After reaches a layer that retries its status.
     let ra = s.dependency.overload.retry_after.map(|d| d.secs_f64());

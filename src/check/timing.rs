@@ -8,7 +8,7 @@
 //! §2, §3, §5, §9.1). All times in seconds; `None` = unbounded.
 
 use crate::engine::NS_PER_S;
-use crate::model::LayerConfig;
+use crate::model::CallPolicy;
 use crate::model::backoff::{Backoff, Jitter};
 use crate::model::retry::RetryAfterMode;
 
@@ -115,7 +115,7 @@ pub struct LayerTiming {
 /// Timing of every layer, outermost first. `retry_after` is the
 /// dependency's Retry-After in seconds when it sends one with a status
 /// the layer retries (per layer).
-pub fn layer_timings(layers: &[LayerConfig], retry_after: &[Option<f64>]) -> Vec<LayerTiming> {
+pub fn layer_timings(layers: &[CallPolicy], retry_after: &[Option<f64>]) -> Vec<LayerTiming> {
     let mut out: Vec<LayerTiming> = Vec::with_capacity(layers.len());
     let mut inner: (Option<f64>, Option<f64>) = (None, None);
     for (i, l) in layers.iter().enumerate().rev() {
@@ -134,7 +134,7 @@ fn min_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
-fn one_layer(l: &LayerConfig, inner: (Option<f64>, Option<f64>), ra: Option<f64>) -> LayerTiming {
+fn one_layer(l: &CallPolicy, inner: (Option<f64>, Option<f64>), ra: Option<f64>) -> LayerTiming {
     let secs = |ns: u64| ns as f64 / NS_PER_S as f64;
     let r = &l.retry;
     let retries = r.max_attempts.saturating_sub(1);

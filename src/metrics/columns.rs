@@ -380,7 +380,8 @@ pub fn summary_cells(s: &Summary, layer_names: &[String]) -> Vec<(String, Cell)>
         ("capacity_per_s".into(), Cell::Float(s.capacity_per_s)),
         (
             "aborted".into(),
-            s.aborted.clone().map_or(Cell::Missing, Cell::Text),
+            s.aborted
+                .map_or(Cell::Missing, |a| Cell::Text(a.to_string())),
         ),
         ("completion_time_s".into(), Cell::opt_f(s.completion_time_s)),
         (

@@ -2,6 +2,7 @@
 //! it (`table`: time-series rows and the per-run summary, including
 //! recovery and the metastability verdict). The report reads only these.
 
+pub mod abort;
 pub mod aggregate;
 pub mod columns;
 pub mod criteria;
@@ -10,6 +11,7 @@ pub mod reason;
 pub mod recorder;
 pub mod table;
 
+pub use abort::Abort;
 pub use columns::Cell;
 pub use criteria::RecoveryCriteria;
 pub use reason::Reason;

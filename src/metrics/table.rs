@@ -13,6 +13,7 @@
 
 use crate::engine::{NS_PER_S, Nanos};
 
+use super::abort::Abort;
 use super::criteria::RecoveryCriteria;
 use super::reason::Reason;
 use super::recorder::Recorder;
@@ -23,7 +24,7 @@ pub struct RunInfo {
     pub events: u64,
     pub digest: u64,
     /// Why the run stopped early, if it did (a guard rail was hit).
-    pub aborted: Option<String>,
+    pub aborted: Option<Abort>,
     /// Time the run reached (the duration unless aborted).
     pub end: Nanos,
     /// Workloads that end by themselves (OCC): when the last client was
@@ -150,7 +151,7 @@ pub struct Summary {
     pub layer_gates: Vec<[u64; 3]>,
     pub baseline_success_ratio: f64,
     pub capacity_per_s: f64,
-    pub aborted: Option<String>,
+    pub aborted: Option<Abort>,
     pub event_digest: u64,
     /// OCC workloads: the time of the last event (the blog's completion time).
     pub completion_time_s: Option<f64>,
@@ -349,7 +350,7 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         layer_gates,
         baseline_success_ratio: baseline,
         capacity_per_s: ctx.capacity_per_sec,
-        aborted: info.aborted.clone(),
+        aborted: info.aborted,
         event_digest: info.digest,
         completion_time_s: info.completion.map(|c| c as f64 / 1e9),
     };

@@ -11,7 +11,7 @@ use crate::engine::{Nanos, Stream};
 use super::breaker::Breaker;
 use super::budget::{Budget, CallBudget, Gate};
 use super::bulkhead::{Acquire, Bulkhead, Waiter};
-use super::config::{LayerConfig, Shared};
+use super::config::{CallPolicy, Shared};
 use super::outcome::Cause;
 use super::throttle::{Admit, Throttle};
 
@@ -62,7 +62,7 @@ pub struct Levels {
 }
 
 impl LayerGates {
-    pub fn new(l: &LayerConfig) -> Self {
+    pub fn new(l: &CallPolicy) -> Self {
         LayerGates {
             budget: if l.global_budget {
                 None
