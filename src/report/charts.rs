@@ -7,9 +7,11 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use rayon::prelude::*;
 
-use super::chart_data::{ChartData, Point};
+use super::ReportError;
+use super::chart_data::{ChartData, Point, Row, Table, parse_num};
 use super::figure::{Drawable, FONT, Figure, HLine, Line, colour, err, render, tick};
 use super::sweep;
+use crate::interrupt;
 
 /// One rendered chart.
 #[derive(Clone, Debug)]
@@ -186,42 +188,57 @@ pub struct RecoveryRow {
     pub judged: usize,
 }
 
+/// The recovery figure, in one pass over each table (a sweep has
+/// thousands of variants).
 pub fn recovery_figure(d: &ChartData) -> RecoveryFigure {
-    let variants = d
+    let mut variants: Vec<RecoveryRow> = d
         .variants
         .iter()
-        .map(|v| {
-            let mut row = RecoveryRow {
-                name: v.clone(),
-                ..RecoveryRow::default()
-            };
-            let s = &d.summary;
-            for r in s.rows.iter().filter(|r| s.text(r, "variant") == v) {
-                match s.num(r, "recovered") {
-                    Some(x) if x > 0.5 => {
-                        row.judged += 1;
-                        if let Some(t) = s.num(r, "recovery_time_s") {
-                            row.recovered.push(t);
-                        }
-                    }
-                    Some(_) => {
-                        row.judged += 1;
-                        row.metastable += 1;
-                    }
-                    None => {}
-                }
-            }
-            let b = &d.by_variant;
-            if let Some(r) = b.rows.iter().find(|r| b.text(r, "variant") == v) {
-                row.mean = b.num(r, "recovery_time_s_mean");
-                row.ci95 = b.num(r, "recovery_time_s_ci95");
-            }
-            if row.mean.is_none() && !row.recovered.is_empty() {
-                row.mean = Some(row.recovered.iter().sum::<f64>() / row.recovered.len() as f64);
-            }
-            row
+        .map(|v| RecoveryRow {
+            name: v.clone(),
+            ..RecoveryRow::default()
         })
         .collect();
+    let n = variants.len();
+    let index_of = |t: &Table, r: &Row| {
+        let name = t.col("variant").and_then(|i| r.get(i)).unwrap_or("");
+        d.index.get(name).copied().filter(|&i| i < n)
+    };
+    let s = &d.summary;
+    let (recovered, time) = (s.col("recovered"), s.col("recovery_time_s"));
+    let num = |r: &Row, c: Option<usize>| c.and_then(|i| r.get(i)).and_then(parse_num);
+    for r in &s.rows {
+        let Some(i) = index_of(s, r) else { continue };
+        let row = &mut variants[i];
+        match num(r, recovered) {
+            Some(x) if x > 0.5 => {
+                row.judged += 1;
+                if let Some(t) = num(r, time) {
+                    row.recovered.push(t);
+                }
+            }
+            Some(_) => {
+                row.judged += 1;
+                row.metastable += 1;
+            }
+            None => {}
+        }
+    }
+    let b = &d.by_variant;
+    let (mean, ci95) = (b.col("recovery_time_s_mean"), b.col("recovery_time_s_ci95"));
+    let mut seen = vec![false; variants.len()];
+    for r in &b.rows {
+        let Some(i) = index_of(b, r) else { continue };
+        if !std::mem::replace(&mut seen[i], true) {
+            variants[i].mean = num(r, mean);
+            variants[i].ci95 = num(r, ci95);
+        }
+    }
+    for row in &mut variants {
+        if row.mean.is_none() && !row.recovered.is_empty() {
+            row.mean = Some(row.recovered.iter().sum::<f64>() / row.recovered.len() as f64);
+        }
+    }
     RecoveryFigure { variants }
 }
 
@@ -353,8 +370,9 @@ enum Job {
 }
 
 /// Every chart of a run, in report order. Rendered in parallel (each chart
-/// on its own, collected in order: the bytes do not depend on threads).
-pub fn all_charts(d: &ChartData) -> Result<Vec<Chart>, String> {
+/// on its own, collected in order: the bytes do not depend on threads);
+/// a stop asked for (`crate::interrupt`) skips the charts not yet begun.
+pub fn all_charts(d: &ChartData) -> Result<Vec<Chart>, ReportError> {
     let mut jobs: Vec<(String, String, Job)> = vec![
         (
             "load".into(),
@@ -385,12 +403,15 @@ pub fn all_charts(d: &ChartData) -> Result<Vec<Chart>, String> {
     for (name, title, fig) in sweep::sweep_figures(d) {
         jobs.push((name, title, Job::Lines(Box::new(fig))));
     }
+    interrupt::check()?;
     jobs.par_iter()
         .map(|(name, title, job)| {
+            interrupt::check()?;
             let (svg, png) = match job {
-                Job::Lines(f) => render(f.as_ref())?,
-                Job::Recovery(f) => render(f)?,
-            };
+                Job::Lines(f) => render(f.as_ref()),
+                Job::Recovery(f) => render(f),
+            }
+            .map_err(ReportError::Draw)?;
             Ok(Chart {
                 name: name.clone(),
                 title: title.clone(),
