@@ -186,6 +186,8 @@ pub struct RecoveryRow {
     pub metastable: usize,
     /// Replicates with a verdict (recovered or not).
     pub judged: usize,
+    /// Replicates stopped early by a guard rail: no verdict.
+    pub aborted: usize,
 }
 
 /// The recovery figure, in one pass over each table (a sweep has
@@ -206,10 +208,18 @@ pub fn recovery_figure(d: &ChartData) -> RecoveryFigure {
     };
     let s = &d.summary;
     let (recovered, time) = (s.col("recovered"), s.col("recovery_time_s"));
+    let aborted = s.col("aborted");
     let num = |r: &Row, c: Option<usize>| c.and_then(|i| r.get(i)).and_then(parse_num);
     for r in &s.rows {
         let Some(i) = index_of(s, r) else { continue };
         let row = &mut variants[i];
+        if aborted
+            .and_then(|c| r.get(c))
+            .is_some_and(|a| !a.is_empty())
+        {
+            row.aborted += 1;
+            continue;
+        }
         match num(r, recovered) {
             Some(x) if x > 0.5 => {
                 row.judged += 1;
@@ -350,10 +360,23 @@ impl Drawable for RecoveryFigure {
                     .map_err(err)?;
             }
             if r.judged == 0 {
+                let note = if r.aborted > 0 {
+                    "aborted (guard rail): no verdict"
+                } else {
+                    "no incident: not judged"
+                };
                 chart
                     .draw_series(std::iter::once(Text::new(
-                        "no incident: not judged".to_string(),
+                        note.to_string(),
                         (x - 0.45, y1 * 0.5),
+                        small.clone(),
+                    )))
+                    .map_err(err)?;
+            } else if r.aborted > 0 {
+                chart
+                    .draw_series(std::iter::once(Text::new(
+                        format!("{} aborted: no verdict", r.aborted),
+                        (x - 0.45, y1 * 0.76),
                         small.clone(),
                     )))
                     .map_err(err)?;
