@@ -167,11 +167,12 @@ pub fn default_folder(name: &str) -> Result<PathBuf, OutputError> {
 /// The entries a marker lists, if `dir` holds a marker of stormsim's.
 pub fn marked_entries(dir: &Path) -> Option<BTreeSet<String>> {
     let path = dir.join(MARKER);
-    let meta = fs::symlink_metadata(&path).ok()?;
-    if !meta.is_file() || meta.len() > MAX_MARKER_BYTES {
+    // Not through a symbolic link; a regular file under the cap.
+    if !fs::symlink_metadata(&path).ok()?.is_file() {
         return None;
     }
-    let text = fs::read_to_string(&path).ok()?;
+    let bytes = crate::input_file::read_capped(&path, MAX_MARKER_BYTES).ok()?;
+    let text = String::from_utf8(bytes).ok()?;
     let mut lines = text.lines();
     if lines.next() != Some(SIGNATURE) {
         return None;
@@ -199,11 +200,19 @@ fn marker_text(entries: &BTreeSet<String>) -> String {
     s
 }
 
-/// Whether `path` is a shard folder (a real folder with a
-/// `manifest.json`): carried over when the folder holding it is replaced.
+/// Whether `path` is carried over when the folder holding it is
+/// replaced: a shard folder (a real folder with a `manifest.json`), or
+/// what a stormsim command writing beside it may be using (its work
+/// folder `.stormsim-…` or its lock `.stormsim-lock-…`, perhaps left by a
+/// command killed outright).
 fn is_carried(path: &Path) -> bool {
-    fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
-        && fs::symlink_metadata(path.join(crate::shard::MANIFEST)).is_ok_and(|m| m.is_file())
+    let stormsims = path
+        .file_name()
+        .and_then(OsStr::to_str)
+        .is_some_and(|n| n.starts_with(".stormsim-"));
+    stormsims
+        || (fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
+            && fs::symlink_metadata(path.join(crate::shard::MANIFEST)).is_ok_and(|m| m.is_file()))
 }
 
 fn shown_list(names: &[String]) -> String {
@@ -508,11 +517,6 @@ impl OutputDir {
         Ok(out)
     }
 
-    /// The folder as named by the user.
-    pub fn target(&self) -> &Path {
-        &self.target
-    }
-
     /// Writes one file (a relative path of plain names; subfolders are
     /// created).
     pub fn write(&self, rel: &str, bytes: &[u8]) -> Result<(), OutputError> {
@@ -761,10 +765,23 @@ mod tests {
         let target = root.path().join("out");
         fs::create_dir_all(target.join("shard-1-of-2")).unwrap();
         fs::write(target.join("shard-1-of-2/manifest.json"), "{}").unwrap();
+        // What a shard run killed outright leaves beside its folder.
+        let stale = ".stormsim-0123456789abcdef-99999-0";
+        fs::create_dir_all(target.join(stale).join("new")).unwrap();
+        fs::write(target.join(".stormsim-lock-0123456789abcdef"), "").unwrap();
         let out = OutputDir::prepare(&target, folder(&[])).unwrap();
         out.write("a.csv", b"x").unwrap();
         out.commit().unwrap();
-        assert_eq!(names(&target), [MARKER, "a.csv", "shard-1-of-2"]);
+        assert_eq!(
+            names(&target),
+            [
+                MARKER,
+                ".stormsim-0123456789abcdef-99999-0",
+                ".stormsim-lock-0123456789abcdef",
+                "a.csv",
+                "shard-1-of-2"
+            ]
+        );
     }
 
     #[test]
