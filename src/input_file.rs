@@ -160,6 +160,46 @@ impl Read for Capped {
     }
 }
 
+/// A reader that fails (an `io::Error` of kind `InvalidData`) on a line
+/// longer than `max` bytes: a table read row by row then holds at most
+/// one such line in memory, whatever the file (a sparse file of zeros has
+/// no line breaks at all).
+pub struct LineLimited<R> {
+    inner: R,
+    since_newline: usize,
+    max: usize,
+}
+
+impl<R: Read> LineLimited<R> {
+    pub fn new(inner: R, max: usize) -> Self {
+        LineLimited {
+            inner,
+            since_newline: 0,
+            max,
+        }
+    }
+}
+
+impl<R: Read> Read for LineLimited<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.since_newline = match buf[..n].iter().rposition(|&b| b == b'\n') {
+            Some(i) => n - i - 1,
+            None => self.since_newline.saturating_add(n),
+        };
+        if self.since_newline > self.max {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "a line longer than {} bytes: not a table stormsim wrote",
+                    self.max
+                ),
+            ));
+        }
+        Ok(n)
+    }
+}
+
 /// Opens a regular file for streaming, at most `cap` bytes.
 pub fn open_capped(path: &Path, cap: u64) -> Result<Capped, InputError> {
     let (file, len) = open_regular(path)?;
@@ -212,6 +252,20 @@ mod tests {
             read_capped(&dir.path().join("nope"), 9),
             Err(InputError::NotFound)
         ));
+    }
+
+    #[test]
+    fn lines_longer_than_the_limit_fail_the_read() {
+        let mut ok = String::new();
+        LineLimited::new("abc\ndefg\n".as_bytes(), 4)
+            .read_to_string(&mut ok)
+            .unwrap();
+        assert_eq!(ok, "abc\ndefg\n");
+        let zeros = vec![0u8; 100_000];
+        let err = LineLimited::new(zeros.as_slice(), 1000)
+            .read_to_end(&mut Vec::new())
+            .unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData);
     }
 
     #[cfg(unix)]

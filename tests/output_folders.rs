@@ -252,6 +252,12 @@ fn plot_touches_only_its_charts_and_report() {
     }
     fs::write(run.join("charts/load.tmp"), "keep?").unwrap();
     stormsim().arg("plot").arg(&run).assert().success();
+    // From inside the folder, too.
+    stormsim()
+        .current_dir(&run)
+        .args(["plot", "."])
+        .assert()
+        .success();
     assert_eq!(fs::read_to_string(run.join("a.tmp")).unwrap(), "mine too");
     assert_eq!(fs::read_to_string(run.join("a.csv")).unwrap(), "mine");
     assert_eq!(fs::read_to_string(run.join("summary.tmp")).unwrap(), "x");

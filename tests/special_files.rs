@@ -197,3 +197,39 @@ fn shard_files_that_are_not_regular_files_are_refused_by_merge() {
     }
     assert!(!out.exists());
 }
+
+/// A table with no line breaks (here a sparse file of zeros, 2 GiB, under
+/// the size cap) is refused once a line passes the longest row stormsim
+/// writes, instead of being held in memory whole; merge bounds each table
+/// by the rows its manifest lists.
+#[test]
+fn tables_without_line_breaks_are_refused_without_filling_memory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let run = t.join("run");
+    quickstart_run(&run);
+    let sparse = |path: &Path| {
+        let f = fs::File::create(path).unwrap();
+        f.set_len(2 << 30).unwrap();
+    };
+    replace_with(&run.join("timeseries.csv"), sparse);
+    refused(
+        t,
+        &["plot", run.to_str().unwrap()],
+        "a line longer than 1048576 bytes",
+    );
+
+    let dir = t.join("shard");
+    shard(&dir);
+    replace_with(&dir.join("timeseries.csv"), sparse);
+    refused(
+        t,
+        &[
+            "merge",
+            dir.to_str().unwrap(),
+            "--out",
+            t.join("m").to_str().unwrap(),
+        ],
+        "the file is 2147483648 bytes; at most",
+    );
+}

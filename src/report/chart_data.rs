@@ -17,8 +17,8 @@ use std::io::Read;
 use std::path::Path;
 
 use super::ReportError;
-use super::tables::{MAX_SUMMARY_BYTES, MAX_TIMESERIES_BYTES};
-use crate::input_file::{self, InputError};
+use super::tables::{MAX_ROW_BYTES, MAX_SUMMARY_BYTES, MAX_TIMESERIES_BYTES};
+use crate::input_file::{self, InputError, LineLimited};
 use crate::interrupt::{self, POLL_ROWS};
 use crate::scenario;
 use crate::scenario::validate::MAX_TIMESERIES_ROWS;
@@ -40,7 +40,9 @@ impl Table {
     /// flag.
     pub fn parse(bytes: &[u8]) -> Result<Table, ReportError> {
         let bad = |e: csv::Error| ReportError::Table(e.to_string());
-        let mut r = csv::ReaderBuilder::new().flexible(true).from_reader(bytes);
+        let mut r = csv::ReaderBuilder::new()
+            .flexible(true)
+            .from_reader(LineLimited::new(bytes, MAX_ROW_BYTES));
         let header = r
             .headers()
             .map_err(bad)?
@@ -273,7 +275,9 @@ impl TimeSeries {
     /// over buckets of `bucket_s` (`None`: only the bucket starts).
     fn read(source: impl Read, bucket_s: Option<f64>) -> Result<TimeSeries, ReportError> {
         let bad = |e: csv::Error| ReportError::Table(format!("timeseries.csv: {e}"));
-        let mut r = csv::ReaderBuilder::new().flexible(true).from_reader(source);
+        let mut r = csv::ReaderBuilder::new()
+            .flexible(true)
+            .from_reader(LineLimited::new(source, MAX_ROW_BYTES));
         let header = r.headers().map_err(bad)?.clone();
         let col = |name: &str| header.iter().position(|h| h == name);
         let cols = [

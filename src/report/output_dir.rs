@@ -302,13 +302,14 @@ fn check_kind(target: &Path, mode: Mode) -> Result<bool, OutputError> {
     }
 }
 
-/// Refuses a target that is, holds or lies inside an input, or holds the
-/// current folder.
-fn check_inputs(target: &Path, dest: &Path, inputs: &[PathBuf]) -> Result<(), OutputError> {
+/// Refuses a target that is, holds or lies inside an input, or a folder
+/// to replace that holds the current folder.
+fn check_inputs(target: &Path, dest: &Path, opts: Options<'_>) -> Result<(), OutputError> {
     let shown = target.display();
     if let Some(cwd) = std::env::current_dir()
         .ok()
         .and_then(|c| c.canonicalize().ok())
+        .filter(|_| opts.mode == Mode::Folder)
     {
         if cwd.starts_with(dest) {
             return Err(OutputError::Refused(format!(
@@ -317,7 +318,7 @@ fn check_inputs(target: &Path, dest: &Path, inputs: &[PathBuf]) -> Result<(), Ou
             )));
         }
     }
-    for input in inputs {
+    for input in opts.inputs {
         let Ok(i) = input.canonicalize() else {
             continue;
         };
@@ -424,7 +425,19 @@ impl OutputDir {
     /// see the module's documentation. A refusal leaves nothing behind.
     pub fn prepare(target: &Path, opts: Options<'_>) -> Result<OutputDir, OutputError> {
         let shown = target.display();
-        let name: OsString = match target.components().next_back() {
+        // `plot .` names its folder by its canonical path.
+        let canonical;
+        let located = match opts.mode {
+            Mode::Folder => target,
+            Mode::Entries(_) => {
+                check_kind(target, opts.mode)?;
+                canonical = target
+                    .canonicalize()
+                    .map_err(|e| OutputError::Refused(format!("{shown}: {e}")))?;
+                canonical.as_path()
+            }
+        };
+        let name: OsString = match located.components().next_back() {
             Some(Component::Normal(n)) => n.to_os_string(),
             _ => {
                 return Err(OutputError::Refused(format!(
@@ -433,14 +446,14 @@ impl OutputDir {
                 )));
             }
         };
-        let parent = match target.parent() {
+        let parent = match located.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
         // First without touching anything.
         let exists = check_kind(target, opts.mode)?;
-        let guess = resolve(target).map_err(|e| io_error(&shown, &e))?;
-        check_inputs(target, &guess, opts.inputs)?;
+        let guess = resolve(located).map_err(|e| io_error(&shown, &e))?;
+        check_inputs(target, &guess, opts)?;
         if exists {
             check_owned(target, &guess, opts.mode, opts.force)?;
         }
@@ -467,7 +480,7 @@ impl OutputDir {
             .canonicalize()
             .map_err(|e| io_error(parent.display(), &e))?;
         out.dest = parent.join(&name);
-        check_inputs(target, &out.dest, opts.inputs)?;
+        check_inputs(target, &out.dest, opts)?;
         out.lock = Some(FolderLock::acquire(&parent, &name).map_err(|e| match e {
             LockError::Held(lock) => OutputError::Refused(format!(
                 "another stormsim command is writing {shown} (it holds the lock {}); \

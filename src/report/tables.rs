@@ -17,6 +17,9 @@ pub const MAX_TIMESERIES_BYTES: u64 = 8 << 30;
 /// The most bytes of `summary.csv`, `summary_by_variant.csv` or
 /// `summary.exact.csv` read back.
 pub const MAX_SUMMARY_BYTES: u64 = 1 << 30;
+/// The longest line of a table read back: a row stormsim writes is a few
+/// KiB at most (some hundred cells).
+pub const MAX_ROW_BYTES: usize = 1 << 20;
 
 /// Layer names across all variants, in order of first appearance: the
 /// per-layer columns (`attempts_<layer>`). A layer absent from a variant

@@ -577,9 +577,19 @@ fn read_shard(shard: &Shard, index: usize) -> Result<ShardData, MergeError> {
     let dir = &shard.dir;
     let m = &shard.manifest;
     let input = MergeError::Input;
-    let ts_bytes = read(dir, "timeseries.csv", tables::MAX_TIMESERIES_BYTES).map_err(input)?;
-    let summary_bytes = read(dir, "summary.csv", tables::MAX_SUMMARY_BYTES).map_err(input)?;
-    let exact_bytes = read(dir, EXACT_SUMMARY, tables::MAX_SUMMARY_BYTES).map_err(input)?;
+    // Caps from the manifest: no row stormsim writes is longer than
+    // MAX_ROW_BYTES, so a larger file is not the shard's.
+    let row = tables::MAX_ROW_BYTES as u64;
+    let rows: u64 = m.items.iter().map(|i| i.rows as u64).sum();
+    let ts_cap = (rows + 1)
+        .saturating_mul(row)
+        .min(tables::MAX_TIMESERIES_BYTES);
+    let summary_cap = (m.items.len() as u64 + 1)
+        .saturating_mul(row)
+        .min(tables::MAX_SUMMARY_BYTES);
+    let ts_bytes = read(dir, "timeseries.csv", ts_cap).map_err(input)?;
+    let summary_bytes = read(dir, "summary.csv", summary_cap).map_err(input)?;
+    let exact_bytes = read(dir, EXACT_SUMMARY, summary_cap).map_err(input)?;
     let bad =
         |file: &str, why: String| MergeError::Input(format!("{}: {why}", dir.join(file).display()));
     let in_file = |file: &'static str| {
