@@ -232,14 +232,18 @@ fn shown_list(names: &[String]) -> String {
 /// `Mode::Entries`, those entries of it) would lose although stormsim did
 /// not write them.
 fn foreign_entries(dir: &Path, mode: Mode) -> io::Result<Vec<String>> {
-    let listed = marked_entries(dir).unwrap_or_default();
+    let marked = marked_entries(dir);
+    let listed = marked.clone().unwrap_or_default();
     let mut foreign = Vec::new();
     match mode {
         Mode::Folder => {
             for entry in fs::read_dir(dir)? {
                 let entry = entry?;
                 let name = entry.file_name().to_string_lossy().into_owned();
-                if name == MARKER || listed.contains(&name) || is_carried(&entry.path()) {
+                // A `.stormsim` file that is not stormsim's marker is the
+                // user's like any other.
+                let ours = (name == MARKER && marked.is_some()) || listed.contains(&name);
+                if ours || is_carried(&entry.path()) {
                     continue;
                 }
                 foreign.push(name);
@@ -754,9 +758,16 @@ mod tests {
         fs::write(ours.join("added.txt"), "mine").unwrap();
         let m = refused(OutputDir::prepare(&ours, folder(&[])));
         assert!(m.contains("\"added.txt\""), "{m}");
-        // A fake marker does not make it stormsim's either.
+        // A fake marker does not make it stormsim's either, and is itself
+        // a file of the user's.
         fs::write(target.join(MARKER), "hello\nnotes.txt\n").unwrap();
         refused(OutputDir::prepare(&target, folder(&[])));
+        let only = root.path().join("only");
+        fs::create_dir(&only).unwrap();
+        fs::write(only.join(MARKER), "my own dotfile").unwrap();
+        let m = refused(OutputDir::prepare(&only, folder(&[])));
+        assert!(m.contains("\".stormsim\""), "{m}");
+        fs::remove_dir_all(&only).unwrap();
         assert_eq!(names(root.path()), ["mine", "ours"], "nothing left behind");
         // With force, it is replaced.
         let out = OutputDir::prepare(
