@@ -57,6 +57,8 @@ const SIGNATURE: &str = "stormsim output folder";
 const MAX_MARKER_BYTES: u64 = 1 << 20;
 /// The file names of `plot`'s outputs inside a run folder.
 pub const VISUALS: &[&str] = &["charts", "report.html"];
+/// The longest folder name most file systems take (NAME_MAX on Linux).
+pub const MAX_NAME_BYTES: usize = 255;
 /// Entries named in a refusal, at most.
 const SHOWN: usize = 5;
 
@@ -159,6 +161,13 @@ pub fn default_folder(name: &str) -> Result<PathBuf, OutputError> {
         return Err(OutputError::Refused(format!(
             "the scenario name {name:?} cannot name a folder (expected one folder name, \
              without `/`, `..` or control characters); choose the folder with --out"
+        )));
+    }
+    if name.len() > MAX_NAME_BYTES {
+        return Err(OutputError::Refused(format!(
+            "the scenario name is {} bytes, too long for a folder name (at most \
+             {MAX_NAME_BYTES}, the most file systems take); choose the folder with --out",
+            name.len()
         )));
     }
     Ok(Path::new("output").join(name))
@@ -916,6 +925,8 @@ mod tests {
     #[test]
     fn default_folders_are_one_plain_name() {
         assert_eq!(default_folder("a b").unwrap(), Path::new("output/a b"));
+        assert!(default_folder(&"n".repeat(255)).is_ok());
+        assert!(default_folder(&"n".repeat(256)).is_err());
         for bad in [
             "",
             ".",

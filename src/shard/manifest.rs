@@ -103,8 +103,8 @@ impl Manifest {
         let scenario = top.text("scenario")?;
         if crate::report::output_dir::default_folder(&scenario).is_err() {
             return Err(format!(
-                "scenario: {scenario:?} is not a scenario name (expected one folder name, \
-                 without `/`, `..` or control characters)"
+                "scenario: {scenario:?} is not a scenario name (expected one folder name of \
+                 at most 255 bytes, without `/`, `..` or control characters)"
             ));
         }
         let digest = top.text("scenario_digest")?;
@@ -334,6 +334,7 @@ mod tests {
             ("scenario", "..".into(), "is not a scenario name"),
             ("scenario", "a\u{1b}[2J".into(), "control or invisible"),
             ("scenario", "x".repeat(5000).into(), "5000 bytes"),
+            ("scenario", "x".repeat(256).into(), "is not a scenario name"),
             ("scenario", 3.into(), "scenario: expected text"),
             (
                 "items_total",
