@@ -13,7 +13,8 @@ use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::interrupt;
-use crate::report::{self, OutputDir};
+use crate::report::output_dir::{self, Options};
+use crate::report::{self, Mode, OutputDir, OutputError};
 use crate::runner::{self, VariantPlan};
 use crate::scenario::{self, Scenario, ScenarioErrors, presets};
 use crate::shard::{self, Manifest, ManifestItem, ShardSpec};
@@ -88,6 +89,10 @@ struct PlotArgs {
     /// The folder of a finished run (with timeseries.csv, summary.csv,
     /// summary_by_variant.csv and scenario.resolved.yaml).
     dir: PathBuf,
+    /// Replace charts/ and report.html even in a folder stormsim did not
+    /// write.
+    #[arg(long)]
+    force: bool,
     /// Print nothing but errors.
     #[arg(long, short)]
     quiet: bool,
@@ -102,6 +107,10 @@ struct MergeArgs {
     /// Output folder (default: output/<scenario name>).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Replace the output folder even if it holds files stormsim did not
+    /// write (they are deleted).
+    #[arg(long)]
+    force: bool,
     /// Print nothing but errors.
     #[arg(long, short)]
     quiet: bool,
@@ -125,6 +134,10 @@ struct RunArgs {
     /// Output folder (default: output/<scenario name>).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Replace the output folder even if it holds files stormsim did not
+    /// write (they are deleted).
+    #[arg(long)]
+    force: bool,
     /// Override a field: PATH=VALUE (repeatable).
     #[arg(long = "set", value_name = "PATH=VALUE")]
     set: Vec<String>,
@@ -282,6 +295,8 @@ fn validate(args: ScenarioArgs) -> i32 {
 }
 
 fn run(args: RunArgs) -> i32 {
+    // First thing: a signal from now on ends the command with a message.
+    interrupt::install();
     let shard = match (args.shard, args.shard_from_env) {
         (Some(spec), _) => Some(spec),
         (None, true) => {
@@ -316,13 +331,37 @@ fn run(args: RunArgs) -> i32 {
         Ok(p) => p,
         Err(e) => return report_errors(&e),
     };
-    let out_path = args.out.clone().unwrap_or_else(|| {
-        let dir = Path::new("output").join(&s.name);
-        match shard {
-            Some(spec) => dir.join(spec.folder_name()),
-            None => dir,
-        }
-    });
+    let out_path = match &args.out {
+        Some(out) => out.clone(),
+        None => match output_dir::default_folder(&s.name) {
+            Ok(dir) => match shard {
+                Some(spec) => dir.join(spec.folder_name()),
+                None => dir,
+            },
+            Err(e) => {
+                eprintln!("error: {e}");
+                return 2;
+            }
+        },
+    };
+    let not_written = if shard.is_some() {
+        "timeseries.csv, summary.csv, summary.exact.csv, scenario.resolved.yaml, manifest.json"
+    } else {
+        "timeseries.csv, summary.csv, summary_by_variant.csv, scenario.resolved.yaml, charts/, report.html"
+    };
+    // Every decision about the output folder, before simulating.
+    let inputs: Vec<PathBuf> = args.file.iter().cloned().collect();
+    let out = match OutputDir::prepare(
+        &out_path,
+        Options {
+            mode: Mode::Folder,
+            force: args.force,
+            inputs: &inputs,
+        },
+    ) {
+        Ok(out) => out,
+        Err(e) => return output_failed(e, &out_path, not_written, "no run had started"),
+    };
     let replicates = s.replicates as usize;
     let total_items = plans.len() * replicates;
     let items: Vec<(usize, u32)> = match shard {
@@ -371,18 +410,13 @@ fn run(args: RunArgs) -> i32 {
             }
         }
     };
-    interrupt::install();
     let results =
         pool.install(|| runner::run_items(&plans, &items, s.seed, &on_done, interrupt::flag()));
     bar.finish_and_clear();
-    let not_written = if shard.is_some() {
-        "timeseries.csv, summary.csv, summary.exact.csv, scenario.resolved.yaml, manifest.json"
-    } else {
-        "timeseries.csv, summary.csv, summary_by_variant.csv, scenario.resolved.yaml, charts/, report.html"
-    };
     let results = match results {
         Ok(r) => r,
         Err(stopped) => {
+            drop(out);
             eprintln!(
                 "interrupted: {} of {} runs had finished; {}",
                 stopped.finished,
@@ -393,15 +427,13 @@ fn run(args: RunArgs) -> i32 {
         }
     };
 
-    let write = || -> std::io::Result<PathBuf> {
+    let write = |out: OutputDir| -> Result<PathBuf, OutputError> {
         if let Some(spec) = shard {
-            return write_shard(&out_path, spec, &s, &plans, &results);
+            return write_shard(out, spec, &s, &plans, &results);
         }
-        let mut out = OutputDir::create(&out_path)?;
-        for name in shard::shard_folders_in(&out_path) {
-            out.keep(&name);
-        }
-        let timeseries = report::tables::timeseries_csv(&results);
+        let layout = report::tables::Layout::of(&results);
+        let timeseries =
+            report::tables::timeseries_csv_until(&layout, &results, interrupt::flag())?;
         let summary = report::tables::summary_csv(&results);
         let by_variant = report::tables::summary_by_variant_csv(&results);
         let resolved = scenario::resolved_yaml(&s);
@@ -413,27 +445,17 @@ fn run(args: RunArgs) -> i32 {
         // `stormsim plot` reads them back.
         let data =
             report::ChartData::from_bytes(&timeseries, &summary, &by_variant, Some(&resolved))
-                .map_err(std::io::Error::other)?;
-        for (path, bytes) in report::visual_files(&data).map_err(std::io::Error::other)? {
+                .map_err(report_to_output)?;
+        for (path, bytes) in report::visual_files(&data).map_err(report_to_output)? {
             out.write(&path, &bytes)?;
         }
         out.commit()
     };
-    let dir = match write() {
+    let dir = match write(out) {
         Ok(d) => d,
-        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
-            eprintln!(
-                "interrupted: all {total} runs had finished; {}",
-                nothing_written(&out_path, not_written)
-            );
-            return interrupt::EXIT_CODE;
-        }
         Err(e) => {
-            eprintln!(
-                "error: could not write results to {}: {e}; nothing was written",
-                out_path.display()
-            );
-            return 1;
+            let runs = format!("all {total} runs had finished");
+            return output_failed(e, &out_path, not_written, &runs);
         }
     };
     if !args.quiet {
@@ -501,16 +523,43 @@ fn run(args: RunArgs) -> i32 {
     0
 }
 
+/// A report error while writing an output folder.
+fn report_to_output(e: report::ReportError) -> OutputError {
+    match e {
+        report::ReportError::Interrupted => OutputError::Interrupted,
+        report::ReportError::Table(m) | report::ReportError::Draw(m) => {
+            OutputError::Io(format!("cannot draw the charts: {m}"))
+        }
+    }
+}
+
+/// Says why an output folder was not written (`done`: what had happened
+/// before, for an interruption) and returns the exit code.
+fn output_failed(e: OutputError, out: &Path, not_written: &str, done: &str) -> i32 {
+    let code = e.exit_code();
+    match &e {
+        OutputError::Refused(m) => eprintln!("error: {m}"),
+        OutputError::Interrupted => {
+            eprintln!("interrupted: {done}; {}", nothing_written(out, not_written))
+        }
+        OutputError::Io(m) => eprintln!(
+            "error: could not write results to {}: {m}; nothing was written",
+            out.display()
+        ),
+    }
+    code
+}
+
 /// Writes a shard folder: its rows of the tables (with the columns of the
 /// whole run), the exact summary cells, the resolved scenario and the
 /// manifest. No charts: they come after `stormsim merge`.
 fn write_shard(
-    out_path: &Path,
+    out: OutputDir,
     spec: ShardSpec,
     s: &Scenario,
     plans: &[VariantPlan],
     results: &[runner::RunResult],
-) -> std::io::Result<PathBuf> {
+) -> Result<PathBuf, OutputError> {
     let layer_names: Vec<Vec<String>> = plans
         .iter()
         .map(|p| p.config.topology.edge_names())
@@ -552,14 +601,12 @@ fn write_shard(
                 variant_index: r.variant_index,
                 variant: r.variant.clone(),
                 replicate: r.replicate,
+                rows: r.rows.len(),
             })
             .collect(),
     };
-    let out = OutputDir::create(out_path)?;
-    out.write(
-        "timeseries.csv",
-        &report::tables::timeseries_csv_with(&layout, results),
-    )?;
+    let timeseries = report::tables::timeseries_csv_until(&layout, results, interrupt::flag())?;
+    out.write("timeseries.csv", &timeseries)?;
     out.write(
         "summary.csv",
         &report::tables::summary_csv_with(&layout, results),
@@ -571,60 +618,81 @@ fn write_shard(
 }
 
 fn merge(args: MergeArgs) -> i32 {
-    let merged = match shard::merge::merge(&args.dirs) {
-        Ok(m) => m,
-        Err(shard::merge::MergeError::Input(e)) => {
+    // First thing: a signal from now on ends the command with a message.
+    interrupt::install();
+    let not_written = "the merged tables, charts/, report.html";
+    let merge_failed = |e: shard::merge::MergeError, out: Option<&Path>| match e {
+        shard::merge::MergeError::Input(e) => {
             eprintln!("error: cannot merge: {e}");
-            return 2;
+            2
         }
-        Err(shard::merge::MergeError::Draw(e)) => {
-            eprintln!("error: cannot draw the charts: {e}");
-            return 1;
+        shard::merge::MergeError::Draw(e) => {
+            eprintln!("error: cannot draw the charts: {e}; nothing was written");
+            1
+        }
+        shard::merge::MergeError::Interrupted => {
+            let what = match out {
+                Some(out) => nothing_written(out, not_written),
+                None => "nothing was written".to_string(),
+            };
+            eprintln!("interrupted: {what}");
+            interrupt::EXIT_CODE
         }
     };
-    let out_path = args
-        .out
-        .clone()
-        .unwrap_or_else(|| Path::new("output").join(&merged.scenario));
-    interrupt::install();
-    let write = || -> std::io::Result<PathBuf> {
-        let mut out = OutputDir::create(&out_path)?;
-        for name in shard::shard_folders_in(&out_path) {
-            out.keep(&name);
+    let plan = match shard::merge::plan(&args.dirs) {
+        Ok(p) => p,
+        Err(e) => return merge_failed(e, None),
+    };
+    let out_path = match &args.out {
+        Some(out) => out.clone(),
+        None => match output_dir::default_folder(plan.scenario()) {
+            Ok(dir) => dir,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return 2;
+            }
+        },
+    };
+    let inputs = plan.shard_dirs();
+    let out = match OutputDir::prepare(
+        &out_path,
+        Options {
+            mode: Mode::Folder,
+            force: args.force,
+            inputs: &inputs,
+        },
+    ) {
+        Ok(out) => out,
+        Err(e) => return output_failed(e, &out_path, not_written, "the shards were read"),
+    };
+    let merged = match shard::merge::merge(&plan) {
+        Ok(m) => m,
+        Err(e) => {
+            drop(out);
+            return merge_failed(e, Some(&out_path));
         }
+    };
+    let write = |out: OutputDir| -> Result<PathBuf, OutputError> {
         for (path, bytes) in &merged.files {
             out.write(path, bytes)?;
         }
         out.commit()
     };
-    match write() {
+    match write(out) {
         Ok(dir) => {
             if !args.quiet {
                 println!(
                     "merged {} shard{} ({} runs) of {}",
-                    merged.shards,
-                    if merged.shards == 1 { "" } else { "s" },
-                    merged.items,
-                    merged.scenario
+                    plan.shards(),
+                    if plan.shards() == 1 { "" } else { "s" },
+                    plan.items(),
+                    plan.scenario()
                 );
                 println!("results: {}", dir.display());
             }
             0
         }
-        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
-            eprintln!(
-                "interrupted: {}",
-                nothing_written(&out_path, "the merged tables, charts/, report.html")
-            );
-            interrupt::EXIT_CODE
-        }
-        Err(e) => {
-            eprintln!(
-                "error: could not write results to {}: {e}; nothing was written",
-                out_path.display()
-            );
-            1
-        }
+        Err(e) => output_failed(e, &out_path, not_written, "the shards were merged"),
     }
 }
 
@@ -656,67 +724,70 @@ fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
     bar
 }
 
-/// Copies a finished run's files (all but the charts and the report)
-/// into the new output folder.
-fn copy_tables(from: &Path, rel: &Path, out: &OutputDir) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(from.join(rel))? {
-        let entry = entry?;
-        let name = entry.file_name();
-        let path = rel.join(&name);
-        if rel.as_os_str().is_empty() && (name == "charts" || name == "report.html") {
-            continue;
-        }
-        if entry.file_type()?.is_dir() {
-            copy_tables(from, &path, out)?;
-        } else {
-            out.write(&path.to_string_lossy(), &std::fs::read(entry.path())?)?;
-        }
-    }
-    Ok(())
-}
-
 fn plot(args: PlotArgs) -> i32 {
-    let data = match report::ChartData::from_dir(&args.dir) {
-        Ok(d) => d,
+    // First thing: a signal from now on ends the command with a message.
+    interrupt::install();
+    let dir = &args.dir;
+    let interrupted = || {
+        eprintln!(
+            "interrupted: nothing was changed in {} (charts/ and report.html not redrawn)",
+            dir.display()
+        );
+        interrupt::EXIT_CODE
+    };
+    // Decided before reading: only charts/ and report.html are replaced.
+    let out = match OutputDir::prepare(
+        dir,
+        Options {
+            mode: Mode::Entries(output_dir::VISUALS),
+            force: args.force,
+            inputs: &[],
+        },
+    ) {
+        Ok(out) => out,
+        Err(OutputError::Interrupted) => return interrupted(),
         Err(e) => {
-            eprintln!("error: cannot read the run in {}: {e}", args.dir.display());
-            return 2;
+            eprintln!("error: {e}");
+            return e.exit_code();
         }
     };
-    let files = match report::visual_files(&data) {
+    let files = match report::ChartData::from_dir(dir).and_then(|d| report::visual_files(&d)) {
         Ok(f) => f,
-        Err(e) => {
+        Err(report::ReportError::Table(e)) => {
+            eprintln!("error: cannot read the run in {}: {e}", dir.display());
+            return 2;
+        }
+        Err(report::ReportError::Draw(e)) => {
             eprintln!("error: cannot draw the charts: {e}");
             return 1;
         }
+        Err(report::ReportError::Interrupted) => {
+            drop(out);
+            return interrupted();
+        }
     };
-    interrupt::install();
-    let write = || -> std::io::Result<PathBuf> {
-        let out = OutputDir::create(&args.dir)?;
-        copy_tables(&args.dir, Path::new(""), &out)?;
+    let write = |out: OutputDir| -> Result<PathBuf, OutputError> {
         for (path, bytes) in &files {
             out.write(path, bytes)?;
         }
         out.commit()
     };
-    match write() {
+    match write(out) {
         Ok(dir) => {
             if !args.quiet {
                 println!("charts and report: {}", dir.join("report.html").display());
             }
             0
         }
-        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
-            eprintln!(
-                "interrupted: nothing was changed in {} (charts/ and report.html not redrawn)",
-                args.dir.display()
-            );
-            interrupt::EXIT_CODE
+        Err(OutputError::Interrupted) => interrupted(),
+        Err(OutputError::Refused(m)) => {
+            eprintln!("error: {m}");
+            2
         }
-        Err(e) => {
+        Err(OutputError::Io(m)) => {
             eprintln!(
-                "error: could not write to {}: {e}; nothing was changed",
-                args.dir.display()
+                "error: could not write to {}: {m}; nothing was changed",
+                dir.display()
             );
             1
         }

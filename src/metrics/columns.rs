@@ -242,7 +242,7 @@ pub fn summary_cells(s: &Summary, layer_names: &[String]) -> Vec<(String, Cell)>
         ("logical_requests".into(), Cell::Int(s.logical_requests)),
         ("succeeded".into(), Cell::Int(s.succeeded)),
         ("failed".into(), Cell::Int(s.failed)),
-        ("success_rate".into(), Cell::Float(s.success_rate)),
+        ("success_rate".into(), Cell::opt_f(s.success_rate)),
         (
             "dependency_attempts".into(),
             Cell::Int(s.dependency_attempts),

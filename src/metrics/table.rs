@@ -10,6 +10,12 @@
 //! every window until the end of the run is healthy; the recovery time is
 //! the start of the first such window minus the trigger's end. A run that
 //! never gets there is metastable (`recovered = false`).
+//!
+//! A run stopped early by a guard rail (`aborted`) earns no verdict: its
+//! recovery cells and its success rate are empty (the requests still open
+//! at the stop have no outcome; the buckets after it are empty, and empty
+//! buckets would look healthy), and its other figures cover only the time
+//! it reached.
 
 use crate::engine::{NS_PER_S, Nanos};
 
@@ -96,7 +102,8 @@ pub struct Summary {
     pub succeeded: u64,
     pub failed: u64,
     pub in_flight_at_end: u64,
-    pub success_rate: f64,
+    /// Succeeded ÷ (succeeded + failed); `None` for an aborted run.
+    pub success_rate: Option<f64>,
     pub dependency_attempts: u64,
     pub retries: u64,
     pub retry_ratio: f64,
@@ -112,7 +119,9 @@ pub struct Summary {
     pub dependency_utilization: f64,
     pub dependency_queue_wait_mean_ms: Option<f64>,
     pub peak_load_ratio: f64,
+    /// `None` without a trigger, and for an aborted run.
     pub recovery_time_s: Option<f64>,
+    /// `None` without a trigger, and for an aborted run.
     pub recovered: Option<bool>,
     pub orphaned_work_s: f64,
     pub events: u64,
@@ -280,13 +289,17 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
     let hist_ms = |h: &hdrhistogram::Histogram<u64>, q: f64| {
         (!h.is_empty()).then(|| us_to_ms(h.value_at_quantile(q)))
     };
-    let (baseline, recovery_time_s, recovered) = recovery(rec, &rows, &ctx.recovery);
+    let (baseline, mut recovery_time_s, mut recovered) = recovery(rec, &rows, &ctx.recovery);
+    let aborted = info.aborted.is_some();
+    if aborted {
+        (recovery_time_s, recovered) = (None, None);
+    }
     let summary = Summary {
         logical_requests,
         succeeded,
         failed,
         in_flight_at_end: rec.open_requests(),
-        success_rate: ratio(succeeded as f64, (succeeded + failed) as f64),
+        success_rate: (!aborted).then(|| ratio(succeeded as f64, (succeeded + failed) as f64)),
         dependency_attempts,
         retries,
         retry_ratio: ratio(retries as f64, all_attempts as f64),

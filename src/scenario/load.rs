@@ -106,16 +106,21 @@ pub(crate) fn locate_issues(
         .collect()
 }
 
+/// Reads the file: a regular file only (never a device, FIFO or folder),
+/// at most `MAX_FILE_BYTES` (`crate::input_file`).
 fn read_text(path: &Path, label: &str) -> Result<String, ScenarioError> {
+    use crate::input_file::{InputError, read_capped};
     let err = |m: String| ScenarioError::new(label, m);
-    let meta = std::fs::metadata(path).map_err(|e| err(io_message(&e)))?;
-    if meta.is_dir() {
-        return Err(err("is a directory; expected a scenario YAML file".into()));
-    }
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(too_large(meta.len(), label));
-    }
-    let bytes = std::fs::read(path).map_err(|e| err(io_message(&e)))?;
+    let bytes = read_capped(path, MAX_FILE_BYTES).map_err(|e| match e {
+        InputError::NotRegular {
+            kind: "a folder",
+            via_link: false,
+        } => err("is a directory; expected a scenario YAML file".into()),
+        InputError::NotRegular { .. } => err(format!("{e}; expected a scenario YAML file")),
+        InputError::TooLarge { len, .. } => too_large(len, label),
+        InputError::NotFound => err(io_message(&std::io::ErrorKind::NotFound.into())),
+        InputError::Io(e) => err(io_message(&e)),
+    })?;
     utf8_text(bytes, label)
 }
 
