@@ -10,6 +10,7 @@
 pub mod check;
 pub mod cli;
 pub mod engine;
+pub mod escape;
 pub mod fuzz;
 pub mod interrupt;
 pub mod invariants;

@@ -62,12 +62,25 @@ pub struct Breaker {
     ring_failures: u32,
 }
 
+/// Slices of a time window (Polly's health metrics: 10 windows).
+const TIME_SLICES: usize = 10;
+
 impl Breaker {
+    /// The memory one breaker of `cfg` takes: a count window holds one
+    /// flag per call of the window.
+    pub fn state_bytes(cfg: &BreakerConfig) -> u64 {
+        let own = std::mem::size_of::<Breaker>() as u64;
+        match cfg.window {
+            BreakerWindow::Time(_) => own + 2 * Windowed::heap_bytes(TIME_SLICES),
+            BreakerWindow::Count(n) => own + u64::from(n.max(1)),
+        }
+    }
+
     pub fn new(cfg: BreakerConfig) -> Self {
         let (calls, failures, ring) = match cfg.window {
             BreakerWindow::Time(w) => (
-                Some(Windowed::new(w, 10)),
-                Some(Windowed::new(w, 10)),
+                Some(Windowed::new(w, TIME_SLICES)),
+                Some(Windowed::new(w, TIME_SLICES)),
                 Vec::new(),
             ),
             BreakerWindow::Count(n) => (None, None, vec![false; n.max(1) as usize]),

@@ -108,17 +108,34 @@ pub struct Budget {
 
 const FINAGLE_SCALE: f64 = 1000.0;
 
+/// Slices of Finagle's `WindowedAdder` (its ttl in 10 slices).
+const FINAGLE_SLICES: usize = 10;
+/// Slices of the ratio budget's window.
+const RATIO_SLICES: usize = 60;
+
 impl Budget {
+    /// The memory one budget of `cfg` takes.
+    pub fn state_bytes(cfg: &BudgetConfig) -> u64 {
+        let own = std::mem::size_of::<Budget>() as u64;
+        match cfg {
+            BudgetConfig::Finagle { .. } => own + Windowed::heap_bytes(FINAGLE_SLICES),
+            BudgetConfig::Ratio { .. } => own + 2 * Windowed::heap_bytes(RATIO_SLICES),
+            _ => own,
+        }
+    }
+
     pub fn new(cfg: BudgetConfig) -> Self {
         let (tokens, window, calls) = match cfg {
             BudgetConfig::TokenBucket { max_tokens, .. } => (max_tokens, None, None),
             BudgetConfig::RetryTokens { capacity, .. } => (capacity, None, None),
-            BudgetConfig::Finagle { ttl, .. } => (0.0, Some(Windowed::new(ttl, 10)), None),
+            BudgetConfig::Finagle { ttl, .. } => {
+                (0.0, Some(Windowed::new(ttl, FINAGLE_SLICES)), None)
+            }
             BudgetConfig::AwsQuota { capacity, .. } => (capacity as f64, None, None),
             BudgetConfig::Ratio { window, .. } => (
                 0.0,
-                Some(Windowed::new(window, 60)),
-                Some(Windowed::new(window, 60)),
+                Some(Windowed::new(window, RATIO_SLICES)),
+                Some(Windowed::new(window, RATIO_SLICES)),
             ),
             BudgetConfig::PerMinute { per_minute } => (per_minute, None, None),
             BudgetConfig::RateLimiter { burst, .. } => (burst, None, None),

@@ -67,12 +67,24 @@ fn secs(t: Nanos) -> f64 {
     t as f64 / 1e9
 }
 
+/// Slices of the adaptive throttle's window (1 s of the SRE book's 2 min).
+const WINDOW_SLICES: usize = 120;
+
 impl Throttle {
+    /// The memory one throttle of `cfg` takes.
+    pub fn state_bytes(cfg: &ThrottleConfig) -> u64 {
+        let own = std::mem::size_of::<Throttle>() as u64;
+        match cfg {
+            ThrottleConfig::Adaptive { .. } => own + 2 * Windowed::heap_bytes(WINDOW_SLICES),
+            ThrottleConfig::AwsAdaptive => own,
+        }
+    }
+
     pub fn new(cfg: ThrottleConfig) -> Self {
         let (requests, accepts) = match cfg {
             ThrottleConfig::Adaptive { window, .. } => (
-                Some(Windowed::new(window, 120)),
-                Some(Windowed::new(window, 120)),
+                Some(Windowed::new(window, WINDOW_SLICES)),
+                Some(Windowed::new(window, WINDOW_SLICES)),
             ),
             ThrottleConfig::AwsAdaptive => (None, None),
         };
