@@ -162,6 +162,27 @@ fn three_independent_mistakes_give_three_messages() {
         err.contains("variants.0.set.dependency.concurrency: in variant `a`: concurrency is 0"),
         "{err}"
     );
+    // A variant's entry of the wrong type hides nothing of its other entries,
+    // and neither does a bad --set.
+    let src = format!(
+        "{BASE}variants:\n  - {{ name: b, set: {{ layers.api.retry.max_attempts: 0, layers.api.retry.jitter: bogus, dependency.concurrency: 0 }} }}\n"
+    );
+    let f = file(dir.path(), "v2.yaml", &src);
+    let err = stderr(&stormsim(&["validate", &f]));
+    assert!(err.ends_with("3 errors\n"), "{err}");
+    let f = file(dir.path(), "ok.yaml", BASE);
+    let err = stderr(&stormsim(&[
+        "validate",
+        &f,
+        "--set",
+        "layers.api.retry.jitter=bogus",
+        "--set",
+        "dependency.concurrency=0",
+    ]));
+    assert!(
+        err.ends_with("2 errors\n") && err.contains("concurrency is 0"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -21,8 +21,9 @@ use super::types::Scenario;
 pub const MAX_TYPE_ERRORS: usize = 50;
 /// Rounds of reading at most (repairs and stand-in trials included).
 const MAX_ROUNDS: usize = 400;
-/// YAML bytes read in all, at most, over the rounds.
-const MAX_BYTES: usize = 64 * 1024 * 1024;
+/// YAML bytes read in all, at most, over the rounds (a few KiB a round
+/// for a real scenario; a well under a second for a hostile one).
+const MAX_BYTES: usize = 4 * 1024 * 1024;
 
 /// One type error.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -15,7 +15,7 @@ use super::collect::{TypeError, collect, refine_path, related};
 use super::defaults::fill_defaults;
 use super::error::{SET_LABEL, ScenarioError, ScenarioErrors, one_line};
 use super::locate::LocationIndex;
-use super::overrides::apply_overrides;
+use super::overrides::{apply_overrides, apply_the_rest};
 use super::presets;
 use super::suggest::{Wording, improve_message};
 use super::types::Scenario;
@@ -82,14 +82,26 @@ pub fn load_str_with(
     let s = if sets.is_empty() {
         base.clone()
     } else {
-        apply_overrides(&base, sets).map_err(|issues| {
-            ScenarioErrors(
-                issues
-                    .into_iter()
-                    .map(|i| ScenarioError::new(SET_LABEL, i.message).with_path(i.path))
-                    .collect(),
-            )
-        })?
+        match apply_overrides(&base, sets) {
+            Ok(s) => s,
+            Err(issues) => {
+                let mut errors: Vec<ScenarioError> = issues
+                    .iter()
+                    .map(|i| ScenarioError::new(SET_LABEL, &i.message).with_path(&i.path))
+                    .collect();
+                // What the other overrides make of the scenario, too.
+                if let Some(rest) = apply_the_rest(&base, sets, &issues) {
+                    let paths: Vec<String> =
+                        sets.iter().map(|(p, _)| normalize_path(&rest, p)).collect();
+                    errors.extend(
+                        validate(&rest)
+                            .into_iter()
+                            .map(|i| locate_issue(i, &paths, file_label, Some(&index))),
+                    );
+                }
+                return Err(ScenarioErrors(errors));
+            }
+        }
     };
     let set_paths: Vec<String> = sets.iter().map(|(p, _)| normalize_path(&s, p)).collect();
     let issues = validate(&s);

@@ -140,6 +140,31 @@ pub(crate) fn apply_overrides(
     Ok(out)
 }
 
+/// `s` with those of `sets` that none of `issues` is about, when any: what
+/// the other overrides make of the scenario, so that its problems can be
+/// reported beside the bad overrides' own.
+pub(crate) fn apply_the_rest(
+    s: &Scenario,
+    sets: &[(String, Value)],
+    issues: &[Issue],
+) -> Option<Scenario> {
+    let rest: Vec<(String, Value)> = sets
+        .iter()
+        .filter(|(p, _)| {
+            !issues.iter().any(|i| {
+                i.path.is_empty()
+                    || super::collect::related(p, &i.path)
+                    || i.path.starts_with(p.as_str())
+            })
+        })
+        .cloned()
+        .collect();
+    if rest.len() == sets.len() {
+        return None;
+    }
+    apply_overrides(s, &rest).ok()
+}
+
 /// Which layers a `--set` path touches in a way that involves presets.
 #[derive(Clone, Copy, Debug)]
 enum PresetTarget {

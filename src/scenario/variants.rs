@@ -13,7 +13,7 @@ use super::error::{ScenarioError, ScenarioErrors, UNKNOWN_LABEL};
 use super::load::locate_issue;
 use super::locate::{LocationIndex, layer_labels};
 use super::memory::memory_issue;
-use super::overrides::apply_overrides;
+use super::overrides::{apply_overrides, apply_the_rest};
 use super::types::Scenario;
 use super::validate::{Issue, timeseries_rows_issue, validate};
 
@@ -133,7 +133,12 @@ fn expand(
                     Some(sc)
                 }
                 Err(e) => {
+                    // The other entries' problems too.
+                    let rest = apply_the_rest(&base, &sets, &e)
+                        .map(|sc| new_issues(validate(&sc)))
+                        .unwrap_or_default();
                     issues = e;
+                    issues.extend(rest);
                     None
                 }
             }
@@ -169,6 +174,14 @@ fn expand(
     let keys: Vec<String> = s.sweep.keys().cloned().collect();
     let mut out = Vec::with_capacity(variants.len() * grid.len().max(1));
     let mut sweep_errors = 0usize;
+    let inner: Vec<Issue> = keys.iter().filter_map(|k| inner_path_problem(k)).collect();
+    for issue in &inner {
+        errors.push(locate(
+            format!("sweep.{}", issue.path),
+            issue.message.clone(),
+        ));
+    }
+    let grid = if inner.is_empty() { grid } else { Vec::new() };
     for (name, v) in variants {
         if grid.is_empty() {
             out.push(Expanded {
@@ -194,21 +207,18 @@ fn expand(
                 params.push((path.clone(), text));
             }
             let label = label.join(" ");
-            let mut issues: Vec<Issue> =
-                keys.iter().filter_map(|k| inner_path_problem(k)).collect();
             let mut scenario = None;
-            if issues.is_empty() {
-                match apply_overrides(&v, point) {
-                    Ok(sc) => {
-                        issues = new_issues(validate(&sc))
-                            .into_iter()
-                            .filter(|i| !own.contains(i))
-                            .collect();
-                        scenario = Some(sc);
-                    }
-                    Err(e) => issues = e,
+            let issues: Vec<Issue> = match apply_overrides(&v, point) {
+                Ok(sc) => {
+                    let issues = new_issues(validate(&sc))
+                        .into_iter()
+                        .filter(|i| !own.contains(i))
+                        .collect();
+                    scenario = Some(sc);
+                    issues
                 }
-            }
+                Err(e) => e,
+            };
             if issues.is_empty()
                 && let Some(mut scenario) = scenario
             {
