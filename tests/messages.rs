@@ -427,6 +427,25 @@ fn defaults_follow_the_users_values() {
 }
 
 #[test]
+fn a_grid_too_large_is_refused_before_it_is_built() {
+    let dir = tempfile::tempdir().unwrap();
+    let values: Vec<String> = (1..=1000).map(|v| v.to_string()).collect();
+    let list = format!("[{}]", values.join(", "));
+    let src = format!(
+        "{BASE}sweep:\n  dependency.concurrency: {list}\n  layers.api.retry.max_attempts: {list}\n  dependency.queue.capacity: {list}\n"
+    );
+    let f = file(dir.path(), "g.yaml", &src);
+    // (The command's own 60 s timeout catches a grid that is built.)
+    let o = stormsim(&["validate", &f]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("sweep: the grid has 1000000000 points; expected at most 100000"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
 fn memory_is_bounded_up_front_with_the_estimate() {
     let dir = tempfile::tempdir().unwrap();
     let f = file(dir.path(), "m.yaml", BASE);

@@ -16,6 +16,7 @@ use super::memory::memory_issue;
 use super::overrides::{apply_overrides, apply_the_rest};
 use super::types::Scenario;
 use super::validate::{Issue, timeseries_rows_issue, validate};
+use super::validate_hops::MAX_SWEEP_POINTS;
 
 /// The variant of a scenario without `variants`.
 pub const BASE_VARIANT: &str = "base";
@@ -169,6 +170,14 @@ fn expand(
         }
     }
     let named = !s.variants.is_empty();
+    // A grid too large to build is refused by validation (`sweep`): never
+    // built here.
+    let points = s.sweep.values().fold(s.variants.len().max(1), |n, v| {
+        n.saturating_mul(v.as_array().map_or(1, Vec::len))
+    });
+    if points > MAX_SWEEP_POINTS {
+        return (Vec::new(), errors);
+    }
     let grid = grid(&s.sweep);
     let short = short_names(&s.sweep);
     let keys: Vec<String> = s.sweep.keys().cloned().collect();
