@@ -12,6 +12,7 @@ use std::time::Instant;
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::escape::{escape, escape_lines};
 use crate::interrupt;
 use crate::report::output_dir::{self, Options};
 use crate::report::{self, Mode, OutputDir, OutputError};
@@ -185,7 +186,16 @@ pub fn main() -> i32 {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = e.print();
+            // The message quotes the arguments: escape them when they hold
+            // a character a terminal would act on (`crate::escape`).
+            let text = e.render().to_string();
+            match escape_lines(&text) {
+                std::borrow::Cow::Borrowed(_) => {
+                    let _ = e.print();
+                }
+                std::borrow::Cow::Owned(safe) if e.use_stderr() => eprint!("{safe}"),
+                std::borrow::Cow::Owned(safe) => print!("{safe}"),
+            }
             return code;
         }
     };
@@ -230,7 +240,8 @@ fn show_preset(name: &str) -> i32 {
                 .map(|n| format!("did you mean `{n}`? "))
                 .unwrap_or_default();
             eprintln!(
-                "error: unknown preset `{name}`; {hint}expected one of {}",
+                "error: unknown preset `{}`; {hint}expected one of {}",
+                escape(name),
                 names.join(", ")
             );
             2
@@ -248,7 +259,7 @@ fn check(args: CheckArgs) -> i32 {
     match args.format {
         Format::Human => print!(
             "{}",
-            crate::check::human(&report, &file.display().to_string())
+            crate::check::human(&report, &escape(&file.display().to_string()))
         ),
         Format::Json => print!("{}", crate::check::json(&report)),
     }
@@ -260,17 +271,36 @@ fn report_errors(errors: &ScenarioErrors) -> i32 {
     2
 }
 
-/// Loads a scenario and applies `--set` overrides, in order.
+/// Loads a scenario with its `--set` overrides: every one applied, in
+/// order, then the result validated once. Every problem is reported, those
+/// of the overrides' syntax and those of the file; overrides that change
+/// nothing (every variant sets the field again) are warned about.
 fn load(file: Option<&Path>, sets: &[String]) -> Result<Scenario, ScenarioErrors> {
-    let mut s = match file {
-        Some(path) => scenario::load_file(path)?,
-        None => scenario::load_str(DEFAULT_SCENARIO, DEFAULT_LABEL)?,
-    };
+    let mut errors = Vec::new();
+    let mut parsed = Vec::with_capacity(sets.len());
     for arg in sets {
-        let (path, value) = scenario::parse_set_arg(arg).map_err(ScenarioErrors::from)?;
-        s = scenario::apply_set(&s, &path, value)?;
+        match scenario::parse_set_arg(arg) {
+            Ok(set) => parsed.push(set),
+            Err(e) => errors.push(e),
+        }
     }
-    Ok(s)
+    let loaded = match file {
+        Some(path) => scenario::load_file_with(path, &parsed),
+        None => scenario::load_str_with(DEFAULT_SCENARIO, DEFAULT_LABEL, &parsed),
+    };
+    match loaded {
+        Ok(l) if errors.is_empty() => {
+            for w in &l.warnings {
+                eprintln!("warning: {}", escape(w));
+            }
+            Ok(l.scenario)
+        }
+        Ok(_) => Err(ScenarioErrors(errors)),
+        Err(e) => {
+            errors.extend(e);
+            Err(ScenarioErrors(errors))
+        }
+    }
 }
 
 fn validate(args: ScenarioArgs) -> i32 {
@@ -282,7 +312,7 @@ fn validate(args: ScenarioArgs) -> i32 {
         Ok(variants) => {
             println!(
                 "{}: ok ({} variant{}, {} replicate{} each)",
-                args.file.display(),
+                escape(&args.file.display().to_string()),
                 variants.len(),
                 if variants.len() == 1 { "" } else { "s" },
                 s.replicates,
@@ -303,7 +333,7 @@ fn run(args: RunArgs) -> i32 {
             match shard::env::shard_from_env(|k| std::env::var(k).ok(), args.shard_count) {
                 Ok((spec, _)) => Some(spec),
                 Err(e) => {
-                    eprintln!("error: {e}");
+                    eprintln!("error: {}", escape(&e.to_string()));
                     return 2;
                 }
             }
@@ -485,6 +515,7 @@ fn run(args: RunArgs) -> i32 {
         for set in &args.set {
             file.push_str(&format!(" --set '{set}'"));
         }
+        let file = escape(&file);
         for r in &broken {
             eprint!(
                 "{}",

@@ -12,6 +12,7 @@
 pub mod check;
 pub mod cli;
 pub mod engine;
+pub mod escape;
 pub mod fuzz;
 pub mod input_file;
 pub mod interrupt;

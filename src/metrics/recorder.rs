@@ -143,6 +143,24 @@ fn histogram(sigfig: u8) -> Histogram<u64> {
 }
 
 impl Recorder {
+    /// The memory `new(duration, bucket, layers)` allocates: counters per
+    /// bucket (and per layer), two gauges, four histograms.
+    pub fn state_bytes(duration: Nanos, bucket: Nanos, layers: usize) -> u64 {
+        let n = duration.div_ceil(bucket.max(1)).max(1);
+        let per_bucket = std::mem::size_of::<BucketCounts>() as u64
+            // attempts, retries and orphaned; gates; levels.
+            + layers as u64 * (3 * 8 + 3 * 8 + 3 * 8)
+            + 2 * std::mem::size_of::<u128>() as u64;
+        static HISTOGRAMS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+        let histograms = *HISTOGRAMS.get_or_init(|| {
+            let bytes = |h: Histogram<u64>| h.distinct_values() as u64 * 8;
+            3 * bytes(histogram(3)) + bytes(histogram(2))
+        });
+        n.saturating_mul(per_bucket)
+            .saturating_add(histograms)
+            .saturating_add(layers as u64 * 16)
+    }
+
     pub fn new(duration: Nanos, bucket: Nanos, layers: usize) -> Self {
         let n = duration.div_ceil(bucket).max(1) as usize;
         Recorder {

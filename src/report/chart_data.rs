@@ -420,7 +420,7 @@ impl ChartData {
         {
             data.name = s.name.clone();
             data.description = s.description.trim().to_string();
-            let b = s.bucket.secs_f64();
+            let b = s.bucket().secs_f64();
             if b > 0.0 {
                 data.bucket_s = b;
             }

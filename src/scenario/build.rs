@@ -43,10 +43,10 @@ pub fn to_occ(s: &Scenario) -> Option<OccConfig> {
             OccPolicyName::Decorrelated => OccPolicy::Decorrelated,
         },
         base: o.base.ns(),
-        cap: o.cap.ns(),
+        cap: o.cap().ns(),
         message_mean: o.message_mean.ns(),
         message_sd: o.message_sd.ns(),
-        bucket: s.bucket.ns(),
+        bucket: s.bucket().ns(),
         max_events: s.limits.max_events,
     })
 }
@@ -60,7 +60,7 @@ pub fn to_model(s: &Scenario) -> ModelConfig {
     };
     ModelConfig {
         duration: s.duration.ns(),
-        bucket: s.bucket.ns(),
+        bucket: s.bucket().ns(),
         arrivals: RateProfile::new(
             s.clients.arrival.rate.map_or(0.0, |r| r.per_sec()),
             &rate_changes(&s.clients.schedule),
@@ -424,7 +424,7 @@ fn recovery(s: &Scenario) -> RecoveryCriteria {
         trigger_start,
         trigger_end,
         threshold: s.analysis.recovery_threshold,
-        window: s.analysis.recovery_window.ns(),
+        window: s.recovery_window().ns(),
     }
 }
 

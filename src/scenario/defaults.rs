@@ -1,7 +1,16 @@
 //! Defaults that depend on other fields, so serde cannot fill them: the
 //! multiplier of exponential backoff (2) and the status of an `errors`
-//! incident (503). Filled in after every parse, so that validation, the
+//! incident (503), filled in after every parse, so that validation, the
 //! model and `scenario.resolved.yaml` all see the same values.
+//!
+//! Defaults derived from values a user may still change (`--set`, a
+//! variant, a sweep point) are never stored: `bucket` (from `duration`),
+//! `analysis.recovery_window` (from the bucket) and `occ.cap` (from
+//! `occ.base`) stay absent and are read through `Scenario::bucket`,
+//! `Scenario::recovery_window` and `Occ::cap`, so that a default never
+//! contradicts a value chosen later (`--set bucket=10s` moves the default
+//! recovery window with it). [`fill_derived`] writes them out for
+//! `scenario.resolved.yaml`.
 
 use super::types::{
     BackoffKind, Breaker, BreakerKind, Budget, IncidentKind, Scenario, Throttle, ThrottleKind,
@@ -35,6 +44,16 @@ pub fn fill_defaults(s: &mut Scenario) {
         if incident.kind == IncidentKind::Errors && incident.status.is_none() {
             incident.status = Some(DEFAULT_ERROR_STATUS);
         }
+    }
+}
+
+/// Writes out the derived defaults (see the module documentation), for a
+/// scenario that will not change any more.
+pub fn fill_derived(s: &mut Scenario) {
+    s.bucket = Some(s.bucket());
+    s.analysis.recovery_window = Some(s.recovery_window());
+    if let Some(o) = s.occ.as_mut() {
+        o.cap = Some(o.cap());
     }
 }
 

@@ -66,7 +66,7 @@ pub const PRESETS: &[Preset] = &[
     preset!(
         "grpc-a6",
         "gRPC (gRFC A6, current spec)",
-        "4 attempts, 100ms x2 cap 1s +-20%, UNAVAILABLE, retry throttling 10/0.1, pushback"
+        "4 attempts, 100ms x2 cap 1s +-20%, UNAVAILABLE (503 and connection failures), retry throttling 10/0.1, pushback"
     ),
     preset!(
         "grpc-a6-legacy",

@@ -25,6 +25,11 @@ impl CountWindow {
         }
     }
 
+    /// The bytes a window of `size` calls allocates.
+    pub fn heap_bytes(size: u32) -> u64 {
+        u64::from(size.max(1)).div_ceil(64) * 8
+    }
+
     fn get(&self, i: usize) -> bool {
         self.bits[i / 64] & (1 << (i % 64)) != 0
     }

@@ -92,6 +92,16 @@ pub struct Breaker {
 }
 
 impl Breaker {
+    /// The memory one breaker of `cfg` takes: a count window holds one
+    /// bit per call of the window.
+    pub fn state_bytes(cfg: &BreakerConfig) -> u64 {
+        let own = std::mem::size_of::<Breaker>() as u64;
+        match cfg.window {
+            BreakerWindow::Time(_) => own + TimeWindow::heap_bytes(),
+            BreakerWindow::Count(n) => own + CountWindow::heap_bytes(n),
+        }
+    }
+
     pub fn new(cfg: BreakerConfig) -> Self {
         Breaker {
             cfg,

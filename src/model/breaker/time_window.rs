@@ -12,12 +12,20 @@ pub struct TimeWindow {
     failures: Windowed,
 }
 
+/// Slices of the window (Polly's health metrics: 10 windows).
+const SLICES: usize = 10;
+
 impl TimeWindow {
     pub fn new(window: Nanos) -> Self {
         TimeWindow {
-            calls: Windowed::new(window, 10),
-            failures: Windowed::new(window, 10),
+            calls: Windowed::new(window, SLICES),
+            failures: Windowed::new(window, SLICES),
         }
+    }
+
+    /// The bytes a window allocates.
+    pub fn heap_bytes() -> u64 {
+        2 * Windowed::heap_bytes(SLICES)
     }
 
     /// Records one outcome; returns (calls, failures) in the window.

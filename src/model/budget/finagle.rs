@@ -13,6 +13,8 @@ use crate::model::outcome::Cause;
 use crate::model::window::Windowed;
 
 const SCALE: f64 = 1000.0;
+/// Slices of Finagle's `WindowedAdder` (its ttl in 10 slices).
+const SLICES: usize = 10;
 
 #[derive(Clone, Debug)]
 pub struct Finagle {
@@ -42,8 +44,13 @@ impl Finagle {
             deposit,
             withdraw,
             reserve: min_retries_per_sec * (ttl as f64 / 1e9) * withdraw,
-            window: Windowed::new(ttl, 10),
+            window: Windowed::new(ttl, SLICES),
         }
+    }
+
+    /// The bytes a budget allocates.
+    pub fn heap_bytes() -> u64 {
+        Windowed::heap_bytes(SLICES)
     }
 
     /// Finagle's `count`: the window's sum plus the reserve.

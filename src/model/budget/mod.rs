@@ -184,6 +184,16 @@ macro_rules! dispatch {
 }
 
 impl Budget {
+    /// The memory one budget of `cfg` takes.
+    pub fn state_bytes(cfg: &BudgetConfig) -> u64 {
+        let own = std::mem::size_of::<Budget>() as u64;
+        match cfg {
+            BudgetConfig::Finagle { .. } => own + Finagle::heap_bytes(),
+            BudgetConfig::Ratio { .. } => own + Ratio::heap_bytes(),
+            _ => own,
+        }
+    }
+
     pub fn new(cfg: BudgetConfig) -> Self {
         match cfg {
             BudgetConfig::TokenBucket {

@@ -16,13 +16,21 @@ pub struct Ratio {
     retries: Windowed,
 }
 
+/// Slices of each window.
+const SLICES: usize = 60;
+
 impl Ratio {
     pub fn new(ratio: f64, window: Nanos) -> Self {
         Ratio {
             ratio,
-            calls: Windowed::new(window, 60),
-            retries: Windowed::new(window, 60),
+            calls: Windowed::new(window, SLICES),
+            retries: Windowed::new(window, SLICES),
         }
+    }
+
+    /// The bytes a budget allocates.
+    pub fn heap_bytes() -> u64 {
+        2 * Windowed::heap_bytes(SLICES)
     }
 }
 

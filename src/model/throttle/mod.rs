@@ -40,6 +40,15 @@ pub enum Throttle {
 }
 
 impl Throttle {
+    /// The memory one throttle of `cfg` takes.
+    pub fn state_bytes(cfg: &ThrottleConfig) -> u64 {
+        let own = std::mem::size_of::<Throttle>() as u64;
+        match cfg {
+            ThrottleConfig::Adaptive { .. } => own + SreAdaptive::heap_bytes(),
+            ThrottleConfig::AwsAdaptive => own,
+        }
+    }
+
     pub fn new(cfg: ThrottleConfig) -> Self {
         match cfg {
             ThrottleConfig::Adaptive { k, window } => {

@@ -17,13 +17,21 @@ pub struct SreAdaptive {
     pub(super) accepts: Windowed,
 }
 
+/// Slices of each window (1 s of the book's 2 minutes).
+const SLICES: usize = 120;
+
 impl SreAdaptive {
     pub fn new(k: f64, window: Nanos) -> Self {
         SreAdaptive {
             k,
-            requests: Windowed::new(window, 120),
-            accepts: Windowed::new(window, 120),
+            requests: Windowed::new(window, SLICES),
+            accepts: Windowed::new(window, SLICES),
         }
+    }
+
+    /// The bytes a throttle allocates.
+    pub fn heap_bytes() -> u64 {
+        2 * Windowed::heap_bytes(SLICES)
     }
 
     /// The rejection probability now.

@@ -263,6 +263,9 @@ fn grpc_a6() {
         assert!(close(mean, c, 0.01), "retry {}: {mean} vs {c}", k + 1);
     }
     assert_eq!(attempts(&l, Cause::Status(503)).0, 4);
+    // A connection failure is UNAVAILABLE in gRPC: retried. A timeout is
+    // the call's deadline: not retried.
+    assert_eq!(attempts(&l, Cause::Connection).0, 4);
     assert_eq!(attempts(&l, Cause::Timeout).0, 1);
     assert_eq!(attempts(&l, Cause::Status(500)).0, 1);
     assert_eq!(l.retry.retry_after, RetryAfterMode::GrpcPushback);
@@ -276,7 +279,54 @@ fn grpc_a6_legacy() {
     assert_eq!(ceilings_ms(&l, 5), [100.0, 200.0, 400.0, 800.0, 1000.0]);
     assert_full_jitter(&l, 5);
     assert_eq!(attempts(&l, Cause::Status(503)).0, 4);
+    assert_eq!(attempts(&l, Cause::Connection).0, 4);
+    assert_eq!(attempts(&l, Cause::Timeout).0, 1);
     token_bucket_allows_4_retries_then_denies(&l);
+}
+
+/// How each preset treats the two failures every library sees, connection
+/// errors and per-attempt timeouts, as its upstream source says (cited in
+/// each preset file): retried (true) or not.
+#[test]
+fn connection_errors_and_timeouts_map_as_upstream() {
+    let table: &[(&str, bool, bool)] = &[
+        // (preset, connection retried, timeout retried)
+        ("aws-standard-2.0", true, true),
+        ("aws-standard-2.1", true, true),
+        ("aws-legacy-botocore", true, true),
+        ("aws-adaptive", true, true),
+        // gRPC: connection failures are UNAVAILABLE; a timeout is the
+        // call's DEADLINE_EXCEEDED.
+        ("grpc-a6", true, false),
+        ("grpc-a6-legacy", true, false),
+        // Envoy: connect-failure, and per-try timeouts under gateway-error.
+        ("envoy-default", true, true),
+        ("envoy-retry-budget", true, true),
+        // Finagle requeues only what was never written.
+        ("finagle-default", true, false),
+        ("polly-v8-default", true, true),
+        ("polly-v8-exp-jitter", true, true),
+        ("ms-http-standard", true, true),
+        ("resilience4j-default", true, true),
+        ("resilience4j-exp-random", true, true),
+        ("tenacity-random-exponential", true, true),
+        ("cenkalti-v4", true, true),
+        ("backon-exponential", true, true),
+        ("k8s-workqueue-default", true, true),
+        ("sre-retry-budget", true, true),
+        // axios-retry: network errors, not timeouts (ECONNABORTED).
+        ("axios-retry-default", true, false),
+    ];
+    assert_eq!(table.len(), PRESETS.len());
+    for &(name, connection, timeout) in table {
+        let l = layer(name);
+        assert_eq!(
+            l.retry.retry_on.connection, connection,
+            "{name}: connection"
+        );
+        assert_eq!(l.retry.retry_on.timeout, timeout, "{name}: timeout");
+        assert_eq!(attempts(&l, Cause::Connection).0 > 1, connection, "{name}");
+    }
 }
 
 fn envoy_common(l: &CallPolicy) {
