@@ -375,9 +375,9 @@ fn run(args: RunArgs) -> i32 {
         },
     };
     let not_written = if shard.is_some() {
-        "timeseries.csv, summary.csv, summary.exact.csv, scenario.resolved.yaml, manifest.json"
+        "timeseries.csv, summary.csv, summary.exact.csv, services.csv, services_timeseries.csv, calls.csv, scenario.resolved.yaml, manifest.json"
     } else {
-        "timeseries.csv, summary.csv, summary_by_variant.csv, scenario.resolved.yaml, charts/, report.html"
+        "timeseries.csv, summary.csv, summary_by_variant.csv, services.csv, services_timeseries.csv, calls.csv, scenario.resolved.yaml, charts/, report.html"
     };
     // Every decision about the output folder, before simulating.
     let inputs: Vec<PathBuf> = args.file.iter().cloned().collect();
@@ -470,6 +470,9 @@ fn run(args: RunArgs) -> i32 {
         out.write("timeseries.csv", &timeseries)?;
         out.write("summary.csv", &summary)?;
         out.write("summary_by_variant.csv", &by_variant)?;
+        for (name, bytes) in report::graph_tables::all(&layout, &results) {
+            out.write(name, &bytes)?;
+        }
         out.write("scenario.resolved.yaml", resolved.as_bytes())?;
         // Charts are drawn from the tables as written, exactly as
         // `stormsim plot` reads them back.
@@ -633,6 +636,11 @@ fn write_shard(
                 variant: r.variant.clone(),
                 replicate: r.replicate,
                 rows: r.rows.len(),
+                graph_rows: [
+                    r.graph.services.len(),
+                    r.graph.rows.len(),
+                    r.graph.edges.len(),
+                ],
             })
             .collect(),
     };
@@ -643,6 +651,9 @@ fn write_shard(
         &report::tables::summary_csv_with(&layout, results),
     )?;
     out.write(shard::EXACT_SUMMARY, &shard::exact_summary_csv(&exact))?;
+    for (name, bytes) in report::graph_tables::all(&layout, results) {
+        out.write(name, &bytes)?;
+    }
     out.write("scenario.resolved.yaml", resolved.as_bytes())?;
     out.write(shard::MANIFEST, manifest.to_json().as_bytes())?;
     out.commit()

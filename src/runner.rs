@@ -16,7 +16,8 @@ use crate::engine::derive_seed;
 use crate::invariants;
 use crate::metrics::recorder::MAX_BUCKETS;
 use crate::metrics::{
-    Abort, Recorder, RecoveryCriteria, RunContext, RunInfo, Summary, TimeRow, tabulate,
+    Abort, EdgeInfo, GraphTables, Recorder, RecoveryCriteria, RunContext, RunInfo, ServiceInfo,
+    Summary, TimeRow, tabulate, tabulate_services,
 };
 use crate::model::occ::{OccConfig, run_occ_until};
 use crate::model::{ModelConfig, World};
@@ -48,6 +49,10 @@ pub struct RunResult {
     pub params: Vec<(String, String)>,
     pub rows: Vec<TimeRow>,
     pub summary: Summary,
+    /// The graph's services and call edges, and their tables.
+    pub services: Vec<ServiceInfo>,
+    pub edges: Vec<EdgeInfo>,
+    pub graph: GraphTables,
     /// Invariants this run broke (`invariants`): a bug in stormsim.
     pub violations: Vec<String>,
 }
@@ -98,10 +103,11 @@ fn run_one_until(
         }
     };
     let (rows, summary) = tabulate(&rec, &info, &ctx);
+    let graph = tabulate_services(&rec, &ctx, &summary);
     // The OCC workload records its own shape (no dependency, no deadline).
     let violations = match plan.occ {
         Some(_) => Vec::new(),
-        None => invariants::violations(cfg, &summary, &rows),
+        None => invariants::violations(cfg, &summary, &rows, &graph),
     };
     RunResult {
         variant: plan.name.clone(),
@@ -112,6 +118,9 @@ fn run_one_until(
         params: plan.params.clone(),
         rows,
         summary,
+        services: ctx.services,
+        edges: ctx.edges,
+        graph,
         violations,
     }
 }
@@ -166,6 +175,8 @@ fn occ_run(occ: &OccConfig, seed: u64, stop: &AtomicBool) -> (Recorder, RunInfo,
             window: bucket,
         },
         layer_names: vec!["occ".to_string()],
+        services: Vec::new(),
+        edges: Vec::new(),
     };
     (rec, info, ctx)
 }

@@ -9,6 +9,7 @@ pub mod criteria;
 pub mod gauge;
 pub mod reason;
 pub mod recorder;
+pub mod services;
 pub mod table;
 
 pub use abort::Abort;
@@ -16,4 +17,5 @@ pub use columns::Cell;
 pub use criteria::RecoveryCriteria;
 pub use reason::Reason;
 pub use recorder::Recorder;
-pub use table::{RunContext, RunInfo, Summary, TimeRow, tabulate};
+pub use services::{EdgeInfo, GraphTables, ServiceInfo};
+pub use table::{RunContext, RunInfo, Summary, TimeRow, tabulate, tabulate_services};

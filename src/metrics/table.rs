@@ -23,6 +23,7 @@ use super::abort::Abort;
 use super::criteria::RecoveryCriteria;
 use super::reason::Reason;
 use super::recorder::Recorder;
+use super::services::{EdgeInfo, EdgeTotals, GraphTables, ServiceInfo, tabulate_graph};
 
 /// What a finished run hands back besides its recorder.
 #[derive(Clone, Debug, Default)]
@@ -46,6 +47,10 @@ pub struct RunContext {
     pub concurrency: u32,
     pub recovery: RecoveryCriteria,
     pub layer_names: Vec<String>,
+    /// The graph's services and call edges (empty for workloads without
+    /// one).
+    pub services: Vec<ServiceInfo>,
+    pub edges: Vec<EdgeInfo>,
 }
 
 /// One row of `timeseries.csv` (without variant and replicate).
@@ -172,6 +177,28 @@ fn ratio(a: f64, b: f64) -> f64 {
 
 fn us_to_ms(us: u64) -> f64 {
     us as f64 / 1000.0
+}
+
+/// The per-service and per-edge tables of a run, from its recorder and
+/// its summary (whose per-layer totals are the per-edge ones).
+pub fn tabulate_services(rec: &Recorder, ctx: &RunContext, s: &Summary) -> GraphTables {
+    if ctx.services.is_empty() {
+        return GraphTables::default();
+    }
+    tabulate_graph(
+        &rec.svc,
+        &ctx.services,
+        EdgeTotals {
+            calls: &s.layer_calls,
+            attempts: &s.layer_attempts,
+            retries: &s.layer_retries,
+            gates: &s.layer_gates,
+            orphaned: &s.layer_orphaned,
+        },
+        s.logical_requests,
+        rec.bucket_len(),
+        |b| rec.len_of(b),
+    )
 }
 
 /// Computes the time series and the summary of one run.

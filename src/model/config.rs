@@ -4,7 +4,7 @@
 
 use crate::engine::Nanos;
 pub use crate::metrics::RecoveryCriteria;
-use crate::metrics::RunContext;
+use crate::metrics::{EdgeInfo, RunContext, ServiceInfo};
 
 use super::backoff::Backoff;
 use super::breaker::BreakerConfig;
@@ -173,6 +173,33 @@ impl ModelConfig {
             concurrency: focus.concurrency.unwrap_or(0),
             recovery: self.recovery,
             layer_names: self.topology.edge_names(),
+            services: {
+                let order = self.topology.display_order();
+                self.topology
+                    .services()
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| ServiceInfo {
+                        name: s.name.clone(),
+                        capacity_per_s: s.capacity_per_sec(),
+                        concurrency: s.concurrency,
+                        rank: order.iter().position(|o| o.index() == i).unwrap_or(i),
+                    })
+                    .collect()
+            },
+            edges: self
+                .topology
+                .edges()
+                .iter()
+                .map(|e| EdgeInfo {
+                    name: e.policy.name.clone(),
+                    caller: e.caller.map_or_else(
+                        || "clients".to_string(),
+                        |c| self.topology.service(c).name.clone(),
+                    ),
+                    callee: self.topology.service(e.callee).name.clone(),
+                })
+                .collect(),
         }
     }
 }

@@ -178,6 +178,9 @@ pub struct Server<J> {
     pub queue: VecDeque<J>,
     /// Live entries of `queue`.
     pub queued: u32,
+    /// Requests doing their own work, and waiting for their calls.
+    pub in_service: u32,
+    pub calling: u32,
     down: u32,
     blackhole: u32,
     brownout: f64,
@@ -195,6 +198,8 @@ impl<J> Default for Server<J> {
             busy: 0,
             queue: VecDeque::new(),
             queued: 0,
+            in_service: 0,
+            calling: 0,
             down: 0,
             blackhole: 0,
             brownout: 1.0,
@@ -229,6 +234,12 @@ impl<J> Server<J> {
         } else {
             Admission::Shed
         }
+    }
+
+    /// Requests inside: queued, in service, or waiting for their calls.
+    #[inline]
+    pub fn inside(&self) -> u32 {
+        self.queued + self.in_service + self.calling
     }
 
     /// Whether a worker is free for the next queued request.

@@ -276,6 +276,43 @@ impl Topology {
         out
     }
 
+    /// Per service: the longest chain of calls from the clients to it (1
+    /// for the entry's callee; 0 for a service no request reaches).
+    pub fn depths(&self) -> Vec<usize> {
+        let mut depth = vec![0usize; self.services.len()];
+        depth[self.edges[0].callee.index()] = 1;
+        // Longest paths in a DAG by relaxation: at most one round per
+        // service.
+        for _ in 0..self.services.len() {
+            let mut changed = false;
+            for e in &self.edges[1..] {
+                let (Some(from), to) = (e.caller, e.callee.index()) else {
+                    continue;
+                };
+                let d = depth[from.index()];
+                if d > 0 && depth[to] < d + 1 {
+                    depth[to] = d + 1;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        depth
+    }
+
+    /// The services in the order tables list them: by depth from the
+    /// clients, then as declared.
+    pub fn display_order(&self) -> Vec<ServiceId> {
+        let depth = self.depths();
+        let mut order: Vec<ServiceId> = (0..self.services.len())
+            .map(|i| ServiceId(i as u16))
+            .collect();
+        order.sort_by_key(|s| (depth[s.index()] == 0, depth[s.index()], s.index()));
+        order
+    }
+
     /// A service by name.
     pub fn service_id(&self, name: &str) -> Option<ServiceId> {
         self.services

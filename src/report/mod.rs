@@ -9,6 +9,7 @@ pub mod console;
 pub mod figure;
 pub mod folder_lock;
 pub mod graph_figure;
+pub mod graph_tables;
 pub mod html;
 pub mod output_dir;
 pub mod sweep;

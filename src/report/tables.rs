@@ -50,7 +50,7 @@ pub fn all_params(results: &[RunResult]) -> Vec<String> {
     paths
 }
 
-fn param_cells(r: &RunResult, paths: &[String]) -> Vec<(String, Cell)> {
+pub(crate) fn param_cells(r: &RunResult, paths: &[String]) -> Vec<(String, Cell)> {
     paths
         .iter()
         .map(|p| {

@@ -38,6 +38,10 @@ pub struct ManifestItem {
     pub replicate: u32,
     /// Its rows in the shard's `timeseries.csv`.
     pub rows: usize,
+    /// Its rows in the shard's graph tables, in the order of
+    /// [`super::GRAPH_TABLES`] (`services.csv`,
+    /// `services_timeseries.csv`, `calls.csv`).
+    pub graph_rows: [usize; 3],
 }
 
 /// `manifest.json` of a shard folder.
@@ -147,6 +151,7 @@ impl Manifest {
                 variant: o.text("variant")?,
                 replicate: o.whole("replicate", 0, replicates - 1)? as u32,
                 rows: o.whole("rows", 0, MAX_TIMESERIES_ROWS)? as usize,
+                graph_rows: o.graph_rows("graph_rows")?,
             });
         }
         Ok(Manifest {
@@ -178,7 +183,14 @@ const TOP_FIELDS: &[&str] = &[
     "rule",
     "items",
 ];
-const ITEM_FIELDS: &[&str] = &["item", "variant_index", "variant", "replicate", "rows"];
+const ITEM_FIELDS: &[&str] = &[
+    "item",
+    "variant_index",
+    "variant",
+    "replicate",
+    "rows",
+    "graph_rows",
+];
 
 /// A JSON object whose fields are read with their paths in errors.
 struct Obj<'a> {
@@ -187,6 +199,28 @@ struct Obj<'a> {
 }
 
 impl<'a> Obj<'a> {
+    /// Three row counts, each bounded like `rows`.
+    fn graph_rows(&self, key: &str) -> Result<[usize; 3], String> {
+        let list = self
+            .get(key)?
+            .as_array()
+            .filter(|l| l.len() == 3)
+            .ok_or_else(|| format!("{}{key}: expected a list of three row counts", self.prefix))?;
+        let mut out = [0usize; 3];
+        for (i, v) in list.iter().enumerate() {
+            out[i] = v
+                .as_u64()
+                .filter(|&n| n <= MAX_TIMESERIES_ROWS)
+                .ok_or_else(|| {
+                    format!(
+                        "{}{key}.{i}: expected a whole number from 0 to {MAX_TIMESERIES_ROWS}",
+                        self.prefix
+                    )
+                })? as usize;
+        }
+        Ok(out)
+    }
+
     /// The object at `prefix`, with exactly the fields `known`.
     fn new(v: &'a Value, prefix: &str, known: &[&str]) -> Result<Obj<'a>, String> {
         let map = v.as_object().ok_or_else(|| {
@@ -293,8 +327,8 @@ mod tests {
             "items_total": 4,
             "rule": RULE,
             "items": [
-                {"item": 1, "variant_index": 0, "variant": "a", "replicate": 1, "rows": 10},
-                {"item": 3, "variant_index": 1, "variant": "b", "replicate": 1, "rows": 10}
+                {"item": 1, "variant_index": 0, "variant": "a", "replicate": 1, "rows": 10, "graph_rows": [1, 10, 1]},
+                {"item": 3, "variant_index": 1, "variant": "b", "replicate": 1, "rows": 10, "graph_rows": [1, 10, 1]}
             ]
         })
     }

@@ -28,7 +28,9 @@ use crate::metrics::Cell;
 use crate::report::{self, tables};
 use crate::scenario::{self, validate::MAX_TIMESERIES_ROWS};
 
-use super::{EXACT_SUMMARY, MANIFEST, Manifest, ShardSpec, decode_cell, scenario_digest};
+use super::{
+    EXACT_SUMMARY, GRAPH_TABLES, MANIFEST, Manifest, ShardSpec, decode_cell, scenario_digest,
+};
 
 /// Why a merge failed.
 #[derive(Debug)]
@@ -252,6 +254,8 @@ struct ItemData {
     timeseries: Range<usize>,
     summary: Range<usize>,
     exact: Vec<(String, Cell)>,
+    /// Its rows in each graph table.
+    graph: [Range<usize>; 3],
 }
 
 /// Merges checked shard folders: reads their tables and builds the
@@ -264,6 +268,8 @@ pub fn merge(plan: &Plan) -> Result<Merged, MergeError> {
     let mut empty_ts: Option<Vec<u8>> = None;
     let mut empty_summary: Option<Vec<u8>> = None;
     let mut tables: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(plan.shards.len());
+    let mut graph_tables: Vec<Vec<Vec<u8>>> = Vec::with_capacity(plan.shards.len());
+    let mut graph_headers: Vec<Option<Vec<u8>>> = vec![None; GRAPH_TABLES.len()];
     let mut items: Vec<Option<ItemData>> = (0..total).map(|_| None).collect();
     for (i, shard) in plan.shards.iter().enumerate() {
         interrupt::check()?;
@@ -285,6 +291,13 @@ pub fn merge(plan: &Plan) -> Result<Merged, MergeError> {
         for (k, item) in data.items {
             items[k] = Some(item);
         }
+        let mut own = Vec::with_capacity(GRAPH_TABLES.len());
+        for (t, (bytes, header)) in data.graph.into_iter().enumerate() {
+            let h = Some(bytes[header].to_vec());
+            agree(&mut graph_headers[t], h, shard, GRAPH_TABLES[t]).map_err(input)?;
+            own.push(bytes);
+        }
+        graph_tables.push(own);
         tables.push((data.ts, data.summary));
     }
     let items: Vec<ItemData> = items
@@ -307,6 +320,18 @@ pub fn merge(plan: &Plan) -> Result<Merged, MergeError> {
         items.iter().map(|i| &tables[i.shard].1[i.summary.clone()]),
     );
     drop(tables);
+    let graph: Vec<(String, Vec<u8>)> = GRAPH_TABLES
+        .iter()
+        .enumerate()
+        .map(|(t, name)| {
+            let mut out = graph_headers[t].clone().unwrap_or_default();
+            for i in &items {
+                out.extend_from_slice(&graph_tables[i.shard][t][i.graph[t].clone()]);
+            }
+            (name.to_string(), out)
+        })
+        .collect();
+    drop(graph_tables);
     let mut groups: Vec<(String, Vec<tables::Cells>)> = Vec::new();
     let mut last_variant = None;
     for item in &items {
@@ -330,6 +355,7 @@ pub fn merge(plan: &Plan) -> Result<Merged, MergeError> {
         ("summary_by_variant.csv".to_string(), by_variant),
         ("scenario.resolved.yaml".to_string(), plan.resolved.clone()),
     ];
+    files.extend(graph);
     files.extend(visuals);
     Ok(Merged { files })
 }
@@ -519,6 +545,8 @@ fn check_manifests(shards: &[Shard]) -> Result<(), String> {
 
 /// What one shard folder contributes.
 struct ShardData {
+    /// The graph tables ([`super::GRAPH_TABLES`]): their bytes and header.
+    graph: Vec<(Vec<u8>, Range<usize>)>,
     ts: Vec<u8>,
     summary: Vec<u8>,
     ts_header: Option<Vec<u8>>,
@@ -599,6 +627,21 @@ fn read_shard(shard: &Shard, index: usize) -> Result<ShardData, MergeError> {
         }
     };
     let ts = split_csv(&ts_bytes).map_err(in_file("timeseries.csv"))?;
+    let mut graph_split = Vec::with_capacity(GRAPH_TABLES.len());
+    let mut graph = Vec::with_capacity(GRAPH_TABLES.len());
+    for (t, file) in GRAPH_TABLES.iter().enumerate() {
+        let rows: u64 = m.items.iter().map(|i| i.graph_rows[t] as u64).sum();
+        let cap = (rows + 1)
+            .saturating_mul(row)
+            .min(tables::MAX_TIMESERIES_BYTES);
+        let bytes = read(dir, file, cap).map_err(input)?;
+        let split = split_csv(&bytes).map_err(|e| match e {
+            MergeError::Input(why) => bad(file, why),
+            other => other,
+        })?;
+        graph.push((bytes, split.header.clone()));
+        graph_split.push(split.records.into_iter().peekable());
+    }
     let summary = split_csv(&summary_bytes).map_err(in_file("summary.csv"))?;
 
     let mut exact_reader = csv::ReaderBuilder::new().from_reader(exact_bytes.as_slice());
@@ -676,9 +719,35 @@ fn read_shard(shard: &Shard, index: usize) -> Result<ShardData, MergeError> {
                 ),
             ));
         }
+        let mut graph_ranges: [Range<usize>; 3] = [0..0, 0..0, 0..0];
+        for (t, records) in graph_split.iter_mut().enumerate() {
+            let mut range: Option<Range<usize>> = None;
+            let mut rows = 0usize;
+            while let Some((v, r, _)) = records.peek() {
+                if !names_item(v, r) {
+                    break;
+                }
+                if let Some((_, _, next)) = records.next() {
+                    range = Some(range.map_or(next.clone(), |t| t.start..next.end));
+                    rows += 1;
+                }
+            }
+            if rows != item.graph_rows[t] {
+                return Err(bad(
+                    GRAPH_TABLES[t],
+                    format!(
+                        "{rows} rows of run {} (variant `{}`, replicate {}), but its {MANIFEST} \
+                         says {}: the file was cut or changed after the run",
+                        item.item, item.variant, item.replicate, item.graph_rows[t]
+                    ),
+                ));
+            }
+            graph_ranges[t] = range.unwrap_or(0..0);
+        }
         items.push((
             item.item,
             ItemData {
+                graph: graph_ranges,
                 shard: index,
                 variant_index: item.variant_index,
                 variant: item.variant.clone(),
@@ -696,8 +765,19 @@ fn read_shard(shard: &Shard, index: usize) -> Result<ShardData, MergeError> {
             ),
         ));
     }
+    for (t, records) in graph_split.iter_mut().enumerate() {
+        if let Some((v, r, _)) = records.next() {
+            return Err(bad(
+                GRAPH_TABLES[t],
+                format!(
+                    "rows of variant {v:?} replicate {r:?} out of the manifest's runs or their order"
+                ),
+            ));
+        }
+    }
     let has_ts_rows = items.iter().any(|(_, i)| !i.timeseries.is_empty());
     Ok(ShardData {
+        graph,
         ts_header: has_ts_rows.then(|| ts_bytes[ts.header.clone()].to_vec()),
         summary_header: (n_items > 0).then(|| summary_bytes[summary.header.clone()].to_vec()),
         has_ts_rows,

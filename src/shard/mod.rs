@@ -35,7 +35,11 @@ pub const MANIFEST: &str = "manifest.json";
 /// The typed, full-precision summary cells of a shard.
 pub const EXACT_SUMMARY: &str = "summary.exact.csv";
 /// The `format` field of a manifest.
-pub const FORMAT: &str = "stormsim-shard/2";
+pub const FORMAT: &str = "stormsim-shard/3";
+
+/// The graph tables a shard carries (rows of its runs only), in the order
+/// of a manifest item's `graph_rows`.
+pub const GRAPH_TABLES: [&str; 3] = ["services.csv", "services_timeseries.csv", "calls.csv"];
 /// How items are shared out, as written in every manifest.
 pub const RULE: &str =
     "item k = variant_index * replicates + replicate belongs to shard k mod shards";

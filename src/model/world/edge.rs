@@ -265,6 +265,7 @@ impl World<'_> {
         };
         match self.topo.pass_through(edge.callee) {
             Some(next) => {
+                self.rec.service_arrival(now, edge.callee.index());
                 let deadline = if edge.policy.propagate_deadline {
                     self.round_end(id)
                 } else {
@@ -765,6 +766,7 @@ impl World<'_> {
         );
         let c = *self.call(id);
         self.calls.remove(id.0);
+        self.rec.call_done(e, outcome == Outcome::Success);
         match c.parent {
             Parent::Root { client, msg } => {
                 let failure = match outcome {

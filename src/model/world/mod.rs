@@ -238,7 +238,7 @@ impl<'a> World<'a> {
                 .filter(|(_, s)| s.side_effects.writes())
                 .map(|(i, _)| ServiceId(i as u16))
                 .collect(),
-            rec: Recorder::new(cfg.duration, cfg.bucket, edges.len()),
+            rec: Recorder::with_services(cfg.duration, cfg.bucket, edges.len(), services.len()),
             next_req: 0,
         }
     }
@@ -293,6 +293,9 @@ impl<'a> World<'a> {
         let last = ((end.max(1) - 1) / cfg.bucket) as usize;
         self.sample_levels(last, end);
         let open_messages = self.messages_open();
+        for (s, server) in self.servers.iter().enumerate() {
+            self.rec.svc.unserved_at_end[s] = u64::from(server.queued + server.in_service);
+        }
         self.rec.finish(end, open_messages);
         let info = RunInfo {
             events: self.q.events(),

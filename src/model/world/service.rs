@@ -18,6 +18,7 @@ use super::super::server::{Admission, SideEffects};
 use super::super::topology::{EdgeId, ServiceId};
 use super::edge::Opening;
 use super::{CallId, Child, Children, Event, Job, JobId, JobState, NEVER, Parent, World};
+use crate::metrics::recorder::ServiceEvent;
 
 impl World<'_> {
     #[inline]
@@ -38,6 +39,7 @@ impl World<'_> {
         if focus {
             self.rec.dependency_attempt(now);
         }
+        self.rec.service_arrival(now, s.index());
         let c = *self.calls.get(caller.0);
         let deadline = if self.topo.edge(c.edge).policy.propagate_deadline {
             // What the caller's round allows (its per-attempt timeout,
@@ -79,9 +81,13 @@ impl World<'_> {
         let cfg = self.topo.service(s);
         match self.servers[s.index()].admit(cfg, &mut self.incident_rng[s.index()]) {
             Admission::Refused => {
+                self.rec
+                    .service_event(now, s.index(), ServiceEvent::Refused);
                 self.respond(job, Outcome::Failed(Failure::new(Cause::Connection)), 0);
             }
             Admission::Vanished => {
+                self.rec
+                    .service_event(now, s.index(), ServiceEvent::Vanished);
                 if focus {
                     self.rec.blackholed(now);
                 }
@@ -89,6 +95,7 @@ impl World<'_> {
                 return None;
             }
             Admission::Error(status) => {
+                self.rec.service_event(now, s.index(), ServiceEvent::Error);
                 self.respond(job, Outcome::Failed(Failure::new(Cause::Status(status))), 0);
             }
             Admission::Start => self.start_service(job),
@@ -99,6 +106,7 @@ impl World<'_> {
                 self.sync_gauges(s);
             }
             Admission::Shed => {
+                self.rec.service_event(now, s.index(), ServiceEvent::Shed);
                 if focus {
                     self.rec.shed(now);
                 }
@@ -177,7 +185,10 @@ impl World<'_> {
         if s == self.topo.focus() {
             self.rec.queue_wait(now - arrived);
         }
-        self.servers[s.index()].busy += 1;
+        self.rec.service_queue_wait(s.index(), now - arrived);
+        let server = &mut self.servers[s.index()];
+        server.busy += 1;
+        server.in_service += 1;
         self.sync_gauges(s);
         match work {
             Some(work) => {
@@ -190,13 +201,24 @@ impl World<'_> {
         }
     }
 
+    /// `job` leaves its service's inside (answered, dropped, cancelled or
+    /// lost): its time inside counts for Little's law.
+    fn left(&mut self, job: JobId) {
+        let j = self.job(job);
+        let sojourn = self.q.now() - j.arrived;
+        self.rec.service_left(j.service.index(), sojourn);
+    }
+
     fn sync_gauges(&mut self, s: ServiceId) {
+        let now = self.q.now();
+        let server = &self.servers[s.index()];
         if s == self.topo.focus() {
-            let now = self.q.now();
-            let server = &self.servers[s.index()];
             self.rec.queue.set(now, server.queued as u64);
             self.rec.busy.set(now, server.busy as u64);
         }
+        let (q, b, i) = (server.queued, server.busy, server.inside());
+        self.rec
+            .service_levels(now, s.index(), q as u64, b as u64, i as u64);
     }
 
     pub(super) fn on_service_done(&mut self, job: JobId, epoch: u32) {
@@ -216,6 +238,11 @@ impl World<'_> {
         let now = self.q.now();
         let has_calls = !self.topo.stages(s).is_empty() && !j.probe;
         let releases = !has_calls || !self.topo.service(s).hold_worker;
+        self.servers[s.index()].in_service -= 1;
+        if !has_calls {
+            self.left(job);
+        }
+        self.rec.service_event(now, s.index(), ServiceEvent::Served);
         if releases {
             self.servers[s.index()].busy -= 1;
             self.job_mut(job).holds_worker = false;
@@ -228,6 +255,7 @@ impl World<'_> {
             } else if self.commit(&j) {
                 self.job_mut(job).committed = true;
             }
+            self.servers[s.index()].calling += 1;
             if releases {
                 self.start_next_queued(s);
             }
@@ -347,12 +375,14 @@ impl World<'_> {
         let j = *self.job(job);
         let s = j.service;
         self.abandon_job_calls(job, None);
+        self.servers[s.index()].calling -= 1;
+        self.left(job);
         if j.holds_worker {
             self.servers[s.index()].busy -= 1;
             self.job_mut(job).holds_worker = false;
             self.start_next_queued(s);
-            self.sync_gauges(s);
         }
+        self.sync_gauges(s);
         let add = self.servers[s.index()].latency_add();
         self.respond(job, outcome, add);
     }
@@ -441,6 +471,9 @@ impl World<'_> {
                 if s == self.topo.focus() {
                     self.rec.queue_timeout(now);
                 }
+                self.rec
+                    .service_event(now, s.index(), ServiceEvent::QueueTimeout);
+                self.left(job);
                 let status = cfg.queue_timeout_status;
                 self.respond(job, Outcome::Failed(Failure::new(Cause::Status(status))), 0);
                 continue;
@@ -458,14 +491,22 @@ impl World<'_> {
         let s = j.service;
         match j.state {
             JobState::Queued => {
+                self.left(job);
                 self.job_mut(job).state = JobState::Cancelled;
                 self.servers[s.index()].queued -= 1;
                 self.rec.cancelled(now, 0);
+                self.rec
+                    .service_event(now, s.index(), ServiceEvent::Cancelled);
                 self.sync_gauges(s);
             }
             JobState::InService if self.topo.service(s).stop_on_cancel => {
-                self.servers[s.index()].busy -= 1;
+                self.left(job);
+                let server = &mut self.servers[s.index()];
+                server.busy -= 1;
+                server.in_service -= 1;
                 self.rec.cancelled(now, now - j.started);
+                self.rec
+                    .service_event(now, s.index(), ServiceEvent::Cancelled);
                 self.finish_job(job);
                 self.start_next_queued(s);
                 self.sync_gauges(s);
@@ -476,16 +517,19 @@ impl World<'_> {
                 }
             }
             JobState::Calling => {
+                self.left(job);
                 self.abandon_job_calls(job, Some(by));
+                let server = &mut self.servers[s.index()];
+                server.calling -= 1;
                 if j.holds_worker {
-                    self.servers[s.index()].busy -= 1;
+                    server.busy -= 1;
                 }
                 self.rec.cancelled(now, 0);
                 self.finish_job(job);
                 if j.holds_worker {
                     self.start_next_queued(s);
-                    self.sync_gauges(s);
                 }
+                self.sync_gauges(s);
             }
             // Its answer is on the way and will find nobody waiting.
             JobState::Responding => {
@@ -536,6 +580,7 @@ impl World<'_> {
     /// its calls fails with a connection reset (the calls run on,
     /// orphaned).
     fn reset_all_work(&mut self, s: ServiceId) {
+        let now = self.q.now();
         let queued: Vec<JobId> = self.servers[s.index()].queue.drain(..).collect();
         self.servers[s.index()].queued = 0;
         let reset = Outcome::Failed(Failure::new(Cause::Connection));
@@ -543,6 +588,8 @@ impl World<'_> {
             if self.job(job).state == JobState::Cancelled {
                 self.finish_job(job);
             } else {
+                self.rec.service_event(now, s.index(), ServiceEvent::Reset);
+                self.left(job);
                 self.respond(job, reset, 0);
             }
         }
@@ -555,7 +602,11 @@ impl World<'_> {
             }
             match j.state {
                 JobState::InService => {
-                    self.servers[s.index()].busy -= 1;
+                    let server = &mut self.servers[s.index()];
+                    server.busy -= 1;
+                    server.in_service -= 1;
+                    self.rec.service_event(now, s.index(), ServiceEvent::Reset);
+                    self.left(job);
                     let jm = self.job_mut(job);
                     jm.epoch = jm.epoch.wrapping_add(1); // its ServiceDone is now stale
                     jm.holds_worker = false;
@@ -574,9 +625,12 @@ impl World<'_> {
                         }
                     }
                     self.free_children(j.children);
+                    let server = &mut self.servers[s.index()];
+                    server.calling -= 1;
                     if j.holds_worker {
-                        self.servers[s.index()].busy -= 1;
+                        server.busy -= 1;
                     }
+                    self.left(job);
                     let jm = self.job_mut(job);
                     jm.children = Children::None;
                     jm.holds_worker = false;
