@@ -1,8 +1,8 @@
 //! The command line: `stormsim run` (whole or one shard), `stormsim merge`,
 //! `stormsim validate`, `stormsim plot`, `stormsim presets`, `stormsim
 //! check`, `stormsim schema`. Exit codes: 0 success, 1 the run
-//! failed (for `check`: a finding is an error), 2 bad input
-//! (shared/DESIGN.md).
+//! failed (for `check`: a finding is an error), 2 bad input, 130
+//! interrupted (README.md, "Commands").
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};

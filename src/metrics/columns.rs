@@ -1,6 +1,7 @@
-//! The columns of the output tables, in order: the contract of DESIGN.md
-//! first, extra columns after. Each row becomes a list of named `Cell`s so
-//! that writing CSV and aggregating over replicates need no per-column code.
+//! The columns of the output tables, in order: the contract documented in
+//! README.md ("Outputs") first, extra columns after. Each row becomes a
+//! list of named `Cell`s so that writing CSV and aggregating over
+//! replicates need no per-column code.
 
 use std::fmt;
 

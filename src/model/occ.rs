@@ -1,6 +1,6 @@
 //! The OCC contention workload of the AWS Architecture Blog post
 //! "Exponential Backoff And Jitter" (Marc Brooker, 2015), exactly as
-//! shared/reference/experiments.md §1 gives it and as its simulator
+//! docs/sources/experiments.md §1 gives it and as its simulator
 //! `aws-samples/aws-arch-backoff-simulator`, `src/backoff_simulator.py`,
 //! runs it.
 //!

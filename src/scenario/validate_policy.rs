@@ -2,7 +2,7 @@
 //! policy: `preset`, `instances`, `total_timeout`, the Retry-After knobs,
 //! `max_elapsed`, the backoff's `throttle_base` and `truncate_ms`, and the
 //! retry budget, throttle and circuit breaker. Ranges follow the real
-//! systems' own constraints where shared/reference/presets.md gives them
+//! systems' own constraints where docs/sources/presets.md gives them
 //! (gRFC A6 maxTokens in (0, 1000], §2; Finagle ttl in [1 s, 60 s] and
 //! percentCanRetry in [0, 1000], §4); every problem is reported.
 
@@ -15,7 +15,7 @@ use super::types::{
 use super::units::Duration;
 use super::validate::{Checker, MAX_INSTANCES, kind_name};
 
-/// gRFC A6: `maxTokens` must be in (0, 1000] (presets.md §2).
+/// gRFC A6: `maxTokens` must be in (0, 1000] (docs/sources/presets.md §2).
 const MAX_A6_TOKENS: f64 = 1000.0;
 
 impl Checker {
