@@ -159,6 +159,10 @@ pub fn for_each_time_cell(
         format_args!("failed_breaker_open"),
         Cell::Int(r.failed_by[Reason::BreakerOpen as usize]),
     );
+    f(
+        format_args!("failed_bulkhead_full"),
+        Cell::Int(r.failed_by[Reason::BulkheadFull as usize]),
+    );
     f(format_args!("blackholed"), Cell::Int(r.blackholed));
     f(format_args!("queue_timeouts"), Cell::Int(r.queue_timeouts));
     f(format_args!("open_requests"), Cell::Int(r.open_requests));
