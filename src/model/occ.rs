@@ -313,7 +313,7 @@ pub fn run_occ_until(cfg: &OccConfig, seed: u64, stop: &AtomicBool) -> OccResult
                 }
             }
         }
-        if q.events() % STOP_POLL == 0 && stop.load(Ordering::Relaxed) {
+        if q.events().is_multiple_of(STOP_POLL) && stop.load(Ordering::Relaxed) {
             aborted = Some(Abort::Interrupted);
             break;
         }

@@ -144,12 +144,12 @@ impl Checker {
             }
         }
         let p = |f: &str| format!("{path}.{f}");
-        if let Some(v) = b.max_tokens.filter(|_| allowed.max_tokens.is_some()) {
-            if self.finite(v, &p("max_tokens")) {
-                self.check(v > 0.0 && v <= MAX_A6_TOKENS, &p("max_tokens"), || {
-                    format!("max_tokens is {v}; expected a number in (0, 1000] (gRFC A6)")
-                });
-            }
+        if let Some(v) = b.max_tokens.filter(|_| allowed.max_tokens.is_some())
+            && self.finite(v, &p("max_tokens"))
+        {
+            self.check(v > 0.0 && v <= MAX_A6_TOKENS, &p("max_tokens"), || {
+                format!("max_tokens is {v}; expected a number in (0, 1000] (gRFC A6)")
+            });
         }
         if let Some(v) = b.token_ratio.filter(|_| allowed.token_ratio.is_some()) {
             self.positive_number(v, &p("token_ratio"), "token_ratio");
