@@ -256,7 +256,7 @@ fn presets_list_and_show() {
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
-        text.starts_with("# envoy-default:") && text.contains("presets.md §3"),
+        text.starts_with("# envoy-default:") && text.contains("docs/sources/presets.md §3"),
         "{text}"
     );
     let out = Command::cargo_bin("stormsim")

@@ -1,4 +1,4 @@
-//! Fidelity, metastable failures (experiments.md §4; Bronson et al., HotOS
+//! Fidelity, metastable failures (docs/sources/experiments.md §4; Bronson et al., HotOS
 //! 2021; Huang et al., OSDI 2022): the canonical experiment. An open-loop
 //! Poisson load at 93% of one server's capacity, a bounded FIFO queue, a
 //! client timeout of 4× the mean service time, 3 retries without backoff,

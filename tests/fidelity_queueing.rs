@@ -1,4 +1,4 @@
-//! Fidelity, queueing theory (shared/reference/experiments.md §5): with
+//! Fidelity, queueing theory (docs/sources/experiments.md §5): with
 //! retries off the dependency is an M/M/c or M/M/1/K queue, and its mean
 //! wait, utilization and blocking probability must agree with theory within
 //! 2%, with Little's law on every run.

@@ -1,5 +1,5 @@
 //! Fidelity, published retry results: Brooker's token-bucket and breaker
-//! experiment (experiments.md §2, mbrooker/simulator_example `retry_sim/`)
+//! experiment (docs/sources/experiments.md §2, mbrooker/simulator_example `retry_sim/`)
 //! and the SRE book's arithmetic (§3).
 //!
 //! Brooker's model in ours: 100 clients are one layer with `instances: 100`

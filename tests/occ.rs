@@ -1,7 +1,7 @@
 //! The OCC contention workload of "Exponential Backoff And Jitter" (AWS
 //! Architecture Blog, 2015; simulator `aws-samples/aws-arch-backoff-simulator`):
 //! exact counts on tiny cases, the published conclusions
-//! (shared/reference/experiments.md §1) and determinism.
+//! (docs/sources/experiments.md §1) and determinism.
 //!
 //! The statistical checks average 40 replicates per (N, policy) with fixed
 //! seeds; their standard errors are around 1% of the means for calls and

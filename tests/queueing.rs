@@ -1,5 +1,5 @@
 //! With retries off, the dependency is an M/M/c queue and must agree with
-//! queueing theory (shared/reference/experiments.md §5).
+//! queueing theory (docs/sources/experiments.md §5).
 
 mod common;
 use common::*;

@@ -3,7 +3,7 @@
 //! attempts per call (`max_attempts`, or the hedges of a hedging policy)
 //! times the layer's `fan_out`, since every attempt calls the next hop
 //! `fan_out` times (3 layers × 4 attempts = 64 calls at the bottom; SRE
-//! book, presets.md §8; 3 attempts × fan-out 2 over 3 attempts = 18). A
+//! book, docs/sources/presets.md §8; 3 attempts × fan-out 2 over 3 attempts = 18). A
 //! status probe before retrying a timed-out write is one more call at the
 //! dependency per retry. With budgets, the bound used is the *sustained* number of
 //! attempts per call while every attempt fails (an outage, the storm case),

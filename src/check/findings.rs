@@ -1,5 +1,5 @@
 //! The retry playbook's anti-patterns as findings
-//! (shared/reference/retry-backoff-patterns.md): no jitter on a large
+//! (docs/sources/retry-backoff-patterns.md): no jitter on a large
 //! fleet; unbounded attempts or no wall-clock budget; retries stacked at
 //! several layers without a shared budget; non-retryable statuses
 //! (400/401/403/404/422) retried; a per-attempt timeout that uses up the

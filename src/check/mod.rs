@@ -4,7 +4,7 @@
 //! and mean draws of the jitter), against the user's deadline; how many
 //! calls one request can cause at the dependency, without and with the
 //! retry budgets; and the anti-patterns of the retry playbook
-//! (shared/reference/retry-backoff-patterns.md, "Anti-Patterns" and
+//! (docs/sources/retry-backoff-patterns.md, "Anti-Patterns" and
 //! "Workflow") as findings with a severity and a one-line fix.
 
 mod amplification;

@@ -2,9 +2,9 @@
 //! (times out): per retry, the worst and the mean backoff sleep of the
 //! layer's jitter mode; per layer, attempts × attempt time + sleeps, bounded
 //! by `total_timeout` and `max_elapsed`; inner layers bound the attempt
-//! time of outer ones. Formulas: shared/DESIGN.md ("Retry policy") and
-//! `model::backoff` (which cites presets.md §5 for polly_v2); Retry-After
-//! waits per mode from `model::retry::RetryAfterMode` (presets.md §1.3,
+//! time of outer ones. Formulas: README.md ("The model": backoff and jitter) and
+//! `model::backoff` (which cites docs/sources/presets.md §5 for polly_v2); Retry-After
+//! waits per mode from `model::retry::RetryAfterMode` (docs/sources/presets.md §1.3,
 //! §2, §3, §5, §9.1). All times in seconds; `None` = unbounded.
 
 use crate::engine::NS_PER_S;

@@ -1,6 +1,7 @@
-//! The columns of the output tables, in order: the contract of DESIGN.md
-//! first, extra columns after. Each row becomes a list of named `Cell`s so
-//! that writing CSV and aggregating over replicates need no per-column code.
+//! The columns of the output tables, in order: the contract documented in
+//! README.md ("Outputs") first, extra columns after. Each row becomes a
+//! list of named `Cell`s so that writing CSV and aggregating over
+//! replicates need no per-column code.
 
 use std::fmt;
 
@@ -157,6 +158,10 @@ pub fn for_each_time_cell(
     f(
         format_args!("failed_breaker_open"),
         Cell::Int(r.failed_by[Reason::BreakerOpen as usize]),
+    );
+    f(
+        format_args!("failed_bulkhead_full"),
+        Cell::Int(r.failed_by[Reason::BulkheadFull as usize]),
     );
     f(format_args!("blackholed"), Cell::Int(r.blackholed));
     f(format_args!("queue_timeouts"), Cell::Int(r.queue_timeouts));

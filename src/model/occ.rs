@@ -1,6 +1,6 @@
 //! The OCC contention workload of the AWS Architecture Blog post
 //! "Exponential Backoff And Jitter" (Marc Brooker, 2015), exactly as
-//! shared/reference/experiments.md §1 gives it and as its simulator
+//! docs/sources/experiments.md §1 gives it and as its simulator
 //! `aws-samples/aws-arch-backoff-simulator`, `src/backoff_simulator.py`,
 //! runs it.
 //!
@@ -313,7 +313,7 @@ pub fn run_occ_until(cfg: &OccConfig, seed: u64, stop: &AtomicBool) -> OccResult
                 }
             }
         }
-        if q.events() % STOP_POLL == 0 && stop.load(Ordering::Relaxed) {
+        if q.events().is_multiple_of(STOP_POLL) && stop.load(Ordering::Relaxed) {
             aborted = Some(Abort::Interrupted);
             break;
         }

@@ -296,7 +296,7 @@ impl TimeSeries {
         let mut rec = csv::StringRecord::new();
         let mut rows: u64 = 0;
         while r.read_record(&mut rec).map_err(bad)? {
-            if rows % POLL_ROWS as u64 == 0 {
+            if rows.is_multiple_of(POLL_ROWS as u64) {
                 interrupt::check()?;
             }
             rows += 1;
@@ -502,10 +502,10 @@ fn first_capacities(summary: &Table, index: &HashMap<String, usize>) -> Vec<Opti
     for r in &summary.rows {
         let name = variant.and_then(|i| r.get(i)).unwrap_or("");
         let Some(&v) = index.get(name) else { continue };
-        if first[v].is_none() {
-            if let Some(c) = capacity.and_then(|i| r.get(i)).and_then(parse_num) {
-                first[v] = Some(Some(c));
-            }
+        if first[v].is_none()
+            && let Some(c) = capacity.and_then(|i| r.get(i)).and_then(parse_num)
+        {
+            first[v] = Some(Some(c));
         }
     }
     first

@@ -323,13 +323,12 @@ fn check_inputs(target: &Path, dest: &Path, opts: Options<'_>) -> Result<(), Out
         .ok()
         .and_then(|c| c.canonicalize().ok())
         .filter(|_| opts.mode == Mode::Folder)
+        && cwd.starts_with(dest)
     {
-        if cwd.starts_with(dest) {
-            return Err(OutputError::Refused(format!(
-                "{shown} is the current folder or holds it; stormsim will not replace it: \
+        return Err(OutputError::Refused(format!(
+            "{shown} is the current folder or holds it; stormsim will not replace it: \
                  choose another output folder"
-            )));
-        }
+        )));
     }
     for input in opts.inputs {
         let Ok(i) = input.canonicalize() else {
@@ -644,12 +643,12 @@ impl OutputDir {
             }
             fs::rename(&from, &to).map_err(|e| io_error(to.display(), &e))?;
         }
-        if let Some(mut listed) = marked_entries(&self.dest) {
-            if !written.iter().all(|w| listed.contains(w)) {
-                listed.extend(written);
-                fs::write(self.dest.join(MARKER), marker_text(&listed))
-                    .map_err(|e| io_error(self.target.display(), &e))?;
-            }
+        if let Some(mut listed) = marked_entries(&self.dest)
+            && !written.iter().all(|w| listed.contains(w))
+        {
+            listed.extend(written);
+            fs::write(self.dest.join(MARKER), marker_text(&listed))
+                .map_err(|e| io_error(self.target.display(), &e))?;
         }
         Ok(())
     }

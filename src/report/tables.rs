@@ -167,7 +167,7 @@ pub fn timeseries_csv_until(
     for r in results {
         let params = param_cells(r, &layout.params);
         for row in &r.rows {
-            if written % POLL_ROWS == 0 && stop.load(Ordering::Relaxed) {
+            if written.is_multiple_of(POLL_ROWS) && stop.load(Ordering::Relaxed) {
                 return Err(Stopped);
             }
             written += 1;

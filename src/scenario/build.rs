@@ -196,11 +196,11 @@ fn retry_after(r: &Retry) -> ModelRetryAfter {
         },
         RetryAfterMode::Ignore => ModelRetryAfter::Ignore,
         RetryAfterMode::Exact => ModelRetryAfter::Exact,
-        // AWS retry behaviour 2.1: clamp to [t, t + 5 s] (presets.md §1.3).
+        // AWS retry behaviour 2.1: clamp to [t, t + 5 s] (docs/sources/presets.md §1.3).
         RetryAfterMode::AwsClamp => ModelRetryAfter::AwsClamp {
             window: 5 * NS_PER_S,
         },
-        // Envoy: headers above max_interval (300 s) are ignored (presets.md §3).
+        // Envoy: headers above max_interval (300 s) are ignored (docs/sources/presets.md §3).
         RetryAfterMode::Envoy => ModelRetryAfter::Envoy {
             max: 300 * NS_PER_S,
         },

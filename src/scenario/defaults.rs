@@ -66,7 +66,7 @@ pub fn fill_budget(b: &mut Budget) {
     super::types::budget_fields!(fill);
 }
 
-/// SRE adaptive throttling: K = 2 over the last 2 minutes (presets.md §8).
+/// SRE adaptive throttling: K = 2 over the last 2 minutes (docs/sources/presets.md §8).
 pub fn fill_throttle(t: &mut Throttle) {
     if t.kind == ThrottleKind::Adaptive {
         t.k.get_or_insert(2.0);
@@ -74,7 +74,7 @@ pub fn fill_throttle(t: &mut Throttle) {
     }
 }
 
-/// Polly v8 (presets.md §5) for `time`, Resilience4j (§6) for `count`.
+/// Polly v8 (docs/sources/presets.md §5) for `time`, Resilience4j (§6) for `count`.
 pub fn fill_breaker(b: &mut Breaker) {
     match b.kind {
         BreakerKind::Time => {

@@ -1,6 +1,6 @@
 //! Presets: `preset: NAME` on a layer pulls in the exact retry defaults of
 //! a real library or system. The constants come from
-//! shared/reference/presets.md (its §10 summary table and the section each
+//! docs/sources/presets.md (its §10 summary table and the section each
 //! preset file cites); each preset is a YAML file under `presets/`,
 //! embedded in the binary, that holds part of a layer and a comment header
 //! naming its sources.
@@ -21,7 +21,7 @@
 use serde_json::{Map, Value};
 
 /// One preset: its name, the library it reproduces, a one-line summary, the
-/// section of presets.md it comes from, and its YAML text.
+/// section of docs/sources/presets.md it comes from, and its YAML text.
 #[derive(Clone, Copy, Debug)]
 pub struct Preset {
     pub name: &'static str,

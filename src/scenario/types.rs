@@ -1,5 +1,6 @@
 //! The scenario file format, as serde types. Field names here are the
-//! contract of shared/DESIGN.md: rename none, add freely. Every struct
+//! contract the README documents ("Scenario format" and the sections after
+//! it): rename none, add freely. Every struct
 //! denies unknown fields so a typo is an error, never a silent default.
 //!
 //! Defaults are filled by serde so that `scenario.resolved.yaml` (the
@@ -117,7 +118,7 @@ pub enum OccPolicyName {
 
 /// N clients each update one contended row once (read the version, write
 /// with it; the write fails if the version moved) and back off after a
-/// failed write: shared/reference/experiments.md §1. Defaults are the
+/// failed write: docs/sources/experiments.md §1. Defaults are the
 /// blog's: base 5 ms, cap 2 s, every message |Normal(10 ms, 2 ms)|.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -234,7 +235,7 @@ pub struct SchedulePoint {
 }
 
 /// A queue with visibility timeout, max receive count and a dead-letter
-/// queue, as Amazon SQS (shared/reference/presets.md §9.3), and a pool of
+/// queue, as Amazon SQS (docs/sources/presets.md §9.3), and a pool of
 /// consumers that handle its messages.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -433,7 +434,7 @@ impl Default for Retry {
     }
 }
 
-/// The playbook's transient set (shared/reference/retry-backoff-patterns.md,
+/// The playbook's transient set (docs/sources/retry-backoff-patterns.md,
 /// "Classify the error"): timeouts, connection failures, 429 and 5xx
 /// gateway/unavailable codes. 408/425 are omitted: the dependency never
 /// returns them.
@@ -741,7 +742,7 @@ macro_rules! budget_fields {
 pub(crate) use budget_fields;
 
 /// The fields each budget kind takes, with the real system's default.
-/// Sources: shared/reference/presets.md, section named beside each kind.
+/// Sources: docs/sources/presets.md, section named beside each kind.
 pub fn budget_defaults(kind: BudgetKind) -> Budget {
     let mut b = Budget::empty(kind);
     match kind {
@@ -750,7 +751,7 @@ pub fn budget_defaults(kind: BudgetKind) -> Budget {
             b.max_tokens = Some(10.0);
             b.token_ratio = Some(0.1);
         }
-        // Brooker 2022: size 5, +0.1 per request, a retry spends 1 (experiments.md §2).
+        // Brooker 2022: size 5, +0.1 per request, a retry spends 1 (docs/sources/experiments.md §2).
         BudgetKind::RetryTokens => {
             b.capacity = Some(5.0);
             b.per_request = Some(0.1);

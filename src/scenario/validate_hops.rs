@@ -138,7 +138,7 @@ impl Checker {
         self.sweep(s);
     }
 
-    /// The message queue and its consumers (SQS limits, presets.md §9.3).
+    /// The message queue and its consumers (SQS limits, docs/sources/presets.md §9.3).
     pub(super) fn consumers(&mut self, s: &Scenario) {
         let Some(c) = &s.consumers else { return };
         self.check(c.concurrency >= 1, "consumers.concurrency", || {

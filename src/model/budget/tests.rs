@@ -78,7 +78,7 @@ fn brooker_retry_tokens() {
 
 #[test]
 fn aws_quota_standard_2_1_test_vector() {
-    // presets.md §1.3: 500 responses cost 14 each: 500 → 486 → 472 → 458 → 444.
+    // docs/sources/presets.md §1.3: 500 responses cost 14 each: 500 → 486 → 472 → 458 → 444.
     let mut b = Budget::new(BudgetConfig::AwsQuota {
         capacity: 500,
         retry_cost: 14,
@@ -107,7 +107,7 @@ fn aws_quota_standard_2_1_test_vector() {
 
 #[test]
 fn aws_quota_2_0_worked_example_and_refusal() {
-    // presets.md §1.2: 30 tokens, retry (-14) → 16, retry (-14) → 2, success → 16.
+    // docs/sources/presets.md §1.2: 30 tokens, retry (-14) → 16, retry (-14) → 2, success → 16.
     let mut b = Budget::new(BudgetConfig::AwsQuota {
         capacity: 30,
         retry_cost: 14,

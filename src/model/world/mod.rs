@@ -267,7 +267,7 @@ impl<'a> World<'a> {
         let mut aborted = None;
         while let Some(ev) = self.q.pop_before(cfg.duration) {
             self.handle(ev);
-            if self.q.events() % STOP_POLL == 0 && stop.load(Ordering::Relaxed) {
+            if self.q.events().is_multiple_of(STOP_POLL) && stop.load(Ordering::Relaxed) {
                 aborted = Some(Abort::Interrupted);
                 break;
             }

@@ -48,7 +48,7 @@ fn every_preset_parses_and_names_the_core_fields() {
         }
         assert!(p.yaml.starts_with(&format!("# {}: ", p.name)), "{}", p.name);
         assert!(
-            p.yaml.contains("presets.md §"),
+            p.yaml.contains("docs/sources/presets.md §"),
             "{} cites no section",
             p.name
         );

@@ -1,4 +1,4 @@
-//! Each preset against shared/reference/presets.md: its delay sequence,
+//! Each preset against docs/sources/presets.md: its delay sequence,
 //! attempt count and budget behaviour, exactly where the library is
 //! deterministic, by bounds and means over many draws where it is random.
 //! Everything goes through the model config `scenario::to_model` builds.
