@@ -22,13 +22,13 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, Throughput};
 use stormsim::engine::time::from_f64_ns;
 use stormsim::engine::{NS_PER_MS, NS_PER_S, Nanos, Purpose, Stream};
-use stormsim::metrics::{RecoveryCriteria, RunContext, tabulate};
+use stormsim::metrics::{RecoveryCriteria, tabulate};
 use stormsim::model::backoff::{Backoff, Jitter};
-use stormsim::model::dependency::DependencyConfig;
 use stormsim::model::rate::RateProfile;
 use stormsim::model::retry::{RetryOn, RetryPolicy};
+use stormsim::model::server::ServiceConfig;
 use stormsim::model::service::ServiceDist;
-use stormsim::model::{LayerConfig, Limits, ModelConfig, Sim};
+use stormsim::model::{CallPolicy, Limits, ModelConfig, Topology, World};
 
 const SERVERS: u32 = 16;
 const RHO: f64 = 0.9;
@@ -91,27 +91,16 @@ fn bare_mmc(secs: u64, seed: u64) -> (u64, u64) {
     (customers, wait_sum)
 }
 
-fn dependency() -> DependencyConfig {
-    DependencyConfig {
-        concurrency: SERVERS,
-        service: ServiceDist::Exponential { mean: MEAN },
-        queue_capacity: u32::MAX,
-        lifo: false,
-        queue_timeout: None,
-        queue_timeout_status: 503,
-        shed_status: 503,
-        shed_retry_after: 0,
-        incidents: vec![],
-        warmup: 0,
-        warmup_from: 0.1,
-        side_effects: Default::default(),
-        dedupe: false,
-        dedupe_cost: 1_000_000,
-        stop_on_cancel: false,
-    }
+fn dependency() -> ServiceConfig {
+    ServiceConfig::leaf(
+        "dependency",
+        SERVERS,
+        ServiceDist::Exponential { mean: MEAN },
+        u32::MAX,
+    )
 }
 
-fn model(secs: u64, layer: LayerConfig) -> ModelConfig {
+fn model(secs: u64, layer: CallPolicy) -> ModelConfig {
     ModelConfig {
         duration: secs * NS_PER_S,
         bucket: NS_PER_S,
@@ -119,8 +108,7 @@ fn model(secs: u64, layer: LayerConfig) -> ModelConfig {
         closed: None,
         consumers: None,
         deadline: None,
-        layers: vec![layer],
-        dependency: dependency(),
+        topology: Topology::chain(vec![layer], dependency()),
         recovery: RecoveryCriteria {
             trigger_start: None,
             trigger_end: None,
@@ -136,7 +124,7 @@ fn model(secs: u64, layer: LayerConfig) -> ModelConfig {
 
 /// stormsim's M/M/16: one pass-through layer, no timeouts, no retries.
 fn mm16() -> ModelConfig {
-    model(MM16_SECS, LayerConfig::passthrough("client"))
+    model(MM16_SECS, CallPolicy::passthrough("client"))
 }
 
 /// The calm M/M/16 behind a layer with a per-attempt `timeout` that
@@ -145,7 +133,7 @@ fn timed(timeout: Nanos) -> ModelConfig {
     let mut retry_on = RetryOn::nothing().with_status(503);
     retry_on.timeout = true;
     retry_on.connection = true;
-    let layer = LayerConfig {
+    let layer = CallPolicy {
         timeout: Some(timeout),
         retry: RetryPolicy {
             max_attempts: 3,
@@ -154,26 +142,20 @@ fn timed(timeout: Nanos) -> ModelConfig {
             retry_on,
             ..RetryPolicy::default()
         },
-        ..LayerConfig::passthrough("api")
+        ..CallPolicy::passthrough("api")
     };
     model(TIMER_SECS, layer)
 }
 
 /// One stormsim run: its events.
 fn run_sim(cfg: &ModelConfig) -> u64 {
-    Sim::new(cfg, SEED).run().1.events
+    World::new(cfg, SEED).run().1.events
 }
 
 /// The customers (logical requests) of one stormsim run.
 fn customers(cfg: &ModelConfig) -> u64 {
-    let (rec, info) = Sim::new(cfg, SEED).run();
-    let ctx = RunContext {
-        capacity_per_sec: cfg.dependency.capacity_per_sec(),
-        concurrency: cfg.dependency.concurrency,
-        recovery: cfg.recovery,
-        layer_names: cfg.layers.iter().map(|l| l.name.clone()).collect(),
-    };
-    tabulate(&rec, &info, &ctx).1.logical_requests
+    let (rec, info) = World::new(cfg, SEED).run();
+    tabulate(&rec, &info, &cfg.run_context()).1.logical_requests
 }
 
 /// Median of `pairs` alternating measurements of `a` and `b` (each timed

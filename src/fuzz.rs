@@ -73,17 +73,18 @@ pub fn exercise(bytes: &[u8], limits: FuzzLimits) -> Exercised {
 /// to zero, huge, negative, NaN, the wrong unit or the wrong type.
 pub fn exercise_sets(bytes: &[u8], limits: FuzzLimits) -> Exercised {
     let (base, sets) = decode_sets(bytes);
-    let mut s = bases()[base].0.clone();
+    let mut parsed = Vec::with_capacity(sets.len());
     for arg in &sets {
-        let applied = scenario::parse_set_arg(arg)
-            .map_err(ScenarioErrors::from)
-            .and_then(|(path, value)| scenario::apply_set(&s, &path, value));
-        match applied {
-            Ok(next) => s = next,
-            Err(e) => return refused(&e),
+        match scenario::parse_set_arg(arg) {
+            Ok(set) => parsed.push(set),
+            Err(e) => return refused(&ScenarioErrors::from(e)),
         }
     }
-    exercise_scenario(&s, limits)
+    let (label, text) = BASES[base];
+    match scenario::load_str_with(text, label, &parsed) {
+        Ok(loaded) => exercise_scenario(&loaded.scenario, limits),
+        Err(e) => refused(&e),
+    }
 }
 
 /// The command line that [`exercise_sets`] runs for `bytes`, to reproduce

@@ -4,9 +4,13 @@
 //! (between runs, and inside a run every few thousand events) and that the
 //! writer checks before every file, so the command stops at the next such
 //! point, removes its staging folder and says what it did not write. The
-//! second signal quits at once, after removing the staging folders it
-//! knows of. Commands that write nothing (`validate`, `check`, ...) do not
-//! install the handler and keep the default: they die at once.
+//! second signal quits at once, after removing the staging folders and
+//! lock files it knows of. The commands that write (`run`, `merge`,
+//! `plot`) install the handler first thing, before reading anything, so a
+//! signal at any moment ends them with [`EXIT_CODE`] and a message; their
+//! reading and chart drawing poll the flag too. Commands that write nothing
+//! (`validate`, `check`, ...) do not install the handler and keep the
+//! default: they die at once.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -17,13 +21,30 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub const EXIT_CODE: i32 = 130;
 
 static REQUESTED: AtomicBool = AtomicBool::new(false);
-static STAGING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+static CLEANUP: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+/// Raised while an output folder is being swapped into place: a second
+/// signal then waits for the swap rather than quit halfway through it.
+static CRITICAL: AtomicBool = AtomicBool::new(false);
+
+/// Runs `f` (a few renames) with quitting at once held off: the second
+/// signal then lets it finish. A stop asked for during `f` is still seen
+/// by the caller afterwards.
+pub fn uninterrupted<T>(f: impl FnOnce() -> T) -> T {
+    CRITICAL.store(true, Ordering::SeqCst);
+    let out = f();
+    CRITICAL.store(false, Ordering::SeqCst);
+    out
+}
 
 /// Installs the handler (once per process; later calls do nothing).
 pub fn install() {
     // An error means a handler is already set, ours or the embedder's.
     let _ = ctrlc::set_handler(|| {
         if REQUESTED.swap(true, Ordering::SeqCst) {
+            if CRITICAL.load(Ordering::SeqCst) {
+                eprintln!("\ninterrupted again: finishing the swap of the output folder first");
+                return;
+            }
             remove_staging();
             eprintln!("\ninterrupted twice: quit at once; nothing was written");
             std::process::exit(EXIT_CODE);
@@ -42,26 +63,55 @@ pub fn requested() -> bool {
     REQUESTED.load(Ordering::Relaxed)
 }
 
-/// Remembers a staging folder to remove if the process quits at once.
-pub fn register_staging(path: &Path) {
-    if let Ok(mut dirs) = STAGING.lock() {
+/// Remembers a path to remove if the process quits at once: a staging
+/// folder or a lock file.
+pub fn register_cleanup(path: &Path) {
+    if let Ok(mut dirs) = CLEANUP.lock() {
         dirs.push(path.to_path_buf());
     }
 }
 
-/// Forgets a staging folder (committed or removed by its owner).
-pub fn unregister_staging(path: &Path) {
-    if let Ok(mut dirs) = STAGING.lock() {
+/// Forgets a path (committed, or removed by its owner).
+pub fn unregister_cleanup(path: &Path) {
+    if let Ok(mut dirs) = CLEANUP.lock() {
         dirs.retain(|d| d != path);
     }
 }
 
 fn remove_staging() {
-    if let Ok(dirs) = STAGING.lock() {
-        for dir in dirs.iter() {
-            let _ = std::fs::remove_dir_all(dir);
+    if let Ok(paths) = CLEANUP.lock() {
+        for path in paths.iter() {
+            match std::fs::symlink_metadata(path) {
+                Ok(m) if m.is_dir() => {
+                    let _ = std::fs::remove_dir_all(path);
+                }
+                Ok(_) => {
+                    let _ = std::fs::remove_file(path);
+                }
+                Err(_) => {}
+            }
         }
     }
+}
+
+/// How often loops over rows check the flag: every this many rows.
+pub const POLL_ROWS: usize = 4096;
+
+/// A stop asked for by Ctrl-C or SIGTERM, as an error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stopped;
+
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "interrupted")
+    }
+}
+
+impl std::error::Error for Stopped {}
+
+/// `Err(Stopped)` once a stop was asked for.
+pub fn check() -> Result<(), Stopped> {
+    if requested() { Err(Stopped) } else { Ok(()) }
 }
 
 /// The error a writer returns when a stop was asked for before it

@@ -7,17 +7,28 @@
 //!   innermost layer + status probes;
 //! - deadlines: when the clients have a deadline and every layer
 //!   propagates it, no attempt is sent at or after it;
-//! - gauges: no bucket has a negative mean queue depth or work in flight.
+//! - gauges: no bucket has a negative mean queue depth or work in flight;
+//! - per service: every request that arrived is accounted for once
+//!   (refused, vanished, failed by an error burst, shed, dropped at the
+//!   queue's head, served, cancelled, lost in a crash, or still waiting);
+//! - per call edge: calls ended (succeeded + failed) never exceed calls
+//!   made, and the attempts sent on the edges into a service (plus status
+//!   probes) are the requests that arrived there.
 //!
 //! `stormsim run` turns a violation into a bug report with the seed,
 //! variant and scenario needed to reproduce it (`bug_report`).
 
-use crate::metrics::{Summary, TimeRow};
+use crate::metrics::{GraphTables, Summary, TimeRow};
 use crate::model::ModelConfig;
 
 /// The invariants `summary` and `rows` of a run of `cfg` break, one
 /// sentence each (empty when all hold).
-pub fn violations(cfg: &ModelConfig, summary: &Summary, rows: &[TimeRow]) -> Vec<String> {
+pub fn violations(
+    cfg: &ModelConfig,
+    summary: &Summary,
+    rows: &[TimeRow],
+    graph: &GraphTables,
+) -> Vec<String> {
     let mut found = Vec::new();
     let s = summary;
     let settled = s.succeeded + s.failed + s.in_flight_at_end;
@@ -27,16 +38,29 @@ pub fn violations(cfg: &ModelConfig, summary: &Summary, rows: &[TimeRow]) -> Vec
             s.logical_requests, s.succeeded, s.failed, s.in_flight_at_end
         ));
     }
-    if let Some(&innermost) = s.layer_attempts.last() {
-        let sent = innermost + s.probes;
-        if s.dependency_attempts != sent {
-            found.push(format!(
-                "dependency requests are not conserved: {} arrived, but the innermost layer sent {innermost} attempts + {} status probes = {sent}",
-                s.dependency_attempts, s.probes
-            ));
-        }
+    // The focus service's arrivals (the classic `dependency_attempts`)
+    // are the attempts its callers sent, plus status probes.
+    let focus = cfg.topology.focus();
+    let into_focus: u64 = cfg
+        .topology
+        .edges()
+        .iter()
+        .zip(&s.layer_attempts)
+        .filter(|(e, _)| e.callee == focus)
+        .map(|(_, &a)| a)
+        .sum();
+    let sent = into_focus + s.probes;
+    if s.dependency_attempts != sent {
+        found.push(format!(
+            "dependency requests are not conserved: {} arrived, but its callers sent {into_focus} attempts + {} status probes = {sent}",
+            s.dependency_attempts, s.probes
+        ));
     }
-    let all_propagate = cfg.layers.iter().all(|l| l.propagate_deadline);
+    let all_propagate = cfg
+        .topology
+        .edges()
+        .iter()
+        .all(|e| e.policy.propagate_deadline);
     if cfg.deadline.is_some() && all_propagate && s.attempts_after_deadline > 0 {
         found.push(format!(
             "{} attempts were sent after their request's deadline, though every layer propagates deadlines",
@@ -50,6 +74,51 @@ pub fn violations(cfg: &ModelConfig, summary: &Summary, rows: &[TimeRow]) -> Vec
                 r.t_s, r.queue_depth, r.in_flight
             ));
             break;
+        }
+    }
+    let topo = &cfg.topology;
+    for svc in &graph.services {
+        let id = crate::model::ServiceId(svc.service as u16);
+        let name = &topo.service(id).name;
+        let t = &svc.totals;
+        if topo.pass_through(id).is_none() {
+            let accounted = t.refused
+                + t.vanished
+                + t.errors
+                + t.shed
+                + t.queue_timeouts
+                + t.served
+                + t.cancelled
+                + t.reset
+                + svc.unserved_at_end;
+            if t.attempts != accounted {
+                found.push(format!(
+                    "requests at service {name} are not conserved: {} arrived, but {accounted} are accounted for",
+                    t.attempts
+                ));
+            }
+        }
+        let sent: u64 = graph
+            .edges
+            .iter()
+            .filter(|e| topo.edges()[e.edge].callee == id)
+            .map(|e| e.attempts)
+            .sum();
+        if t.attempts < sent || t.attempts > sent + summary.probes {
+            found.push(format!(
+                "service {name} received {} requests, but its callers sent {sent} attempts (and {} status probes in all)",
+                t.attempts, summary.probes
+            ));
+        }
+    }
+    for e in &graph.edges {
+        if e.succeeded + e.failed > e.calls {
+            found.push(format!(
+                "call edge {} ended {} calls but made only {}",
+                topo.edges()[e.edge].policy.name,
+                e.succeeded + e.failed,
+                e.calls
+            ));
         }
     }
     found
@@ -101,7 +170,10 @@ mod tests {
     fn a_real_run_keeps_every_invariant() {
         let (cfg, r) = run();
         assert!(r.summary.logical_requests > 1000);
-        assert_eq!(violations(&cfg, &r.summary, &r.rows), Vec::<String>::new());
+        assert_eq!(
+            violations(&cfg, &r.summary, &r.rows, &r.graph),
+            Vec::<String>::new()
+        );
         assert!(r.violations.is_empty());
     }
 
@@ -114,12 +186,18 @@ mod tests {
         s.attempts_after_deadline = 3;
         let mut rows = r.rows.clone();
         rows[3].queue_depth = -1.0;
-        let v = violations(&cfg, &s, &rows);
-        assert_eq!(v.len(), 4, "{v:#?}");
+        let mut graph = r.graph.clone();
+        graph.services[0].totals.served += 1;
+        graph.edges[0].succeeded = graph.edges[0].calls + 1;
+        let v = violations(&cfg, &s, &rows, &graph);
+        assert_eq!(v.len(), 6, "{v:#?}");
         assert!(v[0].starts_with("logical requests are not conserved"));
         assert!(v[1].starts_with("dependency requests are not conserved"));
         assert!(v[2].starts_with("3 attempts were sent after"));
         assert!(v[3].starts_with("negative gauge at t = 3 s"));
+        assert!(v[4].starts_with("requests at service dependency are not conserved"));
+        assert!(v[5].starts_with("call edge "), "{}", v[5]);
+        assert!(v[5].contains("ended"), "{}", v[5]);
         let report = bug_report("t.yaml", "base", 0, 1, &v);
         assert!(report.contains("stormsim run t.yaml --seed 1 --replicates 1 (variant `base`)"));
     }

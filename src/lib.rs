@@ -5,12 +5,16 @@
 //! of files; `metrics` turns what the model records into tables; `report`
 //! reads only metrics; `scenario` reads files and builds model configs;
 //! `runner`, `shard` (runs split over machines, and their merge) and
-//! `cli` tie them together.
+//! `cli` tie them together; `input_file` reads what users hand in (regular
+//! files only, never more than a cap) and `report::output_dir` writes only
+//! into folders stormsim owns.
 
 pub mod check;
 pub mod cli;
 pub mod engine;
+pub mod escape;
 pub mod fuzz;
+pub mod input_file;
 pub mod interrupt;
 pub mod invariants;
 pub mod metrics;

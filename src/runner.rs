@@ -15,10 +15,12 @@ use rayon::prelude::*;
 use crate::engine::derive_seed;
 use crate::invariants;
 use crate::metrics::recorder::MAX_BUCKETS;
-use crate::metrics::{Recorder, RecoveryCriteria, RunContext, RunInfo, Summary, TimeRow, tabulate};
+use crate::metrics::{
+    Abort, EdgeInfo, GraphTables, Recorder, RecoveryCriteria, RunContext, RunInfo, ServiceInfo,
+    Summary, TimeRow, tabulate, tabulate_services,
+};
 use crate::model::occ::{OccConfig, run_occ_until};
-use crate::model::sim::INTERRUPTED;
-use crate::model::{ModelConfig, Sim};
+use crate::model::{ModelConfig, World};
 use crate::scenario::{self, Scenario, ScenarioErrors};
 
 /// The stop flag of runs nobody can interrupt (`run_one`, `run_all`).
@@ -47,6 +49,10 @@ pub struct RunResult {
     pub params: Vec<(String, String)>,
     pub rows: Vec<TimeRow>,
     pub summary: Summary,
+    /// The graph's services and call edges, and their tables.
+    pub services: Vec<ServiceInfo>,
+    pub edges: Vec<EdgeInfo>,
+    pub graph: GraphTables,
     /// Invariants this run broke (`invariants`): a bug in stormsim.
     pub violations: Vec<String>,
 }
@@ -92,21 +98,16 @@ fn run_one_until(
     let (rec, info, ctx) = match &plan.occ {
         Some(occ) => occ_run(occ, seed, stop),
         None => {
-            let (rec, info) = Sim::new(cfg, seed).run_until(stop);
-            let ctx = RunContext {
-                capacity_per_sec: cfg.dependency.capacity_per_sec(),
-                concurrency: cfg.dependency.concurrency,
-                recovery: cfg.recovery,
-                layer_names: cfg.layers.iter().map(|l| l.name.clone()).collect(),
-            };
-            (rec, info, ctx)
+            let (rec, info) = World::new(cfg, seed).run_until(stop);
+            (rec, info, cfg.run_context())
         }
     };
     let (rows, summary) = tabulate(&rec, &info, &ctx);
+    let graph = tabulate_services(&rec, &ctx, &summary);
     // The OCC workload records its own shape (no dependency, no deadline).
     let violations = match plan.occ {
         Some(_) => Vec::new(),
-        None => invariants::violations(cfg, &summary, &rows),
+        None => invariants::violations(cfg, &summary, &rows, &graph),
     };
     RunResult {
         variant: plan.name.clone(),
@@ -117,6 +118,9 @@ fn run_one_until(
         params: plan.params.clone(),
         rows,
         summary,
+        services: ctx.services,
+        edges: ctx.edges,
+        graph,
         violations,
     }
 }
@@ -171,6 +175,8 @@ fn occ_run(occ: &OccConfig, seed: u64, stop: &AtomicBool) -> (Recorder, RunInfo,
             window: bucket,
         },
         layer_names: vec!["occ".to_string()],
+        services: Vec::new(),
+        edges: Vec::new(),
     };
     (rec, info, ctx)
 }
@@ -237,7 +243,7 @@ fn run_each(
                 return None;
             }
             let result = run_one_until(&variants[v], v, r, scenario_seed, stop);
-            if result.summary.aborted.as_deref() == Some(INTERRUPTED) {
+            if result.summary.aborted == Some(Abort::Interrupted) {
                 return None;
             }
             on_done(&result);

@@ -256,7 +256,7 @@ fn presets_list_and_show() {
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
-        text.starts_with("# envoy-default:") && text.contains("presets.md §3"),
+        text.starts_with("# envoy-default:") && text.contains("docs/sources/presets.md §3"),
         "{text}"
     );
     let out = Command::cargo_bin("stormsim")
@@ -318,4 +318,110 @@ fn check_exit_codes_and_json() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// The cells of one column of a CSV table, by header name.
+fn column(table: &str, name: &str) -> Vec<String> {
+    let mut r = csv::Reader::from_reader(table.as_bytes());
+    let i = r
+        .headers()
+        .unwrap()
+        .iter()
+        .position(|h| h == name)
+        .unwrap_or_else(|| panic!("no column {name}"));
+    r.records().map(|rec| rec.unwrap()[i].to_string()).collect()
+}
+
+/// A run stopped by a guard rail earns no verdict: no success rate and no
+/// recovery (it used to read "100% success, recovered in 0 s": requests
+/// still open at the stop had no outcome, and the empty buckets after it
+/// looked healthy), and it is flagged as aborted in the console, the
+/// summaries and the report.
+#[test]
+fn an_aborted_run_has_no_verdict_and_says_so_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("aborted");
+    let assert = stormsim()
+        .env("CI", "1")
+        .args([
+            "run",
+            "scenarios/outage-recovery.yaml",
+            "--replicates",
+            "2",
+            "--max-events",
+            "20000",
+            "--out",
+        ])
+        .arg(&out)
+        .assert()
+        .code(1);
+    let stdout = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(stderr.contains("hit a guard rail"), "{stderr}");
+    assert!(
+        stdout.contains("(8 runs, 8 ABORTED by a guard rail)"),
+        "{stdout}"
+    );
+    for line in stdout.lines().skip(2).take(4) {
+        assert!(
+            line.contains("ABORTED (2 of 2 runs)") && !line.contains('%'),
+            "{line}"
+        );
+    }
+    assert!(!stdout.contains(" 0.0 s"), "{stdout}");
+
+    let summary = fs::read_to_string(out.join("summary.csv")).unwrap();
+    for col in ["success_rate", "recovered", "recovery_time_s"] {
+        assert!(
+            column(&summary, col).iter().all(String::is_empty),
+            "{col}: {:?}",
+            column(&summary, col)
+        );
+    }
+    assert!(
+        column(&summary, "aborted")
+            .iter()
+            .all(|a| a.contains("max_events")),
+        "{:?}",
+        column(&summary, "aborted")
+    );
+    let by_variant = fs::read_to_string(out.join("summary_by_variant.csv")).unwrap();
+    assert_eq!(column(&by_variant, "aborted_runs"), ["2", "2", "2", "2"]);
+    for col in [
+        "success_rate_mean",
+        "recovered_fraction",
+        "recovery_time_s_mean",
+    ] {
+        assert!(
+            column(&by_variant, col).iter().all(String::is_empty),
+            "{col}"
+        );
+    }
+    let html = fs::read_to_string(out.join("report.html")).unwrap();
+    assert_eq!(
+        html.matches("aborted: all 2 replicates stopped early at a guard rail")
+            .count(),
+        4,
+        "one verdict per variant"
+    );
+    assert!(!html.contains("recovered in"), "no recovery verdict");
+    assert!(html.contains("runs aborted (guard rail)"));
+    let chart = fs::read_to_string(out.join("charts/recovery.svg")).unwrap();
+    assert!(chart.contains("aborted (guard rail): no verdict"));
+
+    // A run that finishes keeps its verdicts (and no aborted runs).
+    let ok = dir.path().join("ok");
+    stormsim()
+        .args(["run", "scenarios/quickstart.yaml", "--quiet", "--out"])
+        .arg(&ok)
+        .assert()
+        .success();
+    let summary = fs::read_to_string(ok.join("summary.csv")).unwrap();
+    assert!(
+        column(&summary, "success_rate")
+            .iter()
+            .all(|c| !c.is_empty())
+    );
+    let by_variant = fs::read_to_string(ok.join("summary_by_variant.csv")).unwrap();
+    assert!(column(&by_variant, "aborted_runs").iter().all(|c| c == "0"));
 }

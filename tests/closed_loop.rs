@@ -4,15 +4,15 @@
 mod common;
 use common::*;
 use stormsim::model::backoff::Backoff;
-use stormsim::model::dependency::{Effect, Incident};
+use stormsim::model::server::{Effect, Incident};
 use stormsim::model::service::ServiceDist;
-use stormsim::model::{ClosedLoop, LayerConfig, ModelConfig};
+use stormsim::model::{CallPolicy, ClosedLoop, ModelConfig};
 
 fn closed(
     clients: u32,
     think_mean: u64,
     concurrency: u32,
-    layer: LayerConfig,
+    layer: CallPolicy,
     secs: u64,
 ) -> ModelConfig {
     let dep = dependency(
@@ -36,7 +36,7 @@ fn interactive_response_time_law_holds() {
             clients,
             think_ms * MS,
             workers,
-            LayerConfig::passthrough("client"),
+            CallPolicy::passthrough("client"),
             600,
         );
         let (_, s) = run(&cfg, 11);
@@ -65,16 +65,16 @@ fn backoff_slows_a_closed_fleet_but_not_an_open_one() {
         end: 40 * S,
         effect: Effect::Down,
     };
-    let mut closed_cfg = closed(100, 500 * MS, 8, layer.clone(), 60);
-    closed_cfg.dependency.incidents.push(outage);
+    let closed_cfg =
+        closed(100, 500 * MS, 8, layer.clone(), 60).with_dependency(|d| d.incidents.push(outage));
     let (c_rows, _) = run(&closed_cfg, 12);
-    let mut open_cfg = config(
+    let open_cfg = config(
         190.0,
         60 * S,
         vec![layer],
         dependency(8, ServiceDist::Exponential { mean: 10 * MS }, 100_000),
-    );
-    open_cfg.dependency.incidents.push(outage);
+    )
+    .with_dependency(|d| d.incidents.push(outage));
     let (o_rows, _) = run(&open_cfg, 12);
     let offered = |rows: &[stormsim::metrics::TimeRow], a: usize, b: usize| {
         rows[a..b].iter().map(|r| r.offered).sum::<u64>() as f64 / (b - a) as f64

@@ -4,14 +4,14 @@ mod common;
 use common::*;
 use stormsim::model::rate::{RateChange, RateProfile};
 use stormsim::model::service::ServiceDist;
-use stormsim::model::{ConsumerConfig, LayerConfig, ModelConfig};
+use stormsim::model::{CallPolicy, ConsumerConfig, ModelConfig};
 
 fn queue(
     poison: f64,
     max_receive: u32,
     visibility: u64,
     service: u64,
-    handler: LayerConfig,
+    handler: CallPolicy,
 ) -> ModelConfig {
     let dep = dependency(64, ServiceDist::Constant(service), 10_000);
     // 20 messages per second for 60 s, then nothing: every message has time

@@ -1,4 +1,4 @@
-//! Fidelity, metastable failures (experiments.md §4; Bronson et al., HotOS
+//! Fidelity, metastable failures (docs/sources/experiments.md §4; Bronson et al., HotOS
 //! 2021; Huang et al., OSDI 2022): the canonical experiment. An open-loop
 //! Poisson load at 93% of one server's capacity, a bounded FIFO queue, a
 //! client timeout of 4× the mean service time, 3 retries without backoff,
@@ -29,8 +29,8 @@ use stormsim::metrics::{Summary, TimeRow};
 use stormsim::model::ModelConfig;
 use stormsim::model::budget::BudgetConfig;
 use stormsim::model::config::Shared;
-use stormsim::model::dependency::{Effect, Incident};
 use stormsim::model::rate::{RateChange, RateProfile};
+use stormsim::model::server::{Effect, Incident};
 use stormsim::model::service::ServiceDist;
 
 const SEEDS: [u64; 3] = [21, 22, 23];
@@ -84,10 +84,12 @@ fn canonical(rho: f64, trigger: Trigger, budget: bool) -> ModelConfig {
             START + secs
         }
         Trigger::Brownout { capacity, secs } => {
-            cfg.dependency.incidents.push(Incident {
-                start: START * S,
-                end: (START + secs) * S,
-                effect: Effect::Brownout { capacity },
+            cfg = cfg.with_dependency(|d| {
+                d.incidents.push(Incident {
+                    start: START * S,
+                    end: (START + secs) * S,
+                    effect: Effect::Brownout { capacity },
+                })
             });
             START + secs
         }

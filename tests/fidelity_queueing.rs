@@ -1,4 +1,4 @@
-//! Fidelity, queueing theory (shared/reference/experiments.md §5): with
+//! Fidelity, queueing theory (docs/sources/experiments.md §5): with
 //! retries off the dependency is an M/M/c or M/M/1/K queue, and its mean
 //! wait, utilization and blocking probability must agree with theory within
 //! 2%, with Little's law on every run.
@@ -23,7 +23,7 @@
 
 mod common;
 use common::*;
-use stormsim::model::LayerConfig;
+use stormsim::model::CallPolicy;
 use stormsim::model::service::ServiceDist;
 
 const SEEDS: [u64; 8] = [101, 102, 103, 104, 105, 106, 107, 108];
@@ -92,7 +92,7 @@ fn simulate(c: u32, lambda: f64, queue: u32, secs: u64) -> Vec<RunOutput> {
     let cfg = config(
         lambda,
         secs * S,
-        vec![LayerConfig::passthrough("client")],
+        vec![CallPolicy::passthrough("client")],
         dep,
     );
     let runs = run_seeds(&cfg, &SEEDS);

@@ -1,5 +1,5 @@
 //! Fidelity, published retry results: Brooker's token-bucket and breaker
-//! experiment (experiments.md §2, mbrooker/simulator_example `retry_sim/`)
+//! experiment (docs/sources/experiments.md §2, mbrooker/simulator_example `retry_sim/`)
 //! and the SRE book's arithmetic (§3).
 //!
 //! Brooker's model in ours: 100 clients are one layer with `instances: 100`
@@ -19,15 +19,15 @@ use stormsim::metrics::Summary;
 use stormsim::model::breaker::{BreakerConfig, BreakerWindow};
 use stormsim::model::budget::BudgetConfig;
 use stormsim::model::config::Shared;
-use stormsim::model::dependency::{Effect, Incident};
+use stormsim::model::server::{Effect, Incident};
 use stormsim::model::service::ServiceDist;
 use stormsim::model::throttle::ThrottleConfig;
-use stormsim::model::{LayerConfig, ModelConfig};
+use stormsim::model::{CallPolicy, ModelConfig};
 
 const SECS: u64 = 100;
 
 /// Brooker's setup: 1000 requests/s in all, failing with probability p.
-fn brooker(p: f64, layer: LayerConfig, secs: u64, rate: f64) -> ModelConfig {
+fn brooker(p: f64, layer: CallPolicy, secs: u64, rate: f64) -> ModelConfig {
     let mut dep = dependency(1000, ServiceDist::Exponential { mean: 10 * MS }, 10_000);
     dep.incidents.push(Incident {
         start: 0,
@@ -50,7 +50,7 @@ enum Policy {
 
 /// One client layer of `clients` instances under `policy` (N = 3 retries
 /// for the bucket and the breaker, as in Brooker's code).
-fn client(policy: Policy, clients: u32) -> LayerConfig {
+fn client(policy: Policy, clients: u32) -> CallPolicy {
     let retries = match policy {
         Policy::NoRetries => 0,
         Policy::Retries(n) => n,
@@ -240,17 +240,18 @@ fn with_many_quiet_clients_the_breaker_tends_to_no_retries_and_the_bucket_to_n()
 }
 
 /// A dependency that fails everything at once with 503.
-fn total_failure(layers: Vec<LayerConfig>, rate: f64, secs: u64) -> ModelConfig {
-    brooker(1.0, LayerConfig::passthrough("unused"), secs, rate).with_layers(layers)
+fn total_failure(layers: Vec<CallPolicy>, rate: f64, secs: u64) -> ModelConfig {
+    brooker(1.0, CallPolicy::passthrough("unused"), secs, rate).with_layers(layers)
 }
 
 trait WithLayers {
-    fn with_layers(self, layers: Vec<LayerConfig>) -> Self;
+    fn with_layers(self, layers: Vec<CallPolicy>) -> Self;
 }
 
 impl WithLayers for ModelConfig {
-    fn with_layers(mut self, layers: Vec<LayerConfig>) -> Self {
-        self.layers = layers;
+    fn with_layers(mut self, layers: Vec<CallPolicy>) -> Self {
+        let dependency = self.topology.service(self.topology.focus()).clone();
+        self.topology = stormsim::model::Topology::chain(layers, dependency);
         self
     }
 }

@@ -8,7 +8,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use stormsim::interrupt;
-use stormsim::report::OutputDir;
+use stormsim::report::output_dir::Options;
+use stormsim::report::{Mode, OutputDir, OutputError};
 
 const BIN: &str = env!("CARGO_BIN_EXE_stormsim");
 
@@ -73,8 +74,43 @@ fn leftovers(root: &Path) -> Vec<String> {
     std::fs::read_dir(root)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with('.'))
+        .filter(|n| n.starts_with('.') && n != ".stormsim")
         .collect()
+}
+
+/// Every file under `dir` (hidden ones too), with its bytes.
+fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else {
+                let rel = p.strip_prefix(root).unwrap().display().to_string();
+                out.push((rel, std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
+/// An earlier run's folder: the quickstart scenario, written by stormsim.
+fn earlier_run(out: &Path) {
+    let ok = Command::new(BIN)
+        .args([
+            "run",
+            &format!("{}/scenarios/quickstart.yaml", env!("CARGO_MANIFEST_DIR")),
+            "--quiet",
+            "--out",
+        ])
+        .arg(out)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
 }
 
 #[cfg(unix)]
@@ -82,8 +118,8 @@ fn leftovers(root: &Path) -> Vec<String> {
 fn ctrl_c_during_the_runs_writes_nothing_and_keeps_the_old_folder() {
     let root = tempfile::tempdir().unwrap();
     let out = root.path().join("out");
-    std::fs::create_dir_all(&out).unwrap();
-    std::fs::write(out.join("summary.csv"), "old results\n").unwrap();
+    earlier_run(&out);
+    let before = tree(&out);
 
     let (mut child, mut stderr) = start_long_run(&out);
     signal(&child, "-INT");
@@ -112,13 +148,8 @@ fn ctrl_c_during_the_runs_writes_nothing_and_keeps_the_old_folder() {
             && last.contains("report.html not written"),
         "{last}"
     );
-    // The old folder is exactly as it was; no staging folder is left.
-    let names: Vec<_> = std::fs::read_dir(&out).unwrap().collect();
-    assert_eq!(names.len(), 1);
-    assert_eq!(
-        std::fs::read_to_string(out.join("summary.csv")).unwrap(),
-        "old results\n"
-    );
+    // The old folder is exactly as it was; no work folder or lock is left.
+    assert!(tree(&out) == before, "the earlier run's folder changed");
     assert!(
         leftovers(root.path()).is_empty(),
         "{:?}",
@@ -143,22 +174,28 @@ fn sigterm_stops_a_run_like_ctrl_c() {
 }
 
 /// A stop asked for while the files are being written: the next write
-/// fails with `Interrupted`, and dropping the folder removes the staging
-/// folder, leaving the old results whole.
+/// fails with `Interrupted`, and dropping the folder removes the work
+/// folder and the lock, leaving the old results whole.
 #[test]
 fn a_stop_while_writing_abandons_the_staging_folder() {
     let root = tempfile::tempdir().unwrap();
     let target = root.path().join("out");
-    std::fs::create_dir_all(&target).unwrap();
-    std::fs::write(target.join("summary.csv"), "old").unwrap();
+    let options = Options {
+        mode: Mode::Folder,
+        force: false,
+        inputs: &[],
+    };
+    let old = OutputDir::prepare(&target, options).unwrap();
+    old.write("summary.csv", b"old").unwrap();
+    old.commit().unwrap();
 
-    let out = OutputDir::create(&target).unwrap();
+    let out = OutputDir::prepare(&target, options).unwrap();
     out.write("timeseries.csv", b"new").unwrap();
     interrupt::flag().store(true, std::sync::atomic::Ordering::SeqCst);
     let err = out.write("summary.csv", b"new").unwrap_err();
-    assert_eq!(err.kind(), std::io::ErrorKind::Interrupted);
+    assert!(matches!(err, OutputError::Interrupted), "{err:?}");
     let err = out.commit().unwrap_err();
-    assert_eq!(err.kind(), std::io::ErrorKind::Interrupted);
+    assert!(matches!(err, OutputError::Interrupted), "{err:?}");
     interrupt::flag().store(false, std::sync::atomic::Ordering::SeqCst);
 
     assert_eq!(
@@ -167,4 +204,99 @@ fn a_stop_while_writing_abandons_the_staging_folder() {
     );
     assert!(!target.join("timeseries.csv").exists());
     assert!(leftovers(root.path()).is_empty());
+}
+
+/// Whether the process has a handler for SIGTERM (signal 15): bit 14 of
+/// `SigCgt` in /proc/PID/status (Linux).
+fn catches_sigterm(pid: u32) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return false;
+    };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1 << 14) != 0)
+}
+
+/// Starts `stormsim ARGS`, sends SIGTERM as soon as its handler is in
+/// place (within the first milliseconds: before it has read anything), and
+/// returns the exit code and stderr.
+#[cfg(target_os = "linux")]
+fn sigterm_early(args: &[&std::ffi::OsStr]) -> (i32, String) {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .env("CI", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start stormsim");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !catches_sigterm(child.id()) {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "stormsim ended before installing its handler"
+        );
+        assert!(Instant::now() < deadline, "no SIGTERM handler installed");
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    signal(&child, "-TERM");
+    let code = wait_bounded(&mut child);
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    (code, stderr)
+}
+
+/// `plot` and `merge` catch a signal from their first moments (they used
+/// to install the handler only after reading and drawing: an early signal
+/// killed them, 143 for SIGTERM, without a word), exit 130, say so, and
+/// change nothing.
+#[cfg(target_os = "linux")]
+#[test]
+fn sigterm_early_in_plot_and_merge_exits_130_with_a_message() {
+    let root = tempfile::tempdir().unwrap();
+    let run = root.path().join("run");
+    earlier_run(&run);
+    let before = tree(&run);
+    let (code, stderr) = sigterm_early(&["plot".as_ref(), run.as_os_str()]);
+    assert_eq!(code, interrupt::EXIT_CODE, "{stderr}");
+    assert!(
+        stderr.contains("interrupted: nothing was changed in"),
+        "{stderr}"
+    );
+    assert!(tree(&run) == before, "plot changed the folder");
+    assert!(leftovers(&run).is_empty(), "{:?}", leftovers(&run));
+
+    let shard = root.path().join("shard");
+    let ok = Command::new(BIN)
+        .args(["run", &scenario(), "--quiet", "--shard", "0/1", "--out"])
+        .arg(&shard)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    let merged = root.path().join("merged");
+    let (code, stderr) = sigterm_early(&[
+        "merge".as_ref(),
+        shard.as_os_str(),
+        "--out".as_ref(),
+        merged.as_os_str(),
+    ]);
+    assert_eq!(code, interrupt::EXIT_CODE, "{stderr}");
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("interrupted: nothing was written"),
+        "{stderr}"
+    );
+    assert!(!merged.exists());
+    assert!(
+        leftovers(root.path()).is_empty(),
+        "{:?}",
+        leftovers(root.path())
+    );
 }

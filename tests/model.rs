@@ -4,12 +4,12 @@
 
 mod common;
 use common::*;
-use stormsim::model::LayerConfig;
+use stormsim::model::CallPolicy;
 use stormsim::model::backoff::{Backoff, Jitter};
-use stormsim::model::dependency::{Effect, Incident};
+use stormsim::model::server::{Effect, Incident};
 use stormsim::model::service::ServiceDist;
 
-fn always_failing(layers: Vec<LayerConfig>) -> stormsim::model::ModelConfig {
+fn always_failing(layers: Vec<CallPolicy>) -> stormsim::model::ModelConfig {
     let mut dep = dependency(16, ServiceDist::Exponential { mean: 10 * MS }, 1000);
     dep.incidents.push(Incident {
         start: 0,
@@ -175,12 +175,7 @@ fn orphaned_work_keeps_running_after_the_caller_times_out() {
 fn a_scheduled_spike_and_ramp_shape_the_offered_load() {
     use stormsim::model::rate::{RateChange, RateProfile};
     let dep = dependency(64, ServiceDist::Exponential { mean: MS }, 1000);
-    let mut cfg = config(
-        1000.0,
-        30 * S,
-        vec![LayerConfig::passthrough("client")],
-        dep,
-    );
+    let mut cfg = config(1000.0, 30 * S, vec![CallPolicy::passthrough("client")], dep);
     cfg.arrivals = RateProfile::new(
         1000.0,
         &[

@@ -2,17 +2,17 @@
 
 mod common;
 use common::*;
-use stormsim::model::LayerConfig;
+use stormsim::model::CallPolicy;
 use stormsim::model::breaker::{BreakerConfig, BreakerWindow};
 use stormsim::model::budget::BudgetConfig;
 use stormsim::model::config::Shared;
-use stormsim::model::dependency::{Effect, Incident};
 use stormsim::model::retry::RetryAfterMode;
+use stormsim::model::server::{Effect, Incident};
 use stormsim::model::service::ServiceDist;
 use stormsim::model::throttle::ThrottleConfig;
 
 /// A dependency that answers every request at once with 503.
-fn failing(layer: LayerConfig, rate: f64, secs: u64) -> stormsim::model::ModelConfig {
+fn failing(layer: CallPolicy, rate: f64, secs: u64) -> stormsim::model::ModelConfig {
     let mut dep = dependency(8, ServiceDist::Constant(MS), 100);
     dep.incidents.push(Incident {
         start: 0,
@@ -171,7 +171,7 @@ fn a_retries_only_breaker_lets_first_attempts_through() {
 fn sre_adaptive_throttling_rejects_about_one_per_accepted_under_overload() {
     // A backend that can take 100/s, offered 1000/s: with K = 2, clients
     // send about 2 × accepts, so the backend rejects about as many as it
-    // accepts (the SRE book, presets.md §8).
+    // accepts (the SRE book, docs/sources/presets.md §8).
     let mut dep = dependency(1, ServiceDist::Constant(10 * MS), 0);
     dep.shed_status = 503;
     let mut layer = retrying_layer("client", 1, None);

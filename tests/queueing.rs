@@ -1,9 +1,9 @@
 //! With retries off, the dependency is an M/M/c queue and must agree with
-//! queueing theory (shared/reference/experiments.md §5).
+//! queueing theory (docs/sources/experiments.md §5).
 
 mod common;
 use common::*;
-use stormsim::model::LayerConfig;
+use stormsim::model::CallPolicy;
 use stormsim::model::service::ServiceDist;
 
 /// Erlang C: probability that an arrival waits, for c servers and offered
@@ -38,7 +38,7 @@ fn check(c: u32, lambda: f64, service_ms: u64, secs: u64, tol: f64) {
     let cfg = config(
         lambda,
         secs * S,
-        vec![LayerConfig::passthrough("client")],
+        vec![CallPolicy::passthrough("client")],
         dep,
     );
     let (rows, s) = run(&cfg, 2024);

@@ -516,3 +516,206 @@ fn shards_of_variants_with_different_layers_merge_byte_identically() {
     merge(&dirs, &merged).success();
     assert!(tree(&merged) == tree(&full));
 }
+
+/// Rewrites one field of a shard folder's manifest.
+fn tamper(dir: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    let path = dir.join("manifest.json");
+    let mut m: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+    edit(&mut m);
+    fs::write(&path, serde_json::to_string_pretty(&m).unwrap()).unwrap();
+}
+
+/// Every file and folder under `dir`, by relative path (to show that a
+/// refused merge wrote nothing anywhere).
+fn all_paths(dir: &Path) -> Vec<String> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
+        for e in fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            out.push(p.strip_prefix(root).unwrap().display().to_string());
+            if p.is_dir() && !p.is_symlink() {
+                walk(root, &p, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
+/// A manifest is untrusted input: a scenario name that would lead outside
+/// `output/` (`../../x`, an absolute path, an empty name, a control
+/// character), an absurd size, a field of the wrong type or an unknown one
+/// are refused with the file and field named, before anything is written
+/// or allocated.
+#[test]
+fn tampered_manifests_are_refused_before_anything_is_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    // The merges run two folders down, so `../../x` would land in `tmp`.
+    let cwd = tmp.path().join("a/b");
+    fs::create_dir_all(&cwd).unwrap();
+    let good = tmp.path().join("good");
+    shard(&good, 0, 1);
+    let escape = tmp.path().join("x");
+    let cases: Vec<(&str, serde_json::Value, &str)> = vec![
+        (
+            "scenario",
+            "../../x".into(),
+            "scenario: \"../../x\" is not a scenario name",
+        ),
+        (
+            "scenario",
+            escape.display().to_string().into(),
+            "is not a scenario name",
+        ),
+        ("scenario", "".into(), "is not a scenario name"),
+        (
+            "scenario",
+            "a\u{1b}[2Jb".into(),
+            "scenario: `a\\u{1b}[2Jb` holds control",
+        ),
+        (
+            "items_total",
+            1_000_000_000_000_000u64.into(),
+            "items_total: expected a whole number from 1 to 2000000",
+        ),
+        (
+            "shards",
+            1_000_000_000_000u64.into(),
+            "shards: expected a whole number from 1 to 2000000",
+        ),
+        (
+            "replicates",
+            "two".into(),
+            "replicates: expected a whole number",
+        ),
+        ("extra", 1.into(), "`extra`: unknown field"),
+    ];
+    for (field, value, message) in cases {
+        let bad = tmp.path().join(format!("bad-{field}"));
+        let _ = fs::remove_dir_all(&bad);
+        copy_dir(&good, &bad);
+        tamper(&bad, |m| m[field] = value.clone());
+        let before = all_paths(tmp.path());
+        stormsim()
+            .current_dir(&cwd)
+            .arg("merge")
+            .arg(&bad)
+            .assert()
+            .code(2)
+            .stderr(contains(format!(
+                "{}: ",
+                bad.join("manifest.json").display()
+            )))
+            .stderr(contains(message));
+        assert_eq!(all_paths(tmp.path()), before, "{field}: nothing written");
+        assert!(!escape.exists());
+    }
+    // A name that is valid but not the scenario's is refused too.
+    let renamed = tmp.path().join("renamed");
+    copy_dir(&good, &renamed);
+    tamper(&renamed, |m| m["scenario"] = "other".into());
+    stormsim()
+        .current_dir(&cwd)
+        .arg("merge")
+        .arg(&renamed)
+        .assert()
+        .code(2)
+        .stderr(contains("names the scenario `other`"));
+    assert!(!cwd.join("output").exists());
+}
+
+/// The tables are checked against the manifests: a shard whose
+/// timeseries.csv was cut (to its header, or by one row), or whose
+/// manifest claims other row counts, is refused naming the file.
+#[test]
+fn cut_or_inconsistent_tables_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let s = [t.join("s0"), t.join("s1")];
+    shard(&s[0], 0, 2);
+    shard(&s[1], 1, 2);
+    let out = t.join("merged");
+
+    let cut = t.join("cut");
+    copy_dir(&s[1], &cut);
+    let ts = fs::read_to_string(cut.join("timeseries.csv")).unwrap();
+    let header = ts.lines().next().unwrap();
+    fs::write(cut.join("timeseries.csv"), format!("{header}\n")).unwrap();
+    refused(
+        &[s[0].clone(), cut.clone()],
+        &out,
+        &format!("{}: 0 rows of run 1", cut.join("timeseries.csv").display()),
+    );
+
+    let lines: Vec<&str> = ts.lines().collect();
+    fs::write(
+        cut.join("timeseries.csv"),
+        lines[..lines.len() - 1].join("\n") + "\n",
+    )
+    .unwrap();
+    refused(&[s[0].clone(), cut.clone()], &out, "59 rows of run 19");
+
+    // A manifest whose row counts agree with a cut table: the scenario
+    // says how many rows every run has.
+    tamper(&cut, |m| m["items"][9]["rows"] = 59.into());
+    refused(
+        &[s[0].clone(), cut.clone()],
+        &out,
+        "has 59 rows of timeseries.csv in the manifest, but the scenario gives every run 60",
+    );
+
+    // A summary row gone.
+    let short = t.join("short");
+    copy_dir(&s[0], &short);
+    let summary = fs::read_to_string(short.join("summary.csv")).unwrap();
+    let lines: Vec<&str> = summary.lines().collect();
+    fs::write(
+        short.join("summary.csv"),
+        lines[..lines.len() - 1].join("\n") + "\n",
+    )
+    .unwrap();
+    refused(&[short, s[1].clone()], &out, "summary.csv has 9 rows");
+    merge(&s, &out).success();
+}
+
+/// `merge --out` may not be, lie inside or hold (other than as a shard
+/// folder directly inside it, which is carried over) one of the shards.
+#[test]
+fn merge_output_that_is_an_input_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let group = t.join("runs/sweep");
+    let s = [group.join("shard-0-of-2"), group.join("shard-1-of-2")];
+    shard(&s[0], 0, 2);
+    shard(&s[1], 1, 2);
+    let before = tree(t);
+    for (out, relation) in [
+        (s[0].clone(), "is the input"),
+        (s[1].join("merged"), "lies inside the input"),
+        (t.join("runs"), "holds the input"),
+        (t.to_path_buf(), "holds the input"),
+    ] {
+        merge(&s, &out).code(2).stderr(contains(format!(
+            "the output folder {} {relation}",
+            out.display()
+        )));
+        // Even with --force.
+        stormsim()
+            .arg("merge")
+            .args(&s)
+            .arg("--out")
+            .arg(&out)
+            .arg("--force")
+            .assert()
+            .code(2);
+        assert!(tree(t) == before, "{}: nothing changed", out.display());
+    }
+    // The folder holding the shards directly is fine: they are kept.
+    merge(&s, &group).success();
+    for d in &s {
+        assert!(d.join("manifest.json").is_file());
+    }
+    assert!(group.join("report.html").is_file());
+}

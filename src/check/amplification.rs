@@ -1,7 +1,11 @@
 //! How many calls one logical request can cause at each layer and at the
-//! dependency. Without budgets: the product of `max_attempts` over the
-//! layers (3 layers × 4 attempts = 64 calls at the bottom; SRE book,
-//! presets.md §8). With budgets, the bound used is the *sustained* number of
+//! dependency. Without budgets: the product over the layers of the
+//! attempts per call (`max_attempts`, or the hedges of a hedging policy)
+//! times the layer's `fan_out`, since every attempt calls the next hop
+//! `fan_out` times (3 layers × 4 attempts = 64 calls at the bottom; SRE
+//! book, docs/sources/presets.md §8; 3 attempts × fan-out 2 over 3 attempts = 18). A
+//! status probe before retrying a timed-out write is one more call at the
+//! dependency per retry. With budgets, the bound used is the *sustained* number of
 //! attempts per call while every attempt fails (an outage, the storm case),
 //! after a budget's initial burst is spent:
 //!
@@ -28,7 +32,7 @@
 //! is capped at its `max_attempts`; the stack bound is their product.
 //! Breakers and throttles cut load further and are not counted.
 
-use crate::model::LayerConfig;
+use crate::model::CallPolicy;
 use crate::model::budget::BudgetConfig;
 
 /// One layer's attempts per call: its `max_attempts` and the budgeted
@@ -40,11 +44,29 @@ pub struct LayerAmplification {
     pub note: String,
 }
 
+/// The attempts one call at `l` makes at most: its hedges with a hedging
+/// policy, else its `max_attempts`.
+pub fn attempts_per_call(l: &CallPolicy) -> u32 {
+    l.hedging.map_or(l.retry.max_attempts, |h| h.max_attempts)
+}
+
+/// Calls one call at `l` sends to the next hop at most, for `attempts`
+/// attempts: each attempt fans out, and (innermost layer) a status probe
+/// may precede each retry.
+pub fn calls_out(l: &CallPolicy, attempts: f64) -> f64 {
+    let probes = if l.status_probe {
+        (attempts - 1.0).max(0.0)
+    } else {
+        0.0
+    };
+    attempts * f64::from(l.fan_out.max(1)) + probes
+}
+
 /// `calls_per_s` is the peak rate of calls entering the layer (with the
 /// budgets of the outer layers applied); `hold_s` how long a retry holds
 /// an Envoy slot at least (sleep + attempt), when known.
-pub fn layer_amplification(l: &LayerConfig, calls_per_s: f64, hold_s: f64) -> LayerAmplification {
-    let a = l.retry.max_attempts;
+pub fn layer_amplification(l: &CallPolicy, calls_per_s: f64, hold_s: f64) -> LayerAmplification {
+    let a = attempts_per_call(l);
     let max = a as f64;
     let Some(b) = l.budget else {
         return LayerAmplification {
@@ -158,8 +180,8 @@ mod tests {
     use super::*;
     use crate::model::config::Shared;
 
-    fn layer(attempts: u32, budget: Option<(BudgetConfig, bool)>, instances: u32) -> LayerConfig {
-        let mut l = LayerConfig::passthrough("a");
+    fn layer(attempts: u32, budget: Option<(BudgetConfig, bool)>, instances: u32) -> CallPolicy {
+        let mut l = CallPolicy::passthrough("a");
         l.retry.max_attempts = attempts;
         l.instances = instances;
         l.budget = budget.map(|(config, shared)| Shared { config, shared });

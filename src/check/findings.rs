@@ -1,19 +1,19 @@
 //! The retry playbook's anti-patterns as findings
-//! (shared/reference/retry-backoff-patterns.md): no jitter on a large
+//! (docs/sources/retry-backoff-patterns.md): no jitter on a large
 //! fleet; unbounded attempts or no wall-clock budget; retries stacked at
 //! several layers without a shared budget; non-retryable statuses
 //! (400/401/403/404/422) retried; a per-attempt timeout that uses up the
 //! deadline; Retry-After ignored, or longer than the deadline; retries that
 //! do not fit the deadline or outlive the caller's attempt.
 
-use crate::model::LayerConfig;
+use crate::model::CallPolicy;
 use crate::scenario::locate::layer_labels;
 use crate::scenario::types::{
     DeadlineMode, Idempotency, Jitter, RetryAfterMode, RetryOn, Scenario, SideEffects,
 };
 use crate::scenario::validate::MAX_ATTEMPTS;
 
-use super::{Finding, LayerReport, Severity, StackReport};
+use super::{Finding, LayerReport, Severity, StackReport, times};
 
 /// A layer with this many instances, or this many calls per second, is a
 /// "large fleet" whose unjittered retries synchronise.
@@ -43,6 +43,13 @@ impl Out {
     }
 }
 
+/// A count as people read it: `48`; from 10^12 on, its order of
+/// magnitude only.
+fn count(v: f64) -> String {
+    let t = times(v);
+    t.strip_suffix('x').unwrap_or(&t).to_string()
+}
+
 fn fmt_s(v: f64) -> String {
     if v >= 100.0 {
         format!("{v:.0} s")
@@ -55,7 +62,7 @@ fn fmt_s(v: f64) -> String {
 
 pub fn findings(
     s: &Scenario,
-    model: &[LayerConfig],
+    model: &[CallPolicy],
     reports: &[LayerReport],
     stack: &StackReport,
 ) -> Vec<Finding> {
@@ -105,8 +112,8 @@ pub fn findings(
                 "backs off without jitter"
             };
             out.add(Severity::Warning, "no-jitter", &format!("{rp}.jitter"), format!(
-                "layer `{}` {what} on a large fleet ({} instance(s), up to {calls_per_s:.0} calls/s): failed calls retry in lockstep and hit the dependency together when it comes back",
-                l.name, l.instances
+                "layer `{}` {what} on a large fleet ({} instance(s), up to {} calls/s): failed calls retry in lockstep and hit the dependency together when it comes back",
+                l.name, l.instances, count(calls_per_s)
             ), "set `jitter: full` (and an exponential backoff with a cap)");
         }
         // Unbounded attempts.
@@ -147,6 +154,15 @@ pub fn findings(
                 l.name, t, fmt_s(d)
             ), "make the per-attempt timeout a fraction of the deadline (deadline / attempts or less)");
         }
+        // A timeout the run never reaches (valid: it means "no timeout").
+        if let Some(t) = l.timeout
+            && t >= s.duration
+        {
+            out.add(Severity::Info, "timeout-never-fires", &format!("{path}.timeout"), format!(
+                "layer `{}` waits {} per attempt, as long as the run ({}) or longer: no attempt ever times out",
+                l.name, t, s.duration
+            ), "expected if attempts should never time out; else a timeout well below the run (and the deadline)");
+        }
         retry_after_findings(&mut out, s, l, &rp, deadline);
         // Inner retries that outlive the caller's attempt.
         if i > 0
@@ -173,23 +189,28 @@ pub fn findings(
             .is_some_and(|b| b.scope == crate::scenario::types::Scope::Shared)
     });
     if retrying.len() >= 2 && !shared {
-        let product: Vec<String> = s
-            .layers
+        let product: Vec<String> = reports
             .iter()
-            .map(|l| l.retry.max_attempts.to_string())
+            .map(|l| {
+                if l.fan_out > 1 {
+                    format!("{} x fan-out {}", l.max_attempts, l.fan_out)
+                } else {
+                    l.max_attempts.to_string()
+                }
+            })
             .collect();
         out.add(
             if stack.budgeted_amplification >= 10.0 { Severity::Warning } else { Severity::Info },
             "nested-retries-without-budget",
             "layers",
             format!(
-                "{} layers retry ({}) without a shared retry budget: one logical request can become {:.0} calls at the dependency ({} = {:.0}x; {:.1}x with the budgets there are)",
+                "{} layers retry ({}) without a shared retry budget: one logical request can become {} calls at the dependency ({} = {}; {} with the budgets there are)",
                 retrying.len(),
                 retrying.iter().map(|&i| s.layers[i].name.as_str()).collect::<Vec<_>>().join(", "),
-                stack.amplification,
+                count(stack.amplification),
                 product.join(" x "),
-                stack.amplification,
-                stack.budgeted_amplification
+                times(stack.amplification),
+                times(stack.budgeted_amplification)
             ),
             "retry at one layer only (max_attempts: 1 elsewhere), or give the retrying layers a budget with `scope: shared`",
         );
@@ -210,7 +231,8 @@ pub fn findings(
             "retries-exceed-deadline",
             "clients.deadline",
             format!(
-                "when every attempt times out a request needs up to {} (about {} at mean draws) but the deadline is {}: about {} of the outermost layer's {} attempts fit",
+                "in the worst case ({}) a request needs up to {} (about {} at mean draws) but the deadline is {}: about {} of the outermost layer's {} attempts fit",
+                stack.worst_case,
                 stack.worst_case_s.map_or("unbounded".to_string(), fmt_s),
                 stack.expected_s.map_or("unbounded".to_string(), fmt_s),
                 fmt_s(d),

@@ -4,7 +4,7 @@
 //! and mean draws of the jitter), against the user's deadline; how many
 //! calls one request can cause at the dependency, without and with the
 //! retry budgets; and the anti-patterns of the retry playbook
-//! (shared/reference/retry-backoff-patterns.md, "Anti-Patterns" and
+//! (docs/sources/retry-backoff-patterns.md, "Anti-Patterns" and
 //! "Workflow") as findings with a severity and a one-line fix.
 
 mod amplification;
@@ -17,7 +17,7 @@ use serde::Serialize;
 use crate::engine::NS_PER_S;
 use crate::scenario::{Scenario, to_model};
 
-pub use render::{human, json};
+pub use render::{human, json, times};
 pub use timing::sleep_bounds;
 
 /// How serious a finding is: `error` makes `stormsim check` exit with 1.
@@ -59,31 +59,41 @@ pub struct LayerReport {
     pub worst_case_s: Option<f64>,
     pub expected_s: Option<f64>,
     pub bounded_by: Vec<String>,
+    /// Every attempt calls the next hop this many times.
+    pub fan_out: u32,
     /// Calls entering this layer per logical request (product of the outer
-    /// layers' max_attempts), and with budgets.
+    /// layers' attempts × fan-out), and with budgets.
     pub calls_per_request: f64,
     pub budgeted_calls_per_request: f64,
     /// Attempts per call at this layer with its budget (sustained, in an
     /// outage), and why.
     pub budgeted_attempts: f64,
     pub budget_note: String,
+    /// What the worst case is for this layer's policy, in words.
+    pub worst_case: String,
 }
 
 /// The review of the whole stack.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct StackReport {
     pub deadline_s: Option<f64>,
-    /// One logical request when every attempt times out, before the
+    /// One logical request in the worst case (`worst_case`), before the
     /// deadline cuts it.
     pub worst_case_s: Option<f64>,
+    /// The worst case in words (the outermost layer's).
+    pub worst_case: String,
     pub expected_s: Option<f64>,
     pub fits_deadline: Option<bool>,
     /// Outermost attempts that fit in the deadline at mean draws.
     pub attempts_within_deadline: Option<u32>,
-    /// Calls at the dependency per logical request: product of
-    /// max_attempts, and the budgeted bound.
+    /// Calls at the dependency per logical request (per message with
+    /// consumers): product of attempts × fan-out (and status probes, and
+    /// deliveries of a message), and the budgeted bound.
     pub amplification: f64,
     pub budgeted_amplification: f64,
+    /// Deliveries of one message at most (consumers), counted in the
+    /// amplification; 1 without consumers.
+    pub deliveries: u32,
     pub peak_offered_per_s: f64,
 }
 
@@ -119,10 +129,11 @@ fn peak_rate(s: &Scenario) -> f64 {
 pub fn check(s: &Scenario) -> Report {
     let model = to_model(s);
     let secs = |ns: u64| ns as f64 / NS_PER_S as f64;
+    let chain = model.topology.entry_chain();
     let layers = if s.layers.is_empty() {
-        &model.layers[..0]
+        &chain[..0]
     } else {
-        &model.layers[..]
+        &chain[..]
     };
     // The dependency's Retry-After reaches a layer that retries its status.
     let ra = s.dependency.overload.retry_after.map(|d| d.secs_f64());
@@ -138,10 +149,12 @@ pub fn check(s: &Scenario) -> Report {
     for ((l, t), sl) in layers.iter().zip(&timings).zip(&s.layers) {
         let hold = t.sleeps_mean.first().copied().unwrap_or(0.0) + t.attempt_mean.unwrap_or(0.0);
         let amp = amplification::layer_amplification(l, peak * budgeted_calls, hold);
+        let attempts = amplification::attempts_per_call(l);
         reports.push(LayerReport {
             name: l.name.clone(),
             preset: sl.preset.clone(),
-            max_attempts: l.retry.max_attempts,
+            max_attempts: attempts,
+            fan_out: l.fan_out.max(1),
             attempt_s: t.attempt_worst,
             sleeps_worst_s: t.sleeps_worst.clone(),
             sleeps_mean_s: t.sleeps_mean.clone(),
@@ -152,10 +165,16 @@ pub fn check(s: &Scenario) -> Report {
             budgeted_calls_per_request: budgeted_calls,
             budgeted_attempts: amp.budgeted,
             budget_note: amp.note,
+            worst_case: timing::worst_case_words(l, sl),
         });
-        calls *= l.retry.max_attempts as f64;
-        budgeted_calls *= amp.budgeted;
+        calls *= amplification::calls_out(l, attempts as f64);
+        budgeted_calls *= amplification::calls_out(l, amp.budgeted);
     }
+    // Each delivery of a message is a logical request of its own.
+    let deliveries = s
+        .consumers
+        .as_ref()
+        .map_or(1, |c| c.max_receive_count.max(1));
     let deadline = model.deadline.map(secs);
     let (worst, expected) = timings
         .first()
@@ -163,6 +182,11 @@ pub fn check(s: &Scenario) -> Report {
     let stack = StackReport {
         deadline_s: deadline,
         worst_case_s: worst,
+        worst_case: reports
+            .first()
+            .map_or("one attempt, no retries".to_string(), |r| {
+                format!("layer `{}`: {}", r.name, r.worst_case)
+            }),
         expected_s: expected,
         fits_deadline: deadline.map(|d| worst.is_some_and(|w| w <= d)),
         attempts_within_deadline: match (deadline, timings.first(), layers.first()) {
@@ -171,8 +195,9 @@ pub fn check(s: &Scenario) -> Report {
             }
             _ => None,
         },
-        amplification: calls,
-        budgeted_amplification: budgeted_calls,
+        amplification: calls * f64::from(deliveries),
+        budgeted_amplification: budgeted_calls * f64::from(deliveries),
+        deliveries,
         peak_offered_per_s: peak,
     };
     let findings = findings::findings(s, layers, &reports, &stack);

@@ -13,8 +13,14 @@ fn secs(v: Option<f64>) -> String {
     }
 }
 
-fn times(v: f64) -> String {
-    if v >= 100.0 || v.fract() == 0.0 {
+/// A multiple as people read it: `4x`, `1.10x`, `18x`; from 10^12 on,
+/// only its order of magnitude ("at least 10^48x"), never a long float.
+pub fn times(v: f64) -> String {
+    if !v.is_finite() {
+        "at least 10^308x".into()
+    } else if v >= 1e12 {
+        format!("at least 10^{}x", v.log10().floor() as i64)
+    } else if v >= 100.0 || v.fract() == 0.0 {
         format!("{v:.0}x")
     } else {
         format!("{v:.2}x")
@@ -59,15 +65,23 @@ pub fn human(r: &Report, file: &str) -> String {
             .max(5);
         let _ = writeln!(
             o,
-            "\n{:<w$} {:>8} {:>12} {:>12} {:>12} {:>10} {:>10}",
-            "layer", "attempts", "attempt max", "worst case", "expected", "calls in", "budgeted"
+            "\n{:<w$} {:>8} {:>7} {:>12} {:>12} {:>12} {:>10} {:>10}",
+            "layer",
+            "attempts",
+            "fan-out",
+            "attempt max",
+            "worst case",
+            "expected",
+            "calls in",
+            "budgeted"
         );
         for l in &r.layers {
             let _ = writeln!(
                 o,
-                "{:<w$} {:>8} {:>12} {:>12} {:>12} {:>10} {:>10}",
+                "{:<w$} {:>8} {:>7} {:>12} {:>12} {:>12} {:>10} {:>10}",
                 name(l),
                 l.max_attempts,
+                l.fan_out,
                 secs(l.attempt_s),
                 secs(l.worst_case_s),
                 secs(l.expected_s),
@@ -105,6 +119,7 @@ pub fn human(r: &Report, file: &str) -> String {
                 format!("; bounded by {}", l.bounded_by.join(", "))
             };
             let _ = writeln!(o, "  {}: budget: {}{bounded}", l.name, l.budget_note);
+            let _ = writeln!(o, "  {}: worst case: {}", l.name, l.worst_case);
         }
     }
     let fits = match s.fits_deadline {
@@ -117,13 +132,22 @@ pub fn human(r: &Report, file: &str) -> String {
     };
     let _ = writeln!(
         o,
-        "\nstack: every attempt timing out, a request takes up to {} (about {} at mean draws){fits}",
+        "\nstack: in the worst case ({}), a request takes up to {} (about {} at mean draws){fits}",
+        s.worst_case,
         secs(s.worst_case_s),
         secs(s.expected_s)
     );
+    let per = if s.deliveries > 1 {
+        format!(
+            "per message (up to {} deliveries, each a logical request)",
+            s.deliveries
+        )
+    } else {
+        "per logical request".to_string()
+    };
     let _ = writeln!(
         o,
-        "amplification: up to {} calls at the dependency per logical request (product of max_attempts); {} sustained with the budgets during an outage",
+        "amplification: up to {} calls at the dependency {per} (product of attempts x fan-out over the layers); {} sustained with the budgets during an outage",
         times(s.amplification),
         times(s.budgeted_amplification)
     );

@@ -237,3 +237,131 @@ fn presets_review_cleanly_where_they_should() {
     let text = human(&r, "x.yaml");
     assert!(text.contains("amplification: up to 4x"), "{text}");
 }
+
+#[test]
+fn fan_out_and_hedging_count_in_the_amplification() {
+    // 3 attempts x fan-out 2 over 3 attempts: 18 calls at the dependency.
+    let r = report(
+        "layers:\n  - { name: a, fan_out: 2, retry: { max_attempts: 3 } }\n  - { name: b, retry: { max_attempts: 3 } }\n",
+    );
+    assert_eq!(r.stack.amplification, 18.0);
+    let calls: Vec<f64> = r.layers.iter().map(|l| l.calls_per_request).collect();
+    assert_eq!(calls, [1.0, 6.0]);
+    assert_eq!(r.layers[0].fan_out, 2);
+    let f = finding(&r, "nested-retries-without-budget");
+    assert!(
+        f.message.contains("become 18 calls") && f.message.contains("3 x fan-out 2 x 3 = 18x"),
+        "{}",
+        f.message
+    );
+    assert!(human(&r, "x").contains("amplification: up to 18x"));
+    // A hedging policy sends up to its hedges: 4 x 2 = 8.
+    let r = report(
+        "layers:\n  - { name: a, hedging: { delay: 50ms, max_attempts: 4 } }\n  - { name: b, retry: { max_attempts: 2 } }\n",
+    );
+    assert_eq!(r.stack.amplification, 8.0);
+    assert_eq!(r.layers[0].max_attempts, 4);
+    // Hedges go 50 ms apart: the call lasts 3 x 50 ms + the last attempt.
+    let r = report(
+        "layers:\n  - { name: a, timeout: 1s, hedging: { delay: 50ms, max_attempts: 4 } }\n",
+    );
+    assert!((r.stack.worst_case_s.unwrap() - 1.15).abs() < 1e-9);
+    assert!(
+        r.stack.worst_case.contains("all 4 hedges sent, 50ms apart"),
+        "{}",
+        r.stack.worst_case
+    );
+    // Every delivery of a message is a logical request.
+    let r = report(
+        "consumers: { concurrency: 4, max_receive_count: 5 }\nlayers:\n  - { name: a, retry: { max_attempts: 3 } }\n",
+    );
+    assert_eq!((r.stack.deliveries, r.stack.amplification), (5, 15.0));
+    assert!(human(&r, "x").contains("per message (up to 5 deliveries"));
+}
+
+#[test]
+fn huge_amplification_prints_as_an_order_of_magnitude() {
+    let layers: String = (0..16)
+        .map(|i| {
+            format!("  - {{ name: l{i}, retry: {{ max_attempts: 1000, max_elapsed: 1s }} }}\n")
+        })
+        .collect();
+    let r = report(&format!("layers:\n{layers}"));
+    assert!(r.stack.amplification >= 1e47);
+    let text = human(&r, "x");
+    assert!(
+        text.contains("amplification: up to at least 10^48x"),
+        "{text}"
+    );
+    for line in text.lines() {
+        // No number longer than 13 digits anywhere.
+        let longest = line
+            .split(|c: char| !c.is_ascii_digit())
+            .map(str::len)
+            .max()
+            .unwrap_or(0);
+        assert!(longest <= 13, "{line}");
+    }
+    let f = finding(&r, "nested-retries-without-budget");
+    assert!(
+        f.message.contains("become at least 10^48 calls"),
+        "{}",
+        f.message
+    );
+    assert_eq!(times(1e12), "at least 10^12x");
+    assert_eq!(times(18.0), "18x");
+    assert_eq!(times(1.1), "1.10x");
+}
+
+#[test]
+fn the_worst_case_is_described_for_the_policy_it_is() {
+    // Timeouts retried: every attempt times out.
+    let r = report("layers:\n  - { name: a, timeout: 1s, retry: { max_attempts: 3 } }\n");
+    assert_eq!(r.stack.worst_case, "layer `a`: all 3 attempts timing out");
+    assert!(
+        human(&r, "x").contains("stack: in the worst case (layer `a`: all 3 attempts timing out)")
+    );
+    // Timeouts not retried (gRPC): the retried failures come just before
+    // the timeout, and only the last attempt times out.
+    let r = report("layers:\n  - { name: a, timeout: 1s, preset: grpc-a6 }\n");
+    let w = &r.stack.worst_case;
+    assert!(
+        w.contains("3 attempts failing with a retried outcome (connection errors, 503) just before its timeout, then the last timing out (timeouts are not retried)"),
+        "{w}"
+    );
+    assert!(!human(&r, "x").contains("every attempt timing out"));
+    // Nothing retried but timeouts, and timeouts not retried.
+    let r = report(
+        "layers:\n  - { name: a, timeout: 1s, retry: { max_attempts: 3, retry_on: [timeout] } }\n",
+    );
+    assert!(r.stack.worst_case.contains("all 3 attempts timing out"));
+    let r = report("layers:\n  - { name: a, timeout: 1s, retry: { max_attempts: 1 } }\n");
+    assert_eq!(r.stack.worst_case, "layer `a`: its one attempt timing out");
+    // The deadline finding says the same.
+    let src = MINIMAL.replace("rate: 100/s }", "rate: 100/s }\n  deadline: 2s");
+    let r = check(
+        &load_str(
+            &format!("{src}layers:\n  - {{ name: a, timeout: 1s, preset: grpc-a6 }}\n"),
+            "x",
+        )
+        .unwrap(),
+    );
+    let f = finding(&r, "retries-exceed-deadline");
+    assert!(
+        f.message
+            .starts_with("in the worst case (layer `a`: 3 attempts failing with a retried outcome"),
+        "{}",
+        f.message
+    );
+}
+
+#[test]
+fn a_timeout_longer_than_the_run_is_advice_not_an_error() {
+    let r = report("layers:\n  - { name: a, timeout: 1h, retry: { max_attempts: 2 } }\n");
+    let f = finding(&r, "timeout-never-fires");
+    assert_eq!(
+        (f.severity, f.path.as_str()),
+        (Severity::Info, "layers.a.timeout")
+    );
+    assert!(!r.has_errors());
+}

@@ -2,13 +2,13 @@
 //! (times out): per retry, the worst and the mean backoff sleep of the
 //! layer's jitter mode; per layer, attempts × attempt time + sleeps, bounded
 //! by `total_timeout` and `max_elapsed`; inner layers bound the attempt
-//! time of outer ones. Formulas: shared/DESIGN.md ("Retry policy") and
-//! `model::backoff` (which cites presets.md §5 for polly_v2); Retry-After
-//! waits per mode from `model::retry::RetryAfterMode` (presets.md §1.3,
+//! time of outer ones. Formulas: README.md ("The model": backoff and jitter) and
+//! `model::backoff` (which cites docs/sources/presets.md §5 for polly_v2); Retry-After
+//! waits per mode from `model::retry::RetryAfterMode` (docs/sources/presets.md §1.3,
 //! §2, §3, §5, §9.1). All times in seconds; `None` = unbounded.
 
 use crate::engine::NS_PER_S;
-use crate::model::LayerConfig;
+use crate::model::CallPolicy;
 use crate::model::backoff::{Backoff, Jitter};
 use crate::model::retry::RetryAfterMode;
 
@@ -96,6 +96,54 @@ pub fn retry_after_wait(mode: RetryAfterMode, ra: f64, t_worst: f64, t_mean: f64
     }
 }
 
+/// The worst case of one call at `l` in words. Its time is the same
+/// bound (attempts × attempt time + sleeps) whatever the policy retries,
+/// but what happens in it differs: a policy that retries timeouts has
+/// every attempt time out; one that does not retries only the failures it
+/// lists, each of which can come just before the attempt's timeout, and
+/// the last attempt times out.
+pub fn worst_case_words(l: &CallPolicy, layer: &crate::scenario::types::Layer) -> String {
+    use crate::scenario::types::RetryOn;
+    let ends = if l.timeout.is_some() {
+        "its timeout"
+    } else {
+        "the call below it gives up"
+    };
+    if let Some(h) = l.hedging {
+        return format!(
+            "all {} hedges sent, {} apart, none succeeding before {ends}",
+            h.max_attempts,
+            crate::scenario::units::Duration(h.delay)
+        );
+    }
+    let retried: Vec<String> = layer
+        .retry
+        .retry_on
+        .iter()
+        .filter(|on| !matches!(on, RetryOn::Timeout))
+        .map(|on| match on {
+            RetryOn::Timeout => "timeout".to_string(),
+            RetryOn::Connection => "connection errors".to_string(),
+            RetryOn::Status(c) => c.to_string(),
+            RetryOn::Class(c) => format!("{c}xx"),
+        })
+        .collect();
+    match l.retry.max_attempts {
+        0 | 1 if l.timeout.is_some() => "its one attempt timing out".into(),
+        0 | 1 => "its one attempt lasting as long as the call below it".into(),
+        n if l.retry.retry_on.timeout => format!("all {n} attempts timing out"),
+        n if retried.is_empty() => format!(
+            "its first attempt timing out (timeouts are not retried, and nothing else is listed: the other {} attempts never go)",
+            n - 1
+        ),
+        n => format!(
+            "{} attempts failing with a retried outcome ({}) just before {ends}, then the last timing out (timeouts are not retried)",
+            n - 1,
+            retried.join(", ")
+        ),
+    }
+}
+
 /// Time bounds of one call at a layer.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LayerTiming {
@@ -115,7 +163,7 @@ pub struct LayerTiming {
 /// Timing of every layer, outermost first. `retry_after` is the
 /// dependency's Retry-After in seconds when it sends one with a status
 /// the layer retries (per layer).
-pub fn layer_timings(layers: &[LayerConfig], retry_after: &[Option<f64>]) -> Vec<LayerTiming> {
+pub fn layer_timings(layers: &[CallPolicy], retry_after: &[Option<f64>]) -> Vec<LayerTiming> {
     let mut out: Vec<LayerTiming> = Vec::with_capacity(layers.len());
     let mut inner: (Option<f64>, Option<f64>) = (None, None);
     for (i, l) in layers.iter().enumerate().rev() {
@@ -134,7 +182,7 @@ fn min_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
-fn one_layer(l: &LayerConfig, inner: (Option<f64>, Option<f64>), ra: Option<f64>) -> LayerTiming {
+fn one_layer(l: &CallPolicy, inner: (Option<f64>, Option<f64>), ra: Option<f64>) -> LayerTiming {
     let secs = |ns: u64| ns as f64 / NS_PER_S as f64;
     let r = &l.retry;
     let retries = r.max_attempts.saturating_sub(1);
@@ -160,8 +208,11 @@ fn one_layer(l: &LayerConfig, inner: (Option<f64>, Option<f64>), ra: Option<f64>
     let attempt_worst = min_opt(timeout, inner.0);
     let attempt_mean = min_opt(timeout, inner.1);
     let attempts = r.max_attempts as f64;
-    let total = |attempt: Option<f64>, sleeps: &[f64]| {
-        attempt.map(|a| attempts * a + sleeps.iter().sum::<f64>())
+    let total = |attempt: Option<f64>, sleeps: &[f64]| match l.hedging {
+        // Hedges go `delay` apart (at once after a non-fatal failure); the
+        // call lasts until the last one's attempt ends.
+        Some(h) => attempt.map(|a| h.max_attempts.saturating_sub(1) as f64 * secs(h.delay) + a),
+        None => attempt.map(|a| attempts * a + sleeps.iter().sum::<f64>()),
     };
     let mut worst = total(attempt_worst, &sleeps_worst);
     let mut expected = total(attempt_mean, &sleeps_mean);

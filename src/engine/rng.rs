@@ -1,6 +1,7 @@
 //! Random streams. Every stream is a `Xoshiro256PlusPlus` (a named,
 //! value-stable generator: rand's standard and small generators may change
-//! values in any rand release, see shared/reference/engineering-notes.md)
+//! values in any rand release, see docs/sources/engineering-notes.md,
+//! "Determinism")
 //! seeded by SplitMix64 from the run seed (scenario seed and replicate;
 //! variants share it, see `runner`), the purpose and an index.
 //!

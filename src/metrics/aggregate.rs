@@ -3,7 +3,9 @@
 //! (Student's t with n − 1 degrees of freedom; empty with one replicate).
 //! Missing values (a run with no recovery, say) are left out of both.
 //! `recovered` becomes `recovered_fraction`: the share of replicates that
-//! recovered. Swept values (`sweep.<path>`) are carried through as they are.
+//! recovered (among those with a verdict). `aborted` becomes
+//! `aborted_runs`: the replicates a guard rail stopped early. Swept values
+//! (`sweep.<path>`) are carried through as they are.
 
 use super::columns::Cell;
 
@@ -54,7 +56,15 @@ pub fn aggregate(rows: &[Vec<(String, Cell)>]) -> Vec<(String, Cell)> {
             out.push((name.clone(), cell.clone()));
             continue;
         }
-        if matches!(cell, Cell::Text(_)) || name == "aborted" || name == "event_digest" {
+        if name == "aborted" {
+            let n = rows
+                .iter()
+                .filter(|r| matches!(r[i].1, Cell::Text(_)))
+                .count();
+            out.push(("aborted_runs".into(), Cell::Int(n as u64)));
+            continue;
+        }
+        if matches!(cell, Cell::Text(_)) || name == "event_digest" {
             continue;
         }
         let values: Vec<f64> = rows.iter().filter_map(|r| r[i].1.number()).collect();
@@ -89,21 +99,40 @@ mod tests {
     }
 
     #[test]
-    fn recovered_becomes_a_fraction_and_text_is_skipped() {
-        let row = |rec: bool, x: f64| {
+    fn recovered_becomes_a_fraction_and_aborted_a_count() {
+        let row = |rec: Option<bool>, x: f64, aborted: Option<&str>| {
             vec![
-                ("recovered".to_string(), Cell::Bool(rec)),
+                (
+                    "recovered".to_string(),
+                    rec.map_or(Cell::Missing, Cell::Bool),
+                ),
                 ("x".to_string(), Cell::Float(x)),
-                ("aborted".to_string(), Cell::Text("no".into())),
+                (
+                    "aborted".to_string(),
+                    aborted.map_or(Cell::Missing, |a| Cell::Text(a.into())),
+                ),
+                ("label".to_string(), Cell::Text("skipped".into())),
             ]
         };
-        let agg = aggregate(&[row(true, 1.0), row(false, 3.0)]);
+        let aborted = row(None, 5.0, Some("max_events reached"));
+        let agg = aggregate(&[
+            row(Some(true), 1.0, None),
+            row(Some(false), 3.0, None),
+            aborted,
+        ]);
         let names: Vec<&str> = agg.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(
             names,
-            ["replicates", "recovered_fraction", "x_mean", "x_ci95"]
+            [
+                "replicates",
+                "recovered_fraction",
+                "x_mean",
+                "x_ci95",
+                "aborted_runs"
+            ]
         );
-        assert_eq!(agg[1].1, Cell::Float(0.5));
-        assert_eq!(agg[2].1, Cell::Float(2.0));
+        assert_eq!(agg[1].1, Cell::Float(0.5), "of the runs with a verdict");
+        assert_eq!(agg[2].1, Cell::Float(3.0));
+        assert_eq!(agg[4].1, Cell::Int(1), "one run stopped early");
     }
 }

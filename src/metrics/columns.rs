@@ -1,6 +1,7 @@
-//! The columns of the output tables, in order: the contract of DESIGN.md
-//! first, extra columns after. Each row becomes a list of named `Cell`s so
-//! that writing CSV and aggregating over replicates need no per-column code.
+//! The columns of the output tables, in order: the contract documented in
+//! README.md ("Outputs") first, extra columns after. Each row becomes a
+//! list of named `Cell`s so that writing CSV and aggregating over
+//! replicates need no per-column code.
 
 use std::fmt;
 
@@ -158,6 +159,10 @@ pub fn for_each_time_cell(
         format_args!("failed_breaker_open"),
         Cell::Int(r.failed_by[Reason::BreakerOpen as usize]),
     );
+    f(
+        format_args!("failed_bulkhead_full"),
+        Cell::Int(r.failed_by[Reason::BulkheadFull as usize]),
+    );
     f(format_args!("blackholed"), Cell::Int(r.blackholed));
     f(format_args!("queue_timeouts"), Cell::Int(r.queue_timeouts));
     f(format_args!("open_requests"), Cell::Int(r.open_requests));
@@ -242,7 +247,7 @@ pub fn summary_cells(s: &Summary, layer_names: &[String]) -> Vec<(String, Cell)>
         ("logical_requests".into(), Cell::Int(s.logical_requests)),
         ("succeeded".into(), Cell::Int(s.succeeded)),
         ("failed".into(), Cell::Int(s.failed)),
-        ("success_rate".into(), Cell::Float(s.success_rate)),
+        ("success_rate".into(), Cell::opt_f(s.success_rate)),
         (
             "dependency_attempts".into(),
             Cell::Int(s.dependency_attempts),
@@ -380,7 +385,8 @@ pub fn summary_cells(s: &Summary, layer_names: &[String]) -> Vec<(String, Cell)>
         ("capacity_per_s".into(), Cell::Float(s.capacity_per_s)),
         (
             "aborted".into(),
-            s.aborted.clone().map_or(Cell::Missing, Cell::Text),
+            s.aborted
+                .map_or(Cell::Missing, |a| Cell::Text(a.to_string())),
         ),
         ("completion_time_s".into(), Cell::opt_f(s.completion_time_s)),
         (

@@ -15,6 +15,20 @@ use super::reason::Reason;
 use crate::engine::{NS_PER_US, Nanos};
 
 use super::gauge::Gauge;
+use super::services::ServiceMetrics;
+
+/// What became of a request at a service (see `metrics::services`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServiceEvent {
+    Refused,
+    Vanished,
+    Error,
+    Shed,
+    QueueTimeout,
+    Served,
+    Cancelled,
+    Reset,
+}
 
 /// Counters of one time bucket.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -119,6 +133,8 @@ pub struct Recorder {
     bucket_latency: Histogram<u64>,
     latency_bucket: usize,
     pub totals: Totals,
+    /// Per service and per call edge of the graph.
+    pub svc: ServiceMetrics,
     open_requests: u64,
     open_bucket: usize,
     /// The last bucket looked up, as (start, end, index): most records
@@ -143,7 +159,31 @@ fn histogram(sigfig: u8) -> Histogram<u64> {
 }
 
 impl Recorder {
+    /// The memory `new(duration, bucket, layers)` allocates: counters per
+    /// bucket (and per layer), two gauges, four histograms.
+    pub fn state_bytes(duration: Nanos, bucket: Nanos, layers: usize) -> u64 {
+        let n = duration.div_ceil(bucket.max(1)).max(1);
+        let per_bucket = std::mem::size_of::<BucketCounts>() as u64
+            // attempts, retries and orphaned; gates; levels.
+            + layers as u64 * (3 * 8 + 3 * 8 + 3 * 8)
+            + 2 * std::mem::size_of::<u128>() as u64;
+        static HISTOGRAMS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+        let histograms = *HISTOGRAMS.get_or_init(|| {
+            let bytes = |h: Histogram<u64>| h.distinct_values() as u64 * 8;
+            3 * bytes(histogram(3)) + bytes(histogram(2))
+        });
+        n.saturating_mul(per_bucket)
+            .saturating_add(histograms)
+            .saturating_add(layers as u64 * 16)
+    }
+
     pub fn new(duration: Nanos, bucket: Nanos, layers: usize) -> Self {
+        Recorder::with_services(duration, bucket, layers, 0)
+    }
+
+    /// A recorder for a graph of `services` services and `layers` call
+    /// edges.
+    pub fn with_services(duration: Nanos, bucket: Nanos, layers: usize, services: usize) -> Self {
         let n = duration.div_ceil(bucket).max(1) as usize;
         Recorder {
             bucket,
@@ -167,6 +207,7 @@ impl Recorder {
                 layer_calls: vec![0; layers],
                 ..Totals::default()
             },
+            svc: ServiceMetrics::new(bucket, n, services, layers),
             open_requests: 0,
             open_bucket: 0,
             last: Cell::new((0, 0, 0)),
@@ -438,10 +479,68 @@ impl Recorder {
         self.totals.messages_open = messages_open;
         self.queue.advance(end);
         self.busy.advance(end);
+        self.svc.advance(end);
         self.close_latency_bucket();
         let last = self.buckets.len() - 1;
         self.note_open(end.saturating_sub(1).max(last as u64 * self.bucket));
         self.buckets[last].open_requests = self.open_requests;
+    }
+
+    // ------------------------------------------------- services and edges
+
+    /// A request arrived at service `s`.
+    #[inline]
+    pub fn service_arrival(&mut self, t: Nanos, s: usize) {
+        let b = self.b(t);
+        self.svc.at(b, s).attempts += 1;
+    }
+
+    /// What became of a request at service `s`.
+    #[inline]
+    pub fn service_event(&mut self, t: Nanos, s: usize, what: ServiceEvent) {
+        let b = self.b(t);
+        let c = self.svc.at(b, s);
+        match what {
+            ServiceEvent::Refused => c.refused += 1,
+            ServiceEvent::Vanished => c.vanished += 1,
+            ServiceEvent::Error => c.errors += 1,
+            ServiceEvent::Shed => c.shed += 1,
+            ServiceEvent::QueueTimeout => c.queue_timeouts += 1,
+            ServiceEvent::Served => c.served += 1,
+            ServiceEvent::Cancelled => c.cancelled += 1,
+            ServiceEvent::Reset => c.reset += 1,
+        }
+    }
+
+    /// A request of service `s` waited `wait` in its queue.
+    #[inline]
+    pub fn service_queue_wait(&mut self, s: usize, wait: Nanos) {
+        let w = &mut self.svc.queue_wait[s];
+        w.0 += wait as u128;
+        w.1 += 1;
+    }
+
+    /// A request left service `s` after `sojourn` inside.
+    #[inline]
+    pub fn service_left(&mut self, s: usize, sojourn: Nanos) {
+        let w = &mut self.svc.sojourn[s];
+        w.0 += sojourn as u128;
+        w.1 += 1;
+    }
+
+    /// Service `s` now has `queued` requests waiting, `busy` workers busy
+    /// and `inside` requests inside.
+    #[inline]
+    pub fn service_levels(&mut self, t: Nanos, s: usize, queued: u64, busy: u64, inside: u64) {
+        self.svc.queue[s].set(t, queued);
+        self.svc.busy[s].set(t, busy);
+        self.svc.inside[s].set(t, inside);
+    }
+
+    /// A call on `edge` ended, successfully or not.
+    #[inline]
+    pub fn call_done(&mut self, edge: usize, ok: bool) {
+        self.svc.edge_outcomes[edge][usize::from(!ok)] += 1;
     }
 
     /// Logical requests that have not ended.

@@ -10,12 +10,20 @@
 //! every window until the end of the run is healthy; the recovery time is
 //! the start of the first such window minus the trigger's end. A run that
 //! never gets there is metastable (`recovered = false`).
+//!
+//! A run stopped early by a guard rail (`aborted`) earns no verdict: its
+//! recovery cells and its success rate are empty (the requests still open
+//! at the stop have no outcome; the buckets after it are empty, and empty
+//! buckets would look healthy), and its other figures cover only the time
+//! it reached.
 
 use crate::engine::{NS_PER_S, Nanos};
 
+use super::abort::Abort;
 use super::criteria::RecoveryCriteria;
 use super::reason::Reason;
 use super::recorder::Recorder;
+use super::services::{EdgeInfo, EdgeTotals, GraphTables, ServiceInfo, tabulate_graph};
 
 /// What a finished run hands back besides its recorder.
 #[derive(Clone, Debug, Default)]
@@ -23,7 +31,7 @@ pub struct RunInfo {
     pub events: u64,
     pub digest: u64,
     /// Why the run stopped early, if it did (a guard rail was hit).
-    pub aborted: Option<String>,
+    pub aborted: Option<Abort>,
     /// Time the run reached (the duration unless aborted).
     pub end: Nanos,
     /// Workloads that end by themselves (OCC): when the last client was
@@ -39,6 +47,10 @@ pub struct RunContext {
     pub concurrency: u32,
     pub recovery: RecoveryCriteria,
     pub layer_names: Vec<String>,
+    /// The graph's services and call edges (empty for workloads without
+    /// one).
+    pub services: Vec<ServiceInfo>,
+    pub edges: Vec<EdgeInfo>,
 }
 
 /// One row of `timeseries.csv` (without variant and replicate).
@@ -95,7 +107,8 @@ pub struct Summary {
     pub succeeded: u64,
     pub failed: u64,
     pub in_flight_at_end: u64,
-    pub success_rate: f64,
+    /// Succeeded ÷ (succeeded + failed); `None` for an aborted run.
+    pub success_rate: Option<f64>,
     pub dependency_attempts: u64,
     pub retries: u64,
     pub retry_ratio: f64,
@@ -111,7 +124,9 @@ pub struct Summary {
     pub dependency_utilization: f64,
     pub dependency_queue_wait_mean_ms: Option<f64>,
     pub peak_load_ratio: f64,
+    /// `None` without a trigger, and for an aborted run.
     pub recovery_time_s: Option<f64>,
+    /// `None` without a trigger, and for an aborted run.
     pub recovered: Option<bool>,
     pub orphaned_work_s: f64,
     pub events: u64,
@@ -150,7 +165,7 @@ pub struct Summary {
     pub layer_gates: Vec<[u64; 3]>,
     pub baseline_success_ratio: f64,
     pub capacity_per_s: f64,
-    pub aborted: Option<String>,
+    pub aborted: Option<Abort>,
     pub event_digest: u64,
     /// OCC workloads: the time of the last event (the blog's completion time).
     pub completion_time_s: Option<f64>,
@@ -162,6 +177,28 @@ fn ratio(a: f64, b: f64) -> f64 {
 
 fn us_to_ms(us: u64) -> f64 {
     us as f64 / 1000.0
+}
+
+/// The per-service and per-edge tables of a run, from its recorder and
+/// its summary (whose per-layer totals are the per-edge ones).
+pub fn tabulate_services(rec: &Recorder, ctx: &RunContext, s: &Summary) -> GraphTables {
+    if ctx.services.is_empty() {
+        return GraphTables::default();
+    }
+    tabulate_graph(
+        &rec.svc,
+        &ctx.services,
+        EdgeTotals {
+            calls: &s.layer_calls,
+            attempts: &s.layer_attempts,
+            retries: &s.layer_retries,
+            gates: &s.layer_gates,
+            orphaned: &s.layer_orphaned,
+        },
+        s.logical_requests,
+        rec.bucket_len(),
+        |b| rec.len_of(b),
+    )
 }
 
 /// Computes the time series and the summary of one run.
@@ -279,13 +316,17 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
     let hist_ms = |h: &hdrhistogram::Histogram<u64>, q: f64| {
         (!h.is_empty()).then(|| us_to_ms(h.value_at_quantile(q)))
     };
-    let (baseline, recovery_time_s, recovered) = recovery(rec, &rows, &ctx.recovery);
+    let (baseline, mut recovery_time_s, mut recovered) = recovery(rec, &rows, &ctx.recovery);
+    let aborted = info.aborted.is_some();
+    if aborted {
+        (recovery_time_s, recovered) = (None, None);
+    }
     let summary = Summary {
         logical_requests,
         succeeded,
         failed,
         in_flight_at_end: rec.open_requests(),
-        success_rate: ratio(succeeded as f64, (succeeded + failed) as f64),
+        success_rate: (!aborted).then(|| ratio(succeeded as f64, (succeeded + failed) as f64)),
         dependency_attempts,
         retries,
         retry_ratio: ratio(retries as f64, all_attempts as f64),
@@ -349,7 +390,7 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         layer_gates,
         baseline_success_ratio: baseline,
         capacity_per_s: ctx.capacity_per_sec,
-        aborted: info.aborted.clone(),
+        aborted: info.aborted,
         event_digest: info.digest,
         completion_time_s: info.completion.map(|c| c as f64 / 1e9),
     };

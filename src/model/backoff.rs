@@ -1,4 +1,4 @@
-//! Backoff delays and jitter, exactly as shared/DESIGN.md gives them.
+//! Backoff delays and jitter, exactly as README.md ("The model") gives them.
 //!
 //! Retry n (n = 1 is the first retry, that is attempt 2) waits:
 //! - constant: `base`
@@ -15,7 +15,7 @@
 //! - proportional(f): `d * U(1 - f, 1 + f)` (Resilience4j's
 //!   randomization factor and cenkalti/backoff's RandomizationFactor; as
 //!   there, the result may exceed the cap by up to the factor)
-//! - polly_v2: Polly v8's `DecorrelatedJitterBackoffV2` (presets.md §5):
+//! - polly_v2: Polly v8's `DecorrelatedJitterBackoffV2` (docs/sources/presets.md §5):
 //!   with a = n − 1 and t = a + U(0, 1), `next = 2^t · tanh(√(4t))`, sleep
 //!   `(next − prev) / 1.4 × base`, capped at `cap`; `prev` is per request
 //!   and starts at 0.
@@ -23,7 +23,7 @@
 //! Exponential backoff may truncate to whole milliseconds at every step,
 //! as Resilience4j's `IntervalFunction.ofExponentialBackoff` does
 //! (`f(n) = (long)(f(n-1) × m)`: 500, 750, 1125, 1687, 2530 ms ...,
-//! presets.md §6).
+//! docs/sources/presets.md §6).
 
 use crate::engine::{Nanos, Stream, time::from_f64_ns};
 
@@ -318,7 +318,7 @@ mod tests {
 
     #[test]
     fn resilience4j_truncates_every_step() {
-        // presets.md §6: 500, 750, 1125, 1687, 2530, 3795, 5692, 8538 ms.
+        // docs/sources/presets.md §6: 500, 750, 1125, 1687, 2530, 3795, 5692, 8538 ms.
         let b = Backoff::Exponential {
             base: 500 * MS,
             multiplier: 1.5,
@@ -333,7 +333,7 @@ mod tests {
 
     #[test]
     fn polly_v2_tracks_its_median_and_first_bound() {
-        // presets.md §5: the first delay lies in [0, 1.3772 d); the median
+        // docs/sources/presets.md §5: the first delay lies in [0, 1.3772 d); the median
         // factors are about 0.897, 1.093, 2.036, 4.046, 8.084 x d (at U = 0.5;
         // the sampled medians are close to them).
         let base = 2_000 * MS;

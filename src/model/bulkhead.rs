@@ -2,7 +2,7 @@
 //! instance at once; others wait in a FIFO of at most `max_queue` (when
 //! `wait`), or are refused at once (reason `bulkhead_full`). Polly's
 //! bulkhead/concurrency limiter and the playbook's "bulkheads and
-//! per-dependency concurrency limits" (retry-backoff-patterns.md,
+//! per-dependency concurrency limits" (docs/sources/retry-backoff-patterns.md,
 //! "Layering And Budgets").
 
 use std::collections::VecDeque;

@@ -4,16 +4,17 @@
 
 use crate::engine::Nanos;
 pub use crate::metrics::RecoveryCriteria;
+use crate::metrics::{EdgeInfo, RunContext, ServiceInfo};
 
 use super::backoff::Backoff;
 use super::breaker::BreakerConfig;
 use super::budget::BudgetConfig;
 use super::bulkhead::BulkheadConfig;
-use super::dependency::DependencyConfig;
 use super::rate::RateProfile;
 use super::retry::{RetryOn, RetryPolicy};
 use super::service::ServiceDist;
 use super::throttle::ThrottleConfig;
+use super::topology::Topology;
 
 #[derive(Clone, Debug)]
 pub struct ModelConfig {
@@ -30,10 +31,9 @@ pub struct ModelConfig {
     pub consumers: Option<ConsumerConfig>,
     /// The user's budget for one logical request.
     pub deadline: Option<Nanos>,
-    /// Outermost first; at least one (a pass-through client layer is added
-    /// when the scenario has none).
-    pub layers: Vec<LayerConfig>,
-    pub dependency: DependencyConfig,
+    /// The services and the calls between them (a chain of layers in
+    /// front of one dependency is one such graph: `Topology::chain`).
+    pub topology: Topology,
     /// How recovery is judged; passed through to the metrics.
     pub recovery: RecoveryCriteria,
     pub limits: Limits,
@@ -48,7 +48,7 @@ pub struct ClosedLoop {
 }
 
 /// A queue with visibility timeout, max receive count and a dead-letter
-/// queue (Amazon SQS semantics, shared/reference/presets.md §9.3), drained
+/// queue (Amazon SQS semantics, docs/sources/presets.md §9.3), drained
 /// by a pool of consumers.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ConsumerConfig {
@@ -61,10 +61,13 @@ pub struct ConsumerConfig {
     pub poison_status: u16,
 }
 
+/// A caller's client policy on one call edge (a layer of a chain): its
+/// timeouts, retries, gates, fan-out, hedging and what it propagates.
 #[derive(Clone, Debug)]
-pub struct LayerConfig {
+pub struct CallPolicy {
+    /// Names the edge (a layer's name; `caller.callee` in a graph).
     pub name: String,
-    /// Copies of the layer; calls are spread over them by request.
+    /// Copies of the caller; calls are spread over them by request.
     pub instances: u32,
     /// Per-attempt timeout.
     pub timeout: Option<Nanos>,
@@ -111,10 +114,10 @@ pub struct Shared<T> {
     pub shared: bool,
 }
 
-impl LayerConfig {
+impl CallPolicy {
     /// A layer that calls through once and waits as long as its caller.
     pub fn passthrough(name: &str) -> Self {
-        LayerConfig {
+        CallPolicy {
             name: name.to_string(),
             instances: 1,
             timeout: None,
@@ -144,4 +147,59 @@ impl LayerConfig {
 pub struct Limits {
     pub max_events: u64,
     pub max_in_flight: u64,
+}
+
+impl ModelConfig {
+    /// This configuration with its focus service (the dependency of a
+    /// chain) changed by `change`.
+    pub fn with_dependency(
+        mut self,
+        change: impl FnOnce(&mut super::server::ServiceConfig),
+    ) -> Self {
+        let focus = self.topology.focus();
+        self.topology = self
+            .topology
+            .with_service(focus, change)
+            .expect("changing a service's settings keeps the topology valid");
+        self
+    }
+
+    /// What the tables of a run are judged against: the focus service's
+    /// capacity, the recovery criteria and the edges' names.
+    pub fn run_context(&self) -> RunContext {
+        let focus = self.topology.service(self.topology.focus());
+        RunContext {
+            capacity_per_sec: focus.capacity_per_sec().unwrap_or(0.0),
+            concurrency: focus.concurrency.unwrap_or(0),
+            recovery: self.recovery,
+            layer_names: self.topology.edge_names(),
+            services: {
+                let order = self.topology.display_order();
+                self.topology
+                    .services()
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| ServiceInfo {
+                        name: s.name.clone(),
+                        capacity_per_s: s.capacity_per_sec(),
+                        concurrency: s.concurrency,
+                        rank: order.iter().position(|o| o.index() == i).unwrap_or(i),
+                    })
+                    .collect()
+            },
+            edges: self
+                .topology
+                .edges()
+                .iter()
+                .map(|e| EdgeInfo {
+                    name: e.policy.name.clone(),
+                    caller: e.caller.map_or_else(
+                        || "clients".to_string(),
+                        |c| self.topology.service(c).name.clone(),
+                    ),
+                    callee: self.topology.service(e.callee).name.clone(),
+                })
+                .collect(),
+        }
+    }
 }

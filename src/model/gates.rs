@@ -11,7 +11,7 @@ use crate::engine::{Nanos, Stream};
 use super::breaker::Breaker;
 use super::budget::{Budget, CallBudget, Gate};
 use super::bulkhead::{Acquire, Bulkhead, Waiter};
-use super::config::{LayerConfig, Shared};
+use super::config::{CallPolicy, Shared};
 use super::outcome::Cause;
 use super::throttle::{Admit, Throttle};
 
@@ -61,8 +61,42 @@ pub struct Levels {
     pub breaker_open: Option<f64>,
 }
 
+/// The memory of one layer's gates, as (what, number of states, bytes
+/// each): one state per instance, or one for the layer when shared.
+pub fn state_bytes(l: &CallPolicy) -> Vec<(&'static str, u64, u64)> {
+    let count = |shared: bool| {
+        if shared {
+            1
+        } else {
+            u64::from(l.instances.max(1))
+        }
+    };
+    let mut out = Vec::new();
+    if let Some(b) = l.budget.filter(|_| !l.global_budget) {
+        out.push(("budget", count(b.shared), Budget::state_bytes(&b.config)));
+    }
+    if let Some(t) = l.throttle {
+        out.push((
+            "throttle",
+            count(t.shared),
+            Throttle::state_bytes(&t.config),
+        ));
+    }
+    if let Some(b) = l.breaker {
+        out.push(("breaker", count(b.shared), Breaker::state_bytes(&b.config)));
+    }
+    if let Some(b) = l.bulkhead {
+        out.push((
+            "bulkhead",
+            count(b.shared),
+            std::mem::size_of::<Bulkhead>() as u64,
+        ));
+    }
+    out
+}
+
 impl LayerGates {
-    pub fn new(l: &LayerConfig) -> Self {
+    pub fn new(l: &CallPolicy) -> Self {
         LayerGates {
             budget: if l.global_budget {
                 None

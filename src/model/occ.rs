@@ -1,6 +1,6 @@
 //! The OCC contention workload of the AWS Architecture Blog post
 //! "Exponential Backoff And Jitter" (Marc Brooker, 2015), exactly as
-//! shared/reference/experiments.md §1 gives it and as its simulator
+//! docs/sources/experiments.md §1 gives it and as its simulator
 //! `aws-samples/aws-arch-backoff-simulator`, `src/backoff_simulator.py`,
 //! runs it.
 //!
@@ -50,7 +50,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::engine::{EventKind, EventQueue, NS_PER_MS, Nanos, Purpose, Stream, time::from_f64_ns};
 
 use super::backoff::{Backoff, Jitter, SleepState, sleep_before_retry};
-use super::sim::{INTERRUPTED, STOP_POLL};
+use super::world::STOP_POLL;
+use crate::metrics::Abort;
 use crate::metrics::recorder::MAX_BUCKETS;
 
 /// The backoff policies of the post.
@@ -155,7 +156,7 @@ pub struct OccResult {
     /// for a client left unfinished by an aborted run).
     pub done_at: Vec<Nanos>,
     /// Why the run stopped early, if it did.
-    pub aborted: Option<String>,
+    pub aborted: Option<Abort>,
 }
 
 /// Where a client is: Reading → Writing → Done, or Reading → Writing →
@@ -312,27 +313,23 @@ pub fn run_occ_until(cfg: &OccConfig, seed: u64, stop: &AtomicBool) -> OccResult
                 }
             }
         }
-        if q.events() % STOP_POLL == 0 && stop.load(Ordering::Relaxed) {
-            aborted = Some(INTERRUPTED.to_string());
+        if q.events().is_multiple_of(STOP_POLL) && stop.load(Ordering::Relaxed) {
+            aborted = Some(Abort::Interrupted);
             break;
         }
         if q.events() >= cfg.max_events && q.pending() > 0 {
-            aborted = Some(format!(
-                "stopped after max_events = {} events at t = {} ns, {} pending",
-                cfg.max_events,
-                q.now(),
-                q.pending()
-            ));
+            aborted = Some(Abort::MaxEvents {
+                limit: cfg.max_events,
+            });
             break;
         }
     }
     if aborted.is_none() && q.pending() > 0 {
         // Events due at the end of representable time (saturated delays).
-        aborted = Some(format!(
-            "simulated time ran out at t = {} ns with {} events pending",
-            q.now(),
-            q.pending()
-        ));
+        aborted = Some(Abort::ClockRanOut {
+            at: q.now(),
+            pending: q.pending(),
+        });
     }
     debug_assert!(
         aborted.is_some() || clients.iter().all(|c| c.phase == Phase::Done),
@@ -351,15 +348,17 @@ pub fn run_occ_until(cfg: &OccConfig, seed: u64, stop: &AtomicBool) -> OccResult
 }
 
 /// Adds one call at time `t` to the histogram (none when `bucket` is 0).
-fn count_in_bucket(per_bucket: &mut Vec<u64>, bucket: Nanos, t: Nanos) -> Result<(), String> {
+fn count_in_bucket(per_bucket: &mut Vec<u64>, bucket: Nanos, t: Nanos) -> Result<(), Abort> {
     if bucket == 0 {
         return Ok(());
     }
     let i = usize::try_from(t / bucket).unwrap_or(usize::MAX);
     if i >= MAX_BUCKETS {
-        return Err(format!(
-            "call at t = {t} ns needs more than {MAX_BUCKETS} buckets of {bucket} ns"
-        ));
+        return Err(Abort::TooManyBuckets {
+            at: t,
+            bucket,
+            limit: MAX_BUCKETS,
+        });
     }
     if i >= per_bucket.len() {
         per_bucket.resize(i + 1, 0);
@@ -471,7 +470,7 @@ mod tests {
         };
         let r = run_occ(&cfg, 1);
         let why = r.aborted.expect("aborted");
-        assert!(why.contains("simulated time ran out"), "{why}");
+        assert!(matches!(why, Abort::ClockRanOut { .. }), "{why}");
     }
 
     #[test]

@@ -56,22 +56,22 @@ impl RetryOn {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum RetryAfterMode {
     /// Ignored: the backoff alone decides (botocore, Polly core,
-    /// Resilience4j, Tenacity, cenkalti: presets.md §9.1).
+    /// Resilience4j, Tenacity, cenkalti: docs/sources/presets.md §9.1).
     Ignore,
     /// Wait at least the Retry-After (the playbook's rule), optionally
     /// capped at `cap` and stretched by up to `jitter` (a fraction).
     AtLeast { cap: Nanos, jitter: f64 },
     /// The wait *is* the Retry-After, uncapped and unjittered
-    /// (Microsoft.Extensions.Http.Resilience, presets.md §5).
+    /// (Microsoft.Extensions.Http.Resilience, docs/sources/presets.md §5).
     Exact,
     /// AWS SDK retry behaviour 2.1: `clamp(ra, t, t + 5 s)` where t is the
-    /// backoff (presets.md §1.3).
+    /// backoff (docs/sources/presets.md §1.3).
     AwsClamp { window: Nanos },
     /// Envoy's rate-limited backoff: `U[ra, 1.5·ra)` when 1 ms < ra ≤ 300 s,
-    /// otherwise ignored (presets.md §3).
+    /// otherwise ignored (docs/sources/presets.md §3).
     Envoy { max: Nanos },
     /// gRPC pushback: exactly `ra`, then the backoff starts over
-    /// (presets.md §2).
+    /// (docs/sources/presets.md §2).
     GrpcPushback,
 }
 
@@ -82,12 +82,12 @@ pub struct RetryPolicy {
     pub backoff: Backoff,
     pub jitter: Jitter,
     /// Base used instead of the backoff's after a throttling error (429):
-    /// AWS 2.1's x = 1 s (presets.md §1.3).
+    /// AWS 2.1's x = 1 s (docs/sources/presets.md §1.3).
     pub throttle_base: Option<Nanos>,
     pub retry_on: RetryOn,
     pub retry_after: RetryAfterMode,
     /// No retry whose sleep would end more than this after the call
-    /// started (cenkalti/backoff's MaxElapsedTime, presets.md §7.2).
+    /// started (cenkalti/backoff's MaxElapsedTime, docs/sources/presets.md §7.2).
     pub max_elapsed: Option<Nanos>,
 }
 
@@ -314,7 +314,7 @@ mod tests {
             d(&p, with_ra(30 * MS), 1, u64::MAX),
             Decision::RetryAfter(30 * MS)
         );
-        // AWS 2.1 test vectors (presets.md §1.3, rand fixed at 1 there; here
+        // AWS 2.1 test vectors (docs/sources/presets.md §1.3, rand fixed at 1 there; here
         // the backoff is a constant 100 ms): ra 10 s → t + 5 s; ra 0 → t.
         p.retry_after = RetryAfterMode::AwsClamp {
             window: 5 * NS_PER_S,

@@ -5,7 +5,7 @@
 //! z_0.99 = 2.326 347 874 040 841. Samples are `exp(mu + sigma * z)` computed
 //! through `libm`, never `rand_distr::LogNormal`: the latter changes in the
 //! last bit when another crate enables `num-traits/std`
-//! (shared/reference/engineering-notes.md, "Determinism").
+//! (docs/sources/engineering-notes.md, "Determinism").
 
 use crate::engine::{Nanos, Stream, time::from_f64_ns};
 

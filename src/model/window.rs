@@ -13,6 +13,11 @@ pub struct Windowed {
 }
 
 impl Windowed {
+    /// The bytes `new(_, slices)` allocates (its slices).
+    pub fn heap_bytes(slices: usize) -> u64 {
+        (slices.max(1) * std::mem::size_of::<f64>()) as u64
+    }
+
     /// A window of `window` split into `slices` slices.
     pub fn new(window: Nanos, slices: usize) -> Self {
         let slices = slices.max(1);

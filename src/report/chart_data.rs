@@ -4,11 +4,24 @@
 //! through here, so both draw from the same bytes and produce the same
 //! files. Odd data (empty cells, NaN, a single bucket, a missing or
 //! unreadable scenario file) gives gaps or defaults, never a panic.
+//!
+//! `timeseries.csv` is read in one streaming pass: each row goes straight
+//! into its variant's running mean, minimum and maximum per bucket, so
+//! memory follows the points drawn, not the size of the table, and the
+//! work is linear in the rows whatever the number of variants. Files are
+//! read only if regular and under a byte cap (`crate::input_file`), and
+//! the stop flag (`crate::interrupt`) is polled every few thousand rows.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::Read;
 use std::path::Path;
 
+use super::ReportError;
+use super::tables::{MAX_ROW_BYTES, MAX_SUMMARY_BYTES, MAX_TIMESERIES_BYTES};
+use crate::input_file::{self, InputError, LineLimited};
+use crate::interrupt::{self, POLL_ROWS};
 use crate::scenario;
+use crate::scenario::validate::MAX_TIMESERIES_ROWS;
 
 /// A CSV table as text cells, with its header.
 #[derive(Clone, Debug, Default)]
@@ -23,19 +36,25 @@ pub struct Table {
 pub type Row = csv::StringRecord;
 
 impl Table {
-    /// Parses CSV bytes; a malformed table is an error.
-    pub fn parse(bytes: &[u8]) -> Result<Table, String> {
-        let mut r = csv::ReaderBuilder::new().flexible(true).from_reader(bytes);
+    /// Parses CSV bytes; a malformed table is an error. Polls the stop
+    /// flag.
+    pub fn parse(bytes: &[u8]) -> Result<Table, ReportError> {
+        let bad = |e: csv::Error| ReportError::Table(e.to_string());
+        let mut r = csv::ReaderBuilder::new()
+            .flexible(true)
+            .from_reader(LineLimited::new(bytes, MAX_ROW_BYTES));
         let header = r
             .headers()
-            .map_err(|e| e.to_string())?
+            .map_err(bad)?
             .iter()
             .map(str::to_string)
             .collect();
         let mut rows = Vec::new();
         for rec in r.records() {
-            let rec = rec.map_err(|e| e.to_string())?;
-            rows.push(rec);
+            if rows.len() % POLL_ROWS == 0 {
+                interrupt::check()?;
+            }
+            rows.push(rec.map_err(bad)?);
         }
         Ok(Table { header, rows })
     }
@@ -113,17 +132,68 @@ pub struct ChartData {
     pub series: Vec<VariantSeries>,
     pub summary: Table,
     pub by_variant: Table,
+    /// Variant name → its index in `variants`.
+    pub index: HashMap<String, usize>,
+}
+
+/// Values of one series at one time: the running mean's sum, the count,
+/// the minimum and the maximum (the same numbers, bit for bit, as over the
+/// list of the values in row order).
+#[derive(Clone, Copy, Debug)]
+struct Acc {
+    t: f64,
+    sum: f64,
+    n: usize,
+    min: f64,
+    max: f64,
+}
+
+impl Acc {
+    fn new(t: f64) -> Acc {
+        Acc {
+            t,
+            sum: 0.0,
+            n: 0,
+            min: f64::INFINITY,
+            max: f64::NEG_INFINITY,
+        }
+    }
+
+    fn add(&mut self, v: f64) {
+        // `Iterator::sum`'s own start for the first value, then a left
+        // fold, as summing the list would.
+        self.sum = if self.n == 0 {
+            std::iter::once(v).sum()
+        } else {
+            self.sum + v
+        };
+        self.n += 1;
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+    }
+}
+
+/// A series being read: its values per time key.
+type Series = BTreeMap<i64, Acc>;
+
+fn push(acc: &mut Series, t: f64, v: Option<f64>) {
+    let e = acc
+        .entry((t * 1e6).round() as i64)
+        .or_insert_with(|| Acc::new(t));
+    if let Some(v) = v.filter(|v| v.is_finite()) {
+        e.add(v);
+    }
 }
 
 /// Mean, min and max of the values per time key, in time order.
-fn reduce(map: &BTreeMap<i64, (f64, Vec<f64>)>) -> Vec<Point> {
+fn reduce(map: &Series) -> Vec<Point> {
     map.values()
-        .filter(|(_, v)| !v.is_empty())
-        .map(|(t, v)| Point {
-            t: *t,
-            mean: v.iter().sum::<f64>() / v.len() as f64,
-            min: v.iter().copied().fold(f64::INFINITY, f64::min),
-            max: v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        .filter(|a| a.n > 0)
+        .map(|a| Point {
+            t: a.t,
+            mean: a.sum / a.n as f64,
+            min: a.min,
+            max: a.max,
         })
         .collect()
 }
@@ -167,10 +237,22 @@ pub fn group_for(len: usize) -> usize {
     }
 }
 
-/// The bucket width: the smallest positive step between bucket starts.
-fn infer_bucket(ts: &Table) -> f64 {
-    let mut times: Vec<f64> = ts.rows.iter().filter_map(|r| ts.num(r, "t_s")).collect();
-    times.sort_by(f64::total_cmp);
+/// An order-preserving integer key of a float (`f64::total_cmp`'s order).
+fn total_key(v: f64) -> i64 {
+    let bits = v.to_bits() as i64;
+    bits ^ (((bits >> 63) as u64) >> 1) as i64
+}
+
+/// The bucket width: the smallest positive step between distinct bucket
+/// starts.
+fn infer_bucket(times: &BTreeSet<i64>) -> f64 {
+    let times: Vec<f64> = times
+        .iter()
+        .map(|&k| {
+            let bits = k ^ (((k >> 63) as u64) >> 1) as i64;
+            f64::from_bits(bits as u64)
+        })
+        .collect();
     times
         .windows(2)
         .map(|w| w[1] - w[0])
@@ -179,17 +261,121 @@ fn infer_bucket(ts: &Table) -> f64 {
         .unwrap_or(1.0)
 }
 
+/// `timeseries.csv` reduced in one pass: every variant's six series, in
+/// the order the variants first appear, and the distinct bucket starts.
+#[derive(Default)]
+struct TimeSeries {
+    names: Vec<String>,
+    series: Vec<[Series; 6]>,
+    times: BTreeSet<i64>,
+}
+
+impl TimeSeries {
+    /// Reads the table from `source`, row by row, with rates per second
+    /// over buckets of `bucket_s` (`None`: only the bucket starts).
+    fn read(source: impl Read, bucket_s: Option<f64>) -> Result<TimeSeries, ReportError> {
+        let bad = |e: csv::Error| ReportError::Table(format!("timeseries.csv: {e}"));
+        let mut r = csv::ReaderBuilder::new()
+            .flexible(true)
+            .from_reader(LineLimited::new(source, MAX_ROW_BYTES));
+        let header = r.headers().map_err(bad)?.clone();
+        let col = |name: &str| header.iter().position(|h| h == name);
+        let cols = [
+            "variant",
+            "t_s",
+            "offered",
+            "dependency_attempts",
+            "goodput",
+            "latency_p50_ms",
+            "latency_p99_ms",
+        ]
+        .map(col);
+        let [variant, t_s, offered, dep, goodput, p50, p99] = cols;
+        let mut out = TimeSeries::default();
+        let mut index: HashMap<String, usize> = HashMap::new();
+        let mut rec = csv::StringRecord::new();
+        let mut rows: u64 = 0;
+        while r.read_record(&mut rec).map_err(bad)? {
+            if rows.is_multiple_of(POLL_ROWS as u64) {
+                interrupt::check()?;
+            }
+            rows += 1;
+            if rows > MAX_TIMESERIES_ROWS {
+                return Err(ReportError::Table(format!(
+                    "timeseries.csv has more than {MAX_TIMESERIES_ROWS} rows, more than any \
+                     run writes"
+                )));
+            }
+            let cell = |c: Option<usize>| c.and_then(|i| rec.get(i)).unwrap_or("");
+            let num = |c: Option<usize>| parse_num(cell(c));
+            let name = cell(variant);
+            let t = num(t_s);
+            if let Some(t) = t {
+                out.times.insert(total_key(t));
+            }
+            let Some(bucket_s) = bucket_s.filter(|_| !name.is_empty()) else {
+                continue;
+            };
+            let v = match index.get(name) {
+                Some(&v) => v,
+                None => {
+                    index.insert(name.to_string(), out.names.len());
+                    out.names.push(name.to_string());
+                    out.series.push(Default::default());
+                    out.names.len() - 1
+                }
+            };
+            let Some(t) = t else { continue };
+            let acc = &mut out.series[v];
+            let (o, d) = (num(offered), num(dep));
+            push(&mut acc[0], t, d.map(|d| d / bucket_s));
+            push(&mut acc[1], t, o.map(|o| o / bucket_s));
+            let amp = match (d, o) {
+                (Some(d), Some(o)) if o > 0.0 => Some(d / o),
+                _ => None,
+            };
+            push(&mut acc[2], t, amp);
+            push(&mut acc[3], t, num(goodput));
+            push(&mut acc[4], t, num(p50));
+            push(&mut acc[5], t, num(p99));
+        }
+        Ok(out)
+    }
+}
+
+/// Reads a table file of a run folder: a regular file under `cap` bytes.
+fn read_table(dir: &Path, file: &str, cap: u64) -> Result<Vec<u8>, ReportError> {
+    input_file::read_capped(&dir.join(file), cap)
+        .map_err(|e| ReportError::Table(format!("{}: {e}", dir.join(file).display())))
+}
+
 impl ChartData {
-    /// Reads a finished run's folder.
-    pub fn from_dir(dir: &Path) -> Result<ChartData, String> {
-        let read = |f: &str| {
-            std::fs::read(dir.join(f)).map_err(|e| format!("{}: {e}", dir.join(f).display()))
+    /// Reads a finished run's folder; `timeseries.csv` is streamed.
+    pub fn from_dir(dir: &Path) -> Result<ChartData, ReportError> {
+        let yaml = match input_file::read_capped(
+            &dir.join("scenario.resolved.yaml"),
+            scenario::load::MAX_FILE_BYTES,
+        ) {
+            Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+            Err(InputError::NotFound) => None,
+            Err(e) => {
+                return Err(ReportError::Table(format!(
+                    "{}: {e}",
+                    dir.join("scenario.resolved.yaml").display()
+                )));
+            }
         };
-        let yaml = std::fs::read_to_string(dir.join("scenario.resolved.yaml")).ok();
-        ChartData::from_bytes(
-            &read("timeseries.csv")?,
-            &read("summary.csv")?,
-            &read("summary_by_variant.csv")?,
+        let summary = read_table(dir, "summary.csv", MAX_SUMMARY_BYTES)?;
+        let by_variant = read_table(dir, "summary_by_variant.csv", MAX_SUMMARY_BYTES)?;
+        let ts_path = dir.join("timeseries.csv");
+        let open = || {
+            input_file::open_capped(&ts_path, MAX_TIMESERIES_BYTES)
+                .map_err(|e| ReportError::Table(format!("{}: {e}", ts_path.display())))
+        };
+        ChartData::build(
+            |bucket| TimeSeries::read(open()?, bucket),
+            &summary,
+            &by_variant,
             yaml.as_deref(),
         )
     }
@@ -201,21 +387,40 @@ impl ChartData {
         summary: &[u8],
         by_variant: &[u8],
         resolved_yaml: Option<&str>,
-    ) -> Result<ChartData, String> {
-        let ts = Table::parse(timeseries).map_err(|e| format!("timeseries.csv: {e}"))?;
-        let summary = Table::parse(summary).map_err(|e| format!("summary.csv: {e}"))?;
-        let by_variant =
-            Table::parse(by_variant).map_err(|e| format!("summary_by_variant.csv: {e}"))?;
-        let mut data = ChartData {
-            bucket_s: infer_bucket(&ts),
-            ..ChartData::default()
+    ) -> Result<ChartData, ReportError> {
+        ChartData::build(
+            |bucket| TimeSeries::read(timeseries, bucket),
+            summary,
+            by_variant,
+            resolved_yaml,
+        )
+    }
+
+    /// `read_ts(bucket)` reads `timeseries.csv` with rates over buckets of
+    /// that width, or only the bucket starts with `None` (to infer the
+    /// width when the scenario does not give it).
+    fn build(
+        read_ts: impl Fn(Option<f64>) -> Result<TimeSeries, ReportError>,
+        summary: &[u8],
+        by_variant: &[u8],
+        resolved_yaml: Option<&str>,
+    ) -> Result<ChartData, ReportError> {
+        let in_file = |file: &str| {
+            let file = file.to_string();
+            move |e: ReportError| match e {
+                ReportError::Table(m) => ReportError::Table(format!("{file}: {m}")),
+                other => other,
+            }
         };
+        let summary = Table::parse(summary).map_err(in_file("summary.csv"))?;
+        let by_variant = Table::parse(by_variant).map_err(in_file("summary_by_variant.csv"))?;
+        let mut data = ChartData::default();
         if let Some(s) =
             resolved_yaml.and_then(|y| scenario::load_str(y, "scenario.resolved.yaml").ok())
         {
             data.name = s.name.clone();
             data.description = s.description.trim().to_string();
-            let b = s.bucket.secs_f64();
+            let b = s.bucket().secs_f64();
             if b > 0.0 {
                 data.bucket_s = b;
             }
@@ -230,20 +435,44 @@ impl ChartData {
                 })
                 .collect();
         }
+        if data.bucket_s <= 0.0 {
+            data.bucket_s = infer_bucket(&read_ts(None)?.times);
+        }
+        let ts = read_ts(Some(data.bucket_s))?;
+        interrupt::check()?;
         // Variant order: as the tables list them.
         let mut variants: Vec<String> = Vec::new();
-        for t in [&by_variant, &summary, &ts] {
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        let mut add = |v: &str| {
+            if !v.is_empty() && !seen.contains_key(v) {
+                seen.insert(v.to_string(), variants.len());
+                variants.push(v.to_string());
+            }
+        };
+        for t in [&by_variant, &summary] {
+            let col = t.col("variant");
             for r in &t.rows {
-                let v = t.text(r, "variant");
-                if !v.is_empty() && !variants.iter().any(|x| x == v) {
-                    variants.push(v.to_string());
-                }
+                add(col.and_then(|i| r.get(i)).unwrap_or(""));
             }
         }
+        for v in &ts.names {
+            add(v);
+        }
+        let capacities = first_capacities(&summary, &seen);
+        let mut by_name: HashMap<&str, &[Series; 6]> = HashMap::new();
+        for (name, series) in ts.names.iter().zip(&ts.series) {
+            by_name.insert(name, series);
+        }
+        let empty: [Series; 6] = Default::default();
         data.series = variants
             .iter()
-            .map(|v| variant_series(&ts, &summary, v, data.bucket_s))
+            .zip(capacities)
+            .map(|(v, capacity)| {
+                let acc = by_name.get(v.as_str()).copied().unwrap_or(&empty);
+                variant_series(v, acc, capacity)
+            })
             .collect();
+        data.index = seen;
         data.variants = variants;
         data.summary = summary;
         data.by_variant = by_variant;
@@ -252,7 +481,7 @@ impl ChartData {
 
     /// The palette index of a variant.
     pub fn variant_index(&self, name: &str) -> usize {
-        self.variants.iter().position(|v| v == name).unwrap_or(0)
+        self.index.get(name).copied().unwrap_or(0)
     }
 
     /// The last time covered by the time series (end of the last bucket).
@@ -265,41 +494,29 @@ impl ChartData {
     }
 }
 
-type Acc = BTreeMap<i64, (f64, Vec<f64>)>;
-
-fn push(acc: &mut Acc, t: f64, v: Option<f64>) {
-    let e = acc
-        .entry((t * 1e6).round() as i64)
-        .or_insert_with(|| (t, Vec::new()));
-    if let Some(v) = v.filter(|v| v.is_finite()) {
-        e.1.push(v);
+/// Each variant's nominal capacity: the first `capacity_per_s` number in
+/// its rows of `summary.csv`, when positive; in one pass over the rows.
+fn first_capacities(summary: &Table, index: &HashMap<String, usize>) -> Vec<Option<f64>> {
+    let mut first: Vec<Option<Option<f64>>> = vec![None; index.len()];
+    let (variant, capacity) = (summary.col("variant"), summary.col("capacity_per_s"));
+    for r in &summary.rows {
+        let name = variant.and_then(|i| r.get(i)).unwrap_or("");
+        let Some(&v) = index.get(name) else { continue };
+        if first[v].is_none()
+            && let Some(c) = capacity.and_then(|i| r.get(i)).and_then(parse_num)
+        {
+            first[v] = Some(Some(c));
+        }
     }
+    first
+        .into_iter()
+        .map(|c| c.flatten().filter(|c| *c > 0.0))
+        .collect()
 }
 
-fn variant_series(ts: &Table, summary: &Table, name: &str, bucket_s: f64) -> VariantSeries {
-    let mut acc: [Acc; 6] = Default::default();
-    for r in ts.rows.iter().filter(|r| ts.text(r, "variant") == name) {
-        let Some(t) = ts.num(r, "t_s") else { continue };
-        let offered = ts.num(r, "offered");
-        let dep = ts.num(r, "dependency_attempts");
-        push(&mut acc[0], t, dep.map(|d| d / bucket_s));
-        push(&mut acc[1], t, offered.map(|o| o / bucket_s));
-        let amp = match (dep, offered) {
-            (Some(d), Some(o)) if o > 0.0 => Some(d / o),
-            _ => None,
-        };
-        push(&mut acc[2], t, amp);
-        push(&mut acc[3], t, ts.num(r, "goodput"));
-        push(&mut acc[4], t, ts.num(r, "latency_p50_ms"));
-        push(&mut acc[5], t, ts.num(r, "latency_p99_ms"));
-    }
-    let capacity_per_s = summary
-        .rows
-        .iter()
-        .filter(|r| summary.text(r, "variant") == name)
-        .find_map(|r| summary.num(r, "capacity_per_s"))
-        .filter(|c| *c > 0.0);
-    let [load, offered, amplification, goodput, p50, p99] = acc.map(|a| reduce(&a));
+fn variant_series(name: &str, acc: &[Series; 6], capacity_per_s: Option<f64>) -> VariantSeries {
+    let [load, offered, amplification, goodput, p50, p99] =
+        [0, 1, 2, 3, 4, 5].map(|i| reduce(&acc[i]));
     let group = [&load, &offered, &amplification, &goodput, &p50, &p99]
         .iter()
         .map(|p| group_for(p.len()))

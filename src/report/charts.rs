@@ -7,9 +7,11 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use rayon::prelude::*;
 
-use super::chart_data::{ChartData, Point};
+use super::ReportError;
+use super::chart_data::{ChartData, Point, Row, Table, parse_num};
 use super::figure::{Drawable, FONT, Figure, HLine, Line, colour, err, render, tick};
 use super::sweep;
+use crate::interrupt;
 
 /// One rendered chart.
 #[derive(Clone, Debug)]
@@ -184,44 +186,69 @@ pub struct RecoveryRow {
     pub metastable: usize,
     /// Replicates with a verdict (recovered or not).
     pub judged: usize,
+    /// Replicates stopped early by a guard rail: no verdict.
+    pub aborted: usize,
 }
 
+/// The recovery figure, in one pass over each table (a sweep has
+/// thousands of variants).
 pub fn recovery_figure(d: &ChartData) -> RecoveryFigure {
-    let variants = d
+    let mut variants: Vec<RecoveryRow> = d
         .variants
         .iter()
-        .map(|v| {
-            let mut row = RecoveryRow {
-                name: v.clone(),
-                ..RecoveryRow::default()
-            };
-            let s = &d.summary;
-            for r in s.rows.iter().filter(|r| s.text(r, "variant") == v) {
-                match s.num(r, "recovered") {
-                    Some(x) if x > 0.5 => {
-                        row.judged += 1;
-                        if let Some(t) = s.num(r, "recovery_time_s") {
-                            row.recovered.push(t);
-                        }
-                    }
-                    Some(_) => {
-                        row.judged += 1;
-                        row.metastable += 1;
-                    }
-                    None => {}
-                }
-            }
-            let b = &d.by_variant;
-            if let Some(r) = b.rows.iter().find(|r| b.text(r, "variant") == v) {
-                row.mean = b.num(r, "recovery_time_s_mean");
-                row.ci95 = b.num(r, "recovery_time_s_ci95");
-            }
-            if row.mean.is_none() && !row.recovered.is_empty() {
-                row.mean = Some(row.recovered.iter().sum::<f64>() / row.recovered.len() as f64);
-            }
-            row
+        .map(|v| RecoveryRow {
+            name: v.clone(),
+            ..RecoveryRow::default()
         })
         .collect();
+    let n = variants.len();
+    let index_of = |t: &Table, r: &Row| {
+        let name = t.col("variant").and_then(|i| r.get(i)).unwrap_or("");
+        d.index.get(name).copied().filter(|&i| i < n)
+    };
+    let s = &d.summary;
+    let (recovered, time) = (s.col("recovered"), s.col("recovery_time_s"));
+    let aborted = s.col("aborted");
+    let num = |r: &Row, c: Option<usize>| c.and_then(|i| r.get(i)).and_then(parse_num);
+    for r in &s.rows {
+        let Some(i) = index_of(s, r) else { continue };
+        let row = &mut variants[i];
+        if aborted
+            .and_then(|c| r.get(c))
+            .is_some_and(|a| !a.is_empty())
+        {
+            row.aborted += 1;
+            continue;
+        }
+        match num(r, recovered) {
+            Some(x) if x > 0.5 => {
+                row.judged += 1;
+                if let Some(t) = num(r, time) {
+                    row.recovered.push(t);
+                }
+            }
+            Some(_) => {
+                row.judged += 1;
+                row.metastable += 1;
+            }
+            None => {}
+        }
+    }
+    let b = &d.by_variant;
+    let (mean, ci95) = (b.col("recovery_time_s_mean"), b.col("recovery_time_s_ci95"));
+    let mut seen = vec![false; variants.len()];
+    for r in &b.rows {
+        let Some(i) = index_of(b, r) else { continue };
+        if !std::mem::replace(&mut seen[i], true) {
+            variants[i].mean = num(r, mean);
+            variants[i].ci95 = num(r, ci95);
+        }
+    }
+    for row in &mut variants {
+        if row.mean.is_none() && !row.recovered.is_empty() {
+            row.mean = Some(row.recovered.iter().sum::<f64>() / row.recovered.len() as f64);
+        }
+    }
     RecoveryFigure { variants }
 }
 
@@ -333,10 +360,23 @@ impl Drawable for RecoveryFigure {
                     .map_err(err)?;
             }
             if r.judged == 0 {
+                let note = if r.aborted > 0 {
+                    "aborted (guard rail): no verdict"
+                } else {
+                    "no incident: not judged"
+                };
                 chart
                     .draw_series(std::iter::once(Text::new(
-                        "no incident: not judged".to_string(),
+                        note.to_string(),
                         (x - 0.45, y1 * 0.5),
+                        small.clone(),
+                    )))
+                    .map_err(err)?;
+            } else if r.aborted > 0 {
+                chart
+                    .draw_series(std::iter::once(Text::new(
+                        format!("{} aborted: no verdict", r.aborted),
+                        (x - 0.45, y1 * 0.76),
                         small.clone(),
                     )))
                     .map_err(err)?;
@@ -353,8 +393,9 @@ enum Job {
 }
 
 /// Every chart of a run, in report order. Rendered in parallel (each chart
-/// on its own, collected in order: the bytes do not depend on threads).
-pub fn all_charts(d: &ChartData) -> Result<Vec<Chart>, String> {
+/// on its own, collected in order: the bytes do not depend on threads);
+/// a stop asked for (`crate::interrupt`) skips the charts not yet begun.
+pub fn all_charts(d: &ChartData) -> Result<Vec<Chart>, ReportError> {
     let mut jobs: Vec<(String, String, Job)> = vec![
         (
             "load".into(),
@@ -385,12 +426,15 @@ pub fn all_charts(d: &ChartData) -> Result<Vec<Chart>, String> {
     for (name, title, fig) in sweep::sweep_figures(d) {
         jobs.push((name, title, Job::Lines(Box::new(fig))));
     }
+    interrupt::check()?;
     jobs.par_iter()
         .map(|(name, title, job)| {
+            interrupt::check()?;
             let (svg, png) = match job {
-                Job::Lines(f) => render(f.as_ref())?,
-                Job::Recovery(f) => render(f)?,
-            };
+                Job::Lines(f) => render(f.as_ref()),
+                Job::Recovery(f) => render(f),
+            }
+            .map_err(ReportError::Draw)?;
             Ok(Chart {
                 name: name.clone(),
                 title: title.clone(),

@@ -15,12 +15,45 @@ fn get(cells: &[(String, Cell)], name: &str) -> Option<f64> {
         .and_then(|(_, c)| c.number())
 }
 
-/// Formats the summary table. `capacity` is shown in the heading.
+/// The recovery column of a variant: `aborted` runs had no verdict.
+fn recovery_text(cells: &[(String, Cell)], runs: usize, aborted: usize) -> String {
+    let f = |n: &str| get(cells, n);
+    let verdict = match (f("recovered_fraction"), f("recovery_time_s_mean")) {
+        _ if aborted > 0 && aborted == runs => None,
+        (None, _) => Some("no trigger".to_string()),
+        (Some(0.0), _) => Some("never (metastable)".to_string()),
+        (Some(1.0), Some(t)) => Some(format!("{t:.1} s")),
+        (Some(fr), Some(t)) => Some(format!("{t:.1} s ({:.0}% of runs)", fr * 100.0)),
+        (Some(_), None) => Some("-".to_string()),
+    };
+    match verdict {
+        None => format!("ABORTED ({aborted} of {runs} runs)"),
+        Some(v) if aborted == 0 => v,
+        Some(v) => format!("{v}; {aborted} of {runs} ABORTED"),
+    }
+}
+
+/// Formats the summary table. A variant with runs stopped by a guard rail
+/// says so in its row: those runs have no success rate and no recovery
+/// verdict, and its other figures cover only the time they reached.
 pub fn summary_text(scenario: &str, results: &[RunResult]) -> String {
     let agg = by_variant(results);
     let mut s = String::new();
     let width = agg.iter().map(|(n, _)| n.len()).max().unwrap_or(7).max(7);
-    let _ = writeln!(s, "stormsim: {scenario} ({} runs)", results.len());
+    let aborted_runs = results
+        .iter()
+        .filter(|r| r.summary.aborted.is_some())
+        .count();
+    let aborted_note = if aborted_runs > 0 {
+        format!(", {aborted_runs} ABORTED by a guard rail")
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        s,
+        "stormsim: {scenario} ({} runs{aborted_note})",
+        results.len()
+    );
     let _ = writeln!(
         s,
         "{:<width$}  {:>13}  {:>12}  {:>14}  {:>14}  {:>20}",
@@ -28,22 +61,22 @@ pub fn summary_text(scenario: &str, results: &[RunResult]) -> String {
     );
     for (name, cells) in &agg {
         let f = |n: &str| get(cells, n);
-        let recovery = match (f("recovered_fraction"), f("recovery_time_s_mean")) {
-            (None, _) => "no trigger".to_string(),
-            (Some(0.0), _) => "never (metastable)".to_string(),
-            (Some(1.0), Some(t)) => format!("{t:.1} s"),
-            (Some(fr), Some(t)) => format!("{t:.1} s ({:.0}% of runs)", fr * 100.0),
-            (Some(_), None) => "-".to_string(),
+        let runs = f("replicates").unwrap_or(0.0) as usize;
+        let aborted = f("aborted_runs").unwrap_or(0.0) as usize;
+        let success = match f("success_rate_mean") {
+            Some(rate) => format!("{:.2}%", rate * 100.0),
+            None if aborted > 0 => "ABORTED".to_string(),
+            None => "-".to_string(),
         };
         let _ = writeln!(
             s,
-            "{:<width$}  {:>12.2}x  {:>11.2}%  {:>13.2}x  {:>14.1}  {:>20}",
+            "{:<width$}  {:>12.2}x  {:>12}  {:>13.2}x  {:>14.1}  {:>20}",
             name,
             f("amplification_mean").unwrap_or(0.0),
-            f("success_rate_mean").unwrap_or(0.0) * 100.0,
+            success,
             f("peak_load_ratio_mean").unwrap_or(0.0),
             f("goodput_mean").unwrap_or(0.0),
-            recovery,
+            recovery_text(cells, runs, aborted),
         );
     }
     for r in results {
@@ -55,5 +88,35 @@ pub fn summary_text(scenario: &str, results: &[RunResult]) -> String {
             );
         }
     }
+    if aborted_runs > 0 {
+        let _ = writeln!(
+            s,
+            "warning: aborted runs have no success rate or recovery verdict; their other \
+             figures cover only the time before the stop"
+        );
+    }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cells(pairs: &[(&str, f64)]) -> Vec<(String, Cell)> {
+        pairs
+            .iter()
+            .map(|(n, v)| (n.to_string(), Cell::Float(*v)))
+            .collect()
+    }
+
+    #[test]
+    fn aborted_runs_have_no_recovery_verdict() {
+        let none = cells(&[]);
+        assert_eq!(recovery_text(&none, 3, 0), "no trigger");
+        assert_eq!(recovery_text(&none, 3, 3), "ABORTED (3 of 3 runs)");
+        assert_eq!(recovery_text(&none, 3, 1), "no trigger; 1 of 3 ABORTED");
+        let some = cells(&[("recovered_fraction", 1.0), ("recovery_time_s_mean", 4.0)]);
+        assert_eq!(recovery_text(&some, 3, 1), "4.0 s; 1 of 3 ABORTED");
+        assert_eq!(recovery_text(&some, 3, 0), "4.0 s");
+    }
 }

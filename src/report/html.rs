@@ -50,8 +50,28 @@ pub fn escape(s: &str) -> String {
     out
 }
 
-/// The metastability verdict of a variant, in words.
+/// The metastability verdict of a variant, in words; replicates stopped
+/// by a guard rail have none, and are said to be aborted.
 pub fn verdict(r: &RecoveryRow) -> String {
+    let judged = judged_verdict(r);
+    match (r.aborted, r.judged) {
+        (0, _) => judged,
+        (a, 0) => format!(
+            "aborted: {} stopped early at a guard rail, no verdict (see the aborted column of summary.csv)",
+            if a == 1 {
+                "its replicate".to_string()
+            } else {
+                format!("all {a} replicates")
+            }
+        ),
+        (a, _) => format!(
+            "{judged}; {a} more replicate{} aborted at a guard rail, without a verdict",
+            if a == 1 { "" } else { "s" }
+        ),
+    }
+}
+
+fn judged_verdict(r: &RecoveryRow) -> String {
     let n = r.judged;
     let k = r.recovered.len();
     let when = |m: Option<f64>, ci: Option<f64>| match (m, ci) {
@@ -136,7 +156,7 @@ pub fn report_html(d: &ChartData, charts: &[Chart]) -> String {
     h.push_str("<h2>Does it recover?</h2>\n<ul>\n");
     for (i, r) in recovery_figure(d).variants.iter().enumerate() {
         let v = verdict(r);
-        let class = if r.metastable > 0 {
+        let class = if r.metastable > 0 || r.aborted > 0 {
             " class=\"metastable\""
         } else {
             ""
@@ -198,6 +218,13 @@ pub fn report_html(d: &ChartData, charts: &[Chart]) -> String {
                 escape(&ci)
             );
         }
+        if let Some(a) = t.num(row, "aborted_runs").filter(|a| *a > 0.0) {
+            let _ = writeln!(
+                h,
+                "<tr><td class=\"metastable\">runs aborted (guard rail): no success rate or verdict</td><td class=\"metastable\">{}</td><td></td></tr>",
+                tick(a)
+            );
+        }
         if let Some(f) = t.num(row, "recovered_fraction") {
             let _ = writeln!(
                 h,
@@ -234,7 +261,24 @@ mod tests {
             recovered: rec.to_vec(),
             metastable: judged - rec.len(),
             judged,
+            aborted: 0,
         }
+    }
+
+    #[test]
+    fn aborted_replicates_have_no_verdict() {
+        let mut r = row(0, &[], None);
+        r.aborted = 3;
+        assert_eq!(
+            verdict(&r),
+            "aborted: all 3 replicates stopped early at a guard rail, no verdict (see the aborted column of summary.csv)"
+        );
+        let mut r = row(2, &[1.0, 3.0], Some(2.0));
+        r.aborted = 1;
+        assert_eq!(
+            verdict(&r),
+            "recovered in 2 s in all 2 replicates; 1 more replicate aborted at a guard rail, without a verdict"
+        );
     }
 
     #[test]

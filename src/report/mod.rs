@@ -7,23 +7,55 @@ pub mod chart_data;
 pub mod charts;
 pub mod console;
 pub mod figure;
+pub mod folder_lock;
+pub mod graph_figure;
+pub mod graph_tables;
 pub mod html;
 pub mod output_dir;
 pub mod sweep;
 pub mod tables;
 
 pub use chart_data::ChartData;
-pub use output_dir::OutputDir;
+pub use output_dir::{Mode, OutputDir, OutputError};
+
+/// Why the charts and report could not be made.
+#[derive(Debug)]
+pub enum ReportError {
+    /// A table or the scenario file read back is unusable (bad input).
+    Table(String),
+    /// Drawing failed.
+    Draw(String),
+    /// Ctrl-C or SIGTERM.
+    Interrupted,
+}
+
+impl std::fmt::Display for ReportError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReportError::Table(m) | ReportError::Draw(m) => write!(f, "{m}"),
+            ReportError::Interrupted => write!(f, "interrupted"),
+        }
+    }
+}
+
+impl std::error::Error for ReportError {}
+
+impl From<crate::interrupt::Stopped> for ReportError {
+    fn from(_: crate::interrupt::Stopped) -> Self {
+        ReportError::Interrupted
+    }
+}
 
 /// The charts (`charts/*.svg`, `charts/*.png`) and `report.html` of a
 /// run, as (relative path, bytes). `stormsim run` and `stormsim plot`
 /// both write exactly these, from the same tables.
-pub fn visual_files(data: &ChartData) -> Result<Vec<(String, Vec<u8>)>, String> {
+pub fn visual_files(data: &ChartData) -> Result<Vec<(String, Vec<u8>)>, ReportError> {
     let charts = charts::all_charts(data)?;
     let mut files: Vec<(String, Vec<u8>)> = charts
         .iter()
         .flat_map(|c| c.files().map(|(p, b)| (p, b.to_vec())))
         .collect();
+    crate::interrupt::check()?;
     files.push((
         "report.html".into(),
         html::report_html(data, &charts).into_bytes(),

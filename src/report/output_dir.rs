@@ -1,122 +1,681 @@
-//! An output folder that appears whole or not at all. Files are written
-//! into a hidden sibling folder (`.NAME.partial-PID`); `commit` swaps it in
-//! place of the old folder. An interrupted or failed run leaves the old
-//! results untouched and no half-written table that looks complete.
+//! Output folders: stormsim writes only where nothing of the user's can
+//! be lost, decides so before any work starts, and makes a folder appear
+//! whole or not at all.
 //!
-//! A stop asked for by Ctrl-C (`crate::interrupt`) fails the next `write`
-//! or the `commit` with `ErrorKind::Interrupted`; dropping the folder then
-//! removes the staging folder, and a second Ctrl-C removes it on its way
-//! out.
+//! **Ownership.** Every folder stormsim writes (a run's, a merge's, a
+//! shard's) holds a marker file, [`MARKER`], that lists the entries
+//! stormsim wrote there. A folder is replaced only when nothing in it
+//! would be lost that stormsim did not write: it is absent or empty, or
+//! each of its entries is listed in its marker or is a shard folder (a
+//! folder with a `manifest.json`, carried over into the new folder). Any
+//! other folder is refused, naming what is in the way, unless the user
+//! passes `--force`. `plot` replaces only `charts/` and `report.html`
+//! inside its folder, under the same rule ([`Mode::Entries`]).
+//!
+//! **Never, even with `--force`:** an output that is a symbolic link or an
+//! existing file; one that is, holds or lies inside one of the command's
+//! inputs (the scenario file, a shard folder given to `merge`), unless the
+//! input lies in a shard folder that is carried over; the current folder
+//! or one that holds it; a folder another stormsim command is writing
+//! ([`super::folder_lock`]).
+//!
+//! **Decided before the work.** [`OutputDir::prepare`] makes every one of
+//! these checks, creates the parent folders, takes the lock, and creates a
+//! private work folder beside the target (`.stormsim-<hash>-<pid>-<n>`,
+//! always a new one: an existing path is never reused, so no name stormsim
+//! writes can collide with a user's file) with the staging folder
+//! `new/<name>` inside it, which also proves that the file system takes
+//! the name. A run is therefore refused (exit 2) before it simulates
+//! anything, and a refused command leaves nothing behind, not even the
+//! parent folders it created.
+//!
+//! **Whole or nothing.** Files are written into the staging folder;
+//! [`OutputDir::commit`] checks the target again, moves the old folder
+//! into the work folder, the new one into place, carries the shard folders
+//! over, and removes the work folder. A stop asked for by Ctrl-C
+//! (`crate::interrupt`) fails the next `write` or the `commit` with
+//! `OutputError::Interrupted`; dropping the `OutputDir` then removes
+//! everything it made, and a second Ctrl-C removes it on its way out
+//! (except during the few renames of the swap, which it lets finish).
 
+use std::collections::BTreeSet;
+use std::ffi::{OsStr, OsString};
+use std::fmt;
 use std::fs;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::folder_lock::{FolderLock, LockError};
 use crate::interrupt;
 
+/// The marker file of a folder stormsim wrote.
+pub const MARKER: &str = ".stormsim";
+/// The marker's first line.
+const SIGNATURE: &str = "stormsim output folder";
+/// Markers larger than this are not stormsim's.
+const MAX_MARKER_BYTES: u64 = 1 << 20;
+/// The file names of `plot`'s outputs inside a run folder.
+pub const VISUALS: &[&str] = &["charts", "report.html"];
+/// The longest folder name most file systems take (NAME_MAX on Linux).
+pub const MAX_NAME_BYTES: usize = 255;
+/// Entries named in a refusal, at most.
+const SHOWN: usize = 5;
+
+/// Why an output folder was not written.
+#[derive(Debug)]
+pub enum OutputError {
+    /// The folder may not be written there (exit 2); the message says why
+    /// and what to do instead.
+    Refused(String),
+    /// Ctrl-C or SIGTERM (exit 130).
+    Interrupted,
+    /// Writing failed (exit 1).
+    Io(String),
+}
+
+impl OutputError {
+    /// The command's exit code for this error.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            OutputError::Refused(_) => 2,
+            OutputError::Interrupted => interrupt::EXIT_CODE,
+            OutputError::Io(_) => 1,
+        }
+    }
+}
+
+impl fmt::Display for OutputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OutputError::Refused(m) | OutputError::Io(m) => write!(f, "{m}"),
+            OutputError::Interrupted => write!(f, "interrupted"),
+        }
+    }
+}
+
+impl std::error::Error for OutputError {}
+
+impl From<interrupt::Stopped> for OutputError {
+    fn from(_: interrupt::Stopped) -> Self {
+        OutputError::Interrupted
+    }
+}
+
+fn io_error(what: impl fmt::Display, e: &io::Error) -> OutputError {
+    if e.kind() == io::ErrorKind::Interrupted && interrupt::requested() {
+        return OutputError::Interrupted;
+    }
+    OutputError::Io(format!("{what}: {e}"))
+}
+
+/// What a command replaces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// The whole folder (`run`, `merge`, a shard).
+    Folder,
+    /// These entries inside an existing folder, which stays (`plot`:
+    /// [`VISUALS`]).
+    Entries(&'static [&'static str]),
+}
+
+/// How a command may write its folder.
+#[derive(Clone, Copy, Debug)]
+pub struct Options<'a> {
+    pub mode: Mode,
+    /// Replace what stormsim did not write (`--force`).
+    pub force: bool,
+    /// What the command reads: the output may not be, hold or lie inside
+    /// any of them.
+    pub inputs: &'a [PathBuf],
+}
+
+/// An output folder being written.
+#[derive(Debug)]
 pub struct OutputDir {
+    /// The folder as the user named it (messages, the returned path).
     target: PathBuf,
+    /// The folder, absolute (canonical parent and name).
+    dest: PathBuf,
+    mode: Mode,
+    force: bool,
+    /// The private work folder: `new/` (staging), later `old/`.
+    work: PathBuf,
+    /// Where files are written: `work/new/<name>` (or `work/new`).
     staging: PathBuf,
+    lock: Option<FolderLock>,
+    /// Parent folders this command created, outermost first: removed
+    /// again (when still empty) if nothing is committed.
+    created: Vec<PathBuf>,
     committed: bool,
-    keep: Vec<String>,
+}
+
+/// The default output folder of a scenario: `output/<name>`, refused when
+/// the name is not one plain folder name.
+pub fn default_folder(name: &str) -> Result<PathBuf, OutputError> {
+    let one_component = {
+        let mut c = Path::new(name).components();
+        matches!((c.next(), c.next()), (Some(Component::Normal(n)), None) if n == OsStr::new(name))
+    };
+    if !one_component || name.chars().any(crate::input_file::is_unsafe_char) {
+        return Err(OutputError::Refused(format!(
+            "the scenario name {name:?} cannot name a folder (expected one folder name, \
+             without `/`, `..` or control characters); choose the folder with --out"
+        )));
+    }
+    if name.len() > MAX_NAME_BYTES {
+        return Err(OutputError::Refused(format!(
+            "the scenario name is {} bytes, too long for a folder name (at most \
+             {MAX_NAME_BYTES}, the most file systems take); choose the folder with --out",
+            name.len()
+        )));
+    }
+    Ok(Path::new("output").join(name))
+}
+
+/// The entries a marker lists, if `dir` holds a marker of stormsim's.
+pub fn marked_entries(dir: &Path) -> Option<BTreeSet<String>> {
+    let path = dir.join(MARKER);
+    // Not through a symbolic link; a regular file under the cap.
+    if !fs::symlink_metadata(&path).ok()?.is_file() {
+        return None;
+    }
+    let bytes = crate::input_file::read_capped(&path, MAX_MARKER_BYTES).ok()?;
+    let text = String::from_utf8(bytes).ok()?;
+    let mut lines = text.lines();
+    if lines.next() != Some(SIGNATURE) {
+        return None;
+    }
+    Some(
+        lines
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(str::to_string)
+            .collect(),
+    )
+}
+
+/// The marker's text for these entries.
+fn marker_text(entries: &BTreeSet<String>) -> String {
+    let mut s = format!(
+        "{SIGNATURE}\n\
+         # stormsim wrote the entries listed below and replaces them when it\n\
+         # writes here again; it refuses to replace this folder while the\n\
+         # folder holds anything else (unless given --force).\n"
+    );
+    for e in entries {
+        s.push_str(e);
+        s.push('\n');
+    }
+    s
+}
+
+/// Whether `path` is carried over when the folder holding it is
+/// replaced: a shard folder (a real folder with a `manifest.json`), or
+/// what a stormsim command writing beside it may be using (its work
+/// folder `.stormsim-…` or its lock `.stormsim-lock-…`, perhaps left by a
+/// command killed outright).
+fn is_carried(path: &Path) -> bool {
+    let stormsims = path
+        .file_name()
+        .and_then(OsStr::to_str)
+        .is_some_and(|n| n.starts_with(".stormsim-"));
+    stormsims
+        || (fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
+            && fs::symlink_metadata(path.join(crate::shard::MANIFEST)).is_ok_and(|m| m.is_file()))
+}
+
+fn shown_list(names: &[String]) -> String {
+    let mut s = names
+        .iter()
+        .take(SHOWN)
+        .map(|n| format!("{n:?}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > SHOWN {
+        s.push_str(&format!(" and {} more", names.len() - SHOWN));
+    }
+    s
+}
+
+/// The entries of the existing folder `dir` that replacing it (or, with
+/// `Mode::Entries`, those entries of it) would lose although stormsim did
+/// not write them.
+fn foreign_entries(dir: &Path, mode: Mode) -> io::Result<Vec<String>> {
+    let marked = marked_entries(dir);
+    let listed = marked.clone().unwrap_or_default();
+    let mut foreign = Vec::new();
+    match mode {
+        Mode::Folder => {
+            for entry in fs::read_dir(dir)? {
+                let entry = entry?;
+                let name = entry.file_name().to_string_lossy().into_owned();
+                // A `.stormsim` file that is not stormsim's marker is the
+                // user's like any other.
+                let ours = (name == MARKER && marked.is_some()) || listed.contains(&name);
+                if ours || is_carried(&entry.path()) {
+                    continue;
+                }
+                foreign.push(name);
+            }
+        }
+        Mode::Entries(names) => {
+            for &name in names {
+                if fs::symlink_metadata(dir.join(name)).is_ok() && !listed.contains(name) {
+                    foreign.push(name.to_string());
+                }
+            }
+        }
+    }
+    foreign.sort();
+    Ok(foreign)
+}
+
+/// `path` made absolute with its longest existing ancestor resolved
+/// (symbolic links followed), the rest taken as written.
+fn resolve(path: &Path) -> io::Result<PathBuf> {
+    let abs = std::path::absolute(path)?;
+    let parts: Vec<Component<'_>> = abs.components().collect();
+    for k in (1..=parts.len()).rev() {
+        let head: PathBuf = parts[..k].iter().collect();
+        if let Ok(mut out) = head.canonicalize() {
+            for c in &parts[k..] {
+                match c {
+                    Component::ParentDir => {
+                        out.pop();
+                    }
+                    Component::CurDir => {}
+                    other => out.push(other.as_os_str()),
+                }
+            }
+            return Ok(out);
+        }
+    }
+    Ok(abs)
+}
+
+/// Refuses a target that is a symbolic link or not a folder.
+fn check_kind(target: &Path, mode: Mode) -> Result<bool, OutputError> {
+    let shown = target.display();
+    match fs::symlink_metadata(target) {
+        Ok(m) if m.file_type().is_symlink() => Err(OutputError::Refused(format!(
+            "{shown} is a symbolic link; stormsim writes only into a real folder: \
+             give the folder itself, or another name"
+        ))),
+        Ok(m) if !m.is_dir() => Err(OutputError::Refused(format!(
+            "{shown} exists and is not a folder; nothing was written: choose another folder"
+        ))),
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => match mode {
+            Mode::Folder => Ok(false),
+            Mode::Entries(_) => Err(OutputError::Refused(format!("{shown}: no such folder"))),
+        },
+        Err(e) => Err(OutputError::Refused(format!(
+            "cannot use {shown} as the output folder: {e}"
+        ))),
+    }
+}
+
+/// Refuses a target that is, holds or lies inside an input, or a folder
+/// to replace that holds the current folder.
+fn check_inputs(target: &Path, dest: &Path, opts: Options<'_>) -> Result<(), OutputError> {
+    let shown = target.display();
+    if let Some(cwd) = std::env::current_dir()
+        .ok()
+        .and_then(|c| c.canonicalize().ok())
+        .filter(|_| opts.mode == Mode::Folder)
+        && cwd.starts_with(dest)
+    {
+        return Err(OutputError::Refused(format!(
+            "{shown} is the current folder or holds it; stormsim will not replace it: \
+                 choose another output folder"
+        )));
+    }
+    for input in opts.inputs {
+        let Ok(i) = input.canonicalize() else {
+            continue;
+        };
+        let relation = if i == dest {
+            "is"
+        } else if dest.starts_with(&i) {
+            "lies inside"
+        } else if let Ok(rest) = i.strip_prefix(dest) {
+            // Inside a shard folder that the replacement carries over,
+            // the input survives.
+            let child = rest.components().next().map(|c| dest.join(c));
+            if child.is_some_and(|c| is_carried(&c)) {
+                continue;
+            }
+            "holds"
+        } else {
+            continue;
+        };
+        return Err(OutputError::Refused(format!(
+            "the output folder {shown} {relation} the input {}; writing there would \
+             destroy what the command reads: choose another output folder",
+            input.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses a folder holding what stormsim did not write (without force).
+fn check_owned(target: &Path, dest: &Path, mode: Mode, force: bool) -> Result<(), OutputError> {
+    if force {
+        return Ok(());
+    }
+    let foreign = foreign_entries(dest, mode)
+        .map_err(|e| OutputError::Refused(format!("cannot read {}: {e}", target.display())))?;
+    if foreign.is_empty() {
+        return Ok(());
+    }
+    let shown = target.display();
+    Err(OutputError::Refused(match mode {
+        Mode::Folder => format!(
+            "{shown} already exists and holds files stormsim did not write ({}); \
+             nothing was written. Choose another folder with --out, or pass --force \
+             to replace the folder and everything in it",
+            shown_list(&foreign)
+        ),
+        Mode::Entries(_) => format!(
+            "{shown} holds {} that stormsim did not write (its {MARKER} marker does \
+             not list them); nothing was written. Move them away, or pass --force to \
+             replace them",
+            shown_list(&foreign)
+        ),
+    }))
+}
+
+/// Creates the missing ancestors of `dir`, returning those created,
+/// outermost first.
+fn create_parents(dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut missing: Vec<PathBuf> = dir
+        .ancestors()
+        .filter(|a| !a.as_os_str().is_empty())
+        .take_while(|a| fs::symlink_metadata(a).is_err())
+        .map(Path::to_path_buf)
+        .collect();
+    missing.reverse();
+    let mut created = Vec::new();
+    for d in missing {
+        match fs::create_dir(&d) {
+            Ok(()) => created.push(d),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => {
+                remove_created(&created);
+                return Err(e);
+            }
+        }
+    }
+    Ok(created)
+}
+
+/// Removes folders this command created, innermost first, when empty.
+fn remove_created(created: &[PathBuf]) {
+    for d in created.iter().rev() {
+        let _ = fs::remove_dir(d);
+    }
+}
+
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+/// A new folder `.stormsim-<tag>-<pid>-<n>` inside `dir`, never an
+/// existing one.
+fn make_work_folder(dir: &Path, tag: &str) -> io::Result<PathBuf> {
+    loop {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = dir.join(format!(".stormsim-{tag}-{}-{n}", std::process::id()));
+        match fs::create_dir(&path) {
+            Ok(()) => return Ok(path),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 1_000_000 => continue,
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 impl OutputDir {
-    /// Prepares to write the folder `target`.
-    pub fn create(target: &Path) -> io::Result<Self> {
-        let parent = match target.parent() {
+    /// Decides everything about writing `target` before the work starts:
+    /// see the module's documentation. A refusal leaves nothing behind.
+    pub fn prepare(target: &Path, opts: Options<'_>) -> Result<OutputDir, OutputError> {
+        let shown = target.display();
+        // `plot .` names its folder by its canonical path.
+        let canonical;
+        let located = match opts.mode {
+            Mode::Folder => target,
+            Mode::Entries(_) => {
+                check_kind(target, opts.mode)?;
+                canonical = target
+                    .canonicalize()
+                    .map_err(|e| OutputError::Refused(format!("{shown}: {e}")))?;
+                canonical.as_path()
+            }
+        };
+        let name: OsString = match located.components().next_back() {
+            Some(Component::Normal(n)) => n.to_os_string(),
+            _ => {
+                return Err(OutputError::Refused(format!(
+                    "{shown} does not name a folder stormsim can write (expected a path \
+                     ending in a folder name, such as output/run)"
+                )));
+            }
+        };
+        let parent = match located.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        fs::create_dir_all(&parent)?;
-        let name = target
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "output".into());
-        let staging = parent.join(format!(".{name}.partial-{}", std::process::id()));
-        if staging.exists() {
-            fs::remove_dir_all(&staging)?;
+        // First without touching anything.
+        let exists = check_kind(target, opts.mode)?;
+        let guess = resolve(located).map_err(|e| io_error(&shown, &e))?;
+        check_inputs(target, &guess, opts)?;
+        if exists {
+            check_owned(target, &guess, opts.mode, opts.force)?;
         }
-        fs::create_dir_all(&staging)?;
-        interrupt::register_staging(&staging);
-        Ok(OutputDir {
+
+        let created = create_parents(&parent).map_err(|e| {
+            OutputError::Refused(format!(
+                "cannot create the folder {} for {shown}: {e}",
+                parent.display()
+            ))
+        })?;
+        let mut out = OutputDir {
             target: target.to_path_buf(),
-            staging,
+            dest: guess,
+            mode: opts.mode,
+            force: opts.force,
+            work: PathBuf::new(),
+            staging: PathBuf::new(),
+            lock: None,
+            created,
             committed: false,
-            keep: Vec::new(),
-        })
-    }
-
-    /// Carries the entry `name` of the folder being replaced over into the
-    /// new one on commit (shard folders inside a run's folder, say), unless
-    /// something of that name was written.
-    pub fn keep(&mut self, name: &str) {
-        self.keep.push(name.to_string());
-    }
-
-    /// Writes one file into the folder (relative path, subfolders allowed).
-    pub fn write(&self, rel: &str, bytes: &[u8]) -> io::Result<()> {
-        interrupt::check_io()?;
-        let path = self.staging.join(rel);
-        if let Some(dir) = path.parent() {
-            fs::create_dir_all(dir)?;
+        };
+        // From here on, dropping `out` removes what was made.
+        let parent = parent
+            .canonicalize()
+            .map_err(|e| io_error(parent.display(), &e))?;
+        out.dest = parent.join(&name);
+        check_inputs(target, &out.dest, opts)?;
+        out.lock = Some(FolderLock::acquire(&parent, &name).map_err(|e| match e {
+            LockError::Held(lock) => OutputError::Refused(format!(
+                "another stormsim command is writing {shown} (it holds the lock {}); \
+                 nothing was written: wait for it to finish, or choose another folder",
+                lock.display()
+            )),
+            LockError::Io(lock, e) => OutputError::Refused(format!(
+                "cannot lock {shown} (lock file {}): {e}",
+                lock.display()
+            )),
+        })?);
+        // Again, now that no other stormsim command can change it.
+        if check_kind(target, opts.mode)? {
+            check_owned(target, &out.dest, opts.mode, opts.force)?;
         }
-        let tmp = path.with_extension("tmp");
-        fs::write(&tmp, bytes)?;
-        fs::rename(&tmp, &path)
+        let (home, tag) = match opts.mode {
+            Mode::Folder => (
+                parent,
+                format!("{:016x}", crate::shard::fnv1a64(name.as_encoded_bytes())),
+            ),
+            Mode::Entries(_) => (out.dest.clone(), "plot".to_string()),
+        };
+        out.work = make_work_folder(&home, &tag).map_err(|e| {
+            OutputError::Refused(format!(
+                "cannot create a work folder in {}: {e}",
+                home.display()
+            ))
+        })?;
+        interrupt::register_cleanup(&out.work);
+        let new = out.work.join("new");
+        fs::create_dir(&new).map_err(|e| io_error(new.display(), &e))?;
+        out.staging = match opts.mode {
+            Mode::Folder => {
+                let staging = new.join(&name);
+                fs::create_dir(&staging).map_err(|e| {
+                    OutputError::Refused(format!(
+                        "cannot create a folder named {:?} ({} bytes) in {}: {e}",
+                        name.to_string_lossy(),
+                        name.len(),
+                        out.dest.parent().unwrap_or(Path::new("/")).display()
+                    ))
+                })?;
+                staging
+            }
+            Mode::Entries(_) => new,
+        };
+        Ok(out)
     }
 
-    /// Replaces the target folder with everything written.
-    pub fn commit(mut self) -> io::Result<PathBuf> {
-        interrupt::check_io()?;
-        let old = self.staging.with_file_name(format!(
-            ".{}.old-{}",
-            self.file_name(),
-            std::process::id()
-        ));
-        let had_old = self.target.exists();
-        if had_old {
-            if !self.target.is_dir() {
-                return Err(io::Error::other(format!(
-                    "{} exists and is not a folder",
-                    self.target.display()
+    /// Writes one file (a relative path of plain names; subfolders are
+    /// created).
+    pub fn write(&self, rel: &str, bytes: &[u8]) -> Result<(), OutputError> {
+        interrupt::check()?;
+        let rel = Path::new(rel);
+        if !rel.components().all(|c| matches!(c, Component::Normal(_))) {
+            return Err(OutputError::Io(format!(
+                "{}: not a plain relative path",
+                rel.display()
+            )));
+        }
+        if let Mode::Entries(names) = self.mode {
+            let top = rel.components().next().map(|c| c.as_os_str());
+            if !top.is_some_and(|t| names.iter().any(|n| OsStr::new(n) == t)) {
+                return Err(OutputError::Io(format!(
+                    "{}: not one of the entries this command replaces",
+                    rel.display()
                 )));
             }
-            fs::rename(&self.target, &old)?;
         }
-        if let Err(e) = fs::rename(&self.staging, &self.target) {
-            if had_old {
-                let _ = fs::rename(&old, &self.target);
-            }
-            return Err(e);
+        let path = self.staging.join(rel);
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir).map_err(|e| io_error(dir.display(), &e))?;
         }
+        fs::write(&path, bytes).map_err(|e| io_error(path.display(), &e))
+    }
+
+    /// Puts everything written in place (see the module's documentation)
+    /// and returns the folder's path as the user named it.
+    pub fn commit(mut self) -> Result<PathBuf, OutputError> {
+        interrupt::check()?;
+        if self.mode == Mode::Folder {
+            let entries =
+                top_entries(&self.staging).map_err(|e| io_error(self.staging.display(), &e))?;
+            fs::write(self.staging.join(MARKER), marker_text(&entries))
+                .map_err(|e| io_error(self.staging.display(), &e))?;
+        }
+        // The target again: something may have appeared during the run.
+        if check_kind(&self.target, self.mode)? {
+            check_owned(&self.target, &self.dest, self.mode, self.force)?;
+        }
+        let swapped = interrupt::uninterrupted(|| match self.mode {
+            Mode::Folder => self.swap_folder(),
+            Mode::Entries(_) => self.swap_entries(),
+        });
+        swapped?;
         self.committed = true;
-        interrupt::unregister_staging(&self.staging);
-        if had_old {
-            for name in &self.keep {
-                let (from, to) = (old.join(name), self.target.join(name));
-                if from.exists() && !to.exists() {
-                    fs::rename(&from, &to)?;
-                }
-            }
-            fs::remove_dir_all(&old)?;
-        }
+        let _ = fs::remove_dir_all(&self.work);
+        interrupt::unregister_cleanup(&self.work);
         Ok(self.target.clone())
     }
 
-    fn file_name(&self) -> String {
-        self.target
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "output".into())
+    /// Moves the old folder aside, the new one in place, and the shard
+    /// folders of the old one over.
+    fn swap_folder(&self) -> Result<(), OutputError> {
+        let old = self.work.join("old");
+        let had_old = fs::symlink_metadata(&self.dest).is_ok();
+        if had_old {
+            fs::rename(&self.dest, &old).map_err(|e| io_error(self.target.display(), &e))?;
+        }
+        if let Err(e) = fs::rename(&self.staging, &self.dest) {
+            if had_old {
+                let _ = fs::rename(&old, &self.dest);
+            }
+            return Err(io_error(self.target.display(), &e));
+        }
+        if !had_old {
+            return Ok(());
+        }
+        let entries = fs::read_dir(&old).map_err(|e| io_error(old.display(), &e))?;
+        for entry in entries.flatten() {
+            let (from, to) = (entry.path(), self.dest.join(entry.file_name()));
+            if is_carried(&from) && fs::symlink_metadata(&to).is_err() {
+                fs::rename(&from, &to).map_err(|e| {
+                    OutputError::Io(format!(
+                        "the results are in {} but the shard folder {} could not be \
+                         carried over ({e}); it is in {}",
+                        self.target.display(),
+                        entry.file_name().to_string_lossy(),
+                        old.display()
+                    ))
+                })?;
+            }
+        }
+        Ok(())
     }
+
+    /// Replaces each written entry inside the existing folder, and lists
+    /// them in its marker when it has one.
+    fn swap_entries(&self) -> Result<(), OutputError> {
+        let old = self.work.join("old");
+        fs::create_dir(&old).map_err(|e| io_error(old.display(), &e))?;
+        let written =
+            top_entries(&self.staging).map_err(|e| io_error(self.staging.display(), &e))?;
+        for name in &written {
+            let (from, to) = (self.staging.join(name), self.dest.join(name));
+            if fs::symlink_metadata(&to).is_ok() {
+                fs::rename(&to, old.join(name)).map_err(|e| io_error(to.display(), &e))?;
+            }
+            fs::rename(&from, &to).map_err(|e| io_error(to.display(), &e))?;
+        }
+        if let Some(mut listed) = marked_entries(&self.dest)
+            && !written.iter().all(|w| listed.contains(w))
+        {
+            listed.extend(written);
+            fs::write(self.dest.join(MARKER), marker_text(&listed))
+                .map_err(|e| io_error(self.target.display(), &e))?;
+        }
+        Ok(())
+    }
+}
+
+/// The names directly inside `dir`, sorted (valid UTF-8: stormsim's own).
+fn top_entries(dir: &Path) -> io::Result<BTreeSet<String>> {
+    let mut names = BTreeSet::new();
+    for entry in fs::read_dir(dir)? {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        if name != MARKER {
+            names.insert(name);
+        }
+    }
+    Ok(names)
 }
 
 impl Drop for OutputDir {
     fn drop(&mut self) {
         if !self.committed {
-            let _ = fs::remove_dir_all(&self.staging);
-            interrupt::unregister_staging(&self.staging);
+            if !self.work.as_os_str().is_empty() {
+                let _ = fs::remove_dir_all(&self.work);
+                interrupt::unregister_cleanup(&self.work);
+            }
+            // The lock file first: it may live in a folder created here.
+            self.lock.take();
+            remove_created(&self.created);
         }
     }
 }
@@ -125,52 +684,259 @@ impl Drop for OutputDir {
 mod tests {
     use super::*;
 
-    #[test]
-    fn replaces_a_folder_whole() {
-        let root = tempfile::tempdir().unwrap();
-        let target = root.path().join("out");
-        fs::create_dir_all(&target).unwrap();
-        fs::write(target.join("stale.csv"), "old").unwrap();
-        let out = OutputDir::create(&target).unwrap();
-        out.write("a.csv", b"new").unwrap();
-        out.write("charts/x.svg", b"<svg/>").unwrap();
-        // Nothing visible before the commit.
-        assert!(target.join("stale.csv").exists());
-        assert!(!target.join("a.csv").exists());
-        out.commit().unwrap();
-        assert!(!target.join("stale.csv").exists());
-        assert_eq!(fs::read_to_string(target.join("a.csv")).unwrap(), "new");
-        assert!(target.join("charts/x.svg").exists());
-        let leftovers: Vec<_> = fs::read_dir(root.path()).unwrap().collect();
-        assert_eq!(leftovers.len(), 1, "no staging or old folder left behind");
+    fn folder(inputs: &[PathBuf]) -> Options<'_> {
+        Options {
+            mode: Mode::Folder,
+            force: false,
+            inputs,
+        }
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    fn refused(r: Result<OutputDir, OutputError>) -> String {
+        match r {
+            Err(OutputError::Refused(m)) => m,
+            other => panic!("expected a refusal, got {other:?}"),
+        }
     }
 
     #[test]
-    fn kept_entries_move_into_the_new_folder() {
+    fn writes_a_new_folder_whole_with_its_marker() {
+        let root = tempfile::tempdir().unwrap();
+        let target = root.path().join("a/b/out");
+        let out = OutputDir::prepare(&target, folder(&[])).unwrap();
+        out.write("x.csv", b"new").unwrap();
+        out.write("charts/y.svg", b"<svg/>").unwrap();
+        // Nothing visible before the commit.
+        assert!(!target.exists());
+        out.commit().unwrap();
+        assert_eq!(names(&target), [MARKER, "charts", "x.csv"]);
+        assert_eq!(
+            marked_entries(&target)
+                .unwrap()
+                .into_iter()
+                .collect::<Vec<_>>(),
+            ["charts", "x.csv"]
+        );
+        assert_eq!(
+            names(&root.path().join("a/b")),
+            ["out"],
+            "no work folder or lock left"
+        );
+    }
+
+    #[test]
+    fn replaces_its_own_folder_and_carries_shard_folders_over() {
         let root = tempfile::tempdir().unwrap();
         let target = root.path().join("out");
-        fs::create_dir_all(target.join("shard-0-of-2")).unwrap();
+        let out = OutputDir::prepare(&target, folder(&[])).unwrap();
+        out.write("stale.csv", b"old").unwrap();
+        out.commit().unwrap();
+        fs::create_dir(target.join("shard-0-of-2")).unwrap();
         fs::write(target.join("shard-0-of-2/manifest.json"), "{}").unwrap();
-        fs::write(target.join("stale.csv"), "old").unwrap();
-        let mut out = OutputDir::create(&target).unwrap();
-        out.keep("shard-0-of-2");
-        out.keep("absent");
+        let out = OutputDir::prepare(&target, folder(&[])).unwrap();
         out.write("a.csv", b"new").unwrap();
         out.commit().unwrap();
-        assert!(target.join("shard-0-of-2/manifest.json").is_file());
-        assert!(!target.join("stale.csv").exists());
-        assert_eq!(fs::read_dir(root.path()).unwrap().count(), 1);
+        assert_eq!(names(&target), [MARKER, "a.csv", "shard-0-of-2"]);
+        assert_eq!(names(root.path()), ["out"]);
+    }
+
+    #[test]
+    fn refuses_a_folder_holding_what_stormsim_did_not_write() {
+        let root = tempfile::tempdir().unwrap();
+        let target = root.path().join("mine");
+        fs::create_dir(&target).unwrap();
+        fs::write(target.join("notes.txt"), "precious").unwrap();
+        let m = refused(OutputDir::prepare(&target, folder(&[])));
+        assert!(m.contains("\"notes.txt\"") && m.contains("--force"), "{m}");
+        // Also in a folder stormsim wrote, for an entry its marker does not list.
+        let ours = root.path().join("ours");
+        OutputDir::prepare(&ours, folder(&[]))
+            .unwrap()
+            .commit()
+            .unwrap();
+        fs::write(ours.join("added.txt"), "mine").unwrap();
+        let m = refused(OutputDir::prepare(&ours, folder(&[])));
+        assert!(m.contains("\"added.txt\""), "{m}");
+        // A fake marker does not make it stormsim's either, and is itself
+        // a file of the user's.
+        fs::write(target.join(MARKER), "hello\nnotes.txt\n").unwrap();
+        refused(OutputDir::prepare(&target, folder(&[])));
+        let only = root.path().join("only");
+        fs::create_dir(&only).unwrap();
+        fs::write(only.join(MARKER), "my own dotfile").unwrap();
+        let m = refused(OutputDir::prepare(&only, folder(&[])));
+        assert!(m.contains("\".stormsim\""), "{m}");
+        fs::remove_dir_all(&only).unwrap();
+        assert_eq!(names(root.path()), ["mine", "ours"], "nothing left behind");
+        // With force, it is replaced.
+        let out = OutputDir::prepare(
+            &target,
+            Options {
+                force: true,
+                ..folder(&[])
+            },
+        )
+        .unwrap();
+        out.write("a.csv", b"x").unwrap();
+        out.commit().unwrap();
+        assert_eq!(names(&target), [MARKER, "a.csv"]);
+    }
+
+    #[test]
+    fn an_empty_folder_or_one_of_shard_folders_only_is_usable() {
+        let root = tempfile::tempdir().unwrap();
+        let target = root.path().join("out");
+        fs::create_dir_all(target.join("shard-1-of-2")).unwrap();
+        fs::write(target.join("shard-1-of-2/manifest.json"), "{}").unwrap();
+        // What a shard run killed outright leaves beside its folder.
+        let stale = ".stormsim-0123456789abcdef-99999-0";
+        fs::create_dir_all(target.join(stale).join("new")).unwrap();
+        fs::write(target.join(".stormsim-lock-0123456789abcdef"), "").unwrap();
+        let out = OutputDir::prepare(&target, folder(&[])).unwrap();
+        out.write("a.csv", b"x").unwrap();
+        out.commit().unwrap();
+        assert_eq!(
+            names(&target),
+            [
+                MARKER,
+                ".stormsim-0123456789abcdef-99999-0",
+                ".stormsim-lock-0123456789abcdef",
+                "a.csv",
+                "shard-1-of-2"
+            ]
+        );
+    }
+
+    #[test]
+    fn refuses_inputs_the_current_folder_files_and_links() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("scenarios");
+        fs::create_dir(&dir).unwrap();
+        let file = dir.join("s.yaml");
+        fs::write(&file, "name: s\n").unwrap();
+        let inputs = [file.clone()];
+        let m = refused(OutputDir::prepare(&dir, folder(&inputs)));
+        assert!(m.contains("holds the input"), "{m}");
+        let m = refused(OutputDir::prepare(&file, folder(&inputs)));
+        assert!(m.contains("not a folder"), "{m}");
+        let shard = root.path().join("shard");
+        fs::create_dir(&shard).unwrap();
+        let inputs = [shard.clone()];
+        let m = refused(OutputDir::prepare(&shard, folder(&inputs)));
+        assert!(m.contains(" is the input"), "{m}");
+        let m = refused(OutputDir::prepare(&shard.join("x"), folder(&inputs)));
+        assert!(m.contains("lies inside the input"), "{m}");
+        let m = refused(OutputDir::prepare(root.path(), folder(&inputs)));
+        assert!(m.contains("holds the input"), "{m}");
+        #[cfg(unix)]
+        {
+            let link = root.path().join("link");
+            std::os::unix::fs::symlink(&dir, &link).unwrap();
+            let m = refused(OutputDir::prepare(&link, folder(&[])));
+            assert!(m.contains("symbolic link"), "{m}");
+        }
+        let m = refused(OutputDir::prepare(Path::new(".."), folder(&[])));
+        assert!(m.contains("does not name a folder"), "{m}");
+        assert!(dir.is_dir() && file.is_file() && shard.is_dir());
+    }
+
+    #[test]
+    fn a_name_too_long_is_refused_before_anything_is_left() {
+        let root = tempfile::tempdir().unwrap();
+        let target = root.path().join("new/parent").join("x".repeat(300));
+        let m = refused(OutputDir::prepare(&target, folder(&[])));
+        assert!(m.contains("too long"), "{m}");
+        assert!(names(root.path()).is_empty(), "{:?}", names(root.path()));
+    }
+
+    #[test]
+    fn a_second_writer_is_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let target = root.path().join("out");
+        let first = OutputDir::prepare(&target, folder(&[])).unwrap();
+        let m = refused(OutputDir::prepare(&target, folder(&[])));
+        assert!(m.contains("another stormsim command is writing"), "{m}");
+        drop(first);
+        assert!(names(root.path()).is_empty());
+    }
+
+    #[test]
+    fn entries_mode_replaces_only_its_entries() {
+        let root = tempfile::tempdir().unwrap();
+        let target = root.path().join("run");
+        let out = OutputDir::prepare(&target, folder(&[])).unwrap();
+        out.write("report.html", b"old").unwrap();
+        out.write("charts/a.svg", b"old").unwrap();
+        out.write("summary.csv", b"table").unwrap();
+        out.commit().unwrap();
+        fs::write(target.join("a.csv"), "user").unwrap();
+        fs::write(target.join("a.tmp"), "user").unwrap();
+        let plot = Options {
+            mode: Mode::Entries(VISUALS),
+            force: false,
+            inputs: &[],
+        };
+        let out = OutputDir::prepare(&target, plot).unwrap();
+        out.write("report.html", b"new").unwrap();
+        out.write("charts/b.svg", b"new").unwrap();
+        assert!(out.write("summary.csv", b"no").is_err());
+        out.commit().unwrap();
+        assert_eq!(
+            names(&target),
+            [
+                MARKER,
+                "a.csv",
+                "a.tmp",
+                "charts",
+                "report.html",
+                "summary.csv"
+            ]
+        );
+        assert_eq!(names(&target.join("charts")), ["b.svg"]);
+        assert_eq!(fs::read_to_string(target.join("a.tmp")).unwrap(), "user");
+        // In a folder stormsim did not write, existing charts are refused.
+        let theirs = root.path().join("theirs");
+        fs::create_dir_all(theirs.join("charts")).unwrap();
+        let m = refused(OutputDir::prepare(&theirs, plot));
+        assert!(m.contains("\"charts\""), "{m}");
     }
 
     #[test]
     fn dropped_without_commit_leaves_nothing() {
         let root = tempfile::tempdir().unwrap();
-        let target = root.path().join("out");
+        let target = root.path().join("p/out");
         {
-            let out = OutputDir::create(&target).unwrap();
+            let out = OutputDir::prepare(&target, folder(&[])).unwrap();
             out.write("a.csv", b"x").unwrap();
         }
-        assert!(!target.exists());
-        assert_eq!(fs::read_dir(root.path()).unwrap().count(), 0);
+        assert!(names(root.path()).is_empty());
+    }
+
+    #[test]
+    fn default_folders_are_one_plain_name() {
+        assert_eq!(default_folder("a b").unwrap(), Path::new("output/a b"));
+        assert!(default_folder(&"n".repeat(255)).is_ok());
+        assert!(default_folder(&"n".repeat(256)).is_err());
+        for bad in [
+            "",
+            ".",
+            "..",
+            "../x",
+            "/abs",
+            "a/b",
+            "a\u{1b}[2J",
+            "\u{202e}x",
+        ] {
+            assert!(default_folder(bad).is_err(), "{bad:?}");
+        }
     }
 }

@@ -4,6 +4,8 @@
 //! summary figure is drawn against each swept field, one line per
 //! combination of the other swept fields. No `sweep.` column, no chart.
 
+use std::collections::HashMap;
+
 use super::chart_data::{ChartData, Point, Table, parse_num};
 use super::figure::{Figure, Line, colour};
 use crate::scenario::units::{parse_duration, parse_rate};
@@ -61,21 +63,28 @@ fn x_positions(t: &Table, col: &str) -> (Vec<f64>, Option<Vec<String>>) {
     if let Some(nums) = nums {
         return (nums, None);
     }
-    let mut cats: Vec<String> = Vec::new();
-    let xs = texts
-        .iter()
-        .map(|s| {
-            let i = cats.iter().position(|c| c == s).unwrap_or_else(|| {
-                cats.push(s.to_string());
-                cats.len() - 1
-            });
-            i as f64
-        })
-        .collect();
-    (xs, Some(cats))
+    let (cats, xs) = first_seen(texts.into_iter().map(str::to_string));
+    (xs.into_iter().map(|i| i as f64).collect(), Some(cats))
 }
 
-/// (file stem, title, figure) for every sweep chart.
+/// The distinct keys in order of first appearance, and each key's index
+/// among them.
+fn first_seen(keys: impl Iterator<Item = String>) -> (Vec<String>, Vec<usize>) {
+    let mut distinct: Vec<String> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let of = keys
+        .map(|k| {
+            *index.entry(k).or_insert_with_key(|k| {
+                distinct.push(k.clone());
+                distinct.len() - 1
+            })
+        })
+        .collect();
+    (distinct, of)
+}
+
+/// (file stem, title, figure) for every sweep chart. Linear in the rows:
+/// each row is given its line once per swept field.
 pub fn sweep_figures(d: &ChartData) -> Vec<(String, String, Figure)> {
     let t = &d.by_variant;
     let cols = sweep_columns(t);
@@ -85,40 +94,37 @@ pub fn sweep_figures(d: &ChartData) -> Vec<(String, String, Figure)> {
         let others: Vec<&String> = cols.iter().filter(|c| *c != col).collect();
         let (xs, cats) = x_positions(t, col);
         // Groups: the other swept fields' values, in order of appearance.
-        let mut groups: Vec<String> = Vec::new();
-        let group_of: Vec<usize> = t
-            .rows
-            .iter()
-            .map(|r| {
-                let key = others
-                    .iter()
-                    .map(|o| format!("{}={}", o.trim_start_matches("sweep."), t.text(r, o)))
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                groups.iter().position(|g| *g == key).unwrap_or_else(|| {
-                    groups.push(key);
-                    groups.len() - 1
-                })
-            })
-            .collect();
+        let (groups, group_of) = first_seen(t.rows.iter().map(|r| {
+            others
+                .iter()
+                .map(|o| format!("{}={}", o.trim_start_matches("sweep."), t.text(r, o)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }));
+        let mut members: Vec<Vec<usize>> = vec![Vec::new(); groups.len()];
+        for (row, &g) in group_of.iter().enumerate() {
+            members[g].push(row);
+        }
         for (fig, y_desc) in FIGURES {
-            let mean_col = format!("{fig}_mean");
-            if t.col(&mean_col).is_none() || t.rows.iter().all(|r| t.num(r, &mean_col).is_none()) {
+            let (Some(mean_col), ci_col) =
+                (t.col(&format!("{fig}_mean")), t.col(&format!("{fig}_ci95")))
+            else {
+                continue;
+            };
+            let num =
+                |r: usize, c: Option<usize>| c.and_then(|i| t.rows[r].get(i)).and_then(parse_num);
+            if (0..t.rows.len()).all(|r| num(r, Some(mean_col)).is_none()) {
                 continue;
             }
             let mut lines = Vec::new();
             for (g, label) in groups.iter().enumerate() {
-                let mut pts: Vec<Point> = t
-                    .rows
+                let mut pts: Vec<Point> = members[g]
                     .iter()
-                    .zip(&xs)
-                    .zip(&group_of)
-                    .filter(|(_, gi)| **gi == g)
-                    .filter_map(|((r, x), _)| {
-                        let m = t.num(r, &format!("{fig}_mean"))?;
-                        let ci = t.num(r, &format!("{fig}_ci95")).unwrap_or(0.0);
+                    .filter_map(|&r| {
+                        let m = num(r, Some(mean_col))?;
+                        let ci = num(r, ci_col).unwrap_or(0.0);
                         Some(Point {
-                            t: *x,
+                            t: xs[r],
                             mean: m,
                             min: m - ci,
                             max: m + ci,

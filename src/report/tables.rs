@@ -2,10 +2,24 @@
 //! `summary_by_variant.csv`, tidy (one row per observation) so pandas reads
 //! them without reshaping.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::interrupt::{POLL_ROWS, Stopped};
 use crate::metrics::Cell;
 use crate::metrics::aggregate::aggregate;
 use crate::metrics::columns::{for_each_time_cell, summary_cells, time_row_cells};
 use crate::runner::RunResult;
+
+/// The most bytes of `timeseries.csv` read back (`plot`, `merge`): more
+/// than the largest run writes (`scenario::validate::MAX_TIMESERIES_ROWS`
+/// rows of a few hundred bytes to a few KiB).
+pub const MAX_TIMESERIES_BYTES: u64 = 8 << 30;
+/// The most bytes of `summary.csv`, `summary_by_variant.csv` or
+/// `summary.exact.csv` read back.
+pub const MAX_SUMMARY_BYTES: u64 = 1 << 30;
+/// The longest line of a table read back: a row stormsim writes is a few
+/// KiB at most (some hundred cells).
+pub const MAX_ROW_BYTES: usize = 1 << 20;
 
 /// Layer names across all variants, in order of first appearance: the
 /// per-layer columns (`attempts_<layer>`). A layer absent from a variant
@@ -36,7 +50,7 @@ pub fn all_params(results: &[RunResult]) -> Vec<String> {
     paths
 }
 
-fn param_cells(r: &RunResult, paths: &[String]) -> Vec<(String, Cell)> {
+pub(crate) fn param_cells(r: &RunResult, paths: &[String]) -> Vec<(String, Cell)> {
     paths
         .iter()
         .map(|p| {
@@ -121,21 +135,42 @@ impl Layout {
     }
 }
 
+/// A stop flag never raised: tables made where nobody can interrupt.
+static NEVER: AtomicBool = AtomicBool::new(false);
+
 pub fn timeseries_csv(results: &[RunResult]) -> Vec<u8> {
     timeseries_csv_with(&Layout::of(results), results)
 }
 
 /// `timeseries.csv` of these results with the columns of `layout`.
 pub fn timeseries_csv_with(layout: &Layout, results: &[RunResult]) -> Vec<u8> {
+    match timeseries_csv_until(layout, results, &NEVER) {
+        Ok(bytes) => bytes,
+        Err(Stopped) => unreachable!("the flag NEVER is never raised"),
+    }
+}
+
+/// `timeseries_csv_with`, given up (`Stopped`) once `stop` is raised: a
+/// long run has millions of rows, seconds of work.
+pub fn timeseries_csv_until(
+    layout: &Layout,
+    results: &[RunResult],
+    stop: &AtomicBool,
+) -> Result<Vec<u8>, Stopped> {
     // Streamed row by row: a long run has hundreds of thousands of rows,
     // and holding them all as strings would take gigabytes.
     let layers = &layout.layers;
     let mut w = csv::Writer::from_writer(Vec::new());
     let mut header = false;
     let mut field = String::new();
+    let mut written = 0usize;
     for r in results {
         let params = param_cells(r, &layout.params);
         for row in &r.rows {
+            if written.is_multiple_of(POLL_ROWS) && stop.load(Ordering::Relaxed) {
+                return Err(Stopped);
+            }
+            written += 1;
             let mut row = row.clone();
             row.layer_attempts = spread(&row.layer_attempts, &r.layer_names, layers, 0);
             row.layer_retries = spread(&row.layer_retries, &r.layer_names, layers, 0);
@@ -169,7 +204,7 @@ pub fn timeseries_csv_with(layout: &Layout, results: &[RunResult]) -> Vec<u8> {
         w.write_record(Vec::<String>::new())
             .expect("writing to memory");
     }
-    w.into_inner().expect("writing to memory")
+    Ok(w.into_inner().expect("writing to memory"))
 }
 
 /// The cells of each result's `summary.csv` row (after `variant,

@@ -9,18 +9,17 @@ use crate::model::breaker::{BreakerConfig, BreakerWindow};
 use crate::model::budget::BudgetConfig;
 use crate::model::bulkhead::BulkheadConfig;
 use crate::model::config::{HedgingConfig, Shared};
-use crate::model::dependency::SideEffects as ModelSideEffects;
-use crate::model::dependency::{DependencyConfig, Effect, Incident as ModelIncident};
 use crate::model::occ::{OccConfig, OccPolicy};
 use crate::model::rate::{RateChange, RateProfile};
 use crate::model::retry::{
     RetryAfterMode as ModelRetryAfter, RetryOn as ModelRetryOn, RetryPolicy,
 };
+use crate::model::server::SideEffects as ModelSideEffects;
+use crate::model::server::{Effect, Incident as ModelIncident, ServiceConfig};
 use crate::model::service::ServiceDist;
 use crate::model::throttle::ThrottleConfig;
-use crate::model::{
-    ClosedLoop, ConsumerConfig, LayerConfig, Limits, ModelConfig, RecoveryCriteria,
-};
+use crate::model::topology::Topology;
+use crate::model::{CallPolicy, ClosedLoop, ConsumerConfig, Limits, ModelConfig, RecoveryCriteria};
 
 use super::defaults::{DEFAULT_ERROR_STATUS, DEFAULT_MULTIPLIER, fill_breaker};
 use super::types::{
@@ -44,10 +43,10 @@ pub fn to_occ(s: &Scenario) -> Option<OccConfig> {
             OccPolicyName::Decorrelated => OccPolicy::Decorrelated,
         },
         base: o.base.ns(),
-        cap: o.cap.ns(),
+        cap: o.cap().ns(),
         message_mean: o.message_mean.ns(),
         message_sd: o.message_sd.ns(),
-        bucket: s.bucket.ns(),
+        bucket: s.bucket().ns(),
         max_events: s.limits.max_events,
     })
 }
@@ -55,13 +54,13 @@ pub fn to_occ(s: &Scenario) -> Option<OccConfig> {
 /// The model configuration of a validated scenario.
 pub fn to_model(s: &Scenario) -> ModelConfig {
     let layers = if s.layers.is_empty() {
-        vec![LayerConfig::passthrough("client")]
+        vec![CallPolicy::passthrough("client")]
     } else {
         s.layers.iter().map(layer).collect()
     };
     ModelConfig {
         duration: s.duration.ns(),
-        bucket: s.bucket.ns(),
+        bucket: s.bucket().ns(),
         arrivals: RateProfile::new(
             s.clients.arrival.rate.map_or(0.0, |r| r.per_sec()),
             &rate_changes(&s.clients.schedule),
@@ -86,8 +85,7 @@ pub fn to_model(s: &Scenario) -> ModelConfig {
             poison_status: c.poison_status,
         }),
         deadline: s.clients.deadline.map(Duration::ns),
-        layers,
-        dependency: dependency(&s.dependency),
+        topology: Topology::chain(layers, dependency(&s.dependency)),
         recovery: recovery(s),
         limits: Limits {
             max_events: s.limits.max_events,
@@ -132,8 +130,8 @@ fn point_end(p: &SchedulePoint) -> Duration {
     }
 }
 
-fn layer(l: &Layer) -> LayerConfig {
-    LayerConfig {
+fn layer(l: &Layer) -> CallPolicy {
+    CallPolicy {
         name: l.name.clone(),
         instances: l.instances.max(1),
         timeout: l.timeout.map(Duration::ns),
@@ -198,11 +196,11 @@ fn retry_after(r: &Retry) -> ModelRetryAfter {
         },
         RetryAfterMode::Ignore => ModelRetryAfter::Ignore,
         RetryAfterMode::Exact => ModelRetryAfter::Exact,
-        // AWS retry behaviour 2.1: clamp to [t, t + 5 s] (presets.md §1.3).
+        // AWS retry behaviour 2.1: clamp to [t, t + 5 s] (docs/sources/presets.md §1.3).
         RetryAfterMode::AwsClamp => ModelRetryAfter::AwsClamp {
             window: 5 * NS_PER_S,
         },
-        // Envoy: headers above max_interval (300 s) are ignored (presets.md §3).
+        // Envoy: headers above max_interval (300 s) are ignored (docs/sources/presets.md §3).
         RetryAfterMode::Envoy => ModelRetryAfter::Envoy {
             max: 300 * NS_PER_S,
         },
@@ -336,10 +334,11 @@ fn retry_on(list: &[RetryOn]) -> ModelRetryOn {
     out
 }
 
-fn dependency(d: &Dependency) -> DependencyConfig {
-    DependencyConfig {
-        concurrency: d.concurrency,
-        service: service(&d.service_time),
+fn dependency(d: &Dependency) -> ServiceConfig {
+    ServiceConfig {
+        name: "dependency".to_string(),
+        concurrency: Some(d.concurrency),
+        service: Some(service(&d.service_time)),
         queue_capacity: d.queue.capacity,
         lifo: d.queue.discipline == Discipline::Lifo,
         queue_timeout: d.queue.timeout.map(Duration::ns),
@@ -357,6 +356,8 @@ fn dependency(d: &Dependency) -> DependencyConfig {
         dedupe: d.idempotency == Idempotency::Key,
         dedupe_cost: d.dedupe_cost.ns(),
         stop_on_cancel: d.on_cancel == OnCancel::Stop,
+        hold_worker: true,
+        calls: Vec::new(),
     }
 }
 
@@ -423,7 +424,7 @@ fn recovery(s: &Scenario) -> RecoveryCriteria {
         trigger_start,
         trigger_end,
         threshold: s.analysis.recovery_threshold,
-        window: s.analysis.recovery_window.ns(),
+        window: s.recovery_window().ns(),
     }
 }
 
@@ -450,7 +451,7 @@ mod tests {
         assert!((m.arrivals.per_sec_at(330 * NS_PER_S) - 1500.0).abs() < 1e-6);
         assert!((m.arrivals.per_sec_at(400 * NS_PER_S) - 500.0).abs() < 1e-6);
 
-        let api = &m.layers[0];
+        let api = &m.topology.edges()[0].policy;
         assert_eq!(api.name, "api");
         assert_eq!(api.timeout, Some(NS_PER_S));
         assert_eq!(api.retry.max_attempts, 4);
@@ -476,7 +477,7 @@ mod tests {
         );
         assert!(!api.propagate_deadline);
 
-        let st = &m.layers[1];
+        let st = &m.topology.edges()[1].policy;
         assert_eq!(
             st.retry.backoff,
             B::Linear {
@@ -490,13 +491,19 @@ mod tests {
         // The default retry_on of a layer without one.
         assert!(st.retry.retry_on.status(500) && st.retry.retry_on.status(504));
 
-        let d = &m.dependency;
-        assert_eq!((d.concurrency, d.queue_capacity, d.lifo), (64, 512, true));
+        let d = m.topology.service(m.topology.focus());
+        assert_eq!(
+            (d.concurrency, d.queue_capacity, d.lifo),
+            (Some(64), 512, true)
+        );
         assert_eq!(d.queue_timeout, Some(2 * NS_PER_S));
         assert_eq!((d.shed_status, d.shed_retry_after), (429, 2 * NS_PER_S));
         assert_eq!(
             d.service,
-            ServiceDist::lognormal_from_median_p99(20 * NS_PER_MS, 120 * NS_PER_MS)
+            Some(ServiceDist::lognormal_from_median_p99(
+                20 * NS_PER_MS,
+                120 * NS_PER_MS
+            ))
         );
         assert_eq!(d.incidents.len(), 5);
         assert_eq!(
@@ -539,15 +546,15 @@ mod tests {
     #[test]
     fn passthrough_layer_and_no_trigger() {
         let m = to_model(&load_str(MINIMAL, "m.yaml").unwrap());
-        assert_eq!(m.layers.len(), 1);
-        assert_eq!(m.layers[0].name, "client");
-        assert_eq!(m.layers[0].retry.max_attempts, 1);
-        assert_eq!(m.dependency.shed_retry_after, 0);
+        assert_eq!(m.topology.edges().len(), 1);
+        assert_eq!(m.topology.edges()[0].policy.name, "client");
+        assert_eq!(m.topology.edges()[0].policy.retry.max_attempts, 1);
+        assert_eq!(m.topology.service(m.topology.focus()).shed_retry_after, 0);
         assert_eq!(
-            m.dependency.service,
-            ServiceDist::Exponential {
+            m.topology.service(m.topology.focus()).service,
+            Some(ServiceDist::Exponential {
                 mean: 25 * NS_PER_MS
-            }
+            })
         );
         assert_eq!(
             (m.recovery.trigger_start, m.recovery.trigger_end),
@@ -567,7 +574,7 @@ mod tests {
         let cap = MINIMAL.replace("rate: 100/s }", "rate: 100/s }\nlayers: [ { name: a, retry: { backoff: { kind: linear, base: 1ms } } } ]");
         let m = to_model(&load_str(&cap, "m.yaml").unwrap());
         assert_eq!(
-            m.layers[0].retry.backoff,
+            m.topology.edges()[0].policy.retry.backoff,
             B::Linear {
                 base: NS_PER_MS,
                 cap: u64::MAX

@@ -1,7 +1,16 @@
 //! Defaults that depend on other fields, so serde cannot fill them: the
 //! multiplier of exponential backoff (2) and the status of an `errors`
-//! incident (503). Filled in after every parse, so that validation, the
+//! incident (503), filled in after every parse, so that validation, the
 //! model and `scenario.resolved.yaml` all see the same values.
+//!
+//! Defaults derived from values a user may still change (`--set`, a
+//! variant, a sweep point) are never stored: `bucket` (from `duration`),
+//! `analysis.recovery_window` (from the bucket) and `occ.cap` (from
+//! `occ.base`) stay absent and are read through `Scenario::bucket`,
+//! `Scenario::recovery_window` and `Occ::cap`, so that a default never
+//! contradicts a value chosen later (`--set bucket=10s` moves the default
+//! recovery window with it). [`fill_derived`] writes them out for
+//! `scenario.resolved.yaml`.
 
 use super::types::{
     BackoffKind, Breaker, BreakerKind, Budget, IncidentKind, Scenario, Throttle, ThrottleKind,
@@ -38,6 +47,16 @@ pub fn fill_defaults(s: &mut Scenario) {
     }
 }
 
+/// Writes out the derived defaults (see the module documentation), for a
+/// scenario that will not change any more.
+pub fn fill_derived(s: &mut Scenario) {
+    s.bucket = Some(s.bucket());
+    s.analysis.recovery_window = Some(s.recovery_window());
+    if let Some(o) = s.occ.as_mut() {
+        o.cap = Some(o.cap());
+    }
+}
+
 /// Fills the absent fields of a budget with its kind's real defaults.
 pub fn fill_budget(b: &mut Budget) {
     let d = budget_defaults(b.kind);
@@ -47,7 +66,7 @@ pub fn fill_budget(b: &mut Budget) {
     super::types::budget_fields!(fill);
 }
 
-/// SRE adaptive throttling: K = 2 over the last 2 minutes (presets.md §8).
+/// SRE adaptive throttling: K = 2 over the last 2 minutes (docs/sources/presets.md §8).
 pub fn fill_throttle(t: &mut Throttle) {
     if t.kind == ThrottleKind::Adaptive {
         t.k.get_or_insert(2.0);
@@ -55,7 +74,7 @@ pub fn fill_throttle(t: &mut Throttle) {
     }
 }
 
-/// Polly v8 (presets.md §5) for `time`, Resilience4j (§6) for `count`.
+/// Polly v8 (docs/sources/presets.md §5) for `time`, Resilience4j (§6) for `count`.
 pub fn fill_breaker(b: &mut Breaker) {
     match b.kind {
         BreakerKind::Time => {

@@ -8,6 +8,8 @@
 
 use std::fmt;
 
+use crate::escape::escape;
+
 /// File label of errors about a `--set PATH=VALUE` argument.
 pub const SET_LABEL: &str = "<--set>";
 /// File label of errors about the built-in default scenario.
@@ -24,7 +26,7 @@ pub struct ScenarioError {
     pub line: Option<u32>,
     /// 1-based column, when known (only with a line).
     pub column: Option<u32>,
-    /// Dotted field path (`layers.api.retry.backoff.cap`, `layers[1]`).
+    /// Dotted field path (`layers.api.retry.backoff.cap`, `layers.1`).
     pub path: Option<String>,
     /// What is wrong and what was expected.
     pub message: String,
@@ -58,8 +60,10 @@ impl ScenarioError {
 }
 
 impl fmt::Display for ScenarioError {
+    /// One line; every part that may echo input (the file name, the path,
+    /// values quoted in the message) is escaped (`crate::escape`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.file)?;
+        write!(f, "{}", escape(&self.file))?;
         if let Some(line) = self.line {
             write!(f, ":{line}")?;
             if let Some(col) = self.column {
@@ -67,9 +71,9 @@ impl fmt::Display for ScenarioError {
             }
         }
         if let Some(path) = &self.path {
-            write!(f, ": {path}")?;
+            write!(f, ": {}", escape(path))?;
         }
-        write!(f, ": {}", self.message)
+        write!(f, ": {}", escape(&self.message))
     }
 }
 

@@ -1,6 +1,6 @@
 //! Scenario texts shared by the module's tests.
 
-/// The example of shared/DESIGN.md ("Scenario format"), adapted to the
+/// The example of README.md ("Scenario format"), adapted to the
 /// types: a schedule instead of overlapping incidents' comments, and only
 /// fields the types have.
 pub const FULL: &str = "\

@@ -3,10 +3,12 @@
 //! expanding aliases, iteratively (no recursion, so any nesting depth is
 //! safe), and with a bounded amount of work.
 //!
-//! Paths are dotted (`dependency.queue.capacity`), with `[i]` for sequence
-//! items (`dependency.incidents[0].end`), except that a layer is named by
-//! its `name` when that name is a usable, unique label
-//! (`layers.api.retry.jitter`); see [`layer_label`].
+//! Paths are dotted (`dependency.queue.capacity`), with the index for
+//! sequence items (`dependency.incidents.0.end`), except that a layer is
+//! named by its `name` when that name is a usable, unique label
+//! (`layers.api.retry.jitter`); see [`layer_labels`]. They are the paths
+//! `--set` and a variant's `set` take, so an error's path can be pasted
+//! into `--set`.
 
 use std::collections::HashMap;
 
@@ -47,8 +49,8 @@ pub struct LocationIndex {
 }
 
 /// The label of each layer in field paths: `layers.NAME` when the name is
-/// non-empty, has no `.`, brackets or whitespace and is unique, else
-/// `layers[i]`. Linear in the number of layers.
+/// usable in a path ([`usable_layer_name`]) and unique, else `layers.i`.
+/// Linear in the number of layers.
 pub fn layer_labels(names: &[&str]) -> Vec<String> {
     let mut counts: HashMap<&str, usize> = HashMap::new();
     for n in names {
@@ -58,16 +60,24 @@ pub fn layer_labels(names: &[&str]) -> Vec<String> {
         .iter()
         .enumerate()
         .map(|(i, name)| {
-            let usable = !name.is_empty()
-                && !name.contains(['.', '[', ']'])
-                && !name.chars().any(char::is_whitespace);
-            if usable && counts.get(name) == Some(&1) {
+            if usable_layer_name(name) && counts.get(name) == Some(&1) {
                 format!("layers.{name}")
             } else {
-                format!("layers[{i}]")
+                format!("layers.{i}")
             }
         })
         .collect()
+}
+
+/// Whether a layer name can stand in a dotted path: non-empty, without
+/// `.`, brackets, whitespace or unsafe characters (`crate::escape`), and
+/// not a number (which a path reads as an index).
+pub fn usable_layer_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.contains(['.', '[', ']'])
+        && !name.chars().any(char::is_whitespace)
+        && !name.chars().any(crate::escape::is_unsafe_char)
+        && !name.chars().all(|c| c.is_ascii_digit())
 }
 
 impl LocationIndex {
@@ -109,6 +119,15 @@ impl LocationIndex {
             }
             let cut = p.rfind(['.', '['])?;
             p = &p[..cut];
+        }
+    }
+
+    /// The position of `path`'s key (where an unknown field is written), or
+    /// else as [`position`](Self::position).
+    pub fn key_position(&self, path: &str) -> Option<Pos> {
+        match self.keys.get(path) {
+            Some(&i) => Some(self.nodes[i].1),
+            None => self.position(path),
         }
     }
 
@@ -272,7 +291,7 @@ fn render(segs: &[Seg], layer_labels: &[String]) -> String {
         out = layer_labels
             .get(*i)
             .cloned()
-            .unwrap_or_else(|| format!("layers[{i}]"));
+            .unwrap_or_else(|| format!("layers.{i}"));
         rest = tail;
     }
     for seg in rest {
@@ -283,7 +302,12 @@ fn render(segs: &[Seg], layer_labels: &[String]) -> String {
                 }
                 out.push_str(k);
             }
-            Seg::Index(i) => out.push_str(&format!("[{i}]")),
+            Seg::Index(i) => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(&i.to_string());
+            }
         }
     }
     out
@@ -313,7 +337,7 @@ dependency:
         assert_eq!(idx.position("layers.api.timeout"), Some((3, 14)));
         assert_eq!(idx.position("layers.api.retry.backoff.base"), Some((6, 40)));
         assert_eq!(idx.position("layers.db.name"), Some((7, 11)));
-        assert_eq!(idx.position("dependency.incidents[0].end"), Some((10, 37)));
+        assert_eq!(idx.position("dependency.incidents.0.end"), Some((10, 37)));
         // Absent fields point at the nearest ancestor.
         assert_eq!(idx.position("layers.api.retry.jitter"), Some((5, 5)));
         assert!(idx.contains("layers"));
@@ -328,13 +352,13 @@ dependency:
         );
         assert!(idx.path_at((6, 20)).unwrap().1);
         assert_eq!(idx.path_at((6, 26)).unwrap().2, Some("constant"));
-        assert_eq!(idx.path_at((10, 7)).unwrap().0, "dependency.incidents[0]");
+        assert_eq!(idx.path_at((10, 7)).unwrap().0, "dependency.incidents.0");
     }
 
     #[test]
     fn duplicate_layer_names_use_indexes() {
         let idx = LocationIndex::build("layers:\n  - name: a\n  - name: a\n");
-        assert_eq!(idx.position("layers[1].name"), Some((3, 11)));
+        assert_eq!(idx.position("layers.1.name"), Some((3, 11)));
     }
 
     #[test]

@@ -3,12 +3,14 @@
 //! translation into the model's configuration.
 
 pub mod build;
+pub mod collect;
 pub mod defaults;
 pub mod error;
 #[cfg(test)]
 pub(crate) mod fixtures;
 pub mod load;
 pub mod locate;
+pub mod memory;
 pub mod overrides;
 pub mod presets;
 pub mod resolved;
@@ -23,8 +25,8 @@ pub mod variants;
 
 pub use build::{to_model, to_occ};
 pub use error::{ScenarioError, ScenarioErrors};
-pub use load::{load_bytes, load_file, load_str};
-pub use overrides::{apply_set, parse_set_arg};
+pub use load::{Loaded, load_bytes, load_file, load_file_with, load_str, load_str_with};
+pub use overrides::{apply_set, apply_sets, parse_set_arg};
 pub use resolved::resolved_yaml;
 pub use types::Scenario;
 pub use validate::{Issue, validate};

@@ -1,50 +1,55 @@
-//! Overrides: `--set PATH=VALUE` on the command line and the `set` map of
-//! a variant. A path is dotted (`layers.api.retry.jitter`,
-//! `dependency.incidents.0.end`): a numeric segment indexes a list, any
-//! other segment in a list picks the item with that `name` (a layer).
+//! Overrides: `--set PATH=VALUE` on the command line, the `set` map of a
+//! variant, and the values of a sweep point. A path is dotted
+//! (`layers.api.retry.jitter`, `dependency.incidents.0.end`): a numeric
+//! segment indexes a list, any other segment in a list picks the item with
+//! that `name` (a layer). In the two maps whose keys are themselves dotted
+//! paths, `sweep` and a variant's `set`, the rest of the path is one key
+//! (`sweep.dependency.concurrency`, `variants.0.set.layers.api.timeout`).
+//! These are the paths error messages print, so an error's path can be
+//! pasted into `--set`.
 //!
-//! The scenario is serialised to JSON, the value is put at the path, and the
-//! result is deserialised back (so unknown fields and wrong types are caught
-//! by the same types as the file) and validated again.
+//! Every override of a set is applied first, in order, and the result is
+//! validated once, so the order of overrides never matters to validation
+//! (`--set duration=10s --set dependency.incidents.0.end=10s` is the same
+//! as the reverse). The scenario is serialised to JSON, each value is put
+//! at its path (a missing mapping the format knows, such as `sweep` or a
+//! layer's `breaker`, is created), and the result is read back through the
+//! scenario types, so unknown fields and wrong types are caught exactly as
+//! in a file.
 
 use serde_json::{Map, Value};
 
 use super::defaults::fill_defaults;
 use super::error::{SET_LABEL, ScenarioError, ScenarioErrors, one_line};
-use super::suggest::{did_you_mean, improve_message};
+use super::load::type_errors;
+use super::schema::fields_at;
+use super::suggest::{Wording, did_you_mean};
 use super::types::Scenario;
 use super::validate::{Issue, validate};
 
-/// Why an override failed: problems with the path or value (their path is
-/// the override's path) or validation problems of the result.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SetError {
-    pub issues: Vec<Issue>,
-}
-
-impl SetError {
-    fn at(path: &str, message: impl Into<String>) -> Self {
-        SetError {
-            issues: vec![Issue {
-                path: path.to_string(),
-                message: one_line(&message.into()),
-            }],
-        }
-    }
-
-    fn into_errors(self, file_label: &str) -> ScenarioErrors {
-        ScenarioErrors(
-            self.issues
-                .into_iter()
-                .map(|i| ScenarioError::new(file_label, i.message).with_path(i.path))
-                .collect(),
-        )
-    }
-}
-
 /// `s` with `value` at `path`, validated; errors are labelled `<--set>`.
 pub fn apply_set(s: &Scenario, path: &str, value: Value) -> Result<Scenario, ScenarioErrors> {
-    set_value(s, path, value).map_err(|e| e.into_errors(SET_LABEL))
+    apply_sets(s, &[(path.to_string(), value)])
+}
+
+/// `s` with every override applied in order, then validated once; errors
+/// are labelled `<--set>`.
+pub fn apply_sets(s: &Scenario, sets: &[(String, Value)]) -> Result<Scenario, ScenarioErrors> {
+    let labelled = |issues: Vec<Issue>| {
+        ScenarioErrors(
+            issues
+                .into_iter()
+                .map(|i| ScenarioError::new(SET_LABEL, i.message).with_path(i.path))
+                .collect(),
+        )
+    };
+    let out = apply_overrides(s, sets).map_err(labelled)?;
+    let issues = validate(&out);
+    if issues.is_empty() {
+        Ok(out)
+    } else {
+        Err(labelled(issues))
+    }
 }
 
 /// Splits a command-line `PATH=VALUE`; VALUE is YAML (`none`, `32`, `2s`,
@@ -75,34 +80,89 @@ pub fn parse_set_arg(arg: &str) -> Result<(String, Value), ScenarioError> {
         with_snippet: false,
     };
     let value = serde_saphyr::from_str_with_options::<Value>(text, options).map_err(|e| {
-        let m = serde_saphyr::MessageFormatter::format_message(
-            &serde_saphyr::DefaultMessageFormatter,
-            e.without_snippet(),
-        );
+        let m = serde_saphyr::MessageFormatter::format_message(&Wording, e.without_snippet());
         err(format!("the value `{text}` is not valid YAML: {m}")).with_path(path)
     })?;
     Ok((path.to_string(), value))
 }
 
-/// `s` with `value` at `path`, re-read through the scenario types,
-/// defaults filled and validated.
-pub(crate) fn set_value(s: &Scenario, path: &str, value: Value) -> Result<Scenario, SetError> {
-    let mut json = serde_json::to_value(s)
-        .map_err(|e| SetError::at(path, format!("cannot represent the scenario: {e}")))?;
-    let target = preset_target(&json, path);
-    put(&mut json, path, value)?;
-    if let Some(target) = target {
-        apply_presets_after_set(&mut json, target);
+/// `s` with every override put in place, in order, read back through the
+/// scenario types and with its field-dependent defaults filled; not
+/// validated. Problems with a path, a value's shape or type come back as
+/// issues, all of them (each about the path it concerns).
+pub(crate) fn apply_overrides(
+    s: &Scenario,
+    sets: &[(String, Value)],
+) -> Result<Scenario, Vec<Issue>> {
+    let mut json = serde_json::to_value(s).map_err(|e| {
+        vec![Issue {
+            path: String::new(),
+            message: format!("cannot represent the scenario: {e}"),
+        }]
+    })?;
+    let mut issues = Vec::new();
+    for (path, value) in sets {
+        let target = preset_target(&json, path);
+        match put(&mut json, path, value.clone()) {
+            Ok(()) => {
+                if let Some(t) = target {
+                    apply_presets_after_set(&mut json, t);
+                }
+            }
+            Err(mut e) => issues.append(&mut e),
+        }
     }
-    let mut out: Scenario = serde_json::from_value(json)
-        .map_err(|e| SetError::at(path, improve_message(&strip_position(&e.to_string()), None)))?;
+    let mut out = match serde_json::from_value::<Scenario>(json.clone()) {
+        Ok(out) => out,
+        Err(e) => {
+            let found = type_errors(json);
+            if found.is_empty() {
+                // The fast reader and the located one disagree: report the
+                // fast one's message at the only path known.
+                let path = match sets {
+                    [(p, _)] => p.clone(),
+                    _ => String::new(),
+                };
+                issues.push(Issue {
+                    path,
+                    message: one_line(&strip_position(&e.to_string())),
+                });
+            } else {
+                issues.extend(found);
+            }
+            return Err(issues);
+        }
+    };
+    if !issues.is_empty() {
+        return Err(issues);
+    }
     fill_defaults(&mut out);
-    let issues = validate(&out);
-    if issues.is_empty() {
-        Ok(out)
-    } else {
-        Err(SetError { issues })
+    Ok(out)
+}
+
+/// `s` with those of `sets` that none of `issues` is about, when any: what
+/// the other overrides make of the scenario, so that its problems can be
+/// reported beside the bad overrides' own.
+pub(crate) fn apply_the_rest(
+    s: &Scenario,
+    sets: &[(String, Value)],
+    issues: &[Issue],
+) -> Option<Scenario> {
+    let rest: Vec<(String, Value)> = sets
+        .iter()
+        .filter(|(p, _)| {
+            !issues.iter().any(|i| {
+                i.path.is_empty()
+                    || super::collect::related(p, &i.path)
+                    || i.path.starts_with(p.as_str())
+            })
+        })
+        .cloned()
+        .collect();
+    if rest.len() == sets.len() {
+        return None;
     }
+    apply_overrides(s, &rest).ok()
 }
 
 /// Which layers a `--set` path touches in a way that involves presets.
@@ -157,59 +217,97 @@ fn strip_position(message: &str) -> String {
     }
 }
 
+fn issue(path: &str, message: impl Into<String>) -> Vec<Issue> {
+    vec![Issue {
+        path: path.to_string(),
+        message: one_line(&message.into()),
+    }]
+}
+
+/// Whether the container reached by `segs` is a map whose keys are dotted
+/// paths themselves: `sweep`, or the `set` of a variant.
+fn dotted_keys(segs: &[&str]) -> bool {
+    matches!(segs, ["sweep"] | ["variants", _, "set"])
+}
+
 /// Puts `value` at `path` in `root`. The last segment may create a missing
-/// mapping key (the typed re-read rejects unknown ones); every other
-/// segment must exist.
-fn put(root: &mut Value, path: &str, value: Value) -> Result<(), SetError> {
+/// mapping key (the typed re-read rejects unknown ones); a missing mapping
+/// on the way is created when the scenario format has it (`sweep`, a
+/// layer's `breaker`), else the path is an error that lists the fields
+/// there. In `sweep` and a variant's `set` the rest of the path is one key;
+/// `null` there removes the key.
+pub(crate) fn put(root: &mut Value, path: &str, value: Value) -> Result<(), Vec<Issue>> {
     let segs: Vec<&str> = path.split('.').collect();
     if segs.iter().any(|s| s.trim().is_empty()) {
-        return Err(SetError::at(
+        return Err(issue(
             path,
             "the path has an empty segment; expected dotted names such as layers.api.retry.jitter",
         ));
     }
-    let (last, parents) = segs
-        .split_last()
-        .ok_or_else(|| SetError::at(path, "empty path"))?;
     let mut cur = root;
-    for (depth, seg) in parents.iter().enumerate() {
-        let here = segs[..depth].join(".");
-        cur = child(cur, seg, &here, path)?;
-    }
-    let here = parents.join(".");
-    match cur {
-        Value::Object(map) => {
-            map.insert((*last).to_string(), value);
-            Ok(())
+    let mut depth = 0;
+    loop {
+        let here = &segs[..depth];
+        let rest = &segs[depth..];
+        if dotted_keys(here)
+            && let Value::Object(map) = cur
+        {
+            let key = rest.join(".");
+            if value.is_null() {
+                map.remove(&key);
+            } else {
+                map.insert(key, value);
+            }
+            return Ok(());
         }
-        Value::Array(items) => {
-            let i = item_index(items, last, &here, path)?;
-            items[i] = value;
-            Ok(())
+        let seg = rest[0];
+        if rest.len() == 1 {
+            return match cur {
+                Value::Object(map) => {
+                    map.insert(seg.to_string(), value);
+                    Ok(())
+                }
+                Value::Array(items) => {
+                    let i = item_index(items, seg, &here.join("."), path)?;
+                    items[i] = value;
+                    Ok(())
+                }
+                other => Err(not_a_container(other, seg, &here.join("."), path)),
+            };
         }
-        other => Err(not_a_container(other, last, &here, path)),
+        cur = child(cur, seg, here, path)?;
+        depth += 1;
     }
 }
 
 fn child<'a>(
     cur: &'a mut Value,
     seg: &str,
-    here: &str,
+    here: &[&str],
     path: &str,
-) -> Result<&'a mut Value, SetError> {
+) -> Result<&'a mut Value, Vec<Issue>> {
+    let here_text = here.join(".");
     match cur {
         Value::Object(map) => {
             if !map.contains_key(seg) {
-                return Err(missing_key(map, seg, here, path));
+                if !known_mapping(here, seg) {
+                    return Err(missing_key(map, seg, here, path));
+                }
+                map.insert(seg.to_string(), Value::Object(Map::new()));
             }
-            map.get_mut(seg)
-                .ok_or_else(|| SetError::at(path, "internal error"))
+            let next = map
+                .get_mut(seg)
+                .ok_or_else(|| issue(path, "internal error: a field vanished"))?;
+            if next.is_null() && known_mapping(here, seg) {
+                *next = Value::Object(Map::new());
+            }
+            Ok(next)
         }
         Value::Array(items) => {
-            let i = item_index(items, seg, here, path)?;
+            let i = item_index(items, seg, &here_text, path)?;
             Ok(&mut items[i])
         }
-        other => Err(not_a_container(other, seg, here, path)),
+        other => Err(not_a_container(other, seg, &here_text, path)),
     }
 }
 
@@ -221,16 +319,19 @@ fn where_(here: &str) -> String {
     }
 }
 
-fn missing_key(map: &Map<String, Value>, seg: &str, here: &str, path: &str) -> SetError {
-    let keys: Vec<&str> = map.keys().map(String::as_str).collect();
-    let hint = did_you_mean(seg, keys.iter().copied())
+/// The error for a missing key: the fields the format has there (all of
+/// them, present or not), with the closest as a suggestion.
+fn missing_key(map: &Map<String, Value>, seg: &str, here: &[&str], path: &str) -> Vec<Issue> {
+    let known = fields_at(here).map(|f| f.into_iter().map(|(n, _)| n).collect::<Vec<_>>());
+    let keys: Vec<String> = known.unwrap_or_else(|| map.keys().cloned().collect());
+    let hint = did_you_mean(seg, keys.iter().map(String::as_str))
         .map(|k| format!("did you mean `{k}`? "))
         .unwrap_or_default();
-    SetError::at(
+    issue(
         path,
         format!(
             "no `{seg}` in {}; {hint}fields there: {}",
-            where_(here),
+            where_(&here.join(".")),
             keys.join(", ")
         ),
     )
@@ -238,12 +339,12 @@ fn missing_key(map: &Map<String, Value>, seg: &str, here: &str, path: &str) -> S
 
 /// The index of the item `seg` names in a list: a number, or the `name`
 /// of an item.
-fn item_index(items: &[Value], seg: &str, here: &str, path: &str) -> Result<usize, SetError> {
+fn item_index(items: &[Value], seg: &str, here: &str, path: &str) -> Result<usize, Vec<Issue>> {
     if let Ok(i) = seg.parse::<usize>() {
         return if i < items.len() {
             Ok(i)
         } else {
-            Err(SetError::at(
+            Err(issue(
                 path,
                 format!(
                     "index {i} is out of range: {} has {} items",
@@ -271,14 +372,14 @@ fn item_index(items: &[Value], seg: &str, here: &str, path: &str) -> Result<usiz
     } else {
         format!("names there: {}", names.join(", "))
     };
-    Err(SetError::at(
+    Err(issue(
         path,
         format!("no item named `{seg}` in {}; {hint}{known}", where_(here)),
     ))
 }
 
-fn not_a_container(v: &Value, seg: &str, here: &str, path: &str) -> SetError {
-    SetError::at(
+fn not_a_container(v: &Value, seg: &str, here: &str, path: &str) -> Vec<Issue> {
+    issue(
         path,
         format!(
             "{} is {}, which has no field `{seg}`; set {} itself instead",
@@ -298,6 +399,12 @@ fn describe(v: &Value) -> String {
         Value::Array(_) => "a list".into(),
         Value::Object(_) => "a mapping".into(),
     }
+}
+
+/// Whether the format has a mapping field `seg` at `here` (so a `--set`
+/// below it may create it).
+fn known_mapping(here: &[&str], seg: &str) -> bool {
+    fields_at(here).is_some_and(|f| f.iter().any(|(n, m)| n == seg && *m))
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! Presets: `preset: NAME` on a layer pulls in the exact retry defaults of
 //! a real library or system. The constants come from
-//! shared/reference/presets.md (its §10 summary table and the section each
+//! docs/sources/presets.md (its §10 summary table and the section each
 //! preset file cites); each preset is a YAML file under `presets/`,
 //! embedded in the binary, that holds part of a layer and a comment header
 //! naming its sources.
@@ -21,7 +21,7 @@
 use serde_json::{Map, Value};
 
 /// One preset: its name, the library it reproduces, a one-line summary, the
-/// section of presets.md it comes from, and its YAML text.
+/// section of docs/sources/presets.md it comes from, and its YAML text.
 #[derive(Clone, Copy, Debug)]
 pub struct Preset {
     pub name: &'static str,
@@ -66,7 +66,7 @@ pub const PRESETS: &[Preset] = &[
     preset!(
         "grpc-a6",
         "gRPC (gRFC A6, current spec)",
-        "4 attempts, 100ms x2 cap 1s +-20%, UNAVAILABLE, retry throttling 10/0.1, pushback"
+        "4 attempts, 100ms x2 cap 1s +-20%, UNAVAILABLE (503 and connection failures), retry throttling 10/0.1, pushback"
     ),
     preset!(
         "grpc-a6-legacy",

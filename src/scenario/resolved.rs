@@ -1,7 +1,7 @@
 //! `scenario.resolved.yaml`: the scenario with every default filled in,
 //! so that a run can be reproduced exactly from it alone.
 
-use super::defaults::fill_defaults;
+use super::defaults::{fill_defaults, fill_derived};
 use super::presets;
 use super::types::Scenario;
 
@@ -12,6 +12,7 @@ pub const HEADER: &str = "# stormsim resolved scenario: every default filled in;
 pub fn resolved_yaml(s: &Scenario) -> String {
     let mut full = s.clone();
     fill_defaults(&mut full);
+    fill_derived(&mut full);
     let body = if full.layers.iter().any(|l| l.preset.is_some()) {
         // Beside a preset, an absent option must be written as `null` (and a
         // false flag as `false`), or reading the file back would take the
@@ -42,7 +43,11 @@ mod tests {
             let text = resolved_yaml(&s);
             assert!(text.starts_with(HEADER));
             let back = load_str(&text, "resolved.yaml").unwrap_or_else(|e| panic!("{e}\n{text}"));
-            assert_eq!(back, s, "{text}");
+            let mut derived = s.clone();
+            super::fill_derived(&mut derived);
+            assert_eq!(back, derived, "{text}");
+            // Resolved once more, the text is the same.
+            assert_eq!(resolved_yaml(&back), text);
         }
     }
 

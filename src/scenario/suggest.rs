@@ -1,5 +1,196 @@
-//! Friendlier parser messages: "did you mean `kind`?" for a misspelt field
-//! or variant name, and plain words for number-type errors.
+//! Parser messages in a scenario author's words: "did you mean `kind`?"
+//! for a misspelt field or variant name, and no Rust in them: the YAML
+//! parser's errors are worded by [`Wording`] (a serde-saphyr message
+//! formatter), and [`plain_words`] replaces any type name that still gets
+//! through ("expected u32" becomes "expected a whole number from 0 to
+//! 4294967295").
+
+use std::borrow::Cow;
+
+use serde_saphyr::budget::BudgetBreach;
+use serde_saphyr::{DefaultMessageFormatter, Error, MessageFormatter};
+
+/// The wording of serde-saphyr's errors for people who write scenarios:
+/// what was expected and found in YAML terms (a list, a mapping, a whole
+/// number from 0 to 255), and the parser's limits in the units a file
+/// has (levels, documents, nodes) rather than its internal counters.
+pub struct Wording;
+
+impl MessageFormatter for Wording {
+    fn format_message<'a>(&self, err: &'a Error) -> Cow<'a, str> {
+        // The error itself, not the wrappers that say where an alias was.
+        let mut err = err;
+        while let Error::AliasError { error, .. } | Error::WithSnippet { error, .. } = err {
+            err = error;
+        }
+        let text = match err {
+            Error::InvalidScalar { ty, .. } => format!("invalid {ty}"),
+            Error::Unexpected { expected, .. } => format!("expected {}", node_words(expected)),
+            Error::SerdeInvalidType {
+                unexpected,
+                expected,
+                ..
+            }
+            | Error::SerdeInvalidValue {
+                unexpected,
+                expected,
+                ..
+            } => format!(
+                "expected {}, found {}",
+                expected_words(expected),
+                found_words(unexpected)
+            ),
+            Error::SerdeInvalidLength { len, expected, .. } => {
+                format!("found {len} items; expected {}", expected_words(expected))
+            }
+            Error::NullIntoString { .. } => "expected text, found nothing (null)".into(),
+            Error::MultipleDocuments { .. } => {
+                "the file holds more than one YAML document (a `---` line starts another); a scenario is one document".into()
+            }
+            Error::DuplicateMappingKey { key: Some(k), .. } => {
+                format!("`{k}` is given twice; expected each field once")
+            }
+            Error::DuplicateMappingKey { key: None, .. } => {
+                "a field is given twice; expected each field once".into()
+            }
+            Error::AliasReplayLimitExceeded {
+                max_total_replayed_events,
+                ..
+            } => format!(
+                "anchors and aliases expand to too much data (more than {max_total_replayed_events} nodes replayed); expected a scenario without alias bombs"
+            ),
+            Error::AliasExpansionLimitExceeded {
+                max_expansions_per_anchor,
+                ..
+            } => format!(
+                "anchors and aliases expand to too much data (an anchor used more than {max_expansions_per_anchor} times); expected a scenario without alias bombs"
+            ),
+            Error::AliasReplayStackDepthExceeded { max_depth, .. } => format!(
+                "anchors and aliases expand to too much data (aliases nested more than {max_depth} deep); expected a scenario without alias bombs"
+            ),
+            Error::Budget { breach, .. } => budget_words(breach),
+            Error::Message { msg, .. } if msg.contains("recursion limit") => {
+                "the document nests too deeply; a scenario nests only a few levels".into()
+            }
+            other => return DefaultMessageFormatter.format_message(other),
+        };
+        Cow::Owned(text)
+    }
+}
+
+/// The parser's limits, as a file's author counts.
+fn budget_words(breach: &BudgetBreach) -> String {
+    match breach {
+        BudgetBreach::Depth { depth } => format!(
+            "the document nests too deeply (more than {} levels); a scenario nests only a few levels",
+            depth.saturating_sub(1)
+        ),
+        BudgetBreach::Documents { .. } => {
+            "the file holds more than one YAML document (a `---` line starts another); a scenario is one document".into()
+        }
+        BudgetBreach::Aliases { .. } | BudgetBreach::Anchors { .. } => {
+            "anchors and aliases expand to too much data (too many of them); expected a scenario without alias bombs".into()
+        }
+        BudgetBreach::Events { .. } | BudgetBreach::Nodes { .. } => {
+            "the document is too large (too many values); a scenario has a few hundred".into()
+        }
+        BudgetBreach::ScalarBytes { .. } => {
+            "the document is too large (too much text in its values)".into()
+        }
+        _ => "the document is too large".into(),
+    }
+}
+
+/// A YAML node kind the parser expected, in YAML terms.
+fn node_words(expected: &str) -> String {
+    match expected {
+        "sequence start" => "a list".into(),
+        "mapping start" => "a mapping (field: value lines, or { field: value })".into(),
+        "string scalar" | "scalar" => "a single value (text or a number)".into(),
+        other => plain_words(other),
+    }
+}
+
+/// What serde says it expected, without Rust types.
+fn expected_words(expected: &str) -> String {
+    if let Some(words) = type_words(expected) {
+        return words.to_string();
+    }
+    match expected {
+        "a string" | "a borrowed string" | "string" => "text".into(),
+        "a boolean" | "bool" => "true or false".into(),
+        "a sequence" | "sequence" => "a list".into(),
+        "a map" | "map" => "a mapping".into(),
+        "option" => "a value or null".into(),
+        "unit" => "nothing".into(),
+        other if other.starts_with("struct ") => "a mapping of fields".into(),
+        other if other.starts_with("enum ") => "one of the names this field takes".into(),
+        other => plain_words(other),
+    }
+}
+
+/// What serde says it found (`integer `5``, `floating point `1.5``,
+/// `string "x"`, `sequence`), in YAML terms.
+fn found_words(unexpected: &str) -> String {
+    for prefix in ["integer ", "floating point ", "boolean ", "char "] {
+        if let Some(v) = unexpected.strip_prefix(prefix) {
+            return v.to_string();
+        }
+    }
+    if let Some(v) = unexpected.strip_prefix("string ") {
+        return format!("`{}`", v.trim_matches('"'));
+    }
+    match unexpected {
+        "sequence" => "a list".into(),
+        "map" => "a mapping".into(),
+        "unit value" | "unit" | "null" => "nothing (null)".into(),
+        other => plain_words(other),
+    }
+}
+
+/// The plain words for a Rust number or boolean type name.
+fn type_words(ty: &str) -> Option<&'static str> {
+    Some(match ty {
+        "u8" => "a whole number from 0 to 255",
+        "u16" => "a whole number from 0 to 65535",
+        "u32" => "a whole number from 0 to 4294967295",
+        "u64" | "usize" | "u128" => "a whole number from 0 to 18446744073709551615",
+        "i8" => "a whole number from -128 to 127",
+        "i16" => "a whole number from -32768 to 32767",
+        "i32" => "a whole number from -2147483648 to 2147483647",
+        "i64" | "isize" | "i128" => {
+            "a whole number from -9223372036854775808 to 9223372036854775807"
+        }
+        "f32" | "f64" | "floating point" | "float" => "a number",
+        "bool" => "true or false",
+        "char" => "a single character",
+        _ => return None,
+    })
+}
+
+/// `message` with every Rust number type name that stands as a word
+/// (`u32`, `f64`, `usize`, ...) replaced by what it means.
+pub fn plain_words(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        match type_words(word) {
+            Some(w) if word != "bool" && word != "char" => out.push_str(w),
+            _ => out.push_str(word),
+        }
+        word.clear();
+    };
+    for c in message.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
+}
 
 /// Levenshtein distance, by characters (two rows; inputs are short).
 pub fn edit_distance(a: &str, b: &str) -> usize {
@@ -35,18 +226,19 @@ pub fn did_you_mean<'a>(
 /// and "unknown variant `x`, expected ..." messages, and replaces terse
 /// number-type errors ("invalid u32") with what was expected and found.
 pub fn improve_message(message: &str, found: Option<&str>) -> String {
-    if let Some(better) = number_message(message, found)
-        .or_else(|| budget_message(message))
-        .or_else(|| duplicate_message(message))
-    {
+    if let Some(better) = number_message(message, found) {
         return better;
     }
-    let Some((word, candidates)) = unknown_name(message) else {
-        return message.to_string();
+    if message.contains("recursion limit") {
+        return "the document nests too deeply; a scenario nests only a few levels".into();
+    }
+    let message = plain_words(message);
+    let Some((word, candidates)) = unknown_name(&message) else {
+        return message;
     };
     match did_you_mean(word, candidates.iter().copied()) {
         Some(best) => format!("{message}; did you mean `{best}`?"),
-        None => message.to_string(),
+        None => message.clone(),
     }
 }
 
@@ -67,46 +259,8 @@ fn unknown_name(message: &str) -> Option<(&str, Vec<&str>)> {
     Some((word, names))
 }
 
-/// serde-saphyr's duplicate-key message names a developer option.
-fn duplicate_message(message: &str) -> Option<String> {
-    let rest = message.strip_prefix("duplicate mapping key: ")?;
-    let key = rest
-        .split(", set DuplicateKeyPolicy")
-        .next()
-        .unwrap_or(rest);
-    Some(format!("`{key}` is given twice; expected each field once"))
-}
-
-/// Resource-limit errors in words a scenario author can act on.
-fn budget_message(message: &str) -> Option<String> {
-    let lower = message.to_ascii_lowercase();
-    if lower.contains("alias") && (lower.contains("limit") || lower.contains("budget")) {
-        Some(format!(
-            "anchors and aliases expand to too much data ({message}); expected a scenario without alias bombs"
-        ))
-    } else if lower.contains("recursion limit")
-        || lower.contains("depth")
-        || lower.contains("nesting")
-    {
-        Some(format!(
-            "the document nests too deeply ({message}); a scenario nests only a few levels"
-        ))
-    } else if lower.starts_with("budget") || lower.contains("budget exceeded") {
-        Some(format!("the document is too large ({message})"))
-    } else {
-        None
-    }
-}
-
 fn number_message(message: &str, found: Option<&str>) -> Option<String> {
-    let ty = message.strip_prefix("invalid ")?;
-    let what = match ty {
-        "u8" | "u16" | "u32" | "u64" | "usize" => format!("a whole number >= 0 ({ty})"),
-        "i8" | "i16" | "i32" | "i64" | "isize" => format!("a whole number ({ty})"),
-        "f32" | "f64" => "a number".to_string(),
-        "bool" => "true or false".to_string(),
-        _ => return None,
-    };
+    let what = type_words(message.strip_prefix("invalid ")?)?;
     Some(match found {
         Some(text) => format!("expected {what}, found `{text}`"),
         None => format!("expected {what}"),
@@ -147,11 +301,19 @@ mod tests {
     fn explains_number_errors() {
         assert_eq!(
             improve_message("invalid u32", Some("lots")),
-            "expected a whole number >= 0 (u32), found `lots`"
+            "expected a whole number from 0 to 4294967295, found `lots`"
         );
         assert_eq!(
             improve_message("something else", Some("x")),
             "something else"
+        );
+        assert_eq!(
+            plain_words("invalid value: integer `-1`, expected u64; f64 or usize"),
+            "invalid value: integer `-1`, expected a whole number from 0 to 18446744073709551615; a number or a whole number from 0 to 18446744073709551615"
+        );
+        assert_eq!(
+            plain_words("u32x bool_u8 u8"),
+            "u32x bool_u8 a whole number from 0 to 255"
         );
     }
 }

@@ -1,5 +1,6 @@
 //! The scenario file format, as serde types. Field names here are the
-//! contract of shared/DESIGN.md: rename none, add freely. Every struct
+//! contract the README documents ("Scenario format" and the sections after
+//! it): rename none, add freely. Every struct
 //! denies unknown fields so a typo is an error, never a silent default.
 //!
 //! Defaults are filled by serde so that `scenario.resolved.yaml` (the
@@ -24,9 +25,10 @@ pub struct Scenario {
     pub seed: u64,
     /// Simulated time of one run.
     pub duration: Duration,
-    /// Time-series resolution.
-    #[serde(default = "default_bucket")]
-    pub bucket: Duration,
+    /// Time-series resolution; absent: derived from `duration`
+    /// ([`Scenario::bucket`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bucket: Option<Duration>,
     /// Seeds per variant, derived from `seed`.
     #[serde(default = "one")]
     pub replicates: u32,
@@ -65,8 +67,38 @@ pub struct Scenario {
 fn default_seed() -> u64 {
     1
 }
-fn default_bucket() -> Duration {
-    Duration::from_secs(1)
+impl Scenario {
+    /// The time-series bucket: the one written, or else 1 s, shortened to
+    /// the run when the run is shorter, lengthened to whole seconds that
+    /// keep the run within `MAX_BUCKETS` buckets when it is longer.
+    pub fn bucket(&self) -> Duration {
+        self.bucket.unwrap_or_else(|| default_bucket(self.duration))
+    }
+
+    /// The recovery window: the one written, or else 5 s, or one bucket
+    /// when a bucket is longer.
+    pub fn recovery_window(&self) -> Duration {
+        self.analysis
+            .recovery_window
+            .unwrap_or_else(|| Duration::from_secs(5).max(self.bucket()))
+    }
+}
+
+/// The bucket of a run of `duration` when none is written (see
+/// [`Scenario::bucket`]).
+pub fn default_bucket(duration: Duration) -> Duration {
+    let max = crate::metrics::recorder::MAX_BUCKETS as u64;
+    let secs = duration
+        .ns()
+        .div_ceil(max)
+        .div_ceil(crate::engine::NS_PER_S)
+        .max(1);
+    let bucket = Duration(secs.saturating_mul(crate::engine::NS_PER_S));
+    if duration.ns() > 0 && duration < bucket {
+        duration
+    } else {
+        bucket
+    }
 }
 fn one() -> u32 {
     1
@@ -86,7 +118,7 @@ pub enum OccPolicyName {
 
 /// N clients each update one contended row once (read the version, write
 /// with it; the write fails if the version moved) and back off after a
-/// failed write: shared/reference/experiments.md §1. Defaults are the
+/// failed write: docs/sources/experiments.md §1. Defaults are the
 /// blog's: base 5 ms, cap 2 s, every message |Normal(10 ms, 2 ms)|.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -95,8 +127,9 @@ pub struct Occ {
     pub policy: OccPolicyName,
     #[serde(default = "occ_base")]
     pub base: Duration,
-    #[serde(default = "occ_cap")]
-    pub cap: Duration,
+    /// Absent: the blog's 2 s, or `base` when that is longer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cap: Option<Duration>,
     #[serde(default = "occ_message_mean")]
     pub message_mean: Duration,
     #[serde(default = "occ_message_sd")]
@@ -106,8 +139,11 @@ pub struct Occ {
 fn occ_base() -> Duration {
     Duration::from_millis(5)
 }
-fn occ_cap() -> Duration {
-    Duration::from_secs(2)
+impl Occ {
+    /// The cap: the one written, or else 2 s, or `base` when that is longer.
+    pub fn cap(&self) -> Duration {
+        self.cap.unwrap_or(Duration::from_secs(2).max(self.base))
+    }
 }
 fn occ_message_mean() -> Duration {
     Duration::from_millis(10)
@@ -199,7 +235,7 @@ pub struct SchedulePoint {
 }
 
 /// A queue with visibility timeout, max receive count and a dead-letter
-/// queue, as Amazon SQS (shared/reference/presets.md §9.3), and a pool of
+/// queue, as Amazon SQS (docs/sources/presets.md §9.3), and a pool of
 /// consumers that handle its messages.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -398,7 +434,7 @@ impl Default for Retry {
     }
 }
 
-/// The playbook's transient set (shared/reference/retry-backoff-patterns.md,
+/// The playbook's transient set (docs/sources/retry-backoff-patterns.md,
 /// "Classify the error"): timeouts, connection failures, 429 and 5xx
 /// gateway/unavailable codes. 408/425 are omitted: the dependency never
 /// returns them.
@@ -706,7 +742,7 @@ macro_rules! budget_fields {
 pub(crate) use budget_fields;
 
 /// The fields each budget kind takes, with the real system's default.
-/// Sources: shared/reference/presets.md, section named beside each kind.
+/// Sources: docs/sources/presets.md, section named beside each kind.
 pub fn budget_defaults(kind: BudgetKind) -> Budget {
     let mut b = Budget::empty(kind);
     match kind {
@@ -715,7 +751,7 @@ pub fn budget_defaults(kind: BudgetKind) -> Budget {
             b.max_tokens = Some(10.0);
             b.token_ratio = Some(0.1);
         }
-        // Brooker 2022: size 5, +0.1 per request, a retry spends 1 (experiments.md §2).
+        // Brooker 2022: size 5, +0.1 per request, a retry spends 1 (docs/sources/experiments.md §2).
         BudgetKind::RetryTokens => {
             b.capacity = Some(5.0);
             b.per_request = Some(0.1);
@@ -1135,9 +1171,10 @@ pub struct Analysis {
     /// least this fraction of the pre-trigger ratio.
     #[serde(default = "default_recovery_threshold")]
     pub recovery_threshold: f64,
-    /// Length of the sliding window that judges health.
-    #[serde(default = "default_recovery_window")]
-    pub recovery_window: Duration,
+    /// Length of the sliding window that judges health; absent: 5 s, or
+    /// one bucket when a bucket is longer ([`Scenario::recovery_window`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery_window: Option<Duration>,
     /// When the trigger ends. Default: the end of the last incident, or the
     /// last schedule change when there is no incident.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1148,7 +1185,7 @@ impl Default for Analysis {
     fn default() -> Self {
         Analysis {
             recovery_threshold: default_recovery_threshold(),
-            recovery_window: default_recovery_window(),
+            recovery_window: None,
             trigger_end: None,
         }
     }
@@ -1156,9 +1193,6 @@ impl Default for Analysis {
 
 fn default_recovery_threshold() -> f64 {
     0.9
-}
-fn default_recovery_window() -> Duration {
-    Duration::from_secs(5)
 }
 
 // ----------------------------------------------------------------- limits

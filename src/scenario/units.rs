@@ -101,7 +101,7 @@ impl fmt::Display for Duration {
         if ns == 0 {
             return write!(f, "0s");
         }
-        if ns % NS_PER_S == 0 {
+        if ns.is_multiple_of(NS_PER_S) {
             let mut s = ns / NS_PER_S;
             let (d, h, m);
             d = s / 86_400;
@@ -118,7 +118,7 @@ impl fmt::Display for Duration {
             return Ok(());
         }
         for (u, scale) in [("ms", NS_PER_MS), ("us", NS_PER_US)] {
-            if ns % scale == 0 {
+            if ns.is_multiple_of(scale) {
                 return write!(f, "{}{u}", ns / scale);
             }
         }

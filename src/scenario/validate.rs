@@ -5,12 +5,13 @@
 
 use std::collections::HashSet;
 
-use super::locate::layer_labels;
+use super::locate::{layer_labels, usable_layer_name};
 use super::types::{
     ArrivalKind, Backoff, BackoffKind, Clients, Dependency, DistKind, Incident, IncidentKind,
     Jitter, Layer, Retry, RetryOn, Scenario, SchedulePoint, ServiceTime,
 };
 use super::units::Duration;
+use crate::escape::unsafe_char_in;
 
 pub const MAX_LAYERS: usize = 16;
 pub const MAX_REPLICATES: u32 = 10_000;
@@ -30,7 +31,7 @@ pub const MAX_TIMESERIES_ROWS: u64 = 2_000_000;
 
 /// The number of buckets (rows of `timeseries.csv`) of one run.
 pub fn buckets(s: &Scenario) -> u64 {
-    s.duration.ns().div_ceil(s.bucket.ns().max(1)).max(1)
+    s.duration.ns().div_ceil(s.bucket().ns().max(1)).max(1)
 }
 
 /// The size of the whole run's `timeseries.csv`, when it is too large:
@@ -71,18 +72,19 @@ pub fn validate(s: &Scenario) -> Vec<Issue> {
         c.variants(s);
         return c.issues;
     }
+    // Each part is checked on its own, so a missing part hides nothing else.
     if s.clients.is_unset() {
         c.push("clients", "missing field `clients`; expected for example clients: { arrival: { kind: poisson, rate: 100/s } }");
-        return c.issues;
+    } else {
+        c.clients(&s.clients, s.duration);
     }
+    c.layers(&s.layers);
+    c.hops(s);
     if s.dependency.is_unset() {
         c.push("dependency", "missing field `dependency`; expected for example dependency: { concurrency: 8, service_time: { dist: exponential, mean: 20ms } }");
-        return c.issues;
+    } else {
+        c.dependency(&s.dependency, s.duration);
     }
-    c.clients(&s.clients, s.duration);
-    c.layers(&s.layers, s.duration);
-    c.hops(s);
-    c.dependency(&s.dependency, s.duration);
     c.analysis(s);
     c.variants(s);
     c.issues
@@ -138,25 +140,30 @@ impl Checker {
     // ------------------------------------------------------------ top level
 
     fn top_level(&mut self, s: &Scenario) {
-        self.check(usable_folder_name(&s.name), "name", || {
+        if let Some(bad) = unsafe_char_in(&s.name) {
+            self.push("name", unsafe_name(&format!("name `{}`", s.name), &bad));
+        } else {
+            self.check(usable_folder_name(&s.name), "name", || {
             format!(
-                "name `{}` cannot be a folder name; expected a non-empty name without `/`, `\\` or control characters, other than `.` and `..`",
+                "name `{}` cannot be a folder name; expected a non-empty name without `/` or `\\`, other than `.` and `..`",
                 s.name
             )
-        });
+            });
+        }
         self.positive(s.duration, "duration", "duration");
-        if self.positive(s.bucket, "bucket", "bucket") {
-            self.check(s.bucket <= s.duration, "bucket", || {
+        let bucket = s.bucket();
+        if self.positive(bucket, "bucket", "bucket") {
+            self.check(bucket <= s.duration, "bucket", || {
                 format!(
                     "bucket ({}) is longer than the run ({}); expected bucket <= duration",
-                    s.bucket, s.duration
+                    bucket, s.duration
                 )
             });
             let buckets = buckets(s);
             self.check(buckets <= MAX_BUCKETS, "bucket", || {
                 format!(
                     "a bucket of {} cuts the run ({}) into {buckets} buckets; expected at most {MAX_BUCKETS}: use a longer bucket",
-                    s.bucket, s.duration
+                    bucket, s.duration
                 )
             });
         }
@@ -238,7 +245,7 @@ impl Checker {
         }
         let mut prev_end: Option<(Duration, usize)> = None;
         for (i, p) in c.schedule.iter().enumerate() {
-            let path = format!("clients.schedule[{i}]");
+            let path = format!("clients.schedule.{i}");
             let Some(end) = self.schedule_point(p, &path, run) else {
                 continue;
             };
@@ -318,18 +325,25 @@ impl Checker {
 
     // --------------------------------------------------------------- layers
 
-    fn layers(&mut self, layers: &[Layer], run: Duration) {
-        if !self.check(layers.len() <= MAX_LAYERS, "layers", || {
+    fn layers(&mut self, layers: &[Layer]) {
+        self.check(layers.len() <= MAX_LAYERS, "layers", || {
             format!("{} layers; expected at most {MAX_LAYERS}", layers.len())
-        }) {
-            return;
-        }
+        });
         let names: Vec<&str> = layers.iter().map(|l| l.name.as_str()).collect();
         let labels = layer_labels(&names);
         let mut seen = HashSet::new();
         for (layer, path) in layers.iter().zip(&labels) {
             let n = &layer.name;
-            if n.is_empty() || n.contains(['.', '[', ']']) || n.chars().any(char::is_whitespace) {
+            if let Some(bad) = unsafe_char_in(n) {
+                self.push(
+                    format!("{path}.name"),
+                    unsafe_name(&format!("layer name `{n}`"), &bad),
+                );
+            } else if n.chars().all(|c| c.is_ascii_digit()) && !n.is_empty() {
+                self.push(format!("{path}.name"), format!(
+                    "layer name `{n}` is a number, which a field path reads as an index; expected a name with a letter, such as api"
+                ));
+            } else if !usable_layer_name(n) {
                 self.push(format!("{path}.name"), format!(
                     "layer name `{n}` is not usable in field paths; expected a non-empty name without `.`, brackets or spaces"
                 ));
@@ -339,12 +353,10 @@ impl Checker {
                     format!("layer name `{n}` is used twice; expected unique layer names"),
                 );
             }
-            if let Some(t) = layer.timeout
-                && self.positive(t, &format!("{path}.timeout"), "timeout")
-            {
-                self.check(t < run, &format!("{path}.timeout"), || {
-                    format!("timeout ({t}) is not shorter than the run ({run}); expected timeout < duration")
-                });
+            // A timeout longer than the run is fine: it never fires
+            // (`stormsim check` says so).
+            if let Some(t) = layer.timeout {
+                self.positive(t, &format!("{path}.timeout"), "timeout");
             }
             self.retry(&layer.retry, &format!("{path}.retry"));
             self.layer_policy(layer, path);
@@ -373,7 +385,7 @@ impl Checker {
             });
         }
         for (i, on) in r.retry_on.iter().enumerate() {
-            let p = format!("{path}.retry_on[{i}]");
+            let p = format!("{path}.retry_on.{i}");
             if let RetryOn::Status(code) = on {
                 self.status(*code, &p);
             }
@@ -449,7 +461,7 @@ impl Checker {
             self.positive(ra, "dependency.overload.retry_after", "retry_after");
         }
         for (i, inc) in d.incidents.iter().enumerate() {
-            self.incident(inc, &format!("dependency.incidents[{i}]"), run);
+            self.incident(inc, &format!("dependency.incidents.{i}"), run);
         }
         self.incident_overlaps(&d.incidents);
         self.fraction(d.recovery.from, "dependency.recovery.from", "(0, 1]", |v| {
@@ -597,7 +609,7 @@ impl Checker {
             match slot {
                 Some((_, j)) if incidents[*j].end > a.start => {
                     let b = &incidents[*j];
-                    self.push(format!("dependency.incidents[{i}].start"), format!(
+                    self.push(format!("dependency.incidents.{i}.start"), format!(
                         "this {} incident ({} to {}) overlaps incident {j} ({} to {}); expected incidents of the same kind not to overlap",
                         incident_name(a.kind), a.start, a.end, b.start, b.end
                     ));
@@ -621,8 +633,9 @@ impl Checker {
             "(0, 1]",
             |v| v > 0.0 && v <= 1.0,
         );
-        self.check(a.recovery_window >= s.bucket && a.recovery_window.ns() > 0, "analysis.recovery_window", || {
-            format!("recovery_window ({}) is shorter than a bucket ({}); expected recovery_window >= bucket", a.recovery_window, s.bucket)
+        let window = s.recovery_window();
+        self.check(window >= s.bucket() && window.ns() > 0, "analysis.recovery_window", || {
+            format!("recovery_window ({window}) is shorter than a bucket ({}); expected recovery_window >= bucket", s.bucket())
         });
         if let Some(t) = a.trigger_end {
             self.check(t <= s.duration, "analysis.trigger_end", || {
@@ -637,8 +650,13 @@ impl Checker {
     fn variants(&mut self, s: &Scenario) {
         let mut seen = HashSet::new();
         for (i, v) in s.variants.iter().enumerate() {
-            let path = format!("variants[{i}].name");
-            if v.name.trim().is_empty() {
+            let path = format!("variants.{i}.name");
+            if let Some(bad) = unsafe_char_in(&v.name) {
+                self.push(
+                    path,
+                    unsafe_name(&format!("variant name `{}`", v.name), &bad),
+                );
+            } else if v.name.trim().is_empty() {
                 self.push(path, "variant name is empty; expected a name");
             } else if !seen.insert(v.name.as_str()) {
                 self.push(
@@ -654,11 +672,16 @@ impl Checker {
 }
 
 fn usable_folder_name(name: &str) -> bool {
-    !name.trim().is_empty()
-        && name != "."
-        && name != ".."
-        && !name.contains(['/', '\\'])
-        && !name.chars().any(char::is_control)
+    !name.trim().is_empty() && name != "." && name != ".." && !name.contains(['/', '\\'])
+}
+
+/// The message about a name that holds an unsafe character: names end up
+/// on terminals, in tables and in folder names, where such a character
+/// could hide or rewrite what is shown.
+pub(super) fn unsafe_name(what: &str, bad: &str) -> String {
+    format!(
+        "{what} contains {bad}; expected a name without control or invisible formatting characters (they could rewrite what a terminal or a table shows)"
+    )
 }
 
 fn present_fields(p: &SchedulePoint) -> String {
@@ -774,7 +797,7 @@ mod tests {
             "expected a duration > 0",
         );
         expect(
-            |s| s.bucket = Duration::from_secs(601),
+            |s| s.bucket = Some(Duration::from_secs(601)),
             "bucket",
             "bucket <= duration",
         );
@@ -805,27 +828,27 @@ mod tests {
         );
         expect(
             |s| s.clients.schedule.swap(0, 1),
-            "clients.schedule[1].at",
+            "clients.schedule.1.at",
             "sorted",
         );
         expect(
             |s| s.clients.schedule[1].at = Duration::from_secs(601),
-            "clients.schedule[1].at",
+            "clients.schedule.1.at",
             "inside the run",
         );
         expect(
             |s| s.clients.schedule[2].ramp_to = None,
-            "clients.schedule[2]",
+            "clients.schedule.2",
             "exactly one of",
         );
         expect(
             |s| s.clients.schedule[2].by = Some(Duration::from_secs(300)),
-            "clients.schedule[2].by",
+            "clients.schedule.2.by",
             "by > at",
         );
         expect(
             |s| s.clients.schedule[1].for_ = Some(Duration::from_secs(200)),
-            "clients.schedule[2].at",
+            "clients.schedule.2.at",
             "overlapping",
         );
     }
@@ -834,14 +857,18 @@ mod tests {
     fn layer_rules() {
         expect(
             |s| s.layers[1].name = "a.b".into(),
-            "layers[1].name",
+            "layers.1.name",
             "not usable",
         );
         expect(
-            |s| s.layers[0].timeout = Some(Duration::from_secs(600)),
+            |s| s.layers[0].timeout = Some(Duration(0)),
             "layers.api.timeout",
-            "shorter than the run",
+            "> 0",
         );
+        // A timeout longer than the run never fires: that is no error.
+        let mut long = full();
+        long.layers[0].timeout = Some(Duration::from_secs(3600));
+        assert_eq!(validate(&long), vec![]);
         expect(
             |s| s.layers[0].retry.max_attempts = 1001,
             "layers.api.retry.max_attempts",
@@ -882,7 +909,7 @@ mod tests {
         );
         expect(
             |s| s.layers[0].retry.retry_on.push(RetryOn::Timeout),
-            "layers.api.retry.retry_on[4]",
+            "layers.api.retry.retry_on.4",
             "twice",
         );
         expect(
@@ -931,37 +958,37 @@ mod tests {
         );
         expect(
             |s| s.dependency.incidents[0].end = Duration::from_secs(60),
-            "dependency.incidents[0].end",
+            "dependency.incidents.0.end",
             "start < end",
         );
         expect(
             |s| s.dependency.incidents[2].capacity = Some(0.0),
-            "dependency.incidents[2].capacity",
+            "dependency.incidents.2.capacity",
             "(0, 1]",
         );
         expect(
             |s| s.dependency.incidents[2].capacity = None,
-            "dependency.incidents[2]",
+            "dependency.incidents.2",
             "needs `capacity`",
         );
         expect(
             |s| s.dependency.incidents[0].add = Some(Duration(1)),
-            "dependency.incidents[0].add",
+            "dependency.incidents.0.add",
             "does not apply to a down",
         );
         expect(
             |s| s.dependency.incidents[3].rate = Some(f64::NAN),
-            "dependency.incidents[3].rate",
+            "dependency.incidents.3.rate",
             "finite",
         );
         expect(
             |s| s.dependency.incidents[3].status = Some(99),
-            "dependency.incidents[3].status",
+            "dependency.incidents.3.status",
             "100-599",
         );
         expect(
             |s| s.dependency.incidents[4].add = Some(Duration(0)),
-            "dependency.incidents[4].add",
+            "dependency.incidents.4.add",
             "> 0",
         );
         expect(
@@ -971,7 +998,7 @@ mod tests {
                 d.end = Duration::from_secs(200);
                 s.dependency.incidents.push(d);
             },
-            "dependency.incidents[5].start",
+            "dependency.incidents.5.start",
             "overlaps incident 0",
         );
         expect(
@@ -989,7 +1016,7 @@ mod tests {
             "(0, 1]",
         );
         expect(
-            |s| s.analysis.recovery_window = Duration::from_millis(10),
+            |s| s.analysis.recovery_window = Some(Duration::from_millis(10)),
             "analysis.recovery_window",
             ">= bucket",
         );
@@ -1000,12 +1027,12 @@ mod tests {
         );
         expect(
             |s| s.variants[1].name = "no-jitter".into(),
-            "variants[1].name",
+            "variants.1.name",
             "twice",
         );
         expect(
             |s| s.variants[0].name = " ".into(),
-            "variants[0].name",
+            "variants.0.name",
             "empty",
         );
     }

@@ -4,7 +4,9 @@
 
 use super::types::{Budget, Layer, Scenario, Scope, SideEffects};
 use super::units::Duration;
-use super::validate::{Checker, MAX_ATTEMPTS};
+use super::validate::{Checker, MAX_ATTEMPTS, unsafe_name};
+use super::variants::value_text;
+use crate::escape::unsafe_char_in;
 
 /// At most this many grid points in a sweep (variants × grid).
 pub const MAX_SWEEP_POINTS: usize = 100_000;
@@ -101,11 +103,12 @@ impl Checker {
         self.check((1..=100_000).contains(&o.clients), "occ.clients", || {
             format!("clients is {}; expected 1 to 100000", o.clients)
         });
-        self.positive(o.cap, "occ.cap", "cap");
-        self.check(o.cap >= o.base, "occ.cap", || {
+        let cap = o.cap();
+        self.positive(cap, "occ.cap", "cap");
+        self.check(cap >= o.base, "occ.cap", || {
             format!(
                 "cap ({}) is below base ({}); expected cap >= base",
-                o.cap, o.base
+                cap, o.base
             )
         });
         self.positive(o.message_mean, "occ.message_mean", "message_mean");
@@ -116,7 +119,7 @@ impl Checker {
             (o.message_mean, "occ.message_mean"),
             (o.message_sd, "occ.message_sd"),
             (o.base, "occ.base"),
-            (o.cap, "occ.cap"),
+            (cap, "occ.cap"),
         ] {
             self.check(value <= hour, path, || {
                 format!("{value} is too long for this experiment; expected at most 1h")
@@ -135,7 +138,7 @@ impl Checker {
         self.sweep(s);
     }
 
-    /// The message queue and its consumers (SQS limits, presets.md §9.3).
+    /// The message queue and its consumers (SQS limits, docs/sources/presets.md §9.3).
     pub(super) fn consumers(&mut self, s: &Scenario) {
         let Some(c) = &s.consumers else { return };
         self.check(c.concurrency >= 1, "consumers.concurrency", || {
@@ -188,9 +191,26 @@ impl Checker {
         let mut points: usize = s.variants.len().max(1);
         for (path, values) in &s.sweep {
             let p = format!("sweep.{path}");
+            if let Some(bad) = unsafe_char_in(path) {
+                self.push(&p, unsafe_name(&format!("the swept path `{path}`"), &bad));
+                continue;
+            }
             match values.as_array() {
                 Some(list) if !list.is_empty() => {
                     points = points.saturating_mul(list.len());
+                    // Swept values name the variants they make.
+                    for v in list {
+                        let text = value_text(v);
+                        if let Some(bad) = unsafe_char_in(&text) {
+                            self.push(
+                                &p,
+                                unsafe_name(
+                                    &format!("the swept value `{text}`, which names a variant,"),
+                                    &bad,
+                                ),
+                            );
+                        }
+                    }
                 }
                 _ => self.push(
                     p,

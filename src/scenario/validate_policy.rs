@@ -2,7 +2,7 @@
 //! policy: `preset`, `instances`, `total_timeout`, the Retry-After knobs,
 //! `max_elapsed`, the backoff's `throttle_base` and `truncate_ms`, and the
 //! retry budget, throttle and circuit breaker. Ranges follow the real
-//! systems' own constraints where shared/reference/presets.md gives them
+//! systems' own constraints where docs/sources/presets.md gives them
 //! (gRFC A6 maxTokens in (0, 1000], §2; Finagle ttl in [1 s, 60 s] and
 //! percentCanRetry in [0, 1000], §4); every problem is reported.
 
@@ -15,7 +15,7 @@ use super::types::{
 use super::units::Duration;
 use super::validate::{Checker, MAX_INSTANCES, kind_name};
 
-/// gRFC A6: `maxTokens` must be in (0, 1000] (presets.md §2).
+/// gRFC A6: `maxTokens` must be in (0, 1000] (docs/sources/presets.md §2).
 const MAX_A6_TOKENS: f64 = 1000.0;
 
 impl Checker {
@@ -144,12 +144,12 @@ impl Checker {
             }
         }
         let p = |f: &str| format!("{path}.{f}");
-        if let Some(v) = b.max_tokens.filter(|_| allowed.max_tokens.is_some()) {
-            if self.finite(v, &p("max_tokens")) {
-                self.check(v > 0.0 && v <= MAX_A6_TOKENS, &p("max_tokens"), || {
-                    format!("max_tokens is {v}; expected a number in (0, 1000] (gRFC A6)")
-                });
-            }
+        if let Some(v) = b.max_tokens.filter(|_| allowed.max_tokens.is_some())
+            && self.finite(v, &p("max_tokens"))
+        {
+            self.check(v > 0.0 && v <= MAX_A6_TOKENS, &p("max_tokens"), || {
+                format!("max_tokens is {v}; expected a number in (0, 1000] (gRFC A6)")
+            });
         }
         if let Some(v) = b.token_ratio.filter(|_| allowed.token_ratio.is_some()) {
             self.positive_number(v, &p("token_ratio"), "token_ratio");

@@ -1,17 +1,28 @@
 //! Variants: the scenarios compared side by side, each the base scenario
-//! with its `set` overrides applied in file order, and the sweep grid on
-//! top of them: every combination of the swept values (cartesian product,
-//! first path varying slowest, values in file order) applied to each
-//! variant, named after its values (`max_attempts=3 jitter=full`).
+//! with its `set` overrides applied (all of them, in file order, then
+//! validated once), and the sweep grid on top of them: every combination
+//! of the swept values (cartesian product, first path varying slowest,
+//! values in file order) applied to each variant, named after its values
+//! (`max_attempts=3 jitter=full`). Problems the base scenario has are
+//! reported once, about the base, not again for every variant.
 
+use serde_json::Value;
+
+use super::collect::related;
 use super::error::{ScenarioError, ScenarioErrors, UNKNOWN_LABEL};
-use super::locate::LocationIndex;
-use super::overrides::{SetError, set_value};
+use super::load::locate_issue;
+use super::locate::{LocationIndex, layer_labels};
+use super::memory::memory_issue;
+use super::overrides::{apply_overrides, apply_the_rest};
 use super::types::Scenario;
-use super::validate::timeseries_rows_issue;
+use super::validate::{Issue, timeseries_rows_issue, validate};
+use super::validate_hops::MAX_SWEEP_POINTS;
 
 /// The variant of a scenario without `variants`.
 pub const BASE_VARIANT: &str = "base";
+/// Errors reported at most for the points of a sweep (a grid of 100 000
+/// points can fail the same way at every one).
+const MAX_SWEEP_ERRORS: usize = 20;
 
 /// One scenario per variant, in file order, each with `variants` cleared;
 /// a scenario without variants gives one named `base`. Sweeps included.
@@ -33,12 +44,153 @@ pub struct Expanded {
 
 /// Every variant × every sweep grid point, in order.
 pub fn expand_all(s: &Scenario) -> Result<Vec<Expanded>, ScenarioErrors> {
-    let variants = expand(s, UNKNOWN_LABEL, None)?;
+    let (out, errors) = expand(s, &validate(s), &[], UNKNOWN_LABEL, None);
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(ScenarioErrors(errors))
+    }
+}
+
+/// The problems of `s`'s variants and sweep points that the base scenario
+/// (whose own problems are `base_issues`) does not have, and, when there
+/// are none, those of the whole run's size (rows, memory).
+pub(crate) fn expansion_errors(
+    s: &Scenario,
+    base_issues: &[Issue],
+    set_paths: &[String],
+    file_label: &str,
+    index: Option<&LocationIndex>,
+) -> Vec<ScenarioError> {
+    expand(s, base_issues, set_paths, file_label, index).1
+}
+
+/// The base scenario of the variants: `s` without `variants` and `sweep`.
+fn base_of(s: &Scenario) -> Scenario {
+    let mut base = s.clone();
+    base.variants.clear();
+    base.sweep.clear();
+    base
+}
+
+/// The overrides of a variant's `set`, in file order.
+fn variant_sets(v: &super::types::Variant) -> Vec<(String, Value)> {
+    v.set.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
+/// Why a `set` or sweep path cannot be applied to a variant, if it cannot.
+fn inner_path_problem(path: &str) -> Option<Issue> {
+    let first = path.split('.').next().unwrap_or(path);
+    matches!(first, "variants" | "sweep").then(|| Issue {
+        path: path.to_string(),
+        message: format!(
+            "`{first}` cannot be set from inside a variant or a sweep; set it in the scenario itself"
+        ),
+    })
+}
+
+/// The key of `keys` that an issue at `path` is about (`keys` normalised
+/// against `s`), or the first key.
+fn key_for<'a>(s: &Scenario, keys: &'a [String], path: &str) -> Option<&'a String> {
+    keys.iter()
+        .find(|k| related(&normalize_path(s, k), path))
+        .or_else(|| keys.first())
+}
+
+fn expand(
+    s: &Scenario,
+    base_issues: &[Issue],
+    set_paths: &[String],
+    file_label: &str,
+    index: Option<&LocationIndex>,
+) -> (Vec<Expanded>, Vec<ScenarioError>) {
+    let base = base_of(s);
+    let new_issues = |issues: Vec<Issue>| -> Vec<Issue> {
+        issues
+            .into_iter()
+            .filter(|i| !base_issues.contains(i))
+            .collect()
+    };
+    let locate = |path: String, message: String| {
+        let e = ScenarioError::new(file_label, message).with_path(path.clone());
+        match index.and_then(|i| i.position(&path)) {
+            Some((line, col)) => e.at(line, col),
+            None => e,
+        }
+    };
+    let mut errors = Vec::new();
+    let mut variants: Vec<(String, Scenario)> = Vec::new();
+    if s.variants.is_empty() {
+        variants.push((BASE_VARIANT.to_string(), base.clone()));
+    }
+    for (i, v) in s.variants.iter().enumerate() {
+        let sets = variant_sets(v);
+        let keys: Vec<String> = sets.iter().map(|(k, _)| k.clone()).collect();
+        let mut issues: Vec<Issue> = keys.iter().filter_map(|k| inner_path_problem(k)).collect();
+        let scenario = if issues.is_empty() {
+            match apply_overrides(&base, &sets) {
+                Ok(sc) => {
+                    issues = new_issues(validate(&sc));
+                    Some(sc)
+                }
+                Err(e) => {
+                    // The other entries' problems too.
+                    let rest = apply_the_rest(&base, &sets, &e)
+                        .map(|sc| new_issues(validate(&sc)))
+                        .unwrap_or_default();
+                    issues = e;
+                    issues.extend(rest);
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        if issues.is_empty()
+            && let Some(sc) = scenario
+        {
+            variants.push((v.name.clone(), sc));
+            continue;
+        }
+        for issue in issues {
+            let key = key_for(&base, &keys, &issue.path)
+                .cloned()
+                .unwrap_or_default();
+            let message = if issue.path == key || issue.path.is_empty() {
+                format!("in variant `{}`: {}", v.name, issue.message)
+            } else {
+                format!("in variant `{}`: {}: {}", v.name, issue.path, issue.message)
+            };
+            let path = if key.is_empty() {
+                format!("variants.{i}.set")
+            } else {
+                format!("variants.{i}.set.{key}")
+            };
+            errors.push(locate(path, message));
+        }
+    }
     let named = !s.variants.is_empty();
+    // A grid too large to build is refused by validation (`sweep`): never
+    // built here.
+    let points = s.sweep.values().fold(s.variants.len().max(1), |n, v| {
+        n.saturating_mul(v.as_array().map_or(1, Vec::len))
+    });
+    if points > MAX_SWEEP_POINTS {
+        return (Vec::new(), errors);
+    }
     let grid = grid(&s.sweep);
     let short = short_names(&s.sweep);
+    let keys: Vec<String> = s.sweep.keys().cloned().collect();
     let mut out = Vec::with_capacity(variants.len() * grid.len().max(1));
-    let mut errors = Vec::new();
+    let mut sweep_errors = 0usize;
+    let inner: Vec<Issue> = keys.iter().filter_map(|k| inner_path_problem(k)).collect();
+    for issue in &inner {
+        errors.push(locate(
+            format!("sweep.{}", issue.path),
+            issue.message.clone(),
+        ));
+    }
+    let grid = if inner.is_empty() { grid } else { Vec::new() };
     for (name, v) in variants {
         if grid.is_empty() {
             out.push(Expanded {
@@ -48,8 +200,8 @@ pub fn expand_all(s: &Scenario) -> Result<Vec<Expanded>, ScenarioErrors> {
             });
             continue;
         }
+        let own = validate(&v);
         for point in &grid {
-            let mut scenario = v.clone();
             // With explicit variants, the variant is one more dimension of
             // the grid (a `sweep.variant` column).
             let mut params = if named {
@@ -58,58 +210,162 @@ pub fn expand_all(s: &Scenario) -> Result<Vec<Expanded>, ScenarioErrors> {
                 Vec::new()
             };
             let mut label = Vec::new();
-            let mut ok = true;
             for ((path, value), short) in point.iter().zip(&short) {
                 let text = value_text(value);
                 label.push(format!("{short}={text}"));
                 params.push((path.clone(), text));
-                match set_value(&scenario, path, value.clone()) {
-                    Ok(next) => scenario = next,
-                    Err(e) => {
-                        ok = false;
-                        errors.extend(e.issues.into_iter().map(|issue| {
-                            ScenarioError::new(
-                                UNKNOWN_LABEL,
-                                format!("sweep value {}: {}", label.join(" "), issue.message),
-                            )
-                            .with_path(format!("sweep.{path}"))
-                        }));
-                    }
-                }
             }
-            scenario.sweep.clear();
-            if ok {
-                let grid_name = label.join(" ");
+            let label = label.join(" ");
+            let mut scenario = None;
+            let issues: Vec<Issue> = match apply_overrides(&v, point) {
+                Ok(sc) => {
+                    let issues = new_issues(validate(&sc))
+                        .into_iter()
+                        .filter(|i| !own.contains(i))
+                        .collect();
+                    scenario = Some(sc);
+                    issues
+                }
+                Err(e) => e,
+            };
+            if issues.is_empty()
+                && let Some(mut scenario) = scenario
+            {
+                scenario.sweep.clear();
                 out.push(Expanded {
                     name: if named {
-                        format!("{name} {grid_name}")
+                        format!("{name} {label}")
                     } else {
-                        grid_name
+                        label
                     },
                     scenario,
                     params,
                 });
+                continue;
+            }
+            for issue in issues {
+                sweep_errors += 1;
+                if sweep_errors > MAX_SWEEP_ERRORS {
+                    continue;
+                }
+                let key = key_for(&v, &keys, &issue.path).cloned().unwrap_or_default();
+                let inner = if issue.path.is_empty() || issue.path == key {
+                    String::new()
+                } else {
+                    format!("{}: ", issue.path)
+                };
+                errors.push(locate(
+                    format!("sweep.{key}"),
+                    format!("sweep value {label}: {inner}{}", issue.message),
+                ));
             }
         }
     }
-    if errors.is_empty()
-        && let Some(issue) = timeseries_rows_issue(out.iter().map(|e| &e.scenario), s.replicates)
-    {
-        errors.push(ScenarioError::new(UNKNOWN_LABEL, issue.message).with_path(issue.path));
+    if sweep_errors > MAX_SWEEP_ERRORS {
+        errors.push(
+            ScenarioError::new(
+                file_label,
+                format!(
+                    "{} more problems of sweep points not shown ({sweep_errors} in all)",
+                    sweep_errors - MAX_SWEEP_ERRORS
+                ),
+            )
+            .with_path("sweep"),
+        );
     }
-    if errors.is_empty() {
-        Ok(out)
-    } else {
-        errors.dedup();
-        Err(ScenarioErrors(errors))
+    if errors.is_empty() && base_issues.is_empty() {
+        let size = timeseries_rows_issue(out.iter().map(|e| &e.scenario), s.replicates)
+            .into_iter()
+            .chain(memory_issue(
+                out.iter().map(|e| (e.name.as_str(), &e.scenario)),
+            ));
+        for issue in size {
+            errors.push(locate_issue(issue, set_paths, file_label, index));
+        }
+    }
+    errors.dedup();
+    (out, errors)
+}
+
+/// `path` with a layer given by index (`layers.0.timeout`) written with
+/// the layer's label (`layers.api.timeout`), as error paths write it.
+pub(crate) fn normalize_path(s: &Scenario, path: &str) -> String {
+    let mut segs = path.splitn(3, '.');
+    let (Some("layers"), Some(second)) = (segs.next(), segs.next()) else {
+        return path.to_string();
+    };
+    let Ok(i) = second.parse::<usize>() else {
+        return path.to_string();
+    };
+    let names: Vec<&str> = s.layers.iter().map(|l| l.name.as_str()).collect();
+    let Some(label) = layer_labels(&names).into_iter().nth(i) else {
+        return path.to_string();
+    };
+    match segs.next() {
+        Some(rest) => format!("{label}.{rest}"),
+        None => label,
     }
 }
 
+/// The overrides among `sets` that change nothing that runs: a field
+/// every variant sets again, or the sweep sets at every point. `base` is
+/// the file's scenario, `s` the one with `sets` applied.
+pub(crate) fn set_warnings(base: &Scenario, s: &Scenario, sets: &[(String, Value)]) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if s.variants.is_empty() && s.sweep.is_empty() {
+        return warnings;
+    }
+    let with_base = base_of(s);
+    let with: Vec<Option<Scenario>> = s
+        .variants
+        .iter()
+        .map(|v| apply_overrides(&with_base, &variant_sets(v)).ok())
+        .collect();
+    for (k, (path, _)) in sets.iter().enumerate() {
+        let norm = normalize_path(s, path);
+        if let Some(key) = s.sweep.keys().find(|key| {
+            let nk = normalize_path(s, key);
+            norm == nk || norm.starts_with(&format!("{nk}."))
+        }) {
+            warnings.push(format!(
+                "--set {path} has no effect: the sweep sets `{key}` at every point"
+            ));
+            continue;
+        }
+        if s.variants.is_empty() {
+            continue;
+        }
+        let others: Vec<(String, Value)> = sets
+            .iter()
+            .enumerate()
+            .filter(|&(j, _)| j != k)
+            .map(|(_, x)| x.clone())
+            .collect();
+        let Ok(without) = apply_overrides(base, &others) else {
+            continue;
+        };
+        let without_base = base_of(&without);
+        if without_base == with_base {
+            continue;
+        }
+        let unchanged = s.variants.iter().zip(&with).all(|(v, w)| {
+            let w_o = apply_overrides(&without_base, &variant_sets(v)).ok();
+            w.is_some() && *w == w_o
+        });
+        if unchanged {
+            let names: Vec<&str> = s.variants.iter().map(|v| v.name.as_str()).collect();
+            warnings.push(format!(
+                "--set {path} has no effect: every variant sets it again ({})",
+                names.join(", ")
+            ));
+        }
+    }
+    warnings
+}
+
 /// The grid's points: one list of (path, value) per combination.
-fn grid(
-    sweep: &serde_json::Map<String, serde_json::Value>,
-) -> Vec<Vec<(String, serde_json::Value)>> {
-    let mut points: Vec<Vec<(String, serde_json::Value)>> = vec![Vec::new()];
+fn grid(sweep: &serde_json::Map<String, Value>) -> Vec<Vec<(String, Value)>> {
+    let mut points: Vec<Vec<(String, Value)>> = vec![Vec::new()];
     if sweep.is_empty() {
         return Vec::new();
     }
@@ -131,7 +387,7 @@ fn grid(
 
 /// The last segment of each swept path, or the whole path where two would
 /// read the same.
-fn short_names(sweep: &serde_json::Map<String, serde_json::Value>) -> Vec<String> {
+fn short_names(sweep: &serde_json::Map<String, Value>) -> Vec<String> {
     let last = |p: &str| p.rsplit('.').next().unwrap_or(p).to_string();
     let lasts: Vec<String> = sweep.keys().map(|k| last(k)).collect();
     sweep
@@ -148,87 +404,11 @@ fn short_names(sweep: &serde_json::Map<String, serde_json::Value>) -> Vec<String
 }
 
 /// A swept value as a user wrote it: strings bare, the rest as compact JSON.
-fn value_text(v: &serde_json::Value) -> String {
+pub(crate) fn value_text(v: &Value) -> String {
     match v {
-        serde_json::Value::String(s) => s.clone(),
+        Value::String(s) => s.clone(),
         other => other.to_string(),
     }
-}
-
-/// Errors of every variant of `s`, located in the file when `index` is
-/// given (at the variant's `set` entry).
-pub(crate) fn variant_errors(
-    s: &Scenario,
-    file_label: &str,
-    index: Option<&LocationIndex>,
-) -> Vec<ScenarioError> {
-    expand(s, file_label, index)
-        .err()
-        .map(|e| e.0)
-        .unwrap_or_default()
-}
-
-fn expand(
-    s: &Scenario,
-    file_label: &str,
-    index: Option<&LocationIndex>,
-) -> Result<Vec<(String, Scenario)>, ScenarioErrors> {
-    let mut base = s.clone();
-    base.variants.clear();
-    base.sweep.clear();
-    if s.variants.is_empty() {
-        return Ok(vec![(BASE_VARIANT.to_string(), base)]);
-    }
-    let mut out = Vec::with_capacity(s.variants.len());
-    let mut errors = Vec::new();
-    for (i, v) in s.variants.iter().enumerate() {
-        let mut scenario = base.clone();
-        let mut failed = false;
-        for (path, value) in &v.set {
-            match set_value(&scenario, path, value.clone()) {
-                Ok(next) => scenario = next,
-                Err(e) => {
-                    failed = true;
-                    errors.extend(variant_error(e, i, &v.name, path, file_label, index));
-                }
-            }
-        }
-        if !failed {
-            out.push((v.name.clone(), scenario));
-        }
-    }
-    if errors.is_empty() {
-        Ok(out)
-    } else {
-        Err(ScenarioErrors(errors))
-    }
-}
-
-fn variant_error(
-    e: SetError,
-    i: usize,
-    name: &str,
-    set_path: &str,
-    file_label: &str,
-    index: Option<&LocationIndex>,
-) -> Vec<ScenarioError> {
-    let path = format!("variants[{i}].set.{set_path}");
-    let position = index.and_then(|idx| idx.position(&path));
-    e.issues
-        .into_iter()
-        .map(|issue| {
-            let message = if issue.path == set_path || issue.path.is_empty() {
-                format!("in variant `{name}`: {}", issue.message)
-            } else {
-                format!("in variant `{name}`: {}: {}", issue.path, issue.message)
-            };
-            let err = ScenarioError::new(file_label, message).with_path(path.clone());
-            match position {
-                Some((line, col)) => err.at(line, col),
-                None => err,
-            }
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -1,39 +1,68 @@
 //! `stormsim merge`: shard folders back into the outputs of one run.
 //!
-//! The manifests must agree (format, stormsim version, scenario digest,
-//! number of shards and items) and cover every shard `0..N` and every item
-//! exactly once. Rows are then laid out in item order: `timeseries.csv`
-//! and `summary.csv` are the shards' rows as written (they already carry
-//! the columns of the whole run), `summary_by_variant.csv` is aggregated
-//! from the exact summary cells, and the charts and report are drawn from
-//! the merged tables as `stormsim plot` draws them. The result is byte for
-//! byte what the unsharded run writes.
+//! Nothing in a shard folder is trusted. [`plan`] reads and checks every
+//! manifest ([`super::manifest`]); the manifests must agree (format,
+//! stormsim version, scenario digest, number of shards and items) and
+//! cover every shard `0..N` and every item exactly once; each
+//! `scenario.resolved.yaml` must match its digest and load as a valid
+//! scenario whose name, variants and replicates are the manifests'; and
+//! each run's row count must be the one its scenario implies. [`merge`]
+//! then reads the tables (regular files only, each under a byte cap) and
+//! checks them against the manifests: each table has exactly the rows of
+//! the manifest's runs, in order, and `timeseries.csv` exactly each run's
+//! row count. Rows are laid out in item order: `timeseries.csv` and
+//! `summary.csv` are the shards' rows as written (they already carry the
+//! columns of the whole run), `summary_by_variant.csv` is aggregated from
+//! the exact summary cells, and the charts and report are drawn from the
+//! merged tables as `stormsim plot` draws them. The result is byte for
+//! byte what the unsharded run writes. Both poll the stop flag
+//! (`crate::interrupt`).
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+use crate::input_file::{InputError, read_capped};
+use crate::interrupt::{self, POLL_ROWS};
 use crate::metrics::Cell;
 use crate::report::{self, tables};
+use crate::scenario::{self, validate::MAX_TIMESERIES_ROWS};
 
-use super::{EXACT_SUMMARY, FORMAT, MANIFEST, Manifest, ShardSpec, decode_cell, scenario_digest};
+use super::{
+    EXACT_SUMMARY, GRAPH_TABLES, MANIFEST, Manifest, ShardSpec, decode_cell, scenario_digest,
+};
 
 /// Why a merge failed.
 #[derive(Debug)]
 pub enum MergeError {
-    /// The shard folders are missing, duplicated, mismatched or unreadable
-    /// (bad input: exit 2).
+    /// The shard folders are missing, duplicated, mismatched, unreadable
+    /// or inconsistent (bad input: exit 2).
     Input(String),
     /// The charts could not be drawn (exit 1).
     Draw(String),
+    /// Ctrl-C or SIGTERM.
+    Interrupted,
+}
+
+impl From<interrupt::Stopped> for MergeError {
+    fn from(_: interrupt::Stopped) -> Self {
+        MergeError::Interrupted
+    }
+}
+
+impl From<report::ReportError> for MergeError {
+    fn from(e: report::ReportError) -> Self {
+        match e {
+            report::ReportError::Interrupted => MergeError::Interrupted,
+            report::ReportError::Table(m) => MergeError::Input(m),
+            report::ReportError::Draw(m) => MergeError::Draw(m),
+        }
+    }
 }
 
 /// The merged outputs, ready to write.
 #[derive(Debug)]
 pub struct Merged {
-    /// The scenario's name (the default output folder).
-    pub scenario: String,
-    pub shards: usize,
-    pub items: usize,
     /// (relative path, bytes): the three tables, `scenario.resolved.yaml`,
     /// the charts and `report.html`.
     pub files: Vec<(String, Vec<u8>)>,
@@ -44,13 +73,34 @@ struct Shard {
     manifest: Manifest,
 }
 
-/// One item's share of the tables.
-struct ItemData {
-    variant_index: usize,
-    variant: String,
-    timeseries: Vec<u8>,
-    summary: Vec<u8>,
-    exact: Vec<(String, Cell)>,
+/// Checked shard folders, ready to merge.
+pub struct Plan {
+    /// In shard order.
+    shards: Vec<Shard>,
+    resolved: Vec<u8>,
+    scenario: String,
+}
+
+impl Plan {
+    /// The scenario's name (the default output folder).
+    pub fn scenario(&self) -> &str {
+        &self.scenario
+    }
+
+    /// The number of shards N.
+    pub fn shards(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// Runs of the whole merge.
+    pub fn items(&self) -> usize {
+        self.shards.first().map_or(0, |s| s.manifest.items_total)
+    }
+
+    /// The shard folders (the merge's inputs).
+    pub fn shard_dirs(&self) -> Vec<PathBuf> {
+        self.shards.iter().map(|s| s.dir.clone()).collect()
+    }
 }
 
 /// The shard folders named by `dirs`: a shard folder (with a
@@ -70,40 +120,160 @@ pub fn expand_dirs(dirs: &[PathBuf]) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Merges the shard folders `dirs` (in any order; see [`expand_dirs`]).
-pub fn merge(dirs: &[PathBuf]) -> Result<Merged, MergeError> {
+/// Reads and checks the manifests and resolved scenarios of the shard
+/// folders `dirs` (in any order; see [`expand_dirs`]), without reading
+/// their tables.
+pub fn plan(dirs: &[PathBuf]) -> Result<Plan, MergeError> {
     let input = MergeError::Input;
-    let dirs = &expand_dirs(dirs);
+    let dirs = expand_dirs(dirs);
     if dirs.is_empty() {
         return Err(input("no shard folders given".into()));
     }
-    let shards = dirs
-        .iter()
-        .map(|d| {
-            Manifest::read(d).map(|manifest| Shard {
-                dir: d.clone(),
-                manifest,
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(input)?;
+    let mut shards = Vec::with_capacity(dirs.len());
+    for dir in dirs {
+        interrupt::check()?;
+        let manifest = Manifest::read(&dir).map_err(input)?;
+        shards.push(Shard { dir, manifest });
+    }
     check_manifests(&shards).map_err(input)?;
-    let first = &shards[0].manifest;
-    let total = first.items_total;
+    shards.sort_by_key(|s| s.manifest.shard);
 
     let mut resolved: Option<Vec<u8>> = None;
+    for shard in &shards {
+        interrupt::check()?;
+        let bytes = read_resolved(shard).map_err(input)?;
+        resolved.get_or_insert(bytes);
+    }
+    let resolved = resolved.unwrap_or_default();
+    let first = &shards[0];
+    let scenario = check_scenario(&shards, &first.dir, &resolved).map_err(input)?;
+    Ok(Plan {
+        shards,
+        resolved,
+        scenario,
+    })
+}
+
+/// A shard's `scenario.resolved.yaml`, checked against its digest.
+fn read_resolved(shard: &Shard) -> Result<Vec<u8>, String> {
+    let dir = &shard.dir;
+    let m = &shard.manifest;
+    let resolved = read(
+        dir,
+        "scenario.resolved.yaml",
+        scenario::load::MAX_FILE_BYTES,
+    )?;
+    let digest = scenario_digest(&String::from_utf8_lossy(&resolved));
+    if digest != m.scenario_digest {
+        return Err(format!(
+            "{}: scenario.resolved.yaml does not match the digest in its {MANIFEST} \
+             ({digest}, manifest says {}): the folder was changed after the run",
+            dir.display(),
+            m.scenario_digest
+        ));
+    }
+    Ok(resolved)
+}
+
+/// Checks the manifests against the scenario they name (every shard's is
+/// the same, by digest): its name, its variants in order, its replicates,
+/// and each run's rows of `timeseries.csv` where the scenario fixes them.
+/// Returns the scenario's name.
+fn check_scenario(shards: &[Shard], dir: &Path, resolved: &[u8]) -> Result<String, String> {
+    let label = dir.join("scenario.resolved.yaml").display().to_string();
+    let s = scenario::load_bytes(resolved, &label)
+        .map_err(|e| format!("{label} is not a valid scenario:\n{e}"))?;
+    let variants = scenario::expand_all(&s).map_err(|e| format!("{label}:\n{e}"))?;
+    let m0 = &shards[0].manifest;
+    if m0.scenario != s.name {
+        return Err(format!(
+            "{}: the manifest names the scenario `{}` but its scenario.resolved.yaml names `{}`",
+            shards[0].dir.display(),
+            m0.scenario,
+            s.name
+        ));
+    }
+    if m0.variants != variants.len() || m0.replicates != s.replicates {
+        return Err(format!(
+            "the manifests describe {} variants × {} replicates but the scenario has {} × {}",
+            m0.variants,
+            m0.replicates,
+            variants.len(),
+            s.replicates
+        ));
+    }
+    let rows: Vec<Option<usize>> = variants
+        .iter()
+        .map(|v| {
+            scenario::to_occ(&v.scenario)
+                .is_none()
+                .then(|| scenario::validate::buckets(&v.scenario) as usize)
+        })
+        .collect();
+    let mut total_rows: u64 = 0;
+    for shard in shards {
+        for item in &shard.manifest.items {
+            let v = &variants[item.variant_index];
+            if item.variant != v.name {
+                return Err(format!(
+                    "{}: run {} is variant `{}` in the manifest but `{}` in the scenario",
+                    shard.dir.display(),
+                    item.item,
+                    item.variant,
+                    v.name
+                ));
+            }
+            if let Some(expected) = rows[item.variant_index].filter(|&r| r != item.rows) {
+                return Err(format!(
+                    "{}: run {} (variant `{}`, replicate {}) has {} rows of timeseries.csv \
+                     in the manifest, but the scenario gives every run {expected}",
+                    shard.dir.display(),
+                    item.item,
+                    item.variant,
+                    item.replicate,
+                    item.rows
+                ));
+            }
+            total_rows += item.rows as u64;
+        }
+    }
+    if total_rows > MAX_TIMESERIES_ROWS {
+        return Err(format!(
+            "the manifests describe {total_rows} rows of timeseries.csv; a run has at most \
+             {MAX_TIMESERIES_ROWS}"
+        ));
+    }
+    Ok(s.name)
+}
+
+/// One item's share of the tables: byte ranges in its shard's files.
+struct ItemData {
+    shard: usize,
+    variant_index: usize,
+    variant: String,
+    timeseries: Range<usize>,
+    summary: Range<usize>,
+    exact: Vec<(String, Cell)>,
+    /// Its rows in each graph table.
+    graph: [Range<usize>; 3],
+}
+
+/// Merges checked shard folders: reads their tables and builds the
+/// outputs of one run.
+pub fn merge(plan: &Plan) -> Result<Merged, MergeError> {
+    let input = MergeError::Input;
+    let total = plan.items();
     let mut ts_header: Option<Vec<u8>> = None;
     let mut summary_header: Option<Vec<u8>> = None;
     let mut empty_ts: Option<Vec<u8>> = None;
     let mut empty_summary: Option<Vec<u8>> = None;
+    let mut tables: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(plan.shards.len());
+    let mut graph_tables: Vec<Vec<Vec<u8>>> = Vec::with_capacity(plan.shards.len());
+    let mut graph_headers: Vec<Option<Vec<u8>>> = vec![None; GRAPH_TABLES.len()];
     let mut items: Vec<Option<ItemData>> = (0..total).map(|_| None).collect();
-    let mut by_index: Vec<&Shard> = shards.iter().collect();
-    by_index.sort_by_key(|s| s.manifest.shard);
-    for shard in by_index {
-        let data = read_shard(shard).map_err(input)?;
-        if resolved.is_none() {
-            resolved = Some(data.resolved);
-        }
+    for (i, shard) in plan.shards.iter().enumerate() {
+        interrupt::check()?;
+        let data = read_shard(shard, i)?;
         agree(&mut ts_header, data.ts_header, shard, "timeseries.csv").map_err(input)?;
         agree(
             &mut summary_header,
@@ -112,11 +282,23 @@ pub fn merge(dirs: &[PathBuf]) -> Result<Merged, MergeError> {
             "summary.csv",
         )
         .map_err(input)?;
-        empty_ts.get_or_insert(data.ts_whole_if_empty);
-        empty_summary.get_or_insert(data.summary_whole_if_empty);
+        if empty_ts.is_none() && !data.has_ts_rows {
+            empty_ts = Some(data.ts.clone());
+        }
+        if empty_summary.is_none() && data.items.is_empty() {
+            empty_summary = Some(data.summary.clone());
+        }
         for (k, item) in data.items {
             items[k] = Some(item);
         }
+        let mut own = Vec::with_capacity(GRAPH_TABLES.len());
+        for (t, (bytes, header)) in data.graph.into_iter().enumerate() {
+            let h = Some(bytes[header].to_vec());
+            agree(&mut graph_headers[t], h, shard, GRAPH_TABLES[t]).map_err(input)?;
+            own.push(bytes);
+        }
+        graph_tables.push(own);
+        tables.push((data.ts, data.summary));
     }
     let items: Vec<ItemData> = items
         .into_iter()
@@ -125,12 +307,31 @@ pub fn merge(dirs: &[PathBuf]) -> Result<Merged, MergeError> {
         .collect::<Result<_, _>>()
         .map_err(input)?;
 
-    let timeseries = assemble(ts_header, empty_ts, items.iter().map(|i| &i.timeseries));
+    let timeseries = assemble(
+        ts_header,
+        empty_ts,
+        items
+            .iter()
+            .map(|i| &tables[i.shard].0[i.timeseries.clone()]),
+    );
     let summary = assemble(
         summary_header,
         empty_summary,
-        items.iter().map(|i| &i.summary),
+        items.iter().map(|i| &tables[i.shard].1[i.summary.clone()]),
     );
+    drop(tables);
+    let graph: Vec<(String, Vec<u8>)> = GRAPH_TABLES
+        .iter()
+        .enumerate()
+        .map(|(t, name)| {
+            let mut out = graph_headers[t].clone().unwrap_or_default();
+            for i in &items {
+                out.extend_from_slice(&graph_tables[i.shard][t][i.graph[t].clone()]);
+            }
+            (name.to_string(), out)
+        })
+        .collect();
+    drop(graph_tables);
     let mut groups: Vec<(String, Vec<tables::Cells>)> = Vec::new();
     let mut last_variant = None;
     for item in &items {
@@ -143,32 +344,26 @@ pub fn merge(dirs: &[PathBuf]) -> Result<Merged, MergeError> {
         }
     }
     let by_variant = tables::summary_by_variant_csv_from_rows(&groups);
-    let resolved = resolved.unwrap_or_default();
-    let resolved_text = String::from_utf8_lossy(&resolved).into_owned();
+    let resolved_text = String::from_utf8_lossy(&plan.resolved).into_owned();
     let data =
-        report::ChartData::from_bytes(&timeseries, &summary, &by_variant, Some(&resolved_text))
-            .map_err(MergeError::Draw)?;
-    let visuals = report::visual_files(&data).map_err(MergeError::Draw)?;
+        report::ChartData::from_bytes(&timeseries, &summary, &by_variant, Some(&resolved_text))?;
+    let visuals = report::visual_files(&data)?;
 
     let mut files = vec![
         ("timeseries.csv".to_string(), timeseries),
         ("summary.csv".to_string(), summary),
         ("summary_by_variant.csv".to_string(), by_variant),
-        ("scenario.resolved.yaml".to_string(), resolved),
+        ("scenario.resolved.yaml".to_string(), plan.resolved.clone()),
     ];
+    files.extend(graph);
     files.extend(visuals);
-    Ok(Merged {
-        scenario: first.scenario.clone(),
-        shards: first.shards,
-        items: total,
-        files,
-    })
+    Ok(Merged { files })
 }
 
 fn assemble<'a>(
     header: Option<Vec<u8>>,
     empty: Option<Vec<u8>>,
-    chunks: impl Iterator<Item = &'a Vec<u8>>,
+    chunks: impl Iterator<Item = &'a [u8]>,
 ) -> Vec<u8> {
     match header {
         Some(mut out) => {
@@ -228,16 +423,10 @@ fn split_by<K: Ord + std::fmt::Display>(
     })
 }
 
+/// At most this many shard indices are listed in a message.
+const LISTED: usize = 20;
+
 fn check_manifests(shards: &[Shard]) -> Result<(), String> {
-    for s in shards {
-        if s.manifest.format != FORMAT {
-            return Err(format!(
-                "{}: unknown shard format `{}` (expected `{FORMAT}`)",
-                s.dir.display(),
-                s.manifest.format
-            ));
-        }
-    }
     if let Some(split) = split_by(shards, |m| m.scenario_digest.clone()) {
         return Err(format!(
             "the shards are from different scenarios (scenario digest {split})"
@@ -272,13 +461,6 @@ fn check_manifests(shards: &[Shard]) -> Result<(), String> {
     let n = shards[0].manifest.shards;
     let mut by_index: BTreeMap<usize, Vec<&Shard>> = BTreeMap::new();
     for s in shards {
-        if s.manifest.shard >= n {
-            return Err(format!(
-                "{}: shard index {} is out of range for {n} shards",
-                s.dir.display(),
-                s.manifest.shard
-            ));
-        }
         by_index.entry(s.manifest.shard).or_default().push(s);
     }
     let duplicates: Vec<String> = by_index
@@ -294,15 +476,24 @@ fn check_manifests(shards: &[Shard]) -> Result<(), String> {
     if !duplicates.is_empty() {
         return Err(format!("duplicate shards: {}", duplicates.join("; ")));
     }
-    let missing: Vec<String> = (0..n)
-        .filter(|i| !by_index.contains_key(i))
-        .map(|i| i.to_string())
-        .collect();
-    if !missing.is_empty() {
+    // `n` is at most the largest number of runs; only the first few
+    // missing ones are listed.
+    let missing_count = n - by_index.len();
+    if missing_count > 0 {
+        let missing: Vec<String> = (0..n)
+            .filter(|i| !by_index.contains_key(i))
+            .take(LISTED)
+            .map(|i| i.to_string())
+            .collect();
+        let more = if missing_count > LISTED {
+            format!(" and {} more", missing_count - LISTED)
+        } else {
+            String::new()
+        };
         return Err(format!(
-            "missing shard{} {} of {n} (expected one folder for each of shards 0 to {}; \
+            "missing shard{} {}{more} of {n} (expected one folder for each of shards 0 to {}; \
              their default folder is shard-I-of-{n})",
-            if missing.len() == 1 { "" } else { "s" },
+            if missing_count == 1 { "" } else { "s" },
             missing.join(", "),
             n - 1
         ));
@@ -314,13 +505,16 @@ fn check_manifests(shards: &[Shard]) -> Result<(), String> {
     for s in shards {
         let m = &s.manifest;
         let spec = ShardSpec::new(m.shard, n)?;
-        let expected: Vec<usize> = spec.items(m0.items_total).collect();
-        let got: Vec<usize> = m.items.iter().map(|i| i.item).collect();
-        let replicates = m.replicates.max(1) as usize;
+        let follows = m
+            .items
+            .iter()
+            .map(|i| i.item)
+            .eq(spec.items(m0.items_total));
+        let replicates = m.replicates as usize;
         let consistent = m.items.iter().all(|i| {
             i.variant_index == i.item / replicates && i.replicate as usize == i.item % replicates
         });
-        if got != expected || !consistent {
+        if !follows || !consistent {
             return Err(format!(
                 "{}: the items of shard {} of {n} do not follow the rule ({})",
                 s.dir.display(),
@@ -351,32 +545,42 @@ fn check_manifests(shards: &[Shard]) -> Result<(), String> {
 
 /// What one shard folder contributes.
 struct ShardData {
-    resolved: Vec<u8>,
+    /// The graph tables ([`super::GRAPH_TABLES`]): their bytes and header.
+    graph: Vec<(Vec<u8>, Range<usize>)>,
+    ts: Vec<u8>,
+    summary: Vec<u8>,
     ts_header: Option<Vec<u8>>,
     summary_header: Option<Vec<u8>>,
-    ts_whole_if_empty: Vec<u8>,
-    summary_whole_if_empty: Vec<u8>,
+    has_ts_rows: bool,
     items: Vec<(usize, ItemData)>,
 }
 
-fn read(dir: &Path, file: &str) -> Result<Vec<u8>, String> {
-    std::fs::read(dir.join(file)).map_err(|e| format!("{}: cannot read {file}: {e}", dir.display()))
+/// Reads a file of a shard folder: a regular file of at most `cap` bytes.
+fn read(dir: &Path, file: &str, cap: u64) -> Result<Vec<u8>, String> {
+    read_capped(&dir.join(file), cap).map_err(|e| match e {
+        InputError::NotFound => format!("{}: {file} is missing", dir.display()),
+        e => format!("{}: {e}", dir.join(file).display()),
+    })
 }
 
-/// A CSV file split into its header bytes and each record's
-/// (variant, replicate, bytes).
+/// A CSV table split into its header's byte range and each record's
+/// (variant, replicate, byte range).
 struct Split {
-    header: Vec<u8>,
-    records: Vec<(String, String, Vec<u8>)>,
+    header: Range<usize>,
+    records: Vec<(String, String, Range<usize>)>,
 }
 
-fn split_csv(bytes: &[u8]) -> Result<Split, String> {
+fn split_csv(bytes: &[u8]) -> Result<Split, MergeError> {
+    let bad = |e: csv::Error| MergeError::Input(e.to_string());
     let mut r = csv::ReaderBuilder::new().flexible(true).from_reader(bytes);
-    r.byte_headers().map_err(|e| e.to_string())?;
+    r.byte_headers().map_err(bad)?;
     let mut starts = Vec::new();
     let mut keys = Vec::new();
     let mut rec = csv::ByteRecord::new();
-    while r.read_byte_record(&mut rec).map_err(|e| e.to_string())? {
+    while r.read_byte_record(&mut rec).map_err(bad)? {
+        if keys.len() % POLL_ROWS == 0 {
+            interrupt::check()?;
+        }
         let start = rec.position().map_or(0, |p| p.byte()) as usize;
         starts.push(start);
         let field = |i| String::from_utf8_lossy(rec.get(i).unwrap_or_default()).into_owned();
@@ -388,34 +592,57 @@ fn split_csv(bytes: &[u8]) -> Result<Split, String> {
         .enumerate()
         .map(|(i, (v, r))| {
             let end = starts.get(i + 1).copied().unwrap_or(bytes.len());
-            (v, r, bytes[starts[i]..end].to_vec())
+            (v, r, starts[i]..end)
         })
         .collect();
     Ok(Split {
-        header: bytes[..header_end].to_vec(),
+        header: 0..header_end,
         records,
     })
 }
 
-fn read_shard(shard: &Shard) -> Result<ShardData, String> {
+fn read_shard(shard: &Shard, index: usize) -> Result<ShardData, MergeError> {
     let dir = &shard.dir;
     let m = &shard.manifest;
-    let resolved = read(dir, "scenario.resolved.yaml")?;
-    let digest = scenario_digest(&String::from_utf8_lossy(&resolved));
-    if digest != m.scenario_digest {
-        return Err(format!(
-            "{}: scenario.resolved.yaml does not match the digest in its {MANIFEST} \
-             ({digest}, manifest says {}): the folder was changed after the run",
-            dir.display(),
-            m.scenario_digest
-        ));
+    let input = MergeError::Input;
+    // Caps from the manifest: no row stormsim writes is longer than
+    // MAX_ROW_BYTES, so a larger file is not the shard's.
+    let row = tables::MAX_ROW_BYTES as u64;
+    let rows: u64 = m.items.iter().map(|i| i.rows as u64).sum();
+    let ts_cap = (rows + 1)
+        .saturating_mul(row)
+        .min(tables::MAX_TIMESERIES_BYTES);
+    let summary_cap = (m.items.len() as u64 + 1)
+        .saturating_mul(row)
+        .min(tables::MAX_SUMMARY_BYTES);
+    let ts_bytes = read(dir, "timeseries.csv", ts_cap).map_err(input)?;
+    let summary_bytes = read(dir, "summary.csv", summary_cap).map_err(input)?;
+    let exact_bytes = read(dir, EXACT_SUMMARY, summary_cap).map_err(input)?;
+    let bad =
+        |file: &str, why: String| MergeError::Input(format!("{}: {why}", dir.join(file).display()));
+    let in_file = |file: &'static str| {
+        move |e: MergeError| match e {
+            MergeError::Input(why) => bad(file, why),
+            other => other,
+        }
+    };
+    let ts = split_csv(&ts_bytes).map_err(in_file("timeseries.csv"))?;
+    let mut graph_split = Vec::with_capacity(GRAPH_TABLES.len());
+    let mut graph = Vec::with_capacity(GRAPH_TABLES.len());
+    for (t, file) in GRAPH_TABLES.iter().enumerate() {
+        let rows: u64 = m.items.iter().map(|i| i.graph_rows[t] as u64).sum();
+        let cap = (rows + 1)
+            .saturating_mul(row)
+            .min(tables::MAX_TIMESERIES_BYTES);
+        let bytes = read(dir, file, cap).map_err(input)?;
+        let split = split_csv(&bytes).map_err(|e| match e {
+            MergeError::Input(why) => bad(file, why),
+            other => other,
+        })?;
+        graph.push((bytes, split.header.clone()));
+        graph_split.push(split.records.into_iter().peekable());
     }
-    let ts_bytes = read(dir, "timeseries.csv")?;
-    let summary_bytes = read(dir, "summary.csv")?;
-    let exact_bytes = read(dir, EXACT_SUMMARY)?;
-    let bad = |file: &str, why: String| format!("{}: {file}: {why}", dir.display());
-    let ts = split_csv(&ts_bytes).map_err(|e| bad("timeseries.csv", e))?;
-    let summary = split_csv(&summary_bytes).map_err(|e| bad("summary.csv", e))?;
+    let summary = split_csv(&summary_bytes).map_err(in_file("summary.csv"))?;
 
     let mut exact_reader = csv::ReaderBuilder::new().from_reader(exact_bytes.as_slice());
     let exact_header: Vec<String> = if m.items.is_empty() {
@@ -430,19 +657,22 @@ fn read_shard(shard: &Shard) -> Result<ShardData, String> {
     };
     let mut exact_rows = Vec::new();
     for rec in exact_reader.records() {
+        if exact_rows.len() % POLL_ROWS == 0 {
+            interrupt::check()?;
+        }
         let rec = rec.map_err(|e| bad(EXACT_SUMMARY, e.to_string()))?;
         exact_rows.push(rec.iter().map(str::to_string).collect::<Vec<String>>());
     }
 
     let n_items = m.items.len();
     if summary.records.len() != n_items || exact_rows.len() != n_items {
-        return Err(format!(
+        return Err(input(format!(
             "{}: the manifest lists {n_items} runs but summary.csv has {} rows and \
-             {EXACT_SUMMARY} {}",
+             {EXACT_SUMMARY} {}: the folder was changed after the run",
             dir.display(),
             summary.records.len(),
             exact_rows.len()
-        ));
+        )));
     }
     let mut ts_records = ts.records.into_iter().peekable();
     let mut items = Vec::with_capacity(n_items);
@@ -454,58 +684,105 @@ fn read_shard(shard: &Shard) -> Result<ShardData, String> {
             || !names_item(&erow[0], &erow[1])
             || erow.len() != exact_header.len()
         {
-            return Err(format!(
+            return Err(input(format!(
                 "{}: the rows of summary.csv or {EXACT_SUMMARY} do not match the \
                  manifest's run {} (variant `{}`, replicate {})",
                 dir.display(),
                 item.item,
                 item.variant,
                 item.replicate
-            ));
+            )));
         }
         let mut exact = Vec::with_capacity(erow.len() - 3);
         for (name, text) in exact_header.iter().zip(&erow).skip(3) {
             let cell = decode_cell(text).map_err(|e| bad(EXACT_SUMMARY, e))?;
             exact.push((name.clone(), cell));
         }
-        let mut timeseries = Vec::new();
+        let mut timeseries: Option<Range<usize>> = None;
+        let mut rows = 0usize;
         while let Some((v, r, _)) = ts_records.peek() {
             if !names_item(v, r) {
                 break;
             }
-            if let Some((_, _, bytes)) = ts_records.next() {
-                timeseries.extend_from_slice(&bytes);
+            if let Some((_, _, range)) = ts_records.next() {
+                timeseries = Some(timeseries.map_or(range.clone(), |t| t.start..range.end));
+                rows += 1;
             }
+        }
+        if rows != item.rows {
+            return Err(bad(
+                "timeseries.csv",
+                format!(
+                    "{rows} rows of run {} (variant `{}`, replicate {}), but its {MANIFEST} \
+                     says {}: the file was cut or changed after the run",
+                    item.item, item.variant, item.replicate, item.rows
+                ),
+            ));
+        }
+        let mut graph_ranges: [Range<usize>; 3] = [0..0, 0..0, 0..0];
+        for (t, records) in graph_split.iter_mut().enumerate() {
+            let mut range: Option<Range<usize>> = None;
+            let mut rows = 0usize;
+            while let Some((v, r, _)) = records.peek() {
+                if !names_item(v, r) {
+                    break;
+                }
+                if let Some((_, _, next)) = records.next() {
+                    range = Some(range.map_or(next.clone(), |t| t.start..next.end));
+                    rows += 1;
+                }
+            }
+            if rows != item.graph_rows[t] {
+                return Err(bad(
+                    GRAPH_TABLES[t],
+                    format!(
+                        "{rows} rows of run {} (variant `{}`, replicate {}), but its {MANIFEST} \
+                         says {}: the file was cut or changed after the run",
+                        item.item, item.variant, item.replicate, item.graph_rows[t]
+                    ),
+                ));
+            }
+            graph_ranges[t] = range.unwrap_or(0..0);
         }
         items.push((
             item.item,
             ItemData {
+                graph: graph_ranges,
+                shard: index,
                 variant_index: item.variant_index,
                 variant: item.variant.clone(),
-                timeseries,
+                timeseries: timeseries.unwrap_or(0..0),
                 summary: srec.2,
                 exact,
             },
         ));
     }
     if let Some((v, r, _)) = ts_records.next() {
-        return Err(format!(
-            "{}: timeseries.csv has rows of variant `{v}` replicate {r} out of the \
-             manifest's order",
-            dir.display()
+        return Err(bad(
+            "timeseries.csv",
+            format!(
+                "rows of variant {v:?} replicate {r:?} out of the manifest's runs or their order"
+            ),
         ));
+    }
+    for (t, records) in graph_split.iter_mut().enumerate() {
+        if let Some((v, r, _)) = records.next() {
+            return Err(bad(
+                GRAPH_TABLES[t],
+                format!(
+                    "rows of variant {v:?} replicate {r:?} out of the manifest's runs or their order"
+                ),
+            ));
+        }
     }
     let has_ts_rows = items.iter().any(|(_, i)| !i.timeseries.is_empty());
     Ok(ShardData {
-        resolved,
-        ts_header: has_ts_rows.then(|| ts.header.clone()),
-        summary_header: (n_items > 0).then(|| summary.header.clone()),
-        ts_whole_if_empty: if has_ts_rows { Vec::new() } else { ts_bytes },
-        summary_whole_if_empty: if n_items > 0 {
-            Vec::new()
-        } else {
-            summary_bytes
-        },
+        graph,
+        ts_header: has_ts_rows.then(|| ts_bytes[ts.header.clone()].to_vec()),
+        summary_header: (n_items > 0).then(|| summary_bytes[summary.header.clone()].to_vec()),
+        has_ts_rows,
+        ts: ts_bytes,
+        summary: summary_bytes,
         items,
     })
 }

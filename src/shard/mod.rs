@@ -19,13 +19,14 @@
 //! files as an unsharded run, charts and report included.
 
 pub mod env;
+pub mod manifest;
 pub mod merge;
+
+pub use manifest::{Manifest, ManifestItem};
 
 use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
-
-use serde::{Deserialize, Serialize};
 
 use crate::metrics::Cell;
 
@@ -34,7 +35,11 @@ pub const MANIFEST: &str = "manifest.json";
 /// The typed, full-precision summary cells of a shard.
 pub const EXACT_SUMMARY: &str = "summary.exact.csv";
 /// The `format` field of a manifest.
-pub const FORMAT: &str = "stormsim-shard/1";
+pub const FORMAT: &str = "stormsim-shard/3";
+
+/// The graph tables a shard carries (rows of its runs only), in the order
+/// of a manifest item's `graph_rows`.
+pub const GRAPH_TABLES: [&str; 3] = ["services.csv", "services_timeseries.csv", "calls.csv"];
 /// How items are shared out, as written in every manifest.
 pub const RULE: &str =
     "item k = variant_index * replicates + replicate belongs to shard k mod shards";
@@ -123,59 +128,6 @@ pub fn scenario_digest(resolved_yaml: &str) -> String {
     format!("fnv1a64:{:016x}", fnv1a64(resolved_yaml.as_bytes()))
 }
 
-/// One run of a shard.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ManifestItem {
-    /// k = variant_index × replicates + replicate.
-    pub item: usize,
-    pub variant_index: usize,
-    pub variant: String,
-    pub replicate: u32,
-}
-
-/// `manifest.json` of a shard folder.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Manifest {
-    /// `stormsim-shard/1`.
-    pub format: String,
-    pub stormsim_version: String,
-    /// The scenario's name (the default output folder of the merge).
-    pub scenario: String,
-    /// [`scenario_digest`] of `scenario.resolved.yaml`.
-    pub scenario_digest: String,
-    /// This shard's index I (0-based).
-    pub shard: usize,
-    /// The number of shards N.
-    pub shards: usize,
-    pub variants: usize,
-    pub replicates: u32,
-    /// Items of the whole run (variants × replicates).
-    pub items_total: usize,
-    /// [`RULE`].
-    pub rule: String,
-    pub items: Vec<ManifestItem>,
-}
-
-impl Manifest {
-    pub fn to_json(&self) -> String {
-        let mut s = serde_json::to_string_pretty(self).expect("a manifest is plain data");
-        s.push('\n');
-        s
-    }
-
-    pub fn read(dir: &Path) -> Result<Manifest, String> {
-        let path = dir.join(MANIFEST);
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            format!(
-                "{} is not a shard folder: cannot read {MANIFEST}: {e}",
-                dir.display()
-            )
-        })?;
-        serde_json::from_str(&text)
-            .map_err(|e| format!("{}: not a valid shard manifest: {e}", path.display()))
-    }
-}
-
 /// A cell written without loss: `i:` integer, `f:` float (Rust's shortest
 /// representation that reads back to the same bits; `NaN`, `inf`), `b:`
 /// boolean, `t:` text, and an empty field for a missing value.
@@ -239,14 +191,16 @@ pub fn exact_summary_csv(rows: &[ExactRow<'_>]) -> Vec<u8> {
     w.into_inner().expect("writing to memory")
 }
 
-/// Names of the shard folders (holding a `manifest.json`) directly inside
-/// `dir`: a run or merge that replaces `dir` carries them over.
+/// Names of the shard folders (real folders holding a `manifest.json`)
+/// directly inside `dir`: `merge DIR` merges them, and a run or merge that
+/// replaces `dir` carries them over.
 pub fn shard_folders_in(dir: &Path) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
     let mut names: Vec<String> = entries
         .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
         .filter(|e| e.path().join(MANIFEST).is_file())
         .filter_map(|e| e.file_name().to_str().map(str::to_string))
         .filter(|n| !n.starts_with('.'))

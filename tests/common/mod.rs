@@ -3,42 +3,26 @@
 #![allow(dead_code)]
 
 use stormsim::engine::{NS_PER_MS, NS_PER_S, Nanos};
-use stormsim::metrics::{RecoveryCriteria, RunContext, Summary, TimeRow, tabulate};
+use stormsim::metrics::{RecoveryCriteria, Summary, TimeRow, tabulate};
 use stormsim::model::backoff::{Backoff, Jitter};
-use stormsim::model::dependency::{DependencyConfig, Incident};
 use stormsim::model::rate::RateProfile;
 use stormsim::model::retry::{RetryOn, RetryPolicy};
+use stormsim::model::server::ServiceConfig;
 use stormsim::model::service::ServiceDist;
-use stormsim::model::{LayerConfig, Limits, ModelConfig, Sim};
+use stormsim::model::{CallPolicy, Limits, ModelConfig, Topology, World};
 
 pub const MS: Nanos = NS_PER_MS;
 pub const S: Nanos = NS_PER_S;
 
-pub fn dependency(concurrency: u32, service: ServiceDist, queue: u32) -> DependencyConfig {
-    DependencyConfig {
-        concurrency,
-        service,
-        queue_capacity: queue,
-        lifo: false,
-        queue_timeout: None,
-        queue_timeout_status: 503,
-        shed_status: 503,
-        shed_retry_after: 0,
-        incidents: Vec::<Incident>::new(),
-        warmup: 0,
-        warmup_from: 0.1,
-        side_effects: Default::default(),
-        dedupe: false,
-        dedupe_cost: 1_000_000,
-        stop_on_cancel: false,
-    }
+pub fn dependency(concurrency: u32, service: ServiceDist, queue: u32) -> ServiceConfig {
+    ServiceConfig::leaf("dependency", concurrency, service, queue)
 }
 
 pub fn config(
     rate: f64,
     duration: Nanos,
-    layers: Vec<LayerConfig>,
-    dep: DependencyConfig,
+    layers: Vec<CallPolicy>,
+    dep: ServiceConfig,
 ) -> ModelConfig {
     ModelConfig {
         duration,
@@ -47,8 +31,7 @@ pub fn config(
         closed: None,
         consumers: None,
         deadline: None,
-        layers,
-        dependency: dep,
+        topology: Topology::chain(layers, dep),
         recovery: RecoveryCriteria {
             trigger_start: None,
             trigger_end: None,
@@ -62,8 +45,8 @@ pub fn config(
     }
 }
 
-pub fn retrying_layer(name: &str, attempts: u32, timeout: Option<Nanos>) -> LayerConfig {
-    LayerConfig {
+pub fn retrying_layer(name: &str, attempts: u32, timeout: Option<Nanos>) -> CallPolicy {
+    CallPolicy {
         timeout,
         retry: RetryPolicy {
             max_attempts: attempts,
@@ -72,18 +55,13 @@ pub fn retrying_layer(name: &str, attempts: u32, timeout: Option<Nanos>) -> Laye
             retry_on: retry_on_transient(),
             ..RetryPolicy::default()
         },
-        ..LayerConfig::passthrough(name)
+        ..CallPolicy::passthrough(name)
     }
 }
 
 pub fn run(cfg: &ModelConfig, seed: u64) -> (Vec<TimeRow>, Summary) {
-    let (rec, info) = Sim::new(cfg, seed).run();
-    let ctx = RunContext {
-        capacity_per_sec: cfg.dependency.capacity_per_sec(),
-        concurrency: cfg.dependency.concurrency,
-        recovery: cfg.recovery,
-        layer_names: cfg.layers.iter().map(|l| l.name.clone()).collect(),
-    };
+    let (rec, info) = World::new(cfg, seed).run();
+    let ctx = cfg.run_context();
     tabulate(&rec, &info, &ctx)
 }
 

@@ -1,11 +1,11 @@
-//! Each preset against shared/reference/presets.md: its delay sequence,
+//! Each preset against docs/sources/presets.md: its delay sequence,
 //! attempt count and budget behaviour, exactly where the library is
 //! deterministic, by bounds and means over many draws where it is random.
 //! Everything goes through the model config `scenario::to_model` builds.
 
 use super::PRESETS;
 use crate::engine::{NS_PER_MS, NS_PER_S, Nanos, Purpose, Stream};
-use crate::model::LayerConfig;
+use crate::model::CallPolicy;
 use crate::model::backoff::{Jitter, SleepState, sleep_before_retry};
 use crate::model::breaker::BreakerWindow;
 use crate::model::budget::{Budget, BudgetConfig, Gate};
@@ -18,21 +18,21 @@ use crate::scenario::{load_str, to_model};
 const MS: f64 = NS_PER_MS as f64;
 const S: f64 = NS_PER_S as f64;
 
-fn layer(preset: &str) -> LayerConfig {
+fn layer(preset: &str) -> CallPolicy {
     let src = format!("{MINIMAL}layers:\n  - name: a\n    preset: {preset}\n");
     let s = load_str(&src, "x.yaml").unwrap_or_else(|e| panic!("{e}"));
-    to_model(&s).layers.remove(0)
+    to_model(&s).topology.edges()[0].policy.clone()
 }
 
 /// Ceilings (delays before jitter) of retries 1..=n, in ms.
-fn ceilings_ms(l: &LayerConfig, n: u32) -> Vec<f64> {
+fn ceilings_ms(l: &CallPolicy, n: u32) -> Vec<f64> {
     (1..=n)
         .map(|k| l.retry.backoff.delay(k) as f64 / MS)
         .collect()
 }
 
 /// `draws` sleep sequences of `n` retries: per retry, (min, mean, max) in ns.
-fn sample(l: &LayerConfig, n: u32, draws: usize) -> Vec<(f64, f64, f64)> {
+fn sample(l: &CallPolicy, n: u32, draws: usize) -> Vec<(f64, f64, f64)> {
     let mut rng = Stream::new(11, Purpose::Jitter, 0);
     let mut stats = vec![(f64::MAX, 0.0, 0.0f64); n as usize];
     for _ in 0..draws {
@@ -51,7 +51,7 @@ fn sample(l: &LayerConfig, n: u32, draws: usize) -> Vec<(f64, f64, f64)> {
 
 /// Attempts a call makes when every attempt fails with `cause` at once
 /// (time advances by each sleep when `max_elapsed` is set), and the sleeps.
-fn attempts(l: &LayerConfig, cause: Cause) -> (u32, Vec<Nanos>) {
+fn attempts(l: &CallPolicy, cause: Cause) -> (u32, Vec<Nanos>) {
     let mut rng = Stream::new(3, Purpose::Jitter, 0);
     let mut st = RetryState {
         attempts: 1,
@@ -84,13 +84,13 @@ fn close(a: f64, b: f64, rel: f64) -> bool {
     (a - b).abs() <= rel * b.abs().max(1e-9)
 }
 
-fn budget(l: &LayerConfig) -> (Budget, BudgetConfig, bool) {
+fn budget(l: &CallPolicy) -> (Budget, BudgetConfig, bool) {
     let b = l.budget.expect("the preset has a budget");
     (Budget::new(b.config), b.config, b.shared)
 }
 
 /// Full jitter: U(0, ceiling): within [0, ceiling], mean ceiling / 2.
-fn assert_full_jitter(l: &LayerConfig, n: u32) {
+fn assert_full_jitter(l: &CallPolicy, n: u32) {
     assert_eq!(l.retry.jitter, Jitter::Full);
     for (k, (lo, mean, hi)) in sample(l, n, 20_000).into_iter().enumerate() {
         let c = l.retry.backoff.delay(k as u32 + 1) as f64;
@@ -223,7 +223,7 @@ fn aws_adaptive() {
     assert_eq!((t.config, t.shared), (ThrottleConfig::AwsAdaptive, false));
 }
 
-fn token_bucket_allows_4_retries_then_denies(l: &LayerConfig) {
+fn token_bucket_allows_4_retries_then_denies(l: &CallPolicy) {
     // §2: tokens start at 10; a failure takes 1; retry only while > 5.
     let (mut b, cfg, _) = budget(l);
     assert_eq!(
@@ -263,6 +263,9 @@ fn grpc_a6() {
         assert!(close(mean, c, 0.01), "retry {}: {mean} vs {c}", k + 1);
     }
     assert_eq!(attempts(&l, Cause::Status(503)).0, 4);
+    // A connection failure is UNAVAILABLE in gRPC: retried. A timeout is
+    // the call's deadline: not retried.
+    assert_eq!(attempts(&l, Cause::Connection).0, 4);
     assert_eq!(attempts(&l, Cause::Timeout).0, 1);
     assert_eq!(attempts(&l, Cause::Status(500)).0, 1);
     assert_eq!(l.retry.retry_after, RetryAfterMode::GrpcPushback);
@@ -276,10 +279,57 @@ fn grpc_a6_legacy() {
     assert_eq!(ceilings_ms(&l, 5), [100.0, 200.0, 400.0, 800.0, 1000.0]);
     assert_full_jitter(&l, 5);
     assert_eq!(attempts(&l, Cause::Status(503)).0, 4);
+    assert_eq!(attempts(&l, Cause::Connection).0, 4);
+    assert_eq!(attempts(&l, Cause::Timeout).0, 1);
     token_bucket_allows_4_retries_then_denies(&l);
 }
 
-fn envoy_common(l: &LayerConfig) {
+/// How each preset treats the two failures every library sees, connection
+/// errors and per-attempt timeouts, as its upstream source says (cited in
+/// each preset file): retried (true) or not.
+#[test]
+fn connection_errors_and_timeouts_map_as_upstream() {
+    let table: &[(&str, bool, bool)] = &[
+        // (preset, connection retried, timeout retried)
+        ("aws-standard-2.0", true, true),
+        ("aws-standard-2.1", true, true),
+        ("aws-legacy-botocore", true, true),
+        ("aws-adaptive", true, true),
+        // gRPC: connection failures are UNAVAILABLE; a timeout is the
+        // call's DEADLINE_EXCEEDED.
+        ("grpc-a6", true, false),
+        ("grpc-a6-legacy", true, false),
+        // Envoy: connect-failure, and per-try timeouts under gateway-error.
+        ("envoy-default", true, true),
+        ("envoy-retry-budget", true, true),
+        // Finagle requeues only what was never written.
+        ("finagle-default", true, false),
+        ("polly-v8-default", true, true),
+        ("polly-v8-exp-jitter", true, true),
+        ("ms-http-standard", true, true),
+        ("resilience4j-default", true, true),
+        ("resilience4j-exp-random", true, true),
+        ("tenacity-random-exponential", true, true),
+        ("cenkalti-v4", true, true),
+        ("backon-exponential", true, true),
+        ("k8s-workqueue-default", true, true),
+        ("sre-retry-budget", true, true),
+        // axios-retry: network errors, not timeouts (ECONNABORTED).
+        ("axios-retry-default", true, false),
+    ];
+    assert_eq!(table.len(), PRESETS.len());
+    for &(name, connection, timeout) in table {
+        let l = layer(name);
+        assert_eq!(
+            l.retry.retry_on.connection, connection,
+            "{name}: connection"
+        );
+        assert_eq!(l.retry.retry_on.timeout, timeout, "{name}: timeout");
+        assert_eq!(attempts(&l, Cause::Connection).0 > 1, connection, "{name}");
+    }
+}
+
+fn envoy_common(l: &CallPolicy) {
     // §3: 2 attempts; ceilings 25, 50, 100, 200, 250 ms; route timeout 15 s.
     assert_eq!(ceilings_ms(l, 6), [25.0, 50.0, 100.0, 200.0, 250.0, 250.0]);
     assert_full_jitter(l, 6);
@@ -386,7 +436,7 @@ fn polly_v8_default() {
 /// §5 DecorrelatedJitterBackoffV2 with base 2 s: first delay in
 /// [0, 1.3772 x 2 s); the sum of sleeps telescopes to
 /// next(t) / 1.4 x base, so its mean is E[2^t tanh(sqrt(4t))] / 1.4 x 2 s.
-fn assert_polly_v2(l: &LayerConfig) {
+fn assert_polly_v2(l: &CallPolicy) {
     assert_eq!(l.retry.jitter, Jitter::PollyV2);
     let stats = sample(l, 3, 20_000);
     assert!(stats[0].0 >= 0.0 && stats[0].2 < 1.3772 * 2.0 * S);

@@ -1,5 +1,5 @@
 //! Message consumers: the clients publish messages to a queue (Amazon SQS
-//! semantics, shared/reference/presets.md §9.3) and a pool of consumers
+//! semantics, docs/sources/presets.md §9.3) and a pool of consumers
 //! handles them. Receiving a message makes it invisible for the visibility
 //! timeout and counts a receive; a successful handler deletes it; a failed
 //! (or still running) one lets it become visible again when the timeout
@@ -16,7 +16,7 @@ use std::collections::VecDeque;
 
 use crate::engine::{Nanos, TimerId};
 
-use super::{Event, NONE, Sim};
+use super::{Event, MsgId, World};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum MsgState {
@@ -58,7 +58,7 @@ impl Broker {
     }
 }
 
-impl Sim<'_> {
+impl World<'_> {
     /// A message is published.
     pub(super) fn publish(&mut self) {
         let now = self.q.now();
@@ -115,18 +115,23 @@ impl Sim<'_> {
             b.free -= 1;
             let redelivery = m.receives > 1;
             self.rec.message_received(now, redelivery, duplicate);
-            let t = self
-                .q
-                .schedule_in(cc.visibility, Event::Visible { msg: id, epoch });
+            let t = self.q.schedule_in(
+                cc.visibility,
+                Event::Visible {
+                    msg: MsgId(id),
+                    epoch,
+                },
+            );
             if let Some(b) = self.broker.as_mut() {
                 b.msgs[id as usize].timer = Some(t);
             }
-            self.new_request_for(NONE, id, poison);
+            self.new_request(None, Some(MsgId(id)), poison);
         }
     }
 
     /// A message's visibility timeout expired.
-    pub(super) fn on_visible(&mut self, id: u32, epoch: u32) {
+    pub(super) fn on_visible(&mut self, msg: MsgId, epoch: u32) {
+        let id = msg.0;
         let Some(b) = self.broker.as_mut() else {
             return;
         };
@@ -139,7 +144,8 @@ impl Sim<'_> {
     }
 
     /// A handler of message `id` ended; a success deletes the message.
-    pub(super) fn handler_done(&mut self, id: u32, success: bool) {
+    pub(super) fn handler_done(&mut self, msg: MsgId, success: bool) {
+        let id = msg.0;
         let now = self.q.now();
         let Some(b) = self.broker.as_mut() else {
             return;

@@ -1,0 +1,431 @@
+//! One simulation run: a world of nodes on an explicit topology (the
+//! shape of turmoil's `World`). The world owns the event queue, every
+//! random stream, the live entities and each node's state, and hands each
+//! event to the node it concerns:
+//!
+//! - the **clients** (`clients`): open- or closed-loop arrivals, each a
+//!   logical request that starts a call on the entry edge;
+//! - **call edges** (`edge`): a call makes attempts in *rounds*; a round
+//!   sends one request to the callee (or several, with fan-out or
+//!   hedging) through the edge's gates (throttle, breaker, bulkhead,
+//!   budget, in `model::gates`), and retries by the edge's policy;
+//! - **services** (`service`): a request that reaches a service whose
+//!   only job is to forward it becomes a call of the next edge at once;
+//!   anywhere else it is a *job*: it waits for a worker of the service's
+//!   server (`model::server`), does the service's own work, makes the
+//!   service's calls stage by stage, and answers;
+//! - the **broker** (`broker`): messages and their consumers.
+//!
+//! The topology (`model::topology`) says where a request goes next.
+//!
+//! Every call and job carries an `epoch` that changes with each round and
+//! each reuse of its slot; every link to it carries the epoch it saw. An
+//! answer whose epoch no longer matches is stale and dropped: that is how
+//! the answer to an abandoned attempt (orphaned work) is told apart from a
+//! live one. Timers are cancelled in the engine: a call, job or message
+//! keeps the handles of its pending timers beside its epoch and cancels
+//! them when a round ends or the epoch moves on, so a stale timer is never
+//! delivered and holds no memory.
+
+mod broker;
+mod clients;
+mod edge;
+mod event;
+mod ids;
+mod service;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::engine::{EventQueue, Nanos, Purpose, Stream, TimerId};
+use crate::metrics::{Abort, Recorder, RunInfo};
+
+use super::budget::{Budget, CallBudget};
+use super::config::ModelConfig;
+use super::gates::LayerGates;
+use super::outcome::{Failure, Outcome};
+use super::retry::RetryState;
+use super::server::{Incident, Server};
+use super::slab::Slab;
+use super::topology::{EdgeId, ServiceId, Topology};
+
+pub use event::Event;
+pub use ids::{CallId, Child, Children, ClientId, JobId, MsgId, Parent};
+
+/// How often (in events) a run looks at its stop flag: often enough to stop
+/// within milliseconds, rarely enough to cost nothing.
+pub const STOP_POLL: u64 = 4096;
+
+/// A time that never comes: the absorbing element of `min` for deadlines
+/// and timeouts that are not set.
+pub const NEVER: Nanos = Nanos::MAX;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CallState {
+    /// A round is open: its requests are out.
+    Round,
+    /// Between rounds (backoff, or a throttle's wait).
+    Sleeping,
+    /// Waiting for a status probe's answer.
+    Probing,
+    Done,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Call {
+    epoch: u32,
+    /// The pending `RoundTimeout` of the current round or probe.
+    timeout: Option<TimerId>,
+    /// The pending `Wake` (asleep) or `Hedge` (in a round).
+    timer: Option<TimerId>,
+    edge: EdgeId,
+    state: CallState,
+    /// The edge whose caller first gave up on this call.
+    orphaned_by: Option<EdgeId>,
+    /// The throttle already let the next round go (after a wait).
+    throttle_passed: bool,
+    /// Probe the write's status before the next round (it timed out).
+    probe_first: bool,
+    /// Which instance of the caller makes this call (whose gates it uses).
+    instance: u32,
+    parent: Parent,
+    children: Children,
+    /// Requests of this round launched, waiting for a bulkhead slot,
+    /// succeeded and failed; bulkhead slots held.
+    launched: u16,
+    queued: u16,
+    ok: u16,
+    failed: u16,
+    slots: u16,
+    /// No attempt or sleep of this call outlives this (`NEVER`: no such
+    /// bound): the user's deadline, or the caller's propagated one.
+    deadline: Nanos,
+    /// The end of this edge's own total timeout (`NEVER`: none).
+    own_end: Nanos,
+    /// The logical request's own deadline (for the invariant check).
+    req_deadline: Nanos,
+    /// The logical request this call serves.
+    req: u64,
+    /// A poison message's request: the leaf services always fail it.
+    poison: bool,
+    retry: RetryState,
+    budget: CallBudget,
+    /// The last failure seen from below (what a refusal returns upward).
+    last_failure: Failure,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum JobState {
+    Queued,
+    InService,
+    /// Its own work is done; its calls are out.
+    Calling,
+    /// Waiting for its `Respond` event.
+    Responding,
+    /// Cancelled while queued; dropped when it reaches the queue's head.
+    Cancelled,
+    Done,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Job {
+    epoch: u32,
+    /// The pending `ServiceDone` or `Respond`.
+    timer: Option<TimerId>,
+    state: JobState,
+    service: ServiceId,
+    /// A status probe rather than the request itself.
+    probe: bool,
+    /// Answered from the idempotency store.
+    deduped: bool,
+    /// A write that committed (its caller may not know yet).
+    committed: bool,
+    /// A poison message's request.
+    poison: bool,
+    /// It holds one of its service's workers.
+    holds_worker: bool,
+    orphaned_by: Option<EdgeId>,
+    caller: CallId,
+    caller_epoch: u32,
+    req: u64,
+    arrived: Nanos,
+    started: Nanos,
+    /// Worker time of its own work.
+    work: Nanos,
+    outcome: Outcome,
+    /// Its calls: the stage running, the calls of it still out, and them.
+    stage: u16,
+    pending: u16,
+    children: Children,
+    /// What its calls inherit: a propagated deadline, the request's own.
+    deadline: Nanos,
+    req_deadline: Nanos,
+}
+
+/// One run of a model.
+pub struct World<'a> {
+    cfg: &'a ModelConfig,
+    topo: &'a Topology,
+    q: EventQueue<Event>,
+    calls: Slab<Call>,
+    jobs: Slab<Job>,
+    /// Children lists of rounds and stages with more than one request.
+    lists: Slab<Vec<Child>>,
+    /// Per service: its server's live state.
+    servers: Vec<Server<JobId>>,
+    /// The incidents of every service, flat, in the order they are
+    /// scheduled.
+    incidents: Vec<(ServiceId, Incident)>,
+    broker: Option<broker::Broker>,
+    messages: Stream,
+    arrivals: Stream,
+    think: Stream,
+    /// Per service: service times, and error bursts.
+    work_rng: Vec<Stream>,
+    incident_rng: Vec<Stream>,
+    /// Per edge: jitter, and the throttle's dice.
+    jitter: Vec<Stream>,
+    throttle_rng: Vec<Stream>,
+    /// Per edge: its gates.
+    gates: Vec<LayerGates>,
+    /// The budget shared by every edge whose budget scope is global.
+    global_budget: Option<Budget>,
+    /// Services whose writes commit (one commit count per request each).
+    writers: Vec<ServiceId>,
+    rec: Recorder,
+    next_req: u64,
+}
+
+/// An event queue with a lane for every fixed delay a timer is set with
+/// (see `engine::queue`): per-attempt timeouts first, then hedging delays,
+/// the user's deadline, total timeouts and the visibility timeout. Only a
+/// matter of speed: events come out in the same order without lanes.
+fn queue_with_lanes(cfg: &ModelConfig) -> EventQueue<Event> {
+    let mut q = EventQueue::new();
+    let policies = || cfg.topology.edges().iter().map(|e| &e.policy);
+    let delays = (policies().filter_map(|p| p.timeout))
+        .chain(policies().filter_map(|p| p.hedging.map(|h| h.delay)))
+        .chain(cfg.deadline)
+        .chain(policies().filter_map(|p| p.total_timeout))
+        .chain(cfg.consumers.map(|c| c.visibility));
+    for delay in delays {
+        q.add_lane(delay);
+    }
+    q
+}
+
+impl<'a> World<'a> {
+    pub fn new(cfg: &'a ModelConfig, run_seed: u64) -> Self {
+        let topo = &cfg.topology;
+        let edges = topo.edges();
+        let services = topo.services();
+        let stream = |purpose, n: usize| -> Vec<Stream> {
+            (0..n)
+                .map(|i| Stream::new(run_seed, purpose, i as u64))
+                .collect()
+        };
+        World {
+            cfg,
+            topo,
+            q: queue_with_lanes(cfg),
+            calls: Slab::default(),
+            jobs: Slab::default(),
+            lists: Slab::default(),
+            servers: services.iter().map(|_| Server::default()).collect(),
+            incidents: services
+                .iter()
+                .enumerate()
+                .flat_map(|(s, svc)| svc.incidents.iter().map(move |&i| (ServiceId(s as u16), i)))
+                .collect(),
+            broker: cfg.consumers.map(|c| broker::Broker::new(c.concurrency)),
+            messages: Stream::new(run_seed, Purpose::Messages, 0),
+            arrivals: Stream::new(run_seed, Purpose::Arrivals, 0),
+            think: Stream::new(run_seed, Purpose::Think, 0),
+            work_rng: stream(Purpose::ServiceTimes, services.len()),
+            incident_rng: stream(Purpose::Incidents, services.len()),
+            jitter: stream(Purpose::Jitter, edges.len()),
+            throttle_rng: stream(Purpose::Throttle, edges.len()),
+            gates: edges.iter().map(|e| LayerGates::new(&e.policy)).collect(),
+            global_budget: edges
+                .iter()
+                .find(|e| e.policy.global_budget)
+                .and_then(|e| e.policy.budget)
+                .map(|b| Budget::new(b.config)),
+            writers: services
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.side_effects.writes())
+                .map(|(i, _)| ServiceId(i as u16))
+                .collect(),
+            rec: Recorder::with_services(cfg.duration, cfg.bucket, edges.len(), services.len()),
+            next_req: 0,
+        }
+    }
+
+    /// Runs to the end of the simulated time (or a guard rail) and returns
+    /// what was recorded.
+    pub fn run(self) -> (Recorder, RunInfo) {
+        static NEVER_STOP: AtomicBool = AtomicBool::new(false);
+        self.run_until(&NEVER_STOP)
+    }
+
+    /// `run`, but stops early (aborted: interrupted) once `stop` is
+    /// raised; polled every `STOP_POLL` events.
+    pub fn run_until(mut self, stop: &AtomicBool) -> (Recorder, RunInfo) {
+        let cfg = self.cfg;
+        for i in 0..self.incidents.len() {
+            let (_, inc) = self.incidents[i];
+            self.q
+                .schedule_at(inc.start, Event::IncidentStart(i as u16));
+            self.q.schedule_at(inc.end, Event::IncidentEnd(i as u16));
+        }
+        self.start_clients();
+        if self.gates.iter().any(LayerGates::any) && cfg.bucket < cfg.duration {
+            self.q.schedule_at(cfg.bucket, Event::Tick);
+        }
+        let mut aborted = None;
+        while let Some(ev) = self.q.pop_before(cfg.duration) {
+            self.handle(ev);
+            if self.q.events().is_multiple_of(STOP_POLL) && stop.load(Ordering::Relaxed) {
+                aborted = Some(Abort::Interrupted);
+                break;
+            }
+            if self.q.events() >= cfg.limits.max_events {
+                aborted = Some(Abort::MaxEvents {
+                    limit: cfg.limits.max_events,
+                });
+                break;
+            }
+            let live = (self.calls.live() + self.jobs.live()) as u64;
+            if live > cfg.limits.max_in_flight {
+                aborted = Some(Abort::MaxInFlight {
+                    limit: cfg.limits.max_in_flight,
+                });
+                break;
+            }
+            // What the queue holds follows the pending events (cancelled
+            // timers are gone), and each live call, request or message
+            // holds at most two or three: bounded by the same limit.
+            if self.q.pending() as u64 > cfg.limits.max_in_flight {
+                aborted = Some(Abort::EventsPending {
+                    limit: cfg.limits.max_in_flight,
+                });
+                break;
+            }
+        }
+        let end = if aborted.is_some() {
+            self.q.now()
+        } else {
+            cfg.duration
+        };
+        let last = ((end.max(1) - 1) / cfg.bucket) as usize;
+        self.sample_levels(last, end);
+        let open_messages = self.messages_open();
+        for (s, server) in self.servers.iter().enumerate() {
+            self.rec.svc.unserved_at_end[s] = u64::from(server.queued + server.in_service);
+        }
+        self.rec.finish(end, open_messages);
+        let info = RunInfo {
+            events: self.q.events(),
+            digest: self.q.digest(),
+            aborted,
+            end,
+            completion: None,
+        };
+        (self.rec, info)
+    }
+
+    fn handle(&mut self, ev: Event) {
+        match ev {
+            Event::Arrival => self.on_arrival(),
+            Event::ClientReady(client) => self.new_request(Some(client), None, false),
+            Event::Visible { msg, epoch } => self.on_visible(msg, epoch),
+            Event::RoundTimeout { call, epoch } => self.on_round_timeout(call, epoch),
+            Event::Wake { call, epoch } => self.on_wake(call, epoch),
+            Event::Hedge { call, epoch } => self.on_hedge(call, epoch),
+            Event::ServiceDone { job, epoch } => self.on_service_done(job, epoch),
+            Event::Respond { job, epoch } => self.on_respond(job, epoch),
+            Event::IncidentStart(i) => self.on_incident(i as usize, true),
+            Event::IncidentEnd(i) => self.on_incident(i as usize, false),
+            Event::Tick => self.on_tick(),
+        }
+    }
+
+    // -------------------------------------------------------------- ticks
+
+    /// Samples the gates' levels into the bucket that ends now.
+    fn on_tick(&mut self) {
+        let now = self.q.now();
+        let bucket = (now / self.cfg.bucket).saturating_sub(1) as usize;
+        self.sample_levels(bucket, now);
+        let next = now.saturating_add(self.cfg.bucket);
+        if next < self.cfg.duration {
+            self.q.schedule_at(next, Event::Tick);
+        }
+    }
+
+    fn sample_levels(&mut self, bucket: usize, now: Nanos) {
+        for (edge, g) in self.gates.iter_mut().enumerate() {
+            if g.any() {
+                let l = g.levels(now, &mut self.global_budget);
+                self.rec
+                    .levels(bucket, edge, [l.budget, l.throttle, l.breaker_open]);
+            }
+        }
+    }
+
+    // ---------------------------------------------------------- children
+
+    fn add_child(children: &mut Children, lists: &mut Slab<Vec<Child>>, child: Child) {
+        match *children {
+            Children::None => *children = Children::One(child),
+            Children::One(first) => {
+                let list = lists.insert(|old| {
+                    let mut v = old.map(|_| Vec::new()).unwrap_or_default();
+                    v.clear();
+                    v
+                });
+                let v = lists.get_mut(list);
+                v.clear();
+                v.push(first);
+                v.push(child);
+                *children = Children::Many(list);
+            }
+            Children::Many(list) => lists.get_mut(list).push(child),
+        }
+    }
+
+    /// `parent` stops waiting for every member of `children` (the set is
+    /// then gone; a list's slot is freed, its allocation kept for reuse).
+    fn abandon_all(&mut self, children: Children, parent: Parent, edge: EdgeId, cancel: bool) {
+        match children {
+            Children::None => {}
+            Children::One(child) => self.abandon(parent, child, edge, cancel),
+            Children::Many(list) => {
+                let members = std::mem::take(self.lists.get_mut(list));
+                for &child in &members {
+                    self.abandon(parent, child, edge, cancel);
+                }
+                *self.lists.get_mut(list) = members;
+                self.lists.remove(list);
+            }
+        }
+    }
+
+    /// Whether `child` still works for `parent` (its slot may have been
+    /// reused since).
+    fn works_for(&self, child: Child, parent: Parent) -> bool {
+        match child {
+            Child::Call(c) => {
+                let cc = self.calls.get(c.0);
+                cc.parent == parent && cc.state != CallState::Done
+            }
+            Child::Job(j) => {
+                let jj = self.jobs.get(j.0);
+                let Parent::Call { call, epoch } = parent else {
+                    return false;
+                };
+                jj.caller == call && jj.caller_epoch == epoch && jj.state != JobState::Done
+            }
+        }
+    }
+}

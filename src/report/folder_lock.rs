@@ -1,0 +1,194 @@
+//! The lock that keeps two stormsim commands from writing one output
+//! folder at once (two runs into the same `--out`, a `plot` during a run).
+//!
+//! The lock is an advisory lock (`flock(2)`, through `nix`) on a small
+//! file beside the folder, `.stormsim-lock-<hash>`, where `<hash>`
+//! is FNV-1a 64 of the folder's name (a fixed length, whatever the name's).
+//! It is taken before any work starts and never waited for: the second
+//! command is refused at once. The holder removes the file when it is
+//! done; the lock dies with its process, so a file left by a killed
+//! command is taken over by the next one. A holder checks, once locked,
+//! that the file is still the one at the path (its previous holder may
+//! have removed it in between), so two commands never both hold it.
+
+use std::ffi::OsStr;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use crate::interrupt;
+
+/// Why the lock was not taken.
+#[derive(Debug)]
+pub enum LockError {
+    /// Another command holds it.
+    Held(PathBuf),
+    /// The lock file could not be made or locked.
+    Io(PathBuf, io::Error),
+}
+
+/// A held lock; dropping it removes the lock file and releases the lock.
+#[derive(Debug)]
+pub struct FolderLock {
+    path: PathBuf,
+    file: Held,
+}
+
+/// The locked file.
+#[cfg(unix)]
+type Held = nix::fcntl::Flock<File>;
+#[cfg(not(unix))]
+type Held = File;
+
+/// Locks the file without waiting: `Ok(None)` when another holds it.
+#[cfg(unix)]
+fn try_lock(file: File) -> io::Result<Option<Held>> {
+    use nix::errno::Errno;
+    use nix::fcntl::{Flock, FlockArg};
+    match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+        Ok(held) => Ok(Some(held)),
+        Err((_, Errno::EWOULDBLOCK)) => Ok(None),
+        Err((_, errno)) => Err(io::Error::from(errno)),
+    }
+}
+
+/// Without flock(2), the lock is only the file's existence check below.
+#[cfg(not(unix))]
+fn try_lock(file: File) -> io::Result<Option<Held>> {
+    Ok(Some(file))
+}
+
+/// The lock file of the folder `name` inside `parent`.
+pub fn lock_path(parent: &Path, name: &OsStr) -> PathBuf {
+    let hash = crate::shard::fnv1a64(name.as_encoded_bytes());
+    parent.join(format!(".stormsim-lock-{hash:016x}"))
+}
+
+fn open(path: &Path) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // Never through a symbolic link planted at the lock's name.
+        options.custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits());
+    }
+    options.open(path)
+}
+
+/// Whether the open file is the one now at `path`.
+fn still_at(file: &File, path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (file.metadata(), std::fs::symlink_metadata(path)) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (file, path);
+        true
+    }
+}
+
+impl FolderLock {
+    /// Takes the lock of the folder `name` inside `parent` (which exists),
+    /// or says who holds it.
+    pub fn acquire(parent: &Path, name: &OsStr) -> Result<FolderLock, LockError> {
+        let path = lock_path(parent, name);
+        let io_err = |e| LockError::Io(path.clone(), e);
+        for _ in 0..16 {
+            let file = open(&path).map_err(io_err)?;
+            let mut file = match try_lock(file) {
+                Ok(Some(held)) => held,
+                Ok(None) => return Err(LockError::Held(path)),
+                Err(e) => return Err(io_err(e)),
+            };
+            if !still_at(&file, &path) {
+                // Removed by its previous holder after we opened it: try
+                // again with the file now at the path.
+                continue;
+            }
+            interrupt::register_cleanup(&path);
+            // For whoever looks: which process holds it.
+            let _ = file.set_len(0);
+            let _ = writeln!(
+                file,
+                "stormsim (process {}) is writing the folder {} here",
+                std::process::id(),
+                name.to_string_lossy()
+            );
+            return Ok(FolderLock { path, file });
+        }
+        Err(io_err(io::Error::other(
+            "the lock file kept changing under us",
+        )))
+    }
+
+    /// The lock file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for FolderLock {
+    fn drop(&mut self) {
+        // Removed while still held, so the next command makes a new one.
+        if still_at(&self.file, &self.path) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+        interrupt::unregister_cleanup(&self.path);
+        // The lock itself goes with the file, when `file` is dropped.
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_holder_is_refused_until_the_first_is_done() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = OsStr::new("out");
+        let first = FolderLock::acquire(dir.path(), name).unwrap();
+        assert!(first.path().is_file());
+        match FolderLock::acquire(dir.path(), name) {
+            Err(LockError::Held(p)) => assert_eq!(p, first.path()),
+            other => panic!("{other:?}"),
+        }
+        // Another folder of the same parent has its own lock.
+        let other = FolderLock::acquire(dir.path(), OsStr::new("other")).unwrap();
+        drop(other);
+        drop(first);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        let again = FolderLock::acquire(dir.path(), name).unwrap();
+        drop(again);
+    }
+
+    #[test]
+    fn a_lock_file_left_by_a_killed_command_is_taken_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = OsStr::new("out");
+        std::fs::write(lock_path(dir.path(), name), "stale\n").unwrap();
+        let lock = FolderLock::acquire(dir.path(), name).unwrap();
+        drop(lock);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symbolic_link_at_the_lock_name_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = OsStr::new("out");
+        let victim = dir.path().join("victim.txt");
+        std::fs::write(&victim, "keep me").unwrap();
+        std::os::unix::fs::symlink(&victim, lock_path(dir.path(), name)).unwrap();
+        assert!(matches!(
+            FolderLock::acquire(dir.path(), name),
+            Err(LockError::Io(..))
+        ));
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
+    }
+}

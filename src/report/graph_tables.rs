@@ -1,0 +1,237 @@
+//! The tables of the services graph, tidy and long like the others (one
+//! row per observation, so pandas groups by service or call):
+//!
+//! - `services.csv`: one row per run and service;
+//! - `services_timeseries.csv`: one row per run, time bucket and service;
+//! - `calls.csv`: one row per run and call edge.
+//!
+//! Every row starts with `variant, replicate` and ends with the run's
+//! `sweep.<path>` columns, as in `summary.csv`.
+
+use crate::metrics::Cell;
+use crate::metrics::services::{EdgeSummary, ServiceCounts, ServiceRow, ServiceSummary};
+use crate::runner::RunResult;
+
+use super::tables::{Layout, param_cells};
+
+fn count_cells(c: &ServiceCounts) -> [(&'static str, Cell); 9] {
+    [
+        ("attempts", Cell::Int(c.attempts)),
+        ("served", Cell::Int(c.served)),
+        ("refused", Cell::Int(c.refused)),
+        ("shed", Cell::Int(c.shed)),
+        ("vanished", Cell::Int(c.vanished)),
+        ("errors", Cell::Int(c.errors)),
+        ("queue_timeouts", Cell::Int(c.queue_timeouts)),
+        ("cancelled", Cell::Int(c.cancelled)),
+        ("reset", Cell::Int(c.reset)),
+    ]
+}
+
+fn opt(v: Option<f64>) -> Cell {
+    v.map_or(Cell::Missing, Cell::Float)
+}
+
+/// The cells of one `services.csv` row, after `variant, replicate,
+/// service`.
+pub fn service_cells(s: &ServiceSummary) -> Vec<(&'static str, Cell)> {
+    let mut cells: Vec<(&'static str, Cell)> = count_cells(&s.totals).into();
+    cells.extend([
+        ("amplification", Cell::Float(s.amplification)),
+        ("peak_load_ratio", opt(s.peak_load_ratio)),
+        ("utilization", opt(s.utilization)),
+        ("capacity_per_s", opt(s.capacity_per_s)),
+        ("queue_wait_mean_ms", opt(s.queue_wait_mean_ms)),
+        ("in_flight_mean", Cell::Float(s.in_flight_mean)),
+        ("sojourn_mean_ms", opt(s.sojourn_mean_ms)),
+        ("inside_at_end", Cell::Int(s.inside_at_end)),
+        ("unserved_at_end", Cell::Int(s.unserved_at_end)),
+    ]);
+    cells
+}
+
+/// The cells of one `services_timeseries.csv` row, after `variant,
+/// replicate, t_s, service`.
+pub fn service_row_cells(r: &ServiceRow) -> Vec<(&'static str, Cell)> {
+    let c = &r.counts;
+    vec![
+        ("attempts", Cell::Int(c.attempts)),
+        ("load_ratio", opt(r.load_ratio)),
+        ("utilization", opt(r.utilization)),
+        ("queue_depth", Cell::Float(r.queue_depth)),
+        ("in_flight", Cell::Float(r.in_flight)),
+        ("replicas", Cell::Int(u64::from(r.replicas))),
+        ("served", Cell::Int(c.served)),
+        ("refused", Cell::Int(c.refused)),
+        ("shed", Cell::Int(c.shed)),
+        ("vanished", Cell::Int(c.vanished)),
+        ("errors", Cell::Int(c.errors)),
+        ("queue_timeouts", Cell::Int(c.queue_timeouts)),
+    ]
+}
+
+/// The cells of one `calls.csv` row, after `variant, replicate, caller,
+/// callee, call`.
+pub fn edge_cells(e: &EdgeSummary) -> Vec<(&'static str, Cell)> {
+    vec![
+        ("calls", Cell::Int(e.calls)),
+        ("attempts", Cell::Int(e.attempts)),
+        ("retries", Cell::Int(e.retries)),
+        ("succeeded", Cell::Int(e.succeeded)),
+        ("failed", Cell::Int(e.failed)),
+        ("amplification", Cell::Float(e.amplification)),
+        ("budget_exhausted", Cell::Int(e.gates[0])),
+        ("throttled", Cell::Int(e.gates[1])),
+        ("breaker_rejected", Cell::Int(e.gates[2])),
+        ("orphaned_attempts", Cell::Int(e.orphaned_attempts)),
+    ]
+}
+
+/// Writes one table: the header from the first row (or the fallback
+/// cells when there are no rows), then every row.
+fn table(
+    prefix: &[&str],
+    empty: Vec<(&'static str, Cell)>,
+    params: &[String],
+    rows: impl Iterator<Item = (Vec<String>, Vec<(&'static str, Cell)>, Vec<(String, Cell)>)>,
+) -> Vec<u8> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut header: Vec<String> = prefix.iter().map(|p| p.to_string()).collect();
+    header.extend(empty.iter().map(|(n, _)| n.to_string()));
+    header.extend(params.iter().map(|p| format!("sweep.{p}")));
+    w.write_record(&header).expect("writing to memory");
+    let mut field = String::new();
+    for (lead, cells, sweep) in rows {
+        for f in &lead {
+            w.write_field(f).expect("writing to memory");
+        }
+        for (_, c) in cells.iter() {
+            field.clear();
+            c.render_into(&mut field);
+            w.write_field(&field).expect("writing to memory");
+        }
+        for (_, c) in &sweep {
+            field.clear();
+            c.render_into(&mut field);
+            w.write_field(&field).expect("writing to memory");
+        }
+        w.write_record(None::<&[u8]>).expect("writing to memory");
+    }
+    w.into_inner().expect("writing to memory")
+}
+
+fn empty_summary() -> ServiceSummary {
+    ServiceSummary {
+        service: 0,
+        totals: ServiceCounts::default(),
+        amplification: 0.0,
+        peak_load_ratio: None,
+        utilization: None,
+        capacity_per_s: None,
+        queue_wait_mean_ms: None,
+        in_flight_mean: 0.0,
+        sojourn_mean_ms: None,
+        inside_at_end: 0,
+        unserved_at_end: 0,
+    }
+}
+
+/// `services.csv`.
+pub fn services_csv(layout: &Layout, results: &[RunResult]) -> Vec<u8> {
+    let rows = results.iter().flat_map(|r| {
+        let sweep = param_cells(r, &layout.params);
+        r.graph.services.iter().map(move |s| {
+            let lead = vec![
+                r.variant.clone(),
+                r.replicate.to_string(),
+                r.services[s.service].name.clone(),
+            ];
+            (lead, service_cells(s), sweep.clone())
+        })
+    });
+    table(
+        &["variant", "replicate", "service"],
+        service_cells(&empty_summary()),
+        &layout.params,
+        rows,
+    )
+}
+
+/// `services_timeseries.csv`.
+pub fn services_timeseries_csv(layout: &Layout, results: &[RunResult]) -> Vec<u8> {
+    let rows = results.iter().flat_map(|r| {
+        let sweep = param_cells(r, &layout.params);
+        r.graph.rows.iter().map(move |row| {
+            let lead = vec![
+                r.variant.clone(),
+                r.replicate.to_string(),
+                Cell::Float(row.t_s).render(),
+                r.services[row.service].name.clone(),
+            ];
+            (lead, service_row_cells(row), sweep.clone())
+        })
+    });
+    let empty = ServiceRow {
+        t_s: 0.0,
+        service: 0,
+        counts: ServiceCounts::default(),
+        load_ratio: None,
+        utilization: None,
+        queue_depth: 0.0,
+        in_flight: 0.0,
+        replicas: 1,
+    };
+    table(
+        &["variant", "replicate", "t_s", "service"],
+        service_row_cells(&empty),
+        &layout.params,
+        rows,
+    )
+}
+
+/// `calls.csv`.
+pub fn calls_csv(layout: &Layout, results: &[RunResult]) -> Vec<u8> {
+    let rows = results.iter().flat_map(|r| {
+        let sweep = param_cells(r, &layout.params);
+        r.graph.edges.iter().map(move |e| {
+            let info = &r.edges[e.edge];
+            let lead = vec![
+                r.variant.clone(),
+                r.replicate.to_string(),
+                info.caller.clone(),
+                info.callee.clone(),
+                info.name.clone(),
+            ];
+            (lead, edge_cells(e), sweep.clone())
+        })
+    });
+    let empty = EdgeSummary {
+        edge: 0,
+        calls: 0,
+        attempts: 0,
+        retries: 0,
+        succeeded: 0,
+        failed: 0,
+        amplification: 0.0,
+        gates: [0; 3],
+        orphaned_attempts: 0,
+    };
+    table(
+        &["variant", "replicate", "caller", "callee", "call"],
+        edge_cells(&empty),
+        &layout.params,
+        rows,
+    )
+}
+
+/// The three graph tables of these results, as (file name, bytes).
+pub fn all(layout: &Layout, results: &[RunResult]) -> [(&'static str, Vec<u8>); 3] {
+    [
+        ("services.csv", services_csv(layout, results)),
+        (
+            "services_timeseries.csv",
+            services_timeseries_csv(layout, results),
+        ),
+        ("calls.csv", calls_csv(layout, results)),
+    ]
+}

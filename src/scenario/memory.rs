@@ -1,0 +1,301 @@
+//! How much memory one run needs, estimated from the scenario before
+//! anything runs, so that a value that drives an allocation (a breaker's
+//! `window_calls` times the layer's `instances`, a long run in short
+//! buckets, a million closed-loop clients, a high rate of messages over a
+//! long run) is refused with the estimate and the fields that make it,
+//! instead of aborting the process on a failed allocation hours in.
+//!
+//! Counted, per run: the time series (counters per bucket and layer, two
+//! gauges, four latency histograms: `metrics::recorder`), the state of
+//! every budget, throttle, breaker and bulkhead (one per layer instance,
+//! or one per layer when shared: `model::gates`), the closed-loop clients
+//! (an event each), and what grows with every logical request by design:
+//! a commit counter per request for writes, a record per message for
+//! consumers (expected requests: the offered rate over the run, at most
+//! `limits.max_events`). The rest of a run's state (requests in flight,
+//! queued work, pending events) grows with load and is bounded by the
+//! guard rail `limits.max_in_flight`. Runs go in parallel, one per worker
+//! thread, so the peak is about this times the number of threads.
+
+use crate::metrics::Recorder;
+use crate::model::gates;
+
+use super::build::to_model;
+use super::locate::layer_labels;
+use super::types::{Scenario, SideEffects};
+use super::validate::Issue;
+
+/// The most memory one run may need (bytes, decimal: 4 GB).
+pub const MAX_RUN_BYTES: u64 = 4_000_000_000;
+
+/// Bytes a closed-loop client holds from the start (its first event).
+const CLIENT_BYTES: u64 = 48;
+/// Bytes a published message keeps until the run ends (its record).
+const MESSAGE_BYTES: u64 = 40;
+/// Bytes per OCC client (its state and completion time).
+const OCC_CLIENT_BYTES: u64 = 16;
+
+/// One part of the estimate: the field that drives it, how, and its size.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Part {
+    /// The field path to change to make it smaller.
+    pub path: String,
+    /// How the size comes about, in words.
+    pub how: String,
+    pub bytes: u64,
+}
+
+/// The estimate of one run, largest part first.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Estimate {
+    pub bytes: u64,
+    pub parts: Vec<Part>,
+}
+
+/// The memory one run of `s` needs (see the module documentation).
+pub fn estimate(s: &Scenario) -> Estimate {
+    let mut parts = Vec::new();
+    if let Some(o) = &s.occ {
+        parts.push(Part {
+            path: "occ.clients".into(),
+            how: format!("{} clients", o.clients),
+            bytes: u64::from(o.clients) * OCC_CLIENT_BYTES,
+        });
+        // Its length is known only when it ends: the most buckets.
+        let max = crate::metrics::recorder::MAX_BUCKETS as u64;
+        parts.push(Part {
+            path: "bucket".into(),
+            how: format!("up to {max} time buckets"),
+            bytes: Recorder::state_bytes(max, 1, 1),
+        });
+        return total(parts);
+    }
+    let m = to_model(s);
+    let buckets = m.duration.div_ceil(m.bucket.max(1)).max(1);
+    parts.push(Part {
+        path: "bucket".into(),
+        how: format!(
+            "{buckets} time buckets (duration / bucket) × {} layer(s)",
+            m.topology.edges().len()
+        ),
+        bytes: Recorder::state_bytes(m.duration, m.bucket, m.topology.edges().len()),
+    });
+    let names: Vec<&str> = s.layers.iter().map(|l| l.name.as_str()).collect();
+    let labels = layer_labels(&names);
+    for (l, label) in m.topology.edges().iter().map(|e| &e.policy).zip(&labels) {
+        for (what, count, each) in gates::state_bytes(l) {
+            let per_instance = count > 1;
+            let path = match (what, l.breaker.map(|b| b.config.window)) {
+                ("breaker", Some(crate::model::breaker::BreakerWindow::Count(n))) if n >= 1000 => {
+                    format!("{label}.breaker.window_calls")
+                }
+                _ if per_instance => format!("{label}.instances"),
+                _ => format!("{label}.{what}"),
+            };
+            let how = if per_instance {
+                format!(
+                    "{count} {what} states ({label}.instances) × {} each",
+                    bytes_text(each)
+                )
+            } else {
+                format!("one {what} state of {}", bytes_text(each))
+            };
+            parts.push(Part {
+                path,
+                how,
+                bytes: count.saturating_mul(each),
+            });
+        }
+    }
+    if let Some(c) = m.closed {
+        parts.push(Part {
+            path: "clients.arrival.clients".into(),
+            how: format!("{} closed-loop clients", c.clients),
+            bytes: u64::from(c.clients) * CLIENT_BYTES,
+        });
+    }
+    let per_request = match (s.consumers.is_some(), s.dependency.side_effects) {
+        (true, _) => Some((MESSAGE_BYTES, "a record per message", "consumers")),
+        (false, SideEffects::Read) => None,
+        (false, _) => Some((1, "a commit count per request", "dependency.side_effects")),
+    };
+    if let Some((each, what, field)) = per_request {
+        let requests = match m.closed {
+            Some(c) => {
+                let think = c.think.mean().max(1.0);
+                f64::from(c.clients) * (1.0 + m.duration as f64 / think)
+            }
+            None => m.arrivals.mass(0, m.duration),
+        };
+        let requests = (requests.max(0.0) as u64).min(m.limits.max_events);
+        parts.push(Part {
+            path: if m.closed.is_some() {
+                "clients.arrival.clients".into()
+            } else {
+                "clients.arrival.rate".into()
+            },
+            how: format!("about {requests} logical requests over the run ({field}: {what})"),
+            bytes: requests.saturating_mul(each),
+        });
+    }
+    total(parts)
+}
+
+fn total(mut parts: Vec<Part>) -> Estimate {
+    parts.sort_by_key(|p| std::cmp::Reverse(p.bytes));
+    let bytes = parts.iter().fold(0u64, |t, p| t.saturating_add(p.bytes));
+    Estimate { bytes, parts }
+}
+
+/// The problem with the largest of `runs` (variant name, scenario) when
+/// one needs more than [`MAX_RUN_BYTES`]: the estimate, and the fields
+/// that drive it, largest first.
+pub(crate) fn memory_issue<'a>(
+    runs: impl Iterator<Item = (&'a str, &'a Scenario)>,
+) -> Option<Issue> {
+    let (name, e) = runs
+        .map(|(name, s)| (name, estimate(s)))
+        .max_by_key(|(_, e)| e.bytes)?;
+    if e.bytes <= MAX_RUN_BYTES {
+        return None;
+    }
+    // The parts that matter: the largest three, each a tenth of the whole
+    // at least.
+    let drivers: Vec<String> = e
+        .parts
+        .iter()
+        .take(3)
+        .filter(|p| p.bytes >= e.bytes / 10)
+        .map(|p| format!("{}: {} = {}", p.path, p.how, bytes_text(p.bytes)))
+        .collect();
+    let which = if name == super::variants::BASE_VARIANT {
+        String::new()
+    } else {
+        format!(" (variant `{name}`)")
+    };
+    Some(Issue {
+        path: e.parts[0].path.clone(),
+        message: format!(
+            "one run{which} would need about {} of memory, more than the {} a run may use; it comes from {}: make these smaller",
+            bytes_text(e.bytes),
+            bytes_text(MAX_RUN_BYTES),
+            drivers.join("; ")
+        ),
+    })
+}
+
+/// Bytes for people: `512 B`, `3.2 MB`, `40.0 GB`, `1.2 PB`.
+pub fn bytes_text(b: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "kB", "MB", "GB", "TB", "PB"];
+    let mut v = b as f64;
+    let mut unit = 0;
+    while v >= 1000.0 && unit + 1 < UNITS.len() {
+        v /= 1000.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::fixtures::MINIMAL;
+    use crate::scenario::load_str;
+
+    fn with(extra: &str) -> Result<Scenario, crate::scenario::ScenarioErrors> {
+        load_str(&format!("{MINIMAL}{extra}"), "x.yaml")
+    }
+
+    #[test]
+    fn a_small_scenario_needs_little() {
+        let e = estimate(&with("").unwrap());
+        // 60 buckets and the histograms: well under 10 MB.
+        assert!(e.bytes > 100_000 && e.bytes < 10_000_000, "{e:?}");
+        assert_eq!(e.parts[0].path, "bucket");
+    }
+
+    #[test]
+    fn breaker_windows_times_instances_are_counted_exactly() {
+        let s = with(
+            "layers:\n  - name: api\n    instances: 10\n    breaker: { kind: count, window_calls: 1000000 }\n",
+        )
+        .unwrap();
+        let e = estimate(&s);
+        let part = e
+            .parts
+            .iter()
+            .find(|p| p.path == "layers.api.breaker.window_calls")
+            .unwrap();
+        let one = crate::model::breaker::Breaker::state_bytes(
+            &crate::scenario::to_model(&s).topology.edges()[0]
+                .policy
+                .breaker
+                .unwrap()
+                .config,
+        );
+        assert_eq!(part.bytes, 10 * one);
+        // One bit per call of the window.
+        assert!((125_000..126_000).contains(&one), "{one}");
+    }
+
+    #[test]
+    fn a_huge_breaker_window_is_refused_with_the_estimate() {
+        let e = with(
+            "layers:\n  - name: api\n    instances: 10\n    breaker: { kind: count, window_calls: 4294967295 }\n",
+        )
+        .unwrap_err();
+        let text = e.to_string();
+        assert_eq!(e.len(), 1, "{text}");
+        assert!(
+            text.contains("layers.api.breaker.window_calls: one run would need about 5.4 GB of memory, more than the 4.0 GB")
+                && text.contains("10 breaker states (layers.api.instances) × 536.9 MB each"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn per_instance_state_and_messages_are_counted() {
+        let s = with(
+            "layers:\n  - name: api\n    instances: 1000000\n    throttle: { kind: adaptive }\n    retry: { budget: { kind: ratio } }\n",
+        )
+        .unwrap();
+        let m = crate::scenario::to_model(&s);
+        let e = estimate(&s);
+        let throttle = crate::model::throttle::Throttle::state_bytes(
+            &m.topology.edges()[0].policy.throttle.unwrap().config,
+        );
+        let part = e
+            .parts
+            .iter()
+            .find(|p| p.how.starts_with("1000000 throttle states"))
+            .unwrap();
+        assert_eq!(part.path, "layers.api.instances");
+        assert_eq!(part.bytes, 1_000_000 * throttle);
+        assert!(
+            e.parts
+                .iter()
+                .any(|p| p.how.starts_with("1000000 budget states"))
+        );
+        // 10 M messages/s for a day, each kept: refused (max_events bounds it at 2e9).
+        let src = MINIMAL
+            .replace("duration: 1m", "duration: 1d\nbucket: 1h")
+            .replace("rate: 100/s", "rate: 10000000/s")
+            + "consumers: { concurrency: 10, max_receive_count: 3 }\n";
+        let e = load_str(&src, "x.yaml").unwrap_err().to_string();
+        assert!(
+            e.contains("clients.arrival.rate") && e.contains("about 2000000000 logical requests"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn bytes_read_well() {
+        assert_eq!(bytes_text(512), "512 B");
+        assert_eq!(bytes_text(4_000_000_000), "4.0 GB");
+        assert_eq!(bytes_text(42_949_672_950), "42.9 GB");
+    }
+}

@@ -1,0 +1,417 @@
+//! `manifest.json` of a shard folder: what a shard ran, written by
+//! `stormsim run --shard` and read back, untrusted, by `stormsim merge`.
+//!
+//! A manifest decides the merge's output folder and the sizes it
+//! allocates, so it is checked like a scenario file before anything is
+//! used: only a regular file of at most [`MAX_MANIFEST_BYTES`] is read;
+//! every field must be present, of its type and in its range (numbers
+//! bounded by the largest run stormsim writes,
+//! `scenario::validate::MAX_TIMESERIES_ROWS` rows); names must be plain
+//! text (the scenario's, one folder name); unknown fields are refused.
+//! Errors name the file and the field path (`items.3.replicate`).
+
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::{FORMAT, MANIFEST, RULE};
+use crate::input_file::{InputError, read_capped};
+use crate::scenario::validate::MAX_TIMESERIES_ROWS;
+
+/// Manifests larger than this are refused (one of a 2-million-run sweep
+/// is some 300 MB).
+pub const MAX_MANIFEST_BYTES: u64 = 512 * 1024 * 1024;
+/// Names (scenario, variant, version) longer than this are refused.
+pub const MAX_NAME_BYTES: usize = 4096;
+/// The most runs (items) a manifest may describe: every run writes at
+/// least one row of `timeseries.csv`.
+pub const MAX_ITEMS: u64 = MAX_TIMESERIES_ROWS;
+
+/// One run of a shard.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ManifestItem {
+    /// k = variant_index × replicates + replicate.
+    pub item: usize,
+    pub variant_index: usize,
+    pub variant: String,
+    pub replicate: u32,
+    /// Its rows in the shard's `timeseries.csv`.
+    pub rows: usize,
+    /// Its rows in the shard's graph tables, in the order of
+    /// [`super::GRAPH_TABLES`] (`services.csv`,
+    /// `services_timeseries.csv`, `calls.csv`).
+    pub graph_rows: [usize; 3],
+}
+
+/// `manifest.json` of a shard folder.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Manifest {
+    /// [`FORMAT`].
+    pub format: String,
+    pub stormsim_version: String,
+    /// The scenario's name (the default output folder of the merge).
+    pub scenario: String,
+    /// [`super::scenario_digest`] of `scenario.resolved.yaml`.
+    pub scenario_digest: String,
+    /// This shard's index I (0-based).
+    pub shard: usize,
+    /// The number of shards N.
+    pub shards: usize,
+    pub variants: usize,
+    pub replicates: u32,
+    /// Items of the whole run (variants × replicates).
+    pub items_total: usize,
+    /// [`RULE`].
+    pub rule: String,
+    pub items: Vec<ManifestItem>,
+}
+
+impl Manifest {
+    pub fn to_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("a manifest is plain data");
+        s.push('\n');
+        s
+    }
+
+    /// Reads and checks the manifest of the shard folder `dir`.
+    pub fn read(dir: &Path) -> Result<Manifest, String> {
+        let path = dir.join(MANIFEST);
+        let shown = path.display();
+        let bytes = read_capped(&path, MAX_MANIFEST_BYTES).map_err(|e| match e {
+            InputError::NotFound => format!(
+                "{} is not a shard folder: it has no {MANIFEST}",
+                dir.display()
+            ),
+            e => format!("{shown}: {e}"),
+        })?;
+        let value: Value = serde_json::from_slice(&bytes)
+            .map_err(|e| format!("{shown}: not a valid shard manifest: {e}"))?;
+        Manifest::from_value(&value).map_err(|e| format!("{shown}: {e}"))
+    }
+
+    /// Checks a manifest's fields (see the module's documentation).
+    pub fn from_value(v: &Value) -> Result<Manifest, String> {
+        let top = Obj::new(v, "", TOP_FIELDS)?;
+        let format = top.text("format")?;
+        if format != FORMAT {
+            return Err(format!(
+                "format: unknown shard format {format:?} (expected {FORMAT:?}: a shard \
+                 written by this version of stormsim)"
+            ));
+        }
+        let rule = top.text("rule")?;
+        if rule != RULE {
+            return Err(format!("rule: expected {RULE:?}, got {rule:?}"));
+        }
+        let scenario = top.text("scenario")?;
+        if crate::report::output_dir::default_folder(&scenario).is_err() {
+            return Err(format!(
+                "scenario: {scenario:?} is not a scenario name (expected one folder name of \
+                 at most 255 bytes, without `/`, `..` or control characters)"
+            ));
+        }
+        let digest = top.text("scenario_digest")?;
+        let hex = digest.strip_prefix("fnv1a64:").unwrap_or("");
+        if hex.len() != 16
+            || !hex
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        {
+            return Err(format!(
+                "scenario_digest: expected `fnv1a64:` and 16 lowercase hex digits, got {digest:?}"
+            ));
+        }
+        let shards = top.whole("shards", 1, MAX_ITEMS)?;
+        let shard = top.whole("shard", 0, shards - 1)?;
+        let variants = top.whole("variants", 1, MAX_ITEMS)?;
+        let replicates = top.whole("replicates", 1, u64::from(u32::MAX))?;
+        let items_total = top.whole("items_total", 1, MAX_ITEMS)?;
+        if variants.checked_mul(replicates) != Some(items_total) {
+            return Err(format!(
+                "items_total: {items_total} is not variants × replicates ({variants} × {replicates})"
+            ));
+        }
+        let list = top
+            .get("items")?
+            .as_array()
+            .ok_or("items: expected a list of runs")?;
+        if list.len() as u64 > items_total {
+            return Err(format!(
+                "items: {} runs, more than items_total ({items_total})",
+                list.len()
+            ));
+        }
+        let mut items = Vec::with_capacity(list.len());
+        for (i, v) in list.iter().enumerate() {
+            let o = Obj::new(v, &format!("items.{i}."), ITEM_FIELDS)?;
+            items.push(ManifestItem {
+                item: o.whole("item", 0, items_total - 1)? as usize,
+                variant_index: o.whole("variant_index", 0, variants - 1)? as usize,
+                variant: o.text("variant")?,
+                replicate: o.whole("replicate", 0, replicates - 1)? as u32,
+                rows: o.whole("rows", 0, MAX_TIMESERIES_ROWS)? as usize,
+                graph_rows: o.graph_rows("graph_rows")?,
+            });
+        }
+        Ok(Manifest {
+            format,
+            stormsim_version: top.text("stormsim_version")?,
+            scenario,
+            scenario_digest: digest,
+            shard: shard as usize,
+            shards: shards as usize,
+            variants: variants as usize,
+            replicates: replicates as u32,
+            items_total: items_total as usize,
+            rule,
+            items,
+        })
+    }
+}
+
+const TOP_FIELDS: &[&str] = &[
+    "format",
+    "stormsim_version",
+    "scenario",
+    "scenario_digest",
+    "shard",
+    "shards",
+    "variants",
+    "replicates",
+    "items_total",
+    "rule",
+    "items",
+];
+const ITEM_FIELDS: &[&str] = &[
+    "item",
+    "variant_index",
+    "variant",
+    "replicate",
+    "rows",
+    "graph_rows",
+];
+
+/// A JSON object whose fields are read with their paths in errors.
+struct Obj<'a> {
+    map: &'a Map<String, Value>,
+    prefix: String,
+}
+
+impl<'a> Obj<'a> {
+    /// Three row counts, each bounded like `rows`.
+    fn graph_rows(&self, key: &str) -> Result<[usize; 3], String> {
+        let list = self
+            .get(key)?
+            .as_array()
+            .filter(|l| l.len() == 3)
+            .ok_or_else(|| format!("{}{key}: expected a list of three row counts", self.prefix))?;
+        let mut out = [0usize; 3];
+        for (i, v) in list.iter().enumerate() {
+            out[i] = v
+                .as_u64()
+                .filter(|&n| n <= MAX_TIMESERIES_ROWS)
+                .ok_or_else(|| {
+                    format!(
+                        "{}{key}.{i}: expected a whole number from 0 to {MAX_TIMESERIES_ROWS}",
+                        self.prefix
+                    )
+                })? as usize;
+        }
+        Ok(out)
+    }
+
+    /// The object at `prefix`, with exactly the fields `known`.
+    fn new(v: &'a Value, prefix: &str, known: &[&str]) -> Result<Obj<'a>, String> {
+        let map = v.as_object().ok_or_else(|| {
+            let at = prefix.trim_end_matches('.');
+            if at.is_empty() {
+                "expected a JSON object".to_string()
+            } else {
+                format!("{at}: expected an object")
+            }
+        })?;
+        for key in map.keys() {
+            if !known.contains(&key.as_str()) {
+                return Err(format!(
+                    "{prefix}`{}`: unknown field, expected one of {}",
+                    printable(key),
+                    known.join(", ")
+                ));
+            }
+        }
+        for key in known {
+            if !map.contains_key(*key) {
+                return Err(format!("{prefix}{key}: missing"));
+            }
+        }
+        Ok(Obj {
+            map,
+            prefix: prefix.to_string(),
+        })
+    }
+
+    fn get(&self, key: &str) -> Result<&'a Value, String> {
+        self.map
+            .get(key)
+            .ok_or_else(|| format!("{}{key}: missing", self.prefix))
+    }
+
+    /// A whole number from `min` to `max`.
+    fn whole(&self, key: &str, min: u64, max: u64) -> Result<u64, String> {
+        let v = self.get(key)?;
+        v.as_u64()
+            .filter(|n| (min..=max).contains(n))
+            .ok_or_else(|| {
+                format!(
+                    "{}{key}: expected a whole number from {min} to {max}, got {}",
+                    self.prefix,
+                    printable(&v.to_string())
+                )
+            })
+    }
+
+    /// Plain text: no control characters, at most [`MAX_NAME_BYTES`].
+    fn text(&self, key: &str) -> Result<String, String> {
+        let v = self.get(key)?;
+        let bad = |why: &str| format!("{}{key}: {why}", self.prefix);
+        let s = v.as_str().ok_or_else(|| bad("expected text"))?;
+        if s.len() > MAX_NAME_BYTES {
+            return Err(bad(&format!(
+                "{} bytes of text; expected at most {MAX_NAME_BYTES}",
+                s.len()
+            )));
+        }
+        if s.chars().any(crate::input_file::is_unsafe_char) {
+            return Err(bad(&format!(
+                "`{}` holds control or invisible formatting characters",
+                printable(s)
+            )));
+        }
+        Ok(s.to_string())
+    }
+}
+
+/// Text from a manifest, safe to print: characters that must not reach a
+/// terminal escaped (`crate::input_file::is_unsafe_char`), cut short.
+fn printable(s: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i == 80 {
+            out.push('…');
+            break;
+        }
+        if crate::input_file::is_unsafe_char(c) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn good() -> Value {
+        serde_json::json!({
+            "format": FORMAT,
+            "stormsim_version": "0.1.0",
+            "scenario": "s",
+            "scenario_digest": "fnv1a64:0123456789abcdef",
+            "shard": 1,
+            "shards": 2,
+            "variants": 2,
+            "replicates": 2,
+            "items_total": 4,
+            "rule": RULE,
+            "items": [
+                {"item": 1, "variant_index": 0, "variant": "a", "replicate": 1, "rows": 10, "graph_rows": [1, 10, 1]},
+                {"item": 3, "variant_index": 1, "variant": "b", "replicate": 1, "rows": 10, "graph_rows": [1, 10, 1]}
+            ]
+        })
+    }
+
+    fn error_with(path: &str, value: Value) -> String {
+        let mut v = good();
+        let mut at = &mut v;
+        let parts: Vec<&str> = path.split('.').collect();
+        for p in &parts[..parts.len() - 1] {
+            at = match p.parse::<usize>() {
+                Ok(i) => &mut at[i],
+                Err(_) => &mut at[*p],
+            };
+        }
+        at[parts[parts.len() - 1]] = value;
+        Manifest::from_value(&v).unwrap_err()
+    }
+
+    #[test]
+    fn a_good_manifest_reads_back() {
+        let m = Manifest::from_value(&good()).unwrap();
+        assert_eq!(m.items[1].variant, "b");
+        let again: Value = serde_json::from_str(&m.to_json()).unwrap();
+        assert_eq!(again, good());
+    }
+
+    #[test]
+    fn every_field_is_checked_with_its_path() {
+        let cases: &[(&str, Value, &str)] = &[
+            (
+                "scenario",
+                "../../x".into(),
+                "scenario: \"../../x\" is not a scenario name",
+            ),
+            ("scenario", "/abs".into(), "is not a scenario name"),
+            ("scenario", "".into(), "is not a scenario name"),
+            ("scenario", "..".into(), "is not a scenario name"),
+            ("scenario", "a\u{1b}[2J".into(), "control or invisible"),
+            ("scenario", "x".repeat(5000).into(), "5000 bytes"),
+            ("scenario", "x".repeat(256).into(), "is not a scenario name"),
+            ("scenario", 3.into(), "scenario: expected text"),
+            (
+                "items_total",
+                1_000_000_000_000_000u64.into(),
+                "items_total: expected a whole number from 1 to 2000000",
+            ),
+            ("items_total", (-1).into(), "got -1"),
+            ("items_total", 2.5.into(), "got 2.5"),
+            (
+                "shard",
+                2.into(),
+                "shard: expected a whole number from 0 to 1",
+            ),
+            ("shards", 0.into(), "shards: expected a whole number from 1"),
+            ("replicates", 3.into(), "is not variants × replicates"),
+            (
+                "scenario_digest",
+                "fnv1a64:XYZ".into(),
+                "16 lowercase hex digits",
+            ),
+            ("format", "stormsim-shard/1".into(), "unknown shard format"),
+            (
+                "items.1.replicate",
+                7.into(),
+                "items.1.replicate: expected a whole number from 0 to 1",
+            ),
+            ("items.0.variant_index", 2.into(), "items.0.variant_index"),
+            ("items.0.item", 4.into(), "items.0.item"),
+            ("items.0.rows", "ten".into(), "items.0.rows"),
+            ("items.0.extra", 1.into(), "items.0.`extra`: unknown field"),
+            (
+                "items.1.variant",
+                "\u{202e}evil".into(),
+                "control or invisible",
+            ),
+        ];
+        for (path, value, expected) in cases {
+            let e = error_with(path, value.clone());
+            assert!(e.contains(expected), "{path}: {e}");
+        }
+        let mut v = good();
+        v.as_object_mut().unwrap().remove("rule");
+        assert_eq!(Manifest::from_value(&v).unwrap_err(), "rule: missing");
+        assert!(Manifest::from_value(&Value::Null).is_err());
+    }
+}

@@ -1,0 +1,486 @@
+//! Messages and the command line, one test per class of defect: names
+//! with control characters, text echoed from input, every independent
+//! error reported, error paths that `--set` accepts, `--set` order,
+//! overrides without effect, addressable sweep keys, no Rust in messages,
+//! defaults that follow the user's values, and memory bounded up front.
+
+use std::path::Path;
+use std::process::Output;
+
+use assert_cmd::Command;
+
+fn stormsim(args: &[&str]) -> Output {
+    Command::cargo_bin("stormsim")
+        .unwrap()
+        .args(args)
+        .env("NO_COLOR", "1")
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+const BASE: &str = "\
+name: base
+duration: 1m
+clients:
+  arrival: { kind: poisson, rate: 50/s }
+layers:
+  - name: api
+    timeout: 500ms
+    retry: { max_attempts: 3 }
+dependency:
+  concurrency: 4
+  service_time: { dist: exponential, mean: 20ms }
+  incidents:
+    - { kind: down, start: 10s, end: 20s }
+";
+
+fn file(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+/// Whether `text` holds a character a terminal would act on or hide.
+fn has_unsafe(text: &str) -> bool {
+    text.chars()
+        .any(|c| c != '\n' && stormsim::escape::is_unsafe_char(c))
+}
+
+#[test]
+fn names_with_control_characters_are_refused_and_never_echoed_raw() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "scenario",
+            BASE.replace("name: base", "name: \"base\\e[2J\""),
+        ),
+        (
+            "layer",
+            BASE.replace("name: api", "name: \"api\\u202Egnp\"")
+                .replace("layers.api", "layers.0"),
+        ),
+        (
+            "variant",
+            format!("{BASE}variants:\n  - {{ name: \"fake\\0result\", set: {{}} }}\n"),
+        ),
+        (
+            "variant (bidi isolate)",
+            format!("{BASE}variants:\n  - {{ name: \"a\\u2066b\", set: {{}} }}\n"),
+        ),
+        (
+            "sweep label",
+            format!("{BASE}sweep:\n  description: [\"x\\e]0;owned\\a\"]\n"),
+        ),
+    ];
+    for (what, src) in cases {
+        let f = file(dir.path(), "bad.yaml", &src);
+        let o = stormsim(&["validate", &f]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{what}: {err}");
+        assert!(
+            err.contains("control or invisible formatting characters"),
+            "{what}: {err}"
+        );
+        assert!(
+            !has_unsafe(&err),
+            "{what}: raw control character in {err:?}"
+        );
+        assert!(err.contains("\\u{"), "{what}: not escaped: {err}");
+    }
+    // Anything echoed from input is escaped: a `--set` value, a preset name,
+    // a file name.
+    let f = file(dir.path(), "ok.yaml", BASE);
+    let o = stormsim(&[
+        "validate",
+        &f,
+        "--set",
+        "layers.api.retry.jitter=\u{1b}[31mred",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        !has_unsafe(&stderr(&o)) && stderr(&o).contains("\\u{1b}[31mred"),
+        "{}",
+        stderr(&o)
+    );
+    let o = stormsim(&["presets", "show", "x\u{202e}y"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!has_unsafe(&stderr(&o)), "{:?}", stderr(&o));
+    let o = stormsim(&["validate", "no\u{7}such.yaml"]);
+    assert!(
+        !has_unsafe(&stderr(&o)) && stderr(&o).contains("no\\u{7}such.yaml"),
+        "{:?}",
+        stderr(&o)
+    );
+    let o = stormsim(&["run", "--threads", "\u{202e}2"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!has_unsafe(&stderr(&o)), "{:?}", stderr(&o));
+}
+
+#[test]
+fn three_independent_mistakes_give_three_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = BASE
+        .replace("concurrency: 4", "concurrency: four")
+        .replace("timeout: 500ms", "timeuot: 500ms")
+        .replace("max_attempts: 3", "max_attempts: 0");
+    let f = file(dir.path(), "three.yaml", &src);
+    for cmd in ["validate", "run", "check"] {
+        let o = stormsim(&[cmd, &f]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{cmd}: {err}");
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines.len(), 4, "{cmd}: {err}");
+        assert!(
+            lines[0].contains(":7:5: layers.api.timeuot: unknown field"),
+            "{err}"
+        );
+        assert!(
+            lines[1].contains(":10:16: dependency.concurrency: expected a whole number"),
+            "{err}"
+        );
+        assert!(
+            lines[2].contains(":8:28: layers.api.retry.max_attempts: max_attempts is 0"),
+            "{err}"
+        );
+        assert_eq!(lines[3], "3 errors");
+    }
+    // Variants and sweep points are judged even when the base has a
+    // problem, and the base's problem is not repeated for each of them.
+    let src = format!(
+        "{}variants:\n  - {{ name: a, set: {{ dependency.concurrency: 0 }} }}\n  - {{ name: b, set: {{}} }}\n",
+        BASE.replace("max_attempts: 3", "max_attempts: 0")
+    );
+    let f = file(dir.path(), "v.yaml", &src);
+    let err = stderr(&stormsim(&["validate", &f]));
+    assert_eq!(err.lines().count(), 3, "{err}");
+    assert!(
+        err.contains("variants.0.set.dependency.concurrency: in variant `a`: concurrency is 0"),
+        "{err}"
+    );
+    // A variant's entry of the wrong type hides nothing of its other entries,
+    // and neither does a bad --set.
+    let src = format!(
+        "{BASE}variants:\n  - {{ name: b, set: {{ layers.api.retry.max_attempts: 0, layers.api.retry.jitter: bogus, dependency.concurrency: 0 }} }}\n"
+    );
+    let f = file(dir.path(), "v2.yaml", &src);
+    let err = stderr(&stormsim(&["validate", &f]));
+    assert!(err.ends_with("3 errors\n"), "{err}");
+    let f = file(dir.path(), "ok.yaml", BASE);
+    let err = stderr(&stormsim(&[
+        "validate",
+        &f,
+        "--set",
+        "layers.api.retry.jitter=bogus",
+        "--set",
+        "dependency.concurrency=0",
+    ]));
+    assert!(
+        err.ends_with("2 errors\n") && err.contains("concurrency is 0"),
+        "{err}"
+    );
+}
+
+#[test]
+fn error_paths_can_be_pasted_into_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = format!(
+        "{}variants:\n  - {{ name: a, set: {{ layers.api.retry.max_attempts: 0 }} }}\n",
+        BASE.replace("end: 20s", "end: 5s")
+    );
+    let f = file(dir.path(), "p.yaml", &src);
+    let err = stderr(&stormsim(&["validate", &f]));
+    let paths: Vec<String> = err
+        .lines()
+        .filter_map(|l| l.split(": ").nth(1).map(str::to_string))
+        .filter(|p| !p.contains(' '))
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "dependency.incidents.0.end",
+            "variants.0.set.layers.api.retry.max_attempts"
+        ],
+        "{err}"
+    );
+    // Each path, pasted into --set with a good value, fixes its error.
+    let o = stormsim(&[
+        "validate",
+        &f,
+        "--set",
+        "dependency.incidents.0.end=30s",
+        "--set",
+        "variants.0.set.layers.api.retry.max_attempts=2",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Brackets appear in no message path.
+    assert!(!err.contains('['), "{err}");
+}
+
+#[test]
+fn set_overrides_are_validated_together_in_any_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = file(dir.path(), "o.yaml", BASE);
+    for sets in [
+        ["duration=15s", "dependency.incidents.0.end=12s"],
+        ["dependency.incidents.0.end=12s", "duration=15s"],
+    ] {
+        let o = stormsim(&["validate", &f, "--set", sets[0], "--set", sets[1]]);
+        assert!(o.status.success(), "{sets:?}: {}", stderr(&o));
+    }
+    // The same inside a variant's `set`.
+    let src = format!(
+        "{BASE}variants:\n  - {{ name: short, set: {{ dependency.incidents.0.end: 12s, duration: 15s }} }}\n"
+    );
+    let f = file(dir.path(), "v.yaml", &src);
+    assert!(stormsim(&["validate", &f]).status.success());
+    // Every bad override is reported, not only the first.
+    let f = file(dir.path(), "o2.yaml", BASE);
+    let o = stormsim(&[
+        "validate",
+        &f,
+        "--set",
+        "dependency.concurrency=x",
+        "--set",
+        "bucket=5",
+        "--set",
+        "nope=1",
+    ]);
+    let err = stderr(&o);
+    assert!(err.ends_with("3 errors\n"), "{err}");
+}
+
+#[test]
+fn a_set_that_every_variant_overrides_is_warned_about() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = format!(
+        "{BASE}variants:\n  - {{ name: none, set: {{ layers.api.retry.jitter: none }} }}\n  - {{ name: full, set: {{ layers.api.retry.jitter: full }} }}\n"
+    );
+    let f = file(dir.path(), "w.yaml", &src);
+    let o = stormsim(&["validate", &f, "--set", "layers.0.retry.jitter=equal"]);
+    assert!(o.status.success());
+    assert_eq!(
+        stderr(&o),
+        "warning: --set layers.0.retry.jitter has no effect: every variant sets it again (none, full)\n"
+    );
+    // One that does change a variant is not.
+    let o = stormsim(&["validate", &f, "--set", "layers.api.retry.max_attempts=2"]);
+    assert_eq!(stderr(&o), "");
+    // Nor one the sweep sets at every point.
+    let src = format!("{BASE}sweep:\n  dependency.concurrency: [2, 8]\n");
+    let f = file(dir.path(), "s.yaml", &src);
+    let o = stormsim(&["validate", &f, "--set", "dependency.concurrency=3"]);
+    assert!(
+        stderr(&o).contains("--set dependency.concurrency has no effect: the sweep sets `dependency.concurrency` at every point"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn sweep_keys_are_addressable() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = file(dir.path(), "s.yaml", BASE);
+    let o = stormsim(&[
+        "validate",
+        &f,
+        "--set",
+        "sweep.dependency.concurrency=[5,6,7]",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("ok (3 variants"));
+    let src = format!("{BASE}sweep:\n  dependency.concurrency: [2, 8]\n");
+    let f = file(dir.path(), "s2.yaml", &src);
+    let o = stormsim(&[
+        "validate",
+        &f,
+        "--set",
+        "sweep.dependency.concurrency=[1,2,3,4]",
+    ]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("ok (4 variants"));
+    // A misspelt sweep path says what is wrong with it.
+    let o = stormsim(&["validate", &f, "--set", "sweep.dependency.concurency=[1]"]);
+    assert!(
+        stderr(&o).contains("did you mean `concurrency`?"),
+        "{}",
+        stderr(&o)
+    );
+    // Suggestions come from the fields the format has, present or not.
+    let o = stormsim(&["validate", &f, "--set", "swep.x=[1]"]);
+    assert!(
+        stderr(&o).contains("did you mean `sweep`?"),
+        "{}",
+        stderr(&o)
+    );
+    // A missing mapping the format has is created.
+    let o = stormsim(&["validate", &f, "--set", "layers.api.breaker.kind=count"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn messages_use_no_rust_type_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = file(dir.path(), "m.yaml", BASE);
+    let words = [
+        "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "isize", "f32",
+        "f64", "Option", "bool",
+    ];
+    let phrases = [
+        "struct ",
+        "enum ",
+        "floating point",
+        "sequence start",
+        "mapping start",
+        "string scalar",
+        "budget breached",
+        "{ depth",
+        "DuplicateKeyPolicy",
+    ];
+    let mut texts = Vec::new();
+    for set in [
+        "dependency.concurrency=99999999999",
+        "dependency.concurrency=-1",
+        "dependency.concurrency=1.5",
+        "seed=-1",
+        "layers.api.retry.jitter={proportional: x}",
+        "layers.api.fan_out=true",
+        "name=[1]",
+        "layers.api.retry=5",
+        "dependency.incidents.0={kind: down}",
+        "dependency.queue.timeout_status=70000",
+        "layers.api.breaker={kind: count, window_calls: 1e12}",
+    ] {
+        texts.push(stderr(&stormsim(&["validate", &f, "--set", set])));
+    }
+    for entry in std::fs::read_dir("tests/bad_inputs").unwrap() {
+        let p = entry.unwrap().path();
+        if p.extension().is_some_and(|e| e == "expected") {
+            texts.push(std::fs::read_to_string(p).unwrap());
+        }
+    }
+    for text in &texts {
+        for line in text.lines() {
+            // The message, without the file name before it.
+            let message = line.rsplit_once(".yaml:").map_or(line, |(_, m)| m);
+            for token in message.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+                assert!(!words.contains(&token), "`{token}` in: {line}");
+            }
+            for phrase in phrases {
+                assert!(!message.contains(phrase), "`{phrase}` in: {line}");
+            }
+        }
+    }
+}
+
+#[test]
+fn defaults_follow_the_users_values() {
+    let dir = tempfile::tempdir().unwrap();
+    for (what, src) in [
+        (
+            "a 10 s bucket alone",
+            BASE.replace("duration: 1m", "duration: 1m\nbucket: 10s"),
+        ),
+        (
+            "a run shorter than the default bucket",
+            BASE.replace("duration: 1m", "duration: 500ms")
+                .replace("    - { kind: down, start: 10s, end: 20s }\n", "")
+                .replace("  incidents:\n", ""),
+        ),
+        ("a 2-day run", BASE.replace("duration: 1m", "duration: 2d")),
+        (
+            "a timeout longer than the run (it never fires)",
+            BASE.replace("timeout: 500ms", "timeout: 1h"),
+        ),
+    ] {
+        let f = file(dir.path(), "d.yaml", &src);
+        let o = stormsim(&["validate", &f]);
+        assert!(o.status.success(), "{what}: {}", stderr(&o));
+    }
+    let f = file(dir.path(), "d.yaml", BASE);
+    let o = stormsim(&["validate", &f, "--set", "bucket=10s"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // The resolved scenario writes the derived values out.
+    let out = dir.path().join("out");
+    let o = stormsim(&[
+        "run",
+        &f,
+        "-q",
+        "--set",
+        "bucket=10s",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let resolved = std::fs::read_to_string(out.join("scenario.resolved.yaml")).unwrap();
+    assert!(
+        resolved.contains("bucket: 10s") && resolved.contains("recovery_window: 10s"),
+        "{resolved}"
+    );
+    // The OCC cap follows a longer base.
+    let occ = "name: occ\nduration: 1m\nocc: { clients: 10, policy: full_jitter, base: 5s }\n";
+    let f = file(dir.path(), "occ.yaml", occ);
+    assert!(stormsim(&["validate", &f]).status.success());
+}
+
+#[test]
+fn a_grid_too_large_is_refused_before_it_is_built() {
+    let dir = tempfile::tempdir().unwrap();
+    let values: Vec<String> = (1..=1000).map(|v| v.to_string()).collect();
+    let list = format!("[{}]", values.join(", "));
+    let src = format!(
+        "{BASE}sweep:\n  dependency.concurrency: {list}\n  layers.api.retry.max_attempts: {list}\n  dependency.queue.capacity: {list}\n"
+    );
+    let f = file(dir.path(), "g.yaml", &src);
+    // (The command's own 60 s timeout catches a grid that is built.)
+    let o = stormsim(&["validate", &f]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("sweep: the grid has 1000000000 points; expected at most 100000"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn memory_is_bounded_up_front_with_the_estimate() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = file(dir.path(), "m.yaml", BASE);
+    let o = stormsim(&[
+        "validate",
+        &f,
+        "--set",
+        "layers.api.breaker={kind: count, window_calls: 4294967295}",
+        "--set",
+        "layers.api.instances=1000",
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with(
+            "<--set>: layers.api.breaker.window_calls: one run would need about 536.9 GB of memory"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("1000 breaker states (layers.api.instances) × 536.9 MB each"),
+        "{err}"
+    );
+    // A sweep within the row limit whose runs each need too much.
+    let src = format!(
+        "{}sweep:\n  layers.api.breaker.window_calls: [100, 2000000000]\n",
+        BASE.replace(
+            "retry: { max_attempts: 3 }",
+            "retry: { max_attempts: 3 }\n    instances: 100\n    breaker: { kind: count }"
+        )
+    );
+    let f = file(dir.path(), "s.yaml", &src);
+    let err = stderr(&stormsim(&["validate", &f]));
+    assert!(
+        err.contains("(variant `window_calls=2000000000`) would need about 25.0 GB"),
+        "{err}"
+    );
+}

@@ -1,0 +1,330 @@
+//! Output folders: stormsim replaces only what it wrote, refuses an output
+//! that is one of its inputs, a file, a symbolic link, a name the file
+//! system cannot take or a folder another stormsim is writing, and
+//! decides all of it before simulating (exit 2, nothing written).
+
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command as StdCommand, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use predicates::str::contains;
+
+const BIN: &str = env!("CARGO_BIN_EXE_stormsim");
+
+fn stormsim() -> Command {
+    Command::cargo_bin("stormsim").unwrap()
+}
+
+fn quickstart() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/quickstart.yaml")
+}
+
+/// Every file and folder under `dir` with the bytes of the files.
+fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
+        for e in fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            let rel = p.strip_prefix(root).unwrap().display().to_string();
+            let meta = fs::symlink_metadata(&p).unwrap();
+            if meta.is_dir() {
+                out.push((rel + "/", Vec::new()));
+                walk(root, &p, out);
+            } else if meta.is_file() {
+                out.push((rel, fs::read(&p).unwrap()));
+            } else {
+                out.push((rel, b"(special)".to_vec()));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
+/// `stormsim run` with `--verbose`: a refusal made before simulating
+/// prints no "run 1/N" line.
+fn run_verbose(cwd: &Path, args: &[&str]) -> assert_cmd::assert::Assert {
+    stormsim()
+        .current_dir(cwd)
+        .env("CI", "1")
+        .arg("run")
+        .args(args)
+        .arg("--verbose")
+        .assert()
+}
+
+/// `stormsim run --quiet`.
+fn run_quiet(cwd: &Path, args: &[&str]) -> assert_cmd::assert::Assert {
+    stormsim()
+        .current_dir(cwd)
+        .arg("run")
+        .args(args)
+        .arg("--quiet")
+        .assert()
+}
+
+fn refused_before_simulating(a: assert_cmd::assert::Assert, message: &str) {
+    let a = a.code(2).stderr(contains(message));
+    let stderr = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+    assert!(!stderr.contains("run 1/"), "simulated first: {stderr}");
+}
+
+#[test]
+fn a_folder_stormsim_did_not_write_is_never_replaced() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let mine = t.join("mine");
+    fs::create_dir(&mine).unwrap();
+    fs::write(mine.join("notes.txt"), "precious").unwrap();
+    fs::create_dir(mine.join("data")).unwrap();
+    fs::write(mine.join("data/x.csv"), "1,2\n").unwrap();
+    let before = tree(t);
+    let q = quickstart();
+    let q = q.to_str().unwrap();
+    refused_before_simulating(
+        run_verbose(t, &[q, "--out", "mine"]),
+        "mine already exists and holds files stormsim did not write (\"data\", \"notes.txt\")",
+    );
+    run_verbose(t, &[q, "--out", "mine"]).stderr(contains("--force"));
+    assert!(tree(t) == before, "nothing changed");
+
+    // A folder stormsim wrote is replaced, but not once the user has added
+    // a file to it.
+    let ours = t.join("ours");
+    run_quiet(t, &[q, "--out", "ours"]).success();
+    assert!(ours.join(".stormsim").is_file());
+    run_quiet(t, &[q, "--out", "ours"]).success();
+    fs::write(ours.join("analysis.ipynb"), "{}").unwrap();
+    refused_before_simulating(run_verbose(t, &[q, "--out", "ours"]), "\"analysis.ipynb\"");
+    assert_eq!(
+        fs::read_to_string(ours.join("analysis.ipynb")).unwrap(),
+        "{}"
+    );
+
+    // The way out: --force replaces it.
+    run_quiet(t, &[q, "--out", "mine", "--force"]).success();
+    assert!(!mine.join("notes.txt").exists());
+    assert!(mine.join("summary.csv").is_file());
+}
+
+#[test]
+fn an_output_that_holds_the_scenario_is_refused_even_with_force() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let dir = t.join("work");
+    fs::create_dir(&dir).unwrap();
+    fs::copy(quickstart(), dir.join("s.yaml")).unwrap();
+    let before = tree(t);
+    for out in ["work", ".", ".."] {
+        for force in [false, true] {
+            let mut args = vec!["work/s.yaml", "--out", out];
+            if force {
+                args.push("--force");
+            }
+            let a = run_verbose(t, &args).code(2);
+            let stderr = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+            assert!(!stderr.contains("run 1/"), "{stderr}");
+            assert!(
+                stderr.contains("holds the input")
+                    || stderr.contains("does not name a folder")
+                    || stderr.contains("current folder"),
+                "{out}: {stderr}"
+            );
+        }
+    }
+    // The scenario's own folder, named through another path.
+    let a = run_verbose(&dir, &["s.yaml", "--out", "../work", "--force"]).code(2);
+    let stderr = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+    assert!(stderr.contains("current folder") || stderr.contains("holds the input"));
+    assert!(tree(t) == before, "nothing changed");
+}
+
+#[cfg(unix)]
+#[test]
+fn files_links_and_names_too_long_are_refused_before_simulating() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let q = quickstart();
+    let q = q.to_str().unwrap();
+    fs::write(t.join("file"), "mine").unwrap();
+    fs::create_dir(t.join("real")).unwrap();
+    std::os::unix::fs::symlink(t.join("real"), t.join("link")).unwrap();
+    std::os::unix::fs::symlink(t.join("nowhere"), t.join("dangling")).unwrap();
+    let before = tree(t);
+    refused_before_simulating(
+        run_verbose(t, &[q, "--out", "file"]),
+        "file exists and is not a folder",
+    );
+    refused_before_simulating(
+        run_verbose(t, &[q, "--out", "link", "--force"]),
+        "link is a symbolic link",
+    );
+    refused_before_simulating(
+        run_verbose(t, &[q, "--out", "dangling"]),
+        "dangling is a symbolic link",
+    );
+    refused_before_simulating(run_verbose(t, &[q, "--out", "file/inside"]), "cannot");
+    let long = "n".repeat(256);
+    refused_before_simulating(run_verbose(t, &[q, "--out", &long]), "too long");
+    // A scenario name of 256 bytes, used as the default folder.
+    let yaml = fs::read_to_string(q).unwrap();
+    let yaml = yaml.replacen("name: quickstart", &format!("name: {long}"), 1);
+    assert!(yaml.contains(&long));
+    fs::write(t.join("long.yaml"), yaml).unwrap();
+    let before_long = tree(t);
+    refused_before_simulating(run_verbose(t, &["long.yaml"]), "too long");
+    assert!(tree(t) == before_long, "no output/ folder left behind");
+    fs::remove_file(t.join("long.yaml")).unwrap();
+    assert!(tree(t) == before, "nothing changed");
+    // 255 bytes is a valid name.
+    let ok = "n".repeat(255);
+    run_quiet(t, &[q, "--out", &ok]).success();
+}
+
+/// Two runs into one folder: the second is refused at once (exit 2) and
+/// writes nothing; the first finishes normally.
+#[test]
+fn a_second_run_into_the_same_folder_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/outage-recovery.yaml");
+    let mut first = StdCommand::new(BIN)
+        .arg("run")
+        .arg(&scenario)
+        .args(["--replicates", "6", "--verbose", "--out"])
+        .arg(&out)
+        .env("CI", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(first.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    assert!(line.starts_with("run 1/24"), "{line}");
+    // The first is simulating; the second must not wait for it.
+    run_verbose(tmp.path(), &[scenario.to_str().unwrap(), "--out", "out"])
+        .code(2)
+        .stderr(contains("another stormsim command is writing"))
+        .stderr(contains("nothing was written"));
+    assert!(!out.exists());
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let status = loop {
+        if let Some(s) = first.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "the first run did not finish");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success());
+    assert!(out.join("summary.csv").is_file());
+    let names: Vec<String> = fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["out"], "no lock or work folder left");
+}
+
+/// `plot` replaces charts/ and report.html and nothing else: a user's
+/// `a.csv` and `a.tmp` beside the tables survive (temporary names cannot
+/// collide with them), and in a folder stormsim did not write, existing
+/// charts are replaced only with --force.
+#[test]
+fn plot_touches_only_its_charts_and_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    stormsim()
+        .args(["run", "--quiet", "--out"])
+        .arg(&run)
+        .arg(quickstart())
+        .assert()
+        .success();
+    for (name, text) in [
+        ("a.csv", "mine"),
+        ("a.tmp", "mine too"),
+        ("summary.tmp", "x"),
+    ] {
+        fs::write(run.join(name), text).unwrap();
+    }
+    fs::write(run.join("charts/load.tmp"), "keep?").unwrap();
+    stormsim().arg("plot").arg(&run).assert().success();
+    // From inside the folder, too.
+    stormsim()
+        .current_dir(&run)
+        .args(["plot", "."])
+        .assert()
+        .success();
+    assert_eq!(fs::read_to_string(run.join("a.tmp")).unwrap(), "mine too");
+    assert_eq!(fs::read_to_string(run.join("a.csv")).unwrap(), "mine");
+    assert_eq!(fs::read_to_string(run.join("summary.tmp")).unwrap(), "x");
+    // charts/ is stormsim's (listed in the marker): redrawn whole.
+    assert!(!run.join("charts/load.tmp").exists());
+    assert!(run.join("charts/load.svg").is_file());
+
+    // Tables copied into a folder of the user's: plot adds the charts...
+    let theirs = tmp.path().join("theirs");
+    fs::create_dir(&theirs).unwrap();
+    for f in ["timeseries.csv", "summary.csv", "summary_by_variant.csv"] {
+        fs::copy(run.join(f), theirs.join(f)).unwrap();
+    }
+    stormsim().arg("plot").arg(&theirs).assert().success();
+    assert!(theirs.join("report.html").is_file());
+    assert!(
+        !theirs.join(".stormsim").exists(),
+        "the folder stays the user's"
+    );
+    // ...but does not replace them again without --force.
+    let before = tree(&theirs);
+    stormsim()
+        .arg("plot")
+        .arg(&theirs)
+        .assert()
+        .code(2)
+        .stderr(contains("\"charts\", \"report.html\""))
+        .stderr(contains("--force"));
+    assert!(tree(&theirs) == before);
+    stormsim()
+        .arg("plot")
+        .arg(&theirs)
+        .arg("--force")
+        .assert()
+        .success();
+    let leftovers: Vec<String> = fs::read_dir(&theirs)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+/// The default output folder `output/<name>` of shards is a folder of
+/// shard folders only: a run or a merge there replaces it and keeps them.
+#[test]
+fn a_run_into_a_folder_of_shard_folders_keeps_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    for i in 0..2 {
+        stormsim()
+            .current_dir(t)
+            .arg("run")
+            .arg(quickstart())
+            .args(["--quiet", "--shard", &format!("{i}/2")])
+            .assert()
+            .success();
+    }
+    stormsim()
+        .current_dir(t)
+        .arg("run")
+        .arg(quickstart())
+        .arg("--quiet")
+        .assert()
+        .success();
+    let root = t.join("output/quickstart");
+    assert!(root.join("shard-0-of-2/manifest.json").is_file());
+    assert!(root.join("shard-1-of-2/manifest.json").is_file());
+    assert!(root.join("summary.csv").is_file());
+}
