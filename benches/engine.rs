@@ -11,10 +11,10 @@
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use stormsim::engine::{NS_PER_MS, NS_PER_S};
 use stormsim::metrics::RecoveryCriteria;
-use stormsim::model::dependency::DependencyConfig;
 use stormsim::model::rate::RateProfile;
+use stormsim::model::server::ServiceConfig;
 use stormsim::model::service::ServiceDist;
-use stormsim::model::{LayerConfig, Limits, ModelConfig, Sim};
+use stormsim::model::{CallPolicy, Limits, ModelConfig, Topology, World};
 
 fn mmc(c: u32, rho: f64, secs: u64) -> ModelConfig {
     let mean_ms = 10;
@@ -26,26 +26,17 @@ fn mmc(c: u32, rho: f64, secs: u64) -> ModelConfig {
         closed: None,
         consumers: None,
         deadline: None,
-        layers: vec![LayerConfig::passthrough("client")],
-        dependency: DependencyConfig {
-            concurrency: c,
-            service: ServiceDist::Exponential {
-                mean: mean_ms * NS_PER_MS,
-            },
-            queue_capacity: u32::MAX,
-            lifo: false,
-            queue_timeout: None,
-            queue_timeout_status: 503,
-            shed_status: 503,
-            shed_retry_after: 0,
-            incidents: vec![],
-            warmup: 0,
-            warmup_from: 0.1,
-            side_effects: Default::default(),
-            dedupe: false,
-            dedupe_cost: 1_000_000,
-            stop_on_cancel: false,
-        },
+        topology: Topology::chain(
+            vec![CallPolicy::passthrough("client")],
+            ServiceConfig::leaf(
+                "dependency",
+                c,
+                ServiceDist::Exponential {
+                    mean: mean_ms * NS_PER_MS,
+                },
+                u32::MAX,
+            ),
+        ),
         recovery: RecoveryCriteria {
             trigger_start: None,
             trigger_end: None,
@@ -60,11 +51,11 @@ fn mmc(c: u32, rho: f64, secs: u64) -> ModelConfig {
 }
 
 fn bench_model(c: &mut Criterion, name: &str, cfg: &ModelConfig) {
-    let events = Sim::new(cfg, 1).run().1.events;
+    let events = World::new(cfg, 1).run().1.events;
     let mut g = c.benchmark_group(name);
     g.throughput(Throughput::Elements(events));
     g.sample_size(10);
-    g.bench_function("run", |b| b.iter(|| Sim::new(cfg, 1).run().1.events));
+    g.bench_function("run", |b| b.iter(|| World::new(cfg, 1).run().1.events));
     g.finish();
 }
 
