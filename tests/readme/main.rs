@@ -145,11 +145,12 @@ fn not_run(line: &str) -> Option<Result<(), String>> {
         | "rustup update stable"
         | "rustc --version"
         | "cargo install cargo-fuzz" => Ok(()),
-        "cargo bench --bench engine" => {
-            if cargo.contains("[[bench]]\nname = \"engine\"") {
-                exists("benches/engine.rs")
+        bench if bench.starts_with("cargo bench --bench ") => {
+            let name = &bench["cargo bench --bench ".len()..];
+            if cargo.contains(&format!("[[bench]]\nname = \"{name}\"")) {
+                exists(&format!("benches/{name}.rs"))
             } else {
-                Err("no bench `engine` in Cargo.toml".into())
+                Err(format!("no bench `{name}` in Cargo.toml"))
             }
         }
         "cargo run --release -- run scenarios/outage-recovery.yaml && cp output/outage-recovery/charts/load.png docs/" =>
