@@ -456,3 +456,252 @@ fn recovery(
         Some(true),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    //! The recovery verdict on constructed rows, clause by clause of the
+    //! README's definition ("Recovery and metastability").
+
+    use super::*;
+    use crate::engine::NS_PER_MS;
+
+    const S: Nanos = NS_PER_S;
+
+    /// A run of `duration` in buckets of `bucket` whose bucket b offered
+    /// 100 requests of which `ok[b]` succeeded (0 offered where `ok[b]`
+    /// is `None`).
+    fn recorder(duration: Nanos, bucket: Nanos, ok: &[Option<u64>]) -> Recorder {
+        let mut rec = Recorder::new(duration, bucket, 1);
+        assert_eq!(rec.buckets.len(), ok.len(), "one entry per bucket");
+        for (b, ok) in ok.iter().enumerate() {
+            if let Some(ok) = *ok {
+                rec.buckets[b].offered = 100;
+                rec.buckets[b].succeeded = ok;
+            }
+        }
+        rec
+    }
+
+    fn criteria(start: Option<Nanos>, end: Option<Nanos>) -> RecoveryCriteria {
+        RecoveryCriteria {
+            trigger_start: start,
+            trigger_end: end,
+            threshold: 0.9,
+            window: 5 * S,
+        }
+    }
+
+    /// (baseline, recovery time, recovered) as `summary.csv` gives them.
+    fn verdict(rec: &Recorder, c: RecoveryCriteria) -> (f64, Option<f64>, Option<bool>) {
+        let info = RunInfo {
+            end: rec.duration(),
+            ..RunInfo::default()
+        };
+        let ctx = RunContext {
+            capacity_per_sec: 100.0,
+            concurrency: 1,
+            recovery: c,
+            layer_names: vec!["client".into()],
+        };
+        let (_, s) = tabulate(rec, &info, &ctx);
+        (s.baseline_success_ratio, s.recovery_time_s, s.recovered)
+    }
+
+    /// `n` buckets of `ok` successes per 100.
+    fn run_of(n: usize, ok: u64) -> Vec<Option<u64>> {
+        vec![Some(ok); n]
+    }
+
+    #[test]
+    fn baseline_skips_the_first_full_bucket_before_the_trigger() {
+        // Bucket 0 (warm-up) 0%, buckets 1..4 80%, bucket 4 ends exactly
+        // at the trigger's start (5 s) and counts; bucket 5 does not.
+        let mut ok = vec![Some(0), Some(80), Some(80), Some(80), Some(80), Some(10)];
+        ok.extend(run_of(14, 100));
+        let rec = recorder(20 * S, S, &ok);
+        let (baseline, _, _) = verdict(&rec, criteria(Some(5 * S), None));
+        assert_eq!(baseline, 0.8);
+        // A trigger starting inside bucket 4 leaves it out.
+        let mut ok2 = ok.clone();
+        ok2[4] = Some(40);
+        let rec = recorder(20 * S, S, &ok2);
+        assert_eq!(verdict(&rec, criteria(Some(4_500 * NS_PER_MS), None)).0, 0.8);
+        assert_eq!(verdict(&rec, criteria(Some(5 * S), None)).0, 0.7);
+        // With a single bucket before the trigger, that bucket is the
+        // baseline (nothing is skipped).
+        assert_eq!(verdict(&rec, criteria(Some(S), None)).0, 0.0);
+        // Two buckets: the second alone.
+        assert_eq!(verdict(&rec, criteria(Some(2 * S), None)).0, 0.8);
+        // None before (the trigger starts at once): 1.0.
+        assert_eq!(verdict(&rec, criteria(Some(0), None)).0, 1.0);
+        assert_eq!(verdict(&rec, criteria(Some(S - 1), None)).0, 1.0);
+        // No trigger at all: every full bucket but the first.
+        let all: f64 = (80.0 * 3.0 + 40.0 + 10.0 + 1400.0) / 1900.0;
+        assert!((verdict(&rec, criteria(None, None)).0 - all).abs() < 1e-12);
+    }
+
+    #[test]
+    fn baseline_is_pooled_capped_at_one_and_ignores_empty_and_short_buckets() {
+        // Pooled: 50/100 and 0 offered and 100/100 → 150/200.
+        let ok = vec![Some(0), Some(50), None, Some(100), Some(0)];
+        let rec = recorder(5 * S, S, &ok);
+        assert_eq!(verdict(&rec, criteria(Some(4 * S), None)).0, 0.75);
+        // More successes than requests offered in the buckets (requests
+        // offered earlier): the ratio is capped at 1.
+        let mut rec = recorder(5 * S, S, &ok);
+        rec.buckets[1].succeeded = 300;
+        assert_eq!(verdict(&rec, criteria(Some(4 * S), None)).0, 1.0);
+        // Nothing offered before the trigger: 1.0.
+        let rec = recorder(5 * S, S, &[Some(0), None, None, Some(0), Some(0)]);
+        assert_eq!(verdict(&rec, criteria(Some(3 * S), None)).0, 1.0);
+        // A short last bucket never counts (a 4.5 s run, no trigger).
+        let rec = recorder(4_500 * NS_PER_MS, S, &[Some(0), Some(60), Some(60), Some(60), Some(0)]);
+        assert_eq!(verdict(&rec, criteria(None, None)).0, 0.6);
+    }
+
+    #[test]
+    fn no_trigger_end_means_no_verdict() {
+        let rec = recorder(10 * S, S, &run_of(10, 100));
+        assert_eq!(verdict(&rec, criteria(Some(2 * S), None)), (1.0, None, None));
+        assert_eq!(verdict(&rec, criteria(None, None)), (1.0, None, None));
+    }
+
+    /// Baseline 1 (buckets 0..9 at 100%), trigger 10–20 s, then `after`.
+    fn storm(after: &[Option<u64>]) -> Recorder {
+        let mut ok = run_of(10, 100);
+        ok.extend(run_of(10, 0));
+        ok.extend_from_slice(after);
+        recorder(ok.len() as u64 * S, S, &ok)
+    }
+
+    fn trigger() -> RecoveryCriteria {
+        criteria(Some(10 * S), Some(20 * S))
+    }
+
+    #[test]
+    fn recovery_time_is_the_start_of_the_first_window_that_stays_healthy() {
+        // 4 more bad seconds (20..23 s), then good: a 5 s window holding
+        // one bad bucket is 80% < 90%; the first healthy one is [24, 29).
+        let mut after = run_of(4, 0);
+        after.extend(run_of(16, 100));
+        assert_eq!(verdict(&storm(&after), trigger()), (1.0, Some(4.0), Some(true)));
+        // The window's ratio is pooled: bad buckets at 50% make [23, 28)
+        // 450/500 = 90%, healthy exactly at the threshold: 3 s.
+        let mut after = run_of(4, 50);
+        after.extend(run_of(16, 100));
+        assert_eq!(verdict(&storm(&after), trigger()), (1.0, Some(3.0), Some(true)));
+        // Healthy from the trigger's end: 0 s.
+        assert_eq!(
+            verdict(&storm(&run_of(20, 100)), trigger()),
+            (1.0, Some(0.0), Some(true))
+        );
+    }
+
+    #[test]
+    fn the_threshold_is_a_factor_of_the_baseline_and_inclusive() {
+        // Baseline 50% (buckets 1..9); after the trigger 45% = 0.9 × 50%:
+        // healthy (at least the threshold); 44%: not.
+        let after = |pct: u64| {
+            let mut ok = vec![Some(0)];
+            ok.extend(run_of(9, 50));
+            ok.extend(run_of(10, 0));
+            ok.extend(run_of(20, pct));
+            recorder(40 * S, S, &ok)
+        };
+        assert_eq!(verdict(&after(45), trigger()), (0.5, Some(0.0), Some(true)));
+        assert_eq!(verdict(&after(44), trigger()), (0.5, None, Some(false)));
+        // Another threshold moves the line: 0.85 × 50% = 42.5%.
+        let mut c = trigger();
+        c.threshold = 0.85;
+        assert_eq!(verdict(&after(43), c), (0.5, Some(0.0), Some(true)));
+        assert_eq!(verdict(&after(42), c), (0.5, None, Some(false)));
+    }
+
+    #[test]
+    fn a_dip_after_a_healthy_spell_restarts_the_clock() {
+        // Healthy from 20 s, a bad second at 30 s, healthy after: the
+        // windows holding 30 s are [26, 31) … [30, 35), all 80%; the first
+        // window from which every one is healthy starts at 31 s.
+        let mut after = run_of(10, 100);
+        after.push(Some(0));
+        after.extend(run_of(15, 100));
+        assert_eq!(verdict(&storm(&after), trigger()), (1.0, Some(11.0), Some(true)));
+        // A dip in the very last window: never recovered.
+        let mut after = run_of(20, 100);
+        after.push(Some(0));
+        assert_eq!(verdict(&storm(&after), trigger()), (1.0, None, Some(false)));
+    }
+
+    #[test]
+    fn empty_windows_are_healthy_and_the_window_is_whole_buckets() {
+        // Nothing offered after the trigger: nothing failed.
+        let after = vec![None; 10];
+        assert_eq!(verdict(&storm(&after), trigger()), (1.0, Some(0.0), Some(true)));
+        // A 4.5 s window is 5 buckets of 1 s (rounded up): bad buckets at
+        // 20..23 and good from 24 give [24, 29) → 4 s, as with 5 s; a
+        // 3.5 s window is 4 buckets: [24, 28).
+        let mut after = run_of(4, 0);
+        after.extend(run_of(10, 100));
+        let mut c = trigger();
+        c.window = 4_500 * NS_PER_MS;
+        assert_eq!(verdict(&storm(&after), c), (1.0, Some(4.0), Some(true)));
+        c.window = 3_500 * NS_PER_MS;
+        assert_eq!(verdict(&storm(&after), c), (1.0, Some(4.0), Some(true)));
+        // A window shorter than a bucket is one bucket.
+        c.window = 10 * NS_PER_MS;
+        assert_eq!(verdict(&storm(&after), c), (1.0, Some(4.0), Some(true)));
+    }
+
+    #[test]
+    fn a_trigger_ending_inside_a_bucket_measures_from_its_end() {
+        // The trigger ends at 20.5 s: the first window starts with bucket
+        // 21 (the first whole bucket after it); healthy from there: 0.5 s.
+        let mut ok = run_of(10, 100);
+        ok.extend(run_of(11, 0));
+        ok.extend(run_of(10, 100));
+        let rec = recorder(31 * S, S, &ok);
+        let c = criteria(Some(10 * S), Some(20_500 * NS_PER_MS));
+        assert_eq!(verdict(&rec, c), (1.0, Some(0.5), Some(true)));
+        // Healthy from bucket 23: 2.5 s.
+        let mut ok = run_of(10, 100);
+        ok.extend(run_of(13, 0));
+        ok.extend(run_of(10, 100));
+        let rec = recorder(33 * S, S, &ok);
+        assert_eq!(verdict(&rec, c), (1.0, Some(2.5), Some(true)));
+    }
+
+    #[test]
+    fn a_run_too_short_for_one_window_after_the_trigger_never_recovered() {
+        // The trigger ends at 20 s; one 5 s window needs buckets 20..24.
+        let exactly = storm(&run_of(5, 100));
+        assert_eq!(verdict(&exactly, trigger()), (1.0, Some(0.0), Some(true)));
+        let short = storm(&run_of(4, 100));
+        assert_eq!(verdict(&short, trigger()), (1.0, None, Some(false)));
+        // A short last bucket does not complete the window.
+        let mut ok = run_of(10, 100);
+        ok.extend(run_of(10, 0));
+        ok.extend(run_of(5, 100));
+        let rec = recorder(24_500 * NS_PER_MS, S, &ok);
+        assert_eq!(verdict(&rec, trigger()), (1.0, None, Some(false)));
+    }
+
+    #[test]
+    fn an_aborted_run_has_no_verdict_and_no_success_rate() {
+        let rec = storm(&run_of(20, 100));
+        let info = RunInfo {
+            end: rec.duration(),
+            aborted: Some(Abort::Interrupted),
+            ..RunInfo::default()
+        };
+        let ctx = RunContext {
+            capacity_per_sec: 100.0,
+            concurrency: 1,
+            recovery: trigger(),
+            layer_names: vec!["client".into()],
+        };
+        let (_, s) = tabulate(&rec, &info, &ctx);
+        assert_eq!((s.recovery_time_s, s.recovered, s.success_rate), (None, None, None));
+        assert_eq!(s.baseline_success_ratio, 1.0);
+        assert_eq!(s.aborted, Some(Abort::Interrupted));
+    }
+}

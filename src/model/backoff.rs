@@ -332,6 +332,220 @@ mod tests {
     }
 
     #[test]
+    fn retry_zero_is_retry_one_and_caps_are_exact() {
+        let lin = Backoff::Linear {
+            base: 100 * MS,
+            cap: 300 * MS,
+        };
+        let exp = Backoff::exponential(100 * MS, 2.0, 400 * MS);
+        let trunc = Backoff::Exponential {
+            base: 500 * MS + 700_000, // 500.7 ms: whole milliseconds only
+            multiplier: 1.5,
+            cap: 2_000 * MS,
+            truncate_ms: true,
+        };
+        for b in [Backoff::Constant { base: 70 * MS }, lin, exp, trunc] {
+            assert_eq!(b.delay(0), b.delay(1), "{b:?}");
+        }
+        // Linear: base × n reaches the cap exactly at n = 3.
+        assert_eq!(seq(lin, 4), vec![100, 200, 300, 300]);
+        assert_eq!(seq(exp, 4), vec![100, 200, 400, 400]);
+        // Truncated: 500, 750, 1125, 1687, then the cap (2530 > 2000).
+        assert_eq!(seq(trunc, 6), vec![500, 750, 1125, 1687, 2000, 2000]);
+        assert_eq!(trunc.delay(u32::MAX), 2_000 * MS);
+        // A multiplier of 1 never reaches the cap: the step count is bounded.
+        let flat = Backoff::Exponential {
+            base: 3 * MS,
+            multiplier: 1.0,
+            cap: u64::MAX,
+            truncate_ms: true,
+        };
+        assert_eq!(flat.delay(u32::MAX), 3 * MS);
+        assert_eq!(
+            Backoff::exponential(3 * MS, 1.0, u64::MAX).delay(u32::MAX),
+            3 * MS
+        );
+    }
+
+    #[test]
+    fn base_cap_and_rebasing_keep_the_curve() {
+        let c = Backoff::Constant { base: 7 };
+        assert_eq!((c.base(), c.cap()), (7, 7));
+        assert_eq!(c.with_base(9), Backoff::Constant { base: 9 });
+        let l = Backoff::Linear { base: 2, cap: 50 };
+        assert_eq!((l.base(), l.cap()), (2, 50));
+        assert_eq!(l.with_base(5), Backoff::Linear { base: 5, cap: 50 });
+        let e = Backoff::Exponential {
+            base: 3,
+            multiplier: 1.5,
+            cap: 90,
+            truncate_ms: true,
+        };
+        assert_eq!((e.base(), e.cap()), (3, 90));
+        assert_eq!(
+            e.with_base(4),
+            Backoff::Exponential {
+                base: 4,
+                multiplier: 1.5,
+                cap: 90,
+                truncate_ms: true,
+            }
+        );
+    }
+
+    /// The one uniform draw a jittered sleep makes, read from a copy of
+    /// the stream.
+    fn next_unit(rng: &Stream) -> f64 {
+        rng.clone().unit()
+    }
+
+    /// Every jitter is its formula applied to the stream's next uniform
+    /// draw u, to the nanosecond: none d; full d·u; equal d/2 + d/2·u;
+    /// proportional(f) d·(1 − f + 2f·u); decorrelated base + (3·prev −
+    /// base)·u, capped. A narrowed or shifted range changes the numbers.
+    #[test]
+    fn each_jitter_is_its_formula_of_one_uniform_draw() {
+        let b = Backoff::exponential(100 * MS, 2.0, 2_000 * MS);
+        let mut rng = Stream::new(17, Purpose::Jitter, 0);
+        let close = |got: Nanos, want: f64| {
+            assert!((got as f64 - want).abs() <= 1.0, "{got} vs {want}");
+        };
+        for n in 1..=8u32 {
+            let d = b.delay(n) as f64;
+            let st = &mut SleepState::default();
+            let u = next_unit(&rng);
+            close(sleep_before_retry(&b, Jitter::Full, n, st, &mut rng), d * u);
+            let u = next_unit(&rng);
+            close(
+                sleep_before_retry(&b, Jitter::Equal, n, st, &mut rng),
+                d * (1.0 + u) / 2.0,
+            );
+            let u = next_unit(&rng);
+            close(
+                sleep_before_retry(&b, Jitter::Proportional(0.3), n, st, &mut rng),
+                d * (0.7 + 0.6 * u),
+            );
+            // Decorrelated from a previous sleep of 300 ms: U(100, 900) ms,
+            // capped at 2 s; from none: U(100, 300) ms.
+            for (prev, hi) in [(300 * MS, 900.0), (0, 300.0), (50 * MS, 300.0)] {
+                st.prev = prev;
+                let u = next_unit(&rng);
+                close(
+                    sleep_before_retry(&b, Jitter::Decorrelated, n, st, &mut rng),
+                    (100.0 + (hi - 100.0) * u) * MS as f64,
+                );
+            }
+            st.prev = 1_000 * MS;
+            let u = next_unit(&rng);
+            let want = ((100.0 + 2_900.0 * u) * MS as f64).min(2e9);
+            close(
+                sleep_before_retry(&b, Jitter::Decorrelated, n, st, &mut rng),
+                want,
+            );
+        }
+    }
+
+    /// Lowest and highest of `k` sleeps before retry `n`, as fractions of
+    /// `scale`, with the state reset to `prev` before each.
+    fn extremes(b: &Backoff, jitter: Jitter, n: u32, prev: Nanos, scale: f64) -> (f64, f64, f64) {
+        let mut rng = Stream::new(23, Purpose::Jitter, n as u64);
+        let (mut lo, mut hi, mut sum) = (f64::MAX, f64::MIN, 0.0);
+        let k = 4_000;
+        for _ in 0..k {
+            let st = &mut SleepState {
+                prev,
+                polly_prev: 0.0,
+            };
+            let x = sleep_before_retry(b, jitter, n, st, &mut rng) as f64 / scale;
+            lo = lo.min(x);
+            hi = hi.max(x);
+            sum += x;
+        }
+        (lo, hi, sum / k as f64)
+    }
+
+    /// The ranges are exact and filled: 4 000 draws come within 0.5% of
+    /// both ends (a range narrowed by 5% at either end fails), none
+    /// outside, and the mean is the range's middle within 4 standard
+    /// errors (a uniform's SD is width/√12).
+    #[test]
+    fn jitter_ranges_are_exact_and_filled() {
+        let b = Backoff::exponential(100 * MS, 2.0, 10_000 * MS);
+        let d = b.delay(4) as f64; // 800 ms
+        let check = |what: &str, (lo, hi, mean): (f64, f64, f64), a: f64, z: f64| {
+            assert!(
+                lo >= a && lo < a + 0.005 * (z - a),
+                "{what}: low {lo} vs {a}"
+            );
+            assert!(
+                hi < z && hi > z - 0.005 * (z - a),
+                "{what}: high {hi} vs {z}"
+            );
+            let se = (z - a) / 12f64.sqrt() / 4_000f64.sqrt();
+            let mid = (a + z) / 2.0;
+            assert!(
+                (mean - mid).abs() < 4.0 * se,
+                "{what}: mean {mean} vs {mid}"
+            );
+        };
+        check("full", extremes(&b, Jitter::Full, 4, 0, d), 0.0, 1.0);
+        check("equal", extremes(&b, Jitter::Equal, 4, 0, d), 0.5, 1.0);
+        check(
+            "proportional 0.5",
+            extremes(&b, Jitter::Proportional(0.5), 4, 0, d),
+            0.5,
+            1.5,
+        );
+        check(
+            "proportional 0.1",
+            extremes(&b, Jitter::Proportional(0.1), 4, 0, d),
+            0.9,
+            1.1,
+        );
+        // Decorrelated ignores n: U(base, 3 × prev), here U(100, 1 500) ms.
+        let base = 100.0 * MS as f64;
+        check(
+            "decorrelated",
+            extremes(&b, Jitter::Decorrelated, 9, 500 * MS, base),
+            1.0,
+            15.0,
+        );
+        // The cap clips it: a previous sleep of 5 s allows up to 15 s, the
+        // cap is 10 s; more than half of U(0.1, 15) s lies above it.
+        let (lo, hi, _) = extremes(&b, Jitter::Decorrelated, 1, 5_000 * MS, 1e9);
+        assert!(lo >= 0.1 && lo < 0.2, "{lo}");
+        assert_eq!(hi, 10.0);
+        // No jitter: exactly d.
+        assert_eq!(extremes(&b, Jitter::None, 4, 0, d), (1.0, 1.0, 1.0));
+    }
+
+    #[test]
+    fn polly_v2_is_its_formula_and_keeps_its_factor_per_request() {
+        // The sleep before retry n is (f(t) − f(t_prev)) / 1.4 × base with
+        // f(t) = 2^t · tanh(√(4t)), t = n − 1 + u; the cap clips it.
+        let base = 1_000 * MS;
+        let b = Backoff::exponential(base, 2.0, 5_000 * MS);
+        let f = |t: f64| 2f64.powf(t) * (4.0 * t).sqrt().tanh();
+        let mut rng = Stream::new(29, Purpose::Jitter, 0);
+        let mut st = SleepState::default();
+        let mut prev_f = 0.0;
+        for n in 1..=6u32 {
+            let t = (n - 1) as f64 + next_unit(&rng);
+            let want = ((f(t) - prev_f) / 1.4 * base as f64).min(5e9);
+            let got = sleep_before_retry(&b, Jitter::PollyV2, n, &mut st, &mut rng);
+            assert!((got as f64 - want).abs() <= 2.0, "n={n}: {got} vs {want}");
+            assert!((st.polly_prev - f(t)).abs() < 1e-12);
+            assert_eq!(st.prev, got);
+            prev_f = f(t);
+        }
+        // Retry 0 is retry 1: t in [0, 1).
+        let mut st = SleepState::default();
+        let t = next_unit(&rng);
+        let got = sleep_before_retry(&b, Jitter::PollyV2, 0, &mut st, &mut rng);
+        assert!((got as f64 - f(t) / 1.4 * base as f64).abs() <= 2.0);
+    }
+
+    #[test]
     fn polly_v2_tracks_its_median_and_first_bound() {
         // docs/sources/presets.md §5: the first delay lies in [0, 1.3772 d); the median
         // factors are about 0.897, 1.093, 2.036, 4.046, 8.084 x d (at U = 0.5;

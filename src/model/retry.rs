@@ -419,4 +419,324 @@ mod tests {
             Decision::GiveUp(Cause::Timeout)
         );
     }
+
+    /// `plan_sleep` from `now` with the call started at `started`.
+    fn plan(
+        p: &RetryPolicy,
+        f: Failure,
+        started: Nanos,
+        now: Nanos,
+        deadline: Nanos,
+        min_sleep: Nanos,
+    ) -> Decision {
+        let mut rng = Stream::new(1, Purpose::Jitter, 0);
+        let mut st = RetryState {
+            attempts: 1,
+            started,
+            ..RetryState::default()
+        };
+        plan_sleep(p, f, &mut st, now, deadline, min_sleep, &mut rng)
+    }
+
+    #[test]
+    fn the_attempt_cap_is_exact() {
+        let mut p = policy();
+        p.max_attempts = 1;
+        let f = Failure::new(Cause::Timeout);
+        assert_eq!(d(&p, f, 1, u64::MAX), Decision::GiveUp(Cause::Timeout));
+        p.max_attempts = 5;
+        for attempts in 1..5 {
+            assert_eq!(
+                give_up_before_budget(&p, f, attempts),
+                None,
+                "attempt {attempts} of 5"
+            );
+        }
+        assert_eq!(give_up_before_budget(&p, f, 5), Some(Cause::Timeout));
+        assert_eq!(give_up_before_budget(&p, f, 6), Some(Cause::Timeout));
+        // An unlisted cause gives up whatever the count.
+        let unlisted = Failure::new(Cause::Status(500));
+        assert_eq!(
+            give_up_before_budget(&p, unlisted, 1),
+            Some(Cause::Status(500))
+        );
+    }
+
+    #[test]
+    fn a_sleep_ending_exactly_at_the_deadline_is_refused() {
+        let p = policy(); // constant 100 ms
+        let f = Failure::new(Cause::Timeout);
+        let now = 7 * MS;
+        // The sleep would end at now + 100 ms.
+        assert_eq!(
+            plan(&p, f, 0, now, now + 100 * MS, 0),
+            Decision::GiveUp(Cause::Deadline)
+        );
+        assert_eq!(
+            plan(&p, f, 0, now, now + 100 * MS + 1, 0),
+            Decision::RetryAfter(100 * MS)
+        );
+        // A budget's least sleep counts against the deadline too.
+        assert_eq!(
+            plan(&p, f, 0, now, now + 300 * MS, 300 * MS),
+            Decision::GiveUp(Cause::Deadline)
+        );
+        assert_eq!(
+            plan(&p, f, 0, now, now + 300 * MS + 1, 300 * MS),
+            Decision::RetryAfter(300 * MS)
+        );
+        // A least sleep shorter than the backoff changes nothing.
+        assert_eq!(
+            plan(&p, f, 0, now, u64::MAX, 40 * MS),
+            Decision::RetryAfter(100 * MS)
+        );
+    }
+
+    #[test]
+    fn retry_after_exactly_filling_the_time_left_fails_fast() {
+        let p = policy(); // AtLeast, no cap
+        let f = with_ra(2 * NS_PER_S);
+        let now = 3 * NS_PER_S;
+        assert_eq!(
+            plan(&p, f, 0, now, now + 2 * NS_PER_S, 0),
+            Decision::GiveUp(Cause::RetryAfterExceedsBudget)
+        );
+        assert_eq!(
+            plan(&p, f, 0, now, now + 2 * NS_PER_S + 1, 0),
+            Decision::RetryAfter(2 * NS_PER_S)
+        );
+        // A Retry-After equal to the backoff is the server's wait: the
+        // cause names it.
+        assert_eq!(
+            plan(&p, with_ra(100 * MS), 0, 0, 100 * MS, 0),
+            Decision::GiveUp(Cause::RetryAfterExceedsBudget)
+        );
+        // Shorter than the backoff: the backoff decides, a plain deadline.
+        assert_eq!(
+            plan(&p, with_ra(100 * MS - 1), 0, 0, 100 * MS, 0),
+            Decision::GiveUp(Cause::Deadline)
+        );
+    }
+
+    #[test]
+    fn max_elapsed_allows_a_sleep_ending_exactly_at_the_limit() {
+        let mut p = policy(); // constant 100 ms
+        p.max_elapsed = Some(NS_PER_S);
+        let f = Failure::new(Cause::Timeout);
+        let started = 5 * NS_PER_S;
+        // Elapsed 900 ms + 100 ms sleep = the limit: allowed (cenkalti
+        // stops only when elapsed + next > MaxElapsedTime).
+        assert_eq!(
+            plan(&p, f, started, started + 900 * MS, u64::MAX, 0),
+            Decision::RetryAfter(100 * MS)
+        );
+        assert_eq!(
+            plan(&p, f, started, started + 900 * MS + 1, u64::MAX, 0),
+            Decision::GiveUp(Cause::Timeout)
+        );
+        // The elapsed time counts from the call's start, not from 0.
+        assert_eq!(
+            plan(&p, f, started, started + 899 * MS, u64::MAX, 0),
+            Decision::RetryAfter(100 * MS)
+        );
+        // A least sleep from a budget counts too.
+        assert_eq!(
+            plan(&p, f, started, started, u64::MAX, NS_PER_S),
+            Decision::RetryAfter(NS_PER_S)
+        );
+        assert_eq!(
+            plan(&p, f, started, started, u64::MAX, NS_PER_S + 1),
+            Decision::GiveUp(Cause::Timeout)
+        );
+        // A server's wait past the limit names the Retry-After.
+        assert_eq!(
+            plan(&p, with_ra(2 * NS_PER_S), started, started, u64::MAX, 0),
+            Decision::GiveUp(Cause::RetryAfterExceedsBudget)
+        );
+        assert_eq!(
+            plan(&p, with_ra(NS_PER_S), started, started, u64::MAX, 0),
+            Decision::RetryAfter(NS_PER_S)
+        );
+    }
+
+    #[test]
+    fn retry_after_jitter_stretches_within_its_fraction() {
+        let mut p = policy();
+        p.retry_after = RetryAfterMode::AtLeast {
+            cap: u64::MAX,
+            jitter: 0.2,
+        };
+        let mut rng = Stream::new(8, Purpose::Jitter, 0);
+        let (mut lo, mut hi) = (u64::MAX, 0);
+        for _ in 0..2_000 {
+            let mut expect_rng = rng.clone();
+            let s = match decide(&p, with_ra(NS_PER_S), &mut state(1), 0, u64::MAX, &mut rng) {
+                Decision::RetryAfter(s) => s,
+                other => panic!("{other:?}"),
+            };
+            // The constant backoff draws nothing; the stretch is the one
+            // draw: ra × U(1, 1.2).
+            let want = from_f64_ns(NS_PER_S as f64 * expect_rng.uniform(1.0, 1.2));
+            assert_eq!(s, want);
+            lo = lo.min(s);
+            hi = hi.max(s);
+        }
+        assert!(lo >= NS_PER_S && lo < 1_010 * MS, "{lo}");
+        assert!(hi < 1_200 * MS && hi > 1_190 * MS, "{hi}");
+        // With the cap below the header the cap is what gets stretched.
+        p.retry_after = RetryAfterMode::AtLeast {
+            cap: 500 * MS,
+            jitter: 0.2,
+        };
+        match decide(&p, with_ra(NS_PER_S), &mut state(1), 0, u64::MAX, &mut rng) {
+            Decision::RetryAfter(s) => assert!((500 * MS..600 * MS).contains(&s), "{s}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_zero_retry_after_means_no_header_in_every_mode() {
+        let mut p = policy();
+        let f = with_ra(0);
+        for mode in [
+            RetryAfterMode::Exact,
+            RetryAfterMode::GrpcPushback,
+            RetryAfterMode::AwsClamp {
+                window: 5 * NS_PER_S,
+            },
+            RetryAfterMode::Envoy {
+                max: 300 * NS_PER_S,
+            },
+        ] {
+            p.retry_after = mode;
+            assert_eq!(d(&p, f, 1, u64::MAX), Decision::RetryAfter(100 * MS));
+            // Not the server's wait: a plain deadline failure.
+            assert_eq!(d(&p, f, 1, 100 * MS), Decision::GiveUp(Cause::Deadline));
+        }
+    }
+
+    #[test]
+    fn aws_clamp_and_envoy_bounds_are_exact() {
+        let mut p = policy();
+        p.retry_after = RetryAfterMode::AwsClamp {
+            window: 5 * NS_PER_S,
+        };
+        // ra = t: the backoff's own wait, not the server's.
+        assert_eq!(
+            d(&p, with_ra(100 * MS), 1, 100 * MS),
+            Decision::GiveUp(Cause::Deadline)
+        );
+        assert_eq!(
+            d(&p, with_ra(100 * MS + 1), 1, 100 * MS),
+            Decision::GiveUp(Cause::RetryAfterExceedsBudget)
+        );
+        // Exactly t + window.
+        assert_eq!(
+            d(&p, with_ra(5_100 * MS), 1, u64::MAX),
+            Decision::RetryAfter(5_100 * MS)
+        );
+        assert_eq!(
+            d(&p, with_ra(5_100 * MS + 1), 1, u64::MAX),
+            Decision::RetryAfter(5_100 * MS)
+        );
+        // Envoy: used when 1 ms < ra <= max, else the backoff.
+        p.retry_after = RetryAfterMode::Envoy {
+            max: 300 * NS_PER_S,
+        };
+        assert_eq!(
+            d(&p, with_ra(MS), 1, u64::MAX),
+            Decision::RetryAfter(100 * MS)
+        );
+        let used = |ra: Nanos| match d(&p, with_ra(ra), 1, u64::MAX) {
+            Decision::RetryAfter(s) => s >= ra && (s as f64) < ra as f64 * 1.5,
+            other => panic!("{other:?}"),
+        };
+        assert!(used(MS + 1));
+        assert!(used(300 * NS_PER_S));
+        assert_eq!(
+            d(&p, with_ra(300 * NS_PER_S + 1), 1, u64::MAX),
+            Decision::RetryAfter(100 * MS)
+        );
+        // The Envoy draw is ra × U(1, 1.5): spread over the whole range.
+        let mut rng = Stream::new(12, Purpose::Jitter, 0);
+        let (mut lo, mut hi) = (f64::MAX, 0.0f64);
+        for _ in 0..2_000 {
+            if let Decision::RetryAfter(s) =
+                decide(&p, with_ra(NS_PER_S), &mut state(1), 0, u64::MAX, &mut rng)
+            {
+                lo = lo.min(s as f64 / NS_PER_S as f64);
+                hi = hi.max(s as f64 / NS_PER_S as f64);
+            }
+        }
+        assert!(lo < 1.01 && hi > 1.49, "{lo} {hi}");
+    }
+
+    #[test]
+    fn status_codes_are_a_set_over_0_to_639() {
+        let r = RetryOn::nothing()
+            .with_status(0)
+            .with_status(63)
+            .with_status(64)
+            .with_status(639)
+            .with_status(640)
+            .with_status(u16::MAX);
+        for (code, want) in [
+            (0, true),
+            (1, false),
+            (63, true),
+            (64, true),
+            (65, false),
+            (128, false),
+            (638, false),
+            (639, true),
+            (640, false),
+            (u16::MAX, false),
+        ] {
+            assert_eq!(r.status(code), want, "{code}");
+        }
+        assert_eq!(RetryOn::nothing(), RetryOn::default());
+        let mut all = r;
+        all.timeout = true;
+        all.connection = true;
+        assert!(all.retries(Cause::Timeout) && all.retries(Cause::Connection));
+        assert!(!r.retries(Cause::Timeout) && !r.retries(Cause::Connection));
+        assert!(all.retries(Cause::Status(639)) && !all.retries(Cause::Status(500)));
+        for never in [
+            Cause::Deadline,
+            Cause::RetryAfterExceedsBudget,
+            Cause::BudgetExhausted,
+            Cause::BreakerOpen,
+            Cause::Throttled,
+            Cause::BulkheadFull,
+        ] {
+            assert!(!all.retries(never), "{never:?}");
+        }
+    }
+
+    #[test]
+    fn the_backoff_counter_advances_only_on_a_retry() {
+        let mut p = policy();
+        p.backoff = Backoff::exponential(100 * MS, 2.0, u64::MAX);
+        p.max_attempts = 10;
+        let mut rng = Stream::new(3, Purpose::Jitter, 0);
+        let mut st = state(1);
+        let f = Failure::new(Cause::Timeout);
+        assert_eq!(
+            decide(&p, f, &mut st, 0, u64::MAX, &mut rng),
+            Decision::RetryAfter(100 * MS)
+        );
+        assert_eq!(st.backoff_n, 1);
+        // Refused by the deadline: the counter stays.
+        assert_eq!(
+            decide(&p, f, &mut st, 0, 200 * MS, &mut rng),
+            Decision::GiveUp(Cause::Deadline)
+        );
+        assert_eq!(st.backoff_n, 1);
+        assert_eq!(
+            decide(&p, f, &mut st, 0, u64::MAX, &mut rng),
+            Decision::RetryAfter(200 * MS)
+        );
+        assert_eq!(st.backoff_n, 2);
+        assert_eq!(st.sleep.prev, 200 * MS);
+    }
 }

@@ -299,3 +299,180 @@ impl<J> Server<J> {
         self.commits.get(req as usize).is_some_and(|&c| c > 0)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{NS_PER_S, Purpose};
+
+    const S: Nanos = NS_PER_S;
+
+    fn cfg(warmup: Nanos, from: f64) -> ServiceConfig {
+        let mut c = ServiceConfig::leaf("db", 2, ServiceDist::Constant(S), 3);
+        c.warmup = warmup;
+        c.warmup_from = from;
+        c
+    }
+
+    #[test]
+    fn warm_up_ramps_linearly_from_its_floor_to_full() {
+        let c = cfg(10 * S, 0.2);
+        let mut s: Server<u32> = Server::default();
+        assert_eq!(s.capacity_factor(&c, 0), 1.0, "never down: full");
+        s.on_incident(Effect::Down, true, 5 * S);
+        assert_eq!(s.capacity_factor(&c, 6 * S), 1.0, "no ramp while down");
+        s.on_incident(Effect::Down, false, 20 * S);
+        // From 0.2 at the end of the incident to 1 ten seconds later: the
+        // slope is 0.08 per second.
+        for (t, want) in [
+            (20 * S, 0.2),
+            (21 * S, 0.28),
+            (25 * S, 0.6),
+            (29 * S, 0.92),
+            (30 * S - 1, 0.2 + 0.8 * (10e9 - 1.0) / 10e9),
+            (30 * S, 1.0),
+            (99 * S, 1.0),
+        ] {
+            let got = s.capacity_factor(&c, t);
+            assert!((got - want).abs() < 1e-12, "at {t}: {got} vs {want}");
+        }
+        // No warm-up configured: full at once.
+        assert_eq!(s.capacity_factor(&cfg(0, 0.2), 20 * S), 1.0);
+        // A brownout multiplies the ramp.
+        s.on_incident(Effect::Brownout { capacity: 0.5 }, true, 40 * S);
+        assert_eq!(s.capacity_factor(&c, 41 * S), 0.5);
+        s.on_incident(Effect::Brownout { capacity: 0.5 }, false, 50 * S);
+        assert!((s.capacity_factor(&c, 55 * S) - 0.6).abs() < 1e-12);
+        assert_eq!(s.capacity_factor(&c, 60 * S), 1.0);
+    }
+
+    #[test]
+    fn only_down_blackhole_and_brownout_need_a_warm_up() {
+        let c = cfg(10 * S, 0.5);
+        for (effect, warms) in [
+            (Effect::Down, true),
+            (Effect::Blackhole, true),
+            (Effect::Brownout { capacity: 0.3 }, true),
+            (
+                Effect::Errors {
+                    rate: 1.0,
+                    status: 503,
+                },
+                false,
+            ),
+            (Effect::Latency { add: S }, false),
+        ] {
+            assert_eq!(effect.needs_warmup(), warms, "{effect:?}");
+            let mut s: Server<u32> = Server::default();
+            s.on_incident(effect, true, 0);
+            s.on_incident(effect, false, S);
+            let f = s.capacity_factor(&c, S);
+            assert_eq!(f, if warms { 0.5 } else { 1.0 }, "{effect:?}");
+        }
+    }
+
+    #[test]
+    fn admission_follows_workers_then_queue_then_shedding() {
+        let c = cfg(0, 0.1); // 2 workers, a queue of 3
+        let mut rng = Stream::new(1, Purpose::Incidents, 0);
+        let mut s: Server<u32> = Server::default();
+        assert_eq!(s.admit(&c, &mut rng), Admission::Start);
+        s.busy = 1;
+        assert_eq!(s.admit(&c, &mut rng), Admission::Start);
+        assert!(s.has_free_worker(&c));
+        s.busy = 2;
+        assert!(!s.has_free_worker(&c));
+        assert_eq!(s.admit(&c, &mut rng), Admission::Queue);
+        s.queued = 2;
+        assert_eq!(s.admit(&c, &mut rng), Admission::Queue);
+        s.queued = 3;
+        assert_eq!(s.admit(&c, &mut rng), Admission::Shed);
+        // Unlimited workers never queue.
+        let mut open = c.clone();
+        open.concurrency = None;
+        assert_eq!(s.admit(&open, &mut rng), Admission::Start);
+        assert!(s.has_free_worker(&open));
+        // Down refuses, blackhole swallows, both before anything else;
+        // overlapping incidents nest.
+        s.on_incident(Effect::Down, true, 0);
+        s.on_incident(Effect::Down, true, 0);
+        assert_eq!(s.admit(&c, &mut rng), Admission::Refused);
+        s.on_incident(Effect::Down, false, 0);
+        assert_eq!(s.admit(&c, &mut rng), Admission::Refused);
+        s.on_incident(Effect::Down, false, 0);
+        s.on_incident(Effect::Blackhole, true, 0);
+        assert_eq!(s.admit(&c, &mut rng), Admission::Vanished);
+        s.on_incident(Effect::Blackhole, false, 0);
+        assert_eq!(s.admit(&c, &mut rng), Admission::Shed);
+    }
+
+    #[test]
+    fn an_error_burst_fails_its_fraction_within_four_standard_errors() {
+        let c = cfg(0, 0.1);
+        let mut rng = Stream::new(2, Purpose::Incidents, 0);
+        let mut s: Server<u32> = Server::default();
+        let effect = Effect::Errors {
+            rate: 0.3,
+            status: 500,
+        };
+        s.on_incident(effect, true, 0);
+        let n = 20_000;
+        let errors = (0..n)
+            .filter(|_| s.admit(&c, &mut rng) == Admission::Error(500))
+            .count() as f64;
+        let se = (0.3 * 0.7 / n as f64).sqrt();
+        assert!((errors / n as f64 - 0.3).abs() < 4.0 * se, "{errors}");
+        s.on_incident(effect, false, 0);
+        assert!((0..100).all(|_| s.admit(&c, &mut rng) == Admission::Start));
+    }
+
+    #[test]
+    fn latency_and_brownouts_undo_exactly() {
+        let mut s: Server<u32> = Server::default();
+        s.on_incident(Effect::Latency { add: 3 }, true, 0);
+        s.on_incident(Effect::Latency { add: 4 }, true, 0);
+        assert_eq!(s.latency_add(), 7);
+        s.on_incident(Effect::Latency { add: 3 }, false, 0);
+        assert_eq!(s.latency_add(), 4);
+        // A brownout's end restores exactly 1, whatever the rounding.
+        let c = cfg(0, 0.1);
+        for cap in [0.3, 0.7, 0.1] {
+            s.on_incident(Effect::Brownout { capacity: cap }, true, 0);
+        }
+        assert!((s.capacity_factor(&c, 0) - 0.021).abs() < 1e-12);
+        for cap in [0.3, 0.7, 0.1] {
+            s.on_incident(Effect::Brownout { capacity: cap }, false, 0);
+        }
+        assert_eq!(s.capacity_factor(&c, 0), 1.0);
+        // 0.01 × 0.03 ÷ 0.01 ÷ 0.03 is 0.9999999999999999 in floating
+        // point: snapped back to 1.
+        for cap in [0.01, 0.03] {
+            s.on_incident(Effect::Brownout { capacity: cap }, true, 0);
+        }
+        for cap in [0.01, 0.03] {
+            s.on_incident(Effect::Brownout { capacity: cap }, false, 0);
+        }
+        assert_eq!(s.capacity_factor(&c, 0), 1.0);
+        // A down start asks the caller to reset the work inside.
+        assert!(s.on_incident(Effect::Down, true, 0));
+        assert!(!s.on_incident(Effect::Down, false, 0));
+        assert!(!s.on_incident(Effect::Blackhole, true, 0));
+    }
+
+    #[test]
+    fn capacity_commits_and_side_effects() {
+        let c = ServiceConfig::leaf("db", 8, ServiceDist::Constant(20_000_000), 0);
+        assert_eq!(c.capacity_per_sec(), Some(400.0));
+        let mut open = c.clone();
+        open.concurrency = None;
+        assert_eq!(open.capacity_per_sec(), None);
+        let proxy = ServiceConfig::proxy("edge", EdgeId(0));
+        assert_eq!(proxy.capacity_per_sec(), None);
+        assert_eq!(proxy.calls, vec![EdgeId(0)]);
+        let mut s: Server<u32> = Server::default();
+        s.commits = vec![0, 2];
+        assert!(!s.committed(0) && s.committed(1) && !s.committed(7));
+        assert!(!SideEffects::Read.writes());
+        assert!(SideEffects::IdempotentWrite.writes() && SideEffects::Write.writes());
+    }
+}

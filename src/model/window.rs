@@ -71,4 +71,37 @@ mod tests {
         w.add(10_000, 4.0); // a long gap clears everything
         assert_eq!(w.total(10_000), 4.0);
     }
+
+    #[test]
+    fn a_slice_leaves_exactly_one_window_after_it_began() {
+        let mut w = Windowed::new(100, 10);
+        w.add(3, 1.0); // slice [0, 10)
+        assert_eq!(w.total(99), 1.0);
+        // A jump of exactly one window clears every slice, the oldest too.
+        assert_eq!(w.total(100), 0.0);
+        let mut w = Windowed::new(100, 10);
+        w.add(0, 1.0);
+        w.add(95, 2.0); // slice [90, 100)
+        assert_eq!(w.total(189), 2.0);
+        assert_eq!(w.total(190), 0.0);
+        // Adding into an old slice (time going back) lands in the current.
+        w.add(5, 7.0);
+        assert_eq!(w.total(190), 7.0);
+        // Slices of a window that does not divide: 105 / 10 = 10 each.
+        let mut w = Windowed::new(105, 10);
+        w.add(0, 1.0);
+        assert_eq!(w.total(99), 1.0);
+        assert_eq!(w.total(100), 0.0);
+        // A window shorter than its slice count: slices of 1.
+        let mut w = Windowed::new(3, 10);
+        w.add(0, 1.0);
+        assert_eq!(w.total(9), 1.0);
+        assert_eq!(w.total(10), 0.0);
+        assert_eq!(Windowed::heap_bytes(10), 80);
+        assert_eq!(Windowed::heap_bytes(0), 8);
+        let mut one = Windowed::new(100, 0);
+        one.add(0, 1.0);
+        assert_eq!(one.total(99), 1.0);
+        assert_eq!(one.total(100), 0.0);
+    }
 }

@@ -254,3 +254,339 @@ fn rate_limiter_delays_instead_of_refusing() {
         }
     );
 }
+
+/// Whether `b` grants a retry now.
+fn grants(b: &mut Budget, now: Nanos, call: &mut CallBudget, cause: Cause) -> bool {
+    matches!(b.try_retry(now, call, cause, 0), Gate::Allow { .. })
+}
+
+#[test]
+fn token_bucket_floors_at_zero_and_caps_at_max() {
+    let mut b = Budget::new(BudgetConfig::TokenBucket {
+        max_tokens: 10.0,
+        token_ratio: 1.0,
+    });
+    let mut c = b.on_call_start(0);
+    // 15 failures take 10 tokens, not 15: the bucket stops at zero.
+    for _ in 0..15 {
+        b.on_attempt_end(&mut c, Some(Cause::Timeout));
+    }
+    assert_eq!(b.level(0), 0.0);
+    // So 5 successes bring it to 5 (not > 5: still no retry) and the 6th
+    // to 6 (> 5: a retry). Without the floor it would be at 1.
+    for _ in 0..5 {
+        b.on_attempt_end(&mut c, None);
+    }
+    assert_eq!(b.level(0), 5.0);
+    assert!(!grants(&mut b, 0, &mut c, Cause::Timeout));
+    b.on_attempt_end(&mut c, None);
+    assert_eq!(b.level(0), 6.0);
+    assert!(grants(&mut b, 0, &mut c, Cause::Timeout));
+    // Asking does not spend: only failures take tokens.
+    assert_eq!(b.level(0), 6.0);
+    // Successes never lift it above the maximum.
+    for _ in 0..20 {
+        b.on_attempt_end(&mut c, None);
+    }
+    assert_eq!(b.level(0), 10.0);
+    // The threshold is max / 2 of this bucket: 2.5 of 5.
+    let mut small = Budget::new(BudgetConfig::TokenBucket {
+        max_tokens: 5.0,
+        token_ratio: 0.5,
+    });
+    let mut c = small.on_call_start(0);
+    for _ in 0..2 {
+        small.on_attempt_end(&mut c, Some(Cause::Timeout));
+    }
+    assert!(grants(&mut small, 0, &mut c, Cause::Timeout), "3 > 2.5");
+    small.on_attempt_end(&mut c, Some(Cause::Timeout));
+    small.on_attempt_end(&mut c, None);
+    assert_eq!(small.level(0), 2.5);
+    assert!(!grants(&mut small, 0, &mut c, Cause::Timeout), "2.5 = 2.5");
+}
+
+#[test]
+fn retry_tokens_need_more_than_the_cost_and_refill_per_call_up_to_capacity() {
+    let mut b = Budget::new(BudgetConfig::RetryTokens {
+        capacity: 3.0,
+        per_request: 0.5,
+        retry_cost: 1.5,
+    });
+    let mut c = b.on_call_start(0); // 3 + 0.5, capped at 3
+    assert_eq!(b.level(0), 3.0);
+    assert!(grants(&mut b, 0, &mut c, Cause::Timeout)); // 3 > 1.5: 1.5 left
+    assert_eq!(b.level(0), 1.5);
+    assert!(
+        !grants(&mut b, 0, &mut c, Cause::Timeout),
+        "1.5 is not > 1.5"
+    );
+    assert_eq!(b.level(0), 1.5, "a refusal spends nothing");
+    b.on_call_start(0); // 2.0
+    assert_eq!(b.level(0), 2.0);
+    assert!(grants(&mut b, 0, &mut c, Cause::Timeout));
+    assert_eq!(b.level(0), 0.5);
+    // Attempt outcomes do not move it.
+    b.on_attempt_end(&mut c, None);
+    b.on_attempt_end(&mut c, Some(Cause::Timeout));
+    assert_eq!(b.level(0), 0.5);
+}
+
+#[test]
+fn aws_quota_allows_a_retry_costing_exactly_what_is_left() {
+    let mut b = Budget::new(BudgetConfig::AwsQuota {
+        capacity: 28,
+        retry_cost: 14,
+        timeout_cost: 10,
+        throttle_cost: 4,
+        success_increment: 1,
+    });
+    let mut c = b.on_call_start(0);
+    assert!(fail_then_ask(&mut b, &mut c, 0, Cause::Status(500), 0));
+    assert_eq!(b.level(0), 14.0);
+    // 14 left, a retry costs 14: allowed (refused only when less is left).
+    assert!(fail_then_ask(&mut b, &mut c, 0, Cause::Status(503), 1));
+    assert_eq!(b.level(0), 0.0);
+    assert!(!fail_then_ask(&mut b, &mut c, 0, Cause::Status(429), 2));
+    assert_eq!(b.level(0), 0.0, "a refusal costs nothing");
+    // The success refunds the last cost paid (14), not the increment.
+    b.on_attempt_end(&mut c, None);
+    assert_eq!(b.level(0), 14.0);
+    // Each cause has its own cost: timeout 10, throttle 4.
+    assert!(fail_then_ask(&mut b, &mut c, 0, Cause::Timeout, 0));
+    assert_eq!(b.level(0), 4.0);
+    assert!(!fail_then_ask(&mut b, &mut c, 0, Cause::Timeout, 1));
+    assert!(fail_then_ask(&mut b, &mut c, 0, Cause::Status(429), 1));
+    assert_eq!(b.level(0), 0.0);
+    assert_eq!(c.last_cost, 4);
+    // Refunds stop at the capacity.
+    for _ in 0..10 {
+        b.on_attempt_end(&mut c, None);
+    }
+    assert_eq!(b.level(0), 28.0);
+    let mut fresh = b.on_call_start(0);
+    b.on_attempt_end(&mut fresh, None);
+    assert_eq!(b.level(0), 28.0);
+}
+
+#[test]
+fn finagle_reserve_pays_down_to_exactly_one_withdrawal() {
+    // 0% never deposits and withdraws 1: only the reserve of
+    // min_retries_per_sec × ttl = 3 retries pays. No requeue cap.
+    let mut b = Budget::new(BudgetConfig::Finagle {
+        ttl: 3 * S,
+        min_retries_per_sec: 1.0,
+        percent_can_retry: 0.0,
+        max_requeues_fraction: 0.0,
+    });
+    let mut c = b.on_call_start(0);
+    assert_eq!(c.requeue_cap, u32::MAX);
+    let granted = (0..10)
+        .take_while(|&r| {
+            matches!(
+                b.try_retry(0, &mut c, Cause::Timeout, r),
+                Gate::Allow { .. }
+            )
+        })
+        .count();
+    // 3 → 2 → 1 → 0: the third retry finds exactly one withdrawal left.
+    assert_eq!(granted, 3);
+    assert_eq!(b.level(0), 0.0);
+    // Successes deposit nothing at 0%.
+    let mut s = b.on_call_start(0);
+    b.on_call_end(0, &mut s, true);
+    assert_eq!(b.level(0), 0.0);
+    // The withdrawals leave the window after the ttl.
+    assert_eq!(b.level(3 * S), 3.0);
+}
+
+#[test]
+fn finagle_withdrawal_is_the_floor_of_1000_over_percent_and_caps_requeues() {
+    // 30%: a retry withdraws floor(1000 / 0.3) = 3333; the reserve is
+    // 10/s × 10 s = 100 retries; a success deposits 1000 = 0.3 retry.
+    let mut b = Budget::new(BudgetConfig::Finagle {
+        ttl: 10 * S,
+        min_retries_per_sec: 10.0,
+        percent_can_retry: 0.3,
+        max_requeues_fraction: 0.25,
+    });
+    assert_eq!(b.level(0), 100.0);
+    let mut s = b.on_call_start(0);
+    // ceil(0.25 × 100) = 25 retries for this call.
+    assert_eq!(s.requeue_cap, 25);
+    b.on_call_end(0, &mut s, true);
+    assert!((b.level(0) - (100.0 + 1000.0 / 3333.0)).abs() < 1e-12);
+    // A failed call deposits nothing.
+    let mut f = b.on_call_start(0);
+    b.on_call_end(0, &mut f, false);
+    assert!((b.level(0) - (100.0 + 1000.0 / 3333.0)).abs() < 1e-12);
+    // ceil(0.25 × 100.3) = 26.
+    assert_eq!(b.on_call_start(0).requeue_cap, 26);
+    // The cap counts the call's retries so far: the 26th (index 25) is
+    // allowed, the 27th is not, whatever the balance.
+    let mut c = b.on_call_start(0);
+    assert!(matches!(
+        b.try_retry(0, &mut c, Cause::Timeout, 25),
+        Gate::Allow { .. }
+    ));
+    assert_eq!(b.try_retry(0, &mut c, Cause::Timeout, 26), Gate::Deny);
+}
+
+#[test]
+fn envoy_budget_floor_and_releases() {
+    // 20% of 5 active calls is 1, below the floor of 3: 3 retries.
+    let mut b = Budget::new(BudgetConfig::EnvoyBudget {
+        percent: 20.0,
+        min_concurrency: 3,
+    });
+    let mut calls: Vec<CallBudget> = (0..5).map(|_| b.on_call_start(0)).collect();
+    let granted: Vec<bool> = calls
+        .iter_mut()
+        .map(|c| grants(&mut b, 0, c, Cause::Timeout))
+        .collect();
+    assert_eq!(granted, vec![true, true, true, false, false]);
+    assert_eq!(b.level(0), 3.0);
+    assert!(calls[0].holds_retry && !calls[3].holds_retry);
+    // An unqualified failure releases the slot it held, once.
+    b.on_unqualified_failure(&mut calls[0]);
+    assert_eq!(b.level(0), 2.0);
+    b.on_unqualified_failure(&mut calls[0]);
+    assert_eq!(b.level(0), 2.0);
+    // A call that ends releases its slot and stops counting as active.
+    b.on_call_end(0, &mut calls[1], false);
+    assert_eq!(b.level(0), 1.0);
+    // A call that never held a slot releases nothing.
+    b.on_call_end(0, &mut calls[3], true);
+    assert_eq!(b.level(0), 1.0);
+    // 15 active calls at 20% allow exactly 3; a 16th call makes it 3.2.
+    let mut more: Vec<CallBudget> = (0..12).map(|_| b.on_call_start(0)).collect();
+    let n = more
+        .iter_mut()
+        .filter(|c| !c.holds_retry)
+        .map(|c| grants(&mut b, 0, c, Cause::Timeout))
+        .filter(|&ok| ok)
+        .count();
+    assert_eq!((n, b.level(0)), (2, 3.0));
+    let mut extra = b.on_call_start(0);
+    assert!(grants(&mut b, 0, &mut extra, Cause::Timeout), "3 < 3.2");
+    assert!(!grants(&mut b, 0, &mut more[11], Cause::Timeout), "4 > 3.2");
+}
+
+#[test]
+fn envoy_max_retries_releases_on_attempt_end_and_call_end() {
+    let mut b = Budget::new(BudgetConfig::EnvoyMaxRetries { max: 1 });
+    let mut a = b.on_call_start(0);
+    let mut z = b.on_call_start(0);
+    assert!(grants(&mut b, 0, &mut a, Cause::Timeout));
+    assert!(!grants(&mut b, 0, &mut z, Cause::Timeout));
+    b.on_call_end(0, &mut a, true);
+    assert_eq!(b.level(0), 0.0);
+    assert!(grants(&mut b, 0, &mut z, Cause::Timeout));
+    b.on_unqualified_failure(&mut z);
+    assert_eq!(b.level(0), 0.0);
+}
+
+#[test]
+fn sre_ratio_allows_a_retry_reaching_the_ratio_exactly() {
+    let mut b = Budget::new(BudgetConfig::Ratio {
+        ratio: 0.25,
+        window: 60 * S,
+    });
+    let mut c = CallBudget::default();
+    // No calls yet: nothing to retry against.
+    assert!(!grants(&mut b, 0, &mut c, Cause::Timeout));
+    assert_eq!(b.level(0), 0.0);
+    for _ in 0..4 {
+        b.on_call_start(0);
+    }
+    // (0 + 1) / 4 = 0.25 <= 0.25: allowed; (1 + 1) / 4 > 0.25: refused.
+    assert!(grants(&mut b, 0, &mut c, Cause::Timeout));
+    assert_eq!(b.level(0), 0.25);
+    assert!(!grants(&mut b, 0, &mut c, Cause::Timeout));
+    // Three more calls: (1 + 1) / 7 = 0.286: still refused; the 8th: 0.25.
+    for _ in 0..3 {
+        b.on_call_start(S);
+    }
+    assert!(!grants(&mut b, S, &mut c, Cause::Timeout));
+    b.on_call_start(S);
+    assert!(grants(&mut b, S, &mut c, Cause::Timeout));
+    assert_eq!(b.level(S), 0.25);
+    // A minute later the window holds nothing.
+    assert_eq!(b.level(62 * S), 0.0);
+}
+
+#[test]
+fn per_minute_needs_one_whole_token() {
+    let mut b = Budget::new(BudgetConfig::PerMinute { per_minute: 2.0 });
+    let mut c = CallBudget::default();
+    assert!(grants(&mut b, 0, &mut c, Cause::Timeout));
+    assert!(grants(&mut b, 0, &mut c, Cause::Timeout));
+    assert!(!grants(&mut b, 0, &mut c, Cause::Timeout));
+    // 2 per minute: one token every 30 s; at 29 s not yet, at 30 s yes.
+    assert!(!grants(&mut b, 29 * S, &mut c, Cause::Timeout));
+    assert!((b.level(29 * S) - 29.0 / 30.0).abs() < 1e-12);
+    assert!(grants(&mut b, 30 * S, &mut c, Cause::Timeout));
+    assert!(b.level(30 * S).abs() < 1e-12);
+    // Refills stop at the bucket's size.
+    assert_eq!(b.level(3_600 * S), 2.0);
+}
+
+#[test]
+fn rate_limiter_waits_for_the_reserved_token_exactly() {
+    let mut b = Budget::new(BudgetConfig::RateLimiter {
+        rate_per_sec: 4.0,
+        burst: 2.0,
+    });
+    let mut c = CallBudget::default();
+    let ask = |b: &mut Budget, now: Nanos, c: &mut CallBudget| match b.try_retry(
+        now,
+        c,
+        Cause::Timeout,
+        0,
+    ) {
+        Gate::Allow { min_sleep } => min_sleep,
+        Gate::Deny => panic!("a rate limiter never refuses"),
+    };
+    assert_eq!(ask(&mut b, 0, &mut c), 0);
+    assert_eq!(ask(&mut b, 0, &mut c), 0, "the last token of the burst");
+    assert_eq!(b.level(0), 0.0);
+    // One token every 250 ms: the next waits 250 ms, the one after 500.
+    assert_eq!(ask(&mut b, 0, &mut c), 250_000_000);
+    assert_eq!(ask(&mut b, 0, &mut c), 500_000_000);
+    assert_eq!(b.level(0), -2.0);
+    // 750 ms later one token is free again (−2 + 3).
+    assert_eq!(b.level(750_000_000), 1.0);
+    assert_eq!(ask(&mut b, 750_000_000, &mut c), 0);
+    // Refills stop at the burst.
+    assert_eq!(b.level(3_600 * S), 2.0);
+    // The wait rounds up to the nanosecond: at 3/s a token takes 1/3 s.
+    let mut b = Budget::new(BudgetConfig::RateLimiter {
+        rate_per_sec: 3.0,
+        burst: 1.0,
+    });
+    assert_eq!(ask(&mut b, 0, &mut c), 0);
+    assert_eq!(ask(&mut b, 0, &mut c), 333_333_334);
+}
+
+#[test]
+fn budgets_count_their_memory() {
+    let own = std::mem::size_of::<Budget>() as u64;
+    assert_eq!(
+        Budget::state_bytes(&BudgetConfig::PerMinute { per_minute: 1.0 }),
+        own
+    );
+    let finagle = BudgetConfig::Finagle {
+        ttl: S,
+        min_retries_per_sec: 1.0,
+        percent_can_retry: 0.2,
+        max_requeues_fraction: 0.2,
+    };
+    // Ten slices of 8 bytes; the ratio budget two windows of 60.
+    assert_eq!(Budget::state_bytes(&finagle), own + 80);
+    assert_eq!(
+        Budget::state_bytes(&BudgetConfig::Ratio {
+            ratio: 0.1,
+            window: S
+        }),
+        own + 2 * 60 * 8
+    );
+}
