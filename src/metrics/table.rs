@@ -525,7 +525,10 @@ mod tests {
         let mut ok2 = ok.clone();
         ok2[4] = Some(40);
         let rec = recorder(20 * S, S, &ok2);
-        assert_eq!(verdict(&rec, criteria(Some(4_500 * NS_PER_MS), None)).0, 0.8);
+        assert_eq!(
+            verdict(&rec, criteria(Some(4_500 * NS_PER_MS), None)).0,
+            0.8
+        );
         assert_eq!(verdict(&rec, criteria(Some(5 * S), None)).0, 0.7);
         // With a single bucket before the trigger, that bucket is the
         // baseline (nothing is skipped).
@@ -555,14 +558,21 @@ mod tests {
         let rec = recorder(5 * S, S, &[Some(0), None, None, Some(0), Some(0)]);
         assert_eq!(verdict(&rec, criteria(Some(3 * S), None)).0, 1.0);
         // A short last bucket never counts (a 4.5 s run, no trigger).
-        let rec = recorder(4_500 * NS_PER_MS, S, &[Some(0), Some(60), Some(60), Some(60), Some(0)]);
+        let rec = recorder(
+            4_500 * NS_PER_MS,
+            S,
+            &[Some(0), Some(60), Some(60), Some(60), Some(0)],
+        );
         assert_eq!(verdict(&rec, criteria(None, None)).0, 0.6);
     }
 
     #[test]
     fn no_trigger_end_means_no_verdict() {
         let rec = recorder(10 * S, S, &run_of(10, 100));
-        assert_eq!(verdict(&rec, criteria(Some(2 * S), None)), (1.0, None, None));
+        assert_eq!(
+            verdict(&rec, criteria(Some(2 * S), None)),
+            (1.0, None, None)
+        );
         assert_eq!(verdict(&rec, criteria(None, None)), (1.0, None, None));
     }
 
@@ -584,12 +594,18 @@ mod tests {
         // one bad bucket is 80% < 90%; the first healthy one is [24, 29).
         let mut after = run_of(4, 0);
         after.extend(run_of(16, 100));
-        assert_eq!(verdict(&storm(&after), trigger()), (1.0, Some(4.0), Some(true)));
+        assert_eq!(
+            verdict(&storm(&after), trigger()),
+            (1.0, Some(4.0), Some(true))
+        );
         // The window's ratio is pooled: bad buckets at 50% make [23, 28)
         // 450/500 = 90%, healthy exactly at the threshold: 3 s.
         let mut after = run_of(4, 50);
         after.extend(run_of(16, 100));
-        assert_eq!(verdict(&storm(&after), trigger()), (1.0, Some(3.0), Some(true)));
+        assert_eq!(
+            verdict(&storm(&after), trigger()),
+            (1.0, Some(3.0), Some(true))
+        );
         // Healthy from the trigger's end: 0 s.
         assert_eq!(
             verdict(&storm(&run_of(20, 100)), trigger()),
@@ -625,7 +641,10 @@ mod tests {
         let mut after = run_of(10, 100);
         after.push(Some(0));
         after.extend(run_of(15, 100));
-        assert_eq!(verdict(&storm(&after), trigger()), (1.0, Some(11.0), Some(true)));
+        assert_eq!(
+            verdict(&storm(&after), trigger()),
+            (1.0, Some(11.0), Some(true))
+        );
         // A dip in the very last window: never recovered.
         let mut after = run_of(20, 100);
         after.push(Some(0));
@@ -636,7 +655,10 @@ mod tests {
     fn empty_windows_are_healthy_and_the_window_is_whole_buckets() {
         // Nothing offered after the trigger: nothing failed.
         let after = vec![None; 10];
-        assert_eq!(verdict(&storm(&after), trigger()), (1.0, Some(0.0), Some(true)));
+        assert_eq!(
+            verdict(&storm(&after), trigger()),
+            (1.0, Some(0.0), Some(true))
+        );
         // A 4.5 s window is 5 buckets of 1 s (rounded up): bad buckets at
         // 20..23 and good from 24 give [24, 29) → 4 s, as with 5 s; a
         // 3.5 s window is 4 buckets: [24, 28).
@@ -700,7 +722,10 @@ mod tests {
             layer_names: vec!["client".into()],
         };
         let (_, s) = tabulate(&rec, &info, &ctx);
-        assert_eq!((s.recovery_time_s, s.recovered, s.success_rate), (None, None, None));
+        assert_eq!(
+            (s.recovery_time_s, s.recovered, s.success_rate),
+            (None, None, None)
+        );
         assert_eq!(s.baseline_success_ratio, 1.0);
         assert_eq!(s.aborted, Some(Abort::Interrupted));
     }

@@ -144,7 +144,14 @@ fn not_run(line: &str) -> Option<Result<(), String>> {
         "curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh"
         | "rustup update stable"
         | "rustc --version"
-        | "cargo install cargo-fuzz" => Ok(()),
+        | "cargo install cargo-fuzz"
+        | "cargo install cargo-mutants" => Ok(()),
+        // cargo-mutants: its configuration, and the file it is pointed at.
+        mutants if mutants.starts_with("cargo mutants -j 1") => exists(".cargo/mutants.toml")
+            .and_then(|()| match mutants.split_once(" -f ") {
+                Some((_, file)) => exists(file),
+                None => Ok(()),
+            }),
         bench if bench.starts_with("cargo bench --bench ") => {
             let name = &bench["cargo bench --bench ".len()..];
             if cargo.contains(&format!("[[bench]]\nname = \"{name}\"")) {
