@@ -502,6 +502,8 @@ mod tests {
             concurrency: 1,
             recovery: c,
             layer_names: vec!["client".into()],
+            services: vec![],
+            edges: vec![],
         };
         let (_, s) = tabulate(rec, &info, &ctx);
         (s.baseline_success_ratio, s.recovery_time_s, s.recovered)
@@ -720,6 +722,8 @@ mod tests {
             concurrency: 1,
             recovery: trigger(),
             layer_names: vec!["client".into()],
+            services: vec![],
+            edges: vec![],
         };
         let (_, s) = tabulate(&rec, &info, &ctx);
         assert_eq!(

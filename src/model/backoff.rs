@@ -513,7 +513,7 @@ mod tests {
         // The cap clips it: a previous sleep of 5 s allows up to 15 s, the
         // cap is 10 s; more than half of U(0.1, 15) s lies above it.
         let (lo, hi, _) = extremes(&b, Jitter::Decorrelated, 1, 5_000 * MS, 1e9);
-        assert!(lo >= 0.1 && lo < 0.2, "{lo}");
+        assert!((0.1..0.2).contains(&lo), "{lo}");
         assert_eq!(hi, 10.0);
         // No jitter: exactly d.
         assert_eq!(extremes(&b, Jitter::None, 4, 0, d), (1.0, 1.0, 1.0));

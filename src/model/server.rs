@@ -469,8 +469,10 @@ mod tests {
         let proxy = ServiceConfig::proxy("edge", EdgeId(0));
         assert_eq!(proxy.capacity_per_sec(), None);
         assert_eq!(proxy.calls, vec![EdgeId(0)]);
-        let mut s: Server<u32> = Server::default();
-        s.commits = vec![0, 2];
+        let s: Server<u32> = Server {
+            commits: vec![0, 2],
+            ..Server::default()
+        };
         assert!(!s.committed(0) && s.committed(1) && !s.committed(7));
         assert!(!SideEffects::Read.writes());
         assert!(SideEffects::IdempotentWrite.writes() && SideEffects::Write.writes());
