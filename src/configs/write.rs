@@ -495,6 +495,6 @@ pub fn replace_file(path: &Path, expected: &str, text: &str) -> Result<(), Strin
 }
 
 /// The file a layer's `from` names.
-fn from_file(_layer: &Layer) -> Option<&str> {
-    None
+fn from_file(layer: &Layer) -> Option<&str> {
+    layer.from.as_ref().map(|f| f.file.as_str())
 }

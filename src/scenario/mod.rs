@@ -8,6 +8,7 @@ pub mod defaults;
 pub mod error;
 #[cfg(test)]
 pub(crate) mod fixtures;
+pub mod from_file;
 pub mod load;
 pub mod locate;
 pub mod memory;
@@ -25,7 +26,9 @@ pub mod variants;
 
 pub use build::{to_model, to_occ};
 pub use error::{ScenarioError, ScenarioErrors};
-pub use load::{Loaded, load_bytes, load_file, load_file_with, load_str, load_str_with};
+pub use load::{
+    Loaded, load_bytes, load_file, load_file_with, load_str, load_str_in, load_str_with,
+};
 pub use overrides::{apply_set, apply_sets, parse_set_arg};
 pub use resolved::resolved_yaml;
 pub use types::Scenario;

@@ -13,6 +13,13 @@ pub fn resolved_yaml(s: &Scenario) -> String {
     let mut full = s.clone();
     fill_defaults(&mut full);
     fill_derived(&mut full);
+    // Every value read from a file is written out: the file is not read
+    // again when this scenario is.
+    for l in &mut full.layers {
+        if let Some(f) = l.from.as_mut() {
+            f.resolved = true;
+        }
+    }
     let body = if full.layers.iter().any(|l| l.preset.is_some()) {
         // Beside a preset, an absent option must be written as `null` (and a
         // false flag as `false`), or reading the file back would take the

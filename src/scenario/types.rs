@@ -277,6 +277,11 @@ pub struct Layer {
     /// beside it override the preset's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preset: Option<String>,
+    /// The policy as a configuration file of the system sets it (README,
+    /// "Settings from configuration files"); the fields written beside it
+    /// override the file's, leaf by leaf, as with a preset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<FromFile>,
     /// Copies of this layer (clients of a fleet, replicas of a service).
     /// Calls are spread over them by a hash of the logical request; state
     /// with `scope: instance` (budgets, throttles, breakers) is per copy.
@@ -331,6 +336,42 @@ pub struct Layer {
     /// it committed (the playbook's alternative to a blind re-POST).
     #[serde(default, skip_serializing_if = "is_false")]
     pub status_probe: bool,
+}
+
+/// `from: { file, format, method | route | instance, ignore }`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FromFile {
+    /// The configuration file, relative to the scenario file.
+    pub file: String,
+    pub format: crate::configs::Format,
+    /// grpc-service-config: `pkg.Service/Method`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// envoy-route: the route's name or match prefix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<String>,
+    /// resilience4j: the instance name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance: Option<String>,
+    /// Unmodelled keys of the file to leave out all the same.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ignore: Vec<String>,
+    /// Written by stormsim in `scenario.resolved.yaml`: the values beside
+    /// are the file's as it was read, and the file is not read again.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub resolved: bool,
+}
+
+impl FromFile {
+    pub fn selector(&self) -> crate::configs::Selector {
+        crate::configs::Selector {
+            method: self.method.clone(),
+            route: self.route.clone(),
+            instance: self.instance.clone(),
+            ignore: self.ignore.clone(),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
