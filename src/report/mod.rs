@@ -8,6 +8,7 @@ pub mod charts;
 pub mod console;
 pub mod figure;
 pub mod folder_lock;
+pub mod graph_data;
 pub mod graph_figure;
 pub mod graph_tables;
 pub mod html;
