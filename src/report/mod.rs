@@ -13,6 +13,7 @@ pub mod graph_figure;
 pub mod graph_tables;
 pub mod html;
 pub mod output_dir;
+pub mod services_chart;
 pub mod sweep;
 pub mod tables;
 
