@@ -506,14 +506,22 @@ fn run(args: RunArgs) -> i32 {
         out.write("timeseries.csv", &timeseries)?;
         out.write("summary.csv", &summary)?;
         out.write("summary_by_variant.csv", &by_variant)?;
-        for (name, bytes) in report::graph_tables::all(&layout, &results) {
-            out.write(name, &bytes)?;
+        let [services, services_ts, calls] = report::graph_tables::all(&layout, &results);
+        for (name, bytes) in [&services, &services_ts, &calls] {
+            out.write(name, bytes)?;
         }
         out.write("scenario.resolved.yaml", resolved.as_bytes())?;
         // Charts are drawn from the tables as written, exactly as
         // `stormsim plot` reads them back.
         let data =
             report::ChartData::from_bytes(&timeseries, &summary, &by_variant, Some(&resolved))
+                .and_then(|d| {
+                    d.with_graph(report::graph_data::GraphSources {
+                        services: &services.1[..],
+                        timeseries: &services_ts.1[..],
+                        calls: &calls.1[..],
+                    })
+                })
                 .map_err(report_to_output)?;
         for (path, bytes) in report::visual_files(&data).map_err(report_to_output)? {
             out.write(&path, &bytes)?;

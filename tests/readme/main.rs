@@ -34,7 +34,7 @@ use shell::{
 const OUTAGE: &str = "stormsim run scenarios/outage-recovery.yaml";
 
 /// Every `test:` name the README uses, each checked by one test below.
-const NAMED: [&str; 27] = [
+const NAMED: [&str; 28] = [
     "outage-recovery reading",
     "interrupt messages",
     "every field",
@@ -53,6 +53,7 @@ const NAMED: [&str; 27] = [
     "metastable prose",
     "report verdicts",
     "charts",
+    "graph picture",
     "timeseries columns",
     "summary columns",
     "commands table",
@@ -1323,6 +1324,9 @@ fn charts() {
             "stormsim run scenarios/aws-jitter-blog.yaml",
             "aws-jitter-blog",
         ),
+        // A chain of three layers: three services, so `services` and
+        // `graph` too.
+        (NESTED, "nested-layers"),
     ] {
         let dir = run_ok(cmd).folder(name).join("charts");
         for e in std::fs::read_dir(dir).unwrap() {
@@ -1350,6 +1354,51 @@ fn charts() {
     for d in &documented {
         assert!(seen.contains(d), "the table lists {d}, which no run drew");
     }
+}
+
+const NESTED: &str = "stormsim run scenarios/nested-layers.yaml";
+
+/// The labels the README quotes from nested-layers' graph picture are the
+/// picture's: the variant, each arrow's amplification and the
+/// dependency's box (red: above its capacity).
+#[test]
+fn graph_picture() {
+    let b = named("graph picture");
+    let text = b.flat();
+    let svg = std::fs::read_to_string(
+        run_for(&b, NESTED)
+            .folder("nested-layers")
+            .join("charts/graph.svg"),
+    )
+    .unwrap();
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let labels: Vec<String> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| n.text())
+        .map(|t| t.trim().to_string())
+        .collect();
+    assert!(text.contains("variant `three-layers`"));
+    assert!(
+        labels.iter().any(|l| l.contains("Variant three-layers")),
+        "{labels:?}"
+    );
+    // The arrows, in the order the text gives them (along the chain).
+    let quoted: Vec<&str> = text
+        .split_whitespace()
+        .filter(|w| w.ends_with('×') && w.chars().next().is_some_and(|c| c.is_ascii_digit()))
+        .collect();
+    assert_eq!(quoted, ["1.50×", "3.49×", "11.4×", "10.8×"]);
+    let arrows: Vec<&String> = labels
+        .iter()
+        .filter(|l| l.ends_with('×') && !l.contains(' '))
+        .collect();
+    assert_eq!(arrows, ["1.50×", "3.49×", "11.4×"]);
+    let box_text = "peak 10.8× of 3200/s";
+    assert!(text.contains(&format!("\"{box_text}\"")));
+    assert!(labels.iter().any(|l| l == box_text), "{labels:?}");
+    // Red: the fill of a box above its capacity.
+    assert!(svg.contains("fill=\"#FC9272\""));
 }
 
 /// The columns a table documents (`attempts_<layer>`, `failed_<reason>`,
