@@ -177,6 +177,9 @@ fn occ_run(occ: &OccConfig, seed: u64, stop: &AtomicBool) -> (Recorder, RunInfo,
         layer_names: vec!["occ".to_string()],
         services: Vec::new(),
         edges: Vec::new(),
+        incident_windows: Vec::new(),
+        capacity_factors: Vec::new(),
+        focus: None,
     };
     (rec, info, ctx)
 }

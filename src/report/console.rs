@@ -1,5 +1,6 @@
 //! The one-screen human summary printed after a run: per variant, the
-//! figures a capacity reviewer looks at first.
+//! figures a capacity reviewer looks at first, and the figures after the
+//! incident.
 
 use std::fmt::Write;
 
@@ -33,9 +34,57 @@ fn recovery_text(cells: &[(String, Cell)], runs: usize, aborted: usize) -> Strin
     }
 }
 
-/// Formats the summary table. A variant with runs stopped by a guard rail
-/// says so in its row: those runs have no success rate and no recovery
-/// verdict, and its other figures cover only the time they reached.
+/// A figure's mean over replicates, formatted, or `-` when no replicate
+/// has it.
+fn mean_text(cells: &[(String, Cell)], name: &str, show: impl Fn(f64) -> String) -> String {
+    get(cells, &format!("{name}_mean")).map_or_else(|| "-".to_string(), show)
+}
+
+/// The figures after the incident, one row per variant (README, "After
+/// the incident").
+fn after_text(s: &mut String, agg: &[(String, Vec<(String, Cell)>)], width: usize) {
+    let width = width.max("after incident".len());
+    let _ = writeln!(
+        s,
+        "{:<width$}  {:>15}  {:>11}  {:>15}  {:>14}  {:>12}  {:>10}",
+        "after incident",
+        "success outside",
+        "p99 outside",
+        "peak load after",
+        "peak effective",
+        "full goodput",
+        "refused"
+    );
+    for (name, cells) in agg {
+        let full = match (
+            get(cells, "time_to_full_goodput_s_mean"),
+            get(cells, "recovered_fraction"),
+        ) {
+            (Some(t), _) => format!("{t:.1} s"),
+            (None, Some(_)) => "never".to_string(),
+            (None, None) => "-".to_string(),
+        };
+        let _ = writeln!(
+            s,
+            "{:<width$}  {:>15}  {:>11}  {:>15}  {:>14}  {:>12}  {:>10}",
+            name,
+            mean_text(cells, "success_rate_outside_incidents", |v| format!(
+                "{:.2}%",
+                v * 100.0
+            )),
+            mean_text(cells, "latency_p99_outside_ms", |v| format!("{v:.0} ms")),
+            mean_text(cells, "peak_load_ratio_after", |v| format!("{v:.2}x")),
+            mean_text(cells, "peak_effective_load_ratio", |v| format!("{v:.2}x")),
+            full,
+            mean_text(cells, "refused", |v| format!("{v:.0}")),
+        );
+    }
+}
+
+/// Formats the summary table, then the figures after the incident (when
+/// the scenario has one). A variant with runs stopped by a guard rail says so in its row:
+/// those runs have no success rate and no recovery verdict, and its other
+/// figures cover only the time they reached.
 pub fn summary_text(scenario: &str, results: &[RunResult]) -> String {
     let agg = by_variant(results);
     let mut s = String::new();
@@ -78,6 +127,9 @@ pub fn summary_text(scenario: &str, results: &[RunResult]) -> String {
             f("goodput_mean").unwrap_or(0.0),
             recovery_text(cells, runs, aborted),
         );
+    }
+    if results.iter().any(|r| r.summary.recovered.is_some()) {
+        after_text(&mut s, &agg, width);
     }
     for r in results {
         if let Some(why) = &r.summary.aborted {

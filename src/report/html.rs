@@ -11,8 +11,18 @@ use super::figure::{css_colour, tick};
 use super::sweep::sweep_columns;
 
 /// The figures shown per variant: (column stem, label, unit suffix).
-const ROWS: [(&str, &str, &str); 13] = [
+const ROWS: [(&str, &str, &str); 19] = [
     ("success_rate", "success rate", ""),
+    (
+        "success_rate_outside_incidents",
+        "success rate outside incidents and warm-up",
+        "",
+    ),
+    (
+        "latency_p99_outside_ms",
+        "latency p99 outside incidents and warm-up",
+        " ms",
+    ),
     (
         "amplification",
         "amplification (dependency attempts ÷ requests)",
@@ -20,6 +30,26 @@ const ROWS: [(&str, &str, &str); 13] = [
     ),
     ("peak_amplification", "peak amplification (one bucket)", "×"),
     ("peak_load_ratio", "peak load ÷ capacity", "×"),
+    (
+        "peak_load_ratio_after",
+        "peak load ÷ capacity after the incident",
+        "×",
+    ),
+    (
+        "peak_effective_load_ratio",
+        "peak load ÷ capacity it had (warming, browned out)",
+        "×",
+    ),
+    (
+        "time_to_full_goodput_s",
+        "time to full goodput after the incident",
+        " s",
+    ),
+    (
+        "refused",
+        "dependency requests refused at the door (down)",
+        "",
+    ),
     ("goodput", "goodput", "/s"),
     ("latency_p50_ms", "latency p50", " ms"),
     ("latency_p99_ms", "latency p99", " ms"),
@@ -246,6 +276,7 @@ const HOW_TO_READ: &str = "<h2>How to read this</h2>\n<ul>\n\
 <li><b>Goodput</b>: requests that succeeded per second, with the offered load (dashed) for reference. Recovery is goodput returning to the offered load.</li>\n\
 <li><b>Latency</b>: p50 (solid) and p99 (dashed) of the requests that ended in each second, success or failure.</li>\n\
 <li><b>Recovery</b>: seconds from the end of the last incident until the success ratio stays healthy (at least the threshold × the pre-incident baseline) to the end of the run. A run that never gets there is <span class=\"metastable\">metastable</span>: the system stays down after the trigger is gone.</li>\n\
+<li><b>After the incident</b>: the rows of each variant's table that leave the incident out. Success rate and p99 latency count only the requests that lived entirely outside the incidents and their warm-up; peak load after the incident starts when the incident ends; the peak against the capacity the service had divides by what it could serve then (less while warming or browned out); refused requests were turned away at the door, with no work done.</li>\n\
 <li>Lines are means over replicates; the shaded band around a line spans the replicates' minimum and maximum. Colours mean the same variant in every chart.</li>\n\
 </ul>\n";
 

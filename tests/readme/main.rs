@@ -34,8 +34,9 @@ use shell::{
 const OUTAGE: &str = "stormsim run scenarios/outage-recovery.yaml";
 
 /// Every `test:` name the README uses, each checked by one test below.
-const NAMED: [&str; 27] = [
+const NAMED: [&str; 28] = [
     "outage-recovery reading",
+    "after-incident reading",
     "interrupt messages",
     "every field",
     "retry-budgets table",
@@ -551,6 +552,46 @@ fn outage_recovery_reading() {
     c.figure_all("0.0 s", &instant);
     c.figure("2.3 s", f.mean("decorrelated", "latency_p99_ms") / 1000.0);
     c.figure("0.7 s", f.mean("full-jitter", "latency_p99_ms") / 1000.0);
+    c.finish();
+}
+
+/// The console's second table, read in words: the figures after the
+/// incident of the same runs.
+#[test]
+fn after_incident_reading() {
+    let b = named("after-incident reading");
+    let f = run_for(&b, OUTAGE).by_variant("outage-recovery");
+    let variants = f.variants();
+    let all = |fig: &str| -> Vec<f64> { variants.iter().map(|v| f.mean(v, fig)).collect() };
+    let min = |xs: &[f64]| xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = |xs: &[f64]| xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let mut c = Checker::new(&b);
+    let success: Vec<f64> = all("success_rate_outside_incidents")
+        .iter()
+        .map(|v| v * 100.0)
+        .collect();
+    c.figure_all("100.00%", &success);
+    c.figure_all("115 ms", &all("latency_p99_outside_ms"));
+    let after = all("peak_load_ratio_after");
+    c.figure("3.1", min(&after));
+    c.figure("3.2 times", max(&after));
+    let peaks = all("peak_load_ratio");
+    c.holds(
+        "the peak after is close to the peak of the whole run",
+        after.iter().zip(&peaks).all(|(a, p)| a <= p && a / p > 0.9),
+    );
+    let refused = all("refused");
+    c.about(
+        "about 477 000",
+        refused.iter().sum::<f64>() / refused.len() as f64,
+    );
+    c.given(&["10%"]);
+    let effective = all("peak_effective_load_ratio");
+    c.figure("22.9", min(&effective));
+    c.figure("23.9 times", max(&effective));
+    c.figure_all("20 s after", &all("time_to_full_goodput_s"));
+    c.given(&["5 s"]);
+    c.figure_all("18 s", &all("recovery_time_s"));
     c.finish();
 }
 
