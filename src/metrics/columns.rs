@@ -311,6 +311,19 @@ pub fn summary_cells(s: &Summary, layer_names: &[String]) -> Vec<(String, Cell)>
             Cell::opt_f(s.time_to_full_goodput_s),
         ),
     ];
+    // The SLO's verdict, only when the scenario has one (every run of a
+    // scenario has the same SLO: variants and sweeps cannot change it).
+    if let Some(verdict) = &s.slo {
+        v.push(("slo_pass".into(), Cell::Bool(verdict.pass())));
+        v.push((
+            "slo_failed".into(),
+            if verdict.pass() {
+                Cell::Missing
+            } else {
+                Cell::Text(verdict.failed_text())
+            },
+        ));
+    }
     v.push(("in_flight_at_end".into(), Cell::Int(s.in_flight_at_end)));
     for r in Reason::ALL {
         v.push((

@@ -165,6 +165,9 @@ pub struct Summary {
     /// bucket); `None` without a trigger, when that never happens, and
     /// for an aborted run.
     pub time_to_full_goodput_s: Option<f64>,
+    /// The verdict against the scenario's SLO, when it has one (set by
+    /// the runner, which knows the SLO).
+    pub slo: Option<super::slo::Verdict>,
     pub failed_by: [u64; Reason::COUNT],
     pub shed: u64,
     pub blackholed: u64,
@@ -403,6 +406,7 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         } else {
             after.time_to_full_goodput_s
         },
+        slo: None,
         failed_by,
         shed: sum(|r| r.shed),
         blackholed: sum(|r| r.blackholed),

@@ -134,6 +134,8 @@ pub struct ChartData {
     pub by_variant: Table,
     /// Variant name → its index in `variants`.
     pub index: HashMap<String, usize>,
+    /// The scenario's SLO in words, when it has one.
+    pub slo: Option<String>,
 }
 
 /// Values of one series at one time: the running mean's sum, the count,
@@ -420,6 +422,7 @@ impl ChartData {
         {
             data.name = s.name.clone();
             data.description = s.description.trim().to_string();
+            data.slo = scenario::slo::objectives(&s).map(|o| o.describe());
             let b = s.bucket().secs_f64();
             if b > 0.0 {
                 data.bucket_s = b;

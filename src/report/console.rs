@@ -1,10 +1,11 @@
 //! The one-screen human summary printed after a run: per variant, the
-//! figures a capacity reviewer looks at first, and the figures after the
-//! incident.
+//! figures a capacity reviewer looks at first, the figures after the
+//! incident, and the verdicts against the scenario's SLO, best first.
 
 use std::fmt::Write;
 
 use crate::metrics::Cell;
+use crate::metrics::slo::Objectives;
 
 use super::tables::by_variant;
 use crate::runner::RunResult;
@@ -81,11 +82,34 @@ fn after_text(s: &mut String, agg: &[(String, Vec<(String, Cell)>)], width: usiz
     }
 }
 
+/// The variants' verdicts against the SLO, best first.
+fn slo_text(s: &mut String, agg: &[(String, Vec<(String, Cell)>)], slo: &Objectives, width: usize) {
+    let _ = writeln!(s, "SLO: {}", slo.describe());
+    let rank = |cells: &[(String, Cell)]| get(cells, "slo_rank").unwrap_or(f64::MAX) as usize;
+    let mut ranked: Vec<&(String, Vec<(String, Cell)>)> = agg.iter().collect();
+    ranked.sort_by_key(|(_, cells)| rank(cells));
+    let digits = agg.len().to_string().len();
+    for (name, cells) in ranked {
+        let rank = rank(cells);
+        let verdict = if get(cells, "slo_pass") == Some(1.0) {
+            "pass".to_string()
+        } else {
+            let failed = cells
+                .iter()
+                .find(|(n, _)| n == "slo_failed")
+                .map_or(String::new(), |(_, c)| c.render());
+            format!("FAIL  {failed}")
+        };
+        let _ = writeln!(s, "{rank:>digits$}. {name:<width$}  {verdict}");
+    }
+}
+
 /// Formats the summary table, then the figures after the incident (when
-/// the scenario has one). A variant with runs stopped by a guard rail says so in its row:
+/// the scenario has one) and the verdicts against its SLO (when it has
+/// one). A variant with runs stopped by a guard rail says so in its row:
 /// those runs have no success rate and no recovery verdict, and its other
 /// figures cover only the time they reached.
-pub fn summary_text(scenario: &str, results: &[RunResult]) -> String {
+pub fn summary_text(scenario: &str, results: &[RunResult], slo: Option<&Objectives>) -> String {
     let agg = by_variant(results);
     let mut s = String::new();
     let width = agg.iter().map(|(n, _)| n.len()).max().unwrap_or(7).max(7);
@@ -131,6 +155,9 @@ pub fn summary_text(scenario: &str, results: &[RunResult]) -> String {
     if results.iter().any(|r| r.summary.recovered.is_some()) {
         after_text(&mut s, &agg, width);
     }
+    if let Some(slo) = slo {
+        slo_text(&mut s, &agg, slo, width);
+    }
     for r in results {
         if let Some(why) = &r.summary.aborted {
             let _ = writeln!(
@@ -148,6 +175,22 @@ pub fn summary_text(scenario: &str, results: &[RunResult]) -> String {
         );
     }
     s
+}
+
+/// One line per variant that missed the SLO, in variant order:
+/// `variant NAME missed the SLO: <slo_failed>` (for `--fail-on-slo`).
+pub fn slo_failures(results: &[RunResult]) -> Vec<String> {
+    by_variant(results)
+        .iter()
+        .filter(|(_, cells)| get(cells, "slo_pass") == Some(0.0))
+        .map(|(name, cells)| {
+            let failed = cells
+                .iter()
+                .find(|(n, _)| n == "slo_failed")
+                .map_or(String::new(), |(_, c)| c.render());
+            format!("variant {name} missed the SLO: {failed}")
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -201,6 +201,8 @@ pub fn report_html(d: &ChartData, charts: &[Chart]) -> String {
     }
     h.push_str("</ul>\n");
 
+    slo_section(&mut h, d);
+
     h.push_str("<h2>Charts</h2>\n");
     for c in charts {
         let svg = c.svg.trim_start();
@@ -268,6 +270,42 @@ pub fn report_html(d: &ChartData, charts: &[Chart]) -> String {
     h.push_str(HOW_TO_READ);
     h.push_str("</body>\n</html>\n");
     h
+}
+
+/// The variants' verdicts against the SLO, ranked best first (when the
+/// scenario has one: `slo_rank` in `summary_by_variant.csv`).
+fn slo_section(h: &mut String, d: &ChartData) {
+    let t = &d.by_variant;
+    if t.col("slo_rank").is_none() {
+        return;
+    }
+    let mut rows: Vec<&Row> = t.rows.iter().collect();
+    rows.sort_by(|a, b| {
+        let rank = |r: &Row| t.num(r, "slo_rank").unwrap_or(f64::INFINITY);
+        rank(a).total_cmp(&rank(b))
+    });
+    let _ = writeln!(
+        h,
+        "<h2>Against the SLO</h2>\n<p>The SLO: {}. A variant passes when every replicate meets every objective; best first.</p>\n<table>\n<tr><th>rank</th><th>variant</th><th>verdict</th><th>replicates that passed</th><th>objectives missed (worst replicate)</th></tr>",
+        escape(d.slo.as_deref().unwrap_or("see the scenario's `slo`"))
+    );
+    for row in rows {
+        let name = t.text(row, "variant");
+        let pass = t.num(row, "slo_pass") == Some(1.0);
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td{}>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(t.text(row, "slo_rank")),
+            css_colour(d.variant_index(name)),
+            escape(name),
+            if pass { "" } else { " class=\"metastable\"" },
+            if pass { "pass" } else { "FAIL" },
+            t.num(row, "slo_pass_fraction")
+                .map_or("–".to_string(), |f| format!("{}%", tick(f * 100.0))),
+            escape(t.text(row, "slo_failed"))
+        );
+    }
+    h.push_str("</table>\n");
 }
 
 const HOW_TO_READ: &str = "<h2>How to read this</h2>\n<ul>\n\
