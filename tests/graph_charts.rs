@@ -97,6 +97,7 @@ fn draw() -> Drawn {
             config: diamond(retries),
             occ: None,
             params: Vec::new(),
+            slo: None,
         })
         .collect();
     let results = runner::run_all(&plans, 2, 11, &|_| {});

@@ -139,6 +139,8 @@ pub struct ChartData {
     /// The services graph (`services.csv`, `calls.csv`,
     /// `services_timeseries.csv`); `None` for a folder without them.
     pub graph: Option<GraphData>,
+    /// The scenario's SLO in words, when it has one.
+    pub slo: Option<String>,
 }
 
 /// Values of one series at one time: the running mean's sum, the count,
@@ -456,6 +458,7 @@ impl ChartData {
         {
             data.name = s.name.clone();
             data.description = s.description.trim().to_string();
+            data.slo = scenario::slo::objectives(&s).map(|o| o.describe());
             let b = s.bucket().secs_f64();
             if b > 0.0 {
                 data.bucket_s = b;

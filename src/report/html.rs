@@ -15,8 +15,18 @@ use super::graph_figure::times;
 use super::sweep::sweep_columns;
 
 /// The figures shown per variant: (column stem, label, unit suffix).
-const ROWS: [(&str, &str, &str); 13] = [
+const ROWS: [(&str, &str, &str); 19] = [
     ("success_rate", "success rate", ""),
+    (
+        "success_rate_outside_incidents",
+        "success rate outside incidents and warm-up",
+        "",
+    ),
+    (
+        "latency_p99_outside_ms",
+        "latency p99 outside incidents and warm-up",
+        " ms",
+    ),
     (
         "amplification",
         "amplification (dependency attempts ÷ requests)",
@@ -24,6 +34,26 @@ const ROWS: [(&str, &str, &str); 13] = [
     ),
     ("peak_amplification", "peak amplification (one bucket)", "×"),
     ("peak_load_ratio", "peak load ÷ capacity", "×"),
+    (
+        "peak_load_ratio_after",
+        "peak load ÷ capacity after the incident",
+        "×",
+    ),
+    (
+        "peak_effective_load_ratio",
+        "peak load ÷ capacity it had (warming, browned out)",
+        "×",
+    ),
+    (
+        "time_to_full_goodput_s",
+        "time to full goodput after the incident",
+        " s",
+    ),
+    (
+        "refused",
+        "dependency requests refused at the door (down)",
+        "",
+    ),
     ("goodput", "goodput", "/s"),
     ("latency_p50_ms", "latency p50", " ms"),
     ("latency_p99_ms", "latency p99", " ms"),
@@ -280,6 +310,8 @@ pub fn report_html(d: &ChartData, charts: &[Chart]) -> String {
     }
     h.push_str("</ul>\n");
 
+    slo_section(&mut h, d);
+
     h.push_str("<h2>Charts</h2>\n");
     let is_graph = |c: &&Chart| GRAPH_CHARTS.contains(&c.name.as_str());
     for c in charts.iter().filter(|c| !is_graph(c)) {
@@ -350,12 +382,49 @@ pub fn report_html(d: &ChartData, charts: &[Chart]) -> String {
     h
 }
 
+/// The variants' verdicts against the SLO, ranked best first (when the
+/// scenario has one: `slo_rank` in `summary_by_variant.csv`).
+fn slo_section(h: &mut String, d: &ChartData) {
+    let t = &d.by_variant;
+    if t.col("slo_rank").is_none() {
+        return;
+    }
+    let mut rows: Vec<&Row> = t.rows.iter().collect();
+    rows.sort_by(|a, b| {
+        let rank = |r: &Row| t.num(r, "slo_rank").unwrap_or(f64::INFINITY);
+        rank(a).total_cmp(&rank(b))
+    });
+    let _ = writeln!(
+        h,
+        "<h2>Against the SLO</h2>\n<p>The SLO: {}. A variant passes when every replicate meets every objective; best first.</p>\n<table>\n<tr><th>rank</th><th>variant</th><th>verdict</th><th>replicates that passed</th><th>objectives missed (worst replicate)</th></tr>",
+        escape(d.slo.as_deref().unwrap_or("see the scenario's `slo`"))
+    );
+    for row in rows {
+        let name = t.text(row, "variant");
+        let pass = t.num(row, "slo_pass") == Some(1.0);
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td{}>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(t.text(row, "slo_rank")),
+            css_colour(d.variant_index(name)),
+            escape(name),
+            if pass { "" } else { " class=\"metastable\"" },
+            if pass { "pass" } else { "FAIL" },
+            t.num(row, "slo_pass_fraction")
+                .map_or("–".to_string(), |f| format!("{}%", tick(f * 100.0))),
+            escape(t.text(row, "slo_failed"))
+        );
+    }
+    h.push_str("</table>\n");
+}
+
 const HOW_TO_READ: &str = "<h2>How to read this</h2>\n<ul>\n\
 <li><b>Load</b>: requests per second that reach the dependency, against its nominal capacity (dashed). Above the line, work queues up or is shed; shaded bands are the incidents. A line that stays above capacity after the incident is a retry storm that feeds itself.</li>\n\
 <li><b>Amplification</b>: dependency attempts per logical request in each second. 1× means no retries; during an outage it climbs towards the product of the layers' attempts.</li>\n\
 <li><b>Goodput</b>: requests that succeeded per second, with the offered load (dashed) for reference. Recovery is goodput returning to the offered load.</li>\n\
 <li><b>Latency</b>: p50 (solid) and p99 (dashed) of the requests that ended in each second, success or failure.</li>\n\
 <li><b>Recovery</b>: seconds from the end of the last incident until the success ratio stays healthy (at least the threshold × the pre-incident baseline) to the end of the run. A run that never gets there is <span class=\"metastable\">metastable</span>: the system stays down after the trigger is gone.</li>\n\
+<li><b>After the incident</b>: the rows of each variant's table that leave the incident out. Success rate and p99 latency count only the requests that lived entirely outside the incidents and their warm-up; peak load after the incident starts when the incident ends; the peak against the capacity the service had divides by what it could serve then (less while warming or browned out); refused requests were turned away at the door, with no work done.</li>\n\
 <li>Lines are means over replicates; the shaded band around a line spans the replicates' minimum and maximum. Colours mean the same variant in every chart.</li>\n";
 
 const HOW_TO_READ_GRAPH: &str = "<li><b>Load at each service</b>: one panel per service, requests per second arriving there (every attempt) against its capacity (dashed); each panel has its own scale. A tier above its line queues, sheds or exhausts its workers; a tier without a capacity limit only forwards.</li>\n\

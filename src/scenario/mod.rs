@@ -15,6 +15,7 @@ pub mod overrides;
 pub mod presets;
 pub mod resolved;
 pub mod schema;
+pub mod slo;
 pub mod suggest;
 pub mod types;
 pub mod units;

@@ -60,6 +60,10 @@ pub struct Scenario {
     pub sweep: serde_json::Map<String, serde_json::Value>,
     #[serde(default)]
     pub analysis: Analysis,
+    /// Service-level objectives every run is judged against (`slo_pass`,
+    /// `slo_failed`); absent: no verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo: Option<super::slo::Slo>,
     #[serde(default)]
     pub limits: Limits,
 }

@@ -67,6 +67,7 @@ pub struct Issue {
 pub fn validate(s: &Scenario) -> Vec<Issue> {
     let mut c = Checker::default();
     c.top_level(s);
+    c.slo(s);
     if s.occ.is_some() {
         c.occ(s);
         c.variants(s);

@@ -80,6 +80,12 @@ fn variant_sets(v: &super::types::Variant) -> Vec<(String, Value)> {
 
 /// Why a `set` or sweep path cannot be applied to a variant, if it cannot.
 fn inner_path_problem(path: &str) -> Option<Issue> {
+    if super::slo::is_slo_path(path) {
+        return Some(Issue {
+            path: path.to_string(),
+            message: "the SLO cannot be set from inside a variant or a sweep: every variant is judged against the same one; set it in the scenario itself or with --set".into(),
+        });
+    }
     let first = path.split('.').next().unwrap_or(path);
     matches!(first, "variants" | "sweep").then(|| Issue {
         path: path.to_string(),

@@ -34,8 +34,9 @@ use shell::{
 const OUTAGE: &str = "stormsim run scenarios/outage-recovery.yaml";
 
 /// Every `test:` name the README uses, each checked by one test below.
-const NAMED: [&str; 28] = [
+const NAMED: [&str; 29] = [
     "outage-recovery reading",
+    "after-incident reading",
     "interrupt messages",
     "every field",
     "retry-budgets table",
@@ -385,6 +386,11 @@ fn yaml_blocks_name_real_fields() {
             if file != b.text {
                 problems.push(format!("{}: not the text of {path}", b.at()));
             }
+            if path.starts_with("deploy/") {
+                // Another tool's file (a CI workflow): its stormsim
+                // commands are checked in `deploy_files_name_real_options`.
+                continue;
+            }
         }
         if b.note_value("test") == Some("every field") {
             continue;
@@ -481,6 +487,44 @@ fn inline_commands_name_real_options() {
     assert!(problems.is_empty(), "\n{}", problems.join("\n"));
 }
 
+/// The `stormsim` commands of the deploy files the README shows (a CI
+/// workflow's `run:` steps) name a real subcommand and real options.
+#[test]
+fn deploy_files_name_real_options() {
+    let subs = subcommands();
+    let mut problems = Vec::new();
+    let mut n = 0;
+    for b in blocks() {
+        let Some(path) = b.note_value("file").filter(|p| p.starts_with("deploy/")) else {
+            continue;
+        };
+        for line in b.text.lines() {
+            let line = line.trim_start().trim_start_matches("- ");
+            let line = line.strip_prefix("run: ").unwrap_or(line);
+            let Some(rest) = line.strip_prefix("stormsim ") else {
+                continue;
+            };
+            n += 1;
+            let words: Vec<&str> = rest.split_whitespace().collect();
+            if !subs.iter().any(|s| s == words[0]) {
+                problems.push(format!("{path}: `{line}`: no subcommand {}", words[0]));
+                continue;
+            }
+            let known = options_of(&[words[0]]);
+            for w in &words[1..] {
+                if let Some(opt) = w.strip_prefix("--") {
+                    let opt = opt.split('=').next().unwrap();
+                    if !known.contains(opt) {
+                        problems.push(format!("{path}: `{line}`: no --{opt}"));
+                    }
+                }
+            }
+        }
+    }
+    assert!(n > 0, "no deploy file with a stormsim command is shown");
+    assert!(problems.is_empty(), "\n{}", problems.join("\n"));
+}
+
 // ---------------------------------------------------------------------
 // The figures, each against the run that gives it
 
@@ -560,6 +604,46 @@ fn outage_recovery_reading() {
     c.figure_all("0.0 s", &instant);
     c.figure("2.3 s", f.mean("decorrelated", "latency_p99_ms") / 1000.0);
     c.figure("0.7 s", f.mean("full-jitter", "latency_p99_ms") / 1000.0);
+    c.finish();
+}
+
+/// The console's second table, read in words: the figures after the
+/// incident of the same runs.
+#[test]
+fn after_incident_reading() {
+    let b = named("after-incident reading");
+    let f = run_for(&b, OUTAGE).by_variant("outage-recovery");
+    let variants = f.variants();
+    let all = |fig: &str| -> Vec<f64> { variants.iter().map(|v| f.mean(v, fig)).collect() };
+    let min = |xs: &[f64]| xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = |xs: &[f64]| xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let mut c = Checker::new(&b);
+    let success: Vec<f64> = all("success_rate_outside_incidents")
+        .iter()
+        .map(|v| v * 100.0)
+        .collect();
+    c.figure_all("100.00%", &success);
+    c.figure_all("115 ms", &all("latency_p99_outside_ms"));
+    let after = all("peak_load_ratio_after");
+    c.figure("3.1", min(&after));
+    c.figure("3.2 times", max(&after));
+    let peaks = all("peak_load_ratio");
+    c.holds(
+        "the peak after is close to the peak of the whole run",
+        after.iter().zip(&peaks).all(|(a, p)| a <= p && a / p > 0.9),
+    );
+    let refused = all("refused");
+    c.about(
+        "about 477 000",
+        refused.iter().sum::<f64>() / refused.len() as f64,
+    );
+    c.given(&["10%"]);
+    let effective = all("peak_effective_load_ratio");
+    c.figure("22.9", min(&effective));
+    c.figure("23.9 times", max(&effective));
+    c.figure_all("20 s after", &all("time_to_full_goodput_s"));
+    c.given(&["5 s"]);
+    c.figure_all("18 s", &all("recovery_time_s"));
     c.finish();
 }
 
@@ -1452,6 +1536,11 @@ fn columns_are_documented(name: &str, file: &str) {
             "stormsim run scenarios/nested-layers.yaml",
             "nested-layers",
             vec!["edge", "api", "storage"],
+        ),
+        (
+            "stormsim run scenarios/slo-gate.yaml",
+            "slo-gate",
+            vec!["api"],
         ),
     ];
     let mut used = BTreeSet::new();
