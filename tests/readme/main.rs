@@ -759,6 +759,28 @@ fn interrupt_messages() {
     );
 }
 
+/// `path` and the paths of the same field where the block says two parts
+/// of the format have the same type: a closed fleet's think time is a
+/// service-time distribution; the clients' call is a call like a service's;
+/// a call has every field of a layer; a service every field of the
+/// dependency.
+fn same_types(path: &str) -> Vec<String> {
+    let mut out = vec![path.to_string()];
+    if let Some(f) = path.strip_prefix("clients.arrival.think.") {
+        out.push(format!("dependency.service_time.{f}"));
+    }
+    let call = path
+        .strip_prefix("clients.calls.")
+        .or_else(|| path.strip_prefix("services[].calls[]."));
+    if let Some(f) = call {
+        out.push(format!("services[].calls[].{f}"));
+        out.push(format!("layers[].{f}"));
+    } else if let Some(f) = path.strip_prefix("services[].") {
+        out.push(format!("dependency.{f}"));
+    }
+    out
+}
+
 #[test]
 fn every_field_block_is_the_whole_format() {
     let b = named("every field");
@@ -767,13 +789,7 @@ fn every_field_block_is_the_whole_format() {
     let mut problems = Vec::new();
     let shown: BTreeSet<&str> = written.iter().map(|w| w.path.as_str()).collect();
     for path in schema.keys() {
-        // A closed fleet's think time is a service-time distribution (the
-        // block says so): its fields are those of `service_time`.
-        let same_type = path
-            .strip_prefix("clients.arrival.think.")
-            .map(|f| format!("dependency.service_time.{f}"));
-        if !shown.contains(path.as_str()) && !same_type.is_some_and(|p| shown.contains(p.as_str()))
-        {
+        if !same_types(path).iter().any(|p| shown.contains(p.as_str())) {
             problems.push(format!("the block lacks `{path}`"));
         }
     }
