@@ -98,7 +98,7 @@ fn a_services_graph_run_is_byte_identical_with_1_and_2_threads() {
     let run = |name: &str, threads: &str| {
         let out = dir.path().join(name);
         stormsim()
-            .args(["run", "tests/graphs/diamond.yaml", "--replicates", "4"])
+            .args(["run", "docs/examples/diamond.yaml", "--replicates", "4"])
             .args(["--threads", threads, "--quiet", "--out"])
             .arg(&out)
             .assert()
