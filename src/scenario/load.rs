@@ -155,7 +155,7 @@ fn parse_file(src: &str, label: &str, index: &LocationIndex) -> Result<Scenario,
     }
     let direct = serde_saphyr::from_str_with_options::<Scenario>(src, parse_options());
     if let Ok(s) = &direct
-        && !s.layers.iter().any(|l| l.preset.is_some())
+        && !s.has_preset()
     {
         let mut s = s.clone();
         fill_defaults(&mut s);
@@ -170,9 +170,9 @@ fn parse_file(src: &str, label: &str, index: &LocationIndex) -> Result<Scenario,
     };
     // Beside a preset a field may be missing on purpose (`backoff: { base:
     // 2s }` takes its kind from the preset): read the merged scenario.
-    let with_presets = has_preset_layer(&value);
+    let with_presets = presets::has_preset(&mut value);
     if with_presets {
-        presets::for_preset_layers(&mut value, |_| true, presets::fill_layer);
+        presets::for_preset_policies(&mut value, |_| true, presets::fill_layer);
     }
     let mut reported: Vec<ScenarioError> = Vec::new();
     if !with_presets && let Err(e) = &direct {
@@ -315,12 +315,6 @@ pub(crate) fn parse_options() -> serde_saphyr::Options {
 /// `src` as a plain value, if it parses.
 fn parse_value(src: &str) -> Option<Value> {
     serde_saphyr::from_str_with_options(src, parse_options()).ok()
-}
-
-fn has_preset_layer(v: &Value) -> bool {
-    v.get("layers")
-        .and_then(Value::as_array)
-        .is_some_and(|ls| ls.iter().any(|l| l.get("preset").is_some()))
 }
 
 /// Whether `src` holds no YAML node at all (only blanks, comments or

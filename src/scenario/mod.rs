@@ -8,6 +8,9 @@ pub mod defaults;
 pub mod error;
 #[cfg(test)]
 pub(crate) mod fixtures;
+pub mod graph;
+#[cfg(test)]
+mod graph_tests;
 pub mod load;
 pub mod locate;
 pub mod memory;
@@ -20,6 +23,7 @@ pub mod suggest;
 pub mod types;
 pub mod units;
 pub mod validate;
+mod validate_graph;
 mod validate_hops;
 mod validate_policy;
 pub mod variants;
