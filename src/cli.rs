@@ -264,6 +264,10 @@ struct RunArgs {
     /// export the Job's completions).
     #[arg(long, value_name = "N", requires = "shard_from_env")]
     shard_count: Option<usize>,
+    /// Exit 1 when a variant misses the scenario's SLO (its `slo`
+    /// section), after writing the results: for CI.
+    #[arg(long)]
+    fail_on_slo: bool,
 }
 
 /// Runs the command line and returns the process exit code.
@@ -594,6 +598,17 @@ fn run(args: RunArgs) -> i32 {
         Ok(p) => p,
         Err(e) => return report_errors(&e),
     };
+    let slo = scenario::slo::objectives(&s);
+    if args.fail_on_slo && slo.is_none() {
+        eprintln!(
+            "error: --fail-on-slo needs an SLO to judge the runs against, and {} has no `slo` section; add one, for example slo: {{ success_rate: 0.999, peak_load_after: 1.2 }}, or --set slo.success_rate=0.999",
+            args.file.as_ref().map_or_else(
+                || DEFAULT_LABEL.to_string(),
+                |f| escape(&f.display().to_string()).into_owned()
+            )
+        );
+        return 2;
+    }
     let out_path = match &args.out {
         Some(out) => out.clone(),
         None => match output_dir::default_folder(&s.name) {
@@ -703,14 +718,22 @@ fn run(args: RunArgs) -> i32 {
         out.write("timeseries.csv", &timeseries)?;
         out.write("summary.csv", &summary)?;
         out.write("summary_by_variant.csv", &by_variant)?;
-        for (name, bytes) in report::graph_tables::all(&layout, &results) {
-            out.write(name, &bytes)?;
+        let [services, services_ts, calls] = report::graph_tables::all(&layout, &results);
+        for (name, bytes) in [&services, &services_ts, &calls] {
+            out.write(name, bytes)?;
         }
         out.write("scenario.resolved.yaml", resolved.as_bytes())?;
         // Charts are drawn from the tables as written, exactly as
         // `stormsim plot` reads them back.
         let data =
             report::ChartData::from_bytes(&timeseries, &summary, &by_variant, Some(&resolved))
+                .and_then(|d| {
+                    d.with_graph(report::graph_data::GraphSources {
+                        services: &services.1[..],
+                        timeseries: &services_ts.1[..],
+                        calls: &calls.1[..],
+                    })
+                })
                 .map_err(report_to_output)?;
         for (path, bytes) in report::visual_files(&data).map_err(report_to_output)? {
             out.write(&path, &bytes)?;
@@ -725,7 +748,10 @@ fn run(args: RunArgs) -> i32 {
         }
     };
     if !args.quiet {
-        print!("{}", report::console::summary_text(&s.name, &results));
+        print!(
+            "{}",
+            report::console::summary_text(&s.name, &results, slo.as_ref())
+        );
         if let Some(spec) = shard {
             println!(
                 "shard {} of {}: {} of {total_items} runs; merge all {} shards with `stormsim merge`",
@@ -786,6 +812,20 @@ fn run(args: RunArgs) -> i32 {
             "error: some runs hit a guard rail and stopped early (see the `aborted` column of summary.csv)"
         );
         return 1;
+    }
+    if args.fail_on_slo {
+        let failed = report::console::slo_failures(&results);
+        if !failed.is_empty() {
+            for line in &failed {
+                eprintln!("error: {line}");
+            }
+            eprintln!(
+                "error: {} of {} variants missed the SLO (--fail-on-slo)",
+                failed.len(),
+                plans.len()
+            );
+            return 1;
+        }
     }
     0
 }

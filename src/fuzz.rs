@@ -409,12 +409,21 @@ fn exercise_scenario(s: &Scenario, limits: FuzzLimits) -> Exercised {
     let summary = crate::report::tables::summary_csv(&results);
     let by_variant = crate::report::tables::summary_by_variant_csv(&results);
     if limits.charts {
+        let layout = crate::report::tables::Layout::of(&results);
+        let [services, services_ts, calls] = crate::report::graph_tables::all(&layout, &results);
         let drawn = crate::report::ChartData::from_bytes(
             &timeseries,
             &summary,
             &by_variant,
             Some(&resolved),
         )
+        .and_then(|data| {
+            data.with_graph(crate::report::graph_data::GraphSources {
+                services: &services.1[..],
+                timeseries: &services_ts.1[..],
+                calls: &calls.1[..],
+            })
+        })
         .and_then(|data| crate::report::visual_files(&data));
         if let Err(e) = drawn {
             panic!("the charts of a finished run cannot be drawn: {e}");

@@ -15,6 +15,7 @@ use rayon::prelude::*;
 use crate::engine::derive_seed;
 use crate::invariants;
 use crate::metrics::recorder::MAX_BUCKETS;
+use crate::metrics::slo::Objectives;
 use crate::metrics::{
     Abort, EdgeInfo, GraphTables, Recorder, RecoveryCriteria, RunContext, RunInfo, ServiceInfo,
     Summary, TimeRow, tabulate, tabulate_services,
@@ -36,6 +37,8 @@ pub struct VariantPlan {
     /// Swept (path, value) pairs that made this variant (empty without a
     /// sweep); written as `sweep.<path>` columns.
     pub params: Vec<(String, String)>,
+    /// The scenario's SLO, which every run is judged against.
+    pub slo: Option<Objectives>,
 }
 
 /// The outcome of one (variant, replicate).
@@ -64,6 +67,7 @@ pub fn plan(s: &Scenario) -> Result<Vec<VariantPlan>, ScenarioErrors> {
         .map(|e| VariantPlan {
             config: scenario::to_model(&e.scenario),
             occ: scenario::to_occ(&e.scenario),
+            slo: scenario::slo::objectives(&e.scenario),
             name: e.name,
             params: e.params,
         })
@@ -102,7 +106,8 @@ fn run_one_until(
             (rec, info, cfg.run_context())
         }
     };
-    let (rows, summary) = tabulate(&rec, &info, &ctx);
+    let (rows, mut summary) = tabulate(&rec, &info, &ctx);
+    summary.slo = plan.slo.as_ref().map(|o| o.judge(&summary));
     let graph = tabulate_services(&rec, &ctx, &summary);
     // The OCC workload records its own shape (no dependency, no deadline).
     let violations = match plan.occ {
@@ -177,6 +182,9 @@ fn occ_run(occ: &OccConfig, seed: u64, stop: &AtomicBool) -> (Recorder, RunInfo,
         layer_names: vec!["occ".to_string()],
         services: Vec::new(),
         edges: Vec::new(),
+        incident_windows: Vec::new(),
+        capacity_factors: Vec::new(),
+        focus: None,
     };
     (rec, info, ctx)
 }

@@ -23,6 +23,10 @@ fn run_quickstart(out: &Path) {
 }
 
 fn check_svg(path: &Path) {
+    check_svg_sized(path, 1200, 700);
+}
+
+fn check_svg_sized(path: &Path, width: u32, height: u32) {
     let text = fs::read_to_string(path).unwrap();
     assert!(
         text.starts_with("<svg"),
@@ -33,8 +37,8 @@ fn check_svg(path: &Path) {
         .unwrap_or_else(|e| panic!("{} is not well-formed XML: {e}", path.display()));
     let root = doc.root_element();
     assert_eq!(root.tag_name().name(), "svg");
-    assert_eq!(root.attribute("width"), Some("1200"));
-    assert_eq!(root.attribute("height"), Some("700"));
+    assert_eq!(root.attribute("width"), Some(width.to_string().as_str()));
+    assert_eq!(root.attribute("height"), Some(height.to_string().as_str()));
     assert!(
         doc.descendants().any(|n| n.has_tag_name("text")),
         "has text"
@@ -42,11 +46,20 @@ fn check_svg(path: &Path) {
 }
 
 fn check_png(path: &Path) {
+    check_png_sized(path, 1200, 700);
+}
+
+fn check_png_sized(path: &Path, width: u32, height: u32) {
     let decoder = png::Decoder::new(fs::File::open(path).unwrap());
     let mut reader = decoder.read_info().unwrap();
     let mut buf = vec![0; reader.output_buffer_size()];
     let info = reader.next_frame(&mut buf).unwrap();
-    assert_eq!((info.width, info.height), (1200, 700), "{}", path.display());
+    assert_eq!(
+        (info.width, info.height),
+        (width, height),
+        "{}",
+        path.display()
+    );
     let bytes = &buf[..info.buffer_size()];
     let non_white = bytes
         .chunks(3)
@@ -82,7 +95,14 @@ fn every_chart_is_valid_svg_and_png_and_reruns_are_identical() {
         check_svg(&a.join(format!("charts/{c}.svg")));
         check_png(&a.join(format!("charts/{c}.png")));
     }
+    // A chain of one layer is one service: no `services` or `graph`
+    // chart, no services section (the `load` chart is its one panel).
+    assert_eq!(
+        fs::read_dir(a.join("charts")).unwrap().count(),
+        2 * CHARTS.len()
+    );
     let html = fs::read_to_string(a.join("report.html")).unwrap();
+    assert!(!html.contains("id=\"services\""));
     assert!(html.contains("retries-full-jitter") && html.contains("no-retries"));
     assert!(!html.contains("src=\"http") && !html.contains("<script"));
     assert_eq!(visuals(&a), visuals(&b), "same seed, same chart bytes");
@@ -100,6 +120,47 @@ fn plot_redraws_byte_identical_files_from_the_tables() {
     assert_eq!(visuals(&out), before);
     // The tables are untouched.
     assert!(out.join("timeseries.csv").exists() && out.join("scenario.resolved.yaml").exists());
+}
+
+#[test]
+fn two_layers_are_two_services_with_their_charts_and_plot_redraws_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("two");
+    // The quickstart behind one more layer: services `client` (a hop)
+    // and `dependency`.
+    stormsim()
+        .args([
+            "run",
+            "scenarios/quickstart.yaml",
+            "--quiet",
+            "--set",
+            "layers=[{name: edge, retry: {max_attempts: 2}}, {name: client, timeout: 500ms, retry: {max_attempts: 4}}]",
+            "--out",
+        ])
+        .arg(&out)
+        .assert()
+        .success();
+    // Two panels side by side; the picture: one row of boxes.
+    check_svg_sized(&out.join("charts/services.svg"), 1200, 700);
+    check_png_sized(&out.join("charts/services.png"), 1200, 700);
+    check_svg_sized(&out.join("charts/graph.svg"), 1200, 420);
+    check_png_sized(&out.join("charts/graph.png"), 1200, 420);
+    let html = fs::read_to_string(out.join("report.html")).unwrap();
+    let section = html.split_once("<h2 id=\"services\">").unwrap().1;
+    assert!(section.contains("<svg") && section.contains("charts/graph.svg"));
+    assert!(section.contains("edge</td><td class=\"l\" rowspan=\"2\">clients → client"));
+    let before = visuals(&out);
+    fs::remove_dir_all(out.join("charts")).unwrap();
+    fs::remove_file(out.join("report.html")).unwrap();
+    stormsim().arg("plot").arg(&out).assert().success();
+    assert_eq!(visuals(&out), before, "plot redraws the same bytes");
+    // A folder from before the graph tables: no graph charts, no error.
+    for t in ["services.csv", "services_timeseries.csv", "calls.csv"] {
+        fs::remove_file(out.join(t)).unwrap();
+    }
+    stormsim().arg("plot").arg(&out).assert().success();
+    assert!(!out.join("charts/services.svg").exists());
+    assert!(out.join("charts/load.svg").exists());
 }
 
 #[test]

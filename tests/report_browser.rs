@@ -1,5 +1,6 @@
-//! report.html in headless Chromium: the page renders (the screenshot is
-//! not blank) and logs nothing to the console (the report has no script,
+//! report.html in headless Chromium, of a chain and of a run with the
+//! services graph's section: the page renders (the screenshot is not
+//! blank) and logs nothing to the console (the report has no script,
 //! so any console message is an error). A deliberately broken copy checks
 //! that the console check really catches a JavaScript error.
 //!
@@ -130,6 +131,39 @@ fn report_renders_in_headless_chromium_without_console_errors() {
     assert_eq!((w, h), (1200, 2000));
     assert!(colours > 50, "only {colours} distinct colours: blank page?");
     assert!(ink > 0.03, "only {:.1}% non-white pixels", ink * 100.0);
+
+    // A report with the services graph's section (the quickstart behind
+    // one more layer: two services) renders as cleanly.
+    let two = dir.path().join("two");
+    Command::new(env!("CARGO_BIN_EXE_stormsim"))
+        .args([
+            "run",
+            "scenarios/quickstart.yaml",
+            "--quiet",
+            "--set",
+            "layers=[{name: edge, retry: {max_attempts: 2}}, {name: client, timeout: 500ms, retry: {max_attempts: 4}}]",
+            "--out",
+        ])
+        .arg(&two)
+        .status()
+        .unwrap()
+        .success()
+        .then_some(())
+        .expect("stormsim run succeeds");
+    let graph_report = two.join("report.html");
+    assert!(
+        fs::read_to_string(&graph_report)
+            .unwrap()
+            .contains("<h2 id=\"services\">")
+    );
+    let page = open_in_chromium(&graph_report, dir.path(), "graph");
+    assert!(
+        page.console.is_empty(),
+        "console messages: {:?}",
+        page.console
+    );
+    let (_, _, colours, ink) = inspect(&page.png);
+    assert!(colours > 50 && ink > 0.03, "{colours} colours, {ink} ink");
 
     // The check must fail on a page with a JavaScript error.
     let broken = dir.path().join("broken.html");

@@ -4,7 +4,9 @@
 //! Missing values (a run with no recovery, say) are left out of both.
 //! `recovered` becomes `recovered_fraction`: the share of replicates that
 //! recovered (among those with a verdict). `aborted` becomes
-//! `aborted_runs`: the replicates a guard rail stopped early. Swept values
+//! `aborted_runs`: the replicates a guard rail stopped early. `slo_pass`
+//! and `slo_failed` become the variant's verdict (`slo::aggregate`):
+//! `slo_pass`, `slo_pass_fraction` and `slo_failed`. Swept values
 //! (`sweep.<path>`) are carried through as they are.
 
 use super::columns::Cell;
@@ -54,6 +56,20 @@ pub fn aggregate(rows: &[Vec<(String, Cell)>]) -> Vec<(String, Cell)> {
         if name.starts_with("sweep.") {
             // The swept value: the same in every replicate of a variant.
             out.push((name.clone(), cell.clone()));
+            continue;
+        }
+        if name == "slo_pass" {
+            // With `slo_failed` after it: the variant's verdict.
+            let failed: Vec<Cell> = first
+                .iter()
+                .position(|(n, _)| n == "slo_failed")
+                .map(|j| rows.iter().map(|r| r[j].1.clone()).collect())
+                .unwrap_or_default();
+            let passes: Vec<Cell> = rows.iter().map(|r| r[i].1.clone()).collect();
+            out.extend(super::slo::aggregate(&passes, &failed));
+            continue;
+        }
+        if name == "slo_failed" {
             continue;
         }
         if name == "aborted" {

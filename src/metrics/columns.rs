@@ -288,9 +288,43 @@ pub fn summary_cells(s: &Summary, layer_names: &[String]) -> Vec<(String, Cell)>
         ),
         ("orphaned_work_s".into(), Cell::Float(s.orphaned_work_s)),
         ("events".into(), Cell::Int(s.events)),
-        // Extra columns.
-        ("in_flight_at_end".into(), Cell::Int(s.in_flight_at_end)),
+        // Extra columns: the figures after the incident first.
+        ("refused".into(), Cell::Int(s.refused)),
+        (
+            "success_rate_outside_incidents".into(),
+            Cell::opt_f(s.success_rate_outside_incidents),
+        ),
+        (
+            "latency_p99_outside_ms".into(),
+            Cell::opt_f(s.latency_p99_outside_ms),
+        ),
+        (
+            "peak_load_ratio_after".into(),
+            Cell::opt_f(s.peak_load_ratio_after),
+        ),
+        (
+            "peak_effective_load_ratio".into(),
+            Cell::opt_f(s.peak_effective_load_ratio),
+        ),
+        (
+            "time_to_full_goodput_s".into(),
+            Cell::opt_f(s.time_to_full_goodput_s),
+        ),
     ];
+    // The SLO's verdict, only when the scenario has one (every run of a
+    // scenario has the same SLO: variants and sweeps cannot change it).
+    if let Some(verdict) = &s.slo {
+        v.push(("slo_pass".into(), Cell::Bool(verdict.pass())));
+        v.push((
+            "slo_failed".into(),
+            if verdict.pass() {
+                Cell::Missing
+            } else {
+                Cell::Text(verdict.failed_text())
+            },
+        ));
+    }
+    v.push(("in_flight_at_end".into(), Cell::Int(s.in_flight_at_end)));
     for r in Reason::ALL {
         v.push((
             format!("failed_{}", r.name()),

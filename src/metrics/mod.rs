@@ -10,6 +10,7 @@ pub mod gauge;
 pub mod reason;
 pub mod recorder;
 pub mod services;
+pub mod slo;
 pub mod table;
 
 pub use abort::Abort;

@@ -104,6 +104,10 @@ pub struct Totals {
     pub dead_letter_age_ns: u128,
     /// Messages still in the queue when the run ended.
     pub messages_open: u64,
+    /// Logical requests that lived entirely outside the incident windows
+    /// (`Recorder::exclude`), by how they ended.
+    pub succeeded_outside: u64,
+    pub failed_outside: u64,
 }
 
 pub struct Recorder {
@@ -127,6 +131,11 @@ pub struct Recorder {
     /// Busy workers (requests in service).
     pub busy: Gauge,
     pub latency: Histogram<u64>,
+    /// Latency of the logical requests that lived entirely outside the
+    /// incident windows; `None` without windows (then it is `latency`).
+    pub latency_outside: Option<Histogram<u64>>,
+    /// The incident windows (sorted, disjoint `[start, end)`).
+    excluded: Vec<(Nanos, Nanos)>,
     pub retry_delay: Histogram<u64>,
     /// Message consumers: publish to deletion, in microseconds.
     pub message_latency: Histogram<u64>,
@@ -160,17 +169,20 @@ fn histogram(sigfig: u8) -> Histogram<u64> {
 
 impl Recorder {
     /// The memory `new(duration, bucket, layers)` allocates: counters per
-    /// bucket (and per layer), two gauges, four histograms.
+    /// bucket (and per layer), two gauges, five histograms (with the
+    /// latency outside incidents), and the capacity factor of the run's
+    /// context.
     pub fn state_bytes(duration: Nanos, bucket: Nanos, layers: usize) -> u64 {
         let n = duration.div_ceil(bucket.max(1)).max(1);
         let per_bucket = std::mem::size_of::<BucketCounts>() as u64
             // attempts, retries and orphaned; gates; levels.
             + layers as u64 * (3 * 8 + 3 * 8 + 3 * 8)
-            + 2 * std::mem::size_of::<u128>() as u64;
+            + 2 * std::mem::size_of::<u128>() as u64
+            + std::mem::size_of::<f64>() as u64;
         static HISTOGRAMS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
         let histograms = *HISTOGRAMS.get_or_init(|| {
             let bytes = |h: Histogram<u64>| h.distinct_values() as u64 * 8;
-            3 * bytes(histogram(3)) + bytes(histogram(2))
+            4 * bytes(histogram(3)) + bytes(histogram(2))
         });
         n.saturating_mul(per_bucket)
             .saturating_add(histograms)
@@ -198,6 +210,8 @@ impl Recorder {
             queue: Gauge::new(bucket, n),
             busy: Gauge::new(bucket, n),
             latency: histogram(3),
+            latency_outside: None,
+            excluded: Vec::new(),
             retry_delay: histogram(3),
             message_latency: histogram(3),
             bucket_latency: histogram(2),
@@ -212,6 +226,15 @@ impl Recorder {
             open_bucket: 0,
             last: Cell::new((0, 0, 0)),
         }
+    }
+
+    /// Leaves `windows` (sorted, disjoint `[start, end)`: the incidents
+    /// and their warm-ups) out of the figures outside incidents: a logical
+    /// request counts there only if its whole life, arrival to end, lies
+    /// outside every window.
+    pub fn exclude(&mut self, windows: Vec<(Nanos, Nanos)>) {
+        self.latency_outside = (!windows.is_empty()).then(|| histogram(3));
+        self.excluded = windows;
     }
 
     pub fn bucket_len(&self) -> Nanos {
@@ -416,6 +439,21 @@ impl Recorder {
         let us = (latency / NS_PER_US).max(1);
         self.latency.saturating_record(us);
         self.bucket_latency.saturating_record(us);
+        let arrived = t.saturating_sub(latency);
+        // A handful of windows at most: a scan is cheaper than a search.
+        if !self
+            .excluded
+            .iter()
+            .any(|&(start, end)| arrived < end && t >= start)
+        {
+            match failure {
+                None => self.totals.succeeded_outside += 1,
+                Some(_) => self.totals.failed_outside += 1,
+            }
+            if let Some(h) = &mut self.latency_outside {
+                h.saturating_record(us);
+            }
+        }
     }
 
     /// Records the open-request count at the end of every bucket passed.

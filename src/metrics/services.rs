@@ -150,6 +150,12 @@ pub struct ServiceSummary {
     pub amplification: f64,
     /// The highest bucket's attempts per second ÷ capacity.
     pub peak_load_ratio: Option<f64>,
+    /// The same over the full buckets from the end of the trigger on.
+    pub peak_load_ratio_after: Option<f64>,
+    /// The highest full bucket's requests let in (not refused, not
+    /// vanished) per second ÷ the capacity the service had then (buckets
+    /// without any left out).
+    pub peak_effective_load_ratio: Option<f64>,
     pub utilization: Option<f64>,
     pub capacity_per_s: Option<f64>,
     pub queue_wait_mean_ms: Option<f64>,
@@ -200,6 +206,14 @@ pub struct EdgeTotals<'a> {
     pub orphaned: &'a [u64],
 }
 
+/// When the figures after the incident start, and the capacity each
+/// service had per bucket (`RunContext::capacity_factors`).
+pub struct AfterIncident<'a> {
+    /// The first bucket that starts at or after the end of the trigger.
+    pub first_bucket: usize,
+    pub capacity_factors: &'a [Vec<f64>],
+}
+
 /// The graph tables of a run whose services recorded into `m`, over
 /// buckets of `bucket` up to `end` (`len_of(b)` the length of bucket b).
 pub fn tabulate_graph(
@@ -208,6 +222,7 @@ pub fn tabulate_graph(
     edges: EdgeTotals<'_>,
     logical_requests: u64,
     bucket: Nanos,
+    after: AfterIncident<'_>,
     len_of: impl Fn(usize) -> Nanos,
 ) -> GraphTables {
     let n = services.len().min(m.services);
@@ -216,6 +231,9 @@ pub fn tabulate_graph(
     let run_ns: Nanos = (0..buckets).map(&len_of).sum();
     let run_secs = run_ns as f64 / NS_PER_S as f64;
     let mut peaks: Vec<Option<f64>> = vec![None; n];
+    let mut peaks_after: Vec<Option<f64>> = vec![None; n];
+    let mut peaks_effective: Vec<Option<f64>> = vec![None; n];
+    let raise = |p: &mut Option<f64>, v: f64| *p = Some(p.map_or(v, |p: f64| p.max(v)));
     // Services in the order of the tables (by depth from the clients).
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_by_key(|&s| (services[s].rank, s));
@@ -229,7 +247,27 @@ pub fn tabulate_graph(
                 .capacity_per_s
                 .map(|cap| ratio(ratio(c.attempts as f64, secs), cap));
             if let Some(l) = load {
-                peaks[s] = Some(peaks[s].map_or(l, |p: f64| p.max(l)));
+                raise(&mut peaks[s], l);
+            }
+            if let (Some(l), Some(cap)) = (load, info.capacity_per_s)
+                && len == bucket
+            {
+                if b >= after.first_bucket {
+                    raise(&mut peaks_after[s], l);
+                }
+                let factor = after
+                    .capacity_factors
+                    .get(s)
+                    .and_then(|f| f.get(b))
+                    .copied()
+                    .unwrap_or(1.0);
+                if factor > 1e-9 {
+                    let let_in = c.attempts.saturating_sub(c.refused + c.vanished);
+                    raise(
+                        &mut peaks_effective[s],
+                        ratio(let_in as f64, secs) / (cap * factor),
+                    );
+                }
             }
             let busy = m.busy[s].mean(b, len);
             rows.push(ServiceRow {
@@ -267,6 +305,8 @@ pub fn tabulate_graph(
                 totals: t,
                 amplification: ratio(t.attempts as f64, logical_requests as f64),
                 peak_load_ratio: peaks[s],
+                peak_load_ratio_after: peaks_after[s],
+                peak_effective_load_ratio: peaks_effective[s],
                 utilization: info
                     .concurrency
                     .map(|w| ratio(m.busy[s].total_secs(), run_secs * w as f64)),

@@ -23,7 +23,9 @@ use super::abort::Abort;
 use super::criteria::RecoveryCriteria;
 use super::reason::Reason;
 use super::recorder::Recorder;
-use super::services::{EdgeInfo, EdgeTotals, GraphTables, ServiceInfo, tabulate_graph};
+use super::services::{
+    AfterIncident, EdgeInfo, EdgeTotals, GraphTables, ServiceInfo, tabulate_graph,
+};
 
 /// What a finished run hands back besides its recorder.
 #[derive(Clone, Debug, Default)]
@@ -51,6 +53,16 @@ pub struct RunContext {
     /// one).
     pub services: Vec<ServiceInfo>,
     pub edges: Vec<EdgeInfo>,
+    /// The time incidents disturb (each incident of any service and the
+    /// warm-up after it), sorted and disjoint: what the figures "outside
+    /// incidents" leave out.
+    pub incident_windows: Vec<(Nanos, Nanos)>,
+    /// Per service (as `services`), per bucket: the mean fraction of its
+    /// nominal capacity it had (empty: whole capacity throughout).
+    pub capacity_factors: Vec<Vec<f64>>,
+    /// The service the single-dependency columns describe (its index in
+    /// `services`), if the run has services.
+    pub focus: Option<usize>,
 }
 
 /// One row of `timeseries.csv` (without variant and replicate).
@@ -130,6 +142,32 @@ pub struct Summary {
     pub recovered: Option<bool>,
     pub orphaned_work_s: f64,
     pub events: u64,
+    /// Dependency requests refused at the door while it was down
+    /// (connection errors): attempts it did no work for.
+    pub refused: u64,
+    /// Succeeded ÷ ended, over the logical requests whose whole life lay
+    /// outside the incident windows; `None` for an aborted run or when
+    /// none ended there.
+    pub success_rate_outside_incidents: Option<f64>,
+    /// p99 latency of those requests.
+    pub latency_p99_outside_ms: Option<f64>,
+    /// The largest `load_ratio` of a full bucket from the end of the
+    /// trigger on (the whole run without a trigger); `None` when no full
+    /// bucket follows it.
+    pub peak_load_ratio_after: Option<f64>,
+    /// The largest per-bucket ratio of the requests the dependency let in
+    /// (not refused, not blackholed) per second to the capacity it had
+    /// then (`model::capacity`); buckets in which it had none are left
+    /// out. `None` without a capacity.
+    pub peak_effective_load_ratio: Option<f64>,
+    /// Seconds from the end of the trigger until every full bucket to the
+    /// end of the run has a healthy success ratio (`recovery`, bucket by
+    /// bucket); `None` without a trigger, when that never happens, and
+    /// for an aborted run.
+    pub time_to_full_goodput_s: Option<f64>,
+    /// The verdict against the scenario's SLO, when it has one (set by
+    /// the runner, which knows the SLO).
+    pub slo: Option<super::slo::Verdict>,
     pub failed_by: [u64; Reason::COUNT],
     pub shed: u64,
     pub blackholed: u64,
@@ -197,6 +235,13 @@ pub fn tabulate_services(rec: &Recorder, ctx: &RunContext, s: &Summary) -> Graph
         },
         s.logical_requests,
         rec.bucket_len(),
+        AfterIncident {
+            first_bucket: ctx
+                .recovery
+                .trigger_end
+                .map_or(0, |e| e.div_ceil(rec.bucket_len()) as usize),
+            capacity_factors: &ctx.capacity_factors,
+        },
         |b| rec.len_of(b),
     )
 }
@@ -321,6 +366,8 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
     if aborted {
         (recovery_time_s, recovered) = (None, None);
     }
+    let after = after_incident(rec, &rows, ctx, baseline);
+    let (succeeded_out, failed_out) = (rec.totals.succeeded_outside, rec.totals.failed_outside);
     let summary = Summary {
         logical_requests,
         succeeded,
@@ -348,6 +395,18 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         recovered,
         orphaned_work_s: rec.totals.orphaned_work_ns as f64 / 1e9,
         events: info.events,
+        refused: after.refused,
+        success_rate_outside_incidents: (!aborted && succeeded_out + failed_out > 0)
+            .then(|| succeeded_out as f64 / (succeeded_out + failed_out) as f64),
+        latency_p99_outside_ms: hist_ms(rec.latency_outside.as_ref().unwrap_or(&rec.latency), 0.99),
+        peak_load_ratio_after: after.peak_load_ratio_after,
+        peak_effective_load_ratio: after.peak_effective_load_ratio,
+        time_to_full_goodput_s: if aborted {
+            None
+        } else {
+            after.time_to_full_goodput_s
+        },
+        slo: None,
         failed_by,
         shed: sum(|r| r.shed),
         blackholed: sum(|r| r.blackholed),
@@ -395,6 +454,81 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         completion_time_s: info.completion.map(|c| c as f64 / 1e9),
     };
     (rows, summary)
+}
+
+/// The figures after the incident, of the focus service (README,
+/// "After the incident").
+struct After {
+    refused: u64,
+    peak_load_ratio_after: Option<f64>,
+    peak_effective_load_ratio: Option<f64>,
+    time_to_full_goodput_s: Option<f64>,
+}
+
+fn after_incident(rec: &Recorder, rows: &[TimeRow], ctx: &RunContext, baseline: f64) -> After {
+    let bucket = rec.bucket_len();
+    let full = |b: usize| rec.len_of(b) == bucket;
+    let svc = &rec.svc;
+    let focus = ctx.focus.filter(|&f| f < svc.services);
+    let refused_in = |b: usize| focus.map_or(0, |f| svc.counts[b * svc.services + f].refused);
+    let factors: &[f64] = focus
+        .and_then(|f| ctx.capacity_factors.get(f))
+        .map_or(&[], Vec::as_slice);
+    let end = ctx.recovery.trigger_end;
+    // Buckets that start at or after the end of the trigger.
+    let first_after = end.map_or(0, |e| e.div_ceil(bucket) as usize);
+    let max = |acc: Option<f64>, v: f64| Some(acc.map_or(v, |a: f64| a.max(v)));
+    let peak_load_ratio_after = rows
+        .iter()
+        .enumerate()
+        .filter(|(b, _)| *b >= first_after && full(*b))
+        .map(|(_, r)| r.load_ratio)
+        .fold(None, max);
+    let peak_effective_load_ratio = (ctx.capacity_per_sec > 0.0)
+        .then(|| {
+            let secs = bucket as f64 / NS_PER_S as f64;
+            rows.iter()
+                .enumerate()
+                .filter(|(b, _)| full(*b))
+                .filter_map(|(b, r)| {
+                    let factor = factors.get(b).copied().unwrap_or(1.0);
+                    // No capacity at all (down, blackholed): nothing to
+                    // compare with; what arrived was turned away.
+                    (factor > 1e-9).then(|| {
+                        let let_in =
+                            r.dependency_attempts - refused_in(b).min(r.dependency_attempts);
+                        let let_in = let_in.saturating_sub(r.blackholed);
+                        let_in as f64 / secs / (ctx.capacity_per_sec * factor)
+                    })
+                })
+                .fold(None, max)
+        })
+        .flatten();
+    let time_to_full_goodput_s = end.and_then(|end| {
+        let healthy = |r: &TimeRow| {
+            r.offered == 0
+                || r.succeeded as f64 >= ctx.recovery.threshold * baseline * r.offered as f64
+        };
+        let judged: Vec<usize> = (first_after..rows.len()).filter(|&b| full(b)).collect();
+        let last = *judged.last()?;
+        let mut settled = None;
+        for &b in judged.iter().rev() {
+            if healthy(&rows[b]) {
+                settled = Some(b);
+            } else {
+                break;
+            }
+        }
+        let b = settled?;
+        debug_assert!(b <= last);
+        Some(((b as u64 * bucket).max(end) - end) as f64 / NS_PER_S as f64)
+    });
+    After {
+        refused: (0..rows.len()).map(refused_in).sum(),
+        peak_load_ratio_after,
+        peak_effective_load_ratio,
+        time_to_full_goodput_s,
+    }
 }
 
 /// Returns (baseline ratio, recovery time in seconds, recovered).
@@ -504,6 +638,9 @@ mod tests {
             layer_names: vec!["client".into()],
             services: vec![],
             edges: vec![],
+            incident_windows: vec![],
+            capacity_factors: vec![],
+            focus: None,
         };
         let (_, s) = tabulate(rec, &info, &ctx);
         (s.baseline_success_ratio, s.recovery_time_s, s.recovered)
@@ -724,6 +861,9 @@ mod tests {
             layer_names: vec!["client".into()],
             services: vec![],
             edges: vec![],
+            incident_windows: vec![],
+            capacity_factors: vec![],
+            focus: None,
         };
         let (_, s) = tabulate(&rec, &info, &ctx);
         assert_eq!(

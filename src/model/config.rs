@@ -164,11 +164,32 @@ impl ModelConfig {
         self
     }
 
+    /// The time the incidents of every service disturb (each incident and
+    /// the warm-up after it), as sorted disjoint `[start, end)` spans: what
+    /// the figures "outside incidents" leave out.
+    pub fn incident_windows(&self) -> Vec<(Nanos, Nanos)> {
+        super::capacity::merge_windows(
+            self.topology
+                .services()
+                .iter()
+                .flat_map(super::capacity::disturbed)
+                .collect(),
+        )
+    }
+
     /// What the tables of a run are judged against: the focus service's
     /// capacity, the recovery criteria and the edges' names.
     pub fn run_context(&self) -> RunContext {
         let focus = self.topology.service(self.topology.focus());
         RunContext {
+            incident_windows: self.incident_windows(),
+            capacity_factors: self
+                .topology
+                .services()
+                .iter()
+                .map(|s| super::capacity::per_bucket(s, self.bucket, self.duration))
+                .collect(),
+            focus: Some(self.topology.focus().index()),
             capacity_per_sec: focus.capacity_per_sec().unwrap_or(0.0),
             concurrency: focus.concurrency.unwrap_or(0),
             recovery: self.recovery,

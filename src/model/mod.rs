@@ -7,6 +7,7 @@ pub mod backoff;
 pub mod breaker;
 pub mod budget;
 pub mod bulkhead;
+pub mod capacity;
 pub mod config;
 pub mod gates;
 pub mod occ;

@@ -10,6 +10,13 @@ pub struct Windowed {
     sums: Vec<f64>,
     /// Index (time / slice) of the newest slice written.
     head: u64,
+    /// The last total computed, while it still holds: until something is
+    /// added, or until the slice index at which the oldest non-zero slice
+    /// leaves the window (kept as the time that slice begins, so checking
+    /// costs no division). Clearing a slice that holds zero changes no
+    /// term of the sum, so the cached value is exactly what summing again
+    /// would give (a sampled level costs O(1) while a window is idle).
+    cached: Option<(f64, Nanos)>,
 }
 
 impl Windowed {
@@ -25,6 +32,7 @@ impl Windowed {
             slice: (window / slices as u64).max(1),
             sums: vec![0.0; slices],
             head: 0,
+            cached: None,
         }
     }
 
@@ -43,6 +51,7 @@ impl Windowed {
     }
 
     pub fn add(&mut self, now: Nanos, v: f64) {
+        self.cached = None;
         self.advance(now);
         let i = (self.head % self.sums.len() as u64) as usize;
         self.sums[i] += v;
@@ -50,14 +59,62 @@ impl Windowed {
 
     /// The sum over the last window (the current slice included).
     pub fn total(&mut self, now: Nanos) -> f64 {
+        if let Some((total, until)) = self.cached
+            && now < until
+        {
+            return total;
+        }
         self.advance(now);
-        self.sums.iter().sum()
+        let total = self.sums.iter().sum();
+        // The oldest non-zero slice, `age` slices before the head, leaves
+        // the window when the head reaches its index plus the slices.
+        let n = self.sums.len() as u64;
+        let oldest = (0..n)
+            .rev()
+            .find(|&age| self.sums[((self.head + n - age) % n) as usize] != 0.0);
+        let until = oldest.map_or(u64::MAX, |age| {
+            (self.head - age.min(self.head) + n).saturating_mul(self.slice)
+        });
+        self.cached = Some((total, until));
+        total
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The cached total is exactly the sum the ring holds, at every step
+    /// of a long random history of adds and reads (gaps from within a
+    /// slice to beyond the window), against the ring summed afresh.
+    #[test]
+    fn the_cached_total_is_the_sum_of_the_ring() {
+        use crate::engine::{Purpose, Stream};
+        let mut rng = Stream::new(7, Purpose::Throttle, 0);
+        for (window, slices) in [(100, 10), (1_000, 7), (50, 1), (30, 60)] {
+            let mut w = Windowed::new(window, slices);
+            let mut now = 0;
+            let mut cache_hits = 0;
+            for _ in 0..20_000 {
+                now += match rng.unit() {
+                    u if u < 0.5 => 0,
+                    u if u < 0.9 => (rng.unit() * 15.0) as u64,
+                    _ => (rng.unit() * 2.5 * window as f64) as u64,
+                };
+                if rng.chance(0.4) {
+                    w.add(now, (rng.unit() * 4.0).floor());
+                } else {
+                    let hit = w.cached.is_some_and(|(_, until)| now < until);
+                    cache_hits += u32::from(hit);
+                    let cached = w.total(now);
+                    let mut fresh = w.clone();
+                    fresh.cached = None;
+                    assert_eq!(cached.to_bits(), fresh.total(now).to_bits(), "at {now}");
+                }
+            }
+            assert!(cache_hits > 1_000, "the cache was used {cache_hits} times");
+        }
+    }
 
     #[test]
     fn values_age_out_slice_by_slice() {

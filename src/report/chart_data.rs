@@ -1,5 +1,6 @@
 //! What the charts and the HTML report draw, read back from the written
-//! tables (`timeseries.csv`, `summary.csv`, `summary_by_variant.csv`) and
+//! tables (`timeseries.csv`, `summary.csv`, `summary_by_variant.csv`, and
+//! the services graph's tables: see `graph_data`) and
 //! `scenario.resolved.yaml`. `stormsim run` and `stormsim plot` both go
 //! through here, so both draw from the same bytes and produce the same
 //! files. Odd data (empty cells, NaN, a single bucket, a missing or
@@ -17,6 +18,7 @@ use std::io::Read;
 use std::path::Path;
 
 use super::ReportError;
+use super::graph_data::{GraphData, GraphSources};
 use super::tables::{MAX_ROW_BYTES, MAX_SUMMARY_BYTES, MAX_TIMESERIES_BYTES};
 use crate::input_file::{self, InputError, LineLimited};
 use crate::interrupt::{self, POLL_ROWS};
@@ -134,13 +136,18 @@ pub struct ChartData {
     pub by_variant: Table,
     /// Variant name → its index in `variants`.
     pub index: HashMap<String, usize>,
+    /// The services graph (`services.csv`, `calls.csv`,
+    /// `services_timeseries.csv`); `None` for a folder without them.
+    pub graph: Option<GraphData>,
+    /// The scenario's SLO in words, when it has one.
+    pub slo: Option<String>,
 }
 
 /// Values of one series at one time: the running mean's sum, the count,
 /// the minimum and the maximum (the same numbers, bit for bit, as over the
 /// list of the values in row order).
 #[derive(Clone, Copy, Debug)]
-struct Acc {
+pub(super) struct Acc {
     t: f64,
     sum: f64,
     n: usize,
@@ -174,9 +181,9 @@ impl Acc {
 }
 
 /// A series being read: its values per time key.
-type Series = BTreeMap<i64, Acc>;
+pub(super) type Series = BTreeMap<i64, Acc>;
 
-fn push(acc: &mut Series, t: f64, v: Option<f64>) {
+pub(super) fn push(acc: &mut Series, t: f64, v: Option<f64>) {
     let e = acc
         .entry((t * 1e6).round() as i64)
         .or_insert_with(|| Acc::new(t));
@@ -186,7 +193,7 @@ fn push(acc: &mut Series, t: f64, v: Option<f64>) {
 }
 
 /// Mean, min and max of the values per time key, in time order.
-fn reduce(map: &Series) -> Vec<Point> {
+pub(super) fn reduce(map: &Series) -> Vec<Point> {
     map.values()
         .filter(|a| a.n > 0)
         .map(|a| Point {
@@ -372,12 +379,43 @@ impl ChartData {
             input_file::open_capped(&ts_path, MAX_TIMESERIES_BYTES)
                 .map_err(|e| ReportError::Table(format!("{}: {e}", ts_path.display())))
         };
-        ChartData::build(
+        let data = ChartData::build(
             |bucket| TimeSeries::read(open()?, bucket),
             &summary,
             &by_variant,
             yaml.as_deref(),
-        )
+        )?;
+        // A folder from before the graph tables has none of them.
+        let open_graph = |file: &str, cap: u64| -> Result<Option<_>, ReportError> {
+            let path = dir.join(file);
+            match input_file::open_capped(&path, cap) {
+                Ok(f) => Ok(Some(f)),
+                Err(InputError::NotFound) => Ok(None),
+                Err(e) => Err(ReportError::Table(format!("{}: {e}", path.display()))),
+            }
+        };
+        let services = open_graph("services.csv", MAX_SUMMARY_BYTES)?;
+        let calls = open_graph("calls.csv", MAX_SUMMARY_BYTES)?;
+        let timeseries = open_graph("services_timeseries.csv", MAX_TIMESERIES_BYTES)?;
+        match (services, timeseries, calls) {
+            (Some(services), Some(timeseries), Some(calls)) => data.with_graph(GraphSources {
+                services,
+                timeseries,
+                calls,
+            }),
+            _ => Ok(data),
+        }
+    }
+
+    /// Adds the services graph read from its three tables (bytes, or
+    /// any reader: each is streamed once).
+    pub fn with_graph(
+        mut self,
+        sources: GraphSources<impl Read, impl Read, impl Read>,
+    ) -> Result<ChartData, ReportError> {
+        let n = self.variants.len();
+        self.graph = Some(GraphData::read(sources, &self.index, n, self.bucket_s)?);
+        Ok(self)
     }
 
     /// Builds the chart data from the tables' bytes and the resolved
@@ -420,6 +458,7 @@ impl ChartData {
         {
             data.name = s.name.clone();
             data.description = s.description.trim().to_string();
+            data.slo = scenario::slo::objectives(&s).map(|o| o.describe());
             let b = s.bucket().secs_f64();
             if b > 0.0 {
                 data.bucket_s = b;

@@ -1,7 +1,9 @@
 //! The charts of a run, drawn from `ChartData` (the tables read back):
-//! `load`, `amplification`, `goodput`, `latency`, `recovery`, and the
-//! sweep charts when the tables carry `sweep.*` columns. Each is written
-//! as `charts/<name>.svg` and `charts/<name>.png`.
+//! `load`, `amplification`, `goodput`, `latency`, `recovery`; `services`
+//! and `graph` when the run's graph has more than one service (see
+//! `services_chart` and `graph_figure`); and the sweep charts when the
+//! tables carry `sweep.*` columns. Each is written as
+//! `charts/<name>.svg` and `charts/<name>.png`.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -10,6 +12,8 @@ use rayon::prelude::*;
 use super::ReportError;
 use super::chart_data::{ChartData, Point, Row, Table, parse_num};
 use super::figure::{Drawable, FONT, Figure, HLine, Line, colour, err, render, tick};
+use super::graph_figure::{GraphFigure, storm_graph};
+use super::services_chart::{ServicesFigure, services_figure};
 use super::sweep;
 use crate::interrupt;
 
@@ -386,10 +390,15 @@ impl Drawable for RecoveryFigure {
     }
 }
 
-/// A figure to render, of either kind.
+/// The charts of the services graph, shown in the report's own section.
+pub const GRAPH_CHARTS: [&str; 2] = ["services", "graph"];
+
+/// A figure to render, of any kind.
 enum Job {
     Lines(Box<Figure>),
     Recovery(RecoveryFigure),
+    Services(ServicesFigure),
+    Graph(GraphFigure),
 }
 
 /// Every chart of a run, in report order. Rendered in parallel (each chart
@@ -423,6 +432,20 @@ pub fn all_charts(d: &ChartData) -> Result<Vec<Chart>, ReportError> {
             Job::Recovery(recovery_figure(d)),
         ),
     ];
+    if let Some(f) = services_figure(d) {
+        jobs.push((
+            GRAPH_CHARTS[0].into(),
+            "Load against capacity at each service".into(),
+            Job::Services(f),
+        ));
+    }
+    if let Some(f) = storm_graph(d) {
+        jobs.push((
+            GRAPH_CHARTS[1].into(),
+            "The services graph: peak load ÷ capacity and amplification per call".into(),
+            Job::Graph(f),
+        ));
+    }
     for (name, title, fig) in sweep::sweep_figures(d) {
         jobs.push((name, title, Job::Lines(Box::new(fig))));
     }
@@ -433,6 +456,8 @@ pub fn all_charts(d: &ChartData) -> Result<Vec<Chart>, ReportError> {
             let (svg, png) = match job {
                 Job::Lines(f) => render(f.as_ref()),
                 Job::Recovery(f) => render(f),
+                Job::Services(f) => render(f),
+                Job::Graph(f) => render(f),
             }
             .map_err(ReportError::Draw)?;
             Ok(Chart {

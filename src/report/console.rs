@@ -1,9 +1,11 @@
 //! The one-screen human summary printed after a run: per variant, the
-//! figures a capacity reviewer looks at first.
+//! figures a capacity reviewer looks at first, the figures after the
+//! incident, and the verdicts against the scenario's SLO, best first.
 
 use std::fmt::Write;
 
 use crate::metrics::Cell;
+use crate::metrics::slo::Objectives;
 
 use super::tables::by_variant;
 use crate::runner::RunResult;
@@ -33,10 +35,81 @@ fn recovery_text(cells: &[(String, Cell)], runs: usize, aborted: usize) -> Strin
     }
 }
 
-/// Formats the summary table. A variant with runs stopped by a guard rail
-/// says so in its row: those runs have no success rate and no recovery
-/// verdict, and its other figures cover only the time they reached.
-pub fn summary_text(scenario: &str, results: &[RunResult]) -> String {
+/// A figure's mean over replicates, formatted, or `-` when no replicate
+/// has it.
+fn mean_text(cells: &[(String, Cell)], name: &str, show: impl Fn(f64) -> String) -> String {
+    get(cells, &format!("{name}_mean")).map_or_else(|| "-".to_string(), show)
+}
+
+/// The figures after the incident, one row per variant (README, "After
+/// the incident").
+fn after_text(s: &mut String, agg: &[(String, Vec<(String, Cell)>)], width: usize) {
+    let width = width.max("after incident".len());
+    let _ = writeln!(
+        s,
+        "{:<width$}  {:>15}  {:>11}  {:>15}  {:>14}  {:>12}  {:>10}",
+        "after incident",
+        "success outside",
+        "p99 outside",
+        "peak load after",
+        "peak effective",
+        "full goodput",
+        "refused"
+    );
+    for (name, cells) in agg {
+        let full = match (
+            get(cells, "time_to_full_goodput_s_mean"),
+            get(cells, "recovered_fraction"),
+        ) {
+            (Some(t), _) => format!("{t:.1} s"),
+            (None, Some(_)) => "never".to_string(),
+            (None, None) => "-".to_string(),
+        };
+        let _ = writeln!(
+            s,
+            "{:<width$}  {:>15}  {:>11}  {:>15}  {:>14}  {:>12}  {:>10}",
+            name,
+            mean_text(cells, "success_rate_outside_incidents", |v| format!(
+                "{:.2}%",
+                v * 100.0
+            )),
+            mean_text(cells, "latency_p99_outside_ms", |v| format!("{v:.0} ms")),
+            mean_text(cells, "peak_load_ratio_after", |v| format!("{v:.2}x")),
+            mean_text(cells, "peak_effective_load_ratio", |v| format!("{v:.2}x")),
+            full,
+            mean_text(cells, "refused", |v| format!("{v:.0}")),
+        );
+    }
+}
+
+/// The variants' verdicts against the SLO, best first.
+fn slo_text(s: &mut String, agg: &[(String, Vec<(String, Cell)>)], slo: &Objectives, width: usize) {
+    let _ = writeln!(s, "SLO: {}", slo.describe());
+    let rank = |cells: &[(String, Cell)]| get(cells, "slo_rank").unwrap_or(f64::MAX) as usize;
+    let mut ranked: Vec<&(String, Vec<(String, Cell)>)> = agg.iter().collect();
+    ranked.sort_by_key(|(_, cells)| rank(cells));
+    let digits = agg.len().to_string().len();
+    for (name, cells) in ranked {
+        let rank = rank(cells);
+        let verdict = if get(cells, "slo_pass") == Some(1.0) {
+            "pass".to_string()
+        } else {
+            let failed = cells
+                .iter()
+                .find(|(n, _)| n == "slo_failed")
+                .map_or(String::new(), |(_, c)| c.render());
+            format!("FAIL  {failed}")
+        };
+        let _ = writeln!(s, "{rank:>digits$}. {name:<width$}  {verdict}");
+    }
+}
+
+/// Formats the summary table, then the figures after the incident (when
+/// the scenario has one) and the verdicts against its SLO (when it has
+/// one). A variant with runs stopped by a guard rail says so in its row:
+/// those runs have no success rate and no recovery verdict, and its other
+/// figures cover only the time they reached.
+pub fn summary_text(scenario: &str, results: &[RunResult], slo: Option<&Objectives>) -> String {
     let agg = by_variant(results);
     let mut s = String::new();
     let width = agg.iter().map(|(n, _)| n.len()).max().unwrap_or(7).max(7);
@@ -79,6 +152,12 @@ pub fn summary_text(scenario: &str, results: &[RunResult]) -> String {
             recovery_text(cells, runs, aborted),
         );
     }
+    if results.iter().any(|r| r.summary.recovered.is_some()) {
+        after_text(&mut s, &agg, width);
+    }
+    if let Some(slo) = slo {
+        slo_text(&mut s, &agg, slo, width);
+    }
     for r in results {
         if let Some(why) = &r.summary.aborted {
             let _ = writeln!(
@@ -96,6 +175,22 @@ pub fn summary_text(scenario: &str, results: &[RunResult]) -> String {
         );
     }
     s
+}
+
+/// One line per variant that missed the SLO, in variant order:
+/// `variant NAME missed the SLO: <slo_failed>` (for `--fail-on-slo`).
+pub fn slo_failures(results: &[RunResult]) -> Vec<String> {
+    by_variant(results)
+        .iter()
+        .filter(|(_, cells)| get(cells, "slo_pass") == Some(0.0))
+        .map(|(name, cells)| {
+            let failed = cells
+                .iter()
+                .find(|(n, _)| n == "slo_failed")
+                .map_or(String::new(), |(_, c)| c.render());
+            format!("variant {name} missed the SLO: {failed}")
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
 //! Drawing primitives for the charts: the shared palette, the embedded
 //! font, a line figure (lines with min–max bands, reference lines, shaded
-//! spans, numeric or categorical x axis) and rendering any figure to SVG
-//! and PNG at 1200×700. Deterministic: the same figure gives the same bytes.
+//! spans, numeric or categorical x axis, full size or as a compact panel of
+//! small multiples) and rendering any figure to SVG and PNG, at 1200×700
+//! unless the figure asks for another size. Deterministic: the same figure
+//! gives the same bytes.
 
 use std::sync::Once;
 
@@ -56,27 +58,33 @@ pub fn err<E: std::fmt::Display>(e: E) -> String {
 /// Something that draws itself on any plotters backend.
 pub trait Drawable {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>;
+
+    /// Its size in pixels (width, height).
+    fn size(&self) -> (u32, u32) {
+        (WIDTH, HEIGHT)
+    }
 }
 
 /// Renders a figure to SVG text and PNG bytes.
 pub fn render<D: Drawable>(fig: &D) -> Result<(String, Vec<u8>), String> {
     register_font();
+    let (width, height) = fig.size();
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         fig.draw(&root)?;
         root.present().map_err(err)?;
     }
-    let mut rgb = vec![255u8; (WIDTH * HEIGHT * 3) as usize];
+    let mut rgb = vec![255u8; width as usize * height as usize * 3];
     {
-        let root = BitMapBackend::with_buffer(&mut rgb, (WIDTH, HEIGHT)).into_drawing_area();
+        let root = BitMapBackend::with_buffer(&mut rgb, (width, height)).into_drawing_area();
         fig.draw(&root)?;
         root.present().map_err(err)?;
     }
     let mut png_bytes = Vec::new();
     {
-        let mut enc = png::Encoder::new(&mut png_bytes, WIDTH, HEIGHT);
+        let mut enc = png::Encoder::new(&mut png_bytes, width, height);
         enc.set_color(png::ColorType::Rgb);
         enc.set_depth(png::BitDepth::Eight);
         enc.set_compression(png::Compression::Default);
@@ -84,6 +92,48 @@ pub fn render<D: Drawable>(fig: &D) -> Result<(String, Vec<u8>), String> {
         w.write_image_data(&rgb).map_err(err)?;
     }
     Ok((svg, png_bytes))
+}
+
+/// The size in pixels of `text` drawn `px` pixels high in the embedded
+/// font, as the PNG draws it (the SVG names 1/1.24 of that size: plotters'
+/// scale for SVG text).
+pub fn text_size(text: &str, px: f64) -> (u32, u32) {
+    register_font();
+    FontDesc::new(FontFamily::Name(FONT), px, FontStyle::Normal)
+        .box_size(text)
+        .unwrap_or((0, 0))
+}
+
+/// `text` cut to fit `width` pixels in `font` (its end replaced by "…"),
+/// as measured with the embedded font.
+pub fn fit<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    text: &str,
+    font: &FontDesc<'_>,
+    width: u32,
+) -> String {
+    let style = TextStyle::from(font.clone());
+    let fits = |t: &str| {
+        root.estimate_text_size(t, &style)
+            .is_ok_and(|(w, _)| w <= width)
+    };
+    if fits(text) {
+        return text.to_string();
+    }
+    let chars: Vec<char> = text.chars().collect();
+    // The longest prefix that fits with the ellipsis (binary search: the
+    // width grows with the prefix).
+    let (mut lo, mut hi) = (0, chars.len());
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        let t: String = chars[..mid].iter().chain(['…'].iter()).collect();
+        if fits(&t) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    chars[..lo].iter().chain(['…'].iter()).collect()
 }
 
 /// A tick label: at most three decimals, trailing zeros trimmed.
@@ -165,7 +215,45 @@ pub struct Figure {
     pub markers: bool,
     /// Label only integer x ticks (the swept values are all integers).
     pub integer_x: bool,
+    /// Drawn as one panel of small multiples: smaller text and margins,
+    /// the title cut to the panel's width, no incident labels and no
+    /// legend (the figure holding the panels has one).
+    pub compact: bool,
 }
+
+/// Text sizes and margins of a figure, full size or compact.
+struct Sizes {
+    caption: u32,
+    margin: u32,
+    x_area: u32,
+    y_area: u32,
+    label: u32,
+    desc: u32,
+    x_labels: usize,
+    y_labels: usize,
+}
+
+const FULL: Sizes = Sizes {
+    caption: 26,
+    margin: 18,
+    x_area: 56,
+    y_area: 84,
+    label: 16,
+    desc: 18,
+    x_labels: 12,
+    y_labels: 10,
+};
+
+const COMPACT: Sizes = Sizes {
+    caption: 17,
+    margin: 8,
+    x_area: 40,
+    y_area: 70,
+    label: 13,
+    desc: 14,
+    x_labels: 8,
+    y_labels: 6,
+};
 
 /// Runs of points whose steps stay within `max_gap`.
 fn runs(points: &[Point], max_gap: f64) -> Vec<&[Point]> {
@@ -224,14 +312,25 @@ impl Drawable for Figure {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
         let (x0, x1) = self.x_bounds();
         let y1 = self.y_top();
+        let z = if self.compact { &COMPACT } else { &FULL };
         // Categories sit at integer positions: as many labels as
         // categories makes plotters put one tick on each.
-        let x_labels = self.categories.as_ref().map_or(12, |c| c.len().max(1));
+        let x_labels = self
+            .categories
+            .as_ref()
+            .map_or(z.x_labels, |c| c.len().max(1));
+        let caption_font = (FONT, z.caption).into_font();
+        let title = if self.compact {
+            let width = root.dim_in_pixel().0.saturating_sub(2 * z.margin);
+            fit(root, &self.title, &caption_font, width)
+        } else {
+            self.title.clone()
+        };
         let mut chart = ChartBuilder::on(root)
-            .caption(&self.title, (FONT, 26))
-            .margin(18)
-            .x_label_area_size(56)
-            .y_label_area_size(84)
+            .caption(&title, caption_font)
+            .margin(z.margin)
+            .x_label_area_size(z.x_area)
+            .y_label_area_size(z.y_area)
             .build_cartesian_2d(x0..x1, 0f64..y1)
             .map_err(err)?;
         let cats = self.categories.clone();
@@ -255,9 +354,9 @@ impl Drawable for Figure {
             .x_label_formatter(&xfmt)
             .x_labels(x_labels)
             .y_label_formatter(&|y| tick(*y))
-            .y_labels(10)
-            .label_style((FONT, 16))
-            .axis_desc_style((FONT, 18))
+            .y_labels(z.y_labels)
+            .label_style((FONT, z.label))
+            .axis_desc_style((FONT, z.desc))
             .light_line_style(BLACK.mix(0.04))
             .bold_line_style(BLACK.mix(0.12))
             .draw()
@@ -274,6 +373,9 @@ impl Drawable for Figure {
                     BLACK.mix(0.09).filled(),
                 )))
                 .map_err(err)?;
+            if self.compact {
+                continue;
+            }
             chart
                 .draw_series(std::iter::once(Text::new(
                     format!("incident: {}", s.label),
@@ -355,11 +457,11 @@ impl Drawable for Figure {
                 .draw_series(std::iter::once(Text::new(
                     note.clone(),
                     (x0 + (x1 - x0) * 0.02, y1 * 0.5),
-                    (FONT, 20).into_font(),
+                    (FONT, if self.compact { z.desc } else { 20 }).into_font(),
                 )))
                 .map_err(err)?;
         }
-        if !self.lines.is_empty() || !self.hlines.is_empty() {
+        if !self.compact && (!self.lines.is_empty() || !self.hlines.is_empty()) {
             chart
                 .configure_series_labels()
                 .position(SeriesLabelPosition::UpperRight)

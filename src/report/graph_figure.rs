@@ -4,13 +4,30 @@
 //! amplification (attempts on the call ÷ logical requests). The clients
 //! are the leftmost box; services stand in columns by their depth (the
 //! longest chain of calls from the clients), ordered inside a column by
-//! the mean row of their callers so arrows cross little.
+//! the mean row of their callers so arrows cross little. The picture is
+//! 1200 pixels wide and as tall as its fullest column needs (100 pixels a
+//! box, at least three); names and details too wide for their box are cut
+//! with "…".
+//!
+//! `storm_graph` builds it from the run's tables (`services.csv`,
+//! `calls.csv`) for the variant where the storm went furthest.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::figure::{Drawable, FONT, err};
+use super::chart_data::ChartData;
+use super::figure::{Drawable, FONT, WIDTH, err, fit, tick};
+use super::graph_data::CLIENTS;
+
+/// Space above the boxes (title and subtitle) and below them.
+const TOP: i32 = 90;
+const BOTTOM: i32 = 30;
+/// Height of a box, and the vertical room per box of the fullest column
+/// (at least `MIN_ROWS` of them: a chain is a short picture).
+const BOX_H: i32 = 58;
+const SLOT_H: i32 = 100;
+const MIN_ROWS: i32 = 3;
 
 /// One box of the picture.
 #[derive(Clone, Debug, PartialEq)]
@@ -97,19 +114,134 @@ pub fn layout(nodes: usize, edges: &[GraphEdge]) -> Vec<(usize, usize)> {
     (0..nodes).map(|n| (depth[n], row[n])).collect()
 }
 
+/// A ratio as the picture prints it: "1.87×", "10.8×", "250×"; a ratio
+/// above zero that two decimals would round to zero is "< 0.01×".
+pub fn times(v: f64) -> String {
+    if v > 0.0 && v < 0.005 {
+        "< 0.01×".to_string()
+    } else if v.abs() >= 100.0 {
+        format!("{v:.0}×")
+    } else if v.abs() >= 10.0 {
+        format!("{v:.1}×")
+    } else {
+        format!("{v:.2}×")
+    }
+}
+
+/// The picture of the services graph of a run, for its worst variant
+/// (`GraphData::worst_variant`): each service's peak load ÷ capacity, and
+/// each caller → callee's amplification (the mean over replicates of the
+/// attempts on its calls ÷ logical requests; several calls between the
+/// same two add up). `None` when there is nothing to add to the other
+/// charts: no graph tables, or one service (a chain of one layer).
+pub fn storm_graph(d: &ChartData) -> Option<GraphFigure> {
+    let g = d.graph.as_ref().filter(|g| g.is_graph())?;
+    let v = g.worst_variant()?;
+    let figures = &g.service_figures[v];
+    let mut nodes = vec![GraphNode {
+        name: CLIENTS.into(),
+        peak_load_ratio: None,
+        detail: String::new(),
+    }];
+    for (s, name) in g.services.iter().enumerate() {
+        let f = figures.get(s).copied().unwrap_or_default();
+        let detail = match (f.peak_load_ratio, f.capacity_per_s) {
+            (Some(p), Some(c)) => format!("peak {} of {}/s", times(p), tick(c)),
+            (None, Some(c)) => format!("capacity {}/s", tick(c)),
+            _ => "no capacity limit".to_string(),
+        };
+        nodes.push(GraphNode {
+            name: name.clone(),
+            peak_load_ratio: f.peak_load_ratio.filter(|_| f.capacity_per_s.is_some()),
+            detail,
+        });
+    }
+    // A name as a node: a service, or the clients.
+    let node = |name: &str| {
+        g.services
+            .iter()
+            .position(|s| s == name)
+            .map(|s| s + 1)
+            .or((name == CLIENTS).then_some(0))
+    };
+    let mut pairs: Vec<(usize, usize, f64)> = Vec::new();
+    for (e, call) in g.calls.iter().enumerate() {
+        let (Some(from), Some(to)) = (node(&call.caller), node(&call.callee)) else {
+            continue;
+        };
+        let Some(a) = g.call_figures[v].get(e).and_then(|c| c.amplification) else {
+            continue;
+        };
+        match pairs.iter_mut().find(|p| (p.0, p.1) == (from, to)) {
+            Some(p) => p.2 += a,
+            None => pairs.push((from, to, a)),
+        }
+    }
+    let edges = pairs
+        .into_iter()
+        .map(|(from, to, a)| GraphEdge {
+            from,
+            to,
+            label: times(a),
+        })
+        .collect();
+    let replicates = figures.iter().map(|f| f.replicates).max().unwrap_or(0);
+    let title = if d.variants.len() > 1 {
+        format!(
+            "Where did the storm go? Variant {} (the highest peak load ÷ capacity)",
+            d.variants[v]
+        )
+    } else {
+        "Where did the storm go?".to_string()
+    };
+    let mean = if replicates == 1 {
+        "one replicate".to_string()
+    } else {
+        format!("mean of {replicates} replicates")
+    };
+    Some(GraphFigure {
+        title,
+        nodes,
+        edges,
+        subtitle: format!(
+            "box: peak load ÷ capacity, {mean} (green below 0.8×, amber to 1×, red above; grey: no limit) · arrow: attempts per logical request"
+        ),
+    })
+}
+
+impl GraphFigure {
+    /// Boxes in the fullest column.
+    fn most_rows(&self) -> usize {
+        let place = layout(self.nodes.len(), &self.edges);
+        let columns = place.iter().map(|p| p.0).max().map_or(0, |c| c + 1);
+        (0..columns)
+            .map(|c| place.iter().filter(|p| p.0 == c).count())
+            .max()
+            .unwrap_or(0)
+    }
+}
+
 impl Drawable for GraphFigure {
+    fn size(&self) -> (u32, u32) {
+        let rows = (self.most_rows() as i32).max(MIN_ROWS);
+        (WIDTH, (TOP + BOTTOM + SLOT_H * rows) as u32)
+    }
+
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
         let (w, h) = root.dim_in_pixel();
         let (w, h) = (w as i32, h as i32);
-        let title = TextStyle::from((FONT, 26).into_font()).pos(Pos::new(HPos::Center, VPos::Top));
-        root.draw(&Text::new(self.title.clone(), (w / 2, 14), title))
+        let title_font = (FONT, 26).into_font();
+        let title = TextStyle::from(title_font.clone()).pos(Pos::new(HPos::Center, VPos::Top));
+        let text = fit(root, &self.title, &title_font, (w - 20).max(0) as u32);
+        root.draw(&Text::new(text, (w / 2, 14), title))
             .map_err(err)?;
         let grey = BLACK.mix(0.7);
-        let sub = TextStyle::from((FONT, 16).into_font())
+        let sub_font = (FONT, 16).into_font();
+        let sub = TextStyle::from(sub_font.clone())
             .color(&grey)
             .pos(Pos::new(HPos::Center, VPos::Top));
-        root.draw(&Text::new(self.subtitle.clone(), (w / 2, 48), sub))
-            .map_err(err)?;
+        let text = fit(root, &self.subtitle, &sub_font, (w - 20).max(0) as u32);
+        root.draw(&Text::new(text, (w / 2, 48), sub)).map_err(err)?;
         if self.nodes.is_empty() {
             return Ok(());
         }
@@ -119,10 +251,10 @@ impl Drawable for GraphFigure {
         for &(c, r) in &place {
             rows[c] = rows[c].max(r + 1);
         }
-        let (top, bottom, side) = (90, 30, 30);
+        let (top, bottom, side) = (TOP, BOTTOM, 30);
         let col_w = (w - 2 * side) / columns as i32;
         let box_w = (col_w * 3 / 5).clamp(90, 220);
-        let box_h = 58;
+        let box_h = BOX_H;
         let centre = |n: usize| -> (i32, i32) {
             let (c, r) = place[n];
             let x = side + col_w * c as i32 + col_w / 2;
@@ -130,10 +262,12 @@ impl Drawable for GraphFigure {
             let y = top + slot * r as i32 + slot / 2;
             (x, y)
         };
-        // Arrows first, boxes over them.
-        let label_style = TextStyle::from((FONT, 15).into_font())
+        // Arrows first, boxes over them, edge labels over everything.
+        let label_font = (FONT, 15).into_font();
+        let label_style = TextStyle::from(label_font.clone())
             .color(&RGBColor(40, 40, 40))
             .pos(Pos::new(HPos::Center, VPos::Bottom));
+        let mut labels = Vec::new();
         for e in &self.edges {
             if e.from >= self.nodes.len() || e.to >= self.nodes.len() {
                 continue;
@@ -167,15 +301,17 @@ impl Drawable for GraphFigure {
             ))
             .map_err(err)?;
             let mid = ((sx + ex) / 2, (y0 + y1) / 2 - 4);
-            root.draw(&Text::new(e.label.clone(), mid, label_style.clone()))
-                .map_err(err)?;
+            labels.push((e.label.clone(), mid));
         }
+        let name_font = (FONT, 17).into_font();
         let name_style =
-            TextStyle::from((FONT, 17).into_font()).pos(Pos::new(HPos::Center, VPos::Center));
+            TextStyle::from(name_font.clone()).pos(Pos::new(HPos::Center, VPos::Center));
         let dark = BLACK.mix(0.75);
-        let detail_style = TextStyle::from((FONT, 14).into_font())
+        let detail_font = (FONT, 14).into_font();
+        let detail_style = TextStyle::from(detail_font.clone())
             .color(&dark)
             .pos(Pos::new(HPos::Center, VPos::Center));
+        let inner = (box_w - 8).max(0) as u32;
         for (n, node) in self.nodes.iter().enumerate() {
             let (x, y) = centre(n);
             let corner = [
@@ -186,20 +322,33 @@ impl Drawable for GraphFigure {
                 .map_err(err)?;
             root.draw(&Rectangle::new(corner, BLACK.mix(0.6).stroke_width(1)))
                 .map_err(err)?;
+            let name_y = if node.detail.is_empty() { y } else { y - 10 };
             root.draw(&Text::new(
-                node.name.clone(),
-                (x, y - 10),
+                fit(root, &node.name, &name_font, inner),
+                (x, name_y),
                 name_style.clone(),
             ))
             .map_err(err)?;
             if !node.detail.is_empty() {
                 root.draw(&Text::new(
-                    node.detail.clone(),
+                    fit(root, &node.detail, &detail_font, inner),
                     (x, y + 13),
                     detail_style.clone(),
                 ))
                 .map_err(err)?;
             }
+        }
+        // Each edge label on a light ground, readable over the arrows.
+        for (text, (x, y)) in labels {
+            let (tw, th) = root.estimate_text_size(&text, &label_style).map_err(err)?;
+            let (tw, th) = (tw as i32, th as i32);
+            root.draw(&Rectangle::new(
+                [(x - tw / 2 - 3, y - th - 1), (x + tw / 2 + 3, y + 1)],
+                WHITE.mix(0.85).filled(),
+            ))
+            .map_err(err)?;
+            root.draw(&Text::new(text, (x, y), label_style.clone()))
+                .map_err(err)?;
         }
         Ok(())
     }
@@ -216,6 +365,16 @@ mod tests {
             to,
             label: String::new(),
         }
+    }
+
+    #[test]
+    fn ratios_keep_two_or_three_significant_digits() {
+        assert_eq!(times(1.0), "1.00×");
+        assert_eq!(times(11.448), "11.4×");
+        assert_eq!(times(250.4), "250×");
+        assert_eq!(times(0.0), "0.00×");
+        assert_eq!(times(0.004), "< 0.01×");
+        assert_eq!(times(0.005), "0.01×");
     }
 
     #[test]

@@ -39,6 +39,11 @@ pub fn service_cells(s: &ServiceSummary) -> Vec<(&'static str, Cell)> {
     cells.extend([
         ("amplification", Cell::Float(s.amplification)),
         ("peak_load_ratio", opt(s.peak_load_ratio)),
+        ("peak_load_ratio_after", opt(s.peak_load_ratio_after)),
+        (
+            "peak_effective_load_ratio",
+            opt(s.peak_effective_load_ratio),
+        ),
         ("utilization", opt(s.utilization)),
         ("capacity_per_s", opt(s.capacity_per_s)),
         ("queue_wait_mean_ms", opt(s.queue_wait_mean_ms)),
@@ -126,6 +131,8 @@ fn empty_summary() -> ServiceSummary {
         totals: ServiceCounts::default(),
         amplification: 0.0,
         peak_load_ratio: None,
+        peak_load_ratio_after: None,
+        peak_effective_load_ratio: None,
         utilization: None,
         capacity_per_s: None,
         queue_wait_mean_ms: None,

@@ -1,18 +1,32 @@
 //! `report.html`: one self-contained page (inline SVG charts and CSS, no
 //! script, no network, no external fonts) with the scenario's description,
 //! the metastability verdicts in words, a table per variant from
-//! `summary_by_variant.csv`, the charts and a short guide to reading them.
+//! `summary_by_variant.csv`, the charts, the services graph (when the run
+//! has more than one service: its two charts and compact tables of
+//! `services.csv` and `calls.csv`) and a short guide to reading them.
 
 use std::fmt::Write;
 
 use super::chart_data::{ChartData, Row};
-use super::charts::{Chart, RecoveryRow, recovery_figure};
+use super::charts::{Chart, GRAPH_CHARTS, RecoveryRow, recovery_figure};
 use super::figure::{css_colour, tick};
+use super::graph_data::{CallFigures, GraphData, ServiceFigures};
+use super::graph_figure::times;
 use super::sweep::sweep_columns;
 
 /// The figures shown per variant: (column stem, label, unit suffix).
-const ROWS: [(&str, &str, &str); 13] = [
+const ROWS: [(&str, &str, &str); 19] = [
     ("success_rate", "success rate", ""),
+    (
+        "success_rate_outside_incidents",
+        "success rate outside incidents and warm-up",
+        "",
+    ),
+    (
+        "latency_p99_outside_ms",
+        "latency p99 outside incidents and warm-up",
+        " ms",
+    ),
     (
         "amplification",
         "amplification (dependency attempts ÷ requests)",
@@ -20,6 +34,26 @@ const ROWS: [(&str, &str, &str); 13] = [
     ),
     ("peak_amplification", "peak amplification (one bucket)", "×"),
     ("peak_load_ratio", "peak load ÷ capacity", "×"),
+    (
+        "peak_load_ratio_after",
+        "peak load ÷ capacity after the incident",
+        "×",
+    ),
+    (
+        "peak_effective_load_ratio",
+        "peak load ÷ capacity it had (warming, browned out)",
+        "×",
+    ),
+    (
+        "time_to_full_goodput_s",
+        "time to full goodput after the incident",
+        " s",
+    ),
+    (
+        "refused",
+        "dependency requests refused at the door (down)",
+        "",
+    ),
     ("goodput", "goodput", "/s"),
     ("latency_p50_ms", "latency p50", " ms"),
     ("latency_p99_ms", "latency p99", " ms"),
@@ -106,7 +140,7 @@ table{border-collapse:collapse;margin:.5em 1.5em 1em 0;display:inline-table;vert
 td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}\
 th:first-child,td:first-child{text-align:left}caption{font-weight:bold;text-align:left}\
 .sw{display:inline-block;width:1em;height:1em;vertical-align:-.15em;margin-right:.4em}\
-.metastable{color:#b00;font-weight:bold}figure{margin:1em 0}\
+.metastable,.over{color:#b00;font-weight:bold}td.l{text-align:left}figure{margin:1em 0}\
 figure svg{max-width:100%;height:auto;border:1px solid #eee}";
 
 fn cell(d: &ChartData, row: &Row, stem: &str, unit: &str) -> (String, String) {
@@ -117,6 +151,111 @@ fn cell(d: &ChartData, row: &Row, stem: &str, unit: &str) -> (String, String) {
         t.num(row, &format!("{stem}_ci95"))
             .map_or(String::new(), |c| format!("± {}", tick(c))),
     )
+}
+
+/// A chart inline, with its caption and files.
+fn figure(h: &mut String, c: &Chart) {
+    let svg = c.svg.trim_start();
+    let svg = svg
+        .strip_prefix("<?xml")
+        .and_then(|rest| rest.split_once("?>").map(|(_, s)| s.trim_start()))
+        .unwrap_or(svg);
+    let _ = writeln!(
+        h,
+        "<figure id=\"{n}\">\n<figcaption><b>{t}</b> (<code>charts/{n}.svg</code>, <code>charts/{n}.png</code>)</figcaption>\n{svg}\n</figure>",
+        n = escape(&c.name),
+        t = escape(&c.title)
+    );
+}
+
+/// A number of the services tables: "–" when absent.
+fn num(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
+    v.map_or("–".to_string(), f)
+}
+
+/// The variant's name with its colour.
+fn swatch(i: usize, name: &str) -> String {
+    format!(
+        "<span class=\"sw\" style=\"background:{}\"></span>{}",
+        css_colour(i),
+        escape(name)
+    )
+}
+
+/// The first cell of a group of `n` rows, spanning them (nothing in the
+/// group's other rows).
+fn first_cell(k: usize, n: usize, html: &str) -> String {
+    match (k, n) {
+        (0, 1) => format!("<td class=\"l\">{html}</td>"),
+        (0, n) => format!("<td class=\"l\" rowspan=\"{n}\">{html}</td>"),
+        _ => String::new(),
+    }
+}
+
+/// The compact tables of `services.csv` and `calls.csv`: one row per
+/// service (call) and variant, means over replicates.
+fn services_tables(h: &mut String, d: &ChartData, g: &GraphData) {
+    h.push_str("<p>Means over replicates, from <code>services.csv</code> and <code>calls.csv</code> (which have every figure, per replicate).</p>\n");
+    h.push_str("<table id=\"services-table\">\n<caption>Services</caption>\n<tr><th>service</th><th>variant</th><th>capacity</th><th>peak load ÷ capacity</th><th>utilization</th><th>attempts per request</th><th>shed</th><th>refused</th></tr>\n");
+    for (s, name) in g.services.iter().enumerate() {
+        let rows: Vec<(usize, &String, ServiceFigures)> = d
+            .variants
+            .iter()
+            .enumerate()
+            .filter_map(|(v, variant)| {
+                let f = *g.service_figures.get(v)?.get(s)?;
+                (f.replicates > 0).then_some((v, variant, f))
+            })
+            .collect();
+        for (k, (v, variant, f)) in rows.iter().enumerate() {
+            let over = f.peak_load_ratio.is_some_and(|p| p > 1.0);
+            let _ = writeln!(
+                h,
+                "<tr>{}<td class=\"l\">{}</td><td>{}</td><td{}>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                first_cell(k, rows.len(), &escape(name)),
+                swatch(*v, variant),
+                num(f.capacity_per_s, |c| format!("{}/s", tick(c))),
+                if over { " class=\"over\"" } else { "" },
+                num(f.peak_load_ratio, times),
+                num(f.utilization, |u| format!("{:.1}%", u * 100.0)),
+                num(f.amplification, times),
+                num(f.shed, tick),
+                num(f.refused, tick),
+            );
+        }
+    }
+    h.push_str("</table>\n");
+    h.push_str("<table id=\"calls-table\">\n<caption>Calls</caption>\n<tr><th>call</th><th>caller → callee</th><th>variant</th><th>attempts per request</th><th>retries</th><th>failed calls</th></tr>\n");
+    for (e, call) in g.calls.iter().enumerate() {
+        let rows: Vec<(usize, &String, CallFigures)> = d
+            .variants
+            .iter()
+            .enumerate()
+            .filter_map(|(v, variant)| {
+                let f = *g.call_figures.get(v)?.get(e)?;
+                (f.replicates > 0).then_some((v, variant, f))
+            })
+            .collect();
+        let edge = format!(
+            "{}</td><td class=\"l\" rowspan=\"{}\">{} → {}",
+            escape(&call.name),
+            rows.len(),
+            escape(&call.caller),
+            escape(&call.callee)
+        );
+        for (k, (v, variant, f)) in rows.iter().enumerate() {
+            let _ = writeln!(
+                h,
+                "<tr>{}<td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                first_cell(k, rows.len(), &edge),
+                swatch(*v, variant),
+                num(f.amplification, times),
+                num(f.retries, tick),
+                num(f.failed, tick),
+            );
+        }
+    }
+    h.push_str("</table>\n");
 }
 
 /// Builds the page from the data and the already rendered charts.
@@ -171,19 +310,19 @@ pub fn report_html(d: &ChartData, charts: &[Chart]) -> String {
     }
     h.push_str("</ul>\n");
 
+    slo_section(&mut h, d);
+
     h.push_str("<h2>Charts</h2>\n");
-    for c in charts {
-        let svg = c.svg.trim_start();
-        let svg = svg
-            .strip_prefix("<?xml")
-            .and_then(|rest| rest.split_once("?>").map(|(_, s)| s.trim_start()))
-            .unwrap_or(svg);
-        let _ = writeln!(
-            h,
-            "<figure id=\"{n}\">\n<figcaption><b>{t}</b> (<code>charts/{n}.svg</code>, <code>charts/{n}.png</code>)</figcaption>\n{svg}\n</figure>",
-            n = escape(&c.name),
-            t = escape(&c.title)
-        );
+    let is_graph = |c: &&Chart| GRAPH_CHARTS.contains(&c.name.as_str());
+    for c in charts.iter().filter(|c| !is_graph(c)) {
+        figure(&mut h, c);
+    }
+    if let Some(g) = d.graph.as_ref().filter(|g| g.is_graph()) {
+        h.push_str("<h2 id=\"services\">Where did the storm go? Services and calls</h2>\n");
+        for c in charts.iter().filter(is_graph) {
+            figure(&mut h, c);
+        }
+        services_tables(&mut h, d, g);
     }
     h.push_str("<h2>Summary per variant</h2>\n<p>Mean over replicates and the half-width of its 95% confidence interval (from <code>summary_by_variant.csv</code>, which has every figure).</p>\n");
     let t = &d.by_variant;
@@ -236,8 +375,47 @@ pub fn report_html(d: &ChartData, charts: &[Chart]) -> String {
     }
 
     h.push_str(HOW_TO_READ);
-    h.push_str("</body>\n</html>\n");
+    if d.graph.as_ref().is_some_and(|g| g.is_graph()) {
+        h.push_str(HOW_TO_READ_GRAPH);
+    }
+    h.push_str("</ul>\n</body>\n</html>\n");
     h
+}
+
+/// The variants' verdicts against the SLO, ranked best first (when the
+/// scenario has one: `slo_rank` in `summary_by_variant.csv`).
+fn slo_section(h: &mut String, d: &ChartData) {
+    let t = &d.by_variant;
+    if t.col("slo_rank").is_none() {
+        return;
+    }
+    let mut rows: Vec<&Row> = t.rows.iter().collect();
+    rows.sort_by(|a, b| {
+        let rank = |r: &Row| t.num(r, "slo_rank").unwrap_or(f64::INFINITY);
+        rank(a).total_cmp(&rank(b))
+    });
+    let _ = writeln!(
+        h,
+        "<h2>Against the SLO</h2>\n<p>The SLO: {}. A variant passes when every replicate meets every objective; best first.</p>\n<table>\n<tr><th>rank</th><th>variant</th><th>verdict</th><th>replicates that passed</th><th>objectives missed (worst replicate)</th></tr>",
+        escape(d.slo.as_deref().unwrap_or("see the scenario's `slo`"))
+    );
+    for row in rows {
+        let name = t.text(row, "variant");
+        let pass = t.num(row, "slo_pass") == Some(1.0);
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td{}>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(t.text(row, "slo_rank")),
+            css_colour(d.variant_index(name)),
+            escape(name),
+            if pass { "" } else { " class=\"metastable\"" },
+            if pass { "pass" } else { "FAIL" },
+            t.num(row, "slo_pass_fraction")
+                .map_or("–".to_string(), |f| format!("{}%", tick(f * 100.0))),
+            escape(t.text(row, "slo_failed"))
+        );
+    }
+    h.push_str("</table>\n");
 }
 
 const HOW_TO_READ: &str = "<h2>How to read this</h2>\n<ul>\n\
@@ -246,8 +424,11 @@ const HOW_TO_READ: &str = "<h2>How to read this</h2>\n<ul>\n\
 <li><b>Goodput</b>: requests that succeeded per second, with the offered load (dashed) for reference. Recovery is goodput returning to the offered load.</li>\n\
 <li><b>Latency</b>: p50 (solid) and p99 (dashed) of the requests that ended in each second, success or failure.</li>\n\
 <li><b>Recovery</b>: seconds from the end of the last incident until the success ratio stays healthy (at least the threshold × the pre-incident baseline) to the end of the run. A run that never gets there is <span class=\"metastable\">metastable</span>: the system stays down after the trigger is gone.</li>\n\
-<li>Lines are means over replicates; the shaded band around a line spans the replicates' minimum and maximum. Colours mean the same variant in every chart.</li>\n\
-</ul>\n";
+<li><b>After the incident</b>: the rows of each variant's table that leave the incident out. Success rate and p99 latency count only the requests that lived entirely outside the incidents and their warm-up; peak load after the incident starts when the incident ends; the peak against the capacity the service had divides by what it could serve then (less while warming or browned out); refused requests were turned away at the door, with no work done.</li>\n\
+<li>Lines are means over replicates; the shaded band around a line spans the replicates' minimum and maximum. Colours mean the same variant in every chart.</li>\n";
+
+const HOW_TO_READ_GRAPH: &str = "<li><b>Load at each service</b>: one panel per service, requests per second arriving there (every attempt) against its capacity (dashed); each panel has its own scale. A tier above its line queues, sheds or exhausts its workers; a tier without a capacity limit only forwards.</li>\n\
+<li><b>The services graph</b>: for the variant with the highest peak load ÷ capacity, each service coloured by its peak load ÷ capacity (green below 0.8×, amber to 1×, red above) and each arrow labelled with the attempts it carried per logical request. Amplification multiplies down each path and adds up where paths meet: the red box is where the storm went.</li>\n";
 
 #[cfg(test)]
 mod tests {

@@ -8,10 +8,12 @@ pub mod charts;
 pub mod console;
 pub mod figure;
 pub mod folder_lock;
+pub mod graph_data;
 pub mod graph_figure;
 pub mod graph_tables;
 pub mod html;
 pub mod output_dir;
+pub mod services_chart;
 pub mod sweep;
 pub mod tables;
 

@@ -265,7 +265,22 @@ pub fn by_variant(results: &[RunResult]) -> Vec<(String, Vec<(String, Cell)>)> {
         out.push((results[i].variant.clone(), aggregate(&rows[i..j])));
         i = j;
     }
+    with_slo_ranks(&mut out);
     out
+}
+
+/// Adds `slo_rank` (1 = best, `metrics::slo::rank`) after each variant's
+/// `slo_failed`, when the runs have an SLO verdict.
+fn with_slo_ranks(agg: &mut [(String, Vec<(String, Cell)>)]) {
+    let ranks = {
+        let cells: Vec<&[(String, Cell)]> = agg.iter().map(|(_, c)| c.as_slice()).collect();
+        crate::metrics::slo::rank(&cells)
+    };
+    for ((_, cells), rank) in agg.iter_mut().zip(ranks) {
+        if let Some(i) = cells.iter().position(|(n, _)| n == "slo_failed") {
+            cells.insert(i + 1, ("slo_rank".into(), Cell::Int(rank as u64)));
+        }
+    }
 }
 
 pub fn summary_by_variant_csv(results: &[RunResult]) -> Vec<u8> {
@@ -278,10 +293,11 @@ pub type Cells = Vec<(String, Cell)>;
 /// `summary_by_variant.csv` from summary rows grouped by variant, in
 /// variant order: (variant, the cells of each of its replicates' rows).
 pub fn summary_by_variant_csv_from_rows(groups: &[(String, Vec<Cells>)]) -> Vec<u8> {
-    let agg: Vec<(String, Vec<(String, Cell)>)> = groups
+    let mut agg: Vec<(String, Vec<(String, Cell)>)> = groups
         .iter()
         .map(|(name, rows)| (name.clone(), aggregate(rows)))
         .collect();
+    with_slo_ranks(&mut agg);
     by_variant_csv(&agg)
 }
 

@@ -174,10 +174,8 @@ fn parse_file(
     }
     let direct = serde_saphyr::from_str_with_options::<Scenario>(src, parse_options());
     if let Ok(s) = &direct
-        && !s
-            .layers
-            .iter()
-            .any(|l| l.preset.is_some() || l.from.is_some())
+        && !s.has_preset()
+        && !s.layers.iter().any(|l| l.from.is_some())
     {
         let mut s = s.clone();
         fill_defaults(&mut s);
@@ -194,9 +192,9 @@ fn parse_file(
     // (`backoff: { base: 2s }` takes its kind from the preset): read the
     // merged scenario. The file's values come first, then the preset's.
     let from_errors = super::from_file::fill_from_layers(&mut value, dir, label, index, warnings);
-    let with_presets = has_preset_layer(&value) || has_from_layer(&value);
+    let with_presets = presets::has_preset(&mut value) || has_from_layer(&value);
     if with_presets {
-        presets::for_preset_layers(&mut value, |_| true, presets::fill_layer);
+        presets::for_preset_policies(&mut value, |_| true, presets::fill_layer);
     }
     let mut reported: Vec<ScenarioError> = from_errors;
     if !with_presets && let Err(e) = &direct {
@@ -345,12 +343,6 @@ fn has_from_layer(v: &Value) -> bool {
     v.get("layers")
         .and_then(Value::as_array)
         .is_some_and(|ls| ls.iter().any(|l| l.get("from").is_some()))
-}
-
-fn has_preset_layer(v: &Value) -> bool {
-    v.get("layers")
-        .and_then(Value::as_array)
-        .is_some_and(|ls| ls.iter().any(|l| l.get("preset").is_some()))
 }
 
 /// Whether `src` holds no YAML node at all (only blanks, comments or

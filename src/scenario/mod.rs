@@ -9,6 +9,9 @@ pub mod error;
 #[cfg(test)]
 pub(crate) mod fixtures;
 pub mod from_file;
+pub mod graph;
+#[cfg(test)]
+mod graph_tests;
 pub mod load;
 pub mod locate;
 pub mod memory;
@@ -16,10 +19,12 @@ pub mod overrides;
 pub mod presets;
 pub mod resolved;
 pub mod schema;
+pub mod slo;
 pub mod suggest;
 pub mod types;
 pub mod units;
 pub mod validate;
+mod validate_graph;
 mod validate_hops;
 mod validate_policy;
 pub mod variants;

@@ -20,14 +20,14 @@ pub fn resolved_yaml(s: &Scenario) -> String {
             f.resolved = true;
         }
     }
-    let body = if full.layers.iter().any(|l| l.preset.is_some()) {
+    let body = if full.has_preset() {
         // Beside a preset, an absent option must be written as `null` (and a
         // false flag as `false`), or reading the file back would take the
         // preset's value for it.
         serde_json::to_value(&full)
             .map_err(|e| e.to_string())
             .and_then(|mut v| {
-                presets::for_preset_layers(&mut v, |_| true, presets::make_explicit);
+                presets::for_preset_policies(&mut v, |_| true, presets::make_explicit);
                 serde_saphyr::to_string(&v).map_err(|e| e.to_string())
             })
     } else {

@@ -345,8 +345,15 @@ pub fn merge(plan: &Plan) -> Result<Merged, MergeError> {
     }
     let by_variant = tables::summary_by_variant_csv_from_rows(&groups);
     let resolved_text = String::from_utf8_lossy(&plan.resolved).into_owned();
+    // GRAPH_TABLES: services.csv, services_timeseries.csv, calls.csv.
+    let table = |t: usize| graph.get(t).map_or(&[][..], |(_, b)| &b[..]);
     let data =
-        report::ChartData::from_bytes(&timeseries, &summary, &by_variant, Some(&resolved_text))?;
+        report::ChartData::from_bytes(&timeseries, &summary, &by_variant, Some(&resolved_text))?
+            .with_graph(report::graph_data::GraphSources {
+                services: table(0),
+                timeseries: table(1),
+                calls: table(2),
+            })?;
     let visuals = report::visual_files(&data)?;
 
     let mut files = vec![

@@ -256,7 +256,12 @@ impl<'a> World<'a> {
                 .filter(|(_, s)| s.side_effects.writes())
                 .map(|(i, _)| ServiceId(i as u16))
                 .collect(),
-            rec: Recorder::with_services(cfg.duration, cfg.bucket, edges.len(), services.len()),
+            rec: {
+                let mut rec =
+                    Recorder::with_services(cfg.duration, cfg.bucket, edges.len(), services.len());
+                rec.exclude(cfg.incident_windows());
+                rec
+            },
             next_req: 0,
         }
     }
