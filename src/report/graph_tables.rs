@@ -125,24 +125,6 @@ fn table(
     w.into_inner().expect("writing to memory")
 }
 
-fn empty_summary() -> ServiceSummary {
-    ServiceSummary {
-        service: 0,
-        totals: ServiceCounts::default(),
-        amplification: 0.0,
-        peak_load_ratio: None,
-        peak_load_ratio_after: None,
-        peak_effective_load_ratio: None,
-        utilization: None,
-        capacity_per_s: None,
-        queue_wait_mean_ms: None,
-        in_flight_mean: 0.0,
-        sojourn_mean_ms: None,
-        inside_at_end: 0,
-        unserved_at_end: 0,
-    }
-}
-
 /// `services.csv`.
 pub fn services_csv(layout: &Layout, results: &[RunResult]) -> Vec<u8> {
     let rows = results.iter().flat_map(|r| {
@@ -158,7 +140,7 @@ pub fn services_csv(layout: &Layout, results: &[RunResult]) -> Vec<u8> {
     });
     table(
         &["variant", "replicate", "service"],
-        service_cells(&empty_summary()),
+        service_cells(&ServiceSummary::default()),
         &layout.params,
         rows,
     )
@@ -178,19 +160,9 @@ pub fn services_timeseries_csv(layout: &Layout, results: &[RunResult]) -> Vec<u8
             (lead, service_row_cells(row), sweep.clone())
         })
     });
-    let empty = ServiceRow {
-        t_s: 0.0,
-        service: 0,
-        counts: ServiceCounts::default(),
-        load_ratio: None,
-        utilization: None,
-        queue_depth: 0.0,
-        in_flight: 0.0,
-        replicas: 1,
-    };
     table(
         &["variant", "replicate", "t_s", "service"],
-        service_row_cells(&empty),
+        service_row_cells(&ServiceRow::default()),
         &layout.params,
         rows,
     )
@@ -212,20 +184,9 @@ pub fn calls_csv(layout: &Layout, results: &[RunResult]) -> Vec<u8> {
             (lead, edge_cells(e), sweep.clone())
         })
     });
-    let empty = EdgeSummary {
-        edge: 0,
-        calls: 0,
-        attempts: 0,
-        retries: 0,
-        succeeded: 0,
-        failed: 0,
-        amplification: 0.0,
-        gates: [0; 3],
-        orphaned_attempts: 0,
-    };
     table(
         &["variant", "replicate", "caller", "callee", "call"],
-        edge_cells(&empty),
+        edge_cells(&EdgeSummary::default()),
         &layout.params,
         rows,
     )
