@@ -281,6 +281,64 @@ fn a_slow_database_exhausts_the_thread_pool_above_it() {
     assert!(r.rows.len() == 60);
 }
 
+/// The capacity of a thread-per-request tier is its workers ÷ the time a
+/// request holds one, own work and calls together (Little's law), measured
+/// from the run; an async tier's is its workers ÷ its own work.
+#[test]
+fn a_thread_per_request_tier_is_judged_by_how_long_it_holds_a_worker() {
+    // api: 8 workers, 2 ms of own work, then one call to db: 5 ms exactly,
+    // on 1000 workers (never a queue). A worker is held exactly 7 ms.
+    let with_db = |hold: bool, slow: Option<(u64, u64, u64)>| {
+        let mut cfg = two_tier(hold, slow);
+        let db = cfg.topology.service_id("db").unwrap();
+        let mut services = cfg.topology.services().to_vec();
+        services[db.index()].service = Some(ServiceDist::Constant(5 * MS));
+        services[db.index()].concurrency = Some(1000);
+        let edges = cfg.topology.edges().to_vec();
+        cfg.topology = Topology::new(services, edges, db).unwrap();
+        cfg
+    };
+    let cfg = with_db(true, None);
+    let r = run_graph(&cfg, 5);
+    let api = service(&r, &cfg, "api");
+    let held = 0.007;
+    assert!(
+        (api.capacity_per_s.unwrap() - 8.0 / held).abs() < 1e-6,
+        "{:?}",
+        api.capacity_per_s
+    );
+    // Every bucket: attempts per second × 7 ms ÷ 8 workers, or the share
+    // of busy workers if higher.
+    let id = cfg.topology.service_id("api").unwrap().index();
+    for row in r.graph.rows.iter().filter(|row| row.service == id) {
+        let offered = row.counts.attempts as f64 * held / 8.0;
+        let want = offered.max(row.utilization.unwrap());
+        assert!(
+            (row.load_ratio.unwrap() - want).abs() < 1e-9,
+            "t = {}: {:?} vs {want}",
+            row.t_s,
+            row.load_ratio
+        );
+    }
+    // 400/s × 7 ms = 2.8 of 8 workers: about 0.35, never near 1.
+    let peak = api.peak_load_ratio.unwrap();
+    assert!((0.3..0.5).contains(&peak), "{peak}");
+    // The same tier freeing its worker after its own work: 8 ÷ 2 ms.
+    let cfg = with_db(false, None);
+    let r = run_graph(&cfg, 5);
+    let api = service(&r, &cfg, "api");
+    assert_eq!(api.capacity_per_s, Some(4000.0));
+    // A slow db (40 ms more on its answers from 20 s to 40 s) holds api's
+    // workers 47 ms: 400/s needs 18.8 of 8, so api is over its capacity
+    // although its own work never changed (at 4000/s it would read 0.1).
+    let cfg = with_db(true, Some((20, 40, 40)));
+    let r = run_graph(&cfg, 5);
+    let api = service(&r, &cfg, "api");
+    let peak = api.peak_load_ratio.unwrap();
+    assert!(peak > 1.0, "{peak}");
+    assert!(api.capacity_per_s.unwrap() < 8.0 / held, "{:?}", api.capacity_per_s);
+}
+
 /// Erlang C: the probability that an arrival waits in an M/M/c queue with
 /// offered load a = λ/μ.
 fn erlang_c(c: u32, a: f64) -> f64 {

@@ -558,6 +558,17 @@ impl Recorder {
         w.1 += 1;
     }
 
+    /// A worker of service `s` was given back at `t` after being held for
+    /// `held` (its own work, and for a thread-per-request service the
+    /// calls it waited for).
+    #[inline]
+    pub fn worker_released(&mut self, t: Nanos, s: usize, held: Nanos) {
+        let b = self.b(t);
+        let h = &mut self.svc.held[b * self.svc.services + s];
+        h.0 = h.0.saturating_add(held);
+        h.1 += 1;
+    }
+
     /// A request left service `s` after `sojourn` inside.
     #[inline]
     pub fn service_left(&mut self, s: usize, sojourn: Nanos) {

@@ -55,6 +55,9 @@ pub struct ServiceMetrics {
     /// Per service: times spent inside by requests that left (sum in ns,
     /// count), for Little's law.
     pub sojourn: Vec<(u128, u64)>,
+    /// `[bucket * services + service]`: how long the workers given back in
+    /// the bucket had been held (sum in ns, count).
+    pub held: Vec<(u64, u64)>,
     /// Per edge: calls that succeeded, and that failed.
     pub edge_outcomes: Vec<[u64; 2]>,
     /// Per service, when the run ended: requests queued or in service
@@ -72,6 +75,7 @@ impl ServiceMetrics {
             inside: (0..services).map(|_| Gauge::new(bucket, buckets)).collect(),
             queue_wait: vec![(0, 0); services],
             sojourn: vec![(0, 0); services],
+            held: vec![(0, 0); buckets * services],
             edge_outcomes: vec![[0; 2]; edges],
             unserved_at_end: vec![0; services],
         }
@@ -79,7 +83,7 @@ impl ServiceMetrics {
 
     /// The memory `new` allocates.
     pub fn state_bytes(buckets: u64, services: usize, edges: usize) -> u64 {
-        let per_bucket = std::mem::size_of::<ServiceCounts>() as u64 + 3 * 16;
+        let per_bucket = std::mem::size_of::<ServiceCounts>() as u64 + 3 * 16 + 16;
         buckets
             .saturating_mul(services as u64)
             .saturating_mul(per_bucket)
@@ -111,6 +115,11 @@ pub struct ServiceInfo {
     /// own work).
     pub capacity_per_s: Option<f64>,
     pub concurrency: Option<u32>,
+    /// Its workers stay busy while the request's calls are out (thread per
+    /// request): how long a worker is held then depends on the services
+    /// below, so its capacity is measured from the run rather than taken
+    /// from its own service time (see [`graph_tables`]).
+    pub holds_while_calling: bool,
     /// Its place in the tables (by depth from the clients).
     pub rank: usize,
 }
@@ -197,6 +206,28 @@ fn ratio(a: f64, b: f64) -> f64 {
     if b == 0.0 { 0.0 } else { a / b }
 }
 
+/// Requests per second service `s` could complete at full capacity over
+/// `buckets`. For most services that is its workers ÷ its mean service
+/// time (`info.capacity_per_s`). A thread-per-request service's worker is
+/// held for its own work *and* the calls it waits for, so there it is
+/// workers ÷ the mean time the workers given back over `buckets` had been
+/// held; `None` when none was given back (nothing measured).
+fn measured_capacity(
+    m: &ServiceMetrics,
+    s: usize,
+    info: &ServiceInfo,
+    buckets: std::ops::Range<usize>,
+) -> Option<f64> {
+    if !info.holds_while_calling {
+        return info.capacity_per_s;
+    }
+    let workers = info.concurrency? as f64;
+    let (ns, n) = buckets
+        .map(|b| m.held[b * m.services + s])
+        .fold((0u128, 0u64), |(ns, n), (h, c)| (ns + h as u128, n + c));
+    (n > 0 && ns > 0).then(|| workers * n as f64 * NS_PER_S as f64 / ns as f64)
+}
+
 /// Per-edge inputs from the recorder's layer arrays.
 pub struct EdgeTotals<'a> {
     pub calls: &'a [u64],
@@ -234,6 +265,9 @@ pub fn tabulate_graph(
     let mut peaks_after: Vec<Option<f64>> = vec![None; n];
     let mut peaks_effective: Vec<Option<f64>> = vec![None; n];
     let raise = |p: &mut Option<f64>, v: f64| *p = Some(p.map_or(v, |p: f64| p.max(v)));
+    let capacity: Vec<Option<f64>> = (0..n)
+        .map(|s| measured_capacity(m, s, &services[s], 0..buckets))
+        .collect();
     // Services in the order of the tables (by depth from the clients).
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_by_key(|&s| (services[s].rank, s));
@@ -243,13 +277,28 @@ pub fn tabulate_graph(
         for &s in &order {
             let info = &services[s];
             let c = m.counts[b * m.services + s];
-            let load = info
-                .capacity_per_s
-                .map(|cap| ratio(ratio(c.attempts as f64, secs), cap));
+            let busy = m.busy[s].mean(b, len);
+            let utilization = info.concurrency.map(|w| ratio(busy, w as f64));
+            // A thread-per-request service: the capacity its workers had
+            // at the hold times of this bucket, and never less loaded than
+            // its workers were busy (a bucket where they were all held and
+            // none came back).
+            let cap = if info.holds_while_calling {
+                measured_capacity(m, s, info, b..b + 1).or(capacity[s])
+            } else {
+                info.capacity_per_s
+            };
+            let load = cap.map(|cap| {
+                let l = ratio(ratio(c.attempts as f64, secs), cap);
+                match utilization {
+                    Some(u) if info.holds_while_calling => l.max(u),
+                    _ => l,
+                }
+            });
             if let Some(l) = load {
                 raise(&mut peaks[s], l);
             }
-            if let (Some(l), Some(cap)) = (load, info.capacity_per_s)
+            if let (Some(l), Some(cap)) = (load, cap)
                 && len == bucket
             {
                 if b >= after.first_bucket {
@@ -261,6 +310,12 @@ pub fn tabulate_graph(
                     .and_then(|f| f.get(b))
                     .copied()
                     .unwrap_or(1.0);
+                // A measured hold already holds the slower own work.
+                let factor = if info.holds_while_calling && factor > 1e-9 {
+                    1.0
+                } else {
+                    factor
+                };
                 if factor > 1e-9 {
                     let let_in = c.attempts.saturating_sub(c.refused + c.vanished);
                     raise(
@@ -269,13 +324,12 @@ pub fn tabulate_graph(
                     );
                 }
             }
-            let busy = m.busy[s].mean(b, len);
             rows.push(ServiceRow {
                 t_s: (b as u64 * bucket) as f64 / NS_PER_S as f64,
                 service: s,
                 counts: c,
                 load_ratio: load,
-                utilization: info.concurrency.map(|w| ratio(busy, w as f64)),
+                utilization,
                 queue_depth: m.queue[s].mean(b, len),
                 in_flight: m.inside[s].mean(b, len),
                 replicas: 1,
@@ -310,7 +364,7 @@ pub fn tabulate_graph(
                 utilization: info
                     .concurrency
                     .map(|w| ratio(m.busy[s].total_secs(), run_secs * w as f64)),
-                capacity_per_s: info.capacity_per_s,
+                capacity_per_s: capacity[s],
                 queue_wait_mean_ms: (waits > 0).then(|| wait_ns as f64 / waits as f64 / 1e6),
                 in_flight_mean: ratio(m.inside[s].total_secs(), run_secs),
                 sojourn_mean_ms: {

@@ -204,6 +204,9 @@ impl ModelConfig {
                         name: s.name.clone(),
                         capacity_per_s: s.capacity_per_sec(),
                         concurrency: s.concurrency,
+                        holds_while_calling: s.hold_worker
+                            && s.concurrency.is_some()
+                            && !s.calls.is_empty(),
                         rank: order.iter().position(|o| o.index() == i).unwrap_or(i),
                     })
                     .collect()

@@ -201,6 +201,13 @@ impl World<'_> {
         }
     }
 
+    /// A worker of `s`, taken at `started`, is given back.
+    fn worker_freed(&mut self, s: ServiceId, started: Nanos) {
+        let now = self.q.now();
+        self.servers[s.index()].busy -= 1;
+        self.rec.worker_released(now, s.index(), now - started);
+    }
+
     /// `job` leaves its service's inside (answered, dropped, cancelled or
     /// lost): its time inside counts for Little's law.
     fn left(&mut self, job: JobId) {
@@ -244,7 +251,7 @@ impl World<'_> {
         }
         self.rec.service_event(now, s.index(), ServiceEvent::Served);
         if releases {
-            self.servers[s.index()].busy -= 1;
+            self.worker_freed(s, j.started);
             self.job_mut(job).holds_worker = false;
         }
         self.rec
@@ -378,7 +385,7 @@ impl World<'_> {
         self.servers[s.index()].calling -= 1;
         self.left(job);
         if j.holds_worker {
-            self.servers[s.index()].busy -= 1;
+            self.worker_freed(s, j.started);
             self.job_mut(job).holds_worker = false;
             self.start_next_queued(s);
         }
@@ -501,9 +508,8 @@ impl World<'_> {
             }
             JobState::InService if self.topo.service(s).stop_on_cancel => {
                 self.left(job);
-                let server = &mut self.servers[s.index()];
-                server.busy -= 1;
-                server.in_service -= 1;
+                self.worker_freed(s, j.started);
+                self.servers[s.index()].in_service -= 1;
                 self.rec.cancelled(now, now - j.started);
                 self.rec
                     .service_event(now, s.index(), ServiceEvent::Cancelled);
@@ -519,10 +525,9 @@ impl World<'_> {
             JobState::Calling => {
                 self.left(job);
                 self.abandon_job_calls(job, Some(by));
-                let server = &mut self.servers[s.index()];
-                server.calling -= 1;
+                self.servers[s.index()].calling -= 1;
                 if j.holds_worker {
-                    server.busy -= 1;
+                    self.worker_freed(s, j.started);
                 }
                 self.rec.cancelled(now, 0);
                 self.finish_job(job);
@@ -602,9 +607,8 @@ impl World<'_> {
             }
             match j.state {
                 JobState::InService => {
-                    let server = &mut self.servers[s.index()];
-                    server.busy -= 1;
-                    server.in_service -= 1;
+                    self.worker_freed(s, j.started);
+                    self.servers[s.index()].in_service -= 1;
                     self.rec.service_event(now, s.index(), ServiceEvent::Reset);
                     self.left(job);
                     let jm = self.job_mut(job);
@@ -625,10 +629,9 @@ impl World<'_> {
                         }
                     }
                     self.free_children(j.children);
-                    let server = &mut self.servers[s.index()];
-                    server.calling -= 1;
+                    self.servers[s.index()].calling -= 1;
                     if j.holds_worker {
-                        server.busy -= 1;
+                        self.worker_freed(s, j.started);
                     }
                     self.left(job);
                     let jm = self.job_mut(job);
