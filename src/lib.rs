@@ -23,3 +23,5 @@ pub mod report;
 pub mod runner;
 pub mod scenario;
 pub mod shard;
+pub mod terminal;
+pub mod workers;
