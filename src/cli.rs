@@ -503,16 +503,17 @@ fn run(args: RunArgs) -> i32 {
         if let Some(spec) = shard {
             return write_shard(out, spec, &s, &plans, &results);
         }
+        let stop = interrupt::flag();
         let layout = report::tables::Layout::of(&results);
-        let timeseries =
-            report::tables::timeseries_csv_until(&layout, &results, interrupt::flag())?;
-        let summary = report::tables::summary_csv(&results);
-        let by_variant = report::tables::summary_by_variant_csv(&results);
+        let timeseries = report::tables::timeseries_csv_until(&layout, &results, stop)?;
+        let summary = report::tables::summary_csv_until(&layout, &results, stop)?;
+        let by_variant = report::tables::summary_by_variant_csv_until(&results, stop)?;
         let resolved = scenario::resolved_yaml(&s);
         out.write("timeseries.csv", &timeseries)?;
         out.write("summary.csv", &summary)?;
         out.write("summary_by_variant.csv", &by_variant)?;
-        let [services, services_ts, calls] = report::graph_tables::all(&layout, &results);
+        let [services, services_ts, calls] =
+            report::graph_tables::all_until(&layout, &results, stop)?;
         for (name, bytes) in [&services, &services_ts, &calls] {
             out.write(name, bytes)?;
         }

@@ -60,7 +60,7 @@ pub fn visual_files(data: &ChartData) -> Result<Vec<(String, Vec<u8>)>, ReportEr
     crate::interrupt::check()?;
     files.push((
         "report.html".into(),
-        html::report_html(data, &charts).into_bytes(),
+        html::report_html(data, &charts)?.into_bytes(),
     ));
     Ok(files)
 }

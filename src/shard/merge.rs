@@ -334,7 +334,10 @@ pub fn merge(plan: &Plan) -> Result<Merged, MergeError> {
     drop(graph_tables);
     let mut groups: Vec<(String, Vec<tables::Cells>)> = Vec::new();
     let mut last_variant = None;
-    for item in &items {
+    for (k, item) in items.iter().enumerate() {
+        if k % 256 == 0 {
+            interrupt::check()?;
+        }
         if last_variant != Some(item.variant_index) {
             groups.push((item.variant.clone(), Vec::new()));
             last_variant = Some(item.variant_index);
@@ -343,7 +346,7 @@ pub fn merge(plan: &Plan) -> Result<Merged, MergeError> {
             rows.push(item.exact.clone());
         }
     }
-    let by_variant = tables::summary_by_variant_csv_from_rows(&groups);
+    let by_variant = tables::summary_by_variant_csv_from_rows_until(&groups, interrupt::flag())?;
     let resolved_text = String::from_utf8_lossy(&plan.resolved).into_owned();
     // GRAPH_TABLES: services.csv, services_timeseries.csv, calls.csv.
     let table = |t: usize| graph.get(t).map_or(&[][..], |(_, b)| &b[..]);
@@ -683,7 +686,16 @@ fn read_shard(shard: &Shard, index: usize) -> Result<ShardData, MergeError> {
     }
     let mut ts_records = ts.records.into_iter().peekable();
     let mut items = Vec::with_capacity(n_items);
-    for ((item, srec), erow) in m.items.iter().zip(summary.records).zip(exact_rows) {
+    for (k, ((item, srec), erow)) in m
+        .items
+        .iter()
+        .zip(summary.records)
+        .zip(exact_rows)
+        .enumerate()
+    {
+        if k % 256 == 0 {
+            interrupt::check()?;
+        }
         let replicate = item.replicate.to_string();
         let names_item = |v: &str, r: &str| v == item.variant && r == replicate;
         if !names_item(&srec.0, &srec.1)
