@@ -518,18 +518,26 @@ fn run(args: RunArgs) -> i32 {
             out.write(name, bytes)?;
         }
         out.write("scenario.resolved.yaml", resolved.as_bytes())?;
-        // Charts are drawn from the tables as written, exactly as
-        // `stormsim plot` reads them back.
-        let data =
-            report::ChartData::from_bytes(&timeseries, &summary, &by_variant, Some(&resolved))
-                .and_then(|d| {
-                    d.with_graph(report::graph_data::GraphSources {
-                        services: &services.1[..],
-                        timeseries: &services_ts.1[..],
-                        calls: &calls.1[..],
-                    })
-                })
-                .map_err(report_to_output)?;
+        // Charts are drawn from the tables as written, read back and
+        // checked as `stormsim plot` reads them (the scenario is the one
+        // scenario.resolved.yaml holds: resolving is a fixed point).
+        let shape = report::shape::RunShape::of_plans(&plans, &s);
+        let data = report::ChartData::from_checked_bytes(
+            &timeseries,
+            &summary,
+            &by_variant,
+            &s,
+            shape,
+            None,
+        )
+        .and_then(|d| {
+            d.with_graph(report::graph_data::GraphSources {
+                services: &services.1[..],
+                timeseries: &services_ts.1[..],
+                calls: &calls.1[..],
+            })
+        })
+        .map_err(report_to_output)?;
         for (path, bytes) in report::visual_files(&data).map_err(report_to_output)? {
             out.write(&path, &bytes)?;
         }

@@ -487,8 +487,8 @@ fn memory_is_bounded_up_front_with_the_estimate() {
 
 /// Paths are echoed escaped, whichever message holds them: the results
 /// line of `run`, a refused output that is a file, `plot` and `merge` on
-/// a folder that is not one (every line of stdout and stderr goes through
-/// the same escaping).
+/// a folder that is not one, a table read back (every line of stdout and
+/// stderr goes through the same escaping).
 #[test]
 fn paths_with_control_characters_are_echoed_escaped() {
     let dir = tempfile::tempdir().unwrap();
@@ -517,4 +517,15 @@ fn paths_with_control_characters_are_echoed_escaped() {
             stderr(&o)
         );
     }
+    // A table whose cell holds an escape sequence, read back by plot.
+    let ts = out.join("timeseries.csv");
+    let text = std::fs::read_to_string(&ts).unwrap();
+    std::fs::write(&ts, text.replacen("\nbase,0,0,", "\nbase\u{1b}[2J,0,0,", 1)).unwrap();
+    let o = stormsim(&["plot", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        !has_unsafe(&stderr(&o)) && stderr(&o).contains("line 2, column 1 (variant)"),
+        "{:?}",
+        stderr(&o)
+    );
 }

@@ -14,7 +14,9 @@ pub mod graph_tables;
 pub mod html;
 pub mod output_dir;
 pub mod services_chart;
+pub mod shape;
 pub mod sweep;
+pub mod table_check;
 pub mod tables;
 
 pub use chart_data::ChartData;
