@@ -812,7 +812,36 @@ fn merge(args: MergeArgs) -> i32 {
                 );
                 outln!("results: {}", dir.display());
             }
-            0
+            // As `run` does: a run a guard rail stopped is a failure.
+            let mut lines: Vec<String> = Vec::new();
+            for (variant, why) in &merged.aborted {
+                let advice = [
+                    ("limits.max_events", "--max-events"),
+                    ("limits.max_in_flight", "--max-in-flight"),
+                ]
+                .iter()
+                .find(|(field, _)| why.contains(field))
+                .map_or(String::new(), |(_, flag)| {
+                    format!("; raise it in the scenario or with {flag} when running the shards")
+                });
+                let line = format!("error: variant {variant}: {why}{advice}");
+                if !lines.contains(&line) {
+                    lines.push(line);
+                }
+            }
+            if lines.is_empty() {
+                return 0;
+            }
+            for line in &lines {
+                errln!("{line}");
+            }
+            errln!(
+                "error: {} of {} runs hit a guard rail and stopped early (see the `aborted` \
+                 column of summary.csv); the merged results are written",
+                merged.aborted.len(),
+                plan.items()
+            );
+            1
         }
         Err(e) => output_failed(e, &out_path, not_written, "the shards were merged"),
     }
