@@ -12,12 +12,13 @@ use std::time::Instant;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::configs;
 use crate::escape::{escape, escape_lines};
 use crate::interrupt;
 use crate::report::output_dir::{self, Options};
 use crate::report::{self, Mode, OutputDir, OutputError};
 use crate::runner::{self, VariantPlan};
-use crate::scenario::{self, Scenario, ScenarioErrors, presets};
+use crate::scenario::{self, Scenario, ScenarioError, ScenarioErrors, presets};
 use crate::shard::{self, Manifest, ManifestItem, ShardSpec};
 use crate::terminal::{self, errln, errout, out, outln};
 use crate::workers;
@@ -61,6 +62,13 @@ enum Command {
     /// Print the JSON Schema of the scenario format (for an editor's YAML
     /// extension).
     Schema,
+    /// Read the retry settings of one method, route or instance from a
+    /// configuration file (gRPC service config, Envoy route, Resilience4j)
+    /// and print them as a layer to paste into a scenario.
+    Import(ImportArgs),
+    /// Write tuned settings (a scenario's layer, or dotted paths to values)
+    /// back into a configuration file as a minimal edit, and print the diff.
+    Export(ExportArgs),
     /// Print the shell completion script for bash, zsh or fish.
     Completions {
         /// The shell.
@@ -99,6 +107,70 @@ struct CheckArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "human")]
     format: Format,
+}
+
+/// Which policy of a configuration file (`from:` takes the same keys).
+#[derive(Args, Debug)]
+struct SelectorArgs {
+    /// The file's format.
+    #[arg(long, value_enum)]
+    format: configs::Format,
+    /// grpc-service-config: the method, `pkg.Service/Method` (or
+    /// `pkg.Service` for the service's defaults).
+    #[arg(long)]
+    method: Option<String>,
+    /// envoy-route: the route's name, or its match prefix or path.
+    #[arg(long)]
+    route: Option<String>,
+    /// resilience4j: the instance name.
+    #[arg(long)]
+    instance: Option<String>,
+    /// A setting stormsim does not model that may be left out all the same
+    /// (its key name, or the key path an error shows). Repeatable.
+    #[arg(long, value_name = "KEY")]
+    ignore: Vec<String>,
+}
+
+impl SelectorArgs {
+    fn selector(&self) -> configs::Selector {
+        configs::Selector {
+            method: self.method.clone(),
+            route: self.route.clone(),
+            instance: self.instance.clone(),
+            ignore: self.ignore.clone(),
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+struct ImportArgs {
+    /// The configuration file.
+    file: PathBuf,
+    #[command(flatten)]
+    select: SelectorArgs,
+    /// The layer's name (default: from the method, route or instance).
+    #[arg(long)]
+    name: Option<String>,
+}
+
+#[derive(Args, Debug)]
+struct ExportArgs {
+    /// The tuned settings: a scenario (see --layer) or a mapping of dotted
+    /// paths to values (layers.NAME.retry.max_attempts: 4), as `stormsim
+    /// tune` writes best.yaml.
+    best: PathBuf,
+    /// The configuration file to edit.
+    #[arg(long)]
+    into: PathBuf,
+    #[command(flatten)]
+    select: SelectorArgs,
+    /// The layer of best.yaml to write (default: the one whose `from`
+    /// names the file, or the only one).
+    #[arg(long)]
+    layer: Option<String>,
+    /// Print the diff only; change nothing.
+    #[arg(long)]
+    dry_run: bool,
 }
 
 #[derive(Args, Debug)]
@@ -235,8 +307,130 @@ pub fn main() -> i32 {
             0
         }
         Command::Completions { shell } => completions(shell),
+        Command::Import(args) => import(args),
+        Command::Export(args) => export(args),
     };
     terminal::finish(code)
+}
+
+fn print_located(errors: &[ScenarioError], warning: bool) {
+    for e in errors {
+        if warning {
+            errln!("warning: {e}");
+        } else {
+            errln!("{e}");
+        }
+    }
+    if !warning && errors.len() > 1 {
+        errln!("{} errors", errors.len());
+    }
+}
+
+/// `stormsim import`: the file's policy as a layer, on stdout.
+fn import(args: ImportArgs) -> i32 {
+    let label = args.file.display().to_string();
+    let selector = args.select.selector();
+    let format = args.select.format;
+    let policy = match configs::import_file(&args.file, format, &selector) {
+        Ok(p) => p,
+        Err(e) => {
+            print_located(&e, false);
+            return 2;
+        }
+    };
+    let warnings: Vec<ScenarioError> = policy.warnings.iter().map(|f| f.located(&label)).collect();
+    print_located(&warnings, true);
+    let name = args.name.clone().unwrap_or_else(|| {
+        let raw = selector.value(format).unwrap_or("imported");
+        let last = raw
+            .rsplit(['/', '.'])
+            .find(|s| !s.is_empty())
+            .unwrap_or(raw);
+        let slug: String = last
+            .chars()
+            .map(|c| {
+                if c.is_alphanumeric() || c == '-' || c == '_' {
+                    c.to_ascii_lowercase()
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        let slug = slug.trim_matches('-').to_string();
+        if slug.is_empty() {
+            "imported".into()
+        } else {
+            slug
+        }
+    });
+    let header = vec![
+        format!(
+            "imported by stormsim from {} ({format}), {}",
+            escape(&label),
+            escape(&policy.selected)
+        ),
+        "paste under `layers:`; or keep it in sync with `from: { file, format, ... }` on the layer"
+            .to_string(),
+    ];
+    out!(
+        "{}",
+        configs::layer_yaml::layer_yaml(&policy, &name, &header)
+    );
+    0
+}
+
+/// `stormsim export`: tuned values into the user's file, with a diff.
+fn export(args: ExportArgs) -> i32 {
+    use configs::write::{export_text, replace_file, unified_diff, wanted_from_best};
+    let label = args.into.display().to_string();
+    let selector = args.select.selector();
+    let wanted = match wanted_from_best(&args.best, args.layer.as_deref(), &args.into) {
+        Ok(w) => w,
+        Err(e) => {
+            print_located(&e, false);
+            return 2;
+        }
+    };
+    let text = match configs::read_file(&args.into, &label) {
+        Ok(t) => t,
+        Err(e) => {
+            print_located(&[e], false);
+            return 2;
+        }
+    };
+    let done = match export_text(&text, &label, args.select.format, &selector, &wanted) {
+        Ok(d) => d,
+        Err(e) => {
+            print_located(&e, false);
+            return 2;
+        }
+    };
+    if done.after == done.before {
+        if !args.dry_run {
+            errln!(
+                "{}: already holds these values; nothing to change",
+                escape(&label)
+            );
+        }
+        return 0;
+    }
+    out!("{}", unified_diff(&done.before, &done.after, &label));
+    if args.dry_run {
+        return 0;
+    }
+    for n in &done.notes {
+        errln!("note: {}", escape(n));
+    }
+    match replace_file(&args.into, &done.before, &done.after) {
+        Ok(()) => {
+            errln!("wrote {}", escape(&label));
+            0
+        }
+        Err(e) => {
+            errln!("error: {}: {}", escape(&label), escape(&e));
+            1
+        }
+    }
 }
 
 /// Writes the completion script of `shell` to stdout, generated by

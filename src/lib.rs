@@ -11,6 +11,7 @@
 
 pub mod check;
 pub mod cli;
+pub mod configs;
 pub mod engine;
 pub mod escape;
 pub mod fuzz;

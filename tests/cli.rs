@@ -74,6 +74,78 @@ fn output_is_byte_identical_across_reruns_and_thread_counts() {
     }
 }
 
+/// Every file under `dir` (its path relative to `dir`), sorted.
+fn files_under(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.push(path.strip_prefix(dir).unwrap().to_path_buf());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_services_graph_run_is_byte_identical_with_1_and_2_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, threads: &str| {
+        let out = dir.path().join(name);
+        stormsim()
+            .args(["run", "docs/examples/diamond.yaml", "--replicates", "4"])
+            .args(["--threads", threads, "--quiet", "--out"])
+            .arg(&out)
+            .assert()
+            .success();
+        out
+    };
+    let (one, two) = (run("one", "1"), run("two", "2"));
+    let files = files_under(&one);
+    assert_eq!(files, files_under(&two));
+    for table in [
+        "services.csv",
+        "services_timeseries.csv",
+        "calls.csv",
+        "summary.csv",
+        "timeseries.csv",
+    ] {
+        assert!(files.iter().any(|f| f.as_os_str() == table), "no {table}");
+    }
+    for f in &files {
+        assert!(
+            fs::read(one.join(f)).unwrap() == fs::read(two.join(f)).unwrap(),
+            "{}: 1 vs 2 threads",
+            f.display()
+        );
+    }
+    // One row per replicate and service (4 services), and per replicate
+    // and call (the clients' and 4 services' calls), in file order.
+    let services = fs::read_to_string(one.join("services.csv")).unwrap();
+    assert_eq!(services.lines().count(), 1 + 4 * 4);
+    assert_eq!(
+        column(&services, "service")[..4],
+        ["gateway", "orders", "inventory", "postgres"]
+    );
+    let calls = fs::read_to_string(one.join("calls.csv")).unwrap();
+    assert_eq!(calls.lines().count(), 1 + 4 * 5);
+    assert_eq!(
+        column(&calls, "call")[..5],
+        [
+            "clients.gateway",
+            "gateway.orders",
+            "gateway.inventory",
+            "orders.postgres",
+            "inventory.db"
+        ]
+    );
+}
+
 #[test]
 fn resolved_scenario_reproduces_the_run() {
     let dir = tempfile::tempdir().unwrap();

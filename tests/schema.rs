@@ -36,7 +36,8 @@ fn every_bundled_scenario_validates_against_the_schema() {
     let validator = jsonschema::validator_for(&schema()).expect("a valid JSON Schema");
     let mut files = Vec::new();
     yaml_files(Path::new("scenarios"), &mut files);
-    assert!(files.len() >= 9, "found {files:?}");
+    files.push(PathBuf::from("docs/examples/diamond.yaml"));
+    assert!(files.len() >= 10, "found {files:?}");
     for path in files {
         let doc = as_json(&std::fs::read_to_string(&path).unwrap());
         let errors: Vec<String> = validator
@@ -63,6 +64,31 @@ fn the_schema_accepts_a_preset_layer_and_rejects_typos() {
         minimal.replace("name: m", "name: m\nseeed: 3"),
         minimal.replace("poisson", "poison"),
         format!("{minimal}layers: [ {{ name: a, retry: {{ retry_on: [700] }} }} ]\n"),
+    ] {
+        assert!(!validator.is_valid(&as_json(&bad)), "accepted:\n{bad}");
+    }
+}
+
+#[test]
+fn the_schema_accepts_a_services_graph_and_rejects_typos_in_it() {
+    let validator = jsonschema::validator_for(&schema()).unwrap();
+    let graph = "name: g\nduration: 1m\nclients: { arrival: { kind: poisson, rate: 10/s }, calls: api }\n\
+                 services:\n\
+                 \x20 - { name: api, concurrency: 8, hold_worker: true, calls: [ { to: db, timeout: 1s, retry: { max_attempts: 3 } }, { to: cache, parallel: true, optional: true } ] }\n\
+                 \x20 - { name: db, concurrency: 4, service_time: { dist: exponential, mean: 5ms } }\n\
+                 \x20 - { name: cache }\n";
+    assert!(validator.is_valid(&as_json(graph)), "{graph}");
+    let entry_call = graph.replace(
+        "calls: api }",
+        "calls: { to: api, timeout: 2s, preset: grpc } }",
+    );
+    assert!(validator.is_valid(&as_json(&entry_call)), "{entry_call}");
+    for bad in [
+        graph.replace("timeout: 1s", "timout: 1s"),
+        graph.replace("hold_worker: true", "hold_worker: yes please"),
+        graph.replace("{ name: cache }", "{ name: cache, concurency: 2 }"),
+        graph.replace("calls: api }", "calls: 7 }"),
+        graph.replace("{ to: db,", "{ too: db,"),
     ] {
         assert!(!validator.is_valid(&as_json(&bad)), "accepted:\n{bad}");
     }

@@ -9,8 +9,10 @@
 use crate::model::CallPolicy;
 use crate::scenario::locate::layer_labels;
 use crate::scenario::types::{
-    DeadlineMode, Idempotency, Jitter, RetryAfterMode, RetryOn, Scenario, SideEffects,
+    DeadlineMode, Idempotency, Jitter, Layer, Overload, RetryAfterMode, RetryOn, Scenario,
+    SideEffects,
 };
+use crate::scenario::units::Duration;
 use crate::scenario::validate::MAX_ATTEMPTS;
 
 use super::{Finding, LayerReport, Severity, StackReport, times};
@@ -22,10 +24,10 @@ pub const LARGE_FLEET_CALLS_PER_S: f64 = 100.0;
 /// Statuses the playbook lists as not retryable.
 pub const NON_RETRYABLE: [u16; 5] = [400, 401, 403, 404, 422];
 
-struct Out(Vec<Finding>);
+pub(super) struct Out(pub Vec<Finding>);
 
 impl Out {
-    fn add(
+    pub(super) fn add(
         &mut self,
         severity: Severity,
         code: &'static str,
@@ -45,12 +47,12 @@ impl Out {
 
 /// A count as people read it: `48`; from 10^12 on, its order of
 /// magnitude only.
-fn count(v: f64) -> String {
+pub(super) fn count(v: f64) -> String {
     let t = times(v);
     t.strip_suffix('x').unwrap_or(&t).to_string()
 }
 
-fn fmt_s(v: f64) -> String {
+pub(super) fn fmt_s(v: f64) -> String {
     if v >= 100.0 {
         format!("{v:.0} s")
     } else if v >= 1.0 {
@@ -58,6 +60,29 @@ fn fmt_s(v: f64) -> String {
     } else {
         format!("{:.0} ms", v * 1000.0)
     }
+}
+
+/// One hop reviewed for findings: a layer of a chain, or a call of a
+/// services graph (its policy as a layer named after the call).
+pub(super) struct Hop<'a> {
+    /// The policy as written.
+    pub layer: &'a Layer,
+    pub model: &'a CallPolicy,
+    pub report: &'a LayerReport,
+    /// Its field path (`layers.api`, `services.gateway.calls.orders`).
+    pub path: String,
+    /// How messages name it (`layer `api``, `call `gateway.orders``).
+    pub who: String,
+    /// The callers' attempts this hop's calls are made within: who makes
+    /// them and their per-attempt timeout.
+    pub outer: Vec<(String, Duration)>,
+    /// A non-idempotent write without a key that this hop's retries can
+    /// repeat: what the message adds, and the fix.
+    pub unsafe_write: Option<(String, String)>,
+    /// The answer of the server it calls to overload, and how messages
+    /// name that server (`the dependency`, `service `postgres``).
+    pub overload: &'a Overload,
+    pub server: String,
 }
 
 pub fn findings(
@@ -74,6 +99,14 @@ pub fn findings(
         || s.layers
             .iter()
             .any(|l| l.total_timeout.is_some() || l.retry.max_elapsed.is_some());
+    let unsafe_write = (s.dependency.side_effects == SideEffects::Write
+        && s.dependency.idempotency == Idempotency::None)
+        .then(|| {
+            (
+                String::new(),
+                "set `dependency.idempotency: key` (or `status_probe: true` on the innermost layer), or stop retrying writes".to_string(),
+            )
+        });
     for (i, ((l, m), (r, path))) in s
         .layers
         .iter()
@@ -81,101 +114,22 @@ pub fn findings(
         .zip(reports.iter().zip(&labels))
         .enumerate()
     {
-        let retries = l.retry.max_attempts > 1;
-        let rp = format!("{path}.retry");
-        // Non-idempotent writes retried without an idempotency key: every
-        // retry of a write that committed is a duplicate side effect.
-        if (retries || l.hedging.is_some() || l.hedge_on_timeout)
-            && s.dependency.side_effects == SideEffects::Write
-            && s.dependency.idempotency == Idempotency::None
-        {
-            out.add(
-                Severity::Error,
-                "non-idempotent-retries",
-                &rp,
-                format!(
-                    "layer `{}` retries non-idempotent writes without an idempotency key: a timeout after commit becomes a duplicate side effect",
-                    l.name
-                ),
-                "set `dependency.idempotency: key` (or `status_probe: true` on the innermost layer), or stop retrying writes",
-            );
-        }
-        // No jitter on a large fleet.
-        let calls_per_s = stack.peak_offered_per_s * r.budgeted_calls_per_request;
-        if retries
-            && l.retry.jitter == Jitter::None
-            && (l.instances >= LARGE_FLEET_INSTANCES || calls_per_s >= LARGE_FLEET_CALLS_PER_S)
-        {
-            let what = if m.retry.backoff.delay(1) == 0 {
-                "retries immediately, with no backoff and no jitter"
-            } else {
-                "backs off without jitter"
-            };
-            out.add(Severity::Warning, "no-jitter", &format!("{rp}.jitter"), format!(
-                "layer `{}` {what} on a large fleet ({} instance(s), up to {} calls/s): failed calls retry in lockstep and hit the dependency together when it comes back",
-                l.name, l.instances, count(calls_per_s)
-            ), "set `jitter: full` (and an exponential backoff with a cap)");
-        }
-        // Unbounded attempts.
-        if l.retry.max_attempts >= MAX_ATTEMPTS
-            && deadline.is_none()
-            && l.total_timeout.is_none()
-            && l.retry.max_elapsed.is_none()
-        {
-            out.add(Severity::Error, "unbounded-retries", &format!("{rp}.max_attempts"), format!(
-                "layer `{}` retries {} times (unbounded) with no deadline, total_timeout or max_elapsed: a failing call retries for as long as the outage lasts",
-                l.name, l.retry.max_attempts
-            ), "bound it: max_attempts 2-5 for user-facing calls, and max_elapsed or a deadline");
-        }
-        // Non-retryable statuses.
-        let bad: Vec<String> = l
-            .retry
-            .retry_on
-            .iter()
-            .filter_map(|on| match *on {
-                RetryOn::Status(c) if NON_RETRYABLE.contains(&c) => Some(c.to_string()),
-                RetryOn::Class(4) => Some("4xx".to_string()),
-                _ => None,
-            })
-            .collect();
-        if retries && !bad.is_empty() {
-            out.add(Severity::Error, "retries-non-retryable-status", &format!("{rp}.retry_on"), format!(
-                "layer `{}` retries {}, which includes validation and auth errors (400/401/403/404/422) that fail the same way every time",
-                l.name, bad.join(", ")
-            ), "retry only transient outcomes: timeout, connection, 408, 429, 500, 502, 503, 504");
-        }
-        // Per-attempt timeout that uses up the deadline.
-        if let (Some(t), Some(d)) = (l.timeout, deadline)
-            && t.secs_f64() >= d
-            && retries
-        {
-            out.add(Severity::Warning, "timeout-exceeds-deadline", &format!("{path}.timeout"), format!(
-                "layer `{}` waits {} per attempt, not less than the deadline ({}): an attempt that times out leaves no time to retry",
-                l.name, t, fmt_s(d)
-            ), "make the per-attempt timeout a fraction of the deadline (deadline / attempts or less)");
-        }
-        // A timeout the run never reaches (valid: it means "no timeout").
-        if let Some(t) = l.timeout
-            && t >= s.duration
-        {
-            out.add(Severity::Info, "timeout-never-fires", &format!("{path}.timeout"), format!(
-                "layer `{}` waits {} per attempt, as long as the run ({}) or longer: no attempt ever times out",
-                l.name, t, s.duration
-            ), "expected if attempts should never time out; else a timeout well below the run (and the deadline)");
-        }
-        retry_after_findings(&mut out, s, l, &rp, deadline);
-        // Inner retries that outlive the caller's attempt.
-        if i > 0
-            && retries
-            && l.deadline == DeadlineMode::None
-            && let (Some(outer_t), Some(w)) = (s.layers[i - 1].timeout, r.worst_case_s)
-            && w > outer_t.secs_f64()
-        {
-            out.add(Severity::Warning, "inner-retries-outlive-caller", &format!("{path}.deadline"), format!(
-                "layer `{}` can spend {} on one call, longer than its caller `{}` waits per attempt ({}): the caller times out and retries while these retries go on as orphaned work",
-                l.name, fmt_s(w), s.layers[i - 1].name, outer_t
-            ), "set `deadline: propagate` on this layer, or fewer attempts / shorter timeouts here");
-        }
+        let outer = match i.checked_sub(1).map(|j| &s.layers[j]) {
+            Some(o) => o.timeout.map(|t| (o.name.clone(), t)).into_iter().collect(),
+            None => Vec::new(),
+        };
+        let hop = Hop {
+            layer: l,
+            model: m,
+            report: r,
+            path: path.clone(),
+            who: format!("layer `{}`", l.name),
+            outer,
+            unsafe_write: unsafe_write.clone(),
+            overload: &s.dependency.overload,
+            server: "the dependency".to_string(),
+        };
+        hop_findings(&mut out, s, &hop, stack);
     }
     // Retries at several layers without a shared budget.
     let retrying: Vec<usize> = (0..s.layers.len())
@@ -246,17 +200,112 @@ pub fn findings(
     out.0
 }
 
-fn retry_after_findings(
-    out: &mut Out,
-    s: &Scenario,
-    l: &crate::scenario::types::Layer,
-    rp: &str,
-    deadline: Option<f64>,
-) {
+/// The findings about one hop (a layer or a call).
+pub(super) fn hop_findings(out: &mut Out, s: &Scenario, hop: &Hop, stack: &StackReport) {
+    let (l, m, r, path, who) = (hop.layer, hop.model, hop.report, &hop.path, &hop.who);
+    let deadline = stack.deadline_s;
+    let retries = l.retry.max_attempts > 1;
+    let rp = format!("{path}.retry");
+    // Non-idempotent writes retried without an idempotency key: every
+    // retry of a write that committed is a duplicate side effect.
+    if (retries || l.hedging.is_some() || l.hedge_on_timeout)
+        && let Some((note, fix)) = &hop.unsafe_write
+    {
+        out.add(
+            Severity::Error,
+            "non-idempotent-retries",
+            &rp,
+            format!(
+                "{who} retries non-idempotent writes{note} without an idempotency key: a timeout after commit becomes a duplicate side effect"
+            ),
+            fix,
+        );
+    }
+    // No jitter on a large fleet.
+    let calls_per_s = stack.peak_offered_per_s * r.budgeted_calls_per_request;
+    if retries
+        && l.retry.jitter == Jitter::None
+        && (l.instances >= LARGE_FLEET_INSTANCES || calls_per_s >= LARGE_FLEET_CALLS_PER_S)
+    {
+        let what = if m.retry.backoff.delay(1) == 0 {
+            "retries immediately, with no backoff and no jitter"
+        } else {
+            "backs off without jitter"
+        };
+        out.add(Severity::Warning, "no-jitter", &format!("{rp}.jitter"), format!(
+            "{who} {what} on a large fleet ({} instance(s), up to {} calls/s): failed calls retry in lockstep and hit {} together when it comes back",
+            l.instances, count(calls_per_s), hop.server
+        ), "set `jitter: full` (and an exponential backoff with a cap)");
+    }
+    // Unbounded attempts.
+    if l.retry.max_attempts >= MAX_ATTEMPTS
+        && deadline.is_none()
+        && l.total_timeout.is_none()
+        && l.retry.max_elapsed.is_none()
+    {
+        out.add(Severity::Error, "unbounded-retries", &format!("{rp}.max_attempts"), format!(
+            "{who} retries {} times (unbounded) with no deadline, total_timeout or max_elapsed: a failing call retries for as long as the outage lasts",
+            l.retry.max_attempts
+        ), "bound it: max_attempts 2-5 for user-facing calls, and max_elapsed or a deadline");
+    }
+    // Non-retryable statuses.
+    let bad: Vec<String> = l
+        .retry
+        .retry_on
+        .iter()
+        .filter_map(|on| match *on {
+            RetryOn::Status(c) if NON_RETRYABLE.contains(&c) => Some(c.to_string()),
+            RetryOn::Class(4) => Some("4xx".to_string()),
+            _ => None,
+        })
+        .collect();
+    if retries && !bad.is_empty() {
+        out.add(Severity::Error, "retries-non-retryable-status", &format!("{rp}.retry_on"), format!(
+            "{who} retries {}, which includes validation and auth errors (400/401/403/404/422) that fail the same way every time",
+            bad.join(", ")
+        ), "retry only transient outcomes: timeout, connection, 408, 429, 500, 502, 503, 504");
+    }
+    // Per-attempt timeout that uses up the deadline.
+    if let (Some(t), Some(d)) = (l.timeout, deadline)
+        && t.secs_f64() >= d
+        && retries
+    {
+        out.add(Severity::Warning, "timeout-exceeds-deadline", &format!("{path}.timeout"), format!(
+            "{who} waits {} per attempt, not less than the deadline ({}): an attempt that times out leaves no time to retry",
+            t, fmt_s(d)
+        ), "make the per-attempt timeout a fraction of the deadline (deadline / attempts or less)");
+    }
+    // A timeout the run never reaches (valid: it means "no timeout").
+    if let Some(t) = l.timeout
+        && t >= s.duration
+    {
+        out.add(Severity::Info, "timeout-never-fires", &format!("{path}.timeout"), format!(
+            "{who} waits {} per attempt, as long as the run ({}) or longer: no attempt ever times out",
+            t, s.duration
+        ), "expected if attempts should never time out; else a timeout well below the run (and the deadline)");
+    }
+    retry_after_findings(out, hop, &rp, deadline);
+    // Inner retries that outlive the caller's attempt (the shortest one).
+    let shortest = hop.outer.iter().min_by_key(|(_, t)| *t);
+    if retries
+        && l.deadline == DeadlineMode::None
+        && let (Some((caller, outer_t)), Some(w)) = (shortest, r.worst_case_s)
+        && w > outer_t.secs_f64()
+    {
+        let noun = who.split(' ').next().unwrap_or("layer");
+        out.add(Severity::Warning, "inner-retries-outlive-caller", &format!("{path}.deadline"), format!(
+            "{who} can spend {} on one call, longer than its caller `{caller}` waits per attempt ({outer_t}): the caller times out and retries while these retries go on as orphaned work",
+            fmt_s(w)
+        ), &format!("set `deadline: propagate` on this {noun}, or fewer attempts / shorter timeouts here"));
+    }
+}
+
+fn retry_after_findings(out: &mut Out, hop: &Hop, rp: &str, deadline: Option<f64>) {
+    let (l, who, server) = (hop.layer, &hop.who, &hop.server);
     if l.retry.max_attempts <= 1 {
         return;
     }
-    let ov = &s.dependency.overload;
+    let ov = hop.overload;
     let sends = ov.retry_after.is_some()
         && l.retry.retry_on.iter().any(|on| match *on {
             RetryOn::Status(c) => c == ov.status,
@@ -269,7 +318,7 @@ fn retry_after_findings(
             (
                 Severity::Warning,
                 format!(
-                    "the dependency answers overload with {} and Retry-After {}",
+                    "{server} answers overload with {} and Retry-After {}",
                     ov.status,
                     ov.retry_after.map(|d| d.to_string()).unwrap_or_default()
                 ),
@@ -281,7 +330,7 @@ fn retry_after_findings(
             )
         };
         out.add(sev, "retry-after-ignored", &format!("{rp}.retry_after"), format!(
-            "layer `{}` ignores Retry-After: {why}", l.name
+            "{who} ignores Retry-After: {why}"
         ), "set `retry_after: honor` (wait at least that long; fail fast when it exceeds the deadline)");
         return;
     }
@@ -293,8 +342,7 @@ fn retry_after_findings(
             && l.retry.max_elapsed.is_none()
         {
             out.add(Severity::Info, "retry-after-unbounded", &format!("{rp}.retry_after"), format!(
-                "layer `{}` obeys any Retry-After with no cap and no deadline: a server can park requests for as long as it asks",
-                l.name
+                "{who} obeys any Retry-After with no cap and no deadline: a server can park requests for as long as it asks"
             ), "set clients.deadline, or retry_after_cap with `retry_after: honor`");
         }
         return;
@@ -310,8 +358,8 @@ fn retry_after_findings(
         && wait >= d
     {
         out.add(Severity::Info, "retry-after-exceeds-deadline", &format!("{rp}.retry_after"), format!(
-            "the dependency's Retry-After ({}) is not shorter than the deadline ({}): layer `{}` fails those requests at once with retry_after_exceeds_budget instead of retrying",
-            fmt_s(ra), fmt_s(d), l.name
+            "{server}'s Retry-After ({}) is not shorter than the deadline ({}): {who} fails those requests at once with retry_after_exceeds_budget instead of retrying",
+            fmt_s(ra), fmt_s(d)
         ), "expected behaviour; lower the server's Retry-After or raise the deadline if those requests should be retried");
     }
 }

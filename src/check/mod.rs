@@ -1,5 +1,6 @@
 //! `stormsim check`: a static review of a scenario's retry policy, without
-//! simulating it. Per layer and for the whole stack it reports how long a
+//! simulating it (a services graph: along its paths, `graph`). Per layer
+//! and for the whole stack it reports how long a
 //! logical request can take when every attempt fails slowly (worst draws
 //! and mean draws of the jitter), against the user's deadline; how many
 //! calls one request can cause at the dependency, without and with the
@@ -9,6 +10,7 @@
 
 mod amplification;
 mod findings;
+pub mod graph;
 mod render;
 mod timing;
 
@@ -95,6 +97,10 @@ pub struct StackReport {
     /// amplification; 1 without consumers.
     pub deliveries: u32,
     pub peak_offered_per_s: f64,
+    /// A services graph: the service the amplification is counted at
+    /// (`analysis.service`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -103,6 +109,17 @@ pub struct Report {
     pub layers: Vec<LayerReport>,
     pub stack: StackReport,
     pub findings: Vec<Finding>,
+    /// A services graph: every service, every call and the paths from the
+    /// clients (at most `graph::MAX_PATHS` of them; `paths_total` counts
+    /// them all).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub services: Vec<graph::ServiceReport>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<graph::CallReport>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<graph::PathReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paths_total: Option<u64>,
 }
 
 impl Report {
@@ -127,6 +144,9 @@ fn peak_rate(s: &Scenario) -> f64 {
 
 /// Reviews a loaded (validated) scenario.
 pub fn check(s: &Scenario) -> Report {
+    if s.is_graph() {
+        return graph::check_graph(s);
+    }
     let model = to_model(s);
     let secs = |ns: u64| ns as f64 / NS_PER_S as f64;
     let chain = model.topology.entry_chain();
@@ -199,6 +219,7 @@ pub fn check(s: &Scenario) -> Report {
         budgeted_amplification: budgeted_calls * f64::from(deliveries),
         deliveries,
         peak_offered_per_s: peak,
+        service: None,
     };
     let findings = findings::findings(s, layers, &reports, &stack);
     Report {
@@ -206,8 +227,14 @@ pub fn check(s: &Scenario) -> Report {
         layers: reports,
         stack,
         findings,
+        services: Vec::new(),
+        calls: Vec::new(),
+        paths: Vec::new(),
+        paths_total: None,
     }
 }
 
+#[cfg(test)]
+mod graph_tests;
 #[cfg(test)]
 mod tests;

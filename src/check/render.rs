@@ -35,8 +35,12 @@ pub fn json(r: &Report) -> String {
     text
 }
 
-/// The report as text: a table of layers, the stack, the findings.
+/// The report as text: a table of layers (of calls, services and paths
+/// for a services graph), the stack, the findings.
 pub fn human(r: &Report, file: &str) -> String {
+    if !r.calls.is_empty() {
+        return human_graph(r, file);
+    }
     let mut o = String::new();
     let s = &r.stack;
     let _ = writeln!(o, "stormsim check: {file} (scenario `{}`)", r.scenario);
@@ -151,6 +155,12 @@ pub fn human(r: &Report, file: &str) -> String {
         times(s.amplification),
         times(s.budgeted_amplification)
     );
+    findings(&mut o, r);
+    o
+}
+
+/// The findings and their count.
+fn findings(o: &mut String, r: &Report) {
     if r.findings.is_empty() {
         let _ = writeln!(o, "\nno findings");
     } else {
@@ -173,5 +183,171 @@ pub fn human(r: &Report, file: &str) -> String {
         count(Severity::Warning),
         count(Severity::Info)
     );
+}
+
+/// A column of `cells` as wide as its widest cell (at least `min`).
+fn width<'a>(cells: impl Iterator<Item = &'a str>, min: usize) -> usize {
+    cells.map(|c| c.chars().count()).max().unwrap_or(0).max(min)
+}
+
+/// The report of a services graph as text: its calls (as layers), its
+/// services, its paths, the request as a whole and the findings.
+fn human_graph(r: &Report, file: &str) -> String {
+    let mut o = String::new();
+    let s = &r.stack;
+    let _ = writeln!(o, "stormsim check: {file} (scenario `{}`)", r.scenario);
+    let _ = writeln!(
+        o,
+        "deadline: {}   peak offered: {}/s",
+        s.deadline_s.map_or("none".into(), |d| secs(Some(d))),
+        s.peak_offered_per_s
+    );
+    let name = |c: &super::graph::CallReport| match &c.review.preset {
+        Some(p) => format!("{} ({p})", c.review.name),
+        None => c.review.name.clone(),
+    };
+    let names: Vec<String> = r.calls.iter().map(name).collect();
+    let w = width(names.iter().map(String::as_str), 4);
+    let _ = writeln!(
+        o,
+        "\n{:<w$} {:>8} {:>7} {:>12} {:>12} {:>12} {:>10} {:>10}",
+        "call",
+        "attempts",
+        "fan-out",
+        "attempt max",
+        "worst case",
+        "expected",
+        "calls in",
+        "budgeted"
+    );
+    for (c, n) in r.calls.iter().zip(&names) {
+        let l = &c.review;
+        let _ = writeln!(
+            o,
+            "{n:<w$} {:>8} {:>7} {:>12} {:>12} {:>12} {:>10} {:>10}",
+            l.max_attempts,
+            l.fan_out,
+            secs(l.attempt_s),
+            secs(l.worst_case_s),
+            secs(l.expected_s),
+            times(l.calls_per_request),
+            times(l.budgeted_attempts)
+        );
+    }
+    for c in &r.calls {
+        let l = &c.review;
+        let how = match (c.parallel, c.optional) {
+            (true, true) => " (parallel, optional)",
+            (true, false) => " (parallel)",
+            (false, true) => " (optional)",
+            (false, false) => "",
+        };
+        let _ = writeln!(o, "  {}: {} → {}{how}", l.name, c.caller, c.callee);
+        if !l.sleeps_worst_s.is_empty() {
+            let shown = 6.min(l.sleeps_worst_s.len());
+            let fmt = |v: &[f64]| {
+                v[..shown]
+                    .iter()
+                    .map(|x| secs(Some(*x)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let more = if l.sleeps_worst_s.len() > shown {
+                format!(", ... ({} retries)", l.sleeps_worst_s.len())
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                o,
+                "  {}: sleeps worst {}{more}; mean {}{more}",
+                l.name,
+                fmt(&l.sleeps_worst_s),
+                fmt(&l.sleeps_mean_s)
+            );
+            let bounded = if l.bounded_by.is_empty() {
+                String::new()
+            } else {
+                format!("; bounded by {}", l.bounded_by.join(", "))
+            };
+            let _ = writeln!(o, "  {}: budget: {}{bounded}", l.name, l.budget_note);
+        }
+        let _ = writeln!(o, "  {}: worst case: {}", l.name, l.worst_case);
+    }
+    let sw = width(r.services.iter().map(|x| x.name.as_str()), 7);
+    let _ = writeln!(
+        o,
+        "\n{:<sw$} {:>10} {:>10} {:>12} {:>14}",
+        "service", "calls in", "budgeted", "capacity/s", "peak calls/s"
+    );
+    for x in &r.services {
+        let focus = if x.focus { "  (analysis.service)" } else { "" };
+        let _ = writeln!(
+            o,
+            "{:<sw$} {:>10} {:>10} {:>12} {:>14}{focus}",
+            x.name,
+            times(x.calls_per_request),
+            times(x.budgeted_calls_per_request),
+            x.capacity_per_s
+                .map_or("unlimited".to_string(), |c| format!("{c:.0}")),
+            format!("{:.0}", x.peak_calls_per_s),
+        );
+    }
+    let total = r.paths_total.unwrap_or(r.paths.len() as u64);
+    let shown = if total > r.paths.len() as u64 {
+        format!(" ({} of {total} shown)", r.paths.len())
+    } else {
+        String::new()
+    };
+    let _ = writeln!(o, "\npaths from the clients{shown}:");
+    for p in &r.paths {
+        let fits = match p.fits_deadline {
+            Some(true) => "; fits the deadline".to_string(),
+            Some(false) => format!(
+                "; does not fit the deadline: about {} attempt(s) of the clients' call do",
+                p.attempts_within_deadline.unwrap_or(1)
+            ),
+            None => String::new(),
+        };
+        let _ = writeln!(
+            o,
+            "  {}: up to {} (about {} at mean draws); {} calls at `{}`{fits}",
+            p.calls.join(" → "),
+            secs(p.worst_case_s),
+            secs(p.expected_s),
+            times(p.amplification),
+            p.services.last().map_or("", String::as_str)
+        );
+    }
+    let fits = match s.fits_deadline {
+        Some(true) => " (fits the deadline)".to_string(),
+        Some(false) => format!(
+            " (does not fit the deadline: about {} attempt(s) of the clients' call do)",
+            s.attempts_within_deadline.unwrap_or(1)
+        ),
+        None => String::new(),
+    };
+    let _ = writeln!(
+        o,
+        "\nrequest: in the worst case ({}), a request takes up to {} (about {} at mean draws){fits}",
+        s.worst_case,
+        secs(s.worst_case_s),
+        secs(s.expected_s)
+    );
+    let per = if s.deliveries > 1 {
+        format!(
+            "per message (up to {} deliveries, each a logical request)",
+            s.deliveries
+        )
+    } else {
+        "per logical request".to_string()
+    };
+    let _ = writeln!(
+        o,
+        "amplification: up to {} calls at `{}` (analysis.service) {per} (products of attempts x fan-out along each path, summed over the paths into it); {} sustained with the budgets during an outage",
+        times(s.amplification),
+        s.service.as_deref().unwrap_or("?"),
+        times(s.budgeted_amplification)
+    );
+    findings(&mut o, r);
     o
 }

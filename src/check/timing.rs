@@ -175,14 +175,22 @@ pub fn layer_timings(layers: &[CallPolicy], retry_after: &[Option<f64>]) -> Vec<
     out
 }
 
-fn min_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+pub(super) fn min_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     match (a, b) {
         (Some(x), Some(y)) => Some(x.min(y)),
         (x, y) => x.or(y),
     }
 }
 
-fn one_layer(l: &CallPolicy, inner: (Option<f64>, Option<f64>), ra: Option<f64>) -> LayerTiming {
+/// One call at `l` when every attempt fails slowly: `inner` is how long
+/// the hop below takes at most and at mean draws (`None`: it hangs, so
+/// only this call's timeouts bound an attempt), `ra` the Retry-After it
+/// obeys, in seconds.
+pub(super) fn one_layer(
+    l: &CallPolicy,
+    inner: (Option<f64>, Option<f64>),
+    ra: Option<f64>,
+) -> LayerTiming {
     let secs = |ns: u64| ns as f64 / NS_PER_S as f64;
     let r = &l.retry;
     let retries = r.max_attempts.saturating_sub(1);

@@ -37,6 +37,13 @@ struct Scoped<T> {
     used: Vec<u32>,
     /// How many of `used` are in instance order.
     sorted: usize,
+    /// Scratch space for `mean`: a value per state.
+    values: Vec<f64>,
+}
+
+/// `f` as a closure that can be passed by value while `f` is used again.
+fn f_ref<T>(f: &impl Fn(&mut T) -> f64) -> impl FnMut(&mut T) -> f64 + '_ {
+    move |t| f(t)
 }
 
 impl<T: Clone> Scoped<T> {
@@ -53,6 +60,7 @@ impl<T: Clone> Scoped<T> {
                 states: Vec::new(),
                 used: Vec::new(),
                 sorted: 0,
+                values: Vec::new(),
             }
         })
     }
@@ -89,12 +97,17 @@ impl<T: Clone> Scoped<T> {
             self.used.sort();
             self.sorted = self.used.len();
         }
-        let states = &mut self.states;
+        // Each state's value in the order the states lie in memory, then
+        // summed in instance order: the same sum, with the states read
+        // one after the other.
+        let values = &mut self.values;
+        values.clear();
+        values.extend(self.states.iter_mut().map(f_ref(&f)));
         let slot_of = &self.slot_of;
         let mut sum: f64 = (self.used.iter())
             .map(|&i| {
                 let slot = slot_of[i as usize].expect("a used instance has a state");
-                f(&mut states[slot.get() as usize - 1])
+                values[slot.get() as usize - 1]
             })
             .sum();
         let unused = self.slot_of.len() - self.used.len();

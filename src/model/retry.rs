@@ -739,4 +739,32 @@ mod tests {
         assert_eq!(st.backoff_n, 2);
         assert_eq!(st.sleep.prev, 200 * MS);
     }
+
+    /// A Retry-After without jitter takes no draw from the stream (the
+    /// full jitter's draw is the only one), so every later number of the
+    /// stream is what it would be without the header.
+    #[test]
+    fn a_retry_after_without_jitter_draws_nothing() {
+        let mut p = policy();
+        p.jitter = Jitter::Full;
+        p.retry_after = RetryAfterMode::AtLeast {
+            cap: u64::MAX,
+            jitter: 0.0,
+        };
+        let mut rng = Stream::new(3, Purpose::Jitter, 0);
+        let mut fresh = Stream::new(3, Purpose::Jitter, 0);
+        assert_eq!(
+            decide(
+                &p,
+                with_ra(2 * NS_PER_S),
+                &mut state(1),
+                0,
+                u64::MAX,
+                &mut rng
+            ),
+            Decision::RetryAfter(2 * NS_PER_S)
+        );
+        fresh.unit();
+        assert_eq!(rng.unit().to_bits(), fresh.unit().to_bits());
+    }
 }

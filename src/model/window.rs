@@ -12,10 +12,11 @@ pub struct Windowed {
     head: u64,
     /// The last total computed, while it still holds: until something is
     /// added, or until the slice index at which the oldest non-zero slice
-    /// leaves the window. Clearing a slice that holds zero changes no
+    /// leaves the window (kept as the time that slice begins, so checking
+    /// costs no division). Clearing a slice that holds zero changes no
     /// term of the sum, so the cached value is exactly what summing again
     /// would give (a sampled level costs O(1) while a window is idle).
-    cached: Option<(f64, u64)>,
+    cached: Option<(f64, Nanos)>,
 }
 
 impl Windowed {
@@ -59,7 +60,7 @@ impl Windowed {
     /// The sum over the last window (the current slice included).
     pub fn total(&mut self, now: Nanos) -> f64 {
         if let Some((total, until)) = self.cached
-            && now / self.slice < until
+            && now < until
         {
             return total;
         }
@@ -71,7 +72,9 @@ impl Windowed {
         let oldest = (0..n)
             .rev()
             .find(|&age| self.sums[((self.head + n - age) % n) as usize] != 0.0);
-        let until = oldest.map_or(u64::MAX, |age| self.head - age.min(self.head) + n);
+        let until = oldest.map_or(u64::MAX, |age| {
+            (self.head - age.min(self.head) + n).saturating_mul(self.slice)
+        });
         self.cached = Some((total, until));
         total
     }
@@ -101,7 +104,7 @@ mod tests {
                 if rng.chance(0.4) {
                     w.add(now, (rng.unit() * 4.0).floor());
                 } else {
-                    let hit = w.cached.is_some_and(|(_, until)| now / w.slice < until);
+                    let hit = w.cached.is_some_and(|(_, until)| now < until);
                     cache_hits += u32::from(hit);
                     let cached = w.total(now);
                     let mut fresh = w.clone();

@@ -18,15 +18,18 @@ use crate::model::server::SideEffects as ModelSideEffects;
 use crate::model::server::{Effect, Incident as ModelIncident, ServiceConfig};
 use crate::model::service::ServiceDist;
 use crate::model::throttle::ThrottleConfig;
-use crate::model::topology::Topology;
+use crate::model::topology::{EdgeConfig, EdgeId, ServiceId, Topology};
 use crate::model::{CallPolicy, ClosedLoop, ConsumerConfig, Limits, ModelConfig, RecoveryCriteria};
 
+use std::collections::HashMap;
+
 use super::defaults::{DEFAULT_ERROR_STATUS, DEFAULT_MULTIPLIER, fill_breaker};
+use super::graph::{CLIENTS, Call, DEPENDENCY};
 use super::types::{
     ArrivalKind, Backoff, BackoffKind, Breaker, BreakerBlocks, BreakerKind, Budget, BudgetKind,
     CancellationMode, DeadlineMode, Dependency, Discipline, DistKind, Idempotency, Incident,
     IncidentKind, Jitter, Layer, OccPolicyName, OnCancel, Retry, RetryAfterMode, RetryOn, Scenario,
-    SchedulePoint, Scope, ServiceTime, SideEffects, Throttle, ThrottleKind, WhenFull,
+    SchedulePoint, Scope, ServerFields, ServiceTime, SideEffects, Throttle, ThrottleKind, WhenFull,
     budget_defaults,
 };
 use super::units::Duration;
@@ -53,10 +56,15 @@ pub fn to_occ(s: &Scenario) -> Option<OccConfig> {
 
 /// The model configuration of a validated scenario.
 pub fn to_model(s: &Scenario) -> ModelConfig {
-    let layers = if s.layers.is_empty() {
-        vec![CallPolicy::passthrough("client")]
+    let topology = if s.is_graph() {
+        graph(s)
     } else {
-        s.layers.iter().map(layer).collect()
+        let layers = if s.layers.is_empty() {
+            vec![CallPolicy::passthrough("client")]
+        } else {
+            s.layers.iter().map(layer).collect()
+        };
+        Topology::chain(layers, dependency(&s.dependency))
     };
     ModelConfig {
         duration: s.duration.ns(),
@@ -85,7 +93,7 @@ pub fn to_model(s: &Scenario) -> ModelConfig {
             poison_status: c.poison_status,
         }),
         deadline: s.clients.deadline.map(Duration::ns),
-        topology: Topology::chain(layers, dependency(&s.dependency)),
+        topology,
         recovery: recovery(s),
         limits: Limits {
             max_events: s.limits.max_events,
@@ -334,11 +342,87 @@ fn retry_on(list: &[RetryOn]) -> ModelRetryOn {
     out
 }
 
+/// A services graph: service ids in file order; edge 0 is the clients'
+/// entry (`clients.NAME`), then each service's calls in file order
+/// (`SERVICE.NAME`); the focus is `Scenario::focus_service`.
+fn graph(s: &Scenario) -> Topology {
+    let mut index: HashMap<&str, u16> = HashMap::new();
+    for (i, svc) in s.services.iter().enumerate() {
+        index.entry(svc.name.as_str()).or_insert(i as u16);
+    }
+    let callee = |to: &str| ServiceId(index.get(to).copied().unwrap_or(0));
+    let mut edges = Vec::with_capacity(1 + s.services.iter().map(|x| x.calls.len()).sum::<usize>());
+    edges.push(match &s.clients.calls {
+        Some(entry) => EdgeConfig {
+            caller: None,
+            callee: callee(&entry.to),
+            policy: call_policy(entry, CLIENTS),
+            parallel: false,
+            optional: false,
+        },
+        // Refused by validation; kept total.
+        None => EdgeConfig {
+            caller: None,
+            callee: ServiceId(0),
+            policy: CallPolicy::passthrough(CLIENTS),
+            parallel: false,
+            optional: false,
+        },
+    });
+    let mut services = Vec::with_capacity(s.services.len());
+    for (i, svc) in s.services.iter().enumerate() {
+        let mut cfg = server(
+            &svc.name,
+            svc.concurrency,
+            svc.service_time.as_ref(),
+            svc.hold_worker,
+            &svc.server_fields(),
+        );
+        for call in &svc.calls {
+            cfg.calls.push(EdgeId(edges.len() as u16));
+            edges.push(EdgeConfig {
+                caller: Some(ServiceId(i as u16)),
+                callee: callee(&call.to),
+                policy: call_policy(call, &svc.name),
+                parallel: call.parallel,
+                optional: call.optional,
+            });
+        }
+        services.push(cfg);
+    }
+    let focus = ServiceId(s.focus_service().unwrap_or(0) as u16);
+    Topology::new(services, edges, focus).expect("a validated services graph is a valid topology")
+}
+
+/// The policy of `call` made by `caller` (a service's name, or `clients`),
+/// named `CALLER.CALL`.
+fn call_policy(call: &Call, caller: &str) -> CallPolicy {
+    layer(&call.to_layer(&format!("{caller}.{}", call.label())))
+}
+
 fn dependency(d: &Dependency) -> ServiceConfig {
+    server(
+        DEPENDENCY,
+        Some(d.concurrency),
+        Some(&d.service_time),
+        true,
+        &d.server_fields(),
+    )
+}
+
+/// A service's server: `concurrency` workers (`None`: unlimited), its own
+/// work (`None`: none), and the fields every server has.
+fn server(
+    name: &str,
+    concurrency: Option<u32>,
+    service_time: Option<&ServiceTime>,
+    hold_worker: bool,
+    d: &ServerFields,
+) -> ServiceConfig {
     ServiceConfig {
-        name: "dependency".to_string(),
-        concurrency: Some(d.concurrency),
-        service: Some(service(&d.service_time)),
+        name: name.to_string(),
+        concurrency,
+        service: service_time.map(service),
         queue_capacity: d.queue.capacity,
         lifo: d.queue.discipline == Discipline::Lifo,
         queue_timeout: d.queue.timeout.map(Duration::ns),
@@ -356,7 +440,7 @@ fn dependency(d: &Dependency) -> ServiceConfig {
         dedupe: d.idempotency == Idempotency::Key,
         dedupe_cost: d.dedupe_cost.ns(),
         stop_on_cancel: d.on_cancel == OnCancel::Stop,
-        hold_worker: true,
+        hold_worker,
         calls: Vec::new(),
     }
 }
@@ -396,11 +480,16 @@ fn incident(i: &Incident) -> ModelIncident {
     }
 }
 
-/// The trigger starts at the first incident or the first schedule change
-/// after 0, and ends at `analysis.trigger_end`, else the last incident's
-/// end, else the end of the last schedule change.
+/// The trigger starts at the first incident (of any service) or the first
+/// schedule change after 0, and ends at `analysis.trigger_end`, else the
+/// last incident's end, else the end of the last schedule change.
 fn recovery(s: &Scenario) -> RecoveryCriteria {
-    let incidents = &s.dependency.incidents;
+    let incidents: Vec<&Incident> = s
+        .dependency
+        .incidents
+        .iter()
+        .chain(s.services.iter().flat_map(|x| &x.incidents))
+        .collect();
     let changes = s.clients.schedule.iter().filter(|p| p.at.ns() > 0);
     let first_incident = incidents.iter().map(|i| i.start.ns()).min();
     let first_change = changes.clone().map(|p| p.at.ns()).min();

@@ -274,15 +274,23 @@ fn get_ro<'a>(root: &'a Value, path: &str) -> Option<&'a Value> {
     Some(cur)
 }
 
-/// The index of the item `seg` names: a number, or an item's `name`.
+/// The index of the item `seg` names: a number, or an item's name
+/// ([`item_name`]).
 fn item(items: &[Value], seg: &str) -> Option<usize> {
     let i = match seg.parse::<usize>() {
         Ok(i) => i,
-        Err(_) => items
-            .iter()
-            .position(|v| v.get("name").and_then(Value::as_str) == Some(seg))?,
+        Err(_) => items.iter().position(|v| item_name(v) == Some(seg))?,
     };
     (i < items.len()).then_some(i)
+}
+
+/// The name a list item goes by in paths: its `name`, or for a call
+/// without one, the service it calls (`to`).
+pub(crate) fn item_name(v: &Value) -> Option<&str> {
+    match v.get("name") {
+        Some(name) => name.as_str(),
+        None => v.get("to").and_then(Value::as_str),
+    }
 }
 
 /// Repairs the field at `path` so that reading gets past it: drops it

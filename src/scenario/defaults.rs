@@ -9,12 +9,13 @@
 //! `occ.base`) stay absent and are read through `Scenario::bucket`,
 //! `Scenario::recovery_window` and `Occ::cap`, so that a default never
 //! contradicts a value chosen later (`--set bucket=10s` moves the default
-//! recovery window with it). [`fill_derived`] writes them out for
-//! `scenario.resolved.yaml`.
+//! recovery window with it), and neither are a call's `name` (its callee's
+//! by default) and `analysis.service` (derived from the graph).
+//! [`fill_derived`] writes them out for `scenario.resolved.yaml`.
 
 use super::types::{
-    BackoffKind, Breaker, BreakerKind, Budget, IncidentKind, Scenario, Throttle, ThrottleKind,
-    budget_defaults,
+    BackoffKind, Breaker, BreakerKind, Budget, IncidentKind, Retry, Scenario, Throttle,
+    ThrottleKind, budget_defaults,
 };
 use super::units::Duration;
 
@@ -26,24 +27,42 @@ pub const DEFAULT_ERROR_STATUS: u16 = 503;
 /// Fills every field-dependent default of `s` in place.
 pub fn fill_defaults(s: &mut Scenario) {
     for layer in &mut s.layers {
-        let b = &mut layer.retry.backoff;
-        if b.kind == BackoffKind::Exponential && b.multiplier.is_none() {
-            b.multiplier = Some(DEFAULT_MULTIPLIER);
-        }
-        if let Some(budget) = layer.retry.budget.as_mut() {
-            fill_budget(budget);
-        }
-        if let Some(t) = layer.throttle.as_mut() {
-            fill_throttle(t);
-        }
-        if let Some(b) = layer.breaker.as_mut() {
-            fill_breaker(b);
-        }
+        fill_policy(&mut layer.retry, &mut layer.throttle, &mut layer.breaker);
     }
-    for incident in &mut s.dependency.incidents {
+    let calls = s
+        .clients
+        .calls
+        .iter_mut()
+        .chain(s.services.iter_mut().flat_map(|svc| svc.calls.iter_mut()));
+    for c in calls {
+        fill_policy(&mut c.retry, &mut c.throttle, &mut c.breaker);
+    }
+    let incidents = s.dependency.incidents.iter_mut().chain(
+        s.services
+            .iter_mut()
+            .flat_map(|svc| svc.incidents.iter_mut()),
+    );
+    for incident in incidents {
         if incident.kind == IncidentKind::Errors && incident.status.is_none() {
             incident.status = Some(DEFAULT_ERROR_STATUS);
         }
+    }
+}
+
+/// The field-dependent defaults of one policy (a layer or a call).
+fn fill_policy(retry: &mut Retry, throttle: &mut Option<Throttle>, breaker: &mut Option<Breaker>) {
+    let b = &mut retry.backoff;
+    if b.kind == BackoffKind::Exponential && b.multiplier.is_none() {
+        b.multiplier = Some(DEFAULT_MULTIPLIER);
+    }
+    if let Some(budget) = retry.budget.as_mut() {
+        fill_budget(budget);
+    }
+    if let Some(t) = throttle.as_mut() {
+        fill_throttle(t);
+    }
+    if let Some(b) = breaker.as_mut() {
+        fill_breaker(b);
     }
 }
 
@@ -54,6 +73,20 @@ pub fn fill_derived(s: &mut Scenario) {
     s.analysis.recovery_window = Some(s.recovery_window());
     if let Some(o) = s.occ.as_mut() {
         o.cap = Some(o.cap());
+    }
+    // A graph's call names (the callee's by default) and its focus service.
+    let calls = s
+        .clients
+        .calls
+        .iter_mut()
+        .chain(s.services.iter_mut().flat_map(|svc| svc.calls.iter_mut()));
+    for c in calls {
+        if c.name.is_none() {
+            c.name = Some(c.to.clone());
+        }
+    }
+    if s.is_graph() && s.analysis.service.is_none() {
+        s.analysis.service = s.focus_service().map(|i| s.services[i].name.clone());
     }
 }
 

@@ -68,3 +68,36 @@ dependency:
   concurrency: 4
   service_time: { dist: exponential, mean: 25ms }
 ";
+
+/// A services graph: a diamond over one database (gateway → orders and,
+/// in parallel, inventory → the shared postgres).
+pub const GRAPH: &str = "\
+name: diamond
+duration: 1m
+clients:
+  arrival: { kind: poisson, rate: 100/s }
+  deadline: 10s
+  calls: { to: gateway, timeout: 3s, retry: { max_attempts: 2 } }
+services:
+  - name: gateway
+    concurrency: 100
+    service_time: { dist: constant, value: 1ms }
+    calls:
+      - to: orders
+        timeout: 1s
+        retry: { max_attempts: 3 }
+      - { to: inventory, parallel: true, optional: true, timeout: 500ms }
+  - name: orders
+    concurrency: 50
+    service_time: { dist: exponential, mean: 3ms }
+    calls:
+      - { to: postgres, timeout: 200ms, retry: { max_attempts: 2 } }
+  - name: inventory
+    calls:
+      - { to: postgres, name: db, timeout: 100ms, retry: { max_attempts: 4 } }
+  - name: postgres
+    concurrency: 16
+    service_time: { dist: exponential, mean: 4ms }
+    incidents:
+      - { kind: down, start: 20s, end: 30s }
+";

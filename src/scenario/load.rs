@@ -48,7 +48,7 @@ pub fn load_file(path: &Path) -> Result<Scenario, ScenarioErrors> {
 pub fn load_file_with(path: &Path, sets: &[(String, Value)]) -> Result<Loaded, ScenarioErrors> {
     let label = path.display().to_string();
     let text = read_text(path, &label)?;
-    load_str_with(&text, &label, sets)
+    load_str_in(&text, &label, path.parent(), sets)
 }
 
 /// Parses and validates the contents of a scenario file given as bytes,
@@ -77,8 +77,20 @@ pub fn load_str_with(
     file_label: &str,
     sets: &[(String, Value)],
 ) -> Result<Loaded, ScenarioErrors> {
+    load_str_in(src, file_label, None, sets)
+}
+
+/// As [`load_str_with`], for a scenario whose file is in `dir`: the folder
+/// a layer's `from: { file }` is relative to (else the current folder).
+pub fn load_str_in(
+    src: &str,
+    file_label: &str,
+    dir: Option<&Path>,
+    sets: &[(String, Value)],
+) -> Result<Loaded, ScenarioErrors> {
     let index = LocationIndex::build(src);
-    let base = parse_file(src, file_label, &index)?;
+    let mut from_warnings = Vec::new();
+    let base = parse_file(src, file_label, &index, dir, &mut from_warnings)?;
     let s = if sets.is_empty() {
         base.clone()
     } else {
@@ -120,7 +132,8 @@ pub fn load_str_with(
     if !errors.is_empty() {
         return Err(ScenarioErrors(errors));
     }
-    let warnings = set_warnings(&base, &s, sets);
+    let mut warnings = from_warnings;
+    warnings.extend(set_warnings(&base, &s, sets));
     Ok(Loaded {
         scenario: s,
         warnings,
@@ -149,13 +162,20 @@ pub(crate) fn locate_issue(
 /// filled, not validated; or every type error of the file (and, when the
 /// file could be read by dropping only optional fields, its semantic
 /// problems too).
-fn parse_file(src: &str, label: &str, index: &LocationIndex) -> Result<Scenario, ScenarioErrors> {
+fn parse_file(
+    src: &str,
+    label: &str,
+    index: &LocationIndex,
+    dir: Option<&Path>,
+    warnings: &mut Vec<String>,
+) -> Result<Scenario, ScenarioErrors> {
     if is_empty_document(src) {
         return Err(ScenarioError::new(label, EMPTY).into());
     }
     let direct = serde_saphyr::from_str_with_options::<Scenario>(src, parse_options());
     if let Ok(s) = &direct
-        && !s.layers.iter().any(|l| l.preset.is_some())
+        && !s.has_preset()
+        && !s.layers.iter().any(|l| l.from.is_some())
     {
         let mut s = s.clone();
         fill_defaults(&mut s);
@@ -168,13 +188,15 @@ fn parse_file(src: &str, label: &str, index: &LocationIndex) -> Result<Scenario,
             Ok(_) => ScenarioError::new(label, "the file cannot be read as YAML").into(),
         });
     };
-    // Beside a preset a field may be missing on purpose (`backoff: { base:
-    // 2s }` takes its kind from the preset): read the merged scenario.
-    let with_presets = has_preset_layer(&value);
+    // Beside a preset or `from` a field may be missing on purpose
+    // (`backoff: { base: 2s }` takes its kind from the preset): read the
+    // merged scenario. The file's values come first, then the preset's.
+    let from_errors = super::from_file::fill_from_layers(&mut value, dir, label, index, warnings);
+    let with_presets = presets::has_preset(&mut value) || has_from_layer(&value);
     if with_presets {
-        presets::for_preset_layers(&mut value, |_| true, presets::fill_layer);
+        presets::for_preset_policies(&mut value, |_| true, presets::fill_layer);
     }
-    let mut reported: Vec<ScenarioError> = Vec::new();
+    let mut reported: Vec<ScenarioError> = from_errors;
     if !with_presets && let Err(e) = &direct {
         reported.push(serde_error(e, src, label));
     }
@@ -317,10 +339,10 @@ fn parse_value(src: &str) -> Option<Value> {
     serde_saphyr::from_str_with_options(src, parse_options()).ok()
 }
 
-fn has_preset_layer(v: &Value) -> bool {
+fn has_from_layer(v: &Value) -> bool {
     v.get("layers")
         .and_then(Value::as_array)
-        .is_some_and(|ls| ls.iter().any(|l| l.get("preset").is_some()))
+        .is_some_and(|ls| ls.iter().any(|l| l.get("from").is_some()))
 }
 
 /// Whether `src` holds no YAML node at all (only blanks, comments or

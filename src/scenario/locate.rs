@@ -4,11 +4,12 @@
 //! safe), and with a bounded amount of work.
 //!
 //! Paths are dotted (`dependency.queue.capacity`), with the index for
-//! sequence items (`dependency.incidents.0.end`), except that a layer is
-//! named by its `name` when that name is a usable, unique label
-//! (`layers.api.retry.jitter`); see [`layer_labels`]. They are the paths
-//! `--set` and a variant's `set` take, so an error's path can be pasted
-//! into `--set`.
+//! sequence items (`dependency.incidents.0.end`), except that a layer, a
+//! service and a service's call are named by their `name` (a call without
+//! one by the service it calls, `to`) when that name is a usable, unique
+//! label (`layers.api.retry.jitter`, `services.gateway.calls.orders.timeout`);
+//! see [`item_labels`]. They are the paths `--set` and a variant's `set`
+//! take, so an error's path can be pasted into `--set`.
 
 use std::collections::HashMap;
 
@@ -22,7 +23,7 @@ const MAX_INDEXED_DEPTH: usize = 64;
 /// A 1-based (line, column) position.
 pub type Pos = (u32, u32);
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Seg {
     Key(String),
     Index(usize),
@@ -52,6 +53,22 @@ pub struct LocationIndex {
 /// usable in a path ([`usable_layer_name`]) and unique, else `layers.i`.
 /// Linear in the number of layers.
 pub fn layer_labels(names: &[&str]) -> Vec<String> {
+    item_labels("layers", names)
+}
+
+/// The label of each item of the named list at `prefix` (`layers`,
+/// `services`, `services.gateway.calls`): `PREFIX.NAME` when the name is
+/// usable in a path and unique in the list, else `PREFIX.i`.
+pub fn item_labels(prefix: &str, names: &[&str]) -> Vec<String> {
+    item_segments(names)
+        .into_iter()
+        .map(|seg| format!("{prefix}.{seg}"))
+        .collect()
+}
+
+/// The segment naming each item of a named list: its name when usable and
+/// unique, else its index.
+pub(crate) fn item_segments(names: &[&str]) -> Vec<String> {
     let mut counts: HashMap<&str, usize> = HashMap::new();
     for n in names {
         *counts.entry(n).or_default() += 1;
@@ -61,9 +78,9 @@ pub fn layer_labels(names: &[&str]) -> Vec<String> {
         .enumerate()
         .map(|(i, name)| {
             if usable_layer_name(name) && counts.get(name) == Some(&1) {
-                format!("layers.{name}")
+                name.to_string()
             } else {
-                format!("layers.{i}")
+                i.to_string()
             }
         })
         .collect()
@@ -85,9 +102,7 @@ impl LocationIndex {
     /// what was read before it is still indexed.
     pub fn build(src: &str) -> Self {
         let raw = walk(src);
-        let names = layer_names(&raw);
-        let names: Vec<&str> = names.iter().map(String::as_str).collect();
-        let labels = layer_labels(&names);
+        let labels = list_labels(&raw);
         let mut index = LocationIndex::default();
         for node in raw {
             let path = render(&node.segs, &labels);
@@ -264,50 +279,67 @@ fn close(frames: &mut Vec<Frame>, segs: &mut Vec<Seg>, nodes: &mut [Node], end: 
     pop_value_segment(frames, segs, frame.pushed);
 }
 
-/// The `name` scalar of each layer, by index.
-fn layer_names(nodes: &[Node]) -> Vec<String> {
-    let mut names: Vec<String> = Vec::new();
-    for n in nodes {
-        if let [Seg::Key(l), Seg::Index(i), Seg::Key(k)] = n.segs.as_slice()
-            && l == "layers"
-            && k == "name"
-            && !n.is_key
-        {
-            if names.len() <= *i {
-                names.resize(*i + 1, String::new());
-            }
-            names[*i] = n.scalar.clone().unwrap_or_default();
-        }
+/// Whether the list at `segs` names its items (see [`item_labels`]), and
+/// whether an item without a `name` is named by its `to` (a call).
+fn named_list(segs: &[Seg]) -> Option<bool> {
+    match segs {
+        [Seg::Key(l)] if l == "layers" || l == "services" => Some(false),
+        [Seg::Key(s), Seg::Index(_), Seg::Key(c)] if s == "services" && c == "calls" => Some(true),
+        _ => None,
     }
-    names
 }
 
-fn render(segs: &[Seg], layer_labels: &[String]) -> String {
-    let mut out = String::new();
-    let mut rest = segs;
-    if let [Seg::Key(l), Seg::Index(i), tail @ ..] = segs
-        && l == "layers"
-    {
-        out = layer_labels
-            .get(*i)
-            .cloned()
-            .unwrap_or_else(|| format!("layers.{i}"));
-        rest = tail;
+/// The segment naming each item of every named list, by the list's raw
+/// path.
+fn list_labels(nodes: &[Node]) -> HashMap<Vec<Seg>, Vec<String>> {
+    // (name, to) of each item, by list.
+    type NameTo = (Option<String>, Option<String>);
+    let mut found: HashMap<Vec<Seg>, Vec<NameTo>> = HashMap::new();
+    for n in nodes {
+        let [list @ .., Seg::Index(i), Seg::Key(k)] = n.segs.as_slice() else {
+            continue;
+        };
+        let Some(by_to) = named_list(list) else {
+            continue;
+        };
+        if n.is_key || !(k == "name" || (by_to && k == "to")) {
+            continue;
+        }
+        let items = found.entry(list.to_vec()).or_default();
+        if items.len() <= *i {
+            items.resize(*i + 1, (None, None));
+        }
+        let text = Some(n.scalar.clone().unwrap_or_default());
+        if k == "name" {
+            items[*i].0 = text;
+        } else {
+            items[*i].1 = text;
+        }
     }
-    for seg in rest {
+    found
+        .into_iter()
+        .map(|(list, items)| {
+            let names: Vec<&str> = items
+                .iter()
+                .map(|(name, to)| name.as_deref().or(to.as_deref()).unwrap_or_default())
+                .collect();
+            (list, item_segments(&names))
+        })
+        .collect()
+}
+
+fn render(segs: &[Seg], labels: &HashMap<Vec<Seg>, Vec<String>>) -> String {
+    let mut out = String::new();
+    for (depth, seg) in segs.iter().enumerate() {
+        if !out.is_empty() {
+            out.push('.');
+        }
         match seg {
-            Seg::Key(k) => {
-                if !out.is_empty() {
-                    out.push('.');
-                }
-                out.push_str(k);
-            }
-            Seg::Index(i) => {
-                if !out.is_empty() {
-                    out.push('.');
-                }
-                out.push_str(&i.to_string());
-            }
+            Seg::Key(k) => out.push_str(k),
+            Seg::Index(i) => match labels.get(&segs[..depth]).and_then(|l| l.get(*i)) {
+                Some(label) => out.push_str(label),
+                None => out.push_str(&i.to_string()),
+            },
         }
     }
     out

@@ -5,13 +5,14 @@
 //! long run) is refused with the estimate and the fields that make it,
 //! instead of aborting the process on a failed allocation hours in.
 //!
-//! Counted, per run: the time series (counters per bucket and layer, two
-//! gauges, four latency histograms: `metrics::recorder`), the state of
-//! every budget, throttle, breaker and bulkhead (one per layer instance,
-//! or one per layer when shared: `model::gates`), the closed-loop clients
-//! (an event each), and what grows with every logical request by design:
-//! a commit counter per request for writes, a record per message for
-//! consumers (expected requests: the offered rate over the run, at most
+//! Counted, per run: the time series (counters per bucket and layer or
+//! call, two gauges, four latency histograms: `metrics::recorder`), the
+//! state of every budget, throttle, breaker and bulkhead (one per instance
+//! of each layer or call, or one per layer or call when shared:
+//! `model::gates`), every service of a graph, the closed-loop clients (an
+//! event each), and what grows with every logical request by design: a
+//! commit counter per request at each server that writes, a record per
+//! message for consumers (expected requests: the offered rate over the run, at most
 //! `limits.max_events`). The rest of a run's state (requests in flight,
 //! queued work, pending events) grows with load and is bounded by the
 //! guard rail `limits.max_in_flight`. Runs go in parallel, one per worker
@@ -21,7 +22,7 @@ use crate::metrics::Recorder;
 use crate::model::gates;
 
 use super::build::to_model;
-use super::locate::layer_labels;
+use super::locate::{item_labels, layer_labels};
 use super::types::{Scenario, SideEffects};
 use super::validate::Issue;
 
@@ -34,6 +35,9 @@ const CLIENT_BYTES: u64 = 48;
 const MESSAGE_BYTES: u64 = 40;
 /// Bytes per OCC client (its state and completion time).
 const OCC_CLIENT_BYTES: u64 = 16;
+/// Bytes a service of a graph holds from the start, whatever its load: its
+/// server's state and its random streams (work and incidents), rounded up.
+const SERVICE_BYTES: u64 = 512;
 
 /// One part of the estimate: the field that drives it, how, and its size.
 #[derive(Clone, Debug, PartialEq)]
@@ -80,8 +84,7 @@ pub fn estimate(s: &Scenario) -> Estimate {
         ),
         bytes: Recorder::state_bytes(m.duration, m.bucket, m.topology.edges().len()),
     });
-    let names: Vec<&str> = s.layers.iter().map(|l| l.name.as_str()).collect();
-    let labels = layer_labels(&names);
+    let labels = edge_labels(s);
     for (l, label) in m.topology.edges().iter().map(|e| &e.policy).zip(&labels) {
         for (what, count, each) in gates::state_bytes(l) {
             let per_instance = count > 1;
@@ -107,6 +110,14 @@ pub fn estimate(s: &Scenario) -> Estimate {
             });
         }
     }
+    let services = m.topology.services().len() as u64;
+    if s.is_graph() {
+        parts.push(Part {
+            path: "services".into(),
+            how: format!("{services} services' servers and random streams"),
+            bytes: services * SERVICE_BYTES,
+        });
+    }
     if let Some(c) = m.closed {
         parts.push(Part {
             path: "clients.arrival.clients".into(),
@@ -114,12 +125,30 @@ pub fn estimate(s: &Scenario) -> Estimate {
             bytes: u64::from(c.clients) * CLIENT_BYTES,
         });
     }
-    let per_request = match (s.consumers.is_some(), s.dependency.side_effects) {
-        (true, _) => Some((MESSAGE_BYTES, "a record per message", "consumers")),
-        (false, SideEffects::Read) => None,
-        (false, _) => Some((1, "a commit count per request", "dependency.side_effects")),
-    };
-    if let Some((each, what, field)) = per_request {
+    // A record per message; a commit count per request at each service
+    // that writes.
+    let mut per_request: Vec<(u64, &str, String)> = Vec::new();
+    if s.consumers.is_some() {
+        per_request.push((MESSAGE_BYTES, "a record per message", "consumers".into()));
+    } else if s.is_graph() {
+        let names: Vec<&str> = s.services.iter().map(|x| x.name.as_str()).collect();
+        for (svc, label) in s.services.iter().zip(item_labels("services", &names)) {
+            if svc.side_effects != SideEffects::Read {
+                per_request.push((
+                    1,
+                    "a commit count per request",
+                    format!("{label}.side_effects"),
+                ));
+            }
+        }
+    } else if s.dependency.side_effects != SideEffects::Read {
+        per_request.push((
+            1,
+            "a commit count per request",
+            "dependency.side_effects".into(),
+        ));
+    }
+    for (each, what, field) in per_request {
         let requests = match m.closed {
             Some(c) => {
                 let think = c.think.mean().max(1.0);
@@ -139,6 +168,23 @@ pub fn estimate(s: &Scenario) -> Estimate {
         });
     }
     total(parts)
+}
+
+/// The field path of each edge's policy: a chain's layers (`layers.api`),
+/// or a graph's entry (`clients.calls`) and calls
+/// (`services.gateway.calls.orders`), in edge order.
+pub(crate) fn edge_labels(s: &Scenario) -> Vec<String> {
+    if !s.is_graph() {
+        let names: Vec<&str> = s.layers.iter().map(|l| l.name.as_str()).collect();
+        return layer_labels(&names);
+    }
+    let names: Vec<&str> = s.services.iter().map(|x| x.name.as_str()).collect();
+    let mut out = vec!["clients.calls".to_string()];
+    for (svc, label) in s.services.iter().zip(item_labels("services", &names)) {
+        let calls: Vec<&str> = svc.calls.iter().map(|c| c.label()).collect();
+        out.extend(item_labels(&format!("{label}.calls"), &calls));
+    }
+    out
 }
 
 fn total(mut parts: Vec<Part>) -> Estimate {

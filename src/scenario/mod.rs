@@ -8,6 +8,10 @@ pub mod defaults;
 pub mod error;
 #[cfg(test)]
 pub(crate) mod fixtures;
+pub mod from_file;
+pub mod graph;
+#[cfg(test)]
+mod graph_tests;
 pub mod load;
 pub mod locate;
 pub mod memory;
@@ -20,13 +24,16 @@ pub mod suggest;
 pub mod types;
 pub mod units;
 pub mod validate;
+mod validate_graph;
 mod validate_hops;
 mod validate_policy;
 pub mod variants;
 
 pub use build::{to_model, to_occ};
 pub use error::{ScenarioError, ScenarioErrors};
-pub use load::{Loaded, load_bytes, load_file, load_file_with, load_str, load_str_with};
+pub use load::{
+    Loaded, load_bytes, load_file, load_file_with, load_str, load_str_in, load_str_with,
+};
 pub use overrides::{apply_set, apply_sets, parse_set_arg};
 pub use resolved::resolved_yaml;
 pub use types::Scenario;

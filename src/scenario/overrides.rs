@@ -19,9 +19,11 @@
 
 use serde_json::{Map, Value};
 
+use super::collect::item_name;
 use super::defaults::fill_defaults;
 use super::error::{SET_LABEL, ScenarioError, ScenarioErrors, one_line};
 use super::load::type_errors;
+use super::presets::Step;
 use super::schema::fields_at;
 use super::suggest::{Wording, did_you_mean};
 use super::types::Scenario;
@@ -106,7 +108,7 @@ pub(crate) fn apply_overrides(
         match put(&mut json, path, value.clone()) {
             Ok(()) => {
                 if let Some(t) = target {
-                    apply_presets_after_set(&mut json, t);
+                    apply_presets_after_set(&mut json, &t);
                 }
             }
             Err(mut e) => issues.append(&mut e),
@@ -165,47 +167,47 @@ pub(crate) fn apply_the_rest(
     apply_overrides(s, &rest).ok()
 }
 
-/// Which layers a `--set` path touches in a way that involves presets.
-#[derive(Clone, Copy, Debug)]
-enum PresetTarget {
-    /// `layers`: the whole list was replaced; fill every preset layer.
-    AllLayers,
-    /// `layers.X`: the layer was replaced; fill its preset.
-    Layer(usize),
-    /// `layers.X.preset`: the preset was set; its fields replace the layer's.
-    Preset(usize),
+/// How a `--set` path touches presets: the steps (indexes, not names) it
+/// leads to, resolved before the value is put (a replaced item may change
+/// its name). A path that leads to a policy object or to something that
+/// holds policy objects (`layers`, `services.gateway`, `clients`) replaced
+/// them: their presets fill the fields they do not write. A path to a
+/// policy object's `preset` set it: its fields replace the object's.
+fn preset_target(json: &Value, path: &str) -> Option<Vec<Step>> {
+    let mut steps = Vec::new();
+    let mut cur = Some(json);
+    for seg in path.split('.') {
+        let step = match cur {
+            Some(Value::Array(items)) => {
+                let i = match seg.parse::<usize>() {
+                    Ok(i) => i,
+                    Err(_) => items.iter().position(|v| item_name(v) == Some(seg))?,
+                };
+                cur = items.get(i);
+                Step::Index(i)
+            }
+            Some(v) => {
+                cur = v.get(seg);
+                Step::Key(seg.to_string())
+            }
+            None => Step::Key(seg.to_string()),
+        };
+        steps.push(step);
+    }
+    Some(steps)
 }
 
-fn preset_target(json: &Value, path: &str) -> Option<PresetTarget> {
-    let segs: Vec<&str> = path.split('.').collect();
-    if segs.first() != Some(&"layers") {
-        return None;
+/// Fills or overwrites preset fields after a `--set` that led to `steps`
+/// (see [`preset_target`]).
+fn apply_presets_after_set(json: &mut Value, steps: &[Step]) {
+    use super::presets::{fill_layer, for_preset_policies, overwrite_layer};
+    let preset = Step::Key("preset".into());
+    if let [policy @ .., last] = steps
+        && *last == preset
+    {
+        for_preset_policies(json, |at| at.steps() == policy, overwrite_layer);
     }
-    let index = |seg: &str| {
-        let items = json.get("layers")?.as_array()?;
-        match seg.parse::<usize>() {
-            Ok(i) => (i < items.len()).then_some(i),
-            Err(_) => items
-                .iter()
-                .position(|v| v.get("name").and_then(Value::as_str) == Some(seg)),
-        }
-    };
-    match segs[..] {
-        [_] => Some(PresetTarget::AllLayers),
-        [_, layer] => index(layer).map(PresetTarget::Layer),
-        [_, layer, "preset"] => index(layer).map(PresetTarget::Preset),
-        _ => None,
-    }
-}
-
-/// Fills or overwrites preset fields after a `--set` (see [`PresetTarget`]).
-fn apply_presets_after_set(json: &mut Value, target: PresetTarget) {
-    use super::presets::{fill_layer, for_preset_layers, overwrite_layer};
-    match target {
-        PresetTarget::AllLayers => for_preset_layers(json, |_| true, fill_layer),
-        PresetTarget::Layer(i) => for_preset_layers(json, |j| j == i, fill_layer),
-        PresetTarget::Preset(i) => for_preset_layers(json, |j| j == i, overwrite_layer),
-    }
+    for_preset_policies(json, |at| at.steps().starts_with(steps), fill_layer);
 }
 
 /// serde_json appends " at line 1 column 0"-style positions that mean
@@ -337,8 +339,8 @@ fn missing_key(map: &Map<String, Value>, seg: &str, here: &[&str], path: &str) -
     )
 }
 
-/// The index of the item `seg` names in a list: a number, or the `name`
-/// of an item.
+/// The index of the item `seg` names in a list: a number, or the name of
+/// an item (its `name`, or a call's `to`).
 fn item_index(items: &[Value], seg: &str, here: &str, path: &str) -> Result<usize, Vec<Issue>> {
     if let Ok(i) = seg.parse::<usize>() {
         return if i < items.len() {
@@ -354,14 +356,8 @@ fn item_index(items: &[Value], seg: &str, here: &str, path: &str) -> Result<usiz
             ))
         };
     }
-    let names: Vec<&str> = items
-        .iter()
-        .filter_map(|v| v.get("name").and_then(Value::as_str))
-        .collect();
-    if let Some(i) = items
-        .iter()
-        .position(|v| v.get("name").and_then(Value::as_str) == Some(seg))
-    {
+    let names: Vec<&str> = items.iter().filter_map(item_name).collect();
+    if let Some(i) = items.iter().position(|v| item_name(v) == Some(seg)) {
         return Ok(i);
     }
     let hint = did_you_mean(seg, names.iter().copied())

@@ -1,5 +1,6 @@
-//! Presets: `preset: NAME` on a layer pulls in the exact retry defaults of
-//! a real library or system. The constants come from
+//! Presets: `preset: NAME` on a layer (or a call of a services graph, or
+//! the clients' entry call: every policy object merges the same way) pulls
+//! in the exact retry defaults of a real library or system. The constants come from
 //! docs/sources/presets.md (its §10 summary table and the section each
 //! preset file cites); each preset is a YAML file under `presets/`,
 //! embedded in the binary, that holds part of a layer and a comment header
@@ -279,18 +280,105 @@ pub fn make_explicit(layer: &mut Map<String, Value>, preset: &Map<String, Value>
     }
 }
 
-/// Applies `f` with its preset's fragment to every layer of `scenario`
-/// (a JSON scenario) that names a known preset and passes `pick`.
-pub fn for_preset_layers(
+/// Where a policy object (a layer, or a call of a services graph) is in a
+/// scenario.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PolicyAt {
+    /// `layers.i`.
+    Layer(usize),
+    /// `clients.calls`.
+    Entry,
+    /// `services.i.calls.j`.
+    Call { service: usize, call: usize },
+}
+
+/// One step of a path through a scenario's JSON value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    Key(String),
+    Index(usize),
+}
+
+impl PolicyAt {
+    /// The steps from the scenario's root to the policy object.
+    pub fn steps(self) -> Vec<Step> {
+        let key = |k: &str| Step::Key(k.to_string());
+        match self {
+            PolicyAt::Layer(i) => vec![key("layers"), Step::Index(i)],
+            PolicyAt::Entry => vec![key("clients"), key("calls")],
+            PolicyAt::Call { service, call } => vec![
+                key("services"),
+                Step::Index(service),
+                key("calls"),
+                Step::Index(call),
+            ],
+        }
+    }
+}
+
+/// Every policy object of `scenario` (a JSON scenario) as a mapping, with
+/// where it is: the layers, the clients' entry call and every service's
+/// calls, in file order.
+fn policies_mut(scenario: &mut Value) -> Vec<(PolicyAt, &mut Map<String, Value>)> {
+    let Value::Object(root) = scenario else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut services = None;
+    for (key, value) in root.iter_mut() {
+        match (key.as_str(), value) {
+            ("layers", Value::Array(layers)) => {
+                for (i, layer) in layers.iter_mut().enumerate() {
+                    if let Value::Object(map) = layer {
+                        out.push((PolicyAt::Layer(i), map));
+                    }
+                }
+            }
+            ("clients", Value::Object(clients)) => {
+                if let Some(Value::Object(map)) = clients.get_mut("calls") {
+                    out.push((PolicyAt::Entry, map));
+                }
+            }
+            ("services", Value::Array(list)) => services = Some(list),
+            _ => {}
+        }
+    }
+    for (si, svc) in services.into_iter().flatten().enumerate() {
+        let Some(Value::Array(calls)) = svc.get_mut("calls") else {
+            continue;
+        };
+        for (ci, call) in calls.iter_mut().enumerate() {
+            if let Value::Object(map) = call {
+                out.push((
+                    PolicyAt::Call {
+                        service: si,
+                        call: ci,
+                    },
+                    map,
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Whether any policy object of `scenario` (a JSON scenario) has a
+/// `preset`.
+pub fn has_preset(scenario: &mut Value) -> bool {
+    policies_mut(scenario)
+        .iter()
+        .any(|(_, map)| map.contains_key("preset"))
+}
+
+/// Applies `f` with its preset's fragment to every policy object of
+/// `scenario` (a JSON scenario: layers, `clients.calls`, every service's
+/// calls) that names a known preset and passes `pick`.
+pub fn for_preset_policies(
     scenario: &mut Value,
-    mut pick: impl FnMut(usize) -> bool,
+    mut pick: impl FnMut(PolicyAt) -> bool,
     f: fn(&mut Map<String, Value>, &Map<String, Value>),
 ) {
-    let Some(Value::Array(layers)) = scenario.get_mut("layers") else {
-        return;
-    };
-    for (i, layer) in layers.iter_mut().enumerate() {
-        let Value::Object(map) = layer else { continue };
+    for (at, map) in policies_mut(scenario) {
         let Some(fragment) = map
             .get("preset")
             .and_then(Value::as_str)
@@ -299,7 +387,7 @@ pub fn for_preset_layers(
         else {
             continue;
         };
-        if pick(i) {
+        if pick(at) {
             f(map, &fragment);
         }
     }

@@ -13,14 +13,21 @@ pub fn resolved_yaml(s: &Scenario) -> String {
     let mut full = s.clone();
     fill_defaults(&mut full);
     fill_derived(&mut full);
-    let body = if full.layers.iter().any(|l| l.preset.is_some()) {
+    // Every value read from a file is written out: the file is not read
+    // again when this scenario is.
+    for l in &mut full.layers {
+        if let Some(f) = l.from.as_mut() {
+            f.resolved = true;
+        }
+    }
+    let body = if full.has_preset() {
         // Beside a preset, an absent option must be written as `null` (and a
         // false flag as `false`), or reading the file back would take the
         // preset's value for it.
         serde_json::to_value(&full)
             .map_err(|e| e.to_string())
             .and_then(|mut v| {
-                presets::for_preset_layers(&mut v, |_| true, presets::make_explicit);
+                presets::for_preset_policies(&mut v, |_| true, presets::make_explicit);
                 serde_saphyr::to_string(&v).map_err(|e| e.to_string())
             })
     } else {

@@ -12,6 +12,7 @@ use schemars::JsonSchema;
 use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use super::graph::{Call, Service};
 use super::units::{Duration, Rate};
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
@@ -35,6 +36,10 @@ pub struct Scenario {
     /// The fleet (absent with an `occ` workload).
     #[serde(default, skip_serializing_if = "Clients::is_unset")]
     pub clients: Clients,
+    /// A graph of services (instead of `layers` and `dependency`): the
+    /// clients call `clients.calls`, and each service its `calls`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub services: Vec<Service>,
     /// Outermost first; empty means clients call the dependency directly.
     #[serde(default)]
     pub layers: Vec<Layer>,
@@ -104,7 +109,7 @@ pub fn default_bucket(duration: Duration) -> Duration {
         bucket
     }
 }
-fn one() -> u32 {
+pub(crate) fn one() -> u32 {
     1
 }
 
@@ -169,6 +174,15 @@ pub struct Clients {
     /// The user's budget for one logical request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<Duration>,
+    /// With `services`: the service the clients call, as a name
+    /// (`calls: gateway`) or a call edge (`{ to: gateway, timeout: 3s }`).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::graph::entry_call"
+    )]
+    #[schemars(schema_with = "super::graph::entry_call_schema")]
+    pub calls: Option<Call>,
 }
 
 impl Default for Clients {
@@ -184,6 +198,7 @@ impl Default for Clients {
             },
             schedule: Vec::new(),
             deadline: None,
+            calls: None,
         }
     }
 }
@@ -273,68 +288,158 @@ fn default_poison_status() -> u16 {
 
 // ----------------------------------------------------------------- layers
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
+/// `with_policy_fields! { $m! { ARGS } }` expands `$m! { ARGS; FIELDS }`
+/// with every policy field of a layer, each with its documentation and
+/// serde attributes: the one list of them, used
+/// by [`policy_struct!`] for both a chain's [`Layer`] and a graph's call
+/// edge ([`super::graph::Call`]), so the two accept exactly the same policy
+/// with the same defaults.
+macro_rules! with_policy_fields {
+    ($m:ident! { $($args:tt)* }) => {
+        $m!($($args)*;
+            /// A real library's defaults (`stormsim presets`); the fields written
+            /// beside it override the preset's.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            preset: Option<String>,
+            /// Copies of the caller (clients of a fleet, replicas of a service).
+            /// Calls are spread over them by a hash of the logical request; state
+            /// with `scope: instance` (budgets, throttles, breakers) is per copy.
+            #[serde(default = "one")]
+            instances: u32,
+            /// Per-attempt timeout; absent means the caller waits as long as its
+            /// own caller lets it.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            timeout: Option<Duration>,
+            /// Bounds all attempts and sleeps of one call (Envoy's route timeout,
+            /// a total-request timeout); the call then fails with a timeout.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            total_timeout: Option<Duration>,
+            /// Absent means no retries (one attempt).
+            #[serde(default)]
+            retry: Retry,
+            /// `propagate`: never start an attempt or a backoff sleep that
+            /// outlives the caller's own attempt.
+            #[serde(default)]
+            deadline: DeadlineMode,
+            /// A gate in front of every attempt (client-side throttling).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            throttle: Option<Throttle>,
+            /// A circuit breaker in front of every attempt (or only retries).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            breaker: Option<Breaker>,
+            /// When the caller gives up on an attempt (timeout, deadline, a
+            /// winning hedge or quorum), what happens to the work it started
+            /// below: `none` leaves it running as orphaned work, `propagate`
+            /// cancels it.
+            #[serde(default)]
+            cancellation: CancellationMode,
+            /// A concurrency limit on the outgoing attempts.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            bulkhead: Option<Bulkhead>,
+            /// Each attempt calls the next hop this many times in parallel.
+            #[serde(default = "one")]
+            fan_out: u32,
+            /// With fan-out: the attempt succeeds when this many branches have
+            /// (default: all of them).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            quorum: Option<u32>,
+            /// gRPC hedging: send the next attempt every `delay` until one
+            /// succeeds (replaces the retry policy's sleeps).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            hedging: Option<Hedging>,
+            /// Envoy `hedge_on_per_try_timeout`: on a per-attempt timeout, retry
+            /// without abandoning the attempt that timed out; either may win.
+            #[serde(default, skip_serializing_if = "is_false")]
+            hedge_on_timeout: bool,
+            /// Before retrying a write that timed out, ask the service called
+            /// whether it committed (the playbook's alternative to a blind
+            /// re-POST).
+            #[serde(default, skip_serializing_if = "is_false")]
+            status_probe: bool,
+        );
+    };
+}
+pub(crate) use with_policy_fields;
+
+/// A struct of the scenario format with its own leading fields followed by
+/// every policy field of a layer (see [`with_policy_fields!`]), and
+/// `to_layer`, its policy as a [`Layer`] of the given name (so that a call
+/// edge is validated, reviewed and built exactly as a layer is).
+macro_rules! policy_struct {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident { $($(#[$fmeta:meta])* pub $field:ident: $fty:ty,)* };
+        $($(#[$pmeta:meta])* $p:ident: $pty:ty,)*
+    ) => {
+        $(#[$meta])*
+        pub struct $name {
+            $($(#[$fmeta])* pub $field: $fty,)*
+            $($(#[$pmeta])* pub $p: $pty,)*
+        }
+
+        impl $name {
+            /// The policy fields as a layer named `name`.
+            pub fn to_layer(&self, name: &str) -> Layer {
+                Layer {
+                    name: name.to_string(),
+                    from: None,
+                    $($p: self.$p.clone(),)*
+                }
+            }
+        }
+    };
+}
+pub(crate) use policy_struct;
+
+with_policy_fields! {policy_struct! {
+    /// One hop of a chain: the client policy a layer applies to its calls
+    /// into the next layer (the last one: into the dependency).
+    #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct Layer {
+        pub name: String,
+        /// The policy as a configuration file of the system sets it (README,
+        /// "Settings from configuration files"); the fields written beside it
+        /// override the file's, leaf by leaf, as with a preset.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub from: Option<FromFile>,
+    }
+}}
+
+/// `from: { file, format, method | route | instance, ignore }`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Layer {
-    pub name: String,
-    /// A real library's defaults (`stormsim presets`); the fields written
-    /// beside it override the preset's.
+pub struct FromFile {
+    /// The configuration file, relative to the scenario file.
+    pub file: String,
+    pub format: crate::configs::Format,
+    /// grpc-service-config: `pkg.Service/Method`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub preset: Option<String>,
-    /// Copies of this layer (clients of a fleet, replicas of a service).
-    /// Calls are spread over them by a hash of the logical request; state
-    /// with `scope: instance` (budgets, throttles, breakers) is per copy.
-    #[serde(default = "one")]
-    pub instances: u32,
-    /// Per-attempt timeout; absent means the layer waits as long as its
-    /// caller lets it.
+    pub method: Option<String>,
+    /// envoy-route: the route's name or match prefix.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout: Option<Duration>,
-    /// Bounds all attempts and sleeps of one call at this layer (Envoy's
-    /// route timeout, a total-request timeout); the call then fails with a
-    /// timeout.
+    pub route: Option<String>,
+    /// resilience4j: the instance name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub total_timeout: Option<Duration>,
-    /// Absent means no retries (one attempt).
-    #[serde(default)]
-    pub retry: Retry,
-    /// `propagate`: this layer never starts an attempt or a backoff sleep
-    /// that outlives its caller's attempt.
-    #[serde(default)]
-    pub deadline: DeadlineMode,
-    /// A gate in front of every attempt (client-side throttling).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub throttle: Option<Throttle>,
-    /// A circuit breaker in front of every attempt (or only retries).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub breaker: Option<Breaker>,
-    /// When this layer gives up on an attempt (timeout, deadline, a
-    /// winning hedge or quorum), what happens to the work it started below:
-    /// `none` leaves it running as orphaned work, `propagate` cancels it.
-    #[serde(default)]
-    pub cancellation: CancellationMode,
-    /// A concurrency limit on this layer's outgoing attempts.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bulkhead: Option<Bulkhead>,
-    /// Each attempt calls the next hop this many times in parallel.
-    #[serde(default = "one")]
-    pub fan_out: u32,
-    /// With fan-out: the attempt succeeds when this many branches have
-    /// (default: all of them).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub quorum: Option<u32>,
-    /// gRPC hedging: send the next attempt every `delay` until one
-    /// succeeds (replaces the retry policy's sleeps).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hedging: Option<Hedging>,
-    /// Envoy `hedge_on_per_try_timeout`: on a per-attempt timeout, retry
-    /// without abandoning the attempt that timed out; either may win.
+    pub instance: Option<String>,
+    /// Unmodelled keys of the file to leave out all the same.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ignore: Vec<String>,
+    /// Written by stormsim in `scenario.resolved.yaml`: the values beside
+    /// are the file's as it was read, and the file is not read again.
     #[serde(default, skip_serializing_if = "is_false")]
-    pub hedge_on_timeout: bool,
-    /// Before retrying a write that timed out, ask the dependency whether
-    /// it committed (the playbook's alternative to a blind re-POST).
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub status_probe: bool,
+    pub resolved: bool,
+}
+
+impl FromFile {
+    pub fn selector(&self) -> crate::configs::Selector {
+        crate::configs::Selector {
+            method: self.method.clone(),
+            route: self.route.clone(),
+            instance: self.instance.clone(),
+            ignore: self.ignore.clone(),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
@@ -486,7 +591,7 @@ pub struct Backoff {
     pub truncate_ms: bool,
 }
 
-fn is_false(b: &bool) -> bool {
+pub(crate) fn is_false(b: &bool) -> bool {
     !*b
 }
 
@@ -903,35 +1008,92 @@ pub struct Breaker {
 
 // ------------------------------------------------------------- dependency
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Dependency {
-    /// Workers serving requests in parallel.
-    pub concurrency: u32,
-    pub service_time: ServiceTime,
-    #[serde(default)]
-    pub queue: Queue,
-    #[serde(default)]
-    pub overload: Overload,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub incidents: Vec<Incident>,
-    #[serde(default)]
-    pub recovery: Recovery,
-    /// What a request does when a worker finishes it.
-    #[serde(default)]
-    pub side_effects: SideEffects,
-    /// `key`: retried writes carry an idempotency key and are deduplicated.
-    #[serde(default)]
-    pub idempotency: Idempotency,
-    /// Service time of a request deduplicated by its key (the stored
-    /// response is returned).
-    #[serde(default = "default_dedupe_cost")]
-    pub dedupe_cost: Duration,
-    /// A cancelled request already in service: `finish` it anyway, or
-    /// `stop` and free the worker.
-    #[serde(default)]
-    pub on_cancel: OnCancel,
+/// `with_server_fields! { $m! { ARGS } }` expands `$m! { ARGS; FIELDS }`
+/// with the fields every server has (its queue, overload answer,
+/// incidents, recovery and side effects), each with its documentation and
+/// serde attributes: the one list of them, shared by a chain's
+/// [`Dependency`] and a graph's [`super::graph::Service`].
+macro_rules! with_server_fields {
+    ($m:ident! { $($args:tt)* }) => {
+        $m!($($args)*;
+            #[serde(default)]
+            queue: Queue,
+            #[serde(default)]
+            overload: Overload,
+            #[serde(default, skip_serializing_if = "Vec::is_empty")]
+            incidents: Vec<Incident>,
+            #[serde(default)]
+            recovery: Recovery,
+            /// What a request does when a worker finishes it.
+            #[serde(default)]
+            side_effects: SideEffects,
+            /// `key`: retried writes carry an idempotency key and are
+            /// deduplicated.
+            #[serde(default)]
+            idempotency: Idempotency,
+            /// Service time of a request deduplicated by its key (the stored
+            /// response is returned).
+            #[serde(default = "default_dedupe_cost")]
+            dedupe_cost: Duration,
+            /// A cancelled request already in service: `finish` it anyway, or
+            /// `stop` and free the worker.
+            #[serde(default)]
+            on_cancel: OnCancel,
+        );
+    };
 }
+pub(crate) use with_server_fields;
+
+/// A struct of the scenario format with its own leading fields, every
+/// server field (see [`with_server_fields!`]) and its own trailing fields
+/// (after the `;`), and `server_fields`, the server fields alone.
+macro_rules! server_struct {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $($(#[$fmeta:meta])* pub $field:ident: $fty:ty,)*
+        } {
+            $($(#[$tmeta:meta])* pub $tail:ident: $tty:ty,)*
+        };
+        $($(#[$smeta:meta])* $f:ident: $sty:ty,)*
+    ) => {
+        $(#[$meta])*
+        pub struct $name {
+            $($(#[$fmeta])* pub $field: $fty,)*
+            $($(#[$smeta])* pub $f: $sty,)*
+            $($(#[$tmeta])* pub $tail: $tty,)*
+        }
+
+        impl $name {
+            /// The server fields alone.
+            pub fn server_fields(&self) -> ServerFields {
+                ServerFields {
+                    $($f: self.$f.clone(),)*
+                }
+            }
+        }
+    };
+}
+pub(crate) use server_struct;
+
+with_server_fields! {server_struct! {
+    /// The fields every server has, apart from its workers, its service
+    /// time and its calls: what validation and the model's translation
+    /// read of a dependency and of a service alike.
+    #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+    pub struct ServerFields {} {}
+}}
+
+with_server_fields! {server_struct! {
+    /// The capacity-limited service at the end of a chain of layers.
+    #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct Dependency {
+        /// Workers serving requests in parallel.
+        pub concurrency: u32,
+        pub service_time: ServiceTime,
+    } {}
+}}
 
 impl Default for Dependency {
     /// Unset: what an `occ` scenario has (validation requires a dependency
@@ -966,7 +1128,7 @@ impl Dependency {
     }
 }
 
-fn default_dedupe_cost() -> Duration {
+pub(crate) fn default_dedupe_cost() -> Duration {
     Duration::from_millis(1)
 }
 
@@ -1183,6 +1345,13 @@ pub struct Analysis {
     /// last schedule change when there is no incident.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trigger_end: Option<Duration>,
+    /// With `services`: the service the classic single-dependency columns
+    /// (dependency attempts, queue depth, utilisation, capacity...)
+    /// describe. Absent: the service named `dependency`, else the first
+    /// service (in file order) that calls nothing
+    /// ([`Scenario::focus_service`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<String>,
 }
 
 impl Default for Analysis {
@@ -1191,6 +1360,7 @@ impl Default for Analysis {
             recovery_threshold: default_recovery_threshold(),
             recovery_window: None,
             trigger_end: None,
+            service: None,
         }
     }
 }

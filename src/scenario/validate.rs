@@ -8,9 +8,10 @@ use std::collections::HashSet;
 use super::locate::{layer_labels, usable_layer_name};
 use super::types::{
     ArrivalKind, Backoff, BackoffKind, Clients, Dependency, DistKind, Incident, IncidentKind,
-    Jitter, Layer, Retry, RetryOn, Scenario, SchedulePoint, ServiceTime,
+    Jitter, Layer, Retry, RetryOn, Scenario, SchedulePoint, ServerFields, ServiceTime,
 };
 use super::units::Duration;
+use super::validate_hops::Probe;
 use crate::escape::unsafe_char_in;
 
 pub const MAX_LAYERS: usize = 16;
@@ -79,12 +80,17 @@ pub fn validate(s: &Scenario) -> Vec<Issue> {
     } else {
         c.clients(&s.clients, s.duration);
     }
-    c.layers(&s.layers);
-    c.hops(s);
-    if s.dependency.is_unset() {
-        c.push("dependency", "missing field `dependency`; expected for example dependency: { concurrency: 8, service_time: { dist: exponential, mean: 20ms } }");
+    if s.is_graph() {
+        c.graph(s);
     } else {
-        c.dependency(&s.dependency, s.duration);
+        c.layers(&s.layers);
+        c.hops(s);
+        if s.dependency.is_unset() {
+            c.push("dependency", "missing field `dependency`; expected for example dependency: { concurrency: 8, service_time: { dist: exponential, mean: 20ms } }");
+        } else {
+            c.dependency(&s.dependency, s.duration);
+        }
+        c.not_a_graph(s);
     }
     c.analysis(s);
     c.variants(s);
@@ -124,7 +130,7 @@ impl Checker {
         })
     }
 
-    fn status(&mut self, code: u16, path: &str) {
+    pub(super) fn status(&mut self, code: u16, path: &str) {
         self.check((100..=599).contains(&code), path, || {
             format!("status {code} is not an HTTP status code; expected 100-599")
         });
@@ -334,41 +340,60 @@ impl Checker {
         let labels = layer_labels(&names);
         let mut seen = HashSet::new();
         for (layer, path) in layers.iter().zip(&labels) {
-            let n = &layer.name;
-            if let Some(bad) = unsafe_char_in(n) {
-                self.push(
-                    format!("{path}.name"),
-                    unsafe_name(&format!("layer name `{n}`"), &bad),
-                );
-            } else if n.chars().all(|c| c.is_ascii_digit()) && !n.is_empty() {
-                self.push(format!("{path}.name"), format!(
-                    "layer name `{n}` is a number, which a field path reads as an index; expected a name with a letter, such as api"
-                ));
-            } else if !usable_layer_name(n) {
-                self.push(format!("{path}.name"), format!(
-                    "layer name `{n}` is not usable in field paths; expected a non-empty name without `.`, brackets or spaces"
-                ));
-            } else if !seen.insert(n.as_str()) {
-                self.push(
-                    format!("{path}.name"),
-                    format!("layer name `{n}` is used twice; expected unique layer names"),
-                );
-            }
-            // A timeout longer than the run is fine: it never fires
-            // (`stormsim check` says so).
-            if let Some(t) = layer.timeout {
-                self.positive(t, &format!("{path}.timeout"), "timeout");
-            }
-            self.retry(&layer.retry, &format!("{path}.retry"));
-            self.layer_policy(layer, path);
+            self.item_name("layer", &layer.name, &format!("{path}.name"), &mut seen);
+            self.policy(layer, path);
         }
+    }
+
+    /// The name of a layer, service or call (`what`) at `path`: safe to
+    /// show, usable in field paths, and not in `seen` (the names before it
+    /// in its list).
+    pub(super) fn item_name<'a>(
+        &mut self,
+        what: &str,
+        n: &'a str,
+        path: &str,
+        seen: &mut HashSet<&'a str>,
+    ) {
+        if let Some(bad) = unsafe_char_in(n) {
+            self.push(path, unsafe_name(&format!("{what} name `{n}`"), &bad));
+        } else if n.chars().all(|c| c.is_ascii_digit()) && !n.is_empty() {
+            self.push(path, format!(
+                "{what} name `{n}` is a number, which a field path reads as an index; expected a name with a letter, such as api"
+            ));
+        } else if !usable_layer_name(n) {
+            self.push(path, format!(
+                "{what} name `{n}` is not usable in field paths; expected a non-empty name without `.`, brackets or spaces"
+            ));
+        } else if !seen.insert(n) {
+            self.push(
+                path,
+                format!("{what} name `{n}` is used twice; expected unique {what} names"),
+            );
+        }
+    }
+
+    /// The client policy of a layer or a call (as a layer) at `path`.
+    pub(super) fn policy(&mut self, layer: &Layer, path: &str) {
+        // A timeout longer than the run is fine: it never fires
+        // (`stormsim check` says so).
+        if let Some(t) = layer.timeout {
+            self.positive(t, &format!("{path}.timeout"), "timeout");
+        }
+        self.retry(&layer.retry, &format!("{path}.retry"));
+        self.layer_policy(layer, path);
     }
 
     fn hops(&mut self, s: &Scenario) {
         let names: Vec<&str> = s.layers.iter().map(|l| l.name.as_str()).collect();
         let labels = layer_labels(&names);
         for (i, (layer, path)) in s.layers.iter().zip(&labels).enumerate() {
-            self.layer_hops(layer, path, i + 1 == s.layers.len(), s);
+            let probe = Probe {
+                innermost: i + 1 == s.layers.len(),
+                side_effects: Some(s.dependency.side_effects),
+                field: "dependency.side_effects",
+            };
+            self.layer_hops(layer, path, probe);
         }
         self.global_budgets(s);
         self.consumers(s);
@@ -432,46 +457,67 @@ impl Checker {
     // ----------------------------------------------------------- dependency
 
     fn dependency(&mut self, d: &Dependency, run: Duration) {
-        self.check(
-            (1..=MAX_CONCURRENCY).contains(&d.concurrency),
-            "dependency.concurrency",
-            || {
-                format!(
-                    "concurrency is {}; expected 1 to {MAX_CONCURRENCY} workers",
-                    d.concurrency
-                )
-            },
+        self.server(
+            "dependency",
+            Some(d.concurrency),
+            Some(&d.service_time),
+            &d.server_fields(),
+            run,
         );
-        self.service_time(&d.service_time);
+    }
+
+    /// A server (a chain's dependency, a graph's service) at `path`: its
+    /// workers, service time, queue, overload answer, incidents within the
+    /// run and recovery.
+    pub(super) fn server(
+        &mut self,
+        path: &str,
+        concurrency: Option<u32>,
+        service_time: Option<&ServiceTime>,
+        f: &ServerFields,
+        run: Duration,
+    ) {
+        if let Some(c) = concurrency {
+            self.check(
+                (1..=MAX_CONCURRENCY).contains(&c),
+                &format!("{path}.concurrency"),
+                || format!("concurrency is {c}; expected 1 to {MAX_CONCURRENCY} workers"),
+            );
+        }
+        if let Some(st) = service_time {
+            self.distribution(st, &format!("{path}.service_time"), "service time");
+        }
         self.check(
-            d.queue.capacity <= MAX_QUEUE_CAPACITY,
-            "dependency.queue.capacity",
+            f.queue.capacity <= MAX_QUEUE_CAPACITY,
+            &format!("{path}.queue.capacity"),
             || {
                 format!(
                     "queue capacity {} is too large; expected at most {MAX_QUEUE_CAPACITY}",
-                    d.queue.capacity
+                    f.queue.capacity
                 )
             },
         );
-        if let Some(t) = d.queue.timeout {
-            self.positive(t, "dependency.queue.timeout", "queue timeout");
+        if let Some(t) = f.queue.timeout {
+            self.positive(t, &format!("{path}.queue.timeout"), "queue timeout");
         }
-        self.status(d.queue.timeout_status, "dependency.queue.timeout_status");
-        self.status(d.overload.status, "dependency.overload.status");
-        if let Some(ra) = d.overload.retry_after {
-            self.positive(ra, "dependency.overload.retry_after", "retry_after");
+        self.status(
+            f.queue.timeout_status,
+            &format!("{path}.queue.timeout_status"),
+        );
+        self.status(f.overload.status, &format!("{path}.overload.status"));
+        if let Some(ra) = f.overload.retry_after {
+            self.positive(ra, &format!("{path}.overload.retry_after"), "retry_after");
         }
-        for (i, inc) in d.incidents.iter().enumerate() {
-            self.incident(inc, &format!("dependency.incidents.{i}"), run);
+        for (i, inc) in f.incidents.iter().enumerate() {
+            self.incident(inc, &format!("{path}.incidents.{i}"), run);
         }
-        self.incident_overlaps(&d.incidents);
-        self.fraction(d.recovery.from, "dependency.recovery.from", "(0, 1]", |v| {
-            v > 0.0 && v <= 1.0
-        });
-    }
-
-    fn service_time(&mut self, st: &ServiceTime) {
-        self.distribution(st, "dependency.service_time", "service time");
+        self.incident_overlaps(&f.incidents, &format!("{path}.incidents"));
+        self.fraction(
+            f.recovery.from,
+            &format!("{path}.recovery.from"),
+            "(0, 1]",
+            |v| v > 0.0 && v <= 1.0,
+        );
     }
 
     /// A distribution of durations (service times, think times): exactly
@@ -600,7 +646,7 @@ impl Checker {
 
     /// Incidents of one kind must not overlap: sorted by start, each must
     /// start at or after the latest end of the same kind before it.
-    fn incident_overlaps(&mut self, incidents: &[Incident]) {
+    fn incident_overlaps(&mut self, incidents: &[Incident], path: &str) {
         let mut order: Vec<usize> = (0..incidents.len()).collect();
         order.sort_by_key(|&i| (incidents[i].start, i));
         let mut latest: Vec<(IncidentKind, usize)> = Vec::new();
@@ -610,7 +656,7 @@ impl Checker {
             match slot {
                 Some((_, j)) if incidents[*j].end > a.start => {
                     let b = &incidents[*j];
-                    self.push(format!("dependency.incidents.{i}.start"), format!(
+                    self.push(format!("{path}.{i}.start"), format!(
                         "this {} incident ({} to {}) overlaps incident {j} ({} to {}); expected incidents of the same kind not to overlap",
                         incident_name(a.kind), a.start, a.end, b.start, b.end
                     ));

@@ -13,9 +13,19 @@ pub const MAX_SWEEP_POINTS: usize = 100_000;
 /// Fan-out per attempt.
 pub const MAX_FAN_OUT: u32 = 1_000;
 
+/// Where a status probe of a layer or call would go: whether the hop is
+/// the innermost one (it calls the server that commits), and that server's
+/// side effects (unknown: not checked) and their field path.
+pub(super) struct Probe<'a> {
+    pub innermost: bool,
+    pub side_effects: Option<SideEffects>,
+    pub field: &'a str,
+}
+
 impl Checker {
-    /// The hop fields of one layer (`path` is its label, `layers.api`).
-    pub(super) fn layer_hops(&mut self, layer: &Layer, path: &str, innermost: bool, s: &Scenario) {
+    /// The hop fields of one layer or call (`path` is its label,
+    /// `layers.api`, `services.gateway.calls.orders`).
+    pub(super) fn layer_hops(&mut self, layer: &Layer, path: &str, probe: Probe) {
         let fan = layer.fan_out;
         self.check(
             (1..=MAX_FAN_OUT).contains(&fan),
@@ -67,30 +77,53 @@ impl Checker {
         }
         if layer.status_probe {
             let p = format!("{path}.status_probe");
-            self.check(innermost, &p, || {
+            self.check(probe.innermost, &p, || {
                 "a status probe asks the dependency; expected it on the innermost layer".into()
             });
-            self.check(s.dependency.side_effects != SideEffects::Read, &p, || {
-                "a status probe is for writes; expected dependency.side_effects: write or idempotent_write".into()
-            });
+            if let Some(effects) = probe.side_effects {
+                self.check(effects != SideEffects::Read, &p, || {
+                    format!(
+                        "a status probe is for writes; expected {}: write or idempotent_write",
+                        probe.field
+                    )
+                });
+            }
         }
     }
 
     /// Every budget with `scope: global` is one budget: they must agree.
     pub(super) fn global_budgets(&mut self, s: &Scenario) {
-        let mut first: Option<(&str, &Budget)> = None;
-        for l in &s.layers {
-            let Some(b) = l.retry.budget.as_ref() else {
+        let budgets = s
+            .layers
+            .iter()
+            .map(|l| {
+                (
+                    format!("layers.{}.retry.budget", l.name),
+                    l.name.clone(),
+                    &l.retry.budget,
+                )
+            })
+            .collect();
+        self.same_global_budgets("layer", budgets);
+    }
+
+    /// The budgets with `scope: global` among `budgets` (field path, name
+    /// of the layer or call, budget) must agree; `what` names the owners.
+    pub(super) fn same_global_budgets(
+        &mut self,
+        what: &str,
+        budgets: Vec<(String, String, &Option<Budget>)>,
+    ) {
+        let mut first: Option<(String, &Budget)> = None;
+        for (path, name, b) in budgets {
+            let Some(b) = b.as_ref().filter(|b| b.scope == Scope::Global) else {
                 continue;
             };
-            if b.scope != Scope::Global {
-                continue;
-            }
-            match first {
-                None => first = Some((&l.name, b)),
-                Some((name, f)) => {
-                    self.check(f == b, &format!("layers.{}.retry.budget", l.name), || {
-                        format!("a global budget is shared by every layer that says so; expected the same budget as layer `{name}`")
+            match &first {
+                None => first = Some((name, b)),
+                Some((first_name, f)) => {
+                    self.check(*f == b, &path, || {
+                        format!("a global budget is shared by every {what} that says so; expected the same budget as {what} `{first_name}`")
                     });
                 }
             }
@@ -129,6 +162,7 @@ impl Checker {
             (!s.clients.is_unset(), "clients"),
             (!s.dependency.is_unset(), "dependency"),
             (!s.layers.is_empty(), "layers"),
+            (!s.services.is_empty(), "services"),
             (s.consumers.is_some(), "consumers"),
         ] {
             self.check(!set, field, || {

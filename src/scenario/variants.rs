@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::collect::related;
 use super::error::{ScenarioError, ScenarioErrors, UNKNOWN_LABEL};
 use super::load::locate_issue;
-use super::locate::{LocationIndex, layer_labels};
+use super::locate::{LocationIndex, item_segments};
 use super::memory::memory_issue;
 use super::overrides::{apply_overrides, apply_the_rest};
 use super::types::Scenario;
@@ -293,24 +293,41 @@ fn expand(
     (out, errors)
 }
 
-/// `path` with a layer given by index (`layers.0.timeout`) written with
-/// the layer's label (`layers.api.timeout`), as error paths write it.
+/// `path` with a layer, a service or a call given by index
+/// (`layers.0.timeout`, `services.1.calls.0.retry`) written with its label
+/// (`layers.api.timeout`, `services.orders.calls.postgres.retry`), as error
+/// paths write it.
 pub(crate) fn normalize_path(s: &Scenario, path: &str) -> String {
-    let mut segs = path.splitn(3, '.');
-    let (Some("layers"), Some(second)) = (segs.next(), segs.next()) else {
-        return path.to_string();
-    };
-    let Ok(i) = second.parse::<usize>() else {
-        return path.to_string();
-    };
-    let names: Vec<&str> = s.layers.iter().map(|l| l.name.as_str()).collect();
-    let Some(label) = layer_labels(&names).into_iter().nth(i) else {
-        return path.to_string();
-    };
-    match segs.next() {
-        Some(rest) => format!("{label}.{rest}"),
-        None => label,
+    let mut segs: Vec<String> = path.split('.').map(str::to_string).collect();
+    /// Replaces `segs[at]` (an index or a name among `names`) with its
+    /// label; returns the item's index.
+    fn relabel(segs: &mut [String], at: usize, names: &[&str]) -> Option<usize> {
+        let labels = item_segments(names);
+        let seg = segs.get(at)?;
+        let i = match seg.parse::<usize>() {
+            Ok(i) => i,
+            Err(_) => labels.iter().position(|l| l == seg)?,
+        };
+        segs[at] = labels.get(i)?.clone();
+        Some(i)
     }
+    match segs.first().map(String::as_str) {
+        Some("layers") => {
+            let names: Vec<&str> = s.layers.iter().map(|l| l.name.as_str()).collect();
+            relabel(&mut segs, 1, &names);
+        }
+        Some("services") => {
+            let names: Vec<&str> = s.services.iter().map(|x| x.name.as_str()).collect();
+            if let Some(i) = relabel(&mut segs, 1, &names)
+                && segs.get(2).is_some_and(|c| c == "calls")
+            {
+                let calls: Vec<&str> = s.services[i].calls.iter().map(|c| c.label()).collect();
+                relabel(&mut segs, 3, &calls);
+            }
+        }
+        _ => {}
+    }
+    segs.join(".")
 }
 
 /// The overrides among `sets` that change nothing that runs: a field

@@ -34,7 +34,7 @@ use shell::{
 const OUTAGE: &str = "stormsim run scenarios/outage-recovery.yaml";
 
 /// Every `test:` name the README uses, each checked by one test below.
-const NAMED: [&str; 29] = [
+const NAMED: [&str; 33] = [
     "outage-recovery reading",
     "after-incident reading",
     "interrupt messages",
@@ -64,6 +64,10 @@ const NAMED: [&str; 29] = [
     "layout",
     "exit codes",
     "presets table",
+    "three-tier table",
+    "three-tier prose",
+    "slow-db table",
+    "slow-db prose",
 ];
 
 // ---------------------------------------------------------------------
@@ -759,6 +763,28 @@ fn interrupt_messages() {
     );
 }
 
+/// `path` and the paths of the same field where the block says two parts
+/// of the format have the same type: a closed fleet's think time is a
+/// service-time distribution; the clients' call is a call like a service's;
+/// a call has every field of a layer; a service every field of the
+/// dependency.
+fn same_types(path: &str) -> Vec<String> {
+    let mut out = vec![path.to_string()];
+    if let Some(f) = path.strip_prefix("clients.arrival.think.") {
+        out.push(format!("dependency.service_time.{f}"));
+    }
+    let call = path
+        .strip_prefix("clients.calls.")
+        .or_else(|| path.strip_prefix("services[].calls[]."));
+    if let Some(f) = call {
+        out.push(format!("services[].calls[].{f}"));
+        out.push(format!("layers[].{f}"));
+    } else if let Some(f) = path.strip_prefix("services[].") {
+        out.push(format!("dependency.{f}"));
+    }
+    out
+}
+
 #[test]
 fn every_field_block_is_the_whole_format() {
     let b = named("every field");
@@ -767,13 +793,7 @@ fn every_field_block_is_the_whole_format() {
     let mut problems = Vec::new();
     let shown: BTreeSet<&str> = written.iter().map(|w| w.path.as_str()).collect();
     for path in schema.keys() {
-        // A closed fleet's think time is a service-time distribution (the
-        // block says so): its fields are those of `service_time`.
-        let same_type = path
-            .strip_prefix("clients.arrival.think.")
-            .map(|f| format!("dependency.service_time.{f}"));
-        if !shown.contains(path.as_str()) && !same_type.is_some_and(|p| shown.contains(p.as_str()))
-        {
+        if !same_types(path).iter().any(|p| shown.contains(p.as_str())) {
             problems.push(format!("the block lacks `{path}`"));
         }
     }
@@ -1780,4 +1800,280 @@ fn presets_table() {
         }
     }
     assert!(problems.is_empty(), "{}:\n{}", b.at(), problems.join("\n"));
+}
+
+// ---------------------------------------------------------------------
+// The services graph scenarios
+
+/// A run's per-service time series, averaged over replicates and the
+/// buckets from `from` to `to` (seconds, `to` excluded).
+struct ServiceSeries {
+    rows: Vec<HashMap<String, String>>,
+}
+
+impl ServiceSeries {
+    fn of(ran: &shell::Ran, name: &str) -> ServiceSeries {
+        ServiceSeries {
+            rows: csv_rows(&ran.folder(name).join("services_timeseries.csv")),
+        }
+    }
+
+    fn in_window<'a>(
+        &'a self,
+        variant: &'a str,
+        service: &'a str,
+        (from, to): (f64, f64),
+    ) -> impl Iterator<Item = &'a HashMap<String, String>> + 'a {
+        self.rows.iter().filter(move |r| {
+            let t: f64 = r["t_s"].parse().unwrap();
+            r["variant"] == variant && r["service"] == service && from <= t && t < to
+        })
+    }
+
+    /// The mean of `col` (an empty cell is 0).
+    fn mean(&self, variant: &str, service: &str, col: &str, window: (f64, f64)) -> f64 {
+        let v: Vec<f64> = self
+            .in_window(variant, service, window)
+            .map(|r| r[col].parse().unwrap_or(0.0))
+            .collect();
+        assert!(!v.is_empty(), "no rows for {variant}/{service}");
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+
+    /// The bucket where `col` peaks, in every replicate.
+    fn peaks_at(&self, variant: &str, service: &str, col: &str) -> Vec<f64> {
+        let mut reps: Vec<&str> = self.rows.iter().map(|r| r["replicate"].as_str()).collect();
+        reps.sort();
+        reps.dedup();
+        reps.iter()
+            .map(|rep| {
+                self.rows
+                    .iter()
+                    .filter(|r| {
+                        r["variant"] == variant && r["service"] == service && r["replicate"] == *rep
+                    })
+                    .max_by(|a, b| {
+                        let x: f64 = a[col].parse().unwrap();
+                        x.total_cmp(&b[col].parse().unwrap())
+                    })
+                    .map(|r| r["t_s"].parse().unwrap())
+                    .unwrap()
+            })
+            .collect()
+    }
+}
+
+/// `services.csv`'s `col` of `service`, the mean over replicates.
+fn service_total(ran: &shell::Ran, name: &str, variant: &str, service: &str, col: &str) -> f64 {
+    let v: Vec<f64> = csv_rows(&ran.folder(name).join("services.csv"))
+        .iter()
+        .filter(|r| r["variant"] == variant && r["service"] == service)
+        .map(|r| r[col].parse().unwrap())
+        .collect();
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+/// The share of logical requests that succeeded among those that ended in
+/// the buckets of `window`, over all replicates.
+fn success_in(ran: &shell::Ran, name: &str, variant: &str, (from, to): (f64, f64)) -> f64 {
+    let (mut ok, mut all) = (0.0, 0.0);
+    for r in csv_rows(&ran.folder(name).join("timeseries.csv")) {
+        let t: f64 = r["t_s"].parse().unwrap();
+        if r["variant"] == variant && from <= t && t < to {
+            let s: f64 = r["succeeded"].parse().unwrap();
+            ok += s;
+            all += s + r["failed"].parse::<f64>().unwrap();
+        }
+    }
+    ok / all
+}
+
+const THREE_TIER: &str = "stormsim run scenarios/three-tier.yaml";
+const FAILOVER: (f64, f64) = (120.0, 180.0);
+const BEFORE_FAILOVER: (f64, f64) = (60.0, 120.0);
+
+#[test]
+fn three_tier_table() {
+    let b = named("three-tier table");
+    let ran = run_for(&b, THREE_TIER);
+    let f = ran.by_variant("three-tier");
+    let ts = ServiceSeries::of(ran, "three-tier");
+    let mut t = TableChecker::new(&b, table(&b));
+    let cols = (
+        t.col("success rate"),
+        t.col("gateway threads busy, failover"),
+        t.col("queries at Postgres, failover ÷ before"),
+        t.col("peak load ÷ capacity, Postgres"),
+    );
+    assert_eq!(t.table.rows.len(), f.variants().len());
+    for v in f.variants() {
+        let r = t.row(&v);
+        t.check(r, cols.0, &[Some(f.mean(&v, "success_rate") * 100.0)]);
+        let busy = ts.mean(&v, "gateway", "utilization", FAILOVER);
+        t.check(r, cols.1, &[Some(busy * 100.0)]);
+        let queries = ts.mean(&v, "postgres", "attempts", FAILOVER)
+            / ts.mean(&v, "postgres", "attempts", BEFORE_FAILOVER);
+        t.check(r, cols.2, &[Some(queries)]);
+        t.check(r, cols.3, &[Some(f.mean(&v, "peak_load_ratio"))]);
+    }
+    t.finish();
+}
+
+#[test]
+fn three_tier_prose() {
+    let b = named("three-tier prose");
+    let ran = run_for(&b, THREE_TIER);
+    let f = ran.by_variant("three-tier");
+    let ts = ServiceSeries::of(ran, "three-tier");
+    let mut c = Checker::new(&b);
+    let all = "retries-everywhere";
+    c.holds(
+        "the gateway's queue fills within three seconds and stays full",
+        ts.in_window(all, "gateway", (123.0, 180.0))
+            .all(|r| r["queue_depth"].parse::<f64>().unwrap() >= 290.0),
+    );
+    c.about(
+        "about 61 000",
+        service_total(ran, "three-tier", all, "gateway", "shed"),
+    );
+    c.figure(
+        "92.5%",
+        success_in(ran, "three-tier", all, FAILOVER) * 100.0,
+    );
+    let others: Vec<f64> = ["db-only", "edge-only-budget", "budgets-everywhere"]
+        .iter()
+        .map(|v| success_in(ran, "three-tier", v, FAILOVER) * 100.0)
+        .collect();
+    c.figure_all("100.0%", &others);
+    c.figure(
+        "41.2%",
+        ts.mean(all, "orders", "utilization", FAILOVER) * 100.0,
+    );
+    c.figure(
+        "79.4%",
+        ts.mean(all, "inventory", "utilization", FAILOVER) * 100.0,
+    );
+    c.about(
+        "about 24 800",
+        ts.mean(all, "postgres", "attempts", FAILOVER),
+    );
+    c.figure("4.70", f.mean(all, "peak_load_ratio"));
+    c.holds(
+        "retrying only at the edge: nothing is retried, Postgres gets what the pages ask",
+        f.mean("edge-only-budget", "retries") == 0.0
+            && (f.mean("edge-only-budget", "amplification") - 2.0).abs() < 1e-3,
+    );
+    c.holds(
+        "retrying only the queries: the gateway below saturation, 3 times the load",
+        ts.mean("db-only", "gateway", "utilization", FAILOVER) < 0.5
+            && (ts.mean("db-only", "postgres", "attempts", FAILOVER)
+                / ts.mean("db-only", "postgres", "attempts", BEFORE_FAILOVER)
+                - 3.0)
+                .abs()
+                < 0.1,
+    );
+    c.figure("2.60", f.mean("budgets-everywhere", "peak_load_ratio"));
+    c.holds(
+        "budgets everywhere: the peak is the failover's first second",
+        ts.peaks_at("budgets-everywhere", "postgres", "load_ratio")
+            .iter()
+            .all(|&t| t == 120.0),
+    );
+    c.finish();
+}
+
+const SLOW_DB: &str = "stormsim run scenarios/slow-db.yaml";
+const SLOW: (f64, f64) = (120.0, 240.0);
+
+#[test]
+fn slow_db_table() {
+    let b = named("slow-db table");
+    let ran = run_for(&b, SLOW_DB);
+    let f = ran.by_variant("slow-db");
+    let ts = ServiceSeries::of(ran, "slow-db");
+    let mut t = TableChecker::new(&b, table(&b));
+    let cols = (
+        t.col("success rate"),
+        t.col("success during the incident"),
+        t.col("web threads busy"),
+        t.col("API threads busy"),
+        t.col("Postgres busy"),
+    );
+    assert_eq!(t.table.rows.len(), f.variants().len());
+    for v in f.variants() {
+        let r = t.row(&v);
+        t.check(r, cols.0, &[Some(f.mean(&v, "success_rate") * 100.0)]);
+        t.check(
+            r,
+            cols.1,
+            &[Some(success_in(ran, "slow-db", &v, SLOW) * 100.0)],
+        );
+        for (col, svc) in [(cols.2, "web"), (cols.3, "api"), (cols.4, "postgres")] {
+            t.check(
+                r,
+                col,
+                &[Some(ts.mean(&v, svc, "utilization", SLOW) * 100.0)],
+            );
+        }
+    }
+    t.finish();
+}
+
+#[test]
+fn slow_db_prose() {
+    let b = named("slow-db prose");
+    let ran = run_for(&b, SLOW_DB);
+    let ts = ServiceSeries::of(ran, "slow-db");
+    let mut c = Checker::new(&b);
+    let base = "as-deployed";
+    c.given(&["0.51"]);
+    c.holds(
+        "both pools stay full for the two minutes",
+        ["web", "api"].iter().all(|s| {
+            ts.in_window(base, s, (125.0, 240.0))
+                .all(|r| r["utilization"].parse::<f64>().unwrap() > 0.95)
+        }),
+    );
+    c.about(
+        "about 141 000",
+        service_total(ran, "slow-db", base, "web", "shed"),
+    );
+    c.figure(
+        "18.8%",
+        ts.mean(base, "postgres", "utilization", (60.0, 120.0)) * 100.0,
+    );
+    c.figure(
+        "14.6%",
+        ts.mean(base, "postgres", "utilization", SLOW) * 100.0,
+    );
+    c.holds(
+        "the database is sent fewer queries than before",
+        ts.mean(base, "postgres", "attempts", SLOW)
+            < ts.mean(base, "postgres", "attempts", (60.0, 120.0)),
+    );
+    c.holds(
+        "a 100 ms query timeout: no request succeeds during the incident",
+        success_in(ran, "slow-db", "query-timeout", SLOW) == 0.0,
+    );
+    c.figure(
+        "56.2%",
+        ts.mean("query-timeout", "postgres", "utilization", SLOW) * 100.0,
+    );
+    c.figure(
+        "64.0%",
+        ts.mean("double-threads", "web", "utilization", SLOW) * 100.0,
+    );
+    let p50: Vec<f64> = csv_rows(&ran.folder("slow-db").join("timeseries.csv"))
+        .iter()
+        .filter(|r| {
+            let t: f64 = r["t_s"].parse().unwrap();
+            r["variant"] == "async" && (125.0..240.0).contains(&t)
+        })
+        .map(|r| r["latency_p50_ms"].parse().unwrap())
+        .collect();
+    c.holds(
+        "without held threads every request is served, half a second slower",
+        p50.iter().all(|&ms| (500.0..600.0).contains(&ms)),
+    );
+    c.finish();
 }

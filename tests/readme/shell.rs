@@ -72,6 +72,11 @@ pub fn scratch() -> PathBuf {
     let dir = base().join(N.fetch_add(1, Ordering::Relaxed).to_string());
     copy_dir(&repo().join("scenarios"), &dir.join("scenarios"));
     copy_dir(&repo().join("docs/examples"), &dir.join("docs/examples"));
+    // The configuration files "Settings from configuration files" reads.
+    copy_dir(
+        &repo().join("tests/fixtures/configs"),
+        &dir.join("tests/fixtures/configs"),
+    );
     dir
 }
 

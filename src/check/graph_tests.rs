@@ -1,0 +1,248 @@
+//! `check` along the paths of a services graph, with exact arithmetic:
+//! amplification multiplies along a path and adds where paths meet; each
+//! path's worst case against the deadline; stages (parallel calls) take
+//! their slowest call, sequential stages add up.
+
+use super::*;
+use crate::scenario::fixtures::GRAPH;
+use crate::scenario::load_str;
+
+fn review(src: &str) -> Report {
+    check(&load_str(src, "g.yaml").unwrap_or_else(|e| panic!("{e}\n{src}")))
+}
+
+/// `GRAPH` with `from` replaced by `to` (which must be there).
+fn edit(from: &str, to: &str) -> String {
+    assert!(GRAPH.contains(from), "{from}");
+    GRAPH.replacen(from, to, 1)
+}
+
+fn close(a: Option<f64>, b: f64) -> bool {
+    a.is_some_and(|a| (a - b).abs() < 1e-9)
+}
+
+fn service<'a>(r: &'a Report, name: &str) -> &'a graph::ServiceReport {
+    r.services.iter().find(|s| s.name == name).unwrap()
+}
+
+fn call<'a>(r: &'a Report, name: &str) -> &'a graph::CallReport {
+    r.calls.iter().find(|c| c.review.name == name).unwrap()
+}
+
+#[test]
+fn amplification_multiplies_along_paths_and_adds_where_they_meet() {
+    // clients → gateway: 2 attempts; gateway → orders: 3, → inventory: 1;
+    // orders → postgres: 2; inventory → postgres (db): 4. At postgres:
+    // 2 x 3 x 2 = 12 through orders, 2 x 1 x 4 = 8 through inventory.
+    let r = review(GRAPH);
+    let calls_in: Vec<(&str, f64)> = r
+        .services
+        .iter()
+        .map(|s| (s.name.as_str(), s.calls_per_request))
+        .collect();
+    assert_eq!(
+        calls_in,
+        [
+            ("gateway", 2.0),
+            ("orders", 6.0),
+            ("inventory", 2.0),
+            ("postgres", 20.0)
+        ]
+    );
+    assert_eq!(r.stack.amplification, 20.0);
+    assert_eq!(r.stack.service.as_deref(), Some("postgres"));
+    assert!(service(&r, "postgres").focus);
+    // Calls into each edge: the requests its caller receives.
+    let into: Vec<(&str, f64)> = r
+        .calls
+        .iter()
+        .map(|c| (c.review.name.as_str(), c.review.calls_per_request))
+        .collect();
+    assert_eq!(
+        into,
+        [
+            ("clients.gateway", 1.0),
+            ("gateway.orders", 2.0),
+            ("gateway.inventory", 2.0),
+            ("orders.postgres", 6.0),
+            ("inventory.db", 2.0)
+        ]
+    );
+    assert_eq!(r.paths_total, Some(2));
+    let paths: Vec<(String, f64)> = r
+        .paths
+        .iter()
+        .map(|p| (p.calls.join(" → "), p.amplification))
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            (
+                "clients.gateway → gateway.orders → orders.postgres".to_string(),
+                12.0
+            ),
+            (
+                "clients.gateway → gateway.inventory → inventory.db".into(),
+                8.0
+            )
+        ]
+    );
+    // The path that amplifies most retries at all three of its calls.
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.code == "nested-retries-without-budget")
+        .unwrap();
+    assert_eq!(f.path, "services.orders.calls.postgres");
+    assert!(
+        f.message.contains("12 calls at `postgres`"),
+        "{}",
+        f.message
+    );
+    assert!(f.message.contains("2 x 3 x 2"), "{}", f.message);
+    // Fan-out multiplies like attempts: 3 copies of each db attempt.
+    let r = review(&edit("name: db, timeout", "name: db, fan_out: 3, timeout"));
+    assert_eq!(
+        service(&r, "postgres").calls_per_request,
+        12.0 + 2.0 * 4.0 * 3.0
+    );
+    assert_eq!(r.paths[1].amplification, 24.0);
+}
+
+#[test]
+fn worst_case_time_per_path_against_the_deadline() {
+    // Default backoff: exponential from 100 ms, full jitter (worst sleeps
+    // 100, 200, 400 ms; mean half of that). postgres calls nothing: only
+    // its callers' timeouts bound an attempt into it.
+    //   orders.postgres:   2 x 200 ms + 100 ms            = 0.5 s (mean 0.45)
+    //   inventory.db:      4 x 100 ms + 700 ms            = 1.1 s (mean 0.75)
+    //   gateway.orders:    3 x min(1 s, 0.5) + 300 ms     = 1.8 s (mean 3 x 0.45 + 0.15 = 1.5)
+    //   gateway.inventory: min(500 ms, 1.1 s)             = 0.5 s (mean 0.5)
+    // gateway's one stage (inventory is parallel) lasts its slowest call:
+    //   clients.gateway:   2 x min(3 s, 1.8) + 100 ms     = 3.7 s (mean 3.05)
+    let r = review(GRAPH);
+    let worst: Vec<(&str, Option<f64>)> = r
+        .calls
+        .iter()
+        .map(|c| (c.review.name.as_str(), c.review.worst_case_s))
+        .collect();
+    for (name, w) in [
+        ("orders.postgres", 0.5),
+        ("inventory.db", 1.1),
+        ("gateway.orders", 1.8),
+        ("gateway.inventory", 0.5),
+        ("clients.gateway", 3.7),
+    ] {
+        assert!(
+            close(call(&r, name).review.worst_case_s, w),
+            "{name}: {worst:?}"
+        );
+    }
+    assert!(close(call(&r, "gateway.orders").review.expected_s, 1.5));
+    assert!(close(r.stack.worst_case_s, 3.7), "{:?}", r.stack);
+    assert!(close(r.stack.expected_s, 3.05), "{:?}", r.stack);
+    assert_eq!(r.stack.fits_deadline, Some(true));
+    // Each path alone: through inventory the clients' attempt lasts
+    // min(3 s, 0.5 s): 2 x 0.5 + 0.1 = 1.1 s.
+    assert!(close(r.paths[0].worst_case_s, 3.7));
+    assert!(close(r.paths[1].worst_case_s, 1.1));
+    // A 2 s deadline: the path through orders does not fit, the one
+    // through inventory does; at mean draws one clients' attempt fits.
+    let r = review(&edit("deadline: 10s", "deadline: 2s"));
+    let fits: Vec<Option<bool>> = r.paths.iter().map(|p| p.fits_deadline).collect();
+    assert_eq!(fits, [Some(false), Some(true)]);
+    assert_eq!(r.stack.fits_deadline, Some(false));
+    assert_eq!(r.stack.attempts_within_deadline, Some(1));
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.code == "retries-exceed-deadline")
+        .unwrap();
+    assert_eq!(f.path, "clients.deadline");
+    assert!(f.message.contains("up to 3.70 s"), "{}", f.message);
+    // Sequential instead of parallel: gateway's two stages add up,
+    // 1.8 + 0.5 = 2.3 s per attempt, 2 x 2.3 + 0.1 = 4.7 s.
+    let r = review(&edit("parallel: true, ", ""));
+    assert!(close(r.stack.worst_case_s, 4.7), "{:?}", r.stack);
+}
+
+#[test]
+fn findings_name_the_call_and_its_callers() {
+    let r = review(GRAPH);
+    // inventory.db can spend 1.1 s, longer than gateway.inventory's 500 ms
+    // attempt; orders.postgres (0.5 s) fits in gateway.orders's 1 s.
+    let outlive: Vec<&str> = r
+        .findings
+        .iter()
+        .filter(|f| f.code == "inner-retries-outlive-caller")
+        .map(|f| f.path.as_str())
+        .collect();
+    assert_eq!(outlive, ["services.inventory.calls.db.deadline"]);
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.code == "inner-retries-outlive-caller")
+        .unwrap();
+    assert!(
+        f.message
+            .starts_with("call `inventory.db` can spend 1.10 s")
+            && f.message.contains("caller `gateway.inventory`"),
+        "{}",
+        f.message
+    );
+    // A service nothing calls.
+    let r = review(&format!(
+        "{GRAPH}  - name: batch\n    concurrency: 1\n    service_time: {{ dist: constant, value: 1ms }}\n"
+    ));
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.code == "unreachable-service")
+        .unwrap();
+    assert_eq!(f.path, "services.batch");
+    // A write without an idempotency key below a retried call.
+    let r = review(&edit(
+        "  - name: postgres\n",
+        "  - name: postgres\n    side_effects: write\n",
+    ));
+    let paths: Vec<&str> = r
+        .findings
+        .iter()
+        .filter(|f| f.code == "non-idempotent-retries")
+        .map(|f| f.path.as_str())
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "clients.calls.retry",
+            "services.gateway.calls.orders.retry",
+            "services.orders.calls.postgres.retry",
+            "services.inventory.calls.db.retry"
+        ]
+    );
+    assert!(r.has_errors());
+}
+
+#[test]
+fn a_deep_graph_is_counted_without_listing_its_paths() {
+    // A ladder of 20 diamonds: 2^20 paths to the bottom, each of one
+    // attempt per call, so 2^20 requests there per logical request.
+    let mut src = String::from(
+        "name: ladder\nduration: 10s\nclients:\n  arrival: { kind: poisson, rate: 1/s }\n  calls: s0\nservices:\n",
+    );
+    for i in 0..20 {
+        src.push_str(&format!(
+            "  - name: s{i}\n    calls:\n      - {{ to: a{i} }}\n      - {{ to: b{i}, parallel: true }}\n  - name: a{i}\n    calls: [ {{ to: s{n} }} ]\n  - name: b{i}\n    calls: [ {{ to: s{n} }} ]\n",
+            n = i + 1
+        ));
+    }
+    src.push_str(
+        "  - name: s20\n    concurrency: 4\n    service_time: { dist: constant, value: 1ms }\n",
+    );
+    let r = review(&src);
+    assert_eq!(r.paths_total, Some(1 << 20));
+    assert_eq!(r.paths.len(), graph::MAX_PATHS);
+    assert_eq!(service(&r, "s20").calls_per_request, (1u64 << 20) as f64);
+    assert_eq!(service(&r, "s10").calls_per_request, (1u64 << 10) as f64);
+    assert_eq!(r.stack.amplification, (1u64 << 20) as f64);
+}

@@ -1,0 +1,394 @@
+//! The duration notations of the configuration formats, read into
+//! stormsim's [`Duration`] and written back in the same notation:
+//!
+//! - protobuf JSON (`google.protobuf.Duration`: gRPC service config,
+//!   Envoy): seconds with up to nine decimals and an `s`, `"0.1s"`
+//!   (protocolbuffers/protobuf `src/google/protobuf/duration.proto`, "JSON
+//!   Mapping"); the `{seconds, nanos}` object form is read too (grpc-node
+//!   accepts it).
+//! - Go (`time.ParseDuration`: Istio, Linkerd): `300ms`, `1m30s`, `1.5s`,
+//!   units `ns`, `us`, `µs`, `ms`, `s`, `m`, `h` (golang/go
+//!   `src/time/format.go`).
+//! - Spring Boot (`DurationStyle`: Resilience4j's `application.yml`):
+//!   `500ms`, `2s`, `1m`, a bare number of milliseconds, or ISO-8601
+//!   `PT2S` (spring-projects/spring-boot `DurationStyle.java`: SIMPLE is
+//!   `^([+-]?\d+)([a-zA-Z]{0,2})$`, units ns, us, ms, s, m, h, d).
+//! - .NET `TimeSpan` (`appsettings.json`): `[-][d.]hh:mm:ss[.fffffff]`,
+//!   and a bare whole number is days (dotnet/runtime `TimeSpan.Parse`).
+
+use crate::scenario::units::Duration;
+
+const NS: u64 = 1;
+const US: u64 = 1_000;
+const MS: u64 = 1_000_000;
+const S: u64 = 1_000_000_000;
+const M: u64 = 60 * S;
+const H: u64 = 60 * M;
+const D: u64 = 24 * H;
+
+/// A decimal number of `unit`s as nanoseconds, exactly (at most nine
+/// decimals after the point survive).
+fn decimal(text: &str, unit: u64) -> Option<u64> {
+    let (int, frac) = match text.split_once('.') {
+        Some((i, f)) => (i, f),
+        None => (text, ""),
+    };
+    if (int.is_empty() && frac.is_empty())
+        || !int.chars().all(|c| c.is_ascii_digit())
+        || !frac.chars().all(|c| c.is_ascii_digit())
+    {
+        return None;
+    }
+    let whole: u64 = if int.is_empty() { 0 } else { int.parse().ok()? };
+    let mut ns = whole.checked_mul(unit)?;
+    let mut scale = unit;
+    for d in frac.chars().take(18) {
+        scale /= 10;
+        ns = ns.checked_add(u64::from(d.to_digit(10)?) * scale)?;
+    }
+    Some(ns)
+}
+
+/// `"1.5s"` (protobuf JSON).
+pub fn parse_proto(text: &str) -> Option<Duration> {
+    let number = text.strip_suffix('s')?;
+    decimal(number, S).map(Duration)
+}
+
+/// Seconds with the decimals needed, and `s`: `0.1s`, `2s`, `0.000001s`.
+pub fn proto(d: Duration) -> String {
+    let (secs, nanos) = (d.0 / S, d.0 % S);
+    if nanos == 0 {
+        format!("{secs}s")
+    } else {
+        let frac = format!("{nanos:09}");
+        format!("{secs}.{}s", frac.trim_end_matches('0'))
+    }
+}
+
+/// Go's `time.ParseDuration` (no sign: a negative duration means nothing
+/// here).
+pub fn parse_go(text: &str) -> Option<Duration> {
+    if text == "0" {
+        return Some(Duration(0));
+    }
+    let mut rest = text;
+    let mut total: u64 = 0;
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let n = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let (number, tail) = rest.split_at(n);
+        let u = tail
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(tail.len());
+        let (unit, next) = tail.split_at(u);
+        let scale = match unit {
+            "ns" => NS,
+            "us" | "µs" | "μs" => US,
+            "ms" => MS,
+            "s" => S,
+            "m" => M,
+            "h" => H,
+            _ => return None,
+        };
+        total = total.checked_add(decimal(number, scale)?)?;
+        rest = next;
+    }
+    Some(Duration(total))
+}
+
+/// As Go's `Duration.String()` prints it: `300ms`, `1.5s`, `1m30s`, `2h0m0s`.
+pub fn go(d: Duration) -> String {
+    let ns = d.0;
+    if ns == 0 {
+        return "0s".into();
+    }
+    if ns < S {
+        let (unit, scale) = if ns < US {
+            ("ns", NS)
+        } else if ns < MS {
+            ("µs", US)
+        } else {
+            ("ms", MS)
+        };
+        return format!("{}{unit}", trim(ns, scale));
+    }
+    let (h, m, s) = (ns / H, (ns % H) / M, ns % M);
+    let secs = format!("{}s", trim(s, S));
+    match (h, m) {
+        (0, 0) => secs,
+        (0, m) => format!("{m}m{secs}"),
+        (h, m) => format!("{h}h{m}m{secs}"),
+    }
+}
+
+/// `ns / scale` with the decimals needed.
+fn trim(ns: u64, scale: u64) -> String {
+    let (whole, rest) = (ns / scale, ns % scale);
+    if rest == 0 {
+        return whole.to_string();
+    }
+    let digits = scale.ilog10() as usize;
+    let frac = format!("{rest:0digits$}");
+    format!("{whole}.{}", frac.trim_end_matches('0'))
+}
+
+/// How a Spring duration was written, so that a new value is written the
+/// same way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpringStyle {
+    /// `500ms`, `2s`.
+    Simple,
+    /// A bare number: milliseconds.
+    Millis,
+    /// ISO-8601: `PT0.5S`.
+    Iso,
+}
+
+/// A Spring Boot duration and how it was written.
+pub fn parse_spring(text: &str) -> Option<(Duration, SpringStyle)> {
+    let t = text.trim();
+    if t.starts_with(['P', 'p']) || t.starts_with("-P") {
+        return parse_iso(t).map(|d| (d, SpringStyle::Iso));
+    }
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    if digits == 0 {
+        return None;
+    }
+    let (number, unit) = t.split_at(digits);
+    let n: u64 = number.parse().ok()?;
+    let (scale, style) = match unit.to_ascii_lowercase().as_str() {
+        "" => (MS, SpringStyle::Millis),
+        "ns" => (NS, SpringStyle::Simple),
+        "us" => (US, SpringStyle::Simple),
+        "ms" => (MS, SpringStyle::Simple),
+        "s" => (S, SpringStyle::Simple),
+        "m" => (M, SpringStyle::Simple),
+        "h" => (H, SpringStyle::Simple),
+        "d" => (D, SpringStyle::Simple),
+        _ => return None,
+    };
+    Some((Duration(n.checked_mul(scale)?), style))
+}
+
+/// ISO-8601 `PnDTnHnMn.nS` (java.time.Duration.parse; no years or months).
+fn parse_iso(t: &str) -> Option<Duration> {
+    let upper = t.to_ascii_uppercase();
+    let rest = upper.strip_prefix('P')?;
+    let (days, time) = match rest.split_once('T') {
+        Some((d, t)) => (d, Some(t)),
+        None => (rest, None),
+    };
+    let mut total: u64 = 0;
+    if !days.is_empty() {
+        let n = days.strip_suffix('D')?;
+        total = total.checked_add(decimal(n, D)?)?;
+    }
+    if let Some(mut time) = time {
+        if time.is_empty() {
+            return None;
+        }
+        for (unit, scale) in [('H', H), ('M', M), ('S', S)] {
+            if let Some(i) = time.find(unit) {
+                let n = &time[..i];
+                total = total.checked_add(decimal(n, scale)?)?;
+                time = &time[i + 1..];
+            }
+        }
+        if !time.is_empty() {
+            return None;
+        }
+    } else if days.is_empty() {
+        return None;
+    }
+    Some(Duration(total))
+}
+
+/// A Spring duration in `style`; a value Simple cannot write in whole units
+/// is written in the smallest unit that can.
+pub fn spring(d: Duration, style: SpringStyle) -> String {
+    let ns = d.0;
+    match style {
+        SpringStyle::Millis if ns.is_multiple_of(MS) => format!("{}", ns / MS),
+        SpringStyle::Iso => {
+            let (h, m, s) = (ns / H, (ns % H) / M, ns % M);
+            let mut out = String::from("PT");
+            if h > 0 {
+                out += &format!("{h}H");
+            }
+            if m > 0 {
+                out += &format!("{m}M");
+            }
+            if s > 0 || (h == 0 && m == 0) {
+                out += &format!("{}S", trim(s, S));
+            }
+            out
+        }
+        _ => {
+            for (unit, scale) in [
+                ("d", D),
+                ("h", H),
+                ("m", M),
+                ("s", S),
+                ("ms", MS),
+                ("us", US),
+            ] {
+                if ns != 0 && ns.is_multiple_of(scale) {
+                    return format!("{}{unit}", ns / scale);
+                }
+            }
+            if ns == 0 {
+                "0ms".into()
+            } else {
+                format!("{ns}ns")
+            }
+        }
+    }
+}
+
+/// .NET `TimeSpan.Parse` (invariant culture): `[-][d.]hh:mm[:ss[.fffffff]]`,
+/// or a whole number of days.
+pub fn parse_timespan(text: &str) -> Option<Duration> {
+    let t = text.trim();
+    if t.starts_with('-') {
+        return None;
+    }
+    if t.chars().all(|c| c.is_ascii_digit()) && !t.is_empty() {
+        return t.parse::<u64>().ok()?.checked_mul(D).map(Duration);
+    }
+    let (days, clock) = match t.split_once(':') {
+        Some((head, _)) => match head.split_once('.') {
+            Some((d, h)) => (Some(d), format!("{h}{}", &t[head.len()..])),
+            None => (None, t.to_string()),
+        },
+        None => return None,
+    };
+    let parts: Vec<&str> = clock.split(':').collect();
+    if !(2..=3).contains(&parts.len()) {
+        return None;
+    }
+    let int = |s: &str, max: u64| -> Option<u64> {
+        (!s.is_empty() && s.chars().all(|c| c.is_ascii_digit()))
+            .then(|| s.parse::<u64>().ok())
+            .flatten()
+            .filter(|v| *v <= max)
+    };
+    let mut total = int(parts[0], 23)? * H + int(parts[1], 59)? * M;
+    if let Some(sec) = parts.get(2) {
+        let (whole, frac) = match sec.split_once('.') {
+            Some((w, f)) if (1..=7).contains(&f.len()) => (w, f),
+            Some(_) => return None,
+            None => (*sec, ""),
+        };
+        total += int(whole, 59)? * S;
+        if !frac.is_empty() {
+            total += decimal(&format!("0.{frac}"), S)?;
+        }
+    }
+    if let Some(d) = days {
+        total = total.checked_add(int(d, 10_675_199)?.checked_mul(D)?)?;
+    }
+    Some(Duration(total))
+}
+
+/// `hh:mm:ss` with the decimals needed (at most seven: .NET ticks of
+/// 100 ns), and `d.` when a day or more.
+pub fn timespan(d: Duration) -> String {
+    let ns = d.0 - d.0 % 100;
+    let (days, h, m, s, frac) = (ns / D, (ns % D) / H, (ns % H) / M, (ns % M) / S, ns % S);
+    let mut out = if days > 0 {
+        format!("{days}.{h:02}:{m:02}:{s:02}")
+    } else {
+        format!("{h:02}:{m:02}:{s:02}")
+    };
+    if frac > 0 {
+        let f = format!("{:07}", frac / 100);
+        out += &format!(".{}", f.trim_end_matches('0'));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(v: u64) -> Duration {
+        Duration::from_millis(v)
+    }
+
+    #[test]
+    fn proto_round_trips() {
+        assert_eq!(parse_proto("0.1s"), Some(ms(100)));
+        assert_eq!(parse_proto("1.000000001s"), Some(Duration(S + 1)));
+        assert_eq!(parse_proto("2s"), Some(ms(2000)));
+        assert_eq!(parse_proto("2"), None);
+        assert_eq!(parse_proto("1.5ms"), None);
+        for d in [ms(100), ms(2000), ms(1500), Duration(1), ms(0)] {
+            assert_eq!(parse_proto(&proto(d)), Some(d));
+        }
+        assert_eq!(proto(ms(250)), "0.25s");
+    }
+
+    #[test]
+    fn go_round_trips() {
+        assert_eq!(parse_go("1m30s"), Some(ms(90_000)));
+        assert_eq!(parse_go("1.5s"), Some(ms(1500)));
+        assert_eq!(parse_go("300ms"), Some(ms(300)));
+        assert_eq!(parse_go("2h"), Some(Duration(2 * H)));
+        assert_eq!(parse_go("10"), None);
+        assert_eq!(parse_go("1x"), None);
+        assert_eq!(go(ms(90_000)), "1m30s");
+        assert_eq!(go(ms(1500)), "1.5s");
+        assert_eq!(go(ms(300)), "300ms");
+        assert_eq!(go(Duration(2 * H)), "2h0m0s");
+        for d in [ms(25), ms(10_000), Duration(1500), Duration(3 * H + 7)] {
+            assert_eq!(parse_go(&go(d)), Some(d), "{}", go(d));
+        }
+    }
+
+    #[test]
+    fn spring_round_trips_in_its_style() {
+        assert_eq!(parse_spring("500ms"), Some((ms(500), SpringStyle::Simple)));
+        assert_eq!(
+            parse_spring("10000"),
+            Some((ms(10_000), SpringStyle::Millis))
+        );
+        assert_eq!(parse_spring("PT2S"), Some((ms(2000), SpringStyle::Iso)));
+        assert_eq!(parse_spring("PT0.5S"), Some((ms(500), SpringStyle::Iso)));
+        assert_eq!(
+            parse_spring("PT1M30S"),
+            Some((ms(90_000), SpringStyle::Iso))
+        );
+        assert_eq!(parse_spring("1.5s"), None);
+        assert_eq!(spring(ms(1500), SpringStyle::Simple), "1500ms");
+        assert_eq!(spring(ms(2000), SpringStyle::Simple), "2s");
+        assert_eq!(spring(ms(750), SpringStyle::Iso), "PT0.75S");
+        assert_eq!(spring(ms(750), SpringStyle::Millis), "750");
+        for style in [SpringStyle::Simple, SpringStyle::Millis, SpringStyle::Iso] {
+            for d in [ms(1), ms(750), ms(60_000), ms(3_723_004)] {
+                assert_eq!(parse_spring(&spring(d, style)).map(|p| p.0), Some(d));
+            }
+        }
+    }
+
+    #[test]
+    fn timespan_round_trips() {
+        assert_eq!(parse_timespan("00:00:02"), Some(ms(2000)));
+        assert_eq!(parse_timespan("00:00:00.5"), Some(ms(500)));
+        assert_eq!(parse_timespan("00:00:00.5000000"), Some(ms(500)));
+        assert_eq!(parse_timespan("1.02:00:00"), Some(Duration(D + 2 * H)));
+        assert_eq!(parse_timespan("2"), Some(Duration(2 * D)));
+        assert_eq!(parse_timespan("00:01"), Some(ms(60_000)));
+        assert_eq!(parse_timespan("00:00:60"), None);
+        assert_eq!(parse_timespan("2s"), None);
+        assert_eq!(timespan(ms(2000)), "00:00:02");
+        assert_eq!(timespan(ms(1500)), "00:00:01.5");
+        for d in [ms(2000), ms(1500), ms(30_000), Duration(D + 3 * H + 100)] {
+            assert_eq!(parse_timespan(&timespan(d)), Some(d), "{}", timespan(d));
+        }
+    }
+}

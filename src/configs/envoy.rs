@@ -1,0 +1,1209 @@
+//! `envoy-route`: an Envoy route configuration in YAML: a bootstrap
+//! (`static_resources`, the route inside the HTTP connection manager) or an
+//! RDS `RouteConfiguration`, with the route's cluster when the file has it.
+//!
+//! Sources (docs/sources/config-formats.md §2, docs/sources/presets.md §3):
+//! envoyproxy/envoy `api/envoy/config/route/v3/route_components.proto`
+//! (`RetryPolicy`, `HedgePolicy`, `RouteAction.timeout` 15 s; a route's
+//! retry policy "will take precedence over" the virtual host's, "values
+//! are not inherited"), `api/envoy/config/core/v3/backoff.proto`
+//! (`max_interval` defaults to 10 × `base_interval`),
+//! `api/envoy/config/cluster/v3/circuit_breaker.proto` (thresholds per
+//! priority: `max_requests` 1024, `max_retries` 3, `retry_budget` 20 % and
+//! 3, which replaces `max_retries`), `source/common/router/retry_state_impl.cc`
+//! (base interval 25 ms, full jitter).
+//!
+//! What maps to what:
+//!
+//! | Envoy | layer |
+//! |---|---|
+//! | route `timeout` (15 s; `0s`: none) | `total_timeout` |
+//! | `retry_policy.num_retries` (1) | `retry.max_attempts` = num_retries + 1 |
+//! | `per_try_timeout` | `timeout` |
+//! | `retry_on`, `retriable_status_codes` | `retry.retry_on` |
+//! | `retry_back_off.base_interval` (25 ms), `max_interval` (10 × base) | `retry.backoff` exponential ×2, full jitter |
+//! | `rate_limited_retry_back_off` | `retry.retry_after: envoy` (else `ignore`) |
+//! | `hedge_policy.hedge_on_per_try_timeout` | `hedge_on_timeout` |
+//! | cluster `circuit_breakers` `max_retries` / `retry_budget` | `retry.budget` `envoy_max_retries` / `envoy` (per Envoy: `scope: instance`) |
+//! | cluster `circuit_breakers` `max_requests` (1024) | `bulkhead` (refused when full) |
+
+use serde_json::{Map, Value, json};
+
+use super::durations::{parse_proto, proto};
+use super::edit::Lit;
+use super::tree::{Doc, Node};
+use super::write::Writer;
+use super::{Builder, Finding, Origin, Selector, boolean, get_path, join, num, number, uint};
+use crate::scenario::units::Duration;
+
+/// Envoy's defaults (docs/sources/presets.md §3).
+const ROUTE_TIMEOUT_MS: u64 = 15_000;
+const BASE_INTERVAL_MS: u64 = 25;
+const MAX_RETRIES: u64 = 3;
+const MAX_REQUESTS: u64 = 1024;
+const BUDGET_PERCENT: f64 = 20.0;
+const MIN_RETRY_CONCURRENCY: u64 = 3;
+/// `rate_limited_retry_back_off.max_interval` default: 300 s.
+const RATE_LIMITED_MAX_S: u64 = 300;
+
+/// Each `retry_on` condition and the simulated outcomes it retries.
+/// `5xx` covers no response at all (resets, connection failures) and a
+/// per-try timeout, which Envoy answers with 504; `gateway-error` is 502,
+/// 503 and 504 (a per-try timeout included); `retriable-4xx` is only 409;
+/// the gRPC conditions read the status the response headers carry, which
+/// here is the dependency's status (503 UNAVAILABLE, 429
+/// RESOURCE_EXHAUSTED, 500 INTERNAL, as the grpc presets read them).
+const CONDITIONS: &[(&str, &[&str])] = &[
+    ("5xx", &["timeout", "connection", "5xx"]),
+    ("gateway-error", &["timeout", "502", "503", "504"]),
+    ("reset", &["connection"]),
+    ("reset-before-request", &["connection"]),
+    ("connect-failure", &["connection"]),
+    ("refused-stream", &["connection"]),
+    ("retriable-4xx", &["409"]),
+    ("retriable-status-codes", &[]),
+    ("unavailable", &["503"]),
+    ("resource-exhausted", &["429"]),
+    ("internal", &["500"]),
+];
+
+/// Conditions no simulated response meets (retrying them changes nothing).
+const INERT: &[&str] = &[
+    "envoy-ratelimited",
+    "retriable-headers",
+    "http3-post-connect-failure",
+    "cancelled",
+    "deadline-exceeded",
+];
+
+/// One route of the file.
+pub(crate) struct RouteAt<'d> {
+    pub key: String,
+    pub route: &'d Node,
+    pub vhost_key: String,
+    pub vhost: &'d Node,
+}
+
+/// Every mapping under `node` that has `key` (a list), with its key path.
+fn find_all<'d>(node: &'d Node, path: &str, key: &str, out: &mut Vec<(String, &'d Node)>) {
+    if let Some(v) = node.get(key)
+        && v.is_seq()
+    {
+        out.push((path.to_string(), node));
+    }
+    for e in node.entries() {
+        find_all(&e.value, &join(path, &e.key), key, out);
+    }
+    for (i, item) in node.items().iter().enumerate() {
+        find_all(item, &join(path, &format!("[{i}]")), key, out);
+    }
+}
+
+fn routes(doc: &Doc) -> Vec<RouteAt<'_>> {
+    let mut hosts = Vec::new();
+    for root in &doc.roots {
+        find_all(root, "", "virtual_hosts", &mut hosts);
+    }
+    let mut out = Vec::new();
+    for (path, rc) in hosts {
+        for (vi, vh) in rc
+            .get("virtual_hosts")
+            .map_or(&[][..], Node::items)
+            .iter()
+            .enumerate()
+        {
+            // Key paths start at the route configuration (the line number
+            // tells two of them apart).
+            let _ = &path;
+            let vkey = format!("virtual_hosts[{vi}]");
+            for (ri, r) in vh
+                .get("routes")
+                .map_or(&[][..], Node::items)
+                .iter()
+                .enumerate()
+            {
+                out.push(RouteAt {
+                    key: join(&vkey, &format!("routes[{ri}]")),
+                    route: r,
+                    vhost_key: vkey.clone(),
+                    vhost: vh,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The route the selector names: by `name`, else by its match prefix or
+/// path.
+pub(crate) fn select<'d>(doc: &'d Doc, want: &str) -> Result<RouteAt<'d>, Finding> {
+    let all = routes(doc);
+    if all.is_empty() {
+        return Err(Finding {
+            pos: None,
+            key: String::new(),
+            message:
+                "no `virtual_hosts` with `routes` in this file: not an Envoy route configuration"
+                    .into(),
+        });
+    }
+    let name = |r: &RouteAt| {
+        r.route
+            .get("name")
+            .and_then(Node::scalar)
+            .map(str::to_string)
+    };
+    let matcher = |r: &RouteAt| {
+        let m = r.route.get("match")?;
+        ["prefix", "path", "path_separated_prefix"]
+            .iter()
+            .find_map(|k| m.get(k).and_then(Node::scalar).map(str::to_string))
+    };
+    let mut hits: Vec<RouteAt> = Vec::new();
+    let mut by_match: Vec<RouteAt> = Vec::new();
+    for r in all.iter() {
+        if name(r).as_deref() == Some(want) {
+            hits.push(RouteAt {
+                key: r.key.clone(),
+                route: r.route,
+                vhost_key: r.vhost_key.clone(),
+                vhost: r.vhost,
+            });
+        } else if matcher(r).as_deref() == Some(want) {
+            by_match.push(RouteAt {
+                key: r.key.clone(),
+                route: r.route,
+                vhost_key: r.vhost_key.clone(),
+                vhost: r.vhost,
+            });
+        }
+    }
+    if hits.is_empty() {
+        hits = by_match;
+    }
+    match hits.len() {
+        1 => Ok(hits.remove(0)),
+        0 => {
+            let known: Vec<String> = all
+                .iter()
+                .filter_map(|r| name(r).or_else(|| matcher(r)))
+                .collect();
+            Err(Finding {
+                pos: None,
+                key: String::new(),
+                message: format!(
+                    "no route named `{want}` or matching it; the routes are {}",
+                    known.join(", ")
+                ),
+            })
+        }
+        n => Err(Finding {
+            pos: Some(hits[1].route.pos),
+            key: hits[1].key.clone(),
+            message: format!(
+                "{n} routes match `{want}` (lines {}); name the route (`name:`) and select it by name",
+                hits.iter()
+                    .map(|h| h.route.pos.0.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }),
+    }
+}
+
+/// The cluster named `name`, if the file defines it.
+fn cluster<'d>(doc: &'d Doc, name: &str) -> Option<(String, &'d Node)> {
+    let mut lists = Vec::new();
+    for root in &doc.roots {
+        find_all(root, "", "clusters", &mut lists);
+    }
+    for (path, holder) in lists {
+        for (i, c) in holder
+            .get("clusters")
+            .map_or(&[][..], Node::items)
+            .iter()
+            .enumerate()
+        {
+            if c.get("name").and_then(Node::scalar) == Some(name) {
+                let _ = &path;
+                return Some((format!("clusters[{i}]"), c));
+            }
+        }
+    }
+    None
+}
+
+/// The DEFAULT-priority thresholds of a cluster.
+fn thresholds<'d>(c: &'d Node, ckey: &str) -> Option<(String, &'d Node)> {
+    let list = c.get("circuit_breakers")?.get("thresholds")?;
+    list.items()
+        .iter()
+        .enumerate()
+        .find(|(_, t)| {
+            t.get("priority")
+                .and_then(Node::scalar)
+                .is_none_or(|p| p == "DEFAULT")
+        })
+        .map(|(i, t)| (format!("{ckey}.circuit_breakers.thresholds[{i}]"), t))
+}
+
+fn duration(b: &mut Builder, node: &Node, key: &str) -> Option<Duration> {
+    let d = node.scalar().and_then(|s| parse_proto(s.trim()));
+    if d.is_none() {
+        b.error(
+            key,
+            Some(node.pos),
+            format!(
+                "expected a duration such as 0.25s (protobuf JSON), found {}",
+                node.describe()
+            ),
+        );
+    }
+    d
+}
+
+/// The outcomes of a `retry_on` string (and its status codes).
+fn outcomes(b: &mut Builder, node: &Node, key: &str, codes: &[u16]) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::new();
+    let mut push = |v: Value| {
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    };
+    for token in node
+        .scalar()
+        .unwrap_or("")
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+    {
+        if INERT.contains(&token) {
+            b.warn(
+                key,
+                Some(node.pos),
+                format!("`{token}`: no simulated response meets it, so it changes nothing"),
+            );
+            continue;
+        }
+        let Some((_, outs)) = CONDITIONS.iter().find(|(c, _)| *c == token) else {
+            b.error(
+                key,
+                Some(node.pos),
+                format!("`{token}` is not a retry_on condition Envoy knows"),
+            );
+            continue;
+        };
+        if token == "retriable-status-codes" {
+            for c in codes {
+                push(json!(c));
+            }
+        }
+        for o in *outs {
+            push(o.parse::<u16>().map_or(json!(o), |n| json!(n)));
+        }
+    }
+    out
+}
+
+pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
+    let Some(want) = sel.route.as_deref() else {
+        b.error("", None, "which route? an Envoy route configuration needs `route: NAME` (the route's name, or its match prefix)");
+        return;
+    };
+    let r = match select(doc, want) {
+        Ok(r) => r,
+        Err(f) => {
+            b.errors.push(f);
+            return;
+        }
+    };
+    b.policy.selected = format!("{} (line {})", r.key, r.route.pos.0);
+    let Some(action) = r.route.get("route") else {
+        b.error(
+            r.key.clone(),
+            Some(r.route.pos),
+            "this route does not forward (no `route` action: a redirect or a direct response)",
+        );
+        return;
+    };
+    let akey = join(&r.key, "route");
+    let mut policy = None;
+    let mut hedge = None;
+    let mut timeout = None;
+    let mut cluster_name = None;
+    for e in action.entries() {
+        let key = join(&akey, &e.key);
+        match e.key.as_str() {
+            "timeout" => timeout = Some((key, &e.value)),
+            "retry_policy" => policy = Some((key, &e.value)),
+            "hedge_policy" => hedge = Some((key, &e.value)),
+            "cluster" => cluster_name = e.value.scalar(),
+            "weighted_clusters" | "cluster_header" | "cluster_specifier_plugin" => b.warn(
+                key,
+                Some(e.key_pos),
+                "the route spreads over several clusters: no cluster's circuit breakers are read (Envoy's defaults are used)",
+            ),
+            "rate_limits" | "max_stream_duration" | "retry_policy_typed_config" | "per_try_idle_timeout" => {
+                b.unmodelled(&key, Some(e.key_pos), "a route setting that limits or times out requests")
+            }
+            "idle_timeout" | "request_mirror_policies" => b.warn(key, Some(e.key_pos), "not simulated: it does not change the attempts this route sends"),
+            _ => {}
+        }
+    }
+    for e in r.vhost.entries() {
+        let key = join(&r.vhost_key, &e.key);
+        match e.key.as_str() {
+            "retry_policy" if policy.is_none() => policy = Some((key, &e.value)),
+            "hedge_policy" if hedge.is_none() => hedge = Some((key, &e.value)),
+            "rate_limits" | "retry_policy_typed_config" => b.unmodelled(
+                &key,
+                Some(e.key_pos),
+                "a virtual host setting that limits or retries requests",
+            ),
+            _ => {}
+        }
+    }
+    // The route timeout covers every attempt and backoff.
+    match timeout {
+        Some((key, node)) => {
+            if let Some(d) = duration(b, node, &key) {
+                if d.0 == 0 {
+                    b.absent("total_timeout");
+                } else {
+                    b.set(
+                        "total_timeout",
+                        json!(d.to_string()),
+                        Origin {
+                            key,
+                            pos: Some(node.pos),
+                        },
+                    );
+                }
+            }
+        }
+        None => b.set(
+            "total_timeout",
+            json!(Duration::from_millis(ROUTE_TIMEOUT_MS).to_string()),
+            Origin {
+                key: format!("{akey}.timeout (default)"),
+                pos: None,
+            },
+        ),
+    }
+    b.absent("timeout");
+    b.set(
+        "retry.jitter",
+        json!("full"),
+        Origin {
+            key: "Envoy: random() % ceiling".into(),
+            pos: None,
+        },
+    );
+    for f in [
+        "retry.retry_after_cap",
+        "retry.retry_after_jitter",
+        "retry.max_elapsed",
+        "retry.backoff.throttle_base",
+    ] {
+        b.absent(f);
+    }
+    b.set(
+        "retry.backoff.truncate_ms",
+        json!(false),
+        Origin {
+            key: "Envoy".into(),
+            pos: None,
+        },
+    );
+    let per_try = policy
+        .as_ref()
+        .is_some_and(|(_, p)| p.get("per_try_timeout").is_some());
+    read_policy(b, policy);
+    read_hedge(b, hedge, per_try);
+    read_cluster(b, doc, cluster_name);
+}
+
+fn read_policy(b: &mut Builder, policy: Option<(String, &Node)>) {
+    let default_backoff =
+        || json!({ "kind": "exponential", "base": "25ms", "multiplier": 2, "cap": "250ms" });
+    let Some((at, p)) = policy else {
+        b.set(
+            "retry.max_attempts",
+            json!(1),
+            Origin {
+                key: "no retry_policy: Envoy retries nothing".into(),
+                pos: None,
+            },
+        );
+        b.set(
+            "retry.retry_on",
+            json!([]),
+            Origin {
+                key: "no retry_policy".into(),
+                pos: None,
+            },
+        );
+        b.set(
+            "retry.backoff",
+            default_backoff(),
+            Origin {
+                key: "no retry_policy".into(),
+                pos: None,
+            },
+        );
+        b.set(
+            "retry.retry_after",
+            json!("ignore"),
+            Origin {
+                key: "no retry_policy".into(),
+                pos: None,
+            },
+        );
+        return;
+    };
+    if !p.is_map() {
+        b.error(at, Some(p.pos), "expected a retry_policy mapping");
+        return;
+    }
+    let codes: Vec<u16> = p
+        .get("retriable_status_codes")
+        .map_or(&[][..], Node::items)
+        .iter()
+        .filter_map(|c| c.scalar().and_then(|s| s.parse().ok()))
+        .collect();
+    let mut base = Duration::from_millis(BASE_INTERVAL_MS);
+    let mut base_origin = Origin {
+        key: format!("{at}.retry_back_off.base_interval (default)"),
+        pos: None,
+    };
+    let mut cap = None;
+    b.set(
+        "retry.max_attempts",
+        json!(2),
+        Origin {
+            key: format!("{at}.num_retries (default 1)"),
+            pos: None,
+        },
+    );
+    b.set(
+        "retry.retry_on",
+        json!([]),
+        Origin {
+            key: format!("{at}.retry_on (none)"),
+            pos: None,
+        },
+    );
+    b.set(
+        "retry.retry_after",
+        json!("ignore"),
+        Origin {
+            key: format!("{at}: no rate_limited_retry_back_off"),
+            pos: None,
+        },
+    );
+    for e in p.entries() {
+        let key = join(&at, &e.key);
+        let o = Origin {
+            key: key.clone(),
+            pos: Some(e.value.pos),
+        };
+        match e.key.as_str() {
+            "num_retries" | "max_retries" => {
+                if let Some(n) = uint(b, &e.value, &key, 0, 999) {
+                    b.set("retry.max_attempts", json!(n + 1), o);
+                }
+            }
+            "retry_on" => {
+                let outs = outcomes(b, &e.value, &key, &codes);
+                b.set("retry.retry_on", Value::Array(outs), o);
+            }
+            "per_try_timeout" => {
+                if let Some(d) = duration(b, &e.value, &key)
+                    && d.0 > 0
+                {
+                    b.set("timeout", json!(d.to_string()), o);
+                }
+            }
+            "retriable_status_codes" => {
+                for (i, c) in e.value.items().iter().enumerate() {
+                    uint(b, c, &join(&key, &format!("[{i}]")), 100, 599);
+                }
+            }
+            "retry_back_off" => {
+                for f in e.value.entries() {
+                    let fkey = join(&key, &f.key);
+                    match f.key.as_str() {
+                        "base_interval" => {
+                            if let Some(d) = duration(b, &f.value, &fkey) {
+                                base = d;
+                                base_origin = Origin { key: fkey, pos: Some(f.value.pos) };
+                            }
+                        }
+                        "max_interval" => cap = duration(b, &f.value, &fkey).map(|d| (d, Origin { key: fkey, pos: Some(f.value.pos) })),
+                        _ => b.unmodelled(&fkey, Some(f.key_pos), "a retry_back_off field stormsim does not know"),
+                    }
+                }
+            }
+            "rate_limited_retry_back_off" => {
+                b.set("retry.retry_after", json!("envoy"), o);
+                if let Some(m) = e.value.get("max_interval") {
+                    let mkey = join(&key, "max_interval");
+                    if let Some(d) = duration(b, m, &mkey)
+                        && d != Duration::from_secs(RATE_LIMITED_MAX_S)
+                    {
+                        b.unmodelled(&mkey, Some(m.pos), "a rate-limited backoff longer or shorter than Envoy's default 300 s");
+                    }
+                }
+            }
+            "retry_host_predicate" | "host_selection_retry_max_attempts" | "retry_priority" | "retry_options_predicates" => b.warn(
+                key,
+                Some(e.key_pos),
+                "not simulated: a layer's dependency is one host, so where a retry goes changes nothing",
+            ),
+            "retriable_headers" => b.warn(key, Some(e.key_pos), "not simulated: simulated responses carry no headers to match"),
+            "retriable_request_headers" | "per_try_idle_timeout" => {
+                b.unmodelled(&key, Some(e.key_pos), "it decides which requests are retried, or when an attempt times out")
+            }
+            _ => b.unmodelled(&key, Some(e.key_pos), "a retry_policy field stormsim does not know"),
+        }
+    }
+    if base.0 == 0 {
+        b.error(
+            base_origin.key.clone(),
+            base_origin.pos,
+            "base_interval must be greater than 0 (backoff.proto)",
+        );
+    }
+    let (cap, cap_origin) = cap.unwrap_or((
+        Duration(base.0.saturating_mul(10)),
+        Origin {
+            key: format!("{at}.retry_back_off.max_interval (default: 10 × base_interval)"),
+            pos: None,
+        },
+    ));
+    if cap < base {
+        b.error(
+            cap_origin.key.clone(),
+            cap_origin.pos,
+            "max_interval must be at least base_interval (backoff.proto)",
+        );
+    }
+    b.set(
+        "retry.backoff.kind",
+        json!("exponential"),
+        Origin {
+            key: "Envoy: JitteredExponentialBackOffStrategy".into(),
+            pos: None,
+        },
+    );
+    b.set(
+        "retry.backoff.multiplier",
+        json!(2),
+        Origin {
+            key: "Envoy: doubles".into(),
+            pos: None,
+        },
+    );
+    b.set("retry.backoff.base", json!(base.to_string()), base_origin);
+    b.set("retry.backoff.cap", json!(cap.to_string()), cap_origin);
+}
+
+fn read_hedge(b: &mut Builder, hedge: Option<(String, &Node)>, per_try: bool) {
+    b.set(
+        "hedge_on_timeout",
+        json!(false),
+        Origin {
+            key: "no hedge_policy".into(),
+            pos: None,
+        },
+    );
+    let Some((at, h)) = hedge else { return };
+    for e in h.entries() {
+        let key = join(&at, &e.key);
+        match e.key.as_str() {
+            "hedge_on_per_try_timeout" => {
+                match boolean(b, &e.value, &key) {
+                    Some(true) if !per_try => b.warn(
+                        key,
+                        Some(e.value.pos),
+                        "no effect: the retry policy has no per_try_timeout, so no attempt times out to hedge on",
+                    ),
+                    Some(v) => b.set("hedge_on_timeout", json!(v), Origin { key, pos: Some(e.value.pos) }),
+                    None => {}
+                }
+            }
+            "initial_requests" | "additional_request_chance" => {
+                b.warn(key, Some(e.key_pos), "not implemented by Envoy (route_components.proto), so ignored here too")
+            }
+            _ => b.unmodelled(&key, Some(e.key_pos), "a hedge_policy field stormsim does not know"),
+        }
+    }
+}
+
+fn read_cluster(b: &mut Builder, doc: &Doc, name: Option<&str>) {
+    let default_budget = |b: &mut Builder, why: String| {
+        b.set(
+            "retry.budget.kind",
+            json!("envoy_max_retries"),
+            Origin {
+                key: why.clone(),
+                pos: None,
+            },
+        );
+        b.set(
+            "retry.budget.scope",
+            json!("instance"),
+            Origin {
+                key: "Envoy: circuit breakers are per proxy".into(),
+                pos: None,
+            },
+        );
+        b.set(
+            "retry.budget.max_retries",
+            json!(MAX_RETRIES),
+            Origin {
+                key: why,
+                pos: None,
+            },
+        );
+    };
+    let bulkhead = |b: &mut Builder, n: u64, origin: Origin| {
+        b.set("bulkhead.max_concurrent", json!(n), origin);
+        b.set(
+            "bulkhead.max_queue",
+            json!(0),
+            Origin {
+                key: "Envoy: overflow is refused at once".into(),
+                pos: None,
+            },
+        );
+        b.set(
+            "bulkhead.when_full",
+            json!("reject"),
+            Origin {
+                key: "Envoy: overflow is refused at once (503)".into(),
+                pos: None,
+            },
+        );
+        b.set(
+            "bulkhead.scope",
+            json!("instance"),
+            Origin {
+                key: "Envoy: circuit breakers are per proxy".into(),
+                pos: None,
+            },
+        );
+    };
+    let found = name.and_then(|n| cluster(doc, n));
+    let Some((ckey, c)) = found else {
+        if let Some(n) = name {
+            b.warn("route.cluster", None, format!("cluster `{n}` is not in this file: Envoy's default circuit breakers are simulated (max_retries 3, max_requests 1024)"));
+        }
+        default_budget(b, "circuit_breakers.max_retries (default)".into());
+        bulkhead(
+            b,
+            MAX_REQUESTS,
+            Origin {
+                key: "circuit_breakers.max_requests (default)".into(),
+                pos: None,
+            },
+        );
+        return;
+    };
+    for e in c.entries() {
+        let key = join(&ckey, &e.key);
+        if e.key == "outlier_detection" {
+            b.unmodelled(
+                &key,
+                Some(e.key_pos),
+                "outlier ejection (a layer's dependency is one host; ejecting it is not simulated)",
+            );
+        }
+    }
+    let Some((tkey, t)) = thresholds(c, &ckey) else {
+        default_budget(b, format!("{ckey}.circuit_breakers (default max_retries)"));
+        bulkhead(
+            b,
+            MAX_REQUESTS,
+            Origin {
+                key: format!("{ckey}.circuit_breakers (default max_requests)"),
+                pos: None,
+            },
+        );
+        return;
+    };
+    let mut max_requests = (
+        MAX_REQUESTS,
+        Origin {
+            key: format!("{tkey}.max_requests (default)"),
+            pos: None,
+        },
+    );
+    let mut max_retries = (
+        MAX_RETRIES,
+        Origin {
+            key: format!("{tkey}.max_retries (default)"),
+            pos: None,
+        },
+    );
+    let mut budget = None;
+    for e in t.entries() {
+        let key = join(&tkey, &e.key);
+        match e.key.as_str() {
+            "priority" => {}
+            "max_requests" => {
+                if let Some(n) = uint(b, &e.value, &key, 1, u64::from(u32::MAX)) {
+                    max_requests = (n, Origin { key, pos: Some(e.value.pos) });
+                }
+            }
+            "max_retries" => {
+                if let Some(n) = uint(b, &e.value, &key, 0, u64::from(u32::MAX)) {
+                    max_retries = (n, Origin { key, pos: Some(e.value.pos) });
+                }
+            }
+            "retry_budget" => budget = Some((key, &e.value)),
+            "max_connections" | "max_pending_requests" | "max_connection_pools" => {
+                b.unmodelled(&key, Some(e.key_pos), "connection pool limits (stormsim limits a layer's concurrent requests: max_requests)")
+            }
+            "track_remaining" => b.warn(key, Some(e.key_pos), "statistics only"),
+            _ => b.unmodelled(&key, Some(e.key_pos), "a circuit breaker threshold stormsim does not know"),
+        }
+    }
+    bulkhead(b, max_requests.0, max_requests.1);
+    b.set(
+        "retry.budget.scope",
+        json!("instance"),
+        Origin {
+            key: "Envoy: circuit breakers are per proxy".into(),
+            pos: None,
+        },
+    );
+    match budget {
+        Some((bkey, rb)) => {
+            b.set(
+                "retry.budget.kind",
+                json!("envoy"),
+                Origin {
+                    key: bkey.clone(),
+                    pos: Some(rb.pos),
+                },
+            );
+            let mut percent = (
+                BUDGET_PERCENT,
+                Origin {
+                    key: format!("{bkey}.budget_percent (default)"),
+                    pos: None,
+                },
+            );
+            let mut min = (
+                MIN_RETRY_CONCURRENCY,
+                Origin {
+                    key: format!("{bkey}.min_retry_concurrency (default)"),
+                    pos: None,
+                },
+            );
+            for e in rb.entries() {
+                let key = join(&bkey, &e.key);
+                match e.key.as_str() {
+                    "budget_percent" => {
+                        let v = e.value.get("value").unwrap_or(&e.value);
+                        if let Some(p) = number(b, v, &join(&key, "value"), 0.0, 100.0) {
+                            percent = (
+                                p,
+                                Origin {
+                                    key: join(&key, "value"),
+                                    pos: Some(v.pos),
+                                },
+                            );
+                        }
+                    }
+                    "min_retry_concurrency" => {
+                        if let Some(n) = uint(b, &e.value, &key, 0, u64::from(u32::MAX)) {
+                            min = (
+                                n,
+                                Origin {
+                                    key,
+                                    pos: Some(e.value.pos),
+                                },
+                            );
+                        }
+                    }
+                    _ => b.unmodelled(
+                        &key,
+                        Some(e.key_pos),
+                        "a retry_budget field stormsim does not know",
+                    ),
+                }
+            }
+            b.set("retry.budget.budget_percent", num(percent.0), percent.1);
+            b.set("retry.budget.min_retry_concurrency", json!(min.0), min.1);
+        }
+        None => {
+            b.set(
+                "retry.budget.kind",
+                json!("envoy_max_retries"),
+                Origin {
+                    key: max_retries.1.key.clone(),
+                    pos: max_retries.1.pos,
+                },
+            );
+            b.set(
+                "retry.budget.max_retries",
+                json!(max_retries.0),
+                max_retries.1,
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------- export
+
+/// The `retry_on` tokens and status codes that give the outcomes `want`,
+/// changing the file's tokens as little as possible.
+fn retry_on_tokens(
+    current: &[String],
+    codes: &[u16],
+    want: &[String],
+) -> Result<(Vec<String>, Vec<u16>), String> {
+    let contributes = |t: &str| -> Vec<String> {
+        if t == "retriable-status-codes" {
+            return codes.iter().map(|c| c.to_string()).collect();
+        }
+        CONDITIONS
+            .iter()
+            .find(|(c, _)| *c == t)
+            .map_or(Vec::new(), |(_, o)| {
+                o.iter().map(|s| s.to_string()).collect()
+            })
+    };
+    let mut tokens: Vec<String> = current
+        .iter()
+        .filter(|t| {
+            t.as_str() == "retriable-status-codes"
+                || contributes(t).iter().all(|o| want.contains(o))
+        })
+        .cloned()
+        .collect();
+    let covered = |tokens: &[String]| -> Vec<String> {
+        tokens
+            .iter()
+            .filter(|t| t.as_str() != "retriable-status-codes")
+            .flat_map(|t| contributes(t))
+            .collect()
+    };
+    let mut missing: Vec<String> = want
+        .iter()
+        .filter(|o| !covered(&tokens).contains(o))
+        .cloned()
+        .collect();
+    if missing.iter().any(|o| o == "connection") {
+        tokens.push("connect-failure".into());
+        tokens.push("reset".into());
+        missing.retain(|o| o != "connection");
+    }
+    if missing.iter().any(|o| o == "timeout") {
+        if ["502", "503", "504"]
+            .iter()
+            .all(|s| want.iter().any(|w| w == s))
+        {
+            tokens.push("gateway-error".into());
+        } else {
+            return Err("Envoy retries a per-try timeout only under `5xx` or `gateway-error` (which also retry 502, 503 and 504)".into());
+        }
+        missing.retain(|o| o != "timeout");
+    }
+    let mut new_codes: Vec<u16> = Vec::new();
+    for o in &missing {
+        if o == "5xx" {
+            return Err("retrying every 5xx is Envoy's `5xx`, which also retries connection failures and per-try timeouts".into());
+        }
+        match o.parse::<u16>() {
+            Ok(c) if !covered(&tokens).contains(o) => new_codes.push(c),
+            Ok(_) => {}
+            Err(_) => return Err(format!("Envoy has no retry_on condition for `{o}`")),
+        }
+    }
+    // Codes already listed that are still wanted stay, in their order.
+    let mut all_codes: Vec<u16> = codes
+        .iter()
+        .copied()
+        .filter(|c| want.contains(&c.to_string()) && !covered(&tokens).contains(&c.to_string()))
+        .collect();
+    for c in new_codes {
+        if !all_codes.contains(&c) {
+            all_codes.push(c);
+        }
+    }
+    tokens.retain(|t| t != "retriable-status-codes");
+    if !all_codes.is_empty() {
+        tokens.push("retriable-status-codes".into());
+    }
+    tokens.dedup();
+    Ok((tokens, all_codes))
+}
+
+pub(crate) fn write(
+    w: &mut Writer<'_>,
+    sel: &Selector,
+    wanted: &Map<String, Value>,
+    changed: &[String],
+) {
+    let doc = w.doc;
+    let Ok(r) = select(doc, sel.route.as_deref().unwrap_or("")) else {
+        return;
+    };
+    let Some(action) = r.route.get("route") else {
+        return;
+    };
+    let akey = join(&r.key, "route");
+    // The retry policy in force: the route's, else the virtual host's.
+    let (pbase, pkey, pnode): (&Node, String, &str) = if action.get("retry_policy").is_some() {
+        (action, akey.clone(), "retry_policy")
+    } else if r.vhost.get("retry_policy").is_some() {
+        w.note(format!("the retry policy is the virtual host's ({}): the change applies to every route of it without one of its own", r.vhost_key));
+        (r.vhost, r.vhost_key.clone(), "retry_policy")
+    } else {
+        (action, akey.clone(), "retry_policy")
+    };
+    let policy = pbase.get(pnode);
+    let want = |p: &str| get_path(wanted, p).filter(|v| !v.is_null());
+    let dur = |p: &str| {
+        want(p)
+            .and_then(Value::as_str)
+            .and_then(|s| crate::scenario::units::parse_duration(s).ok())
+    };
+    let cluster_node = action
+        .get("cluster")
+        .and_then(Node::scalar)
+        .and_then(|n| cluster(doc, n));
+    let mut did_retry_on = false;
+    let mut did_backoff = false;
+    for leaf in changed {
+        let leaf = leaf.as_str();
+        let r = if leaf == "total_timeout" {
+            let d = dur(leaf).unwrap_or(Duration(0));
+            w.put(action, &akey, &["timeout"], Lit::Str(proto(d)))
+        } else if leaf == "timeout" {
+            match dur(leaf) {
+                Some(d) => w.put(
+                    pbase,
+                    &pkey,
+                    &[pnode, "per_try_timeout"],
+                    Lit::Str(proto(d)),
+                ),
+                None => w.refuse_leaf(
+                    leaf,
+                    "stormsim does not remove a per_try_timeout; delete it by hand",
+                ),
+            }
+        } else if leaf == "retry.max_attempts" {
+            match want(leaf).and_then(Value::as_u64) {
+                Some(n) if n >= 1 => {
+                    if policy.is_none() && n > 1 {
+                        w.note(
+                            "the route had no retry_policy: one is added; check its retry_on"
+                                .into(),
+                        );
+                    }
+                    w.put(
+                        pbase,
+                        &pkey,
+                        &[pnode, "num_retries"],
+                        Lit::Bare((n - 1).to_string()),
+                    )
+                }
+                _ => w.refuse_leaf(leaf, "missing"),
+            }
+        } else if leaf == "retry.retry_on" {
+            if did_retry_on {
+                Ok(())
+            } else {
+                did_retry_on = true;
+                let wanted_list: Vec<String> = want(leaf)
+                    .and_then(Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .map(|v| v.to_string().trim_matches('"').to_string())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let cur_tokens: Vec<String> = policy
+                    .and_then(|p| p.get("retry_on"))
+                    .and_then(Node::scalar)
+                    .map(|s| {
+                        s.split(',')
+                            .map(|t| t.trim().to_string())
+                            .filter(|t| !t.is_empty())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let cur_codes: Vec<u16> = policy
+                    .and_then(|p| p.get("retriable_status_codes"))
+                    .map_or(&[][..], Node::items)
+                    .iter()
+                    .filter_map(|c| c.scalar().and_then(|s| s.parse().ok()))
+                    .collect();
+                match retry_on_tokens(&cur_tokens, &cur_codes, &wanted_list) {
+                    Ok((tokens, codes)) => {
+                        let mut res = Ok(());
+                        if tokens != cur_tokens {
+                            res = w.put(
+                                pbase,
+                                &pkey,
+                                &[pnode, "retry_on"],
+                                Lit::Str(tokens.join(",")),
+                            );
+                        }
+                        if res.is_ok() && codes != cur_codes && !codes.is_empty() {
+                            res = w.put(
+                                pbase,
+                                &pkey,
+                                &[pnode, "retriable_status_codes"],
+                                Lit::List(codes.iter().map(|c| Lit::Bare(c.to_string())).collect()),
+                            );
+                        }
+                        res
+                    }
+                    Err(e) => w.refuse_leaf(leaf, &e),
+                }
+            }
+        } else if leaf == "retry.backoff.base" || leaf == "retry.backoff.cap" {
+            if did_backoff {
+                Ok(())
+            } else {
+                did_backoff = true;
+                let base =
+                    dur("retry.backoff.base").unwrap_or(Duration::from_millis(BASE_INTERVAL_MS));
+                let cap = dur("retry.backoff.cap").unwrap_or(Duration(base.0 * 10));
+                let mut res = w.put(
+                    pbase,
+                    &pkey,
+                    &[pnode, "retry_back_off", "base_interval"],
+                    Lit::Str(proto(base)),
+                );
+                let has_max = policy
+                    .and_then(|p| p.get("retry_back_off"))
+                    .and_then(|b| b.get("max_interval"))
+                    .is_some();
+                if res.is_ok() && (has_max || cap.0 != base.0 * 10) {
+                    res = w.put(
+                        pbase,
+                        &pkey,
+                        &[pnode, "retry_back_off", "max_interval"],
+                        Lit::Str(proto(cap)),
+                    );
+                }
+                res
+            }
+        } else if leaf == "retry.retry_after" {
+            w.refuse_leaf(leaf, "Envoy's rate-limited backoff needs its reset_headers: change rate_limited_retry_back_off by hand")
+        } else if leaf == "hedge_on_timeout" {
+            let on = want(leaf).and_then(Value::as_bool).unwrap_or(false);
+            w.put(
+                action,
+                &akey,
+                &["hedge_policy", "hedge_on_per_try_timeout"],
+                Lit::Bare(on.to_string()),
+            )
+        } else if leaf.starts_with("retry.budget") || leaf.starts_with("bulkhead") {
+            match &cluster_node {
+                None => w.refuse_leaf(leaf, "the route's cluster is not in this file, so its circuit breakers cannot be edited here"),
+                Some((ckey, c)) => write_breakers(w, ckey, c, leaf, wanted),
+            }
+        } else {
+            w.refuse_leaf(
+                leaf,
+                "fixed by Envoy (exponential backoff doubling, full jitter)",
+            )
+        };
+        if let Err(e) = r {
+            w.refuse_leaf(leaf, &e).ok();
+        }
+    }
+}
+
+fn write_breakers<'d>(
+    w: &mut Writer<'d>,
+    ckey: &str,
+    c: &'d Node,
+    leaf: &str,
+    wanted: &Map<String, Value>,
+) -> Result<(), String> {
+    let want = |p: &str| get_path(wanted, p).filter(|v| !v.is_null());
+    let Some((tkey, t)) = thresholds(c, ckey) else {
+        return w.refuse_leaf(
+            leaf,
+            "the cluster has no circuit_breakers.thresholds: add one by hand",
+        );
+    };
+    let kind = want("retry.budget.kind").and_then(Value::as_str);
+    match (leaf, kind) {
+        ("bulkhead.max_concurrent", _) => match want(leaf).and_then(Value::as_u64) {
+            Some(n) => w.put(t, &tkey, &["max_requests"], Lit::Bare(n.to_string())),
+            None => w.refuse_leaf(leaf, "Envoy always limits requests (max_requests)"),
+        },
+        ("retry.budget.max_retries", Some("envoy_max_retries")) if t.get("retry_budget").is_none() => {
+            match want(leaf).and_then(Value::as_u64) {
+                Some(n) => w.put(t, &tkey, &["max_retries"], Lit::Bare(n.to_string())),
+                None => w.refuse_leaf(leaf, "missing"),
+            }
+        }
+        ("retry.budget.budget_percent", Some("envoy")) if t.get("retry_budget").is_some() => match want(leaf).and_then(Value::as_f64) {
+            Some(p) => w.put(t, &tkey, &["retry_budget", "budget_percent", "value"], Lit::Bare(super::fmt_num(p))),
+            None => w.refuse_leaf(leaf, "missing"),
+        },
+        ("retry.budget.min_retry_concurrency", Some("envoy")) if t.get("retry_budget").is_some() => {
+            match want(leaf).and_then(Value::as_u64) {
+                Some(n) => w.put(t, &tkey, &["retry_budget", "min_retry_concurrency"], Lit::Bare(n.to_string())),
+                None => w.refuse_leaf(leaf, "missing"),
+            }
+        }
+        _ => w.refuse_leaf(
+            leaf,
+            "switching between max_retries and retry_budget, or a budget Envoy does not have, is an edit to make by hand",
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn retry_on_changes_little() {
+        let cur = s(&["gateway-error", "connect-failure", "reset"]);
+        // Same outcomes: same tokens.
+        let want = s(&["timeout", "502", "503", "504", "connection"]);
+        assert_eq!(
+            retry_on_tokens(&cur, &[], &want).unwrap(),
+            (cur.clone(), vec![])
+        );
+        // Add 429: retriable-status-codes.
+        let mut more = want.clone();
+        more.push("429".into());
+        assert_eq!(
+            retry_on_tokens(&cur, &[], &more).unwrap(),
+            (
+                s(&[
+                    "gateway-error",
+                    "connect-failure",
+                    "reset",
+                    "retriable-status-codes"
+                ]),
+                vec![429]
+            )
+        );
+        // Drop connection failures.
+        let fewer = s(&["timeout", "502", "503", "504"]);
+        assert_eq!(
+            retry_on_tokens(&cur, &[], &fewer).unwrap(),
+            (s(&["gateway-error"]), vec![])
+        );
+        // A timeout without the gateway codes cannot be said.
+        assert!(retry_on_tokens(&cur, &[], &s(&["timeout"])).is_err());
+    }
+}

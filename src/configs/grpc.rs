@@ -1,0 +1,850 @@
+//! `grpc-service-config`: a gRPC service config (JSON), as the client reads
+//! it from DNS, xDS or a file handed to the channel.
+//!
+//! Sources (docs/sources/config-formats.md §1): grpc/grpc-proto
+//! `grpc/service_config/service_config.proto` (the `MethodConfig` message
+//! and its `Name` matching rule: "the most specific match wins": service
+//! and method, else the service with no method, else the empty name);
+//! grpc/proposal `A6-client-retries.md` (retryPolicy, hedgingPolicy,
+//! retryThrottling, the cap of 5 attempts, the ±20 % jitter, pushback).
+//!
+//! What maps to what (a layer of stormsim):
+//!
+//! | service config | layer |
+//! |---|---|
+//! | `methodConfig[].timeout` | `total_timeout` (the call's deadline covers every attempt) |
+//! | `retryPolicy.maxAttempts` (capped at 5) | `retry.max_attempts` |
+//! | `initialBackoff`, `backoffMultiplier`, `maxBackoff` | `retry.backoff` exponential `base`, `multiplier`, `cap` |
+//! | (fixed by gRPC) | `retry.jitter: { proportional: 0.2 }`, `retry.retry_after: grpc_pushback` |
+//! | `retryableStatusCodes` | `retry.retry_on`: UNAVAILABLE is `connection` and `503`, RESOURCE_EXHAUSTED `429`, INTERNAL `500`, DEADLINE_EXCEEDED `timeout` |
+//! | `perAttemptRecvTimeout` | `timeout` |
+//! | `hedgingPolicy` | `hedging` (`delay`, `max_attempts`, `non_fatal`) |
+//! | `retryThrottling` | `retry.budget: { kind: token_bucket }` (per channel: `scope: instance`) |
+
+use serde_json::{Map, Value, json};
+
+use super::durations::{parse_proto, proto};
+use super::edit::Lit;
+use super::tree::{Doc, Kind, Node};
+use super::write::Writer;
+use super::{Builder, Finding, Origin, Selector, boolean, get_path, join, num, number, uint};
+use crate::scenario::units::Duration;
+
+/// The outcomes each retryable status code stands for in the simulation,
+/// as the `grpc-a6` preset reads them (docs/sources/presets.md §2): a
+/// connection failure surfaces as UNAVAILABLE, the dependency's 503 is
+/// UNAVAILABLE, 429 stands for RESOURCE_EXHAUSTED, 500 for INTERNAL.
+const CODES: &[(&str, u8, &[&str])] = &[
+    ("UNAVAILABLE", 14, &["connection", "503"]),
+    ("RESOURCE_EXHAUSTED", 8, &["429"]),
+    ("INTERNAL", 13, &["500"]),
+    ("DEADLINE_EXCEEDED", 4, &["timeout"]),
+];
+
+/// Every gRPC status code, by number (grpc/grpc `doc/statuscodes.md`).
+const NAMES: [&str; 17] = [
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+];
+
+/// gRFC A6: "maxAttempts ... values greater than 5 are treated as 5".
+pub const MAX_ATTEMPTS_CAP: u64 = 5;
+
+/// The selected method config: its index and node, or none (gRPC's
+/// defaults then apply).
+pub(crate) struct Selected<'d> {
+    pub root: &'d Node,
+    pub config: Option<(usize, &'d Node)>,
+}
+
+fn split_method(m: &str) -> (&str, &str) {
+    let m = m.trim_start_matches('/');
+    m.split_once('/').unwrap_or((m, ""))
+}
+
+/// The method config gRPC uses for `method`: an exact service and method
+/// match, else the service's default, else the empty name's.
+pub(crate) fn select<'d>(doc: &'d Doc, method: &str) -> Result<Selected<'d>, Finding> {
+    let root = doc.roots.first().filter(|r| r.is_map()).ok_or(Finding {
+        pos: doc.roots.first().map(|r| r.pos),
+        key: String::new(),
+        message: "a service config is a JSON object".into(),
+    })?;
+    let (service, name) = split_method(method);
+    let mut best: Option<(u8, usize, &Node)> = None;
+    for (i, mc) in root
+        .get("methodConfig")
+        .map_or(&[][..], Node::items)
+        .iter()
+        .enumerate()
+    {
+        for n in mc.get("name").map_or(&[][..], Node::items) {
+            let s = n.get("service").and_then(Node::scalar).unwrap_or("");
+            let m = n.get("method").and_then(Node::scalar).unwrap_or("");
+            let score = if !s.is_empty() && s == service && !m.is_empty() && m == name {
+                3
+            } else if !s.is_empty() && s == service && m.is_empty() {
+                2
+            } else if s.is_empty() && m.is_empty() {
+                1
+            } else {
+                0
+            };
+            if score == 0 {
+                continue;
+            }
+            match best {
+                Some((b, j, _)) if b == score && j != i => {
+                    return Err(Finding {
+                        pos: Some(n.pos),
+                        key: format!("methodConfig[{i}].name"),
+                        message: format!(
+                            "this name is also in methodConfig[{j}]; gRPC requires each name to be unique across the service config"
+                        ),
+                    });
+                }
+                Some((b, ..)) if b >= score => {}
+                _ => best = Some((score, i, mc)),
+            }
+        }
+    }
+    Ok(Selected {
+        root,
+        config: best.map(|(_, i, n)| (i, n)),
+    })
+}
+
+pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
+    let Some(method) = sel.method.as_deref() else {
+        b.error(
+            "",
+            None,
+            "which method? a gRPC service config needs `method: pkg.Service/Method` (or `pkg.Service` for the service's defaults)",
+        );
+        return;
+    };
+    let selected = match select(doc, method) {
+        Ok(s) => s,
+        Err(f) => {
+            b.errors.push(f);
+            return;
+        }
+    };
+    for e in selected.root.entries() {
+        match e.key.as_str() {
+            "methodConfig" | "retryThrottling" => {}
+            "loadBalancingConfig" | "loadBalancingPolicy" | "healthCheckConfig" => b.warn(
+                e.key.clone(),
+                Some(e.key_pos),
+                "not simulated: a layer calls one dependency, so load balancing and health checks change nothing",
+            ),
+            other => b.unmodelled(other, Some(e.key_pos), "a service config field stormsim does not know"),
+        }
+    }
+    b.absent("timeout");
+    b.absent("total_timeout");
+    b.absent("hedging");
+    b.set(
+        "retry.max_attempts",
+        json!(1),
+        Origin {
+            key: "no retryPolicy".into(),
+            pos: None,
+        },
+    );
+    let mut retry_policy = None;
+    let mut hedging_policy = None;
+    match selected.config {
+        None => {
+            b.policy.selected = format!(
+                "no methodConfig names `{method}`: gRPC's defaults (no retries, no deadline)"
+            );
+        }
+        Some((i, mc)) => {
+            let at = format!("methodConfig[{i}]");
+            b.policy.selected = format!("{at} (line {})", mc.pos.0);
+            for e in mc.entries() {
+                let key = join(&at, &e.key);
+                match e.key.as_str() {
+                    "name" => {}
+                    "timeout" => {
+                        if let Some(d) = duration(b, &e.value, &key) {
+                            b.set(
+                                "total_timeout",
+                                json!(d.to_string()),
+                                Origin {
+                                    key,
+                                    pos: Some(e.value.pos),
+                                },
+                            );
+                        }
+                    }
+                    "waitForReady" => {
+                        if boolean(b, &e.value, &key) == Some(true) {
+                            b.unmodelled(&key, Some(e.value.pos), "an RPC waits for a connection instead of failing at once with UNAVAILABLE");
+                        }
+                    }
+                    "maxRequestMessageBytes" | "maxResponseMessageBytes" => b.warn(
+                        key,
+                        Some(e.key_pos),
+                        "not simulated: requests have no size in stormsim",
+                    ),
+                    "retryPolicy" => retry_policy = Some((key, &e.value)),
+                    "hedgingPolicy" => hedging_policy = Some((key, &e.value)),
+                    _ => b.unmodelled(
+                        &key,
+                        Some(e.key_pos),
+                        "a methodConfig field stormsim does not know",
+                    ),
+                }
+            }
+        }
+    }
+    if let (Some((rk, _)), Some((_, h))) = (&retry_policy, &hedging_policy) {
+        b.error(
+            rk.clone(),
+            Some(h.pos),
+            "a methodConfig has either a retryPolicy or a hedgingPolicy, never both (gRFC A6)",
+        );
+        return;
+    }
+    // Fixed by gRPC whatever the policy (gRFC A6).
+    b.set(
+        "retry.backoff",
+        json!({ "kind": "exponential", "base": "100ms", "multiplier": 2, "cap": "1s" }),
+        Origin {
+            key: "no retryPolicy".into(),
+            pos: None,
+        },
+    );
+    b.absent("retry.backoff.throttle_base");
+    b.set(
+        "retry.backoff.truncate_ms",
+        json!(false),
+        Origin {
+            key: "gRPC".into(),
+            pos: None,
+        },
+    );
+    b.set(
+        "retry.jitter",
+        json!({ "proportional": 0.2 }),
+        Origin {
+            key: "gRFC A6: each delay × U(0.8, 1.2)".into(),
+            pos: None,
+        },
+    );
+    b.set(
+        "retry.retry_after",
+        json!("grpc_pushback"),
+        Origin {
+            key: "gRFC A6: grpc-retry-pushback-ms".into(),
+            pos: None,
+        },
+    );
+    b.set(
+        "retry.retry_on",
+        json!(["connection", 503]),
+        Origin {
+            key: "no retryPolicy".into(),
+            pos: None,
+        },
+    );
+    for f in [
+        "retry.retry_after_cap",
+        "retry.retry_after_jitter",
+        "retry.max_elapsed",
+    ] {
+        b.absent(f);
+    }
+    b.set(
+        "retry.backoff.kind",
+        json!("exponential"),
+        Origin {
+            key: "gRFC A6: exponential backoff".into(),
+            pos: None,
+        },
+    );
+    if let Some((key, p)) = retry_policy {
+        read_retry(b, p, &key);
+    }
+    if let Some((key, h)) = hedging_policy {
+        read_hedging(b, h, &key);
+    }
+    read_throttling(b, selected.root);
+}
+
+/// A proto3 JSON duration (`"0.1s"`, or `{seconds, nanos}`).
+fn duration(b: &mut Builder, node: &Node, key: &str) -> Option<Duration> {
+    let d = match &node.kind {
+        Kind::Scalar { text, .. } => parse_proto(text.trim()),
+        Kind::Map { .. } => {
+            let part = |k: &str| {
+                node.get(k)
+                    .and_then(Node::scalar)
+                    .map(|s| s.parse::<u64>().ok())
+            };
+            match (part("seconds"), part("nanos")) {
+                (Some(Some(_)), None | Some(Some(_))) | (None, Some(Some(_))) => {
+                    let s = part("seconds").flatten().unwrap_or(0);
+                    let n = part("nanos").flatten().unwrap_or(0);
+                    (n < 1_000_000_000).then(|| Duration(s.saturating_mul(1_000_000_000) + n))
+                }
+                _ => None,
+            }
+        }
+        Kind::Seq { .. } => None,
+    };
+    if d.is_none() {
+        b.error(
+            key,
+            Some(node.pos),
+            format!(
+                "expected a duration in seconds such as \"0.1s\" (protobuf JSON), found {}",
+                node.describe()
+            ),
+        );
+    }
+    d
+}
+
+/// Status codes (names, any case, or numbers) as outcomes; codes the
+/// simulation never produces are warned about.
+fn outcomes(b: &mut Builder, list: &Node, key: &str) -> Option<Vec<Value>> {
+    if !list.is_seq() {
+        b.error(
+            key,
+            Some(list.pos),
+            format!("expected a list of status codes, found {}", list.describe()),
+        );
+        return None;
+    }
+    let mut out: Vec<Value> = Vec::new();
+    for (i, item) in list.items().iter().enumerate() {
+        let ikey = join(key, &format!("[{i}]"));
+        let text = item.scalar().unwrap_or("").trim();
+        let name = match text.parse::<usize>() {
+            Ok(n) => NAMES.get(n).copied(),
+            Err(_) => NAMES.iter().find(|c| c.eq_ignore_ascii_case(text)).copied(),
+        };
+        let Some(name) = name else {
+            b.error(
+                ikey,
+                Some(item.pos),
+                format!("{} is not a gRPC status code", item.describe()),
+            );
+            continue;
+        };
+        match CODES.iter().find(|c| c.0 == name) {
+            Some((_, _, outs)) => {
+                for o in *outs {
+                    let v = o.parse::<u16>().map_or(json!(o), |n| json!(n));
+                    if !out.contains(&v) {
+                        out.push(v);
+                    }
+                }
+            }
+            None => b.warn(
+                ikey,
+                Some(item.pos),
+                format!("{name}: the simulated dependency never fails with it, so retrying it changes nothing"),
+            ),
+        }
+    }
+    Some(out)
+}
+
+fn read_retry(b: &mut Builder, p: &Node, at: &str) {
+    if !p.is_map() {
+        b.error(at, Some(p.pos), "expected a retryPolicy object");
+        return;
+    }
+    let pos = |k: &str| p.entry(k).map(|e| e.value.pos);
+    for e in p.entries() {
+        let key = join(at, &e.key);
+        let o = Origin {
+            key: key.clone(),
+            pos: Some(e.value.pos),
+        };
+        match e.key.as_str() {
+            "maxAttempts" => {
+                if let Some(n) = uint(b, &e.value, &key, 2, u64::from(u32::MAX)) {
+                    if n > MAX_ATTEMPTS_CAP {
+                        b.warn(key.clone(), Some(e.value.pos), format!("{n} attempts: gRPC clients cap maxAttempts at {MAX_ATTEMPTS_CAP} (gRFC A6), so {MAX_ATTEMPTS_CAP} are simulated"));
+                    }
+                    b.set("retry.max_attempts", json!(n.min(MAX_ATTEMPTS_CAP)), o);
+                }
+            }
+            "initialBackoff" => {
+                if let Some(d) =
+                    duration(b, &e.value, &key).filter(|d| positive(b, *d, &e.value, &key))
+                {
+                    b.set("retry.backoff.base", json!(d.to_string()), o);
+                }
+            }
+            "maxBackoff" => {
+                if let Some(d) =
+                    duration(b, &e.value, &key).filter(|d| positive(b, *d, &e.value, &key))
+                {
+                    b.set("retry.backoff.cap", json!(d.to_string()), o);
+                }
+            }
+            "backoffMultiplier" => {
+                if let Some(m) = number(b, &e.value, &key, f64::MIN_POSITIVE, 1e6) {
+                    b.set("retry.backoff.multiplier", num(m), o);
+                }
+            }
+            "retryableStatusCodes" => {
+                if let Some(list) = outcomes(b, &e.value, &key) {
+                    if e.value.items().is_empty() {
+                        b.error(
+                            key,
+                            Some(e.value.pos),
+                            "retryableStatusCodes must not be empty (gRFC A6)",
+                        );
+                    } else {
+                        b.set("retry.retry_on", Value::Array(list), o);
+                    }
+                }
+            }
+            "perAttemptRecvTimeout" => {
+                if let Some(d) = duration(b, &e.value, &key) {
+                    b.set("timeout", json!(d.to_string()), o);
+                }
+            }
+            _ => b.unmodelled(
+                &key,
+                Some(e.key_pos),
+                "a retryPolicy field stormsim does not know",
+            ),
+        }
+    }
+    for required in [
+        "maxAttempts",
+        "initialBackoff",
+        "maxBackoff",
+        "backoffMultiplier",
+        "retryableStatusCodes",
+    ] {
+        if pos(required).is_none() {
+            b.error(
+                at,
+                Some(p.pos),
+                format!(
+                    "retryPolicy has no {required}; gRPC rejects a retryPolicy without it (gRFC A6)"
+                ),
+            );
+        }
+    }
+}
+
+fn positive(b: &mut Builder, d: Duration, node: &Node, key: &str) -> bool {
+    if d.0 == 0 {
+        b.error(key, Some(node.pos), "must be greater than 0 (gRFC A6)");
+    }
+    d.0 > 0
+}
+
+fn read_hedging(b: &mut Builder, h: &Node, at: &str) {
+    if !h.is_map() {
+        b.error(at, Some(h.pos), "expected a hedgingPolicy object");
+        return;
+    }
+    let mut delay = None;
+    let mut attempts = None;
+    let mut non_fatal = Some(Vec::new());
+    for e in h.entries() {
+        let key = join(at, &e.key);
+        match e.key.as_str() {
+            "maxAttempts" => {
+                if let Some(n) = uint(b, &e.value, &key, 2, u64::from(u32::MAX)) {
+                    if n > MAX_ATTEMPTS_CAP {
+                        b.warn(key.clone(), Some(e.value.pos), format!("{n} attempts: gRPC clients cap maxAttempts at {MAX_ATTEMPTS_CAP} (gRFC A6), so {MAX_ATTEMPTS_CAP} are simulated"));
+                    }
+                    attempts = Some((n.min(MAX_ATTEMPTS_CAP), key, e.value.pos));
+                }
+            }
+            "hedgingDelay" => delay = duration(b, &e.value, &key).map(|d| (d, key, e.value.pos)),
+            "nonFatalStatusCodes" => non_fatal = outcomes(b, &e.value, &key),
+            _ => b.unmodelled(
+                &key,
+                Some(e.key_pos),
+                "a hedgingPolicy field stormsim does not know",
+            ),
+        }
+    }
+    let Some((n, akey, apos)) = attempts else {
+        b.error(
+            at,
+            Some(h.pos),
+            "hedgingPolicy has no maxAttempts; gRPC rejects it (gRFC A6)",
+        );
+        return;
+    };
+    // hedgingDelay absent: every copy at once (gRFC A6).
+    let (d, dkey, dpos) = delay.map_or(
+        (Duration(0), format!("{at}.hedgingDelay"), None),
+        |(d, k, p)| (d, k, Some(p)),
+    );
+    b.set(
+        "hedging.max_attempts",
+        json!(n),
+        Origin {
+            key: akey,
+            pos: Some(apos),
+        },
+    );
+    b.set(
+        "hedging.delay",
+        json!(d.to_string()),
+        Origin {
+            key: dkey,
+            pos: dpos,
+        },
+    );
+    b.set(
+        "hedging.non_fatal",
+        Value::Array(non_fatal.unwrap_or_default()),
+        Origin {
+            key: join(at, "nonFatalStatusCodes"),
+            pos: h.get("nonFatalStatusCodes").map(|n| n.pos),
+        },
+    );
+}
+
+fn read_throttling(b: &mut Builder, root: &Node) {
+    let Some(t) = root.get("retryThrottling") else {
+        b.absent("retry.budget");
+        return;
+    };
+    let at = "retryThrottling";
+    let mut tokens = None;
+    let mut ratio = None;
+    for e in t.entries() {
+        let key = join(at, &e.key);
+        match e.key.as_str() {
+            // gRFC A6: maxTokens in (0, 1000], tokenRatio > 0.
+            "maxTokens" => {
+                tokens = number(b, &e.value, &key, 1.0, 1000.0).map(|v| (v, key, e.value.pos))
+            }
+            "tokenRatio" => {
+                ratio = number(b, &e.value, &key, 0.001, 1e6).map(|v| (v, key, e.value.pos))
+            }
+            _ => b.unmodelled(
+                &key,
+                Some(e.key_pos),
+                "a retryThrottling field stormsim does not know",
+            ),
+        }
+    }
+    match (tokens, ratio) {
+        (Some((t, tk, tp)), Some((r, rk, rp))) => {
+            b.set(
+                "retry.budget.kind",
+                json!("token_bucket"),
+                Origin {
+                    key: at.into(),
+                    pos: root.entry(at).map(|e| e.key_pos),
+                },
+            );
+            b.set(
+                "retry.budget.scope",
+                json!("instance"),
+                Origin {
+                    key: "gRFC A6: per server name (per channel)".into(),
+                    pos: None,
+                },
+            );
+            b.set(
+                "retry.budget.max_tokens",
+                num(t),
+                Origin {
+                    key: tk,
+                    pos: Some(tp),
+                },
+            );
+            // gRFC A6 keeps three decimals of tokenRatio.
+            b.set(
+                "retry.budget.token_ratio",
+                num((r * 1000.0).trunc() / 1000.0),
+                Origin {
+                    key: rk,
+                    pos: Some(rp),
+                },
+            );
+        }
+        _ if t.is_map() => b.error(
+            at,
+            Some(t.pos),
+            "retryThrottling needs maxTokens and tokenRatio (gRFC A6)",
+        ),
+        _ => b.error(at, Some(t.pos), "expected a retryThrottling object"),
+    }
+}
+
+// ---------------------------------------------------------------- export
+
+/// gRPC status names for a set of outcomes, in the order given; an error
+/// names an outcome no status code stands for.
+fn codes_for(retry_on: &[Value]) -> Result<Vec<&'static str>, String> {
+    let has = |o: &str| {
+        retry_on
+            .iter()
+            .any(|v| v.to_string().trim_matches('"') == o)
+    };
+    let mut out = Vec::new();
+    for (name, _, outs) in CODES {
+        let n = outs.iter().filter(|o| has(o)).count();
+        if n == outs.len() {
+            out.push(*name);
+        } else if n > 0 {
+            return Err(format!(
+                "gRPC cannot retry {} without {}: both are {name}",
+                outs.iter()
+                    .filter(|o| has(o))
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                outs.iter()
+                    .filter(|o| !has(o))
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    }
+    for v in retry_on {
+        let o = v.to_string();
+        let o = o.trim_matches('"');
+        if !CODES.iter().any(|(_, _, outs)| outs.contains(&o)) {
+            return Err(format!(
+                "no gRPC status code stands for `{o}` in the simulation"
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// The list of status codes to write: the file's codes that still mean
+/// what is wanted, in their order and spelling, then the new ones.
+fn code_list(current: Option<&Node>, wanted: &[&'static str]) -> Lit {
+    let mut out: Vec<Lit> = Vec::new();
+    let mut have: Vec<&str> = Vec::new();
+    for item in current.map_or(&[][..], Node::items) {
+        let text = item.scalar().unwrap_or("").trim();
+        let name = match text.parse::<usize>() {
+            Ok(n) => NAMES.get(n).copied(),
+            Err(_) => NAMES.iter().find(|c| c.eq_ignore_ascii_case(text)).copied(),
+        };
+        let Some(name) = name else { continue };
+        let mapped = CODES.iter().any(|c| c.0 == name);
+        if !mapped || wanted.contains(&name) {
+            have.push(name);
+            out.push(match item.style() {
+                Some(super::tree::Style::Double) => Lit::Str(text.to_string()),
+                _ => Lit::Bare(text.to_string()),
+            });
+        }
+    }
+    for w in wanted {
+        if !have.contains(w) {
+            out.push(Lit::Str((*w).to_string()));
+        }
+    }
+    Lit::List(out)
+}
+
+pub(crate) fn write(
+    w: &mut Writer<'_>,
+    sel: &Selector,
+    wanted: &Map<String, Value>,
+    changed: &[String],
+) {
+    let doc = w.doc;
+    let method = sel.method.as_deref().unwrap_or("");
+    let Ok(selected) = select(doc, method) else {
+        return;
+    };
+    let Some((i, mc)) = selected.config else {
+        w.refuse("", "no methodConfig applies to this method; add one by hand (stormsim edits values, it does not write new method configs)");
+        return;
+    };
+    let at = format!("methodConfig[{i}]");
+    let names = mc.get("name").map_or(0, |n| n.items().len());
+    if names > 1 {
+        w.note(format!(
+            "{at} names {names} methods: the change applies to all of them"
+        ));
+    }
+    let hedged = mc.get("hedgingPolicy").is_some();
+    let want = |p: &str| get_path(wanted, p).filter(|v| !v.is_null());
+    let dur = |p: &str| {
+        want(p)
+            .and_then(Value::as_str)
+            .and_then(|s| crate::scenario::units::parse_duration(s).ok())
+    };
+    for leaf in changed {
+        let leaf = leaf.as_str();
+        let top = |p: &str| leaf == p || leaf.starts_with(&format!("{p}."));
+        let r = if top("total_timeout") {
+            match dur("total_timeout") {
+                Some(d) => w.put(mc, &at, &["timeout"], Lit::Str(proto(d))),
+                None => w.refuse_leaf(
+                    leaf,
+                    "stormsim does not remove a methodConfig's timeout; delete it by hand",
+                ),
+            }
+        } else if top("timeout") {
+            match dur("timeout") {
+                Some(d) if !hedged => w.put(mc, &at, &["retryPolicy", "perAttemptRecvTimeout"], Lit::Str(proto(d))),
+                _ => w.refuse_leaf(leaf, "a per-attempt timeout is retryPolicy.perAttemptRecvTimeout: only with a retryPolicy"),
+            }
+        } else if leaf == "retry.max_attempts" && !hedged {
+            match want(leaf).and_then(Value::as_u64) {
+                Some(n) if (2..=MAX_ATTEMPTS_CAP).contains(&n) => w.put(
+                    mc,
+                    &at,
+                    &["retryPolicy", "maxAttempts"],
+                    Lit::Bare(n.to_string()),
+                ),
+                Some(n) => w.refuse_leaf(
+                    leaf,
+                    &format!(
+                        "{n} attempts: a gRPC retryPolicy takes 2 to {MAX_ATTEMPTS_CAP} (gRFC A6)"
+                    ),
+                ),
+                None => w.refuse_leaf(leaf, "missing"),
+            }
+        } else if leaf == "retry.backoff.base" && !hedged {
+            dur(leaf).map_or(Ok(()), |d| {
+                w.put(
+                    mc,
+                    &at,
+                    &["retryPolicy", "initialBackoff"],
+                    Lit::Str(proto(d)),
+                )
+            })
+        } else if leaf == "retry.backoff.cap" && !hedged {
+            match dur(leaf) {
+                Some(d) => w.put(mc, &at, &["retryPolicy", "maxBackoff"], Lit::Str(proto(d))),
+                None => w.refuse_leaf(leaf, "gRPC's backoff always has a maxBackoff"),
+            }
+        } else if leaf == "retry.backoff.multiplier" && !hedged {
+            match want(leaf).and_then(Value::as_f64) {
+                Some(m) => w.put(
+                    mc,
+                    &at,
+                    &["retryPolicy", "backoffMultiplier"],
+                    Lit::Bare(super::fmt_num(m)),
+                ),
+                None => w.refuse_leaf(leaf, "gRPC's backoff always has a multiplier"),
+            }
+        } else if leaf == "retry.retry_on" && !hedged {
+            let list = want(leaf)
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            match codes_for(&list) {
+                Ok(codes) if !codes.is_empty() => {
+                    let node = mc
+                        .get("retryPolicy")
+                        .and_then(|p| p.get("retryableStatusCodes"));
+                    w.put(
+                        mc,
+                        &at,
+                        &["retryPolicy", "retryableStatusCodes"],
+                        code_list(node, &codes),
+                    )
+                }
+                Ok(_) => w.refuse_leaf(leaf, "retryableStatusCodes must not be empty (gRFC A6)"),
+                Err(e) => w.refuse_leaf(leaf, &e),
+            }
+        } else if leaf == "hedging.max_attempts" && hedged {
+            match want(leaf).and_then(Value::as_u64) {
+                Some(n) if (2..=MAX_ATTEMPTS_CAP).contains(&n) => w.put(
+                    mc,
+                    &at,
+                    &["hedgingPolicy", "maxAttempts"],
+                    Lit::Bare(n.to_string()),
+                ),
+                _ => w.refuse_leaf(
+                    leaf,
+                    &format!("a hedgingPolicy takes 2 to {MAX_ATTEMPTS_CAP} attempts (gRFC A6)"),
+                ),
+            }
+        } else if leaf == "hedging.delay" && hedged {
+            dur(leaf).map_or(Ok(()), |d| {
+                w.put(
+                    mc,
+                    &at,
+                    &["hedgingPolicy", "hedgingDelay"],
+                    Lit::Str(proto(d)),
+                )
+            })
+        } else if leaf == "hedging.non_fatal" && hedged {
+            let list = want(leaf)
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            match codes_for(&list) {
+                Ok(codes) => {
+                    let node = mc
+                        .get("hedgingPolicy")
+                        .and_then(|p| p.get("nonFatalStatusCodes"));
+                    w.put(
+                        mc,
+                        &at,
+                        &["hedgingPolicy", "nonFatalStatusCodes"],
+                        code_list(node, &codes),
+                    )
+                }
+                Err(e) => w.refuse_leaf(leaf, &e),
+            }
+        } else if leaf == "retry.budget.max_tokens" || leaf == "retry.budget.token_ratio" {
+            let key = if leaf.ends_with("max_tokens") {
+                "maxTokens"
+            } else {
+                "tokenRatio"
+            };
+            match (
+                want("retry.budget.kind").and_then(Value::as_str),
+                want(leaf).and_then(Value::as_f64),
+            ) {
+                (Some("token_bucket"), Some(v)) => w.put(
+                    selected.root,
+                    "",
+                    &["retryThrottling", key],
+                    Lit::Bare(super::fmt_num(v)),
+                ),
+                _ => w.refuse_leaf(
+                    leaf,
+                    "gRPC's only retry budget is retryThrottling (a token bucket)",
+                ),
+            }
+        } else if leaf.starts_with("retry.budget") {
+            w.refuse_leaf(leaf, "gRPC's only retry budget is retryThrottling: a token bucket per channel (maxTokens, tokenRatio)")
+        } else if top("hedging") || leaf.starts_with("retry.") && hedged {
+            w.refuse_leaf(leaf, "a methodConfig has either a retryPolicy or a hedgingPolicy: switch between them by hand")
+        } else {
+            w.refuse_leaf(leaf, "fixed by gRPC (exponential backoff, jitter ×U(0.8, 1.2), pushback honoured: gRFC A6)")
+        };
+        if let Err(e) = r {
+            w.refuse_leaf(leaf, &e).ok();
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! `stormsim import` output: an imported policy as a layer to paste under
+//! `layers:` of a scenario, in the scenario format's field order, each
+//! value with a comment saying where in the file it came from (or that it
+//! is the format's default, or fixed by the system).
+
+use serde_json::{Map, Value};
+
+use super::Policy;
+use super::edit::{Lit, render};
+use super::tree::Syntax;
+use crate::scenario::types::Layer;
+
+/// The column comments start at.
+const COMMENT_COLUMN: usize = 44;
+
+/// The layer `name` as YAML text: a sequence item (`- name: ...`) with the
+/// policy's fields, two spaces in.
+pub fn layer_yaml(policy: &Policy, name: &str, header: &[String]) -> String {
+    let mut out = String::new();
+    for h in header {
+        out += &format!("# {h}\n");
+    }
+    out += &format!("- name: {}\n", scalar(&Value::String(name.to_string())));
+    let ordered = in_layer_order(&policy.fragment);
+    emit(policy, &ordered, "", 2, &mut out);
+    out
+}
+
+/// The fragment's keys in the order a `Layer` serialises its fields.
+fn in_layer_order(fragment: &Map<String, Value>) -> Map<String, Value> {
+    let mut m = fragment.clone();
+    m.insert("name".into(), Value::String("x".into()));
+    let order: Option<Map<String, Value>> = serde_json::from_value::<Layer>(Value::Object(m))
+        .ok()
+        .and_then(|l| serde_json::to_value(l).ok())
+        .and_then(|v| match v {
+            Value::Object(m) => Some(m),
+            _ => None,
+        });
+    match order {
+        Some(o) => reorder(fragment, &o),
+        None => fragment.clone(),
+    }
+}
+
+fn reorder(fragment: &Map<String, Value>, order: &Map<String, Value>) -> Map<String, Value> {
+    let mut out = Map::new();
+    for (k, ov) in order {
+        if let Some(v) = fragment.get(k) {
+            let v = match (v, ov) {
+                (Value::Object(f), Value::Object(o)) => Value::Object(reorder(f, o)),
+                _ => v.clone(),
+            };
+            out.insert(k.clone(), v);
+        }
+    }
+    for (k, v) in fragment {
+        if !out.contains_key(k) {
+            out.insert(k.clone(), v.clone());
+        }
+    }
+    out
+}
+
+fn scalar(v: &Value) -> String {
+    match v {
+        Value::String(s) => render(&Lit::Str(s.clone()), Syntax::Yaml, None),
+        Value::Array(items) => format!(
+            "[{}]",
+            items.iter().map(scalar).collect::<Vec<_>>().join(", ")
+        ),
+        Value::Object(m) => format!(
+            "{{ {} }}",
+            m.iter()
+                .map(|(k, v)| format!("{k}: {}", scalar(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// The origin of `path`, or of its nearest ancestor that has one.
+fn origin_text(policy: &Policy, path: &str) -> Option<String> {
+    let mut p = path;
+    loop {
+        if let Some(o) = policy.origins.get(p) {
+            return Some(match o.pos {
+                Some((line, _)) => format!("{}, line {line}", o.key),
+                None => o.key.clone(),
+            });
+        }
+        p = &p[..p.rfind('.')?];
+    }
+}
+
+fn emit(policy: &Policy, map: &Map<String, Value>, prefix: &str, indent: usize, out: &mut String) {
+    for (k, v) in map {
+        let path = if prefix.is_empty() {
+            k.clone()
+        } else {
+            format!("{prefix}.{k}")
+        };
+        let pad = " ".repeat(indent);
+        match v {
+            Value::Null | Value::Bool(false) => {}
+            // A jitter factor reads best inline.
+            Value::Object(inner)
+                if inner.values().any(|v| !v.is_null()) && path != "retry.jitter" =>
+            {
+                out.push_str(&format!("{pad}{k}:\n"));
+                emit(policy, inner, &path, indent + 2, out);
+            }
+            Value::Object(_) if path != "retry.jitter" => {}
+            _ => {
+                let line = format!("{pad}{k}: {}", scalar(v));
+                match origin_text(policy, &path) {
+                    Some(o) => {
+                        let width = COMMENT_COLUMN.max(line.chars().count() + 2);
+                        out.push_str(&format!("{line:<width$}# {o}\n"));
+                    }
+                    None => out.push_str(&format!("{line}\n")),
+                }
+            }
+        }
+    }
+}

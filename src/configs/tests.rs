@@ -1,0 +1,697 @@
+//! Import and export against the fixture files of tests/fixtures/configs/
+//! (shaped like real repositories' files: comments, unrelated keys,
+//! inheritance): the values each selector gives, the identity of import
+//! then export, exports that touch only the tuned values, and the errors
+//! for settings stormsim does not model, with their positions.
+
+use serde_json::{Value, json};
+
+use super::write::{Wanted, export_text};
+use super::*;
+
+const GRPC: &str = include_str!("../../tests/fixtures/configs/service-config.json");
+const ENVOY: &str = include_str!("../../tests/fixtures/configs/envoy.yaml");
+const R4J: &str = include_str!("../../tests/fixtures/configs/application.yml");
+
+fn sel(format: Format, value: &str) -> Selector {
+    let mut s = Selector::default();
+    match format {
+        Format::GrpcServiceConfig => s.method = Some(value.into()),
+        Format::EnvoyRoute => s.route = Some(value.into()),
+        Format::Resilience4j => s.instance = Some(value.into()),
+    }
+    s
+}
+
+fn text(format: Format) -> &'static str {
+    match format {
+        Format::GrpcServiceConfig => GRPC,
+        Format::EnvoyRoute => ENVOY,
+        Format::Resilience4j => R4J,
+    }
+}
+
+fn import(format: Format, value: &str) -> Policy {
+    import_text(text(format), "f", format, &sel(format, value)).unwrap_or_else(|e| {
+        panic!(
+            "{value}: {}",
+            e.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n")
+        )
+    })
+}
+
+/// The policy's leaves as `path=value` lines, sorted.
+fn shown(p: &Policy) -> Vec<String> {
+    leaves(&p.fragment)
+        .into_iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect()
+}
+
+fn has(p: &Policy, want: &[&str]) {
+    let got = shown(p);
+    for w in want {
+        assert!(
+            got.iter().any(|g| g == w),
+            "missing {w} in\n{}",
+            got.join("\n")
+        );
+    }
+}
+
+fn lacks(p: &Policy, paths: &[&str]) {
+    let l = leaves(&p.fragment);
+    for path in paths {
+        assert!(
+            !l.keys()
+                .any(|k| k == path || k.starts_with(&format!("{path}."))),
+            "{path} in {:?}",
+            shown(p)
+        );
+    }
+}
+
+#[test]
+fn grpc_the_most_specific_method_config_wins() {
+    let p = import(Format::GrpcServiceConfig, "orders.v1.Orders/CreateOrder");
+    assert_eq!(p.selected, "methodConfig[1] (line 15)");
+    has(
+        &p,
+        &[
+            "total_timeout=\"2500ms\"",
+            "retry.max_attempts=4.0",
+            "retry.backoff.kind=\"exponential\"",
+            "retry.backoff.base=\"100ms\"",
+            "retry.backoff.cap=\"1s\"",
+            "retry.backoff.multiplier=2.0",
+            "retry.jitter.proportional=0.2",
+            "retry.retry_on=[\"429\",\"503\",\"connection\"]",
+            "retry.retry_after=\"grpc_pushback\"",
+            "retry.budget.kind=\"token_bucket\"",
+            "retry.budget.max_tokens=10.0",
+            "retry.budget.token_ratio=0.1",
+            "retry.budget.scope=\"instance\"",
+        ],
+    );
+    lacks(&p, &["timeout", "hedging"]);
+    let o = &p.origins["retry.max_attempts"];
+    assert_eq!(
+        (o.key.as_str(), o.pos),
+        ("methodConfig[1].retryPolicy.maxAttempts", Some((23, 24)))
+    );
+    // The service's default for a method it does not name.
+    let p = import(Format::GrpcServiceConfig, "orders.v1.Orders/ListOrders");
+    assert_eq!(p.selected, "methodConfig[0] (line 4)");
+    has(
+        &p,
+        &[
+            "total_timeout=\"5s\"",
+            "retry.max_attempts=3.0",
+            "retry.backoff.base=\"200ms\"",
+            "retry.retry_on=[\"503\",\"connection\"]",
+        ],
+    );
+    // Another service: the empty name, which has no retries.
+    let p = import(Format::GrpcServiceConfig, "billing.v1.Billing/Charge");
+    assert_eq!(p.selected, "methodConfig[3] (line 39)");
+    has(&p, &["total_timeout=\"10s\"", "retry.max_attempts=1.0"]);
+    // The load balancing config is only a warning.
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.key == "loadBalancingConfig" && w.pos == Some((2, 3))),
+        "{:?}",
+        p.warnings
+    );
+}
+
+#[test]
+fn grpc_hedging() {
+    let p = import(Format::GrpcServiceConfig, "orders.v1.Orders/GetOrder");
+    has(
+        &p,
+        &[
+            "total_timeout=\"800ms\"",
+            "hedging.max_attempts=3.0",
+            "hedging.delay=\"50ms\"",
+            "hedging.non_fatal=[\"500\",\"503\",\"connection\"]",
+            "retry.max_attempts=1.0",
+            "retry.budget.kind=\"token_bucket\"",
+        ],
+    );
+}
+
+#[test]
+fn grpc_unmodelled_settings_are_named_with_their_position() {
+    let src = GRPC
+        .replace("\"waitForReady\": false", "\"waitForReady\": true")
+        .replace("\"backoffMultiplier\": 2,\n        \"retryableStatusCodes\": [\"UNAVAILABLE\", \"RESOURCE", "\"backoffMultiplier\": 2,\n        \"jitter\": 0.5,\n        \"retryableStatusCodes\": [\"UNAVAILABLE\", \"RESOURCE");
+    let e = import_text(
+        &src,
+        "svc.json",
+        Format::GrpcServiceConfig,
+        &sel(Format::GrpcServiceConfig, "orders.v1.Orders/CreateOrder"),
+    )
+    .unwrap_err();
+    let lines: Vec<String> = e.iter().map(ToString::to_string).collect();
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    assert!(lines[0].starts_with("svc.json:21:23: methodConfig[1].waitForReady: not modelled: an RPC waits for a connection"), "{}", lines[0]);
+    assert!(
+        lines[1].starts_with("svc.json:27:9: methodConfig[1].retryPolicy.jitter: not modelled"),
+        "{}",
+        lines[1]
+    );
+    // Listed in `ignore`, the same settings are warnings.
+    let mut s = sel(Format::GrpcServiceConfig, "orders.v1.Orders/CreateOrder");
+    s.ignore = vec![
+        "waitForReady".into(),
+        "methodConfig[1].retryPolicy.jitter".into(),
+    ];
+    let p = import_text(&src, "svc.json", Format::GrpcServiceConfig, &s).unwrap();
+    assert_eq!(
+        p.warnings
+            .iter()
+            .filter(|w| w.message.contains("ignored as `ignore` asks"))
+            .count(),
+        2
+    );
+}
+
+#[test]
+fn grpc_caps_attempts_at_five_and_checks_required_fields() {
+    let src = GRPC.replace("\"maxAttempts\": 4", "\"maxAttempts\": 7");
+    let p = import_text(
+        &src,
+        "f",
+        Format::GrpcServiceConfig,
+        &sel(Format::GrpcServiceConfig, "orders.v1.Orders/CancelOrder"),
+    )
+    .unwrap();
+    has(&p, &["retry.max_attempts=5.0"]);
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.message.contains("cap maxAttempts at 5"))
+    );
+    let src = GRPC.replace("        \"maxBackoff\": \"1s\",\n", "");
+    let e = import_text(
+        &src,
+        "f",
+        Format::GrpcServiceConfig,
+        &sel(Format::GrpcServiceConfig, "orders.v1.Orders/CreateOrder"),
+    )
+    .unwrap_err();
+    assert!(
+        e[0].to_string().contains("retryPolicy has no maxBackoff"),
+        "{}",
+        e[0]
+    );
+}
+
+#[test]
+fn envoy_route_vhost_and_cluster() {
+    let p = import(Format::EnvoyRoute, "create-order");
+    has(
+        &p,
+        &[
+            "total_timeout=\"3s\"",
+            "timeout=\"750ms\"",
+            "retry.max_attempts=4.0",
+            "retry.retry_on=[\"502\",\"503\",\"504\",\"connection\",\"timeout\"]",
+            "retry.backoff.base=\"50ms\"",
+            "retry.backoff.cap=\"500ms\"",
+            "retry.jitter=\"full\"",
+            "retry.retry_after=\"ignore\"",
+            "retry.budget.kind=\"envoy\"",
+            "retry.budget.budget_percent=25.0",
+            "retry.budget.min_retry_concurrency=5.0",
+            "bulkhead.max_concurrent=2000.0",
+            "bulkhead.when_full=\"reject\"",
+        ],
+    );
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.key.ends_with("retry_host_predicate")),
+        "{:?}",
+        p.warnings
+    );
+    // get-order: the virtual host's policy (5xx, 2 retries), default backoff, hedging.
+    let p = import(Format::EnvoyRoute, "get-order");
+    has(
+        &p,
+        &[
+            "total_timeout=\"15s\"",
+            "retry.max_attempts=3.0",
+            "retry.retry_on=[\"5xx\",\"connection\",\"timeout\"]",
+            "retry.backoff.base=\"25ms\"",
+            "retry.backoff.cap=\"250ms\"",
+        ],
+    );
+    // hedge_on_per_try_timeout without a per_try_timeout never hedges.
+    lacks(&p, &["hedge_on_timeout", "timeout"]);
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.message.contains("no per_try_timeout")),
+        "{:?}",
+        p.warnings
+    );
+    assert_eq!(p.origins["retry.max_attempts"].pos, Some((33, 38)));
+    // By match prefix.
+    let p = import(Format::EnvoyRoute, "/");
+    has(&p, &["total_timeout=\"10s\"", "retry.max_attempts=3.0"]);
+}
+
+#[test]
+fn envoy_unmodelled_settings_are_named_with_their_position() {
+    let src = ENVOY
+        .replace(
+            "            max_requests: 2000\n",
+            "            max_requests: 2000\n            max_pending_requests: 100\n",
+        )
+        .replace(
+            "      lb_policy: LEAST_REQUEST\n",
+            "      lb_policy: LEAST_REQUEST\n      outlier_detection: { consecutive_5xx: 5 }\n",
+        );
+    let e = import_text(
+        &src,
+        "envoy.yaml",
+        Format::EnvoyRoute,
+        &sel(Format::EnvoyRoute, "create-order"),
+    )
+    .unwrap_err();
+    let lines: Vec<String> = e.iter().map(ToString::to_string).collect();
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    assert!(
+        lines[0].starts_with(
+            "envoy.yaml:63:7: clusters[0].outlier_detection: not modelled: outlier ejection"
+        ),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[1].starts_with("envoy.yaml:73:13: clusters[0].circuit_breakers.thresholds[0].max_pending_requests: not modelled"), "{}", lines[1]);
+}
+
+#[test]
+fn resilience4j_base_configs_and_other_modules() {
+    let p = import(Format::Resilience4j, "paymentService");
+    has(
+        &p,
+        &[
+            "retry.max_attempts=4.0",
+            "retry.backoff.kind=\"exponential\"",
+            "retry.backoff.base=\"250ms\"",
+            "retry.backoff.multiplier=2.0",
+            "retry.backoff.cap=\"2s\"",
+            "retry.backoff.truncate_ms=true",
+            "retry.jitter.proportional=0.5",
+            // configs.payments has no baseConfig: it is built on configs.default,
+            // whose retryExceptions it keeps.
+            "retry.retry_on=[\"5xx\",\"connection\",\"timeout\"]",
+            "retry.retry_after=\"ignore\"",
+            "breaker.kind=\"count\"",
+            "breaker.failure_ratio=0.4",
+            "breaker.window_calls=50.0",
+            "breaker.min_calls=20.0",
+            "breaker.open_for=\"10s\"",
+            "breaker.probes=5.0",
+            "timeout=\"2s\"",
+        ],
+    );
+    lacks(&p, &["bulkhead"]);
+    assert_eq!(
+        p.origins["retry.max_attempts"].key,
+        "resilience4j.retry.configs.payments.max-attempts"
+    );
+    // inventoryService: the default config's exceptions, its own attempts.
+    let p = import(Format::Resilience4j, "inventoryService");
+    has(
+        &p,
+        &[
+            "retry.max_attempts=2.0",
+            "retry.backoff.kind=\"constant\"",
+            "retry.backoff.base=\"500ms\"",
+            "retry.jitter=\"none\"",
+            "retry.retry_on=[\"5xx\",\"connection\",\"timeout\"]",
+        ],
+    );
+    lacks(&p, &["breaker", "timeout"]);
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.message.contains("BusinessException")),
+        "{:?}",
+        p.warnings
+    );
+}
+
+#[test]
+fn resilience4j_unmodelled_settings_are_named_with_their_position() {
+    let src = R4J
+        .replace(
+            "      failureRateThreshold: 40\n",
+            "      failureRateThreshold: 40\n      slowCallRateThreshold: 80\n",
+        )
+        .replace(
+            "        - java.io.IOException\n",
+            "        - java.io.IOException\n        - com.example.RetryableThing\n",
+        );
+    let e = import_text(
+        &src,
+        "application.yml",
+        Format::Resilience4j,
+        &sel(Format::Resilience4j, "inventoryService"),
+    )
+    .unwrap_err();
+    let lines: Vec<String> = e.iter().map(ToString::to_string).collect();
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    assert!(lines[0].starts_with("application.yml:24:11: resilience4j.retry.configs.default.retryExceptions: not modelled: `com.example.RetryableThing`"), "{}", lines[0]);
+    let e = import_text(
+        &src.replace("        - com.example.RetryableThing\n", ""),
+        "application.yml",
+        Format::Resilience4j,
+        &sel(Format::Resilience4j, "paymentService"),
+    )
+    .unwrap_err();
+    let lines: Vec<String> = e.iter().map(ToString::to_string).collect();
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    assert!(lines[0].starts_with("application.yml:56:30: resilience4j.circuitbreaker.instances.paymentService.slowCallRateThreshold: not modelled"), "{}", lines[0]);
+}
+
+/// Every selector of every fixture: importing, then exporting exactly what
+/// was imported, leaves the file byte for byte as it was.
+#[test]
+fn import_then_export_is_the_identity() {
+    let cases = [
+        (Format::GrpcServiceConfig, "orders.v1.Orders/CreateOrder"),
+        (Format::GrpcServiceConfig, "orders.v1.Orders/ListOrders"),
+        (Format::GrpcServiceConfig, "orders.v1.Orders/GetOrder"),
+        (Format::GrpcServiceConfig, "x.Y/Z"),
+        (Format::EnvoyRoute, "create-order"),
+        (Format::EnvoyRoute, "get-order"),
+        (Format::EnvoyRoute, "/"),
+        (Format::Resilience4j, "paymentService"),
+        (Format::Resilience4j, "inventoryService"),
+    ];
+    for (format, value) in cases {
+        let p = import(format, value);
+        let mut layer = p.fragment.clone();
+        layer.insert("name".into(), json!("x"));
+        let layer: crate::scenario::types::Layer =
+            serde_json::from_value(Value::Object(layer)).unwrap();
+        let Value::Object(m) = serde_json::to_value(&layer).unwrap() else {
+            panic!()
+        };
+        let out = export_text(
+            text(format),
+            "f",
+            format,
+            &sel(format, value),
+            &Wanted::Layer(m),
+        )
+        .unwrap_or_else(|e| panic!("{value}: {e:?}"));
+        assert_eq!(out.after, text(format), "{value}");
+    }
+}
+
+fn export(format: Format, value: &str, sets: &[(&str, Value)]) -> Result<String, Vec<String>> {
+    let sets = sets
+        .iter()
+        .map(|(p, v)| (p.to_string(), v.clone()))
+        .collect();
+    export_text(
+        text(format),
+        "f",
+        format,
+        &sel(format, value),
+        &Wanted::Sets(sets),
+    )
+    .map(|e| e.after)
+    .map_err(|e| e.iter().map(ToString::to_string).collect())
+}
+
+/// The lines that differ between two texts (old, new).
+fn changed_lines(a: &str, b: &str) -> Vec<(String, String)> {
+    let (la, lb): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
+    assert_eq!(la.len(), lb.len(), "lines added or removed:\n{b}");
+    la.iter()
+        .zip(&lb)
+        .filter(|(x, y)| x != y)
+        .map(|(x, y)| (x.to_string(), y.to_string()))
+        .collect()
+}
+
+#[test]
+fn grpc_export_changes_only_the_tuned_values() {
+    let out = export(
+        Format::GrpcServiceConfig,
+        "orders.v1.Orders/CreateOrder",
+        &[
+            ("retry.max_attempts", json!(3)),
+            ("retry.backoff.base", json!("250ms")),
+            ("retry.backoff.cap", json!("1s")), // unchanged: not touched
+            ("total_timeout", json!("4s")),
+            ("retry.retry_on", json!(["connection", 503])),
+            ("retry.budget.token_ratio", json!(0.2)),
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        changed_lines(GRPC, &out),
+        [
+            (
+                "      \"timeout\": \"2.5s\",".into(),
+                "      \"timeout\": \"4s\",".into()
+            ),
+            (
+                "        \"maxAttempts\": 4,".into(),
+                "        \"maxAttempts\": 3,".into()
+            ),
+            (
+                "        \"initialBackoff\": \"0.1s\",".into(),
+                "        \"initialBackoff\": \"0.25s\",".into()
+            ),
+            (
+                "        \"retryableStatusCodes\": [\"UNAVAILABLE\", \"RESOURCE_EXHAUSTED\"]"
+                    .into(),
+                "        \"retryableStatusCodes\": [\"UNAVAILABLE\"]".into()
+            ),
+            (
+                "    \"tokenRatio\": 0.1".into(),
+                "    \"tokenRatio\": 0.2".into()
+            ),
+        ]
+    );
+    let back = import_text(
+        &out,
+        "f",
+        Format::GrpcServiceConfig,
+        &sel(Format::GrpcServiceConfig, "orders.v1.Orders/CreateOrder"),
+    )
+    .unwrap();
+    has(
+        &back,
+        &[
+            "retry.max_attempts=3.0",
+            "retry.backoff.base=\"250ms\"",
+            "total_timeout=\"4s\"",
+            "retry.budget.token_ratio=0.2",
+        ],
+    );
+    // A per-attempt timeout is added where gRPC has it.
+    let out = export(
+        Format::GrpcServiceConfig,
+        "orders.v1.Orders/CreateOrder",
+        &[("timeout", json!("500ms"))],
+    )
+    .unwrap();
+    assert!(out.contains("\"retryableStatusCodes\": [\"UNAVAILABLE\", \"RESOURCE_EXHAUSTED\"],\n        \"perAttemptRecvTimeout\": \"0.5s\"\n"), "{out}");
+}
+
+#[test]
+fn grpc_export_refuses_what_grpc_cannot_say() {
+    let e = export(
+        Format::GrpcServiceConfig,
+        "orders.v1.Orders/CreateOrder",
+        &[("retry.jitter", json!("full"))],
+    )
+    .unwrap_err();
+    assert!(
+        e[0].contains("retry.jitter: cannot be written to this file: fixed by gRPC"),
+        "{e:?}"
+    );
+    let e = export(
+        Format::GrpcServiceConfig,
+        "orders.v1.Orders/CreateOrder",
+        &[("retry.max_attempts", json!(6))],
+    )
+    .unwrap_err();
+    assert!(e[0].contains("takes 2 to 5"), "{e:?}");
+    let e = export(
+        Format::GrpcServiceConfig,
+        "orders.v1.Orders/CreateOrder",
+        &[("retry.retry_on", json!(["connection"]))],
+    )
+    .unwrap_err();
+    assert!(e[0].contains("without 503: both are UNAVAILABLE"), "{e:?}");
+    let e = export(
+        Format::GrpcServiceConfig,
+        "orders.v1.Orders/CreateOrder",
+        &[("instances", json!(4))],
+    )
+    .unwrap_err();
+    assert!(e[0].contains("holds no `instances`"), "{e:?}");
+}
+
+#[test]
+fn envoy_export_changes_only_the_tuned_values() {
+    let out = export(
+        Format::EnvoyRoute,
+        "create-order",
+        &[
+            ("retry.max_attempts", json!(3)),
+            ("retry.backoff.base", json!("100ms")),
+            ("retry.budget.budget_percent", json!(10)),
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        changed_lines(ENVOY, &out),
+        [
+            (
+                "                              num_retries: 3".into(),
+                "                              num_retries: 2".into()
+            ),
+            (
+                "                                base_interval: 0.05s".into(),
+                "                                base_interval: 0.1s".into()
+            ),
+            (
+                "              budget_percent: { value: 25.0 }".into(),
+                "              budget_percent: { value: 10 }".into()
+            ),
+        ]
+    );
+    // 429 takes a status list, added after the policy's last key.
+    let out = export(
+        Format::EnvoyRoute,
+        "create-order",
+        &[(
+            "retry.retry_on",
+            json!(["timeout", "connection", 502, 503, 504, 429]),
+        )],
+    )
+    .unwrap();
+    assert!(out.contains("                              retry_on: gateway-error,connect-failure,reset,retriable-status-codes\n"), "{out}");
+    assert!(out.contains("                              host_selection_retry_max_attempts: 3\n                              retriable_status_codes: [429]\n"), "{out}");
+    let back = import_text(
+        &out,
+        "f",
+        Format::EnvoyRoute,
+        &sel(Format::EnvoyRoute, "create-order"),
+    )
+    .unwrap();
+    has(
+        &back,
+        &["retry.retry_on=[\"429\",\"502\",\"503\",\"504\",\"connection\",\"timeout\"]"],
+    );
+    // The virtual host's policy is edited where it is, with a note.
+    let e = export_text(
+        ENVOY,
+        "f",
+        Format::EnvoyRoute,
+        &sel(Format::EnvoyRoute, "get-order"),
+        &Wanted::Sets(vec![("retry.max_attempts".into(), json!(2))]),
+    )
+    .unwrap();
+    assert_eq!(
+        changed_lines(ENVOY, &e.after),
+        [(
+            "                        num_retries: 2".into(),
+            "                        num_retries: 1".into()
+        )]
+    );
+    assert!(e.notes[0].contains("virtual host"), "{:?}", e.notes);
+}
+
+#[test]
+fn resilience4j_export_writes_into_the_instance() {
+    let out = export(
+        Format::Resilience4j,
+        "paymentService",
+        &[
+            ("retry.max_attempts", json!(5)),
+            ("retry.backoff.base", json!("300ms")),
+            ("breaker.failure_ratio", json!(0.3)),
+            ("timeout", json!("1500ms")),
+        ],
+    )
+    .unwrap();
+    let changed = changed_lines(R4J, &out.replace("      maxAttempts: 5\n", ""));
+    assert_eq!(changed.len(), 3, "{changed:?}\n{out}");
+    // maxAttempts is the base config's: the instance gets its own.
+    assert!(
+        out.contains("      waitDuration: 300ms\n      maxAttempts: 5\n"),
+        "{out}"
+    );
+    assert!(out.contains("      failureRateThreshold: 30\n"), "{out}");
+    assert!(out.contains("      timeoutDuration: 1500ms\n"), "{out}");
+    let back = import_text(
+        &out,
+        "f",
+        Format::Resilience4j,
+        &sel(Format::Resilience4j, "paymentService"),
+    )
+    .unwrap();
+    has(
+        &back,
+        &[
+            "retry.max_attempts=5.0",
+            "retry.backoff.base=\"300ms\"",
+            "breaker.failure_ratio=0.3",
+            "timeout=\"1500ms\"",
+        ],
+    );
+}
+
+/// The layer `stormsim import` prints is a layer a scenario accepts.
+#[test]
+fn the_printed_layer_validates_in_a_scenario() {
+    for (format, value) in [
+        (Format::GrpcServiceConfig, "orders.v1.Orders/CreateOrder"),
+        (Format::GrpcServiceConfig, "orders.v1.Orders/GetOrder"),
+        (Format::EnvoyRoute, "create-order"),
+        (Format::EnvoyRoute, "get-order"),
+        (Format::Resilience4j, "paymentService"),
+        (Format::Resilience4j, "inventoryService"),
+    ] {
+        let p = import(format, value);
+        let layer = layer_yaml::layer_yaml(&p, "imported", &["header".into()]);
+        let indented: String = layer.lines().map(|l| format!("  {l}\n")).collect();
+        let scenario = format!(
+            "name: pasted\nduration: 1m\nclients:\n  arrival: {{ kind: poisson, rate: 100/s }}\nlayers:\n{indented}dependency:\n  concurrency: 4\n  service_time: {{ dist: constant, value: 10ms }}\n"
+        );
+        let s = crate::scenario::load_str(&scenario, "pasted.yaml")
+            .unwrap_or_else(|e| panic!("{value}:\n{scenario}\n{e}"));
+        // The pasted layer is the imported one.
+        let Value::Object(m) = serde_json::to_value(&s.layers[0]).unwrap() else {
+            panic!()
+        };
+        let owned: Vec<String> = p.fragment.keys().cloned().collect();
+        let mut frag = p.fragment.clone();
+        frag.insert("name".into(), json!("imported"));
+        let l: crate::scenario::types::Layer = serde_json::from_value(Value::Object(frag)).unwrap();
+        let Value::Object(f) = serde_json::to_value(&l).unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            changed_leaves(&f, &m, &owned),
+            Vec::<String>::new(),
+            "{value}:\n{layer}"
+        );
+    }
+}

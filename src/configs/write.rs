@@ -1,0 +1,500 @@
+//! `stormsim export`: tuned values written back into the user's file.
+//!
+//! The tuned values come from `best.yaml`, which is either a scenario (the
+//! layer picked by `--layer`, or the one whose `from` names the file, or
+//! the only one) or a mapping of dotted paths to values, as `--set` and a
+//! variant's `set` take them (`layers.api.retry.max_attempts: 4`; DESIGN
+//! §3 has `stormsim tune` write that). The file is read as its format, the
+//! values that differ from what it gives now are written in place
+//! (`edit`), and the edited text is read again: it must give exactly the
+//! tuned values, or nothing is written. The file is replaced atomically
+//! (a temporary file beside it, then a rename), and only if it did not
+//! change while stormsim was working; no other file is ever touched.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use super::edit::{self, Edit, Ins, Lit};
+use super::tree::{Doc, Node};
+use super::{Finding, Format, Selector, changed_leaves, import_doc, join, parse, set_path};
+use crate::scenario::ScenarioError;
+use crate::scenario::types::Layer;
+
+/// Where a value lives in the file: its node, or the mapping it would be
+/// added to and the keys to add.
+pub enum Place<'d> {
+    At(&'d Node),
+    Missing { map: &'d Node, keys: Vec<String> },
+}
+
+/// Walks `keys` down from the mapping `base`.
+pub fn place<'d>(base: &'d Node, keys: &[&str]) -> Result<Place<'d>, String> {
+    let mut node = base;
+    for (i, k) in keys.iter().enumerate() {
+        match node.get(k) {
+            Some(next) if i + 1 == keys.len() => return Ok(Place::At(next)),
+            Some(next) if next.is_map() => node = next,
+            Some(next) if next.is_null() => {
+                return Err(format!(
+                    "`{k}` is empty at line {}; write it as a mapping first",
+                    next.pos.0
+                ));
+            }
+            Some(next) => return Err(format!("`{k}` is {}, not a mapping", next.describe())),
+            None => {
+                return Ok(Place::Missing {
+                    map: node,
+                    keys: keys[i..].iter().map(|s| s.to_string()).collect(),
+                });
+            }
+        }
+    }
+    Ok(Place::At(node))
+}
+
+/// The edits of one export, gathered setting by setting.
+pub struct Writer<'d> {
+    pub doc: &'d Doc,
+    notes: Vec<String>,
+    refusals: Vec<Finding>,
+    replaced: Vec<Edit>,
+    inserts: Vec<(&'d Node, Vec<(String, Ins)>)>,
+}
+
+impl<'d> Writer<'d> {
+    pub fn new(doc: &'d Doc) -> Self {
+        Writer {
+            doc,
+            notes: Vec::new(),
+            refusals: Vec::new(),
+            replaced: Vec::new(),
+            inserts: Vec::new(),
+        }
+    }
+
+    /// Writes `lit` at `keys` below the mapping `base` (whose key path is
+    /// `base_key`): in place when the key is there, else added.
+    pub fn put(
+        &mut self,
+        base: &'d Node,
+        base_key: &str,
+        keys: &[&str],
+        lit: Lit,
+    ) -> Result<(), String> {
+        let where_ = keys.iter().fold(base_key.to_string(), |p, k| join(&p, k));
+        match place(base, keys).map_err(|e| format!("{where_}: {e}"))? {
+            Place::At(node) => {
+                if node.aliased {
+                    return Err(format!(
+                        "{where_} (line {}) comes from a YAML alias or merge key; change the anchor by hand",
+                        node.pos.0
+                    ));
+                }
+                let e = edit::replace(&self.doc.text, self.doc.syntax, node, &lit);
+                if self.doc.text[e.range.clone()] != e.text {
+                    self.replaced.retain(|r| r.range != e.range);
+                    self.replaced.push(e);
+                }
+            }
+            Place::Missing { map, keys } => {
+                if map.aliased {
+                    return Err(format!(
+                        "{where_}: the mapping comes from a YAML alias or merge key; change the anchor by hand"
+                    ));
+                }
+                let i = match self.inserts.iter().position(|(m, _)| m.span == map.span) {
+                    Some(i) => i,
+                    None => {
+                        self.inserts.push((map, Vec::new()));
+                        self.inserts.len() - 1
+                    }
+                };
+                Ins::add(&mut self.inserts[i].1, &keys, lit);
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes `lit` in place of `node` (not an alias: the caller checked).
+    pub fn put_node(&mut self, node: &'d Node, lit: &Lit) {
+        let e = edit::replace(&self.doc.text, self.doc.syntax, node, lit);
+        if self.doc.text[e.range.clone()] != e.text {
+            self.replaced.retain(|r| r.range != e.range);
+            self.replaced.push(e);
+        }
+    }
+
+    /// A tuned layer field the file cannot hold.
+    pub fn refuse_leaf(&mut self, leaf: &str, why: &str) -> Result<(), String> {
+        self.refusals.push(Finding {
+            pos: None,
+            key: leaf.to_string(),
+            message: format!("cannot be written to this file: {why}"),
+        });
+        Ok(())
+    }
+
+    pub fn refuse(&mut self, key: &str, why: &str) {
+        self.refusals.push(Finding {
+            pos: None,
+            key: key.to_string(),
+            message: why.to_string(),
+        });
+    }
+
+    /// Something the user should know about the change.
+    pub fn note(&mut self, text: String) {
+        if !self.notes.contains(&text) {
+            self.notes.push(text);
+        }
+    }
+
+    fn finish(self) -> Result<(Vec<Edit>, Vec<String>), Vec<Finding>> {
+        if !self.refusals.is_empty() {
+            return Err(self.refusals);
+        }
+        let mut edits = self.replaced;
+        for (map, entries) in &self.inserts {
+            match edit::insert(&self.doc.text, self.doc.syntax, map, entries) {
+                Ok(e) => edits.push(e),
+                Err(e) => {
+                    return Err(vec![Finding {
+                        pos: Some(map.pos),
+                        key: String::new(),
+                        message: format!(
+                            "cannot add {} here: {e}",
+                            entries
+                                .iter()
+                                .map(|(k, _)| k.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    }]);
+                }
+            }
+        }
+        Ok((edits, self.notes))
+    }
+}
+
+/// What `best.yaml` asks for.
+#[derive(Clone, Debug)]
+pub enum Wanted {
+    /// A whole layer (from a scenario), serialised.
+    Layer(Map<String, Value>),
+    /// Values for some of the layer's fields, by dotted path below the
+    /// layer (`retry.max_attempts`).
+    Sets(Vec<(String, Value)>),
+}
+
+/// The result of an export: the file before and after, and remarks.
+#[derive(Clone, Debug)]
+pub struct Exported {
+    pub before: String,
+    pub after: String,
+    pub notes: Vec<String>,
+}
+
+/// A layer fragment as the scenario format has it once read and written
+/// again, so that two spellings of one value (`0.1s`, `100ms`) compare
+/// equal.
+fn canonical(
+    fragment: &Map<String, Value>,
+    label: &str,
+) -> Result<Map<String, Value>, Vec<ScenarioError>> {
+    let mut m = fragment.clone();
+    m.insert("name".into(), Value::String("layer".into()));
+    let layer: Layer = serde_json::from_value(Value::Object(m)).map_err(|e| {
+        vec![ScenarioError::new(
+            label,
+            format!("the tuned values are not a layer: {e}"),
+        )]
+    })?;
+    let mut layer = layer;
+    if let Some(b) = layer.retry.budget.as_mut() {
+        crate::scenario::defaults::fill_budget(b);
+    }
+    if let Some(b) = layer.breaker.as_mut() {
+        crate::scenario::defaults::fill_breaker(b);
+    }
+    match serde_json::to_value(&layer) {
+        Ok(Value::Object(m)) => Ok(m),
+        _ => Err(vec![ScenarioError::new(
+            label,
+            "the tuned values are not a layer",
+        )]),
+    }
+}
+
+/// Writes the tuned values of `wanted` into `text` (the file `label`, in
+/// `format`, the policy `selector` picks).
+pub fn export_text(
+    text: &str,
+    label: &str,
+    format: Format,
+    selector: &Selector,
+    wanted: &Wanted,
+) -> Result<Exported, Vec<ScenarioError>> {
+    let doc = parse(text, label, format)?;
+    let current = import_doc(&doc, label, format, selector)?;
+    let owned: Vec<String> = current.fragment.keys().cloned().collect();
+    let cur = canonical(&current.fragment, label)?;
+    let want = match wanted {
+        Wanted::Layer(layer) => layer.clone(),
+        Wanted::Sets(sets) => {
+            let mut m = current.fragment.clone();
+            let mut errors = Vec::new();
+            for (path, v) in sets {
+                let top = path.split('.').next().unwrap_or(path);
+                if !owned.iter().any(|o| o == top) {
+                    errors.push(
+                        ScenarioError::new(
+                            label,
+                            format!(
+                                "a {format} file holds no `{top}`; it holds {}",
+                                owned.join(", ")
+                            ),
+                        )
+                        .with_path(path.clone()),
+                    );
+                }
+                set_path(&mut m, path, v.clone());
+            }
+            if !errors.is_empty() {
+                return Err(errors);
+            }
+            canonical(&m, label)?
+        }
+    };
+    let changed = changed_leaves(&cur, &want, &owned);
+    if changed.is_empty() {
+        return Ok(Exported {
+            before: text.to_string(),
+            after: text.to_string(),
+            notes: Vec::new(),
+        });
+    }
+    let mut w = Writer::new(&doc);
+    match format {
+        Format::GrpcServiceConfig => super::grpc::write(&mut w, selector, &want, &changed),
+        Format::EnvoyRoute => super::envoy::write(&mut w, selector, &want, &changed),
+        Format::Resilience4j => super::resilience4j::write(&mut w, selector, &want, &changed),
+    }
+    let (edits, notes) = w
+        .finish()
+        .map_err(|fs| fs.iter().map(|f| f.located(label)).collect::<Vec<_>>())?;
+    let after = edit::apply(text, edits).map_err(|e| vec![ScenarioError::new(label, e)])?;
+    // The edited file must read back as exactly the tuned values.
+    let again = super::import_text(&after, label, format, selector).map_err(|e| {
+        let mut v = vec![ScenarioError::new(
+            label,
+            "the edited file would not read back; nothing was written",
+        )];
+        v.extend(e);
+        v
+    })?;
+    let back = canonical(&again.fragment, label)?;
+    let off = changed_leaves(&back, &want, &owned);
+    if !off.is_empty() {
+        let leaves_w = super::leaves(&want);
+        let leaves_b = super::leaves(&back);
+        let show = |v: Option<&Value>| v.map_or("absent".to_string(), Value::to_string);
+        return Err(off
+            .iter()
+            .map(|p| {
+                ScenarioError::new(
+                    label,
+                    format!(
+                        "the file cannot hold {} exactly: it would read back as {}; nothing was written",
+                        show(leaves_w.get(p)),
+                        show(leaves_b.get(p))
+                    ),
+                )
+                .with_path(p.clone())
+            })
+            .collect());
+    }
+    Ok(Exported {
+        before: text.to_string(),
+        after,
+        notes,
+    })
+}
+
+/// A unified diff of `before` and `after`, labelled with `label`.
+pub fn unified_diff(before: &str, after: &str, label: &str) -> String {
+    similar::TextDiff::from_lines(before, after)
+        .unified_diff()
+        .context_radius(3)
+        .header(label, label)
+        .to_string()
+}
+
+/// Reads `best.yaml`: a scenario (and which of its layers), or a mapping of
+/// dotted paths to values.
+pub fn wanted_from_best(
+    best: &Path,
+    layer: Option<&str>,
+    into: &Path,
+) -> Result<Wanted, Vec<ScenarioError>> {
+    let label = best.display().to_string();
+    let text = super::read_file(best, &label).map_err(|e| vec![e])?;
+    let value: Value =
+        serde_saphyr::from_str_with_options(&text, crate::scenario::load::parse_options())
+            .map_err(|e| {
+                vec![ScenarioError::new(
+                    &label,
+                    format!(
+                        "not YAML: {}",
+                        crate::scenario::error::one_line(&e.to_string())
+                    ),
+                )]
+            })?;
+    let Value::Object(map) = value else {
+        return Err(vec![ScenarioError::new(
+            &label,
+            "expected a scenario or a mapping of dotted paths to values (layers.NAME.retry.max_attempts: 4)",
+        )]);
+    };
+    let is_scenario = map
+        .keys()
+        .any(|k| matches!(k.as_str(), "name" | "duration" | "layers" | "dependency"));
+    if is_scenario {
+        let s = crate::scenario::load_file(best).map_err(|e| e.0)?;
+        let names: Vec<&str> = s.layers.iter().map(|l| l.name.as_str()).collect();
+        let pick = match layer {
+            Some(n) => s.layers.iter().find(|l| l.name == n),
+            None => {
+                let into_abs = std::fs::canonicalize(into).ok();
+                let dir = best.parent().unwrap_or(Path::new(""));
+                let from_this = s.layers.iter().filter(|l| {
+                    from_file(l).is_some_and(|f| {
+                        into_abs.is_some() && std::fs::canonicalize(dir.join(f)).ok() == into_abs
+                    })
+                });
+                let v: Vec<&Layer> = from_this.collect();
+                match (v.len(), s.layers.len()) {
+                    (1, _) => Some(v[0]),
+                    (_, 1) => s.layers.first(),
+                    _ => None,
+                }
+            }
+        };
+        let Some(l) = pick else {
+            return Err(vec![ScenarioError::new(
+                &label,
+                match layer {
+                    Some(n) => format!("no layer `{n}`; the layers are {}", names.join(", ")),
+                    None => format!("which layer? pick one of {} with --layer", names.join(", ")),
+                },
+            )]);
+        };
+        return match serde_json::to_value(l) {
+            Ok(Value::Object(m)) => Ok(Wanted::Layer(m)),
+            _ => Err(vec![ScenarioError::new(&label, "the layer cannot be read")]),
+        };
+    }
+    // Dotted paths: layers.NAME.FIELD...
+    let mut sets = Vec::new();
+    let mut names: Vec<String> = Vec::new();
+    let mut errors = Vec::new();
+    for (k, v) in &map {
+        let Some(rest) = k.strip_prefix("layers.") else {
+            errors.push(
+                ScenarioError::new(&label, "expected a path below layers.NAME")
+                    .with_path(k.clone()),
+            );
+            continue;
+        };
+        let Some((name, field)) = rest.split_once('.') else {
+            errors.push(
+                ScenarioError::new(&label, "expected a path below layers.NAME")
+                    .with_path(k.clone()),
+            );
+            continue;
+        };
+        if !names.iter().any(|n| n == name) {
+            names.push(name.to_string());
+        }
+        sets.push((name.to_string(), field.to_string(), v.clone()));
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let name = match (layer, names.len()) {
+        (Some(n), _) => n.to_string(),
+        (None, 1) => names[0].clone(),
+        (None, 0) => return Err(vec![ScenarioError::new(&label, "no values to export")]),
+        (None, _) => {
+            return Err(vec![ScenarioError::new(
+                &label,
+                format!(
+                    "values for several layers ({}); pick one with --layer",
+                    names.join(", ")
+                ),
+            )]);
+        }
+    };
+    let picked: Vec<(String, Value)> = sets
+        .into_iter()
+        .filter(|(n, ..)| *n == name)
+        .map(|(_, f, v)| (f, v))
+        .collect();
+    if picked.is_empty() {
+        return Err(vec![ScenarioError::new(
+            &label,
+            format!("no values for layer `{name}`"),
+        )]);
+    }
+    Ok(Wanted::Sets(picked))
+}
+
+/// Replaces `path` with `text`, atomically: a temporary file in the same
+/// folder, flushed, then renamed over the original (following a symbolic
+/// link to the file it names). Refuses when the file no longer holds
+/// `expected` (someone changed it meanwhile).
+pub fn replace_file(path: &Path, expected: &str, text: &str) -> Result<(), String> {
+    let real: PathBuf =
+        std::fs::canonicalize(path).map_err(|e| format!("cannot find the file: {e}"))?;
+    let now = std::fs::read(&real).map_err(|e| format!("cannot read the file again: {e}"))?;
+    if now != expected.as_bytes() {
+        return Err("the file changed while stormsim was editing it; nothing was written".into());
+    }
+    let dir = real.parent().unwrap_or(Path::new("."));
+    let name = real
+        .file_name()
+        .map_or("file".into(), |n| n.to_string_lossy().into_owned());
+    let perms = std::fs::metadata(&real).map(|m| m.permissions()).ok();
+    for n in 0..100u32 {
+        let tmp = dir.join(format!(".{name}.stormsim-{}-{n}.tmp", std::process::id()));
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp);
+        let mut file = match file {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(format!("cannot write beside the file: {e}")),
+        };
+        let written = file
+            .write_all(text.as_bytes())
+            .and_then(|()| file.sync_all())
+            .and_then(|()| match &perms {
+                Some(p) => std::fs::set_permissions(&tmp, p.clone()),
+                None => Ok(()),
+            })
+            .and_then(|()| std::fs::rename(&tmp, &real));
+        return written.map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            format!("cannot write the file: {e}")
+        });
+    }
+    Err("cannot create a temporary file beside the file".into())
+}
+
+/// The file a layer's `from` names.
+fn from_file(layer: &Layer) -> Option<&str> {
+    layer.from.as_ref().map(|f| f.file.as_str())
+}

@@ -1,0 +1,211 @@
+//! The services graph of the scenario format (DESIGN-v2 §1): `services`,
+//! each a server with its own workers, queue, incidents and side effects
+//! (the fields of a chain's `dependency`), and the call edges each
+//! service's requests make (`calls`), each carrying every policy field of a
+//! layer; and the clients' entry `clients.calls`, a service name or a call
+//! edge. Field names are the contract; the types deny unknown fields like
+//! every other part of the format.
+//!
+//! A call is named by its `name`, or else by the service it calls: that is
+//! how `--set` and error paths address it
+//! (`services.gateway.calls.orders.retry.max_attempts`).
+
+use std::fmt;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::de::{self, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
+
+use super::types::{
+    Breaker, Bulkhead, CancellationMode, DeadlineMode, Hedging, Idempotency, Incident, Layer,
+    OnCancel, Overload, Queue, Recovery, Retry, Scenario, ServerFields, ServiceTime, SideEffects,
+    Throttle, default_dedupe_cost, is_false, one, policy_struct, server_struct, with_policy_fields,
+    with_server_fields,
+};
+use super::units::Duration;
+
+/// The name of the service a chain's dependency becomes, and the default
+/// of `analysis.service`.
+pub const DEPENDENCY: &str = "dependency";
+/// Names the clients in call names (`clients.gateway`): no service may be
+/// called so.
+pub const CLIENTS: &str = "clients";
+
+fn yes() -> bool {
+    true
+}
+
+with_server_fields! {server_struct! {
+    /// One service of the graph: its workers, own work, queue, incidents and
+    /// side effects, and the calls each of its requests makes.
+    #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct Service {
+        /// Names the service in field paths (`services.orders`), tables and
+        /// charts.
+        pub name: String,
+        /// Workers serving requests in parallel; absent: unlimited (every
+        /// request starts at once).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub concurrency: Option<u32>,
+        /// The service's own work on a worker, before its calls; absent: none
+        /// (a proxy that only forwards).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub service_time: Option<ServiceTime>,
+        /// The worker stays busy while the request's calls are out (a thread
+        /// per request); `false`: it is freed once the service's own work is
+        /// done.
+        #[serde(default = "yes")]
+        pub hold_worker: bool,
+    } {
+        /// The calls each request makes, in order; `parallel` sends a call
+        /// together with the one before it.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pub calls: Vec<Call>,
+    }
+}}
+
+with_policy_fields! {policy_struct! {
+    /// A call edge: the service called, how the call is placed among its
+    /// caller's calls, and the caller's client policy on it (every policy
+    /// field of a layer, with the same defaults).
+    #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct Call {
+        /// The service called.
+        pub to: String,
+        /// Names the call among its caller's calls (default: the name of the
+        /// service called): `services.gateway.calls.NAME` in paths.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub name: Option<String>,
+        /// Sent together with the call before it, not after it.
+        #[serde(default, skip_serializing_if = "is_false")]
+        pub parallel: bool,
+        /// Its failure does not fail the caller's request.
+        #[serde(default, skip_serializing_if = "is_false")]
+        pub optional: bool,
+    }
+}}
+
+impl Call {
+    /// The call's name: its `name`, or the service it calls.
+    pub fn label(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.to)
+    }
+
+    /// A call to `service` with every other field at its default.
+    pub fn to_service(service: &str) -> Result<Call, de::value::Error> {
+        let fields = std::iter::once(("to", service));
+        Call::deserialize(de::value::MapDeserializer::new(fields))
+    }
+}
+
+/// `clients.calls`: a service name (`calls: gateway`) or a call edge
+/// mapping (`{ to: gateway, timeout: 3s }`); a name is the call to that
+/// service with every default.
+pub(crate) fn entry_call<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Call>, D::Error> {
+    struct V;
+    impl<'de> Visitor<'de> for V {
+        type Value = Option<Call>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a service name, or a call such as { to: gateway, timeout: 3s }")
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+            Call::to_service(v).map(Some).map_err(E::custom)
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            Call::deserialize(de::value::MapAccessDeserializer::new(map)).map(Some)
+        }
+    }
+    d.deserialize_any(V)
+}
+
+/// The schema of `clients.calls`: a service name or a call edge.
+pub(crate) fn entry_call_schema(g: &mut SchemaGenerator) -> Schema {
+    let call = g.subschema_for::<Call>();
+    json_schema!({
+        "description": "The service the clients call: its name, or a call edge such as { to: gateway, timeout: 3s, retry: { max_attempts: 3 } }.",
+        "anyOf": [ { "type": "string" }, call ]
+    })
+}
+
+impl Scenario {
+    /// Whether the scenario is a services graph (else a chain of layers in
+    /// front of one dependency, or an OCC workload).
+    pub fn is_graph(&self) -> bool {
+        !self.services.is_empty()
+    }
+
+    /// Whether any layer or call names a preset.
+    pub fn has_preset(&self) -> bool {
+        self.layers.iter().any(|l| l.preset.is_some())
+            || self
+                .clients
+                .calls
+                .iter()
+                .chain(self.services.iter().flat_map(|s| &s.calls))
+                .any(|c| c.preset.is_some())
+    }
+
+    /// The index of the service the classic single-dependency columns
+    /// describe: `analysis.service`, else the service named `dependency`,
+    /// else the first service (in file order) that calls nothing. `None`
+    /// for a chain, or when `analysis.service` names no service.
+    pub fn focus_service(&self) -> Option<usize> {
+        let by_name = |n: &str| self.services.iter().position(|s| s.name == n);
+        match &self.analysis.service {
+            Some(name) => by_name(name),
+            None => by_name(DEPENDENCY)
+                .or_else(|| self.services.iter().position(|s| s.calls.is_empty())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_entry_is_a_name_or_a_call() {
+        #[derive(Deserialize)]
+        struct Holder {
+            #[serde(deserialize_with = "entry_call")]
+            calls: Option<Call>,
+        }
+        let h: Holder = serde_saphyr::from_str("calls: gateway\n").unwrap();
+        let c = h.calls.unwrap();
+        assert_eq!(
+            (c.to.as_str(), c.label(), c.instances),
+            ("gateway", "gateway", 1)
+        );
+        assert_eq!(c.retry, Retry::default());
+        let h: Holder =
+            serde_saphyr::from_str("calls: { to: gateway, name: gw, timeout: 3s }\n").unwrap();
+        let c = h.calls.unwrap();
+        assert_eq!((c.label(), c.timeout), ("gw", Some(Duration::from_secs(3))));
+        let e = serde_saphyr::from_str::<Holder>("calls: { to: gateway, timout: 3s }\n")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("unknown field `timout`"), "{e}");
+        let e = serde_saphyr::from_str::<Holder>("calls: 5\n")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("expected a service name"), "{e}");
+    }
+
+    #[test]
+    fn a_call_is_a_layer_of_its_name() {
+        let c = Call::to_service("orders").unwrap();
+        let l = c.to_layer("gateway.orders");
+        assert_eq!(l.name, "gateway.orders");
+        assert_eq!((l.instances, l.fan_out, l.quorum), (1, 1, None));
+    }
+}

@@ -1,0 +1,276 @@
+//! `stormsim import` and `stormsim export` as a user runs them: the layer
+//! printed, the diff, `--dry-run` changing nothing, the edited file and no
+//! other, a scenario as best.yaml (with `from`), and errors with exit 2.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/configs")
+}
+
+/// A folder with copies of the fixture files.
+fn workspace() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["service-config.json", "envoy.yaml", "application.yml"] {
+        std::fs::copy(fixtures().join(f), dir.path().join(f)).unwrap();
+    }
+    dir
+}
+
+fn stormsim(dir: &Path) -> Command {
+    let mut c = Command::cargo_bin("stormsim").unwrap();
+    c.current_dir(dir);
+    c
+}
+
+/// Every file of a folder and its bytes.
+fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn import_prints_a_layer_and_warnings() {
+    let dir = workspace();
+    let out = stormsim(dir.path())
+        .args([
+            "import",
+            "envoy.yaml",
+            "--format",
+            "envoy-route",
+            "--route",
+            "create-order",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.contains("- name: create-order\n"), "{stdout}");
+    assert!(stdout.contains("    max_attempts: 4 "), "{stdout}");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("warning: envoy.yaml:47:31: virtual_hosts[0].routes[0].route.retry_policy.retry_host_predicate"), "{stderr}");
+}
+
+#[test]
+fn export_dry_run_prints_the_diff_and_changes_nothing() {
+    let dir = workspace();
+    std::fs::write(
+        dir.path().join("best.yaml"),
+        "layers.pay.retry.max_attempts: 5\nlayers.pay.retry.backoff.base: 300ms\n",
+    )
+    .unwrap();
+    let before = snapshot(dir.path());
+    let out = stormsim(dir.path())
+        .args([
+            "export",
+            "best.yaml",
+            "--into",
+            "application.yml",
+            "--format",
+            "resilience4j",
+            "--instance",
+            "paymentService",
+            "--dry-run",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let diff = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        diff.starts_with("--- application.yml\n+++ application.yml\n@@ "),
+        "{diff}"
+    );
+    assert!(
+        diff.contains(
+            "\n-      waitDuration: 250ms\n+      waitDuration: 300ms\n+      maxAttempts: 5\n"
+        ),
+        "{diff}"
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(snapshot(dir.path()), before);
+}
+
+#[test]
+fn export_edits_that_file_and_no_other() {
+    let dir = workspace();
+    std::fs::write(
+        dir.path().join("best.yaml"),
+        "layers.orders.retry.max_attempts: 3\n",
+    )
+    .unwrap();
+    let before = snapshot(dir.path());
+    stormsim(dir.path())
+        .args([
+            "export",
+            "best.yaml",
+            "--into",
+            "service-config.json",
+            "--format",
+            "grpc-service-config",
+            "--method",
+            "orders.v1.Orders/CreateOrder",
+        ])
+        .assert()
+        .code(0);
+    let after = snapshot(dir.path());
+    assert_eq!(after.len(), before.len(), "a file was added or removed");
+    for ((name, a), (_, b)) in before.iter().zip(&after) {
+        if name == "service-config.json" {
+            let (a, b) = (String::from_utf8_lossy(a), String::from_utf8_lossy(b));
+            assert_eq!(b, a.replace("\"maxAttempts\": 4,", "\"maxAttempts\": 3,"));
+        } else {
+            assert_eq!(a, b, "{name} changed");
+        }
+    }
+    // Again: nothing left to change.
+    let out = stormsim(dir.path())
+        .args([
+            "export",
+            "best.yaml",
+            "--into",
+            "service-config.json",
+            "--format",
+            "grpc-service-config",
+            "--method",
+            "orders.v1.Orders/CreateOrder",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already holds these values"));
+}
+
+/// A scenario whose layer takes its policy `from` the file, tuned by a
+/// field beside it: exporting the scenario writes that field back.
+#[test]
+fn export_a_scenario_layer_with_from() {
+    let dir = workspace();
+    std::fs::write(
+        dir.path().join("best.yaml"),
+        "name: tuned\nduration: 1m\nclients:\n  arrival: { kind: poisson, rate: 100/s }\nlayers:\n  - name: edge\n    from: { file: envoy.yaml, format: envoy-route, route: create-order }\n    timeout: 500ms\n    retry: { max_attempts: 3 }\ndependency:\n  concurrency: 4\n  service_time: { dist: constant, value: 10ms }\n",
+    )
+    .unwrap();
+    stormsim(dir.path())
+        .args(["validate", "best.yaml"])
+        .assert()
+        .code(0);
+    let out = stormsim(dir.path())
+        .args([
+            "export",
+            "best.yaml",
+            "--into",
+            "envoy.yaml",
+            "--format",
+            "envoy-route",
+            "--route",
+            "create-order",
+            "--dry-run",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let diff = String::from_utf8(out.stdout).unwrap();
+    let changed: Vec<&str> = diff
+        .lines()
+        .filter(|l| {
+            (l.starts_with('-') || l.starts_with('+'))
+                && !l.starts_with("---")
+                && !l.starts_with("+++")
+        })
+        .collect();
+    assert_eq!(
+        changed,
+        [
+            "-                              num_retries: 3",
+            "-                              per_try_timeout: 0.75s",
+            "+                              num_retries: 2",
+            "+                              per_try_timeout: 0.5s",
+        ],
+        "{diff}"
+    );
+}
+
+#[test]
+fn errors_exit_2_and_write_nothing() {
+    let dir = workspace();
+    std::fs::write(
+        dir.path().join("best.yaml"),
+        "layers.orders.retry.jitter: full\n",
+    )
+    .unwrap();
+    let before = snapshot(dir.path());
+    let out = stormsim(dir.path())
+        .args([
+            "export",
+            "best.yaml",
+            "--into",
+            "service-config.json",
+            "--format",
+            "grpc-service-config",
+            "--method",
+            "orders.v1.Orders/CreateOrder",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.starts_with(
+            "service-config.json: retry.jitter: cannot be written to this file: fixed by gRPC"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(snapshot(dir.path()), before);
+    // An unknown method config field, by position.
+    let text = std::fs::read_to_string(dir.path().join("service-config.json")).unwrap();
+    std::fs::write(
+        dir.path().join("bad.json"),
+        text.replace("\"waitForReady\": false", "\"waitForReady\": true"),
+    )
+    .unwrap();
+    let out = stormsim(dir.path())
+        .args([
+            "import",
+            "bad.json",
+            "--format",
+            "grpc-service-config",
+            "--method",
+            "orders.v1.Orders/CancelOrder",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.starts_with("bad.json:21:23: methodConfig[1].waitForReady: not modelled"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+}
