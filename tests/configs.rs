@@ -3,6 +3,7 @@
 //! other, a scenario as best.yaml (with `from`), and errors with exit 2.
 
 use std::path::{Path, PathBuf};
+use std::process::Output;
 
 use assert_cmd::Command;
 
@@ -23,6 +24,36 @@ fn stormsim(dir: &Path) -> Command {
     let mut c = Command::cargo_bin("stormsim").unwrap();
     c.current_dir(dir);
     c
+}
+
+/// `--method` of the gRPC fixture's CreateOrder, as `export` takes it
+/// after `--into`: file, format, selector flag and value.
+const GRPC_CREATE_ORDER: [&str; 4] = [
+    "service-config.json",
+    "grpc-service-config",
+    "--method",
+    "orders.v1.Orders/CreateOrder",
+];
+
+/// `stormsim export best.yaml --into FILE --format FORMAT SELECTOR VALUE
+/// EXTRA...` in `dir`, with `into` as [file, format, selector, value].
+fn export(dir: &Path, into: &[&str; 4], extra: &[&str]) -> Output {
+    let [file, format, selector, value] = *into;
+    let args = [
+        "export",
+        "best.yaml",
+        "--into",
+        file,
+        "--format",
+        format,
+        selector,
+        value,
+    ];
+    stormsim(dir).args(args).args(extra).output().unwrap()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// Every file of a folder and its bytes.
@@ -72,26 +103,14 @@ fn export_dry_run_prints_the_diff_and_changes_nothing() {
     )
     .unwrap();
     let before = snapshot(dir.path());
-    let out = stormsim(dir.path())
-        .args([
-            "export",
-            "best.yaml",
-            "--into",
-            "application.yml",
-            "--format",
-            "resilience4j",
-            "--instance",
-            "paymentService",
-            "--dry-run",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let into = [
+        "application.yml",
+        "resilience4j",
+        "--instance",
+        "paymentService",
+    ];
+    let out = export(dir.path(), &into, &["--dry-run"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let diff = String::from_utf8(out.stdout).unwrap();
     assert!(
         diff.starts_with("--- application.yml\n+++ application.yml\n@@ "),
@@ -120,19 +139,8 @@ fn export_edits_that_file_and_no_other() {
     )
     .unwrap();
     let before = snapshot(dir.path());
-    stormsim(dir.path())
-        .args([
-            "export",
-            "best.yaml",
-            "--into",
-            "service-config.json",
-            "--format",
-            "grpc-service-config",
-            "--method",
-            "orders.v1.Orders/CreateOrder",
-        ])
-        .assert()
-        .code(0);
+    let out = export(dir.path(), &GRPC_CREATE_ORDER, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let after = snapshot(dir.path());
     assert_eq!(after.len(), before.len(), "a file was added or removed");
     for ((name, a), (_, b)) in before.iter().zip(&after) {
@@ -144,19 +152,7 @@ fn export_edits_that_file_and_no_other() {
         }
     }
     // Again: nothing left to change.
-    let out = stormsim(dir.path())
-        .args([
-            "export",
-            "best.yaml",
-            "--into",
-            "service-config.json",
-            "--format",
-            "grpc-service-config",
-            "--method",
-            "orders.v1.Orders/CreateOrder",
-        ])
-        .output()
-        .unwrap();
+    let out = export(dir.path(), &GRPC_CREATE_ORDER, &[]);
     assert_eq!(out.status.code(), Some(0));
     assert!(out.stdout.is_empty());
     assert!(String::from_utf8_lossy(&out.stderr).contains("already holds these values"));
@@ -176,26 +172,9 @@ fn export_a_scenario_layer_with_from() {
         .args(["validate", "best.yaml"])
         .assert()
         .code(0);
-    let out = stormsim(dir.path())
-        .args([
-            "export",
-            "best.yaml",
-            "--into",
-            "envoy.yaml",
-            "--format",
-            "envoy-route",
-            "--route",
-            "create-order",
-            "--dry-run",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let into = ["envoy.yaml", "envoy-route", "--route", "create-order"];
+    let out = export(dir.path(), &into, &["--dry-run"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let diff = String::from_utf8(out.stdout).unwrap();
     let changed: Vec<&str> = diff
         .lines()
@@ -226,19 +205,7 @@ fn errors_exit_2_and_write_nothing() {
     )
     .unwrap();
     let before = snapshot(dir.path());
-    let out = stormsim(dir.path())
-        .args([
-            "export",
-            "best.yaml",
-            "--into",
-            "service-config.json",
-            "--format",
-            "grpc-service-config",
-            "--method",
-            "orders.v1.Orders/CreateOrder",
-        ])
-        .output()
-        .unwrap();
+    let out = export(dir.path(), &GRPC_CREATE_ORDER, &[]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(

@@ -72,27 +72,7 @@ fn run_graph(cfg: &ModelConfig, seed: u64) -> Run {
 
 /// Runs `cfg` once per seed on all cores, results in seed order.
 fn run_seeds_graph(cfg: &ModelConfig, seeds: &[u64]) -> Vec<Run> {
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let slots: Vec<std::sync::Mutex<Option<Run>>> =
-        seeds.iter().map(|_| std::sync::Mutex::new(None)).collect();
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-    std::thread::scope(|sc| {
-        for _ in 0..workers.min(seeds.len()) {
-            sc.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    if i >= seeds.len() {
-                        break;
-                    }
-                    *slots[i].lock().unwrap() = Some(run_graph(cfg, seeds[i]));
-                }
-            });
-        }
-    });
-    slots
-        .into_iter()
-        .map(|m| m.into_inner().unwrap().unwrap())
-        .collect()
+    par_seeds(seeds, |seed| run_graph(cfg, seed))
 }
 
 fn service<'a>(

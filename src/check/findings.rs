@@ -94,11 +94,6 @@ pub fn findings(
     let mut out = Out(Vec::new());
     let names: Vec<&str> = s.layers.iter().map(|l| l.name.as_str()).collect();
     let labels = layer_labels(&names);
-    let deadline = stack.deadline_s;
-    let has_wall_clock = deadline.is_some()
-        || s.layers
-            .iter()
-            .any(|l| l.total_timeout.is_some() || l.retry.max_elapsed.is_some());
     let unsafe_write = (s.dependency.side_effects == SideEffects::Write
         && s.dependency.idempotency == Idempotency::None)
         .then(|| {
@@ -169,23 +164,51 @@ pub fn findings(
             "retry at one layer only (max_attempts: 1 elsewhere), or give the retrying layers a budget with `scope: shared`",
         );
     }
-    // No wall-clock budget at all.
-    if !retrying.is_empty() && !has_wall_clock {
+    let first = "outermost layer's";
+    time_budget_findings(
+        &mut out,
+        stack,
+        &s.layers,
+        !retrying.is_empty(),
+        first,
+        "inner layers",
+    );
+    out.0.sort_by_key(|f| f.severity);
+    out.0
+}
+
+/// The findings about time of a stack of calls that retries (`retrying`):
+/// no wall-clock bound at all, and a worst case beyond the deadline. The
+/// calls are `layers`, outermost first; `first` names whose attempts the
+/// deadline is counted in, `below` the calls under it.
+pub(super) fn time_budget_findings(
+    out: &mut Out,
+    stack: &StackReport,
+    layers: &[Layer],
+    retrying: bool,
+    first: &str,
+    below: &str,
+) {
+    let deadline = stack.deadline_s;
+    let has_wall_clock = deadline.is_some()
+        || layers
+            .iter()
+            .any(|l| l.total_timeout.is_some() || l.retry.max_elapsed.is_some());
+    if retrying && !has_wall_clock {
         out.add(Severity::Warning, "no-wall-clock-budget", "clients.deadline", format!(
             "retries are bounded by attempts only: no clients.deadline, total_timeout or max_elapsed (worst case {} per request)",
             stack.worst_case_s.map_or("unbounded".to_string(), fmt_s)
-        ), "set clients.deadline (the user's budget) and `deadline: propagate` on inner layers, or total_timeout");
+        ), &format!("set clients.deadline (the user's budget) and `deadline: propagate` on {below}, or total_timeout"));
     }
-    // Retries that do not fit the deadline.
     if let (Some(d), Some(false)) = (deadline, stack.fits_deadline) {
         let expected_over = stack.expected_s.is_none_or(|e| e > d);
-        let attempts = s.layers.first().map_or(1, |l| l.retry.max_attempts);
+        let attempts = layers.first().map_or(1, |l| l.retry.max_attempts);
         out.add(
             if expected_over { Severity::Warning } else { Severity::Info },
             "retries-exceed-deadline",
             "clients.deadline",
             format!(
-                "in the worst case ({}) a request needs up to {} (about {} at mean draws) but the deadline is {}: about {} of the outermost layer's {} attempts fit",
+                "in the worst case ({}) a request needs up to {} (about {} at mean draws) but the deadline is {}: about {} of the {first} {} attempts fit",
                 stack.worst_case,
                 stack.worst_case_s.map_or("unbounded".to_string(), fmt_s),
                 stack.expected_s.map_or("unbounded".to_string(), fmt_s),
@@ -196,8 +219,6 @@ pub fn findings(
             "fewer attempts or shorter per-attempt timeouts, so that attempts x timeout + backoffs fit the deadline",
         );
     }
-    out.0.sort_by_key(|f| f.severity);
-    out.0
 }
 
 /// The findings about one hop (a layer or a call).

@@ -33,7 +33,7 @@ use crate::scenario::types::{Idempotency, Layer, Scope, SideEffects};
 use crate::scenario::{Scenario, to_model};
 
 use super::amplification::{LayerAmplification, attempts_per_call, calls_out, layer_amplification};
-use super::findings::{Hop, Out, count, fmt_s, hop_findings};
+use super::findings::{Hop, Out, count, hop_findings, time_budget_findings};
 use super::timing::{LayerTiming, attempts_within, layer_timings, one_layer, worst_case_words};
 use super::{LayerReport, Report, Severity, StackReport, peak_rate, times};
 
@@ -563,34 +563,15 @@ fn graph_findings(
             "retry at one call of each path only (max_attempts: 1 elsewhere), or give the retrying calls a budget with `scope: shared`",
         );
     }
-    let has_wall_clock = stack.deadline_s.is_some()
-        || g.layers
-            .iter()
-            .any(|l| l.total_timeout.is_some() || l.retry.max_elapsed.is_some());
-    if !retrying.is_empty() && !has_wall_clock {
-        out.add(Severity::Warning, "no-wall-clock-budget", "clients.deadline", format!(
-            "retries are bounded by attempts only: no clients.deadline, total_timeout or max_elapsed (worst case {} per request)",
-            stack.worst_case_s.map_or("unbounded".to_string(), fmt_s)
-        ), "set clients.deadline (the user's budget) and `deadline: propagate` on the calls below, or total_timeout");
-    }
-    if let (Some(d), Some(false)) = (stack.deadline_s, stack.fits_deadline) {
-        let expected_over = stack.expected_s.is_none_or(|e| e > d);
-        out.add(
-            if expected_over { Severity::Warning } else { Severity::Info },
-            "retries-exceed-deadline",
-            "clients.deadline",
-            format!(
-                "in the worst case ({}) a request needs up to {} (about {} at mean draws) but the deadline is {}: about {} of the clients' call's {} attempts fit",
-                stack.worst_case,
-                stack.worst_case_s.map_or("unbounded".to_string(), fmt_s),
-                stack.expected_s.map_or("unbounded".to_string(), fmt_s),
-                fmt_s(d),
-                stack.attempts_within_deadline.unwrap_or(1),
-                g.layers[0].retry.max_attempts
-            ),
-            "fewer attempts or shorter per-attempt timeouts, so that the calls' attempts x timeout + backoffs fit the deadline",
-        );
-    }
+    let first = "clients' call's";
+    time_budget_findings(
+        &mut out,
+        stack,
+        g.layers,
+        !retrying.is_empty(),
+        first,
+        "the calls below",
+    );
     for (svc, label) in g.services.iter().zip(g.service_labels) {
         if svc.calls_per_request == 0.0 {
             out.add(

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::{Report, Severity};
+use super::{LayerReport, Report, Severity};
 
 fn secs(v: Option<f64>) -> String {
     match v {
@@ -97,32 +97,7 @@ pub fn human(r: &Report, file: &str) -> String {
             if l.sleeps_worst_s.is_empty() {
                 continue;
             }
-            let shown = 6.min(l.sleeps_worst_s.len());
-            let fmt = |v: &[f64]| {
-                v[..shown]
-                    .iter()
-                    .map(|x| secs(Some(*x)))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            };
-            let more = if l.sleeps_worst_s.len() > shown {
-                format!(", ... ({} retries)", l.sleeps_worst_s.len())
-            } else {
-                String::new()
-            };
-            let _ = writeln!(
-                o,
-                "  {}: sleeps worst {}{more}; mean {}{more}",
-                l.name,
-                fmt(&l.sleeps_worst_s),
-                fmt(&l.sleeps_mean_s)
-            );
-            let bounded = if l.bounded_by.is_empty() {
-                String::new()
-            } else {
-                format!("; bounded by {}", l.bounded_by.join(", "))
-            };
-            let _ = writeln!(o, "  {}: budget: {}{bounded}", l.name, l.budget_note);
+            retry_notes(&mut o, l);
             let _ = writeln!(o, "  {}: worst case: {}", l.name, l.worst_case);
         }
     }
@@ -160,6 +135,37 @@ pub fn human(r: &Report, file: &str) -> String {
 }
 
 /// The findings and their count.
+/// The notes of a policy that retries: its first sleeps (worst and mean)
+/// and its budget.
+fn retry_notes(o: &mut String, l: &LayerReport) {
+    let shown = 6.min(l.sleeps_worst_s.len());
+    let fmt = |v: &[f64]| {
+        v[..shown]
+            .iter()
+            .map(|x| secs(Some(*x)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let more = if l.sleeps_worst_s.len() > shown {
+        format!(", ... ({} retries)", l.sleeps_worst_s.len())
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        o,
+        "  {}: sleeps worst {}{more}; mean {}{more}",
+        l.name,
+        fmt(&l.sleeps_worst_s),
+        fmt(&l.sleeps_mean_s)
+    );
+    let bounded = if l.bounded_by.is_empty() {
+        String::new()
+    } else {
+        format!("; bounded by {}", l.bounded_by.join(", "))
+    };
+    let _ = writeln!(o, "  {}: budget: {}{bounded}", l.name, l.budget_note);
+}
+
 fn findings(o: &mut String, r: &Report) {
     if r.findings.is_empty() {
         let _ = writeln!(o, "\nno findings");
@@ -244,32 +250,7 @@ fn human_graph(r: &Report, file: &str) -> String {
         };
         let _ = writeln!(o, "  {}: {} → {}{how}", l.name, c.caller, c.callee);
         if !l.sleeps_worst_s.is_empty() {
-            let shown = 6.min(l.sleeps_worst_s.len());
-            let fmt = |v: &[f64]| {
-                v[..shown]
-                    .iter()
-                    .map(|x| secs(Some(*x)))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            };
-            let more = if l.sleeps_worst_s.len() > shown {
-                format!(", ... ({} retries)", l.sleeps_worst_s.len())
-            } else {
-                String::new()
-            };
-            let _ = writeln!(
-                o,
-                "  {}: sleeps worst {}{more}; mean {}{more}",
-                l.name,
-                fmt(&l.sleeps_worst_s),
-                fmt(&l.sleeps_mean_s)
-            );
-            let bounded = if l.bounded_by.is_empty() {
-                String::new()
-            } else {
-                format!("; bounded by {}", l.bounded_by.join(", "))
-            };
-            let _ = writeln!(o, "  {}: budget: {}{bounded}", l.name, l.budget_note);
+            retry_notes(&mut o, l);
         }
         let _ = writeln!(o, "  {}: worst case: {}", l.name, l.worst_case);
     }

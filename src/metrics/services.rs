@@ -125,7 +125,7 @@ pub struct EdgeInfo {
 }
 
 /// One row of `services_timeseries.csv` (without variant and replicate).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ServiceRow {
     pub t_s: f64,
     pub service: usize,
@@ -142,7 +142,7 @@ pub struct ServiceRow {
 }
 
 /// One row of `services.csv` (without variant and replicate).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ServiceSummary {
     pub service: usize,
     pub totals: ServiceCounts,
@@ -170,7 +170,7 @@ pub struct ServiceSummary {
 }
 
 /// One row of `calls.csv` (without variant and replicate).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct EdgeSummary {
     pub edge: usize,
     pub calls: u64,

@@ -132,24 +132,6 @@ fn table(
     Ok(w.into_inner().expect("writing to memory"))
 }
 
-fn empty_summary() -> ServiceSummary {
-    ServiceSummary {
-        service: 0,
-        totals: ServiceCounts::default(),
-        amplification: 0.0,
-        peak_load_ratio: None,
-        peak_load_ratio_after: None,
-        peak_effective_load_ratio: None,
-        utilization: None,
-        capacity_per_s: None,
-        queue_wait_mean_ms: None,
-        in_flight_mean: 0.0,
-        sojourn_mean_ms: None,
-        inside_at_end: 0,
-        unserved_at_end: 0,
-    }
-}
-
 /// `services.csv`.
 fn services_csv(
     layout: &Layout,
@@ -169,7 +151,7 @@ fn services_csv(
     });
     table(
         &["variant", "replicate", "service"],
-        service_cells(&empty_summary()),
+        service_cells(&ServiceSummary::default()),
         &layout.params,
         rows,
         stop,
@@ -194,19 +176,9 @@ fn services_timeseries_csv(
             (lead, service_row_cells(row), sweep.clone())
         })
     });
-    let empty = ServiceRow {
-        t_s: 0.0,
-        service: 0,
-        counts: ServiceCounts::default(),
-        load_ratio: None,
-        utilization: None,
-        queue_depth: 0.0,
-        in_flight: 0.0,
-        replicas: 1,
-    };
     table(
         &["variant", "replicate", "t_s", "service"],
-        service_row_cells(&empty),
+        service_row_cells(&ServiceRow::default()),
         &layout.params,
         rows,
         stop,
@@ -233,20 +205,9 @@ fn calls_csv(
             (lead, edge_cells(e), sweep.clone())
         })
     });
-    let empty = EdgeSummary {
-        edge: 0,
-        calls: 0,
-        attempts: 0,
-        retries: 0,
-        succeeded: 0,
-        failed: 0,
-        amplification: 0.0,
-        gates: [0; 3],
-        orphaned_attempts: 0,
-    };
     table(
         &["variant", "replicate", "caller", "callee", "call"],
-        edge_cells(&empty),
+        edge_cells(&EdgeSummary::default()),
         &layout.params,
         rows,
         stop,

@@ -134,28 +134,15 @@ pub fn mean_se(xs: &[f64]) -> (f64, f64) {
 /// One run's time series and summary.
 pub type RunOutput = (Vec<TimeRow>, Summary);
 
+/// `f` of every seed, the seeds spread over the available cores, the
+/// results in seed order.
+pub fn par_seeds<T: Send>(seeds: &[u64], f: impl Fn(u64) -> T + Sync) -> Vec<T> {
+    use rayon::prelude::*;
+    seeds.par_iter().map(|&s| f(s)).collect()
+}
+
 /// Runs `cfg` once per seed, the seeds spread over the available cores,
 /// and returns the results in seed order.
 pub fn run_seeds(cfg: &ModelConfig, seeds: &[u64]) -> Vec<RunOutput> {
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let slots: Vec<std::sync::Mutex<Option<RunOutput>>> =
-        seeds.iter().map(|_| std::sync::Mutex::new(None)).collect();
-    std::thread::scope(|sc| {
-        for _ in 0..workers.min(seeds.len()) {
-            sc.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    if i >= seeds.len() {
-                        break;
-                    }
-                    *slots[i].lock().unwrap() = Some(run(cfg, seeds[i]));
-                }
-            });
-        }
-    });
-    slots
-        .into_iter()
-        .map(|m| m.into_inner().unwrap().expect("every seed ran"))
-        .collect()
+    par_seeds(seeds, |seed| run(cfg, seed))
 }
