@@ -20,6 +20,8 @@ use crate::report::{self, Mode, OutputDir, OutputError};
 use crate::runner::{self, VariantPlan};
 use crate::scenario::{self, Scenario, ScenarioError, ScenarioErrors, presets};
 use crate::shard::{self, Manifest, ManifestItem, ShardSpec};
+use crate::terminal::{self, errln, errout, out, outln};
+use crate::workers;
 
 /// The scenario `stormsim run` uses when given no file.
 pub const DEFAULT_SCENARIO: &str = include_str!("../scenarios/outage-recovery.yaml");
@@ -234,7 +236,8 @@ struct RunArgs {
     /// Replicates per variant (replaces `replicates`).
     #[arg(long)]
     replicates: Option<u32>,
-    /// Worker threads (default: all cores, or RAYON_NUM_THREADS).
+    /// Worker threads, at most 4 per core (at least 64, at most 1024)
+    /// (default: one per core, or RAYON_NUM_THREADS).
     #[arg(long)]
     threads: Option<usize>,
     /// Guard rail: events per run (replaces `limits.max_events`).
@@ -283,13 +286,13 @@ pub fn main() -> i32 {
                 std::borrow::Cow::Borrowed(_) => {
                     let _ = e.print();
                 }
-                std::borrow::Cow::Owned(safe) if e.use_stderr() => eprint!("{safe}"),
-                std::borrow::Cow::Owned(safe) => print!("{safe}"),
+                std::borrow::Cow::Owned(safe) if e.use_stderr() => errout!("{safe}"),
+                std::borrow::Cow::Owned(safe) => out!("{safe}"),
             }
-            return code;
+            return terminal::finish(code);
         }
     };
-    match cli.command {
+    let code = match cli.command {
         Command::Run(args) => run(args),
         Command::Merge(args) => merge(args),
         Command::Validate(args) => validate(args),
@@ -300,25 +303,26 @@ pub fn main() -> i32 {
         } => show_preset(&name),
         Command::Check(args) => check(args),
         Command::Schema => {
-            print!("{}", scenario::schema::scenario_schema_text());
+            out!("{}", scenario::schema::scenario_schema_text());
             0
         }
         Command::Completions { shell } => completions(shell),
         Command::Import(args) => import(args),
         Command::Export(args) => export(args),
-    }
+    };
+    terminal::finish(code)
 }
 
 fn print_located(errors: &[ScenarioError], warning: bool) {
     for e in errors {
         if warning {
-            eprintln!("warning: {e}");
+            errln!("warning: {e}");
         } else {
-            eprintln!("{e}");
+            errln!("{e}");
         }
     }
     if !warning && errors.len() > 1 {
-        eprintln!("{} errors", errors.len());
+        errln!("{} errors", errors.len());
     }
 }
 
@@ -368,7 +372,7 @@ fn import(args: ImportArgs) -> i32 {
         "paste under `layers:`; or keep it in sync with `from: { file, format, ... }` on the layer"
             .to_string(),
     ];
-    print!(
+    out!(
         "{}",
         configs::layer_yaml::layer_yaml(&policy, &name, &header)
     );
@@ -403,30 +407,27 @@ fn export(args: ExportArgs) -> i32 {
     };
     if done.after == done.before {
         if !args.dry_run {
-            eprintln!(
+            errln!(
                 "{}: already holds these values; nothing to change",
                 escape(&label)
             );
         }
         return 0;
     }
-    print!(
-        "{}",
-        escape_lines(&unified_diff(&done.before, &done.after, &label))
-    );
+    out!("{}", unified_diff(&done.before, &done.after, &label));
     if args.dry_run {
         return 0;
     }
     for n in &done.notes {
-        eprintln!("note: {}", escape(n));
+        errln!("note: {}", escape(n));
     }
     match replace_file(&args.into, &done.before, &done.after) {
         Ok(()) => {
-            eprintln!("wrote {}", escape(&label));
+            errln!("wrote {}", escape(&label));
             0
         }
         Err(e) => {
-            eprintln!("error: {}: {}", escape(&label), escape(&e));
+            errln!("error: {}: {}", escape(&label), escape(&e));
             1
         }
     }
@@ -436,7 +437,6 @@ fn export(args: ExportArgs) -> i32 {
 /// clap_complete from the same definitions as the parser, so it always
 /// offers the commands and options this binary has.
 fn completions(shell: CompletionShell) -> i32 {
-    use std::io::Write;
     let shell = match shell {
         CompletionShell::Bash => clap_complete::Shell::Bash,
         CompletionShell::Zsh => clap_complete::Shell::Zsh,
@@ -444,13 +444,9 @@ fn completions(shell: CompletionShell) -> i32 {
     };
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut Cli::command(), "stormsim", &mut script);
-    match std::io::stdout().lock().write_all(&script) {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("error: cannot write the completion script: {e}");
-            1
-        }
-    }
+    // As it is: a script may hold characters the terminal text escapes.
+    terminal::print_raw(&script);
+    0
 }
 
 fn list_presets() -> i32 {
@@ -460,7 +456,7 @@ fn list_presets() -> i32 {
         .max()
         .unwrap_or(0);
     for p in presets::PRESETS {
-        println!("{:<width$}  {}: {}", p.name, p.library, p.summary);
+        outln!("{:<width$}  {}: {}", p.name, p.library, p.summary);
     }
     0
 }
@@ -468,7 +464,7 @@ fn list_presets() -> i32 {
 fn show_preset(name: &str) -> i32 {
     match presets::find(name) {
         Some(p) => {
-            print!("{}", p.yaml);
+            out!("{}", p.yaml);
             0
         }
         None => {
@@ -476,7 +472,7 @@ fn show_preset(name: &str) -> i32 {
             let hint = crate::scenario::suggest::did_you_mean(name, names.iter().copied())
                 .map(|n| format!("did you mean `{n}`? "))
                 .unwrap_or_default();
-            eprintln!(
+            errln!(
                 "error: unknown preset `{}`; {hint}expected one of {}",
                 escape(name),
                 names.join(", ")
@@ -494,17 +490,17 @@ fn check(args: CheckArgs) -> i32 {
     };
     let report = crate::check::check(&s);
     match args.format {
-        Format::Human => print!(
+        Format::Human => out!(
             "{}",
             crate::check::human(&report, &escape(&file.display().to_string()))
         ),
-        Format::Json => print!("{}", crate::check::json(&report)),
+        Format::Json => out!("{}", crate::check::json(&report)),
     }
     i32::from(report.has_errors())
 }
 
 fn report_errors(errors: &ScenarioErrors) -> i32 {
-    eprintln!("{errors}");
+    errln!("{errors}");
     2
 }
 
@@ -528,7 +524,7 @@ fn load(file: Option<&Path>, sets: &[String]) -> Result<Scenario, ScenarioErrors
     match loaded {
         Ok(l) if errors.is_empty() => {
             for w in &l.warnings {
-                eprintln!("warning: {}", escape(w));
+                errln!("warning: {}", escape(w));
             }
             Ok(l.scenario)
         }
@@ -547,7 +543,7 @@ fn validate(args: ScenarioArgs) -> i32 {
     };
     match scenario::expand_variants(&s) {
         Ok(variants) => {
-            println!(
+            outln!(
                 "{}: ok ({} variant{}, {} replicate{} each)",
                 escape(&args.file.display().to_string()),
                 variants.len(),
@@ -564,13 +560,17 @@ fn validate(args: ScenarioArgs) -> i32 {
 fn run(args: RunArgs) -> i32 {
     // First thing: a signal from now on ends the command with a message.
     interrupt::install();
+    if let Err((m, code)) = workers::start(args.threads) {
+        errln!("error: {m}");
+        return code;
+    }
     let shard = match (args.shard, args.shard_from_env) {
         (Some(spec), _) => Some(spec),
         (None, true) => {
             match shard::env::shard_from_env(|k| std::env::var(k).ok(), args.shard_count) {
                 Ok((spec, _)) => Some(spec),
                 Err(e) => {
-                    eprintln!("error: {}", escape(&e.to_string()));
+                    errln!("error: {}", escape(&e.to_string()));
                     return 2;
                 }
             }
@@ -600,7 +600,7 @@ fn run(args: RunArgs) -> i32 {
     };
     let slo = scenario::slo::objectives(&s);
     if args.fail_on_slo && slo.is_none() {
-        eprintln!(
+        errln!(
             "error: --fail-on-slo needs an SLO to judge the runs against, and {} has no `slo` section; add one, for example slo: {{ success_rate: 0.999, peak_load_after: 1.2 }}, or --set slo.success_rate=0.999",
             args.file.as_ref().map_or_else(
                 || DEFAULT_LABEL.to_string(),
@@ -617,7 +617,7 @@ fn run(args: RunArgs) -> i32 {
                 None => dir,
             },
             Err(e) => {
-                eprintln!("error: {e}");
+                errln!("error: {e}");
                 return 2;
             }
         },
@@ -652,17 +652,6 @@ fn run(args: RunArgs) -> i32 {
             .collect(),
     };
 
-    let pool = match args.threads {
-        Some(n) => rayon::ThreadPoolBuilder::new().num_threads(n).build(),
-        None => rayon::ThreadPoolBuilder::new().build(),
-    };
-    let pool = match pool {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("error: cannot start worker threads: {e}");
-            return 1;
-        }
-    };
     let total = items.len();
     let bar = progress_bar(total as u64, args.quiet);
     let started = Instant::now();
@@ -682,20 +671,19 @@ fn run(args: RunArgs) -> i32 {
                 started.elapsed().as_secs_f64()
             );
             if bar.is_hidden() {
-                eprintln!("{line}");
+                errln!("{line}");
             } else {
                 bar.println(line);
             }
         }
     };
-    let results =
-        pool.install(|| runner::run_items(&plans, &items, s.seed, &on_done, interrupt::flag()));
+    let results = runner::run_items(&plans, &items, s.seed, &on_done, interrupt::flag());
     bar.finish_and_clear();
     let results = match results {
         Ok(r) => r,
         Err(stopped) => {
             drop(out);
-            eprintln!(
+            errln!(
                 "interrupted: {} of {} runs had finished; {}",
                 stopped.finished,
                 stopped.total,
@@ -709,32 +697,41 @@ fn run(args: RunArgs) -> i32 {
         if let Some(spec) = shard {
             return write_shard(out, spec, &s, &plans, &results);
         }
+        let stop = interrupt::flag();
         let layout = report::tables::Layout::of(&results);
-        let timeseries =
-            report::tables::timeseries_csv_until(&layout, &results, interrupt::flag())?;
-        let summary = report::tables::summary_csv(&results);
-        let by_variant = report::tables::summary_by_variant_csv(&results);
+        let timeseries = report::tables::timeseries_csv_until(&layout, &results, stop)?;
+        let summary = report::tables::summary_csv_until(&layout, &results, stop)?;
+        let by_variant = report::tables::summary_by_variant_csv_until(&results, stop)?;
         let resolved = scenario::resolved_yaml(&s);
         out.write("timeseries.csv", &timeseries)?;
         out.write("summary.csv", &summary)?;
         out.write("summary_by_variant.csv", &by_variant)?;
-        let [services, services_ts, calls] = report::graph_tables::all(&layout, &results);
+        let [services, services_ts, calls] =
+            report::graph_tables::all_until(&layout, &results, stop)?;
         for (name, bytes) in [&services, &services_ts, &calls] {
             out.write(name, bytes)?;
         }
         out.write("scenario.resolved.yaml", resolved.as_bytes())?;
-        // Charts are drawn from the tables as written, exactly as
-        // `stormsim plot` reads them back.
-        let data =
-            report::ChartData::from_bytes(&timeseries, &summary, &by_variant, Some(&resolved))
-                .and_then(|d| {
-                    d.with_graph(report::graph_data::GraphSources {
-                        services: &services.1[..],
-                        timeseries: &services_ts.1[..],
-                        calls: &calls.1[..],
-                    })
-                })
-                .map_err(report_to_output)?;
+        // Charts are drawn from the tables as written, read back and
+        // checked as `stormsim plot` reads them (the scenario is the one
+        // scenario.resolved.yaml holds: resolving is a fixed point).
+        let shape = report::shape::RunShape::of_plans(&plans, &s);
+        let data = report::ChartData::from_checked_bytes(
+            &timeseries,
+            &summary,
+            &by_variant,
+            &s,
+            shape,
+            None,
+        )
+        .and_then(|d| {
+            d.with_graph(report::graph_data::GraphSources {
+                services: &services.1[..],
+                timeseries: &services_ts.1[..],
+                calls: &calls.1[..],
+            })
+        })
+        .map_err(report_to_output)?;
         for (path, bytes) in report::visual_files(&data).map_err(report_to_output)? {
             out.write(&path, &bytes)?;
         }
@@ -748,12 +745,12 @@ fn run(args: RunArgs) -> i32 {
         }
     };
     if !args.quiet {
-        print!(
+        out!(
             "{}",
             report::console::summary_text(&s.name, &results, slo.as_ref())
         );
         if let Some(spec) = shard {
-            println!(
+            outln!(
                 "shard {} of {}: {} of {total_items} runs; merge all {} shards with `stormsim merge`",
                 spec.index,
                 spec.count,
@@ -761,7 +758,7 @@ fn run(args: RunArgs) -> i32 {
                 spec.count
             );
         }
-        println!("results: {}", dir.display());
+        outln!("results: {}", dir.display());
     }
     let broken: Vec<&runner::RunResult> = results
         .iter()
@@ -779,7 +776,7 @@ fn run(args: RunArgs) -> i32 {
         }
         let file = escape(&file);
         for r in &broken {
-            eprint!(
+            errout!(
                 "{}",
                 crate::invariants::bug_report(
                     &file,
@@ -806,9 +803,9 @@ fn run(args: RunArgs) -> i32 {
     }
     if !aborted.is_empty() {
         for line in &aborted {
-            eprintln!("{line}");
+            errln!("{line}");
         }
-        eprintln!(
+        errln!(
             "error: some runs hit a guard rail and stopped early (see the `aborted` column of summary.csv)"
         );
         return 1;
@@ -817,9 +814,9 @@ fn run(args: RunArgs) -> i32 {
         let failed = report::console::slo_failures(&results);
         if !failed.is_empty() {
             for line in &failed {
-                eprintln!("error: {line}");
+                errln!("error: {line}");
             }
-            eprintln!(
+            errln!(
                 "error: {} of {} variants missed the SLO (--fail-on-slo)",
                 failed.len(),
                 plans.len()
@@ -845,11 +842,11 @@ fn report_to_output(e: report::ReportError) -> OutputError {
 fn output_failed(e: OutputError, out: &Path, not_written: &str, done: &str) -> i32 {
     let code = e.exit_code();
     match &e {
-        OutputError::Refused(m) => eprintln!("error: {m}"),
+        OutputError::Refused(m) => errln!("error: {m}"),
         OutputError::Interrupted => {
-            eprintln!("interrupted: {done}; {}", nothing_written(out, not_written))
+            errln!("interrupted: {done}; {}", nothing_written(out, not_written))
         }
-        OutputError::Io(m) => eprintln!(
+        OutputError::Io(m) => errln!(
             "error: could not write results to {}: {m}; nothing was written",
             out.display()
         ),
@@ -935,14 +932,18 @@ fn write_shard(
 fn merge(args: MergeArgs) -> i32 {
     // First thing: a signal from now on ends the command with a message.
     interrupt::install();
+    if let Err((m, code)) = workers::start(None) {
+        errln!("error: {m}");
+        return code;
+    }
     let not_written = "the merged tables, charts/, report.html";
     let merge_failed = |e: shard::merge::MergeError, out: Option<&Path>| match e {
         shard::merge::MergeError::Input(e) => {
-            eprintln!("error: cannot merge: {e}");
+            errln!("error: cannot merge: {e}");
             2
         }
         shard::merge::MergeError::Draw(e) => {
-            eprintln!("error: cannot draw the charts: {e}; nothing was written");
+            errln!("error: cannot draw the charts: {e}; nothing was written");
             1
         }
         shard::merge::MergeError::Interrupted => {
@@ -950,7 +951,7 @@ fn merge(args: MergeArgs) -> i32 {
                 Some(out) => nothing_written(out, not_written),
                 None => "nothing was written".to_string(),
             };
-            eprintln!("interrupted: {what}");
+            errln!("interrupted: {what}");
             interrupt::EXIT_CODE
         }
     };
@@ -963,7 +964,7 @@ fn merge(args: MergeArgs) -> i32 {
         None => match output_dir::default_folder(plan.scenario()) {
             Ok(dir) => dir,
             Err(e) => {
-                eprintln!("error: {e}");
+                errln!("error: {e}");
                 return 2;
             }
         },
@@ -996,16 +997,45 @@ fn merge(args: MergeArgs) -> i32 {
     match write(out) {
         Ok(dir) => {
             if !args.quiet {
-                println!(
+                outln!(
                     "merged {} shard{} ({} runs) of {}",
                     plan.shards(),
                     if plan.shards() == 1 { "" } else { "s" },
                     plan.items(),
                     plan.scenario()
                 );
-                println!("results: {}", dir.display());
+                outln!("results: {}", dir.display());
             }
-            0
+            // As `run` does: a run a guard rail stopped is a failure.
+            let mut lines: Vec<String> = Vec::new();
+            for (variant, why) in &merged.aborted {
+                let advice = [
+                    ("limits.max_events", "--max-events"),
+                    ("limits.max_in_flight", "--max-in-flight"),
+                ]
+                .iter()
+                .find(|(field, _)| why.contains(field))
+                .map_or(String::new(), |(_, flag)| {
+                    format!("; raise it in the scenario or with {flag} when running the shards")
+                });
+                let line = format!("error: variant {variant}: {why}{advice}");
+                if !lines.contains(&line) {
+                    lines.push(line);
+                }
+            }
+            if lines.is_empty() {
+                return 0;
+            }
+            for line in &lines {
+                errln!("{line}");
+            }
+            errln!(
+                "error: {} of {} runs hit a guard rail and stopped early (see the `aborted` \
+                 column of summary.csv); the merged results are written",
+                merged.aborted.len(),
+                plan.items()
+            );
+            1
         }
         Err(e) => output_failed(e, &out_path, not_written, "the shards were merged"),
     }
@@ -1042,9 +1072,13 @@ fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
 fn plot(args: PlotArgs) -> i32 {
     // First thing: a signal from now on ends the command with a message.
     interrupt::install();
+    if let Err((m, code)) = workers::start(None) {
+        errln!("error: {m}");
+        return code;
+    }
     let dir = &args.dir;
     let interrupted = || {
-        eprintln!(
+        errln!(
             "interrupted: nothing was changed in {} (charts/ and report.html not redrawn)",
             dir.display()
         );
@@ -1062,18 +1096,18 @@ fn plot(args: PlotArgs) -> i32 {
         Ok(out) => out,
         Err(OutputError::Interrupted) => return interrupted(),
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return e.exit_code();
         }
     };
     let files = match report::ChartData::from_dir(dir).and_then(|d| report::visual_files(&d)) {
         Ok(f) => f,
         Err(report::ReportError::Table(e)) => {
-            eprintln!("error: cannot read the run in {}: {e}", dir.display());
+            errln!("error: cannot read the run in {}: {e}", dir.display());
             return 2;
         }
         Err(report::ReportError::Draw(e)) => {
-            eprintln!("error: cannot draw the charts: {e}");
+            errln!("error: cannot draw the charts: {e}");
             return 1;
         }
         Err(report::ReportError::Interrupted) => {
@@ -1090,17 +1124,17 @@ fn plot(args: PlotArgs) -> i32 {
     match write(out) {
         Ok(dir) => {
             if !args.quiet {
-                println!("charts and report: {}", dir.join("report.html").display());
+                outln!("charts and report: {}", dir.join("report.html").display());
             }
             0
         }
         Err(OutputError::Interrupted) => interrupted(),
         Err(OutputError::Refused(m)) => {
-            eprintln!("error: {m}");
+            errln!("error: {m}");
             2
         }
         Err(OutputError::Io(m)) => {
-            eprintln!(
+            errln!(
                 "error: could not write to {}: {m}; nothing was changed",
                 dir.display()
             );

@@ -98,6 +98,15 @@ fn kind_of(meta: &Metadata) -> &'static str {
     }
 }
 
+/// What `path` is when not a regular file (its `meta`, symbolic links
+/// followed), in words: "a FIFO (named pipe)", "a symbolic link to a
+/// character device".
+pub fn describe(path: &Path, meta: &Metadata) -> String {
+    let via_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    let link = if via_link { "a symbolic link to " } else { "" };
+    format!("{link}{}", kind_of(meta))
+}
+
 fn not_regular(path: &Path, meta: &Metadata) -> InputError {
     let via_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
     InputError::NotRegular {

@@ -42,14 +42,18 @@ pub fn install() {
     let _ = ctrlc::set_handler(|| {
         if REQUESTED.swap(true, Ordering::SeqCst) {
             if CRITICAL.load(Ordering::SeqCst) {
-                eprintln!("\ninterrupted again: finishing the swap of the output folder first");
+                crate::terminal::errln!(
+                    "\ninterrupted again: finishing the swap of the output folder first"
+                );
                 return;
             }
             remove_staging();
-            eprintln!("\ninterrupted twice: quit at once; nothing was written");
+            crate::terminal::errln!("\ninterrupted twice: quit at once; nothing was written");
             std::process::exit(EXIT_CODE);
         }
-        eprintln!("\ninterrupted: stopping at the next safe point (Ctrl-C again to quit at once)");
+        crate::terminal::errln!(
+            "\ninterrupted: stopping at the next safe point (Ctrl-C again to quit at once)"
+        );
     });
 }
 

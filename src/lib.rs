@@ -24,3 +24,5 @@ pub mod report;
 pub mod runner;
 pub mod scenario;
 pub mod shard;
+pub mod terminal;
+pub mod workers;

@@ -497,3 +497,76 @@ fn an_aborted_run_has_no_verdict_and_says_so_everywhere() {
     let by_variant = fs::read_to_string(ok.join("summary_by_variant.csv")).unwrap();
     assert!(column(&by_variant, "aborted_runs").iter().all(|c| c == "0"));
 }
+
+/// Worker threads are bounded (four per core, from 64 to 1024), from
+/// `--threads` or `RAYON_NUM_THREADS`, and checked before anything is
+/// read or run: `--threads 100000` used to spend minutes starting threads,
+/// deaf to Ctrl-C. `plot` and `merge` check the variable too (their charts
+/// are drawn in parallel).
+#[test]
+fn worker_threads_are_bounded_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o");
+    let limit = stormsim::workers::limit();
+    for threads in ["0".to_string(), (limit + 1).to_string(), "100000".into()] {
+        let o = stormsim()
+            .args([
+                "run",
+                "scenarios/quickstart.yaml",
+                "--verbose",
+                "--threads",
+                &threads,
+                "--out",
+            ])
+            .arg(&out)
+            .env("CI", "1")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{threads}: {err}");
+        assert!(
+            err.contains(&format!(
+                "--threads {threads}: expected a whole number from 1 to {limit}"
+            )),
+            "{err}"
+        );
+        assert!(!err.contains("run 1/"), "simulated first: {err}");
+    }
+    assert!(!out.exists());
+    for cmd in [
+        vec!["run", "scenarios/quickstart.yaml"],
+        vec!["plot", "nowhere"],
+        vec!["merge", "nowhere"],
+    ] {
+        for value in ["100000", "many", "-1"] {
+            let o = stormsim()
+                .args(&cmd)
+                .env("RAYON_NUM_THREADS", value)
+                .current_dir(dir.path())
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{cmd:?} {value}: {err}");
+            assert!(
+                err.contains(&format!(
+                    "RAYON_NUM_THREADS={value}: expected a whole number"
+                )),
+                "{err}"
+            );
+        }
+    }
+    // Within the bound, and the flag over the variable: as before.
+    stormsim()
+        .args([
+            "run",
+            "scenarios/quickstart.yaml",
+            "--quiet",
+            "--threads",
+            "3",
+            "--out",
+        ])
+        .arg(&out)
+        .env("RAYON_NUM_THREADS", "100000")
+        .assert()
+        .success();
+}

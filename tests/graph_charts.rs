@@ -120,7 +120,7 @@ fn draw() -> Drawn {
     })
     .unwrap();
     let charts = all_charts(&data).unwrap();
-    let html = html::report_html(&data, &charts);
+    let html = html::report_html(&data, &charts).unwrap();
     Drawn {
         services_csv: services.1,
         calls_csv: calls.1,

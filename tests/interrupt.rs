@@ -13,6 +13,9 @@ use stormsim::report::{Mode, OutputDir, OutputError};
 
 const BIN: &str = env!("CARGO_BIN_EXE_stormsim");
 
+/// Held by the tests that raise the process-wide stop flag: one at a time.
+static FLAG: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn scenario() -> String {
     format!(
         "{}/scenarios/outage-recovery.yaml",
@@ -178,6 +181,7 @@ fn sigterm_stops_a_run_like_ctrl_c() {
 /// folder and the lock, leaving the old results whole.
 #[test]
 fn a_stop_while_writing_abandons_the_staging_folder() {
+    let _flag = FLAG.lock().unwrap_or_else(|e| e.into_inner());
     let root = tempfile::tempdir().unwrap();
     let target = root.path().join("out");
     let options = Options {
@@ -299,4 +303,108 @@ fn sigterm_early_in_plot_and_merge_exits_130_with_a_message() {
         "{:?}",
         leftovers(root.path())
     );
+}
+
+/// Drawing polls the stop flag series by series: a chart of thousands of
+/// lines (a large sweep), which takes seconds to draw whole, gives up
+/// midway once a stop is asked for, and every chart job and the report
+/// then end as `Interrupted`. (Before, a chart was drawn to its end, and
+/// `plot` of a 10 000-variant sweep took up to 7 s to stop.)
+#[test]
+fn a_chart_of_many_lines_stops_midway() {
+    let _flag = FLAG.lock().unwrap_or_else(|e| e.into_inner());
+    use stormsim::report::chart_data::Point;
+    use stormsim::report::figure::{Figure, Line, STOPPED, render};
+    let lines: Vec<Line> = (0..20_000)
+        .map(|i| Line {
+            label: format!("variant {i}"),
+            colour: stormsim::report::figure::colour(i),
+            points: (0..50)
+                .map(|t| Point {
+                    t: f64::from(t),
+                    mean: f64::from((t * 7 + i as i32) % 13),
+                    min: 0.0,
+                    max: 13.0,
+                })
+                .collect(),
+            band: true,
+            dashed: false,
+        })
+        .collect();
+    let fig = Figure {
+        title: "many".into(),
+        lines,
+        ..Figure::default()
+    };
+    let raise = std::thread::spawn(|| {
+        std::thread::sleep(Duration::from_millis(100));
+        interrupt::flag().store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    let drawn = render(&fig);
+    raise.join().unwrap();
+    let err = drawn.expect_err("drawn to the end despite the stop");
+    assert_eq!(err, STOPPED);
+    // Every chart job after it.
+    let data = stormsim::report::ChartData::default();
+    assert!(matches!(
+        stormsim::report::visual_files(&data),
+        Err(stormsim::report::ReportError::Interrupted)
+    ));
+    interrupt::flag().store(false, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// `plot` of a sweep of many variants stops at a signal sent while it
+/// draws, with exit 130 and its message, and changes nothing.
+#[cfg(unix)]
+#[test]
+fn sigterm_while_drawing_a_large_sweep_stops_plot() {
+    let root = tempfile::tempdir().unwrap();
+    let yaml = root.path().join("sweep.yaml");
+    let values: Vec<String> = (1..=40).map(|v| v.to_string()).collect();
+    std::fs::write(
+        &yaml,
+        format!(
+            "name: sweep\nduration: 2s\nbucket: 1s\n\
+             clients: {{ arrival: {{ kind: poisson, rate: 20/s }} }}\n\
+             layers: [{{ name: api, timeout: 200ms, retry: {{ max_attempts: 2 }} }}]\n\
+             dependency: {{ concurrency: 4, service_time: {{ dist: exponential, mean: 10ms }} }}\n\
+             sweep:\n  dependency.concurrency: [{v}]\n  dependency.queue.capacity: [{v}]\n",
+            v = values.join(", ")
+        ),
+    )
+    .unwrap();
+    let out = root.path().join("out");
+    let ok = Command::new(BIN)
+        .args(["run", "--quiet", "--out"])
+        .arg(&out)
+        .arg(&yaml)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    let before = tree(&out);
+    let mut child = Command::new(BIN)
+        .arg("plot")
+        .arg(&out)
+        .env("CI", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&child, "-TERM");
+    let code = wait_bounded(&mut child);
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert_eq!(code, interrupt::EXIT_CODE, "{stderr}");
+    assert!(
+        stderr.contains("interrupted: nothing was changed in"),
+        "{stderr}"
+    );
+    assert!(tree(&out) == before, "plot changed the folder");
 }

@@ -484,3 +484,48 @@ fn memory_is_bounded_up_front_with_the_estimate() {
         "{err}"
     );
 }
+
+/// Paths are echoed escaped, whichever message holds them: the results
+/// line of `run`, a refused output that is a file, `plot` and `merge` on
+/// a folder that is not one, a table read back (every line of stdout and
+/// stderr goes through the same escaping).
+#[test]
+fn paths_with_control_characters_are_echoed_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let s = file(d, "s.yaml", BASE);
+    let out = d.join("o\u{1b}[2Jut");
+    let o = stormsim(&["run", &s, "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        !has_unsafe(&stdout) && stdout.contains("results: ") && stdout.contains("o\\u{1b}[2Jut"),
+        "{stdout:?}"
+    );
+    let esc_file = file(d, "f\u{1b}[2Jile", "mine");
+    for args in [
+        vec!["run", &s, "--out", &esc_file],
+        vec!["plot", &esc_file],
+        vec!["merge", &esc_file],
+        vec!["merge", out.to_str().unwrap()],
+    ] {
+        let o = stormsim(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(
+            !has_unsafe(&stderr(&o)) && stderr(&o).contains("\\u{1b}[2J"),
+            "{args:?}: {:?}",
+            stderr(&o)
+        );
+    }
+    // A table whose cell holds an escape sequence, read back by plot.
+    let ts = out.join("timeseries.csv");
+    let text = std::fs::read_to_string(&ts).unwrap();
+    std::fs::write(&ts, text.replacen("\nbase,0,0,", "\nbase\u{1b}[2J,0,0,", 1)).unwrap();
+    let o = stormsim(&["plot", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        !has_unsafe(&stderr(&o)) && stderr(&o).contains("line 2, column 1 (variant)"),
+        "{:?}",
+        stderr(&o)
+    );
+}

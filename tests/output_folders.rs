@@ -250,7 +250,21 @@ fn plot_touches_only_its_charts_and_report() {
     ] {
         fs::write(run.join(name), text).unwrap();
     }
-    fs::write(run.join("charts/load.tmp"), "keep?").unwrap();
+    // A file of the user's inside charts/ is not stormsim's: plot stops.
+    fs::write(run.join("charts/load.tmp"), "keep!").unwrap();
+    stormsim()
+        .arg("plot")
+        .arg(&run)
+        .assert()
+        .code(2)
+        .stderr(contains(
+            "holds \"charts/load.tmp\" that stormsim did not write",
+        ));
+    assert_eq!(
+        fs::read_to_string(run.join("charts/load.tmp")).unwrap(),
+        "keep!"
+    );
+    fs::remove_file(run.join("charts/load.tmp")).unwrap();
     stormsim().arg("plot").arg(&run).assert().success();
     // From inside the folder, too.
     stormsim()
@@ -261,14 +275,18 @@ fn plot_touches_only_its_charts_and_report() {
     assert_eq!(fs::read_to_string(run.join("a.tmp")).unwrap(), "mine too");
     assert_eq!(fs::read_to_string(run.join("a.csv")).unwrap(), "mine");
     assert_eq!(fs::read_to_string(run.join("summary.tmp")).unwrap(), "x");
-    // charts/ is stormsim's (listed in the marker): redrawn whole.
-    assert!(!run.join("charts/load.tmp").exists());
+    // charts/ is stormsim's (listed in the marker, file by file): redrawn.
     assert!(run.join("charts/load.svg").is_file());
 
     // Tables copied into a folder of the user's: plot adds the charts...
     let theirs = tmp.path().join("theirs");
     fs::create_dir(&theirs).unwrap();
-    for f in ["timeseries.csv", "summary.csv", "summary_by_variant.csv"] {
+    for f in [
+        "timeseries.csv",
+        "summary.csv",
+        "summary_by_variant.csv",
+        "scenario.resolved.yaml",
+    ] {
         fs::copy(run.join(f), theirs.join(f)).unwrap();
     }
     stormsim().arg("plot").arg(&theirs).assert().success();
@@ -327,4 +345,120 @@ fn a_run_into_a_folder_of_shard_folders_keeps_them() {
     assert!(root.join("shard-0-of-2/manifest.json").is_file());
     assert!(root.join("shard-1-of-2/manifest.json").is_file());
     assert!(root.join("summary.csv").is_file());
+}
+
+/// The marker lists every file and folder stormsim wrote, with its kind:
+/// a file of the user's inside `charts/` (or inside a folder of their own
+/// there), or a folder put in place of a table, stops `run` and `plot`
+/// (exit 2, named) and is never deleted. `--force` is the way out.
+#[test]
+fn files_inside_a_folder_stormsim_wrote_are_never_deleted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let q = quickstart();
+    let q = q.to_str().unwrap();
+    let o = t.join("o");
+    run_quiet(t, &[q, "--out", "o"]).success();
+    let marker = fs::read_to_string(o.join(".stormsim")).unwrap();
+    for line in ["folder charts", "file charts/load.svg", "file summary.csv"] {
+        assert!(marker.lines().any(|l| l == line), "{line} in\n{marker}");
+    }
+
+    fs::write(o.join("charts/analysis.ipynb"), "{}").unwrap();
+    let before = tree(t);
+    stormsim()
+        .arg("plot")
+        .arg(&o)
+        .assert()
+        .code(2)
+        .stderr(contains("\"charts/analysis.ipynb\""));
+    refused_before_simulating(
+        run_verbose(t, &[q, "--out", "o"]),
+        "holds files stormsim did not write (\"charts/analysis.ipynb\")",
+    );
+    assert!(tree(t) == before, "nothing changed");
+    fs::remove_file(o.join("charts/analysis.ipynb")).unwrap();
+
+    fs::create_dir(o.join("charts/sub")).unwrap();
+    fs::write(o.join("charts/sub/x"), "mine").unwrap();
+    let before = tree(t);
+    stormsim()
+        .arg("plot")
+        .arg(&o)
+        .assert()
+        .code(2)
+        .stderr(contains("\"charts/sub\""));
+    refused_before_simulating(run_verbose(t, &[q, "--out", "o"]), "\"charts/sub\"");
+    assert!(tree(t) == before, "nothing changed");
+    fs::remove_dir_all(o.join("charts/sub")).unwrap();
+
+    // A table replaced by a folder of the user's.
+    fs::remove_file(o.join("summary_by_variant.csv")).unwrap();
+    fs::create_dir(o.join("summary_by_variant.csv")).unwrap();
+    fs::write(o.join("summary_by_variant.csv/p.txt"), "p").unwrap();
+    let before = tree(t);
+    refused_before_simulating(
+        run_verbose(t, &[q, "--out", "o"]),
+        "(\"summary_by_variant.csv\")",
+    );
+    assert!(tree(t) == before, "nothing changed");
+    run_quiet(t, &[q, "--out", "o", "--force"]).success();
+    assert!(o.join("summary_by_variant.csv").is_file());
+
+    // An older marker (bare names): what is inside its folders is not
+    // known to be stormsim's; the message says how to go on.
+    let old: String = marker
+        .lines()
+        .filter(|l| !l.contains('/'))
+        .map(|l| {
+            let l = l.strip_prefix("file ").unwrap_or(l);
+            format!("{}\n", l.strip_prefix("folder ").unwrap_or(l))
+        })
+        .collect();
+    fs::write(o.join(".stormsim"), old).unwrap();
+    refused_before_simulating(run_verbose(t, &[q, "--out", "o"]), "from an older stormsim");
+}
+
+/// A symbolic link to a folder is refused however it is written (`lnk/`
+/// used to pass the check, simulate, then fail replacing the link with a
+/// real folder): before anything runs, exit 2, the link and its folder
+/// unchanged; for `merge` too.
+#[cfg(unix)]
+#[test]
+fn a_link_to_a_folder_is_refused_however_it_is_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let q = quickstart();
+    let q = q.to_str().unwrap();
+    fs::create_dir(t.join("real")).unwrap();
+    fs::write(t.join("real/mine.txt"), "mine").unwrap();
+    std::os::unix::fs::symlink(t.join("real"), t.join("lnk")).unwrap();
+    stormsim()
+        .current_dir(t)
+        .args(["run", q, "--quiet", "--shard", "0/1", "--out", "shard"])
+        .assert()
+        .success();
+    let before = tree(t);
+    for out in ["lnk", "lnk/", "lnk/.", "lnk//", "./lnk/"] {
+        for force in [false, true] {
+            let mut args = vec![q, "--out", out];
+            if force {
+                args.push("--force");
+            }
+            refused_before_simulating(run_verbose(t, &args), "lnk is a symbolic link");
+        }
+        stormsim()
+            .current_dir(t)
+            .args(["merge", "shard", "--out", out])
+            .assert()
+            .code(2)
+            .stderr(contains("lnk is a symbolic link"));
+    }
+    assert!(tree(t) == before, "nothing changed");
+    assert!(
+        fs::symlink_metadata(t.join("lnk"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
 }

@@ -273,7 +273,7 @@ fn merge_refuses_missing_duplicate_and_mismatched_shards() {
     .stderr(contains("one-of-two"));
 
     // A folder that is not a shard, and a shard whose tables were changed.
-    refused(&[t.join("nowhere")], &out, "is not a shard folder");
+    refused(&[t.join("nowhere")], &out, "nowhere: no such folder");
     let edited = t.join("edited");
     copy_dir(&s[1], &edited);
     fs::write(edited.join("scenario.resolved.yaml"), "name: x\n").unwrap();
@@ -590,7 +590,7 @@ fn tampered_manifests_are_refused_before_anything_is_written() {
             "two".into(),
             "replicates: expected a whole number",
         ),
-        ("extra", 1.into(), "`extra`: unknown field"),
+        ("extra", 1.into(), "extra: unknown field `extra`"),
     ];
     for (field, value, message) in cases {
         let bad = tmp.path().join(format!("bad-{field}"));
@@ -604,10 +604,13 @@ fn tampered_manifests_are_refused_before_anything_is_written() {
             .arg(&bad)
             .assert()
             .code(2)
-            .stderr(contains(format!(
-                "{}: ",
-                bad.join("manifest.json").display()
-            )))
+            .stderr(
+                predicates::str::is_match(format!(
+                    "{}:[0-9]+:[0-9]+: ",
+                    regex_escape(&bad.join("manifest.json").display().to_string())
+                ))
+                .unwrap(),
+            )
             .stderr(contains(message));
         assert_eq!(all_paths(tmp.path()), before, "{field}: nothing written");
         assert!(!escape.exists());
@@ -646,7 +649,10 @@ fn cut_or_inconsistent_tables_are_refused() {
     refused(
         &[s[0].clone(), cut.clone()],
         &out,
-        &format!("{}: 0 rows of run 1", cut.join("timeseries.csv").display()),
+        &format!(
+            "{}: line 2: the table ends before the rows of the run of variant",
+            cut.join("timeseries.csv").display()
+        ),
     );
 
     let lines: Vec<&str> = ts.lines().collect();
@@ -655,7 +661,11 @@ fn cut_or_inconsistent_tables_are_refused() {
         lines[..lines.len() - 1].join("\n") + "\n",
     )
     .unwrap();
-    refused(&[s[0].clone(), cut.clone()], &out, "59 rows of run 19");
+    refused(
+        &[s[0].clone(), cut.clone()],
+        &out,
+        "replicate 1 has 59 rows, but its scenario gives it 60 buckets",
+    );
 
     // A manifest whose row counts agree with a cut table: the scenario
     // says how many rows every run has.
@@ -676,7 +686,11 @@ fn cut_or_inconsistent_tables_are_refused() {
         lines[..lines.len() - 1].join("\n") + "\n",
     )
     .unwrap();
-    refused(&[short, s[1].clone()], &out, "summary.csv has 9 rows");
+    refused(
+        &[short, s[1].clone()],
+        &out,
+        "summary.csv: line 11: the table ends before the rows of the run of variant",
+    );
     merge(&s, &out).success();
 }
 
@@ -718,4 +732,237 @@ fn merge_output_that_is_an_input_is_refused() {
         assert!(d.join("manifest.json").is_file());
     }
     assert!(group.join("report.html").is_file());
+}
+
+/// `path` as a regular expression matching it literally.
+fn regex_escape(path: &str) -> String {
+    path.chars()
+        .flat_map(|c| {
+            let special = "\\.+*?()|[]{}^$".contains(c);
+            special
+                .then_some('\\')
+                .into_iter()
+                .chain(std::iter::once(c))
+        })
+        .collect()
+}
+
+/// Sets one cell of a shard's table (the tables quote nothing).
+fn set_cell(path: &Path, row: usize, column: &str, value: &str) {
+    let text = fs::read_to_string(path).unwrap();
+    let mut rows: Vec<Vec<String>> = text
+        .lines()
+        .map(|l| l.split(',').map(str::to_string).collect())
+        .collect();
+    let i = rows[0].iter().position(|h| h == column).unwrap();
+    rows[row][i] = value.to_string();
+    let text: String = rows.iter().map(|r| r.join(",") + "\n").collect();
+    fs::write(path, text).unwrap();
+}
+
+/// The rows of every table are checked as `plot` checks a run's, and
+/// `summary.csv` against `summary.exact.csv`: cells that are not numbers,
+/// extra fields, rows out of order, a swept value or a seed changed, a
+/// summary cell that is not its exact cell rounded (a NaN that the merged
+/// summary would show beside a number in `summary_by_variant.csv`), all
+/// refused naming the shard's file, line and column.
+#[test]
+fn tampered_table_contents_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let s = [t.join("s0"), t.join("s1")];
+    shard(&s[0], 0, 2);
+    shard(&s[1], 1, 2);
+    let out = t.join("merged");
+    type Damage = Box<dyn Fn(&Path)>;
+    let cases: Vec<(Damage, &str)> = vec![
+        (
+            Box::new(|d| set_cell(&d.join("timeseries.csv"), 2, "goodput", "banana")),
+            "timeseries.csv: line 3, column 18 (goodput): expected a number",
+        ),
+        (
+            Box::new(|d| set_cell(&d.join("calls.csv"), 1, "attempts", "1e9")),
+            "calls.csv: line 2, column 7 (attempts): expected a number",
+        ),
+        (
+            Box::new(|d| {
+                let p = d.join("timeseries.csv");
+                let mut lines: Vec<String> = fs::read_to_string(&p)
+                    .unwrap()
+                    .lines()
+                    .map(str::to_string)
+                    .collect();
+                lines[2].push_str(",extra");
+                fs::write(&p, lines.join("\n") + "\n").unwrap();
+            }),
+            "timeseries.csv: line 3: 54 fields, but the header has 53 columns",
+        ),
+        (
+            Box::new(|d| {
+                let p = d.join("timeseries.csv");
+                let mut lines: Vec<String> = fs::read_to_string(&p)
+                    .unwrap()
+                    .lines()
+                    .map(str::to_string)
+                    .collect();
+                lines.swap(5, 6);
+                fs::write(&p, lines.join("\n") + "\n").unwrap();
+            }),
+            "timeseries.csv: line 6, column 3 (t_s): row 5 of the run",
+        ),
+        (
+            Box::new(|d| {
+                set_cell(
+                    &d.join("services.csv"),
+                    1,
+                    "sweep.layers.api.retry.max_attempts",
+                    "9",
+                )
+            }),
+            "swept to `",
+        ),
+        (
+            Box::new(|d| set_cell(&d.join("summary.csv"), 1, "success_rate", "NaN")),
+            "summary.csv: line 2, column 7 (success_rate): expected a number",
+        ),
+        (
+            Box::new(|d| set_cell(&d.join("summary.csv"), 1, "success_rate", "0.5")),
+            "summary.csv: line 2, column 7 (success_rate): `0.5`, but summary.exact.csv holds",
+        ),
+        (
+            Box::new(|d| set_cell(&d.join("summary.csv"), 2, "seed", "42")),
+            "summary.csv: line 3, column 3 (seed): the run of variant",
+        ),
+    ];
+    for (i, (damage, message)) in cases.iter().enumerate() {
+        let bad = t.join(format!("bad{i}"));
+        copy_dir(&s[1], &bad);
+        damage(&bad);
+        let a = merge(&[s[0].clone(), bad.clone()], &out).code(2);
+        let err = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+        assert!(
+            err.contains(message) && err.contains(&bad.display().to_string()),
+            "case {i}: expected {message:?} in {err}"
+        );
+        assert!(!out.exists(), "case {i}: a refused merge writes nothing");
+    }
+    merge(&s, &out).success();
+}
+
+/// Runs stopped by a guard rail in their shards: the merge writes the
+/// results (with the `aborted` column) but says which variants stopped
+/// early and exits 1, as `run` does.
+#[test]
+fn a_merge_of_runs_stopped_by_a_guard_rail_fails_like_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let s = [t.join("s0"), t.join("s1")];
+    for (i, d) in s.iter().enumerate() {
+        stormsim()
+            .arg("run")
+            .arg(scenario())
+            .args([
+                "--quiet",
+                "--max-events",
+                "100",
+                "--shard",
+                &format!("{i}/2"),
+                "--out",
+            ])
+            .arg(d)
+            .assert()
+            .code(1)
+            .stderr(contains("stopped after 100 events (limits.max_events)"));
+    }
+    let out = t.join("merged");
+    let a = merge(&s, &out).code(1);
+    let err = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+    assert!(
+        err.contains("error: variant max_attempts=1 jitter=none: stopped after 100 events (limits.max_events); raise it in the scenario or with --max-events"),
+        "{err}"
+    );
+    assert!(
+        err.contains("error: 50 of 50 runs hit a guard rail and stopped early"),
+        "{err}"
+    );
+    assert!(out.join("summary.csv").is_file(), "the results are written");
+}
+
+/// What is wrong with `merge`'s inputs is named: a device, a file, a
+/// folder that does not exist or holds no shard, a manifest that is a
+/// FIFO inside a folder of shards (it used to be skipped, and the shard
+/// reported missing), and JSON errors with their line and column.
+#[cfg(unix)]
+#[test]
+fn merge_names_what_is_wrong_with_its_inputs() {
+    use predicates::Predicate;
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let out = t.join("merged");
+    fs::write(t.join("afile"), "x").unwrap();
+    fs::create_dir(t.join("empty")).unwrap();
+    for (input, message) in [
+        (
+            PathBuf::from("/dev/zero"),
+            "/dev/zero is a character device, not a shard folder",
+        ),
+        (t.join("afile"), "afile is a file, not a shard folder"),
+        (t.join("nowhere"), "nowhere: no such folder"),
+        (
+            t.join("empty"),
+            "empty is not a shard folder: it has no manifest.json, and holds no shard folder",
+        ),
+    ] {
+        refused(&[input], &out, message);
+    }
+    let group = t.join("group");
+    shard(&group.join("s0"), 0, 2);
+    shard(&group.join("s1"), 1, 2);
+    let manifest = group.join("s0/manifest.json");
+    let text = fs::read_to_string(&manifest).unwrap();
+    fs::remove_file(&manifest).unwrap();
+    let ok = std::process::Command::new("mkfifo")
+        .arg(&manifest)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    refused(
+        std::slice::from_ref(&group),
+        &out,
+        &format!("{}: is a FIFO", manifest.display()),
+    );
+    fs::remove_file(&manifest).unwrap();
+    fs::write(&manifest, &text[..text.len() / 2]).unwrap();
+    refused(
+        std::slice::from_ref(&group),
+        &out,
+        &format!("{}:", manifest.display()),
+    );
+    let a = merge(std::slice::from_ref(&group), &out).code(2);
+    let err = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+    assert!(
+        predicates::str::is_match(format!(
+            "{}:[0-9]+:[0-9]+: not a valid shard manifest: EOF while parsing",
+            regex_escape(&manifest.display().to_string())
+        ))
+        .unwrap()
+        .eval(&err),
+        "{err}"
+    );
+    // A field refused: the line and column of its value.
+    let shards_line = text.lines().position(|l| l.contains("\"shards\"")).unwrap() + 1;
+    fs::write(
+        &manifest,
+        text.replacen("\"shards\": 2", "\"shards\": \"two\"", 1),
+    )
+    .unwrap();
+    refused(
+        std::slice::from_ref(&group),
+        &out,
+        &format!(
+            "{}:{shards_line}:13: shards: expected a whole number",
+            manifest.display()
+        ),
+    );
 }

@@ -15,10 +15,12 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::ReportError;
 use super::graph_data::{GraphData, GraphSources};
+use super::shape::RunShape;
+use super::table_check::{Runs, TableCheck, TableError, TableKind};
 use super::tables::{MAX_ROW_BYTES, MAX_SUMMARY_BYTES, MAX_TIMESERIES_BYTES};
 use crate::input_file::{self, InputError, LineLimited};
 use crate::interrupt::{self, POLL_ROWS};
@@ -41,22 +43,37 @@ impl Table {
     /// Parses CSV bytes; a malformed table is an error. Polls the stop
     /// flag.
     pub fn parse(bytes: &[u8]) -> Result<Table, ReportError> {
+        Table::parse_checked(bytes, None)
+    }
+
+    /// Parses CSV bytes, each row checked by `check` when given
+    /// (`super::table_check`).
+    pub fn parse_checked(
+        bytes: &[u8],
+        mut check: Option<TableCheck<'_>>,
+    ) -> Result<Table, ReportError> {
         let bad = |e: csv::Error| ReportError::Table(e.to_string());
         let mut r = csv::ReaderBuilder::new()
             .flexible(true)
             .from_reader(LineLimited::new(bytes, MAX_ROW_BYTES));
-        let header = r
-            .headers()
-            .map_err(bad)?
-            .iter()
-            .map(str::to_string)
-            .collect();
+        let header = r.headers().map_err(bad)?.clone();
+        if let Some(c) = check.as_mut() {
+            c.header(&header).map_err(table_error)?;
+        }
+        let header = header.iter().map(str::to_string).collect();
         let mut rows = Vec::new();
         for rec in r.records() {
             if rows.len() % POLL_ROWS == 0 {
                 interrupt::check()?;
             }
-            rows.push(rec.map_err(bad)?);
+            let rec = rec.map_err(bad)?;
+            if let Some(c) = check.as_mut() {
+                c.row(&rec).map_err(table_error)?;
+            }
+            rows.push(rec);
+        }
+        if let Some(c) = check.as_mut() {
+            c.finish().map_err(table_error)?;
         }
         Ok(Table { header, rows })
     }
@@ -74,6 +91,11 @@ impl Table {
     pub fn num(&self, row: &Row, name: &str) -> Option<f64> {
         parse_num(self.text(row, name))
     }
+}
+
+/// A problem found by a table's check, as a report error.
+pub(super) fn table_error(e: TableError) -> ReportError {
+    ReportError::Table(e.to_string())
 }
 
 pub fn parse_num(s: &str) -> Option<f64> {
@@ -141,6 +163,33 @@ pub struct ChartData {
     pub graph: Option<GraphData>,
     /// The scenario's SLO in words, when it has one.
     pub slo: Option<String>,
+    /// What the tables were checked against (`super::table_check`), and
+    /// the folder they were read from (for messages): the graph tables
+    /// are checked the same way. `None`: read as they are (tests).
+    pub checked: Option<Checked>,
+}
+
+/// What a `ChartData`'s tables were checked against.
+#[derive(Clone, Debug, Default)]
+pub struct Checked {
+    pub shape: RunShape,
+    /// The folder the tables were read from; `None` for tables in memory.
+    pub folder: Option<PathBuf>,
+}
+
+impl Checked {
+    /// The name of a table in messages.
+    pub fn label(&self, file: &str) -> String {
+        match &self.folder {
+            Some(dir) => dir.join(file).display().to_string(),
+            None => file.to_string(),
+        }
+    }
+
+    /// A check of one table of every run.
+    pub fn check(&self, kind: TableKind) -> TableCheck<'_> {
+        TableCheck::new(kind, self.label(kind.file()), &self.shape, Runs::All)
+    }
 }
 
 /// Values of one series at one time: the running mean's sum, the count,
@@ -280,12 +329,22 @@ struct TimeSeries {
 impl TimeSeries {
     /// Reads the table from `source`, row by row, with rates per second
     /// over buckets of `bucket_s` (`None`: only the bucket starts).
-    fn read(source: impl Read, bucket_s: Option<f64>) -> Result<TimeSeries, ReportError> {
-        let bad = |e: csv::Error| ReportError::Table(format!("timeseries.csv: {e}"));
+    fn read(
+        source: impl Read,
+        bucket_s: Option<f64>,
+        mut check: Option<TableCheck<'_>>,
+    ) -> Result<TimeSeries, ReportError> {
+        let file = check
+            .as_ref()
+            .map_or_else(|| "timeseries.csv".to_string(), |c| c.file().to_string());
+        let bad = |e: csv::Error| ReportError::Table(format!("{file}: {e}"));
         let mut r = csv::ReaderBuilder::new()
             .flexible(true)
             .from_reader(LineLimited::new(source, MAX_ROW_BYTES));
         let header = r.headers().map_err(bad)?.clone();
+        if let Some(c) = check.as_mut() {
+            c.header(&header).map_err(table_error)?;
+        }
         let col = |name: &str| header.iter().position(|h| h == name);
         let cols = [
             "variant",
@@ -312,6 +371,9 @@ impl TimeSeries {
                     "timeseries.csv has more than {MAX_TIMESERIES_ROWS} rows, more than any \
                      run writes"
                 )));
+            }
+            if let Some(c) = check.as_mut() {
+                c.row(&rec).map_err(table_error)?;
             }
             let cell = |c: Option<usize>| c.and_then(|i| rec.get(i)).unwrap_or("");
             let num = |c: Option<usize>| parse_num(cell(c));
@@ -346,6 +408,9 @@ impl TimeSeries {
             push(&mut acc[4], t, num(p50));
             push(&mut acc[5], t, num(p99));
         }
+        if let Some(c) = check.as_mut() {
+            c.finish().map_err(table_error)?;
+        }
         Ok(out)
     }
 }
@@ -357,20 +422,22 @@ fn read_table(dir: &Path, file: &str, cap: u64) -> Result<Vec<u8>, ReportError> 
 }
 
 impl ChartData {
-    /// Reads a finished run's folder; `timeseries.csv` is streamed.
+    /// Reads a finished run's folder, every file checked
+    /// (`super::table_check`): `scenario.resolved.yaml` must load as a
+    /// valid scenario, and the tables must be the ones its run writes.
+    /// `timeseries.csv` is streamed.
     pub fn from_dir(dir: &Path) -> Result<ChartData, ReportError> {
-        let yaml = match input_file::read_capped(
-            &dir.join("scenario.resolved.yaml"),
-            scenario::load::MAX_FILE_BYTES,
-        ) {
-            Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
-            Err(InputError::NotFound) => None,
-            Err(e) => {
-                return Err(ReportError::Table(format!(
-                    "{}: {e}",
-                    dir.join("scenario.resolved.yaml").display()
-                )));
-            }
+        let resolved_path = dir.join("scenario.resolved.yaml");
+        let label = resolved_path.display().to_string();
+        let yaml = input_file::read_capped(&resolved_path, scenario::load::MAX_FILE_BYTES)
+            .map_err(|e| ReportError::Table(format!("{label}: {e}")))?;
+        let s = scenario::load_bytes(&yaml, &label)
+            .map_err(|e| ReportError::Table(format!("{label} is not a valid scenario:\n{e}")))?;
+        let shape = RunShape::of(&s)
+            .map_err(|e| ReportError::Table(format!("{label} is not a valid scenario:\n{e}")))?;
+        let checked = Checked {
+            shape,
+            folder: Some(dir.to_path_buf()),
         };
         let summary = read_table(dir, "summary.csv", MAX_SUMMARY_BYTES)?;
         let by_variant = read_table(dir, "summary_by_variant.csv", MAX_SUMMARY_BYTES)?;
@@ -380,12 +447,14 @@ impl ChartData {
                 .map_err(|e| ReportError::Table(format!("{}: {e}", ts_path.display())))
         };
         let data = ChartData::build(
-            |bucket| TimeSeries::read(open()?, bucket),
+            |bucket, check| TimeSeries::read(open()?, bucket, check),
             &summary,
             &by_variant,
-            yaml.as_deref(),
+            Some(&s),
+            Some(checked),
         )?;
-        // A folder from before the graph tables has none of them.
+        // A folder from before the graph tables has none of them; one
+        // that has some has all three.
         let open_graph = |file: &str, cap: u64| -> Result<Option<_>, ReportError> {
             let path = dir.join(file);
             match input_file::open_capped(&path, cap) {
@@ -403,62 +472,120 @@ impl ChartData {
                 timeseries,
                 calls,
             }),
-            _ => Ok(data),
+            (None, None, None) => Ok(data),
+            (s, t, c) => {
+                let missing: Vec<&str> = [
+                    (s.is_none(), "services.csv"),
+                    (t.is_none(), "services_timeseries.csv"),
+                    (c.is_none(), "calls.csv"),
+                ]
+                .iter()
+                .filter(|(m, _)| *m)
+                .map(|(_, f)| *f)
+                .collect();
+                Err(ReportError::Table(format!(
+                    "{} has some of the services graph's tables but not {} (a run writes \
+                     all three: was the folder changed?)",
+                    dir.display(),
+                    missing.join(" or ")
+                )))
+            }
         }
     }
 
     /// Adds the services graph read from its three tables (bytes, or
-    /// any reader: each is streamed once).
+    /// any reader: each is streamed once), checked like the others when
+    /// they were.
     pub fn with_graph(
         mut self,
         sources: GraphSources<impl Read, impl Read, impl Read>,
     ) -> Result<ChartData, ReportError> {
         let n = self.variants.len();
-        self.graph = Some(GraphData::read(sources, &self.index, n, self.bucket_s)?);
+        self.graph = Some(GraphData::read(
+            sources,
+            &self.index,
+            n,
+            self.bucket_s,
+            self.checked.as_ref(),
+        )?);
         Ok(self)
     }
 
     /// Builds the chart data from the tables' bytes and the resolved
-    /// scenario's text (optional: without it, no incidents or description).
+    /// scenario's text (optional: without it, no incidents or
+    /// description), taking them as they are.
     pub fn from_bytes(
         timeseries: &[u8],
         summary: &[u8],
         by_variant: &[u8],
         resolved_yaml: Option<&str>,
     ) -> Result<ChartData, ReportError> {
+        let s = resolved_yaml.and_then(|y| scenario::load_str(y, "scenario.resolved.yaml").ok());
         ChartData::build(
-            |bucket| TimeSeries::read(timeseries, bucket),
+            |bucket, check| TimeSeries::read(timeseries, bucket, check),
             summary,
             by_variant,
-            resolved_yaml,
+            s.as_ref(),
+            None,
         )
     }
 
-    /// `read_ts(bucket)` reads `timeseries.csv` with rates over buckets of
-    /// that width, or only the bucket starts with `None` (to infer the
-    /// width when the scenario does not give it).
-    fn build(
-        read_ts: impl Fn(Option<f64>) -> Result<TimeSeries, ReportError>,
+    /// Builds the chart data from the tables' bytes of a run of the
+    /// scenario `s`, checked against `shape` (its runs: `RunShape::of(s)`,
+    /// or fewer replicates) as `from_dir` checks a folder's; `folder`
+    /// names the tables in messages.
+    pub fn from_checked_bytes(
+        timeseries: &[u8],
         summary: &[u8],
         by_variant: &[u8],
-        resolved_yaml: Option<&str>,
+        s: &crate::scenario::Scenario,
+        shape: RunShape,
+        folder: Option<&Path>,
+    ) -> Result<ChartData, ReportError> {
+        ChartData::build(
+            |bucket, check| TimeSeries::read(timeseries, bucket, check),
+            summary,
+            by_variant,
+            Some(s),
+            Some(Checked {
+                shape,
+                folder: folder.map(Path::to_path_buf),
+            }),
+        )
+    }
+
+    /// `read_ts(bucket, check)` reads `timeseries.csv` with rates over
+    /// buckets of that width, or only the bucket starts with `None` (to
+    /// infer the width when the scenario does not give it), each row
+    /// checked by `check` when given.
+    fn build(
+        read_ts: impl Fn(Option<f64>, Option<TableCheck<'_>>) -> Result<TimeSeries, ReportError>,
+        summary: &[u8],
+        by_variant: &[u8],
+        scenario: Option<&crate::scenario::Scenario>,
+        checked: Option<Checked>,
     ) -> Result<ChartData, ReportError> {
         let in_file = |file: &str| {
-            let file = file.to_string();
+            let file = checked
+                .as_ref()
+                .map_or_else(|| file.to_string(), |c| c.label(file));
             move |e: ReportError| match e {
-                ReportError::Table(m) => ReportError::Table(format!("{file}: {m}")),
+                ReportError::Table(m) if !m.starts_with(&file) => {
+                    ReportError::Table(format!("{file}: {m}"))
+                }
                 other => other,
             }
         };
-        let summary = Table::parse(summary).map_err(in_file("summary.csv"))?;
-        let by_variant = Table::parse(by_variant).map_err(in_file("summary_by_variant.csv"))?;
+        let check = |kind: TableKind| checked.as_ref().map(|c| c.check(kind));
+        let summary = Table::parse_checked(summary, check(TableKind::Summary))
+            .map_err(in_file("summary.csv"))?;
+        let by_variant = Table::parse_checked(by_variant, check(TableKind::ByVariant))
+            .map_err(in_file("summary_by_variant.csv"))?;
         let mut data = ChartData::default();
-        if let Some(s) =
-            resolved_yaml.and_then(|y| scenario::load_str(y, "scenario.resolved.yaml").ok())
-        {
+        if let Some(s) = scenario {
             data.name = s.name.clone();
             data.description = s.description.trim().to_string();
-            data.slo = scenario::slo::objectives(&s).map(|o| o.describe());
+            data.slo = scenario::slo::objectives(s).map(|o| o.describe());
             let b = s.bucket().secs_f64();
             if b > 0.0 {
                 data.bucket_s = b;
@@ -475,9 +602,9 @@ impl ChartData {
                 .collect();
         }
         if data.bucket_s <= 0.0 {
-            data.bucket_s = infer_bucket(&read_ts(None)?.times);
+            data.bucket_s = infer_bucket(&read_ts(None, None)?.times);
         }
-        let ts = read_ts(Some(data.bucket_s))?;
+        let ts = read_ts(Some(data.bucket_s), check(TableKind::Timeseries))?;
         interrupt::check()?;
         // Variant order: as the tables list them.
         let mut variants: Vec<String> = Vec::new();
@@ -515,6 +642,7 @@ impl ChartData {
         data.variants = variants;
         data.summary = summary;
         data.by_variant = by_variant;
+        data.checked = checked;
         Ok(data)
     }
 

@@ -11,7 +11,10 @@ use rayon::prelude::*;
 
 use super::ReportError;
 use super::chart_data::{ChartData, Point, Row, Table, parse_num};
-use super::figure::{Drawable, FONT, Figure, HLine, Line, colour, err, render, tick};
+use super::figure::{
+    Drawable, FONT, Figure, HLine, Line, MAX_CATEGORY_LABELS, STOPPED, colour, err, render,
+    stop_point, tick,
+};
 use super::graph_figure::{GraphFigure, storm_graph};
 use super::services_chart::{ServicesFigure, services_figure};
 use super::sweep;
@@ -293,7 +296,7 @@ impl Drawable for RecoveryFigure {
             .x_desc("variant")
             .y_desc("recovery time (s)")
             .x_label_formatter(&xfmt)
-            .x_labels(n.max(1))
+            .x_labels(n.clamp(1, MAX_CATEGORY_LABELS))
             .y_label_formatter(&|y| tick(*y))
             .y_labels(10)
             .disable_x_mesh()
@@ -305,6 +308,7 @@ impl Drawable for RecoveryFigure {
             .map_err(err)?;
         let small = (FONT, 15).into_font();
         for (i, r) in self.variants.iter().enumerate() {
+            stop_point()?;
             let x = i as f64;
             let c = colour(i);
             if let Some(m) = r.mean.filter(|_| !r.recovered.is_empty()) {
@@ -459,7 +463,13 @@ pub fn all_charts(d: &ChartData) -> Result<Vec<Chart>, ReportError> {
                 Job::Services(f) => render(f),
                 Job::Graph(f) => render(f),
             }
-            .map_err(ReportError::Draw)?;
+            .map_err(|e| {
+                if e == STOPPED && interrupt::requested() {
+                    ReportError::Interrupted
+                } else {
+                    ReportError::Draw(e)
+                }
+            })?;
             Ok(Chart {
                 name: name.clone(),
                 title: title.clone(),

@@ -55,6 +55,28 @@ pub fn err<E: std::fmt::Display>(e: E) -> String {
     e.to_string()
 }
 
+/// The error a drawing returns when a stop was asked for
+/// (`crate::interrupt`): `render`'s caller turns it into an interruption.
+pub const STOPPED: &str = "interrupted";
+
+/// `Err(STOPPED)` once a stop was asked for: drawing loops poll it for
+/// every series, so a chart of thousands of lines stops within moments.
+pub fn stop_point() -> Result<(), String> {
+    if crate::interrupt::requested() {
+        Err(STOPPED.to_string())
+    } else {
+        Ok(())
+    }
+}
+
+/// The most entries of a legend: past them, the rest is one entry ("and
+/// N more"); more would run off the chart, and take seconds to draw.
+pub const MAX_LEGEND: usize = 20;
+
+/// The most labels of a category axis (variants, swept values): more
+/// would overlap into a smear, and take seconds to draw.
+pub const MAX_CATEGORY_LABELS: usize = 40;
+
 /// Something that draws itself on any plotters backend.
 pub trait Drawable {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>;
@@ -318,7 +340,7 @@ impl Drawable for Figure {
         let x_labels = self
             .categories
             .as_ref()
-            .map_or(z.x_labels, |c| c.len().max(1));
+            .map_or(z.x_labels, |c| c.len().clamp(1, MAX_CATEGORY_LABELS));
         let caption_font = (FONT, z.caption).into_font();
         let title = if self.compact {
             let width = root.dim_in_pixel().0.saturating_sub(2 * z.margin);
@@ -385,6 +407,7 @@ impl Drawable for Figure {
                 .map_err(err)?;
         }
         for l in self.lines.iter().filter(|l| l.band) {
+            stop_point()?;
             for run in runs(&l.points, self.max_gap) {
                 let mut poly: Vec<(f64, f64)> = run.iter().map(|p| (p.t, p.max)).collect();
                 poly.extend(run.iter().rev().map(|p| (p.t, p.min)));
@@ -396,22 +419,35 @@ impl Drawable for Figure {
                     .map_err(err)?;
             }
         }
+        // Legend entries: every label while they fit, else all but one,
+        // and that one says how many more there are.
+        let labelled =
+            self.hlines.len() + self.lines.iter().filter(|l| !l.label.is_empty()).count();
+        let mut room = if labelled > MAX_LEGEND {
+            MAX_LEGEND - 1
+        } else {
+            labelled
+        };
         for h in &self.hlines {
+            stop_point()?;
             let c = h.colour;
-            chart
+            let drawn = chart
                 .draw_series(DashedLineSeries::new(
                     [(x0, h.y), (x1, h.y)],
                     10,
                     6,
                     c.stroke_width(2),
                 ))
-                .map_err(err)?
-                .label(h.label.as_str())
-                .legend(move |(x, y)| {
+                .map_err(err)?;
+            if room > 0 {
+                room -= 1;
+                drawn.label(h.label.as_str()).legend(move |(x, y)| {
                     PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(2))
                 });
+            }
         }
         for l in &self.lines {
+            stop_point()?;
             let c = l.colour;
             let style = c.stroke_width(2);
             let pieces = runs(&l.points, self.max_gap);
@@ -440,9 +476,10 @@ impl Drawable for Figure {
                     )
                     .map_err(err)?;
             }
-            if l.label.is_empty() {
+            if l.label.is_empty() || room == 0 {
                 continue;
             }
+            room -= 1;
             let width = if l.dashed { 1 } else { 3 };
             chart
                 .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
@@ -451,6 +488,13 @@ impl Drawable for Figure {
                 .legend(move |(x, y)| {
                     PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(width))
                 });
+        }
+        if labelled > MAX_LEGEND {
+            chart
+                .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
+                .map_err(err)?
+                .label(format!("and {} more", labelled - (MAX_LEGEND - 1)))
+                .legend(|(x, y)| EmptyElement::at((x, y)));
         }
         if let Some(note) = &self.note {
             chart

@@ -15,7 +15,10 @@ use std::collections::HashMap;
 use std::io::Read;
 
 use super::ReportError;
-use super::chart_data::{Point, Series, decimate, group_for, parse_num, push, reduce};
+use super::chart_data::{
+    Checked, Point, Series, decimate, group_for, parse_num, push, reduce, table_error,
+};
+use super::table_check::TableKind;
 use super::tables::MAX_ROW_BYTES;
 use crate::input_file::LineLimited;
 use crate::interrupt::{self, POLL_ROWS};
@@ -144,15 +147,22 @@ fn csv_reader<R: Read>(source: R) -> csv::Reader<LineLimited<R>> {
         .from_reader(LineLimited::new(source, MAX_ROW_BYTES))
 }
 
-/// Streams the rows of a table: `each(row, column index)` for every row.
+/// Streams the rows of a table: `each(row, column index)` for every row,
+/// after `check` when given.
 fn rows<R: Read>(
-    file: &str,
+    kind: TableKind,
     source: R,
+    checked: Option<&Checked>,
     mut each: impl FnMut(&csv::StringRecord, &dyn Fn(&str) -> Option<usize>) -> Result<(), String>,
 ) -> Result<(), ReportError> {
+    let file = checked.map_or_else(|| kind.file().to_string(), |c| c.label(kind.file()));
     let bad = |m: String| ReportError::Table(format!("{file}: {m}"));
+    let mut check = checked.map(|c| c.check(kind));
     let mut r = csv_reader(source);
     let header = r.headers().map_err(|e| bad(e.to_string()))?.clone();
+    if let Some(c) = check.as_mut() {
+        c.header(&header).map_err(table_error)?;
+    }
     let col = |name: &str| header.iter().position(|h| h == name);
     let mut rec = csv::StringRecord::new();
     let mut n: u64 = 0;
@@ -161,7 +171,13 @@ fn rows<R: Read>(
             interrupt::check()?;
         }
         n += 1;
+        if let Some(c) = check.as_mut() {
+            c.row(&rec).map_err(table_error)?;
+        }
         each(&rec, &col).map_err(bad)?;
+    }
+    if let Some(c) = check.as_mut() {
+        c.finish().map_err(table_error)?;
     }
     Ok(())
 }
@@ -198,6 +214,7 @@ impl GraphData {
         variants: &HashMap<String, usize>,
         n: usize,
         bucket_s: f64,
+        checked: Option<&Checked>,
     ) -> Result<GraphData, ReportError> {
         let variant_of = |rec: &csv::StringRecord, col: Option<usize>| {
             col.and_then(|i| rec.get(i))
@@ -206,31 +223,36 @@ impl GraphData {
         };
         let mut services = Names::default();
         let mut figures: Vec<Vec<([Mean; 8], u32)>> = vec![Vec::new(); n];
-        rows("services.csv", sources.services, |rec, col| {
-            let Some(v) = variant_of(rec, col("variant")) else {
-                return Ok(());
-            };
-            let name = col("service").and_then(|i| rec.get(i)).unwrap_or("");
-            if name.is_empty() {
-                return Ok(());
-            }
-            let s = services.get_or_add(name, MAX_SERVICES, "services")?;
-            let row = &mut figures[v];
-            if row.len() <= s {
-                row.resize(s + 1, Default::default());
-            }
-            let (means, count) = &mut row[s];
-            for (m, c) in means.iter_mut().zip(SERVICE_COLUMNS) {
-                m.add(col(c).and_then(|i| rec.get(i)).and_then(parse_num));
-            }
-            *count += 1;
-            Ok(())
-        })?;
+        rows(
+            TableKind::Services,
+            sources.services,
+            checked,
+            |rec, col| {
+                let Some(v) = variant_of(rec, col("variant")) else {
+                    return Ok(());
+                };
+                let name = col("service").and_then(|i| rec.get(i)).unwrap_or("");
+                if name.is_empty() {
+                    return Ok(());
+                }
+                let s = services.get_or_add(name, MAX_SERVICES, "services")?;
+                let row = &mut figures[v];
+                if row.len() <= s {
+                    row.resize(s + 1, Default::default());
+                }
+                let (means, count) = &mut row[s];
+                for (m, c) in means.iter_mut().zip(SERVICE_COLUMNS) {
+                    m.add(col(c).and_then(|i| rec.get(i)).and_then(parse_num));
+                }
+                *count += 1;
+                Ok(())
+            },
+        )?;
 
         let mut calls = Names::default();
         let mut call_keys: Vec<Call> = Vec::new();
         let mut call_means: Vec<Vec<([Mean; 6], u32)>> = vec![Vec::new(); n];
-        rows("calls.csv", sources.calls, |rec, col| {
+        rows(TableKind::Calls, sources.calls, checked, |rec, col| {
             let Some(v) = variant_of(rec, col("variant")) else {
                 return Ok(());
             };
@@ -264,26 +286,31 @@ impl GraphData {
 
         // `[service][variant]`, grown as services appear.
         let mut load: Vec<Vec<Series>> = Vec::new();
-        rows("services_timeseries.csv", sources.timeseries, |rec, col| {
-            let Some(v) = variant_of(rec, col("variant")) else {
-                return Ok(());
-            };
-            let text = |c: &str| col(c).and_then(|i| rec.get(i)).unwrap_or("");
-            let name = text("service");
-            let Some(t) = parse_num(text("t_s")) else {
-                return Ok(());
-            };
-            if name.is_empty() {
-                return Ok(());
-            }
-            let s = services.get_or_add(name, MAX_SERVICES, "services")?;
-            if load.len() <= s {
-                load.resize_with(s + 1, || vec![Series::new(); n]);
-            }
-            let rate = parse_num(text("attempts")).map(|a| a / bucket_s);
-            push(&mut load[s][v], t, rate);
-            Ok(())
-        })?;
+        rows(
+            TableKind::ServicesTimeseries,
+            sources.timeseries,
+            checked,
+            |rec, col| {
+                let Some(v) = variant_of(rec, col("variant")) else {
+                    return Ok(());
+                };
+                let text = |c: &str| col(c).and_then(|i| rec.get(i)).unwrap_or("");
+                let name = text("service");
+                let Some(t) = parse_num(text("t_s")) else {
+                    return Ok(());
+                };
+                if name.is_empty() {
+                    return Ok(());
+                }
+                let s = services.get_or_add(name, MAX_SERVICES, "services")?;
+                if load.len() <= s {
+                    load.resize_with(s + 1, || vec![Series::new(); n]);
+                }
+                let rate = parse_num(text("attempts")).map(|a| a / bucket_s);
+                push(&mut load[s][v], t, rate);
+                Ok(())
+            },
+        )?;
         interrupt::check()?;
 
         let count = services.names.len();
@@ -408,6 +435,7 @@ mod tests {
             &index,
             2,
             2.0,
+            None,
         )
     }
 

@@ -8,6 +8,9 @@
 //! Every row starts with `variant, replicate` and ends with the run's
 //! `sweep.<path>` columns, as in `summary.csv`.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::interrupt::{POLL_ROWS, Stopped};
 use crate::metrics::Cell;
 use crate::metrics::services::{EdgeSummary, ServiceCounts, ServiceRow, ServiceSummary};
 use crate::runner::RunResult;
@@ -99,14 +102,18 @@ fn table(
     empty: Vec<(&'static str, Cell)>,
     params: &[String],
     rows: impl Iterator<Item = (Vec<String>, Vec<(&'static str, Cell)>, Vec<(String, Cell)>)>,
-) -> Vec<u8> {
+    stop: &AtomicBool,
+) -> Result<Vec<u8>, Stopped> {
     let mut w = csv::Writer::from_writer(Vec::new());
     let mut header: Vec<String> = prefix.iter().map(|p| p.to_string()).collect();
     header.extend(empty.iter().map(|(n, _)| n.to_string()));
     header.extend(params.iter().map(|p| format!("sweep.{p}")));
     w.write_record(&header).expect("writing to memory");
     let mut field = String::new();
-    for (lead, cells, sweep) in rows {
+    for (i, (lead, cells, sweep)) in rows.enumerate() {
+        if i.is_multiple_of(POLL_ROWS) && stop.load(Ordering::Relaxed) {
+            return Err(Stopped);
+        }
         for f in &lead {
             w.write_field(f).expect("writing to memory");
         }
@@ -122,11 +129,15 @@ fn table(
         }
         w.write_record(None::<&[u8]>).expect("writing to memory");
     }
-    w.into_inner().expect("writing to memory")
+    Ok(w.into_inner().expect("writing to memory"))
 }
 
 /// `services.csv`.
-pub fn services_csv(layout: &Layout, results: &[RunResult]) -> Vec<u8> {
+fn services_csv(
+    layout: &Layout,
+    results: &[RunResult],
+    stop: &AtomicBool,
+) -> Result<Vec<u8>, Stopped> {
     let rows = results.iter().flat_map(|r| {
         let sweep = param_cells(r, &layout.params);
         r.graph.services.iter().map(move |s| {
@@ -143,11 +154,16 @@ pub fn services_csv(layout: &Layout, results: &[RunResult]) -> Vec<u8> {
         service_cells(&ServiceSummary::default()),
         &layout.params,
         rows,
+        stop,
     )
 }
 
 /// `services_timeseries.csv`.
-pub fn services_timeseries_csv(layout: &Layout, results: &[RunResult]) -> Vec<u8> {
+fn services_timeseries_csv(
+    layout: &Layout,
+    results: &[RunResult],
+    stop: &AtomicBool,
+) -> Result<Vec<u8>, Stopped> {
     let rows = results.iter().flat_map(|r| {
         let sweep = param_cells(r, &layout.params);
         r.graph.rows.iter().map(move |row| {
@@ -165,11 +181,16 @@ pub fn services_timeseries_csv(layout: &Layout, results: &[RunResult]) -> Vec<u8
         service_row_cells(&ServiceRow::default()),
         &layout.params,
         rows,
+        stop,
     )
 }
 
 /// `calls.csv`.
-pub fn calls_csv(layout: &Layout, results: &[RunResult]) -> Vec<u8> {
+fn calls_csv(
+    layout: &Layout,
+    results: &[RunResult],
+    stop: &AtomicBool,
+) -> Result<Vec<u8>, Stopped> {
     let rows = results.iter().flat_map(|r| {
         let sweep = param_cells(r, &layout.params);
         r.graph.edges.iter().map(move |e| {
@@ -189,17 +210,33 @@ pub fn calls_csv(layout: &Layout, results: &[RunResult]) -> Vec<u8> {
         edge_cells(&EdgeSummary::default()),
         &layout.params,
         rows,
+        stop,
     )
 }
 
 /// The three graph tables of these results, as (file name, bytes).
 pub fn all(layout: &Layout, results: &[RunResult]) -> [(&'static str, Vec<u8>); 3] {
-    [
-        ("services.csv", services_csv(layout, results)),
+    match all_until(layout, results, &NEVER) {
+        Ok(tables) => tables,
+        Err(Stopped) => unreachable!("the flag NEVER is never raised"),
+    }
+}
+
+/// `all`, given up once `stop` is raised.
+pub fn all_until(
+    layout: &Layout,
+    results: &[RunResult],
+    stop: &AtomicBool,
+) -> Result<[(&'static str, Vec<u8>); 3], Stopped> {
+    Ok([
+        ("services.csv", services_csv(layout, results, stop)?),
         (
             "services_timeseries.csv",
-            services_timeseries_csv(layout, results),
+            services_timeseries_csv(layout, results, stop)?,
         ),
-        ("calls.csv", calls_csv(layout, results)),
-    ]
+        ("calls.csv", calls_csv(layout, results, stop)?),
+    ])
 }
+
+/// A stop flag never raised.
+static NEVER: AtomicBool = AtomicBool::new(false);

@@ -259,7 +259,7 @@ fn services_tables(h: &mut String, d: &ChartData, g: &GraphData) {
 }
 
 /// Builds the page from the data and the already rendered charts.
-pub fn report_html(d: &ChartData, charts: &[Chart]) -> String {
+pub fn report_html(d: &ChartData, charts: &[Chart]) -> Result<String, crate::interrupt::Stopped> {
     let mut h = String::new();
     let title = if d.name.is_empty() {
         "stormsim report".to_string()
@@ -294,6 +294,7 @@ pub fn report_html(d: &ChartData, charts: &[Chart]) -> String {
 
     h.push_str("<h2>Does it recover?</h2>\n<ul>\n");
     for (i, r) in recovery_figure(d).variants.iter().enumerate() {
+        crate::interrupt::check()?;
         let v = verdict(r);
         let class = if r.metastable > 0 || r.aborted > 0 {
             " class=\"metastable\""
@@ -328,6 +329,7 @@ pub fn report_html(d: &ChartData, charts: &[Chart]) -> String {
     let t = &d.by_variant;
     let sweeps = sweep_columns(t);
     for row in &t.rows {
+        crate::interrupt::check()?;
         let name = t.text(row, "variant");
         let _ = writeln!(
             h,
@@ -379,7 +381,7 @@ pub fn report_html(d: &ChartData, charts: &[Chart]) -> String {
         h.push_str(HOW_TO_READ_GRAPH);
     }
     h.push_str("</ul>\n</body>\n</html>\n");
-    h
+    Ok(h)
 }
 
 /// The variants' verdicts against the SLO, ranked best first (when the

@@ -14,7 +14,9 @@ pub mod graph_tables;
 pub mod html;
 pub mod output_dir;
 pub mod services_chart;
+pub mod shape;
 pub mod sweep;
+pub mod table_check;
 pub mod tables;
 
 pub use chart_data::ChartData;
@@ -60,7 +62,7 @@ pub fn visual_files(data: &ChartData) -> Result<Vec<(String, Vec<u8>)>, ReportEr
     crate::interrupt::check()?;
     files.push((
         "report.html".into(),
-        html::report_html(data, &charts).into_bytes(),
+        html::report_html(data, &charts)?.into_bytes(),
     ));
     Ok(files)
 }

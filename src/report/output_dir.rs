@@ -38,7 +38,7 @@
 //! everything it made, and a second Ctrl-C removes it on its way out
 //! (except during the few renames of the swap, which it lets finish).
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::fs;
@@ -59,6 +59,8 @@ const MAX_MARKER_BYTES: u64 = 1 << 20;
 pub const VISUALS: &[&str] = &["charts", "report.html"];
 /// The longest folder name most file systems take (NAME_MAX on Linux).
 pub const MAX_NAME_BYTES: usize = 255;
+/// Bytes written between two polls of the stop flag.
+const WRITE_PIECE: usize = 4 << 20;
 /// Entries named in a refusal, at most.
 const SHOWN: usize = 5;
 
@@ -173,8 +175,44 @@ pub fn default_folder(name: &str) -> Result<PathBuf, OutputError> {
     Ok(Path::new("output").join(name))
 }
 
-/// The entries a marker lists, if `dir` holds a marker of stormsim's.
-pub fn marked_entries(dir: &Path) -> Option<BTreeSet<String>> {
+/// What an entry of an output folder is, as its marker records it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EntryKind {
+    File,
+    Folder,
+}
+
+impl EntryKind {
+    fn word(self) -> &'static str {
+        match self {
+            EntryKind::File => "file",
+            EntryKind::Folder => "folder",
+        }
+    }
+
+    /// The kind of what is at `meta`, if stormsim could have written it
+    /// (a symbolic link, a FIFO, a device: never).
+    fn of(meta: &fs::Metadata) -> Option<EntryKind> {
+        if meta.is_file() {
+            Some(EntryKind::File)
+        } else if meta.is_dir() {
+            Some(EntryKind::Folder)
+        } else {
+            None
+        }
+    }
+}
+
+/// Every file and folder stormsim wrote in a folder, by path relative to
+/// it (`/`-separated: `charts`, `charts/load.svg`), as its marker lists
+/// them.
+pub type Marked = BTreeMap<String, EntryKind>;
+
+/// What the marker of `dir` lists, if `dir` holds a marker of stormsim's.
+/// A line of a marker older than the kinds (a bare top-level name) counts
+/// as a file: a folder it lists is not known to be stormsim's, nor what is
+/// in it.
+pub fn marked_entries(dir: &Path) -> Option<Marked> {
     let path = dir.join(MARKER);
     // Not through a symbolic link; a regular file under the cap.
     if !fs::symlink_metadata(&path).ok()?.is_file() {
@@ -186,27 +224,76 @@ pub fn marked_entries(dir: &Path) -> Option<BTreeSet<String>> {
     if lines.next() != Some(SIGNATURE) {
         return None;
     }
-    Some(
-        lines
-            .filter(|l| !l.is_empty() && !l.starts_with('#'))
-            .map(str::to_string)
-            .collect(),
-    )
+    let mut marked = Marked::new();
+    for line in lines.filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        let (kind, rel) = if let Some(rel) = line.strip_prefix("file ") {
+            (EntryKind::File, rel)
+        } else if let Some(rel) = line.strip_prefix("folder ") {
+            (EntryKind::Folder, rel)
+        } else {
+            (EntryKind::File, line)
+        };
+        marked.insert(rel.to_string(), kind);
+    }
+    Some(marked)
 }
 
 /// The marker's text for these entries.
-fn marker_text(entries: &BTreeSet<String>) -> String {
+fn marker_text(entries: &Marked) -> String {
     let mut s = format!(
         "{SIGNATURE}\n\
-         # stormsim wrote the entries listed below and replaces them when it\n\
-         # writes here again; it refuses to replace this folder while the\n\
-         # folder holds anything else (unless given --force).\n"
+         # stormsim wrote the files and folders listed below and replaces them\n\
+         # when it writes here again; it refuses to replace this folder, or\n\
+         # one of these folders, while it holds anything else (unless given\n\
+         # --force).\n"
     );
-    for e in entries {
-        s.push_str(e);
+    for (rel, kind) in entries {
+        s.push_str(kind.word());
+        s.push(' ');
+        s.push_str(rel);
         s.push('\n');
     }
     s
+}
+
+/// Every file and folder under `dir` (not the marker), by relative path.
+/// A name that is not plain text (not UTF-8, or holding a control
+/// character: never one stormsim writes) is left out, and so counts as
+/// not stormsim's.
+fn walk_written(dir: &Path) -> io::Result<Marked> {
+    fn walk(root: &Path, rel: &str, out: &mut Marked) -> io::Result<()> {
+        for entry in fs::read_dir(root.join(rel))? {
+            let entry = entry?;
+            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+                continue;
+            };
+            if rel.is_empty() && name == MARKER {
+                continue;
+            }
+            if name.chars().any(crate::escape::is_unsafe_char) {
+                continue;
+            }
+            let path = if rel.is_empty() {
+                name
+            } else {
+                format!("{rel}/{name}")
+            };
+            match EntryKind::of(&entry.metadata()?) {
+                Some(EntryKind::Folder) => {
+                    out.insert(path.clone(), EntryKind::Folder);
+                    walk(root, &path, out)?;
+                }
+                Some(EntryKind::File) => {
+                    out.insert(path, EntryKind::File);
+                }
+                None => {}
+            }
+        }
+        Ok(())
+    }
+    let mut out = Marked::new();
+    walk(dir, "", &mut out)?;
+    Ok(out)
 }
 
 /// Whether `path` is carried over when the folder holding it is
@@ -239,35 +326,72 @@ fn shown_list(names: &[String]) -> String {
 
 /// The entries of the existing folder `dir` that replacing it (or, with
 /// `Mode::Entries`, those entries of it) would lose although stormsim did
-/// not write them.
+/// not write them: anything its marker does not list with its kind (a
+/// file, a folder), at any depth, as paths relative to `dir`. An entry
+/// that is not stormsim's is named whole; what lies inside it is not
+/// listed.
 fn foreign_entries(dir: &Path, mode: Mode) -> io::Result<Vec<String>> {
-    let marked = marked_entries(dir);
+    foreign_in(dir, mode, marked_entries(dir))
+}
+
+/// [`foreign_entries`] of `dir` against the list `marked` (read from the
+/// marker of the folder `dir`'s entries come from).
+fn foreign_in(dir: &Path, mode: Mode, marked: Option<Marked>) -> io::Result<Vec<String>> {
     let listed = marked.clone().unwrap_or_default();
     let mut foreign = Vec::new();
     match mode {
         Mode::Folder => {
             for entry in fs::read_dir(dir)? {
                 let entry = entry?;
-                let name = entry.file_name().to_string_lossy().into_owned();
+                let name = entry.file_name();
                 // A `.stormsim` file that is not stormsim's marker is the
                 // user's like any other.
-                let ours = (name == MARKER && marked.is_some()) || listed.contains(&name);
-                if ours || is_carried(&entry.path()) {
+                if (name == MARKER && marked.is_some()) || is_carried(&entry.path()) {
                     continue;
                 }
-                foreign.push(name);
+                owned_at(dir, &name, "", &listed, &mut foreign)?;
             }
         }
         Mode::Entries(names) => {
             for &name in names {
-                if fs::symlink_metadata(dir.join(name)).is_ok() && !listed.contains(name) {
-                    foreign.push(name.to_string());
+                if fs::symlink_metadata(dir.join(name)).is_ok() {
+                    owned_at(dir, OsStr::new(name), "", &listed, &mut foreign)?;
                 }
             }
         }
     }
     foreign.sort();
     Ok(foreign)
+}
+
+/// Checks the entry `name` of the folder `parent` (relative to `root`)
+/// against the marker's list, adding what is not stormsim's to `foreign`.
+fn owned_at(
+    root: &Path,
+    name: &OsStr,
+    parent: &str,
+    listed: &Marked,
+    foreign: &mut Vec<String>,
+) -> io::Result<()> {
+    let shown = name.to_string_lossy();
+    let rel = if parent.is_empty() {
+        shown.into_owned()
+    } else {
+        format!("{parent}/{shown}")
+    };
+    let meta = fs::symlink_metadata(root.join(&rel))?;
+    let kind = EntryKind::of(&meta);
+    let ours = name.to_str().is_some() && kind.is_some() && listed.get(&rel) == kind.as_ref();
+    if !ours {
+        foreign.push(rel);
+        return Ok(());
+    }
+    if kind == Some(EntryKind::Folder) {
+        for entry in fs::read_dir(root.join(&rel))? {
+            owned_at(root, &entry?.file_name(), &rel, listed, foreign)?;
+        }
+    }
+    Ok(())
 }
 
 /// `path` made absolute with its longest existing ancestor resolved
@@ -368,21 +492,48 @@ fn check_owned(target: &Path, dest: &Path, mode: Mode, force: bool) -> Result<()
     if foreign.is_empty() {
         return Ok(());
     }
+    let mut refused = refusal(target, mode, &foreign);
+    if let OutputError::Refused(m) = &mut refused
+        && has_old_marker(dest)
+    {
+        m.push_str(&format!(
+            " (its {MARKER} marker is from an older stormsim, which did not list the files \
+             inside the folders it wrote: if all of it is stormsim's, pass --force once)"
+        ));
+    }
+    Err(refused)
+}
+
+/// Whether the marker of `dir` is of the older form, a bare name a line.
+fn has_old_marker(dir: &Path) -> bool {
+    marked_entries(dir).is_some()
+        && fs::read_to_string(dir.join(MARKER)).is_ok_and(|t| {
+            t.lines().skip(1).any(|l| {
+                !l.is_empty()
+                    && !l.starts_with('#')
+                    && !l.starts_with("file ")
+                    && !l.starts_with("folder ")
+            })
+        })
+}
+
+/// The refusal of `target`, which holds the `foreign` entries.
+fn refusal(target: &Path, mode: Mode, foreign: &[String]) -> OutputError {
     let shown = target.display();
-    Err(OutputError::Refused(match mode {
+    OutputError::Refused(match mode {
         Mode::Folder => format!(
             "{shown} already exists and holds files stormsim did not write ({}); \
              nothing was written. Choose another folder with --out, or pass --force \
              to replace the folder and everything in it",
-            shown_list(&foreign)
+            shown_list(foreign)
         ),
         Mode::Entries(_) => format!(
             "{shown} holds {} that stormsim did not write (its {MARKER} marker does \
              not list them); nothing was written. Move them away, or pass --force to \
              replace them",
-            shown_list(&foreign)
+            shown_list(foreign)
         ),
-    }))
+    })
 }
 
 /// Creates the missing ancestors of `dir`, returning those created,
@@ -436,6 +587,10 @@ impl OutputDir {
     /// Decides everything about writing `target` before the work starts:
     /// see the module's documentation. A refusal leaves nothing behind.
     pub fn prepare(target: &Path, opts: Options<'_>) -> Result<OutputDir, OutputError> {
+        // `link/` and `link/.` name what `link` points to; every check
+        // below is of the path without them, which is a symbolic link.
+        let plain: PathBuf = target.components().collect();
+        let target = plain.as_path();
         let shown = target.display();
         // `plot .` names its folder by its canonical path.
         let canonical;
@@ -566,17 +721,27 @@ impl OutputDir {
         if let Some(dir) = path.parent() {
             fs::create_dir_all(dir).map_err(|e| io_error(dir.display(), &e))?;
         }
-        fs::write(&path, bytes).map_err(|e| io_error(path.display(), &e))
+        // In pieces, the stop flag polled between them: a long run's
+        // timeseries.csv is hundreds of megabytes.
+        let write = || -> io::Result<()> {
+            let mut file = fs::File::create(&path)?;
+            for piece in bytes.chunks(WRITE_PIECE) {
+                interrupt::check_io()?;
+                io::Write::write_all(&mut file, piece)?;
+            }
+            Ok(())
+        };
+        write().map_err(|e| io_error(path.display(), &e))
     }
 
     /// Puts everything written in place (see the module's documentation)
     /// and returns the folder's path as the user named it.
     pub fn commit(mut self) -> Result<PathBuf, OutputError> {
         interrupt::check()?;
+        let written =
+            walk_written(&self.staging).map_err(|e| io_error(self.staging.display(), &e))?;
         if self.mode == Mode::Folder {
-            let entries =
-                top_entries(&self.staging).map_err(|e| io_error(self.staging.display(), &e))?;
-            fs::write(self.staging.join(MARKER), marker_text(&entries))
+            fs::write(self.staging.join(MARKER), marker_text(&written))
                 .map_err(|e| io_error(self.staging.display(), &e))?;
         }
         // The target again: something may have appeared during the run.
@@ -585,7 +750,7 @@ impl OutputDir {
         }
         let swapped = interrupt::uninterrupted(|| match self.mode {
             Mode::Folder => self.swap_folder(),
-            Mode::Entries(_) => self.swap_entries(),
+            Mode::Entries(_) => self.swap_entries(&written),
         });
         swapped?;
         self.committed = true;
@@ -594,13 +759,25 @@ impl OutputDir {
         Ok(self.target.clone())
     }
 
-    /// Moves the old folder aside, the new one in place, and the shard
-    /// folders of the old one over.
+    /// Moves the old folder aside, checks once more that it holds nothing
+    /// but what stormsim wrote (now that nothing can reach it by its
+    /// name; otherwise it goes back and the commit is refused), moves the
+    /// new one in place and the shard folders of the old one over.
     fn swap_folder(&self) -> Result<(), OutputError> {
         let old = self.work.join("old");
         let had_old = fs::symlink_metadata(&self.dest).is_ok();
         if had_old {
             fs::rename(&self.dest, &old).map_err(|e| io_error(self.target.display(), &e))?;
+            if !self.force {
+                let foreign = foreign_entries(&old, Mode::Folder);
+                if !foreign.as_ref().is_ok_and(Vec::is_empty) {
+                    let _ = fs::rename(&old, &self.dest);
+                    return Err(match foreign {
+                        Ok(foreign) => refusal(&self.target, self.mode, &foreign),
+                        Err(e) => io_error(self.target.display(), &e),
+                    });
+                }
+            }
         }
         if let Err(e) = fs::rename(&self.staging, &self.dest) {
             if had_old {
@@ -629,41 +806,64 @@ impl OutputDir {
         Ok(())
     }
 
-    /// Replaces each written entry inside the existing folder, and lists
-    /// them in its marker when it has one.
-    fn swap_entries(&self) -> Result<(), OutputError> {
+    /// Replaces each written entry inside the existing folder: the old
+    /// ones are moved aside and checked once more against the folder's
+    /// marker (put back, and the commit refused, if they hold anything
+    /// stormsim did not write), the new ones moved in; the marker, when
+    /// the folder has one, then lists what was written in place of what
+    /// was replaced.
+    fn swap_entries(&self, written: &Marked) -> Result<(), OutputError> {
         let old = self.work.join("old");
         fs::create_dir(&old).map_err(|e| io_error(old.display(), &e))?;
-        let written =
-            top_entries(&self.staging).map_err(|e| io_error(self.staging.display(), &e))?;
-        for name in &written {
-            let (from, to) = (self.staging.join(name), self.dest.join(name));
-            if fs::symlink_metadata(&to).is_ok() {
-                fs::rename(&to, old.join(name)).map_err(|e| io_error(to.display(), &e))?;
+        let marked = marked_entries(&self.dest);
+        let names: Vec<&String> = written.keys().filter(|k| !k.contains('/')).collect();
+        let mut moved: Vec<&String> = Vec::new();
+        let put_back = |moved: &[&String]| {
+            for name in moved {
+                let _ = fs::rename(old.join(name), self.dest.join(name));
             }
+        };
+        for name in &names {
+            let to = self.dest.join(name);
+            if fs::symlink_metadata(&to).is_ok() {
+                if let Err(e) = fs::rename(&to, old.join(name)) {
+                    put_back(&moved);
+                    return Err(io_error(to.display(), &e));
+                }
+                moved.push(name);
+            }
+        }
+        if !self.force {
+            let foreign = foreign_in(&old, self.mode, marked.clone());
+            if !foreign.as_ref().is_ok_and(Vec::is_empty) {
+                put_back(&moved);
+                return Err(match foreign {
+                    Ok(foreign) => refusal(&self.target, self.mode, &foreign),
+                    Err(e) => io_error(self.target.display(), &e),
+                });
+            }
+        }
+        for name in &names {
+            let (from, to) = (self.staging.join(name), self.dest.join(name));
             fs::rename(&from, &to).map_err(|e| io_error(to.display(), &e))?;
         }
-        if let Some(mut listed) = marked_entries(&self.dest)
-            && !written.iter().all(|w| listed.contains(w))
-        {
-            listed.extend(written);
-            fs::write(self.dest.join(MARKER), marker_text(&listed))
+        if let Some(mut listed) = marked {
+            listed.retain(|rel, _| {
+                !names.iter().any(|n| {
+                    rel == *n
+                        || rel
+                            .strip_prefix(n.as_str())
+                            .is_some_and(|r| r.starts_with('/'))
+                })
+            });
+            listed.extend(written.iter().map(|(k, v)| (k.clone(), *v)));
+            let fresh = self.work.join(MARKER);
+            fs::write(&fresh, marker_text(&listed))
+                .and_then(|()| fs::rename(&fresh, self.dest.join(MARKER)))
                 .map_err(|e| io_error(self.target.display(), &e))?;
         }
         Ok(())
     }
-}
-
-/// The names directly inside `dir`, sorted (valid UTF-8: stormsim's own).
-fn top_entries(dir: &Path) -> io::Result<BTreeSet<String>> {
-    let mut names = BTreeSet::new();
-    for entry in fs::read_dir(dir)? {
-        let name = entry?.file_name().to_string_lossy().into_owned();
-        if name != MARKER {
-            names.insert(name);
-        }
-    }
-    Ok(names)
 }
 
 impl Drop for OutputDir {
@@ -724,7 +924,16 @@ mod tests {
                 .unwrap()
                 .into_iter()
                 .collect::<Vec<_>>(),
-            ["charts", "x.csv"]
+            [
+                ("charts".to_string(), EntryKind::Folder),
+                ("charts/y.svg".to_string(), EntryKind::File),
+                ("x.csv".to_string(), EntryKind::File)
+            ]
+        );
+        assert!(
+            fs::read_to_string(target.join(MARKER))
+                .unwrap()
+                .ends_with("\nfolder charts\nfile charts/y.svg\nfile x.csv\n")
         );
         assert_eq!(
             names(&root.path().join("a/b")),
@@ -908,6 +1117,36 @@ mod tests {
         fs::create_dir_all(theirs.join("charts")).unwrap();
         let m = refused(OutputDir::prepare(&theirs, plot));
         assert!(m.contains("\"charts\""), "{m}");
+    }
+
+    /// What appears in the folder while the command works (a file of the
+    /// user's deep inside a folder stormsim wrote) stops the swap, and
+    /// stays: the check is made again at the commit.
+    #[test]
+    fn a_file_added_during_the_work_stops_the_commit() {
+        let root = tempfile::tempdir().unwrap();
+        let target = root.path().join("out");
+        let out = OutputDir::prepare(&target, folder(&[])).unwrap();
+        out.write("charts/a.svg", b"old").unwrap();
+        out.commit().unwrap();
+        for mode in [Mode::Folder, Mode::Entries(VISUALS)] {
+            let opts = Options {
+                mode,
+                ..folder(&[])
+            };
+            let out = OutputDir::prepare(&target, opts).unwrap();
+            out.write("charts/b.svg", b"new").unwrap();
+            fs::write(target.join("charts/notes.md"), "mine").unwrap();
+            match out.commit() {
+                Err(OutputError::Refused(m)) => {
+                    assert!(m.contains("\"charts/notes.md\""), "{m}")
+                }
+                other => panic!("{other:?}"),
+            }
+            assert_eq!(names(&target.join("charts")), ["a.svg", "notes.md"]);
+            assert_eq!(names(root.path()), ["out"], "no work folder left");
+            fs::remove_file(target.join("charts/notes.md")).unwrap();
+        }
     }
 
     #[test]

@@ -144,10 +144,7 @@ pub fn timeseries_csv(results: &[RunResult]) -> Vec<u8> {
 
 /// `timeseries.csv` of these results with the columns of `layout`.
 pub fn timeseries_csv_with(layout: &Layout, results: &[RunResult]) -> Vec<u8> {
-    match timeseries_csv_until(layout, results, &NEVER) {
-        Ok(bytes) => bytes,
-        Err(Stopped) => unreachable!("the flag NEVER is never raised"),
-    }
+    never(timeseries_csv_until(layout, results, &NEVER))
 }
 
 /// `timeseries_csv_with`, given up (`Stopped`) once `stop` is raised: a
@@ -210,11 +207,39 @@ pub fn timeseries_csv_until(
 /// The cells of each result's `summary.csv` row (after `variant,
 /// replicate, seed`), with the columns of `layout`.
 pub fn summary_rows_with(layout: &Layout, results: &[RunResult]) -> Vec<Vec<(String, Cell)>> {
+    never(summary_rows_until(layout, results, &NEVER))
+}
+
+/// The value of a computation made with the flag `NEVER`.
+fn never<T>(r: Result<T, Stopped>) -> T {
+    match r {
+        Ok(v) => v,
+        Err(Stopped) => unreachable!("the flag NEVER is never raised"),
+    }
+}
+
+/// `Err(Stopped)` every so often once `stop` is raised.
+fn poll(i: usize, stop: &AtomicBool) -> Result<(), Stopped> {
+    if i.is_multiple_of(64) && stop.load(Ordering::Relaxed) {
+        Err(Stopped)
+    } else {
+        Ok(())
+    }
+}
+
+/// `summary_rows_with`, given up once `stop` is raised.
+pub fn summary_rows_until(
+    layout: &Layout,
+    results: &[RunResult],
+    stop: &AtomicBool,
+) -> Result<Vec<Vec<(String, Cell)>>, Stopped> {
     let layers = &layout.layers;
     let params = &layout.params;
     results
         .iter()
-        .map(|r| {
+        .enumerate()
+        .map(|(i, r)| {
+            poll(i, stop)?;
             let mut s = r.summary.clone();
             s.layer_attempts = spread(&s.layer_attempts, &r.layer_names, layers, 0);
             s.layer_retries = spread(&s.layer_retries, &r.layer_names, layers, 0);
@@ -224,7 +249,7 @@ pub fn summary_rows_with(layout: &Layout, results: &[RunResult]) -> Vec<Vec<(Str
             s.layer_orphaned_work_s = spread(&s.layer_orphaned_work_s, &r.layer_names, layers, 0.0);
             let mut cells = summary_cells(&s, layers);
             cells.extend(param_cells(r, params));
-            cells
+            Ok(cells)
         })
         .collect()
 }
@@ -235,29 +260,49 @@ pub fn summary_csv(results: &[RunResult]) -> Vec<u8> {
 
 /// `summary.csv` of these results with the columns of `layout`.
 pub fn summary_csv_with(layout: &Layout, results: &[RunResult]) -> Vec<u8> {
-    let rows = summary_rows_with(layout, results);
+    never(summary_csv_until(layout, results, &NEVER))
+}
+
+/// `summary_csv_with`, given up once `stop` is raised.
+pub fn summary_csv_until(
+    layout: &Layout,
+    results: &[RunResult],
+    stop: &AtomicBool,
+) -> Result<Vec<u8>, Stopped> {
+    let rows = summary_rows_until(layout, results, stop)?;
     let header = rows
         .first()
         .map(|c| header_of(&["variant", "replicate", "seed"], c))
         .unwrap_or_default();
-    let lines = results.iter().zip(&rows).map(|(r, cells)| {
+    let mut lines = Vec::with_capacity(results.len());
+    for (i, (r, cells)) in results.iter().zip(&rows).enumerate() {
+        poll(i, stop)?;
         let mut line = vec![
             r.variant.clone(),
             r.replicate.to_string(),
             r.seed.to_string(),
         ];
         line.extend(cells.iter().map(|(_, c)| c.render()));
-        line
-    });
-    write_csv(&header, lines)
+        lines.push(line);
+    }
+    Ok(write_csv(&header, lines.into_iter()))
 }
 
 /// Aggregated rows per variant, in variant order: (variant, cells).
 pub fn by_variant(results: &[RunResult]) -> Vec<(String, Vec<(String, Cell)>)> {
-    let rows = summary_rows_with(&Layout::of(results), results);
+    never(by_variant_until(results, &NEVER))
+}
+
+/// `by_variant`, given up once `stop` is raised.
+pub fn by_variant_until(
+    results: &[RunResult],
+    stop: &AtomicBool,
+) -> Result<Vec<(String, Cells)>, Stopped> {
+    let rows = summary_rows_until(&Layout::of(results), results, stop)?;
     let mut out: Vec<(String, Vec<(String, Cell)>)> = Vec::new();
     let mut i = 0;
     while i < results.len() {
+        poll(out.len(), stop)?;
         let v = results[i].variant_index;
         let j = (i..results.len())
             .find(|&k| results[k].variant_index != v)
@@ -266,7 +311,7 @@ pub fn by_variant(results: &[RunResult]) -> Vec<(String, Vec<(String, Cell)>)> {
         i = j;
     }
     with_slo_ranks(&mut out);
-    out
+    Ok(out)
 }
 
 /// Adds `slo_rank` (1 = best, `metrics::slo::rank`) after each variant's
@@ -287,18 +332,35 @@ pub fn summary_by_variant_csv(results: &[RunResult]) -> Vec<u8> {
     by_variant_csv(&by_variant(results))
 }
 
+/// `summary_by_variant_csv`, given up once `stop` is raised.
+pub fn summary_by_variant_csv_until(
+    results: &[RunResult],
+    stop: &AtomicBool,
+) -> Result<Vec<u8>, Stopped> {
+    Ok(by_variant_csv(&by_variant_until(results, stop)?))
+}
+
 /// The named cells of one table row.
 pub type Cells = Vec<(String, Cell)>;
 
 /// `summary_by_variant.csv` from summary rows grouped by variant, in
 /// variant order: (variant, the cells of each of its replicates' rows).
 pub fn summary_by_variant_csv_from_rows(groups: &[(String, Vec<Cells>)]) -> Vec<u8> {
-    let mut agg: Vec<(String, Vec<(String, Cell)>)> = groups
-        .iter()
-        .map(|(name, rows)| (name.clone(), aggregate(rows)))
-        .collect();
+    never(summary_by_variant_csv_from_rows_until(groups, &NEVER))
+}
+
+/// `summary_by_variant_csv_from_rows`, given up once `stop` is raised.
+pub fn summary_by_variant_csv_from_rows_until(
+    groups: &[(String, Vec<Cells>)],
+    stop: &AtomicBool,
+) -> Result<Vec<u8>, Stopped> {
+    let mut agg: Vec<(String, Vec<(String, Cell)>)> = Vec::with_capacity(groups.len());
+    for (i, (name, rows)) in groups.iter().enumerate() {
+        poll(i, stop)?;
+        agg.push((name.clone(), aggregate(rows)));
+    }
     with_slo_ranks(&mut agg);
-    by_variant_csv(&agg)
+    Ok(by_variant_csv(&agg))
 }
 
 fn by_variant_csv(agg: &[(String, Vec<(String, Cell)>)]) -> Vec<u8> {

@@ -15,7 +15,7 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::{FORMAT, MANIFEST, RULE};
+use super::{FORMAT, MANIFEST, RULE, json_position};
 use crate::input_file::{InputError, read_capped};
 use crate::scenario::validate::MAX_TIMESERIES_ROWS;
 
@@ -74,7 +74,8 @@ impl Manifest {
         s
     }
 
-    /// Reads and checks the manifest of the shard folder `dir`.
+    /// Reads and checks the manifest of the shard folder `dir`. Errors
+    /// name the file, the line and column, and the field.
     pub fn read(dir: &Path) -> Result<Manifest, String> {
         let path = dir.join(MANIFEST);
         let shown = path.display();
@@ -85,30 +86,51 @@ impl Manifest {
             ),
             e => format!("{shown}: {e}"),
         })?;
-        let value: Value = serde_json::from_slice(&bytes)
-            .map_err(|e| format!("{shown}: not a valid shard manifest: {e}"))?;
-        Manifest::from_value(&value).map_err(|e| format!("{shown}: {e}"))
+        let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
+            // serde_json says "… at line L column C": as a location first.
+            let text = e.to_string();
+            let suffix = format!(" at line {} column {}", e.line(), e.column());
+            let what = text.strip_suffix(&suffix).unwrap_or(&text);
+            format!(
+                "{shown}:{}:{}: not a valid shard manifest: {what}",
+                e.line(),
+                e.column().max(1)
+            )
+        })?;
+        Manifest::from_value(&value).map_err(|e| {
+            let (line, column) = json_position::locate(&bytes, &e.path);
+            format!("{shown}:{line}:{column}: {e}")
+        })
     }
 
     /// Checks a manifest's fields (see the module's documentation).
-    pub fn from_value(v: &Value) -> Result<Manifest, String> {
-        let top = Obj::new(v, "", TOP_FIELDS)?;
+    pub fn from_value(v: &Value) -> Result<Manifest, FieldError> {
+        let top = Obj::new(v, &[], TOP_FIELDS)?;
         let format = top.text("format")?;
         if format != FORMAT {
-            return Err(format!(
-                "format: unknown shard format {format:?} (expected {FORMAT:?}: a shard \
-                 written by this version of stormsim)"
+            return Err(FieldError::at(
+                &["format"],
+                format!(
+                    "unknown shard format {format:?} (expected {FORMAT:?}: a shard \
+                     written by this version of stormsim)"
+                ),
             ));
         }
         let rule = top.text("rule")?;
         if rule != RULE {
-            return Err(format!("rule: expected {RULE:?}, got {rule:?}"));
+            return Err(FieldError::at(
+                &["rule"],
+                format!("expected {RULE:?}, got {rule:?}"),
+            ));
         }
         let scenario = top.text("scenario")?;
         if crate::report::output_dir::default_folder(&scenario).is_err() {
-            return Err(format!(
-                "scenario: {scenario:?} is not a scenario name (expected one folder name of \
-                 at most 255 bytes, without `/`, `..` or control characters)"
+            return Err(FieldError::at(
+                &["scenario"],
+                format!(
+                    "{scenario:?} is not a scenario name (expected one folder name of at most \
+                     255 bytes, without `/`, `..` or control characters)"
+                ),
             ));
         }
         let digest = top.text("scenario_digest")?;
@@ -118,8 +140,9 @@ impl Manifest {
                 .bytes()
                 .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
         {
-            return Err(format!(
-                "scenario_digest: expected `fnv1a64:` and 16 lowercase hex digits, got {digest:?}"
+            return Err(FieldError::at(
+                &["scenario_digest"],
+                format!("expected `fnv1a64:` and 16 lowercase hex digits, got {digest:?}"),
             ));
         }
         let shards = top.whole("shards", 1, MAX_ITEMS)?;
@@ -128,23 +151,24 @@ impl Manifest {
         let replicates = top.whole("replicates", 1, u64::from(u32::MAX))?;
         let items_total = top.whole("items_total", 1, MAX_ITEMS)?;
         if variants.checked_mul(replicates) != Some(items_total) {
-            return Err(format!(
-                "items_total: {items_total} is not variants × replicates ({variants} × {replicates})"
+            return Err(FieldError::at(
+                &["items_total"],
+                format!("{items_total} is not variants × replicates ({variants} × {replicates})"),
             ));
         }
         let list = top
             .get("items")?
             .as_array()
-            .ok_or("items: expected a list of runs")?;
+            .ok_or_else(|| FieldError::at(&["items"], "expected a list of runs"))?;
         if list.len() as u64 > items_total {
-            return Err(format!(
-                "items: {} runs, more than items_total ({items_total})",
-                list.len()
+            return Err(FieldError::at(
+                &["items"],
+                format!("{} runs, more than items_total ({items_total})", list.len()),
             ));
         }
         let mut items = Vec::with_capacity(list.len());
         for (i, v) in list.iter().enumerate() {
-            let o = Obj::new(v, &format!("items.{i}."), ITEM_FIELDS)?;
+            let o = Obj::new(v, &["items".to_string(), i.to_string()], ITEM_FIELDS)?;
             items.push(ManifestItem {
                 item: o.whole("item", 0, items_total - 1)? as usize,
                 variant_index: o.whole("variant_index", 0, variants - 1)? as usize,
@@ -169,6 +193,36 @@ impl Manifest {
         })
     }
 }
+
+/// A field of a manifest that is wrong: its path (`items.3.replicate`,
+/// each part as the file spells it) and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldError {
+    pub path: Vec<String>,
+    pub message: String,
+}
+
+impl FieldError {
+    fn at(path: &[&str], message: impl Into<String>) -> FieldError {
+        FieldError {
+            path: path.iter().map(|p| p.to_string()).collect(),
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for FieldError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let path: Vec<String> = self.path.iter().map(|p| printable(p)).collect();
+        if path.is_empty() {
+            write!(f, "{}", self.message)
+        } else {
+            write!(f, "{}: {}", path.join("."), self.message)
+        }
+    }
+}
+
+impl std::error::Error for FieldError {}
 
 const TOP_FIELDS: &[&str] = &[
     "format",
@@ -195,98 +249,120 @@ const ITEM_FIELDS: &[&str] = &[
 /// A JSON object whose fields are read with their paths in errors.
 struct Obj<'a> {
     map: &'a Map<String, Value>,
-    prefix: String,
+    path: Vec<String>,
 }
 
 impl<'a> Obj<'a> {
+    /// The path of the field `key` (and further parts).
+    fn at(&self, key: &str, more: &[String]) -> Vec<String> {
+        let mut p = self.path.clone();
+        p.push(key.to_string());
+        p.extend(more.iter().cloned());
+        p
+    }
+
+    fn error(&self, key: &str, message: impl Into<String>) -> FieldError {
+        FieldError {
+            path: self.at(key, &[]),
+            message: message.into(),
+        }
+    }
+
     /// Three row counts, each bounded like `rows`.
-    fn graph_rows(&self, key: &str) -> Result<[usize; 3], String> {
+    fn graph_rows(&self, key: &str) -> Result<[usize; 3], FieldError> {
         let list = self
             .get(key)?
             .as_array()
             .filter(|l| l.len() == 3)
-            .ok_or_else(|| format!("{}{key}: expected a list of three row counts", self.prefix))?;
+            .ok_or_else(|| self.error(key, "expected a list of three row counts"))?;
         let mut out = [0usize; 3];
         for (i, v) in list.iter().enumerate() {
             out[i] = v
                 .as_u64()
                 .filter(|&n| n <= MAX_TIMESERIES_ROWS)
-                .ok_or_else(|| {
-                    format!(
-                        "{}{key}.{i}: expected a whole number from 0 to {MAX_TIMESERIES_ROWS}",
-                        self.prefix
-                    )
+                .ok_or_else(|| FieldError {
+                    path: self.at(key, &[i.to_string()]),
+                    message: format!("expected a whole number from 0 to {MAX_TIMESERIES_ROWS}"),
                 })? as usize;
         }
         Ok(out)
     }
 
-    /// The object at `prefix`, with exactly the fields `known`.
-    fn new(v: &'a Value, prefix: &str, known: &[&str]) -> Result<Obj<'a>, String> {
-        let map = v.as_object().ok_or_else(|| {
-            let at = prefix.trim_end_matches('.');
-            if at.is_empty() {
+    /// The object at `path`, with exactly the fields `known`.
+    fn new(v: &'a Value, path: &[String], known: &[&str]) -> Result<Obj<'a>, FieldError> {
+        let map = v.as_object().ok_or_else(|| FieldError {
+            path: path.to_vec(),
+            message: if path.is_empty() {
                 "expected a JSON object".to_string()
             } else {
-                format!("{at}: expected an object")
-            }
+                "expected an object".to_string()
+            },
         })?;
+        let obj = Obj {
+            map,
+            path: path.to_vec(),
+        };
         for key in map.keys() {
             if !known.contains(&key.as_str()) {
-                return Err(format!(
-                    "{prefix}`{}`: unknown field, expected one of {}",
-                    printable(key),
-                    known.join(", ")
+                return Err(obj.error(
+                    key,
+                    format!(
+                        "unknown field `{}`, expected one of {}",
+                        printable(key),
+                        known.join(", ")
+                    ),
                 ));
             }
         }
         for key in known {
             if !map.contains_key(*key) {
-                return Err(format!("{prefix}{key}: missing"));
+                return Err(obj.error(key, "missing"));
             }
         }
-        Ok(Obj {
-            map,
-            prefix: prefix.to_string(),
-        })
+        Ok(obj)
     }
 
-    fn get(&self, key: &str) -> Result<&'a Value, String> {
-        self.map
-            .get(key)
-            .ok_or_else(|| format!("{}{key}: missing", self.prefix))
+    fn get(&self, key: &str) -> Result<&'a Value, FieldError> {
+        self.map.get(key).ok_or_else(|| self.error(key, "missing"))
     }
 
     /// A whole number from `min` to `max`.
-    fn whole(&self, key: &str, min: u64, max: u64) -> Result<u64, String> {
+    fn whole(&self, key: &str, min: u64, max: u64) -> Result<u64, FieldError> {
         let v = self.get(key)?;
         v.as_u64()
             .filter(|n| (min..=max).contains(n))
             .ok_or_else(|| {
-                format!(
-                    "{}{key}: expected a whole number from {min} to {max}, got {}",
-                    self.prefix,
-                    printable(&v.to_string())
+                self.error(
+                    key,
+                    format!(
+                        "expected a whole number from {min} to {max}, got {}",
+                        printable(&v.to_string())
+                    ),
                 )
             })
     }
 
     /// Plain text: no control characters, at most [`MAX_NAME_BYTES`].
-    fn text(&self, key: &str) -> Result<String, String> {
+    fn text(&self, key: &str) -> Result<String, FieldError> {
         let v = self.get(key)?;
-        let bad = |why: &str| format!("{}{key}: {why}", self.prefix);
-        let s = v.as_str().ok_or_else(|| bad("expected text"))?;
+        let s = v.as_str().ok_or_else(|| self.error(key, "expected text"))?;
         if s.len() > MAX_NAME_BYTES {
-            return Err(bad(&format!(
-                "{} bytes of text; expected at most {MAX_NAME_BYTES}",
-                s.len()
-            )));
+            return Err(self.error(
+                key,
+                format!(
+                    "{} bytes of text; expected at most {MAX_NAME_BYTES}",
+                    s.len()
+                ),
+            ));
         }
         if s.chars().any(crate::input_file::is_unsafe_char) {
-            return Err(bad(&format!(
-                "`{}` holds control or invisible formatting characters",
-                printable(s)
-            )));
+            return Err(self.error(
+                key,
+                format!(
+                    "`{}` holds control or invisible formatting characters",
+                    printable(s)
+                ),
+            ));
         }
         Ok(s.to_string())
     }
@@ -344,7 +420,7 @@ mod tests {
             };
         }
         at[parts[parts.len() - 1]] = value;
-        Manifest::from_value(&v).unwrap_err()
+        Manifest::from_value(&v).unwrap_err().to_string()
     }
 
     #[test]
@@ -398,7 +474,11 @@ mod tests {
             ("items.0.variant_index", 2.into(), "items.0.variant_index"),
             ("items.0.item", 4.into(), "items.0.item"),
             ("items.0.rows", "ten".into(), "items.0.rows"),
-            ("items.0.extra", 1.into(), "items.0.`extra`: unknown field"),
+            (
+                "items.0.extra",
+                1.into(),
+                "items.0.extra: unknown field `extra`",
+            ),
             (
                 "items.1.variant",
                 "\u{202e}evil".into(),
@@ -411,7 +491,10 @@ mod tests {
         }
         let mut v = good();
         v.as_object_mut().unwrap().remove("rule");
-        assert_eq!(Manifest::from_value(&v).unwrap_err(), "rule: missing");
+        assert_eq!(
+            Manifest::from_value(&v).unwrap_err().to_string(),
+            "rule: missing"
+        );
         assert!(Manifest::from_value(&Value::Null).is_err());
     }
 }

@@ -25,8 +25,10 @@ use std::path::{Path, PathBuf};
 use crate::input_file::{InputError, read_capped};
 use crate::interrupt::{self, POLL_ROWS};
 use crate::metrics::Cell;
+use crate::report::shape::RunShape;
+use crate::report::table_check::{Runs, TableCheck, TableKind};
 use crate::report::{self, tables};
-use crate::scenario::{self, validate::MAX_TIMESERIES_ROWS};
+use crate::scenario::{self, Scenario, validate::MAX_TIMESERIES_ROWS};
 
 use super::{
     EXACT_SUMMARY, GRAPH_TABLES, MANIFEST, Manifest, ShardSpec, decode_cell, scenario_digest,
@@ -66,6 +68,9 @@ pub struct Merged {
     /// (relative path, bytes): the three tables, `scenario.resolved.yaml`,
     /// the charts and `report.html`.
     pub files: Vec<(String, Vec<u8>)>,
+    /// The runs a guard rail stopped early, in order: (variant, why, as
+    /// the `aborted` column says).
+    pub aborted: Vec<(String, String)>,
 }
 
 struct Shard {
@@ -79,6 +84,9 @@ pub struct Plan {
     shards: Vec<Shard>,
     resolved: Vec<u8>,
     scenario: String,
+    /// The scenario, loaded from `resolved`, and its runs.
+    loaded: Scenario,
+    shape: RunShape,
 }
 
 impl Plan {
@@ -104,20 +112,42 @@ impl Plan {
 }
 
 /// The shard folders named by `dirs`: a shard folder (with a
-/// `manifest.json`) stands for itself; a folder that holds shard folders
+/// `manifest.json`, whatever it is: reading it says what is wrong with
+/// it) stands for itself; a folder that holds shard folders
 /// (`output/<name>/` after sharded runs with default folders) stands for
-/// all of them.
-pub fn expand_dirs(dirs: &[PathBuf]) -> Vec<PathBuf> {
-    dirs.iter()
-        .flat_map(|d| {
-            let inner = super::shard_folders_in(d);
-            if d.join(MANIFEST).is_file() || inner.is_empty() {
-                vec![d.clone()]
-            } else {
-                inner.into_iter().map(|n| d.join(n)).collect()
-            }
-        })
-        .collect()
+/// all of them. Anything else is an error naming what it is: nothing
+/// there, a file or device, a folder with neither.
+pub fn expand_dirs(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut out = Vec::new();
+    for d in dirs {
+        let shown = d.display();
+        let meta = std::fs::metadata(d).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => format!("{shown}: no such folder"),
+            _ => format!("{shown}: cannot read it: {e}"),
+        })?;
+        if meta.is_file() {
+            return Err(format!("{shown} is a file, not a shard folder"));
+        }
+        if !meta.is_dir() {
+            return Err(format!(
+                "{shown} is {}, not a shard folder",
+                crate::input_file::describe(d, &meta)
+            ));
+        }
+        if std::fs::symlink_metadata(d.join(MANIFEST)).is_ok() {
+            out.push(d.clone());
+            continue;
+        }
+        let inner = super::shard_folders_in(d);
+        if inner.is_empty() {
+            return Err(format!(
+                "{shown} is not a shard folder: it has no {MANIFEST}, and holds no shard \
+                 folder (a folder with one)"
+            ));
+        }
+        out.extend(inner.into_iter().map(|n| d.join(n)));
+    }
+    Ok(out)
 }
 
 /// Reads and checks the manifests and resolved scenarios of the shard
@@ -125,7 +155,7 @@ pub fn expand_dirs(dirs: &[PathBuf]) -> Vec<PathBuf> {
 /// their tables.
 pub fn plan(dirs: &[PathBuf]) -> Result<Plan, MergeError> {
     let input = MergeError::Input;
-    let dirs = expand_dirs(dirs);
+    let dirs = expand_dirs(dirs).map_err(input)?;
     if dirs.is_empty() {
         return Err(input("no shard folders given".into()));
     }
@@ -146,11 +176,13 @@ pub fn plan(dirs: &[PathBuf]) -> Result<Plan, MergeError> {
     }
     let resolved = resolved.unwrap_or_default();
     let first = &shards[0];
-    let scenario = check_scenario(&shards, &first.dir, &resolved).map_err(input)?;
+    let (loaded, shape) = check_scenario(&shards, &first.dir, &resolved).map_err(input)?;
     Ok(Plan {
         shards,
         resolved,
-        scenario,
+        scenario: loaded.name.clone(),
+        loaded,
+        shape,
     })
 }
 
@@ -178,8 +210,12 @@ fn read_resolved(shard: &Shard) -> Result<Vec<u8>, String> {
 /// Checks the manifests against the scenario they name (every shard's is
 /// the same, by digest): its name, its variants in order, its replicates,
 /// and each run's rows of `timeseries.csv` where the scenario fixes them.
-/// Returns the scenario's name.
-fn check_scenario(shards: &[Shard], dir: &Path, resolved: &[u8]) -> Result<String, String> {
+/// Returns the scenario and the shape of its run.
+fn check_scenario(
+    shards: &[Shard],
+    dir: &Path,
+    resolved: &[u8],
+) -> Result<(Scenario, RunShape), String> {
     let label = dir.join("scenario.resolved.yaml").display().to_string();
     let s = scenario::load_bytes(resolved, &label)
         .map_err(|e| format!("{label} is not a valid scenario:\n{e}"))?;
@@ -243,7 +279,8 @@ fn check_scenario(shards: &[Shard], dir: &Path, resolved: &[u8]) -> Result<Strin
              {MAX_TIMESERIES_ROWS}"
         ));
     }
-    Ok(s.name)
+    let shape = RunShape::of_expanded(&variants, &s);
+    Ok((s, shape))
 }
 
 /// One item's share of the tables: byte ranges in its shard's files.
@@ -273,7 +310,7 @@ pub fn merge(plan: &Plan) -> Result<Merged, MergeError> {
     let mut items: Vec<Option<ItemData>> = (0..total).map(|_| None).collect();
     for (i, shard) in plan.shards.iter().enumerate() {
         interrupt::check()?;
-        let data = read_shard(shard, i)?;
+        let data = read_shard(shard, i, &plan.shape)?;
         agree(&mut ts_header, data.ts_header, shard, "timeseries.csv").map_err(input)?;
         agree(
             &mut summary_header,
@@ -334,7 +371,10 @@ pub fn merge(plan: &Plan) -> Result<Merged, MergeError> {
     drop(graph_tables);
     let mut groups: Vec<(String, Vec<tables::Cells>)> = Vec::new();
     let mut last_variant = None;
-    for item in &items {
+    for (k, item) in items.iter().enumerate() {
+        if k % 256 == 0 {
+            interrupt::check()?;
+        }
         if last_variant != Some(item.variant_index) {
             groups.push((item.variant.clone(), Vec::new()));
             last_variant = Some(item.variant_index);
@@ -343,17 +383,22 @@ pub fn merge(plan: &Plan) -> Result<Merged, MergeError> {
             rows.push(item.exact.clone());
         }
     }
-    let by_variant = tables::summary_by_variant_csv_from_rows(&groups);
-    let resolved_text = String::from_utf8_lossy(&plan.resolved).into_owned();
+    let by_variant = tables::summary_by_variant_csv_from_rows_until(&groups, interrupt::flag())?;
     // GRAPH_TABLES: services.csv, services_timeseries.csv, calls.csv.
     let table = |t: usize| graph.get(t).map_or(&[][..], |(_, b)| &b[..]);
-    let data =
-        report::ChartData::from_bytes(&timeseries, &summary, &by_variant, Some(&resolved_text))?
-            .with_graph(report::graph_data::GraphSources {
-                services: table(0),
-                timeseries: table(1),
-                calls: table(2),
-            })?;
+    let data = report::ChartData::from_checked_bytes(
+        &timeseries,
+        &summary,
+        &by_variant,
+        &plan.loaded,
+        plan.shape.clone(),
+        None,
+    )?
+    .with_graph(report::graph_data::GraphSources {
+        services: table(0),
+        timeseries: table(1),
+        calls: table(2),
+    })?;
     let visuals = report::visual_files(&data)?;
 
     let mut files = vec![
@@ -364,7 +409,16 @@ pub fn merge(plan: &Plan) -> Result<Merged, MergeError> {
     ];
     files.extend(graph);
     files.extend(visuals);
-    Ok(Merged { files })
+    let aborted = items
+        .iter()
+        .filter_map(|i| {
+            i.exact.iter().find_map(|(name, cell)| match cell {
+                Cell::Text(why) if name == "aborted" => Some((i.variant.clone(), why.clone())),
+                _ => None,
+            })
+        })
+        .collect();
+    Ok(Merged { files, aborted })
 }
 
 fn assemble<'a>(
@@ -571,27 +625,50 @@ fn read(dir: &Path, file: &str, cap: u64) -> Result<Vec<u8>, String> {
 }
 
 /// A CSV table split into its header's byte range and each record's
-/// (variant, replicate, byte range).
+/// (variant, replicate, byte range); with `keep`, every record's fields.
 struct Split {
     header: Range<usize>,
+    names: Vec<String>,
     records: Vec<(String, String, Range<usize>)>,
+    fields: Vec<Vec<String>>,
 }
 
-fn split_csv(bytes: &[u8]) -> Result<Split, MergeError> {
-    let bad = |e: csv::Error| MergeError::Input(e.to_string());
+/// Splits a table of a shard, named `file` in messages, each row checked
+/// by `check` (the table of the shard's runs) when given.
+fn split_csv(
+    bytes: &[u8],
+    file: &str,
+    mut check: Option<TableCheck<'_>>,
+    keep: bool,
+) -> Result<Split, MergeError> {
+    let bad = |e: csv::Error| MergeError::Input(format!("{file}: {e}"));
+    let checked = |e: report::table_check::TableError| MergeError::Input(e.to_string());
     let mut r = csv::ReaderBuilder::new().flexible(true).from_reader(bytes);
-    r.byte_headers().map_err(bad)?;
+    let header = r.headers().map_err(bad)?.clone();
+    if let Some(c) = check.as_mut() {
+        c.header(&header).map_err(checked)?;
+    }
     let mut starts = Vec::new();
     let mut keys = Vec::new();
-    let mut rec = csv::ByteRecord::new();
-    while r.read_byte_record(&mut rec).map_err(bad)? {
+    let mut fields = Vec::new();
+    let mut rec = csv::StringRecord::new();
+    while r.read_record(&mut rec).map_err(bad)? {
         if keys.len() % POLL_ROWS == 0 {
             interrupt::check()?;
         }
+        if let Some(c) = check.as_mut() {
+            c.row(&rec).map_err(checked)?;
+        }
         let start = rec.position().map_or(0, |p| p.byte()) as usize;
         starts.push(start);
-        let field = |i| String::from_utf8_lossy(rec.get(i).unwrap_or_default()).into_owned();
+        let field = |i| rec.get(i).unwrap_or_default().to_string();
         keys.push((field(0), field(1)));
+        if keep {
+            fields.push(rec.iter().map(str::to_string).collect());
+        }
+    }
+    if let Some(c) = check.as_mut() {
+        c.finish().map_err(checked)?;
     }
     let header_end = starts.first().copied().unwrap_or(bytes.len());
     let records = keys
@@ -604,11 +681,13 @@ fn split_csv(bytes: &[u8]) -> Result<Split, MergeError> {
         .collect();
     Ok(Split {
         header: 0..header_end,
+        names: header.iter().map(str::to_string).collect(),
         records,
+        fields,
     })
 }
 
-fn read_shard(shard: &Shard, index: usize) -> Result<ShardData, MergeError> {
+fn read_shard(shard: &Shard, index: usize, plan_shape: &RunShape) -> Result<ShardData, MergeError> {
     let dir = &shard.dir;
     let m = &shard.manifest;
     let input = MergeError::Input;
@@ -627,29 +706,43 @@ fn read_shard(shard: &Shard, index: usize) -> Result<ShardData, MergeError> {
     let exact_bytes = read(dir, EXACT_SUMMARY, summary_cap).map_err(input)?;
     let bad =
         |file: &str, why: String| MergeError::Input(format!("{}: {why}", dir.join(file).display()));
-    let in_file = |file: &'static str| {
-        move |e: MergeError| match e {
-            MergeError::Input(why) => bad(file, why),
-            other => other,
-        }
+    // The tables of the shard's runs, checked as `plot` checks a run's
+    // (a shard without runs has empty tables).
+    let runs: Vec<usize> = m.items.iter().map(|i| i.item).collect();
+    let label = |file: &str| dir.join(file).display().to_string();
+    let check = |kind: TableKind| {
+        (!runs.is_empty())
+            .then(|| TableCheck::new(kind, label(kind.file()), plan_shape, Runs::Only(&runs)))
     };
-    let ts = split_csv(&ts_bytes).map_err(in_file("timeseries.csv"))?;
+    let ts = split_csv(
+        &ts_bytes,
+        &label("timeseries.csv"),
+        check(TableKind::Timeseries),
+        false,
+    )?;
     let mut graph_split = Vec::with_capacity(GRAPH_TABLES.len());
     let mut graph = Vec::with_capacity(GRAPH_TABLES.len());
+    let graph_kinds = [
+        TableKind::Services,
+        TableKind::ServicesTimeseries,
+        TableKind::Calls,
+    ];
     for (t, file) in GRAPH_TABLES.iter().enumerate() {
         let rows: u64 = m.items.iter().map(|i| i.graph_rows[t] as u64).sum();
         let cap = (rows + 1)
             .saturating_mul(row)
             .min(tables::MAX_TIMESERIES_BYTES);
         let bytes = read(dir, file, cap).map_err(input)?;
-        let split = split_csv(&bytes).map_err(|e| match e {
-            MergeError::Input(why) => bad(file, why),
-            other => other,
-        })?;
+        let split = split_csv(&bytes, &label(file), check(graph_kinds[t]), false)?;
         graph.push((bytes, split.header.clone()));
         graph_split.push(split.records.into_iter().peekable());
     }
-    let summary = split_csv(&summary_bytes).map_err(in_file("summary.csv"))?;
+    let summary = split_csv(
+        &summary_bytes,
+        &label("summary.csv"),
+        check(TableKind::Summary),
+        true,
+    )?;
 
     let mut exact_reader = csv::ReaderBuilder::new().from_reader(exact_bytes.as_slice());
     let exact_header: Vec<String> = if m.items.is_empty() {
@@ -683,7 +776,18 @@ fn read_shard(shard: &Shard, index: usize) -> Result<ShardData, MergeError> {
     }
     let mut ts_records = ts.records.into_iter().peekable();
     let mut items = Vec::with_capacity(n_items);
-    for ((item, srec), erow) in m.items.iter().zip(summary.records).zip(exact_rows) {
+    if n_items > 0 && summary.names != exact_header {
+        return Err(bad(
+            EXACT_SUMMARY,
+            "its columns are not those of summary.csv: the folder was changed after the run"
+                .to_string(),
+        ));
+    }
+    let rows = m.items.iter().zip(summary.records).zip(exact_rows);
+    for (line, (((item, srec), erow), shown)) in (2..).zip(rows.zip(&summary.fields)) {
+        if line % 256 == 0 {
+            interrupt::check()?;
+        }
         let replicate = item.replicate.to_string();
         let names_item = |v: &str, r: &str| v == item.variant && r == replicate;
         if !names_item(&srec.0, &srec.1)
@@ -701,8 +805,29 @@ fn read_shard(shard: &Shard, index: usize) -> Result<ShardData, MergeError> {
             )));
         }
         let mut exact = Vec::with_capacity(erow.len() - 3);
-        for (name, text) in exact_header.iter().zip(&erow).skip(3) {
+        for (column, ((name, text), shown)) in exact_header
+            .iter()
+            .zip(&erow)
+            .zip(shown)
+            .enumerate()
+            .skip(3)
+        {
             let cell = decode_cell(text).map_err(|e| bad(EXACT_SUMMARY, e))?;
+            // summary.csv shows the exact cell, rounded: the two agree.
+            let rendered = cell.render();
+            if *shown != rendered {
+                return Err(bad(
+                    "summary.csv",
+                    format!(
+                        "line {line}, column {} ({}): `{}`, but {EXACT_SUMMARY} holds `{}` \
+                         for it: the folder was changed after the run",
+                        column + 1,
+                        crate::escape::escape(name),
+                        crate::escape::escape(shown),
+                        crate::escape::escape(&rendered)
+                    ),
+                ));
+            }
             exact.push((name.clone(), cell));
         }
         let mut timeseries: Option<Range<usize>> = None;

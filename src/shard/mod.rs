@@ -19,6 +19,7 @@
 //! files as an unsharded run, charts and report included.
 
 pub mod env;
+pub mod json_position;
 pub mod manifest;
 pub mod merge;
 
@@ -191,9 +192,9 @@ pub fn exact_summary_csv(rows: &[ExactRow<'_>]) -> Vec<u8> {
     w.into_inner().expect("writing to memory")
 }
 
-/// Names of the shard folders (real folders holding a `manifest.json`)
-/// directly inside `dir`: `merge DIR` merges them, and a run or merge that
-/// replaces `dir` carries them over.
+/// Names of the shard folders (real folders holding a `manifest.json`,
+/// whatever it is: `merge` then says what is wrong with it) directly
+/// inside `dir`: `merge DIR` merges them.
 pub fn shard_folders_in(dir: &Path) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
@@ -201,7 +202,7 @@ pub fn shard_folders_in(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = entries
         .flatten()
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .filter(|e| e.path().join(MANIFEST).is_file())
+        .filter(|e| std::fs::symlink_metadata(e.path().join(MANIFEST)).is_ok())
         .filter_map(|e| e.file_name().to_str().map(str::to_string))
         .filter(|n| !n.starts_with('.'))
         .collect();

@@ -1,0 +1,1021 @@
+//! The tables of a run read back (`plot`, `merge`, and `run` itself, which
+//! draws its charts from the bytes it writes), checked row by row before
+//! anything is drawn or merged from them. Nothing in a folder is trusted:
+//! a table may have been emptied, cut, edited or replaced.
+//!
+//! What a table must be, as stormsim writes it:
+//!
+//! - a header: the table's leading columns in order (`variant, replicate,
+//!   t_s` for `timeseries.csv`, ...), the contract columns of README.md
+//!   ("Outputs"), no empty, repeated or unprintable name, and exactly the
+//!   scenario's `sweep.<path>` columns, in order;
+//! - rows of as many fields as the header, with no control character (a
+//!   line break inside a cell is an unterminated quote);
+//! - cells of their column's type: numbers as stormsim writes them
+//!   (decimal digits, at most six decimals, no exponent, `inf` or `NaN`;
+//!   empty for "no value"), `true`/`false`, whole numbers for `replicate`
+//!   and `seed`, 16 hex digits for `event_digest`, names that are not
+//!   empty;
+//! - the runs of the scenario ([`super::shape::RunShape`]), or of a shard
+//!   ([`Runs::Only`]), in order, each run's rows together: one row per run
+//!   in `summary.csv`, one per variant (with its number of replicates) in
+//!   `summary_by_variant.csv`, one per bucket in `timeseries.csv` with `t_s`
+//!   the bucket's start, any number in the graph tables (with `t_s` one of
+//!   the run's buckets in `services_timeseries.csv`); and each row's
+//!   `sweep.` cells its variant's swept values.
+//!
+//! The first problem is reported with the file, the line, and the column
+//! by number and name ([`TableError`]).
+
+use std::collections::HashSet;
+use std::fmt;
+
+use csv::StringRecord;
+
+use super::shape::RunShape;
+use crate::escape::{escape, is_unsafe_char};
+
+/// The tables of a run folder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TableKind {
+    Timeseries,
+    Summary,
+    ByVariant,
+    Services,
+    ServicesTimeseries,
+    Calls,
+}
+
+/// The contract columns of `timeseries.csv` (README.md, "Outputs"), first
+/// in every header.
+const TIMESERIES_CONTRACT: &[&str] = &[
+    "variant",
+    "replicate",
+    "t_s",
+    "offered",
+    "attempts",
+    "retries",
+    "dependency_attempts",
+    "succeeded",
+    "failed",
+    "failed_timeout",
+    "failed_connection",
+    "failed_status",
+    "failed_deadline",
+    "shed",
+    "queue_depth",
+    "in_flight",
+    "utilization",
+    "goodput",
+    "latency_p50_ms",
+    "latency_p99_ms",
+    "orphaned",
+];
+
+/// The contract columns of `summary.csv`, first in every header.
+const SUMMARY_CONTRACT: &[&str] = &[
+    "variant",
+    "replicate",
+    "seed",
+    "logical_requests",
+    "succeeded",
+    "failed",
+    "success_rate",
+    "dependency_attempts",
+    "retries",
+    "retry_ratio",
+    "retry_delay_p50_ms",
+    "retry_delay_p99_ms",
+    "amplification",
+    "peak_amplification",
+    "goodput",
+    "latency_mean_ms",
+    "latency_p50_ms",
+    "latency_p99_ms",
+    "latency_p999_ms",
+    "dependency_utilization",
+    "dependency_queue_wait_mean_ms",
+    "peak_load_ratio",
+    "recovery_time_s",
+    "recovered",
+    "orphaned_work_s",
+    "events",
+];
+
+/// How many rows a table has per run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PerRun {
+    /// Exactly one.
+    One,
+    /// One per bucket of the run.
+    Buckets,
+    /// Any number, none included.
+    Any,
+}
+
+impl TableKind {
+    /// The table's file name.
+    pub fn file(self) -> &'static str {
+        match self {
+            TableKind::Timeseries => "timeseries.csv",
+            TableKind::Summary => "summary.csv",
+            TableKind::ByVariant => "summary_by_variant.csv",
+            TableKind::Services => "services.csv",
+            TableKind::ServicesTimeseries => "services_timeseries.csv",
+            TableKind::Calls => "calls.csv",
+        }
+    }
+
+    /// The columns the header starts with, in order.
+    fn lead(self) -> &'static [&'static str] {
+        match self {
+            TableKind::Timeseries => TIMESERIES_CONTRACT,
+            TableKind::Summary => SUMMARY_CONTRACT,
+            TableKind::ByVariant => &["variant", "replicates"],
+            TableKind::Services => &["variant", "replicate", "service"],
+            TableKind::ServicesTimeseries => &["variant", "replicate", "t_s", "service"],
+            TableKind::Calls => &["variant", "replicate", "caller", "callee", "call"],
+        }
+    }
+
+    /// Further columns the header must have (those the report reads).
+    fn required(self) -> &'static [&'static str] {
+        match self {
+            TableKind::Timeseries => &[],
+            TableKind::Summary => &["aborted", "capacity_per_s"],
+            TableKind::ByVariant => &["aborted_runs", "recovered_fraction"],
+            TableKind::Services => &[
+                "attempts",
+                "served",
+                "refused",
+                "shed",
+                "amplification",
+                "peak_load_ratio",
+                "utilization",
+                "capacity_per_s",
+            ],
+            TableKind::ServicesTimeseries => &["attempts"],
+            TableKind::Calls => &[
+                "calls",
+                "attempts",
+                "retries",
+                "failed",
+                "amplification",
+                "orphaned_attempts",
+            ],
+        }
+    }
+
+    fn per_run(self) -> PerRun {
+        match self {
+            TableKind::Timeseries => PerRun::Buckets,
+            TableKind::Summary | TableKind::ByVariant => PerRun::One,
+            TableKind::Services | TableKind::ServicesTimeseries | TableKind::Calls => PerRun::Any,
+        }
+    }
+}
+
+/// The runs a table holds, in order.
+#[derive(Clone, Copy, Debug)]
+pub enum Runs<'a> {
+    /// Every run of the scenario (a run's folder).
+    All,
+    /// These runs (`k = variant index × replicates + replicate`): a
+    /// shard's.
+    Only(&'a [usize]),
+}
+
+/// A problem in a table: where, and what.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableError {
+    /// The file as the message names it.
+    pub file: String,
+    /// 1-based; the header is line 1.
+    pub line: u64,
+    /// The column: 1-based number and name.
+    pub column: Option<(usize, String)>,
+    pub message: String,
+}
+
+impl fmt::Display for TableError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: line {}", self.file, self.line)?;
+        if let Some((n, name)) = &self.column {
+            write!(f, ", column {n} ({})", escape(name))?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for TableError {}
+
+/// What a column holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Col {
+    /// The run's variant (the first column).
+    Variant,
+    /// A whole number (`replicate`, `replicates`, `seed`).
+    Whole,
+    /// A number of seconds from the start (`t_s`).
+    Time,
+    /// A number, or empty.
+    Number,
+    /// `true`, `false`, or empty.
+    Bool,
+    /// Text (or empty).
+    Text,
+    /// A name (not empty).
+    Name,
+    /// 16 lowercase hex digits.
+    Digest,
+    /// The value of the swept path `params[i]`.
+    Sweep(usize),
+}
+
+fn column_kind(name: &str) -> Col {
+    match name {
+        "variant" => Col::Variant,
+        "replicate" | "replicates" | "seed" => Col::Whole,
+        "t_s" => Col::Time,
+        "recovered" | "slo_pass" => Col::Bool,
+        "aborted" | "slo_failed" | "call" => Col::Text,
+        "service" | "caller" | "callee" => Col::Name,
+        "event_digest" => Col::Digest,
+        _ => Col::Number,
+    }
+}
+
+/// At most this many characters of a cell are quoted in a message.
+const QUOTED: usize = 40;
+
+fn quoted(text: &str) -> String {
+    let mut cut: String = text.chars().take(QUOTED).collect();
+    if cut.len() < text.len() {
+        cut.push('…');
+    }
+    format!("`{}`", escape(&cut))
+}
+
+/// Whether `text` is a number as stormsim writes one: an optional minus,
+/// 1 to 25 digits, and at most six decimals.
+fn is_number(text: &str) -> bool {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    let (int, frac) = match digits.split_once('.') {
+        Some((i, f)) => (i, Some(f)),
+        None => (digits, None),
+    };
+    let all_digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    all_digits(int) && int.len() <= 25 && frac.is_none_or(|f| all_digits(f) && f.len() <= 6)
+}
+
+/// Why `text` is not a cell of a column of kind `col` (None: it is).
+fn cell_problem(col: Col, text: &str) -> Option<String> {
+    if text.chars().any(is_unsafe_char) {
+        return Some(
+            "holds a control character or a line break (an unterminated quote?), which \
+             stormsim never writes"
+                .to_string(),
+        );
+    }
+    let bad = |what: &str| Some(format!("expected {what}, got {}", quoted(text)));
+    match col {
+        Col::Number if !text.is_empty() && !is_number(text) => bad(
+            "a number (digits with at most six decimals, or empty for no value; no \
+             exponent, inf or NaN)",
+        ),
+        Col::Time if !is_number(text) || text.starts_with('-') => {
+            bad("a time in seconds from the start (a number, 0 or more)")
+        }
+        Col::Whole if !text.bytes().all(|b| b.is_ascii_digit()) || text.parse::<u64>().is_err() => {
+            bad("a whole number from 0 to 18446744073709551615")
+        }
+        Col::Bool if !matches!(text, "" | "true" | "false") => {
+            bad("`true`, `false`, or empty for no value")
+        }
+        Col::Digest
+            if text.len() != 16
+                || !text
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) =>
+        {
+            bad("16 lowercase hex digits")
+        }
+        Col::Variant | Col::Name if text.is_empty() => Some("is empty; expected a name".into()),
+        _ => None,
+    }
+}
+
+/// Checks one table, fed its header then its rows (see the module's
+/// documentation).
+pub struct TableCheck<'a> {
+    kind: TableKind,
+    file: String,
+    shape: &'a RunShape,
+    runs: Runs<'a>,
+    header: Vec<String>,
+    cols: Vec<Col>,
+    /// The run whose rows come now (an index into the table's runs), and
+    /// its rows so far (0: none yet).
+    at: usize,
+    rows_in: u64,
+    line: u64,
+    /// The position of `t_s`, for the time tables.
+    time: Option<usize>,
+    /// The services of the current run's first bucket, in order
+    /// (`services_timeseries.csv`: every bucket lists them again), and
+    /// whether that bucket is complete.
+    bucket_services: Vec<String>,
+    first_bucket_done: bool,
+    /// The services (call edges) of the current run so far.
+    names_seen: HashSet<String>,
+}
+
+impl<'a> TableCheck<'a> {
+    /// A check of the table `kind`, named `file` in messages.
+    pub fn new(kind: TableKind, file: String, shape: &'a RunShape, runs: Runs<'a>) -> Self {
+        TableCheck {
+            kind,
+            file,
+            shape,
+            runs,
+            header: Vec::new(),
+            cols: Vec::new(),
+            at: 0,
+            rows_in: 0,
+            line: 1,
+            time: None,
+            bucket_services: Vec::new(),
+            first_bucket_done: false,
+            names_seen: HashSet::new(),
+        }
+    }
+
+    /// The table's name in messages.
+    pub fn file(&self) -> &str {
+        &self.file
+    }
+
+    fn error(&self, column: Option<usize>, message: impl Into<String>) -> TableError {
+        TableError {
+            file: self.file.clone(),
+            line: self.line,
+            column: column.map(|i| (i + 1, self.header.get(i).cloned().unwrap_or_default())),
+            message: message.into(),
+        }
+    }
+
+    /// The number of runs (of variants, for `summary_by_variant.csv`).
+    fn run_count(&self) -> usize {
+        match (self.kind, self.runs) {
+            (TableKind::ByVariant, _) => self.shape.variants.len(),
+            (_, Runs::All) => self.shape.items(),
+            (_, Runs::Only(list)) => list.len(),
+        }
+    }
+
+    /// The variant and replicate of the table's `i`-th run (no replicate
+    /// for `summary_by_variant.csv`).
+    fn run(&self, i: usize) -> (usize, Option<u32>) {
+        match (self.kind, self.runs) {
+            (TableKind::ByVariant, _) => (i, None),
+            (_, Runs::All) => {
+                let (v, r) = self.shape.item(i);
+                (v, Some(r))
+            }
+            (_, Runs::Only(list)) => {
+                let (v, r) = self.shape.item(list[i]);
+                (v, Some(r))
+            }
+        }
+    }
+
+    fn describe(&self, i: usize) -> String {
+        let (v, r) = self.run(i);
+        let name = escape(&self.shape.variants[v].name).into_owned();
+        match r {
+            Some(r) => format!("the run of variant `{name}`, replicate {r}"),
+            None => format!("the row of variant `{name}`"),
+        }
+    }
+
+    fn is_run(&self, i: usize, rec: &StringRecord) -> bool {
+        let (v, r) = self.run(i);
+        rec.get(0) == Some(self.shape.variants[v].name.as_str())
+            && r.is_none_or(|r| rec.get(1) == Some(r.to_string().as_str()))
+    }
+
+    /// Checks the header (line 1).
+    pub fn header(&mut self, rec: &StringRecord) -> Result<(), TableError> {
+        self.line = 1;
+        self.header = rec.iter().map(str::to_string).collect();
+        if self.header.iter().all(String::is_empty) {
+            let lead = self.kind.lead();
+            return Err(self.error(
+                None,
+                format!(
+                    "empty: expected the header of a table stormsim writes (its first \
+                     columns: {}, ...)",
+                    lead[..lead.len().min(3)].join(", ")
+                ),
+            ));
+        }
+        for (i, name) in self.header.iter().enumerate() {
+            if name.is_empty() || name.chars().any(is_unsafe_char) {
+                return Err(self.error(Some(i), format!("{} is not a column name", quoted(name))));
+            }
+            if self.header[..i].contains(name) {
+                return Err(self.error(Some(i), "the column is given twice"));
+            }
+        }
+        for (i, want) in self.kind.lead().iter().enumerate() {
+            if self.header.get(i).map(String::as_str) != Some(*want) {
+                return Err(self.error(
+                    Some(i.min(self.header.len().saturating_sub(1))),
+                    format!(
+                        "expected the column `{want}` here (column {} of those every {} \
+                         starts with, as README.md lists them)",
+                        i + 1,
+                        self.kind.file()
+                    ),
+                ));
+            }
+        }
+        for want in self.kind.required() {
+            if !self.header.iter().any(|h| h == want) {
+                return Err(self.error(None, format!("no column `{want}`")));
+            }
+        }
+        let sweeps: Vec<&str> = self
+            .header
+            .iter()
+            .filter_map(|h| h.strip_prefix("sweep."))
+            .collect();
+        if sweeps != self.shape.params {
+            let expected = if self.shape.params.is_empty() {
+                "none: the scenario sweeps nothing".to_string()
+            } else {
+                self.shape
+                    .params
+                    .iter()
+                    .map(|p| format!("sweep.{p}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            return Err(self.error(
+                None,
+                format!(
+                    "the sweep columns are not the scenario's (expected {})",
+                    escape(&expected)
+                ),
+            ));
+        }
+        self.cols = self
+            .header
+            .iter()
+            .map(|h| match h.strip_prefix("sweep.") {
+                Some(p) => Col::Sweep(self.shape.params.iter().position(|q| q == p).unwrap_or(0)),
+                None => column_kind(h),
+            })
+            .collect();
+        self.time = self.header.iter().position(|h| h == "t_s");
+        Ok(())
+    }
+
+    /// Checks the next row.
+    pub fn row(&mut self, rec: &StringRecord) -> Result<(), TableError> {
+        self.line = rec.position().map_or(self.line + 1, |p| p.line());
+        for (i, text) in rec.iter().enumerate() {
+            let col = self.cols.get(i).copied().unwrap_or(Col::Text);
+            if let Some(why) = cell_problem(col, text).filter(|_| text.chars().any(is_unsafe_char))
+            {
+                return Err(self.error(Some(i).filter(|&i| i < self.header.len()), why));
+            }
+        }
+        if rec.len() != self.header.len() {
+            return Err(self.error(
+                None,
+                format!(
+                    "{} fields, but the header has {} columns",
+                    rec.len(),
+                    self.header.len()
+                ),
+            ));
+        }
+        for (i, (text, &col)) in rec.iter().zip(&self.cols).enumerate() {
+            if let Some(why) = cell_problem(col, text) {
+                return Err(self.error(Some(i), why));
+            }
+        }
+        self.place(rec)?;
+        let (v, r) = self.run(self.at);
+        let variant = &self.shape.variants[v];
+        for (i, (text, &col)) in rec.iter().zip(&self.cols).enumerate() {
+            if let Col::Sweep(p) = col {
+                let want = variant.param(&self.shape.params[p]);
+                if text != want {
+                    return Err(self.error(
+                        Some(i),
+                        format!(
+                            "{} swept to {}, not {}",
+                            self.describe(self.at),
+                            quoted(want),
+                            quoted(text)
+                        ),
+                    ));
+                }
+            }
+        }
+        match self.kind {
+            TableKind::Timeseries => {
+                let want = variant.t_text(self.rows_in - 1);
+                let i = self.time.unwrap_or(2);
+                if rec.get(i) != Some(want.as_str()) {
+                    return Err(self.error(
+                        Some(i),
+                        format!(
+                            "row {} of {} should start bucket {} at {want} s, not {} \
+                             (rows out of order, missing or changed)",
+                            self.rows_in,
+                            self.describe(self.at),
+                            self.rows_in - 1,
+                            quoted(rec.get(i).unwrap_or(""))
+                        ),
+                    ));
+                }
+            }
+            TableKind::ServicesTimeseries => self.service_bucket(rec)?,
+            TableKind::Services | TableKind::Calls => {
+                // One row per service (per call edge) of the run.
+                let key = match self.kind {
+                    TableKind::Services => rec.get(2).unwrap_or("").to_string(),
+                    _ => rec.iter().skip(2).take(3).collect::<Vec<_>>().join("\u{0}"),
+                };
+                if !self.names_seen.insert(key) {
+                    return Err(self.error(
+                        Some(2),
+                        format!(
+                            "a second row of the same {} for {}",
+                            match self.kind {
+                                TableKind::Services => "service",
+                                _ => "call",
+                            },
+                            self.describe(self.at)
+                        ),
+                    ));
+                }
+            }
+            TableKind::Summary => {
+                let want = crate::runner::replicate_seed(self.shape.seed, r.unwrap_or(0));
+                if rec.get(2) != Some(want.to_string().as_str()) {
+                    return Err(self.error(
+                        Some(2),
+                        format!(
+                            "{} runs with the seed {want} (from the scenario's seed {}), not {}",
+                            self.describe(self.at),
+                            self.shape.seed,
+                            quoted(rec.get(2).unwrap_or(""))
+                        ),
+                    ));
+                }
+            }
+            TableKind::ByVariant => {
+                let want = self.shape.replicates.to_string();
+                if rec.get(1) != Some(want.as_str()) {
+                    return Err(self.error(
+                        Some(1),
+                        format!(
+                            "the scenario runs {want} replicates of each variant, not {}",
+                            quoted(rec.get(1).unwrap_or(""))
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Finds the row's run: the current one, or the next (the next with
+    /// rows, for the tables that may have none for a run).
+    fn place(&mut self, rec: &StringRecord) -> Result<(), TableError> {
+        let n = self.run_count();
+        if self.rows_in > 0 && self.is_run(self.at, rec) {
+            self.rows_in += 1;
+            let (v, _) = self.run(self.at);
+            let max = self.shape.variants[v].max_rows();
+            if self.kind.per_run() == PerRun::One
+                || (self.kind.per_run() == PerRun::Buckets && self.rows_in > max)
+            {
+                return Err(self.error(
+                    None,
+                    format!(
+                        "one row too many for {} (a repeated row?)",
+                        self.describe(self.at)
+                    ),
+                ));
+            }
+            return Ok(());
+        }
+        if self.rows_in > 0 {
+            self.run_done()?;
+            self.at += 1;
+        }
+        let who = || {
+            let v = quoted(rec.get(0).unwrap_or(""));
+            match self.kind {
+                TableKind::ByVariant => format!("variant {v}"),
+                _ => format!(
+                    "variant {v}, replicate {}",
+                    quoted(rec.get(1).unwrap_or(""))
+                ),
+            }
+        };
+        match self.kind.per_run() {
+            PerRun::One | PerRun::Buckets => {
+                if self.at >= n {
+                    return Err(self.error(
+                        Some(0),
+                        format!(
+                            "a row of {} after the last run the table should hold",
+                            who()
+                        ),
+                    ));
+                }
+                if !self.is_run(self.at, rec) {
+                    return Err(self.error(
+                        Some(0),
+                        format!(
+                            "expected {}, got {}: rows out of order, or not of this \
+                             scenario's runs",
+                            self.describe(self.at),
+                            who()
+                        ),
+                    ));
+                }
+            }
+            PerRun::Any => {
+                let from = self.at;
+                while self.at < n && !self.is_run(self.at, rec) {
+                    self.at += 1;
+                }
+                if self.at >= n {
+                    self.at = from;
+                    return Err(self.error(
+                        Some(0),
+                        format!(
+                            "a row of {}, which is not a run of the table or comes out of \
+                             order (after {})",
+                            who(),
+                            self.describe(from)
+                        ),
+                    ));
+                }
+            }
+        }
+        self.rows_in = 1;
+        self.bucket_services.clear();
+        self.first_bucket_done = false;
+        self.names_seen.clear();
+        Ok(())
+    }
+
+    /// A row of `services_timeseries.csv`: the run's buckets in order,
+    /// each listing the services of the first, in its order.
+    fn service_bucket(&mut self, rec: &StringRecord) -> Result<(), TableError> {
+        let (v, _) = self.run(self.at);
+        let variant = &self.shape.variants[v];
+        let i = self.time.unwrap_or(2);
+        let (t, service) = (rec.get(i).unwrap_or(""), rec.get(3).unwrap_or(""));
+        if !self.first_bucket_done {
+            if t == variant.t_text(0) {
+                if self.bucket_services.iter().any(|s| s == service) {
+                    return Err(self.error(
+                        Some(3),
+                        format!(
+                            "a second row of the service {} in the first bucket of {}",
+                            quoted(service),
+                            self.describe(self.at)
+                        ),
+                    ));
+                }
+                self.bucket_services.push(service.to_string());
+                return Ok(());
+            }
+            if self.bucket_services.is_empty() {
+                return Err(self.error(
+                    Some(i),
+                    format!(
+                        "expected {} (the first bucket of {}), got {}",
+                        variant.t_text(0),
+                        self.describe(self.at),
+                        quoted(t)
+                    ),
+                ));
+            }
+            self.first_bucket_done = true;
+        }
+        let n = self.bucket_services.len() as u64;
+        let j = self.rows_in - 1;
+        let (bucket, k) = (j / n, (j % n) as usize);
+        let want_t = variant.t_text(bucket);
+        if bucket >= variant.max_rows() || t != want_t {
+            return Err(self.error(
+                Some(i),
+                format!(
+                    "expected {want_t} (bucket {bucket} of {}), got {}: rows out of order, \
+                     missing or changed",
+                    self.describe(self.at),
+                    quoted(t)
+                ),
+            ));
+        }
+        if service != self.bucket_services[k] {
+            return Err(self.error(
+                Some(3),
+                format!(
+                    "expected the service {} (each bucket lists the services of the first, \
+                     in its order), got {}",
+                    quoted(&self.bucket_services[k]),
+                    quoted(service)
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks that the current run has all its rows.
+    fn run_done(&self) -> Result<(), TableError> {
+        let (v, _) = self.run(self.at);
+        if self.kind == TableKind::ServicesTimeseries {
+            let n = self.bucket_services.len().max(1) as u64;
+            let buckets = self.rows_in.div_ceil(n);
+            let whole = self.rows_in.is_multiple_of(n);
+            if !whole || self.shape.variants[v].rows.is_some_and(|r| r != buckets) {
+                return Err(self.error(
+                    None,
+                    format!(
+                        "{} has {} rows, not one for each of its services ({n}) in each of \
+                         its buckets (rows cut, added or out of order)",
+                        self.describe(self.at),
+                        self.rows_in
+                    ),
+                ));
+            }
+            return Ok(());
+        }
+        if self.kind.per_run() != PerRun::Buckets {
+            return Ok(());
+        }
+        match self.shape.variants[v].rows {
+            Some(want) if self.rows_in != want => Err(self.error(
+                None,
+                format!(
+                    "{} has {} rows, but its scenario gives it {want} buckets (rows cut, \
+                     added or out of order)",
+                    self.describe(self.at),
+                    self.rows_in
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Checks the end of the table (after its last row, `lines` lines).
+    pub fn finish(&mut self) -> Result<(), TableError> {
+        self.line += 1;
+        let n = self.run_count();
+        if self.rows_in > 0 {
+            self.run_done()?;
+            self.at += 1;
+        }
+        if self.kind.per_run() != PerRun::Any && self.at < n {
+            return Err(self.error(
+                None,
+                format!(
+                    "the table ends before the rows of {}: it holds {} of its {n} {} \
+                     (was it cut?)",
+                    self.describe(self.at),
+                    self.at,
+                    if self.kind == TableKind::ByVariant {
+                        "variants"
+                    } else {
+                        "runs"
+                    }
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::shape::VariantShape;
+
+    fn shape() -> RunShape {
+        let v = |name: &str, c: &str| VariantShape {
+            name: name.into(),
+            bucket_ns: 1_000_000_000,
+            rows: Some(2),
+            params: vec![("dependency.concurrency".into(), c.into())],
+        };
+        RunShape {
+            variants: vec![v("a", "1"), v("b", "2")],
+            replicates: 1,
+            seed: 1,
+            params: vec!["dependency.concurrency".into()],
+        }
+    }
+
+    const HEADER: &str = "variant,replicate,t_s,offered,attempts,retries,dependency_attempts,\
+        succeeded,failed,failed_timeout,failed_connection,failed_status,failed_deadline,shed,\
+        queue_depth,in_flight,utilization,goodput,latency_p50_ms,latency_p99_ms,orphaned,\
+        sweep.dependency.concurrency";
+
+    fn row(v: &str, t: &str, goodput: &str, c: &str) -> String {
+        format!("{v},0,{t},1,1,0,1,1,0,0,0,0,0,0,0,0,0.5,{goodput},1.5,,0,{c}")
+    }
+
+    fn check(text: &str) -> Result<(), TableError> {
+        let shape = shape();
+        let mut c = TableCheck::new(TableKind::Timeseries, "t.csv".into(), &shape, Runs::All);
+        let mut r = csv::ReaderBuilder::new()
+            .flexible(true)
+            .from_reader(text.as_bytes());
+        c.header(
+            &r.headers()
+                .map_err(|e| c.error(None, e.to_string()))?
+                .clone(),
+        )?;
+        for rec in r.records() {
+            c.row(&rec.map_err(|e| c.error(None, e.to_string()))?)?;
+        }
+        c.finish()
+    }
+
+    fn table(rows: &[String]) -> String {
+        let mut s = format!("{HEADER}\n");
+        for r in rows {
+            s.push_str(r);
+            s.push('\n');
+        }
+        s
+    }
+
+    fn good() -> Vec<String> {
+        vec![
+            row("a", "0", "9", "1"),
+            row("a", "1", "9.25", "1"),
+            row("b", "0", "9", "2"),
+            row("b", "1", "9", "2"),
+        ]
+    }
+
+    #[test]
+    fn a_table_as_stormsim_writes_it_passes() {
+        check(&table(&good())).unwrap();
+    }
+
+    #[test]
+    fn each_kind_of_damage_is_named_with_line_and_column() {
+        let cases: Vec<(Vec<String>, &str)> = vec![
+            (
+                {
+                    let mut g = good();
+                    g[1] = row("a", "1", "banana", "1");
+                    g
+                },
+                "t.csv: line 3, column 18 (goodput): expected a number",
+            ),
+            (
+                {
+                    let mut g = good();
+                    g[1] = row("a", "1", "inf", "1");
+                    g
+                },
+                "column 18 (goodput)",
+            ),
+            (
+                {
+                    let mut g = good();
+                    g[0] = row("a", "-1e308", "1", "1");
+                    g
+                },
+                "line 2, column 3 (t_s): expected a time",
+            ),
+            (
+                {
+                    let mut g = good();
+                    g.swap(0, 1);
+                    g
+                },
+                "line 2, column 3 (t_s): row 1 of the run of variant `a`, replicate 0 should start bucket 0",
+            ),
+            (
+                {
+                    let mut g = good();
+                    g.swap(1, 2);
+                    g
+                },
+                "line 3: the run of variant `a`, replicate 0 has 1 rows",
+            ),
+            (
+                good()[..2].to_vec(),
+                "line 4: the table ends before the rows of the run of variant `b`",
+            ),
+            (
+                Vec::new(),
+                "line 2: the table ends before the rows of the run of variant `a`",
+            ),
+            (
+                {
+                    let mut g = good();
+                    g[2] = row("b", "0", "9", "7");
+                    g
+                },
+                "line 4, column 22 (sweep.dependency.concurrency): the run of variant `b`, replicate 0 swept to `2`, not `7`",
+            ),
+            (
+                {
+                    let mut g = good();
+                    g[3].push_str(",extra");
+                    g
+                },
+                "line 5: 23 fields, but the header has 22 columns",
+            ),
+            (
+                {
+                    let mut g = good();
+                    g[3] = "b,0,1".into();
+                    g
+                },
+                "line 5: 3 fields",
+            ),
+            (
+                {
+                    let mut g = good();
+                    g[2] = g[2].replacen("b,", "\"b\n,", 1);
+                    g
+                },
+                "holds a control character",
+            ),
+            (
+                {
+                    let mut g = good();
+                    g.push(row("c", "0", "1", "1"));
+                    g
+                },
+                "line 6, column 1 (variant): a row of variant `c`, replicate `0` after the last run",
+            ),
+        ];
+        for (rows, expected) in cases {
+            let e = check(&table(&rows)).unwrap_err().to_string();
+            assert!(e.contains(expected), "expected {expected:?} in {e:?}");
+        }
+        let e = check("").unwrap_err().to_string();
+        assert!(e.starts_with("t.csv: line 1: empty"), "{e}");
+        let e = check(&table(&good()).replace(",goodput,", ",goodput2,")).unwrap_err();
+        assert_eq!(e.column, Some((18, "goodput2".into())), "{e}");
+        let e = check(&table(&good()).replace(",orphaned,", ",orphaned,orphaned,"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("given twice"), "{e}");
+        let e = check(&table(&good()).replace(",sweep.dependency.concurrency", ",x"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("the sweep columns are not the scenario's"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn numbers_are_as_stormsim_writes_them() {
+        for ok in [
+            "0",
+            "12",
+            "-3",
+            "0.5",
+            "1234.567891",
+            "18446744073709551615",
+        ] {
+            assert!(is_number(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "-",
+            ".5",
+            "1.",
+            "1e5",
+            "inf",
+            "NaN",
+            "1.1234567",
+            " 1",
+            "+1",
+            "0x1",
+        ] {
+            assert!(!is_number(bad), "{bad}");
+        }
+        assert!(!is_number(&"9".repeat(26)));
+    }
+}
