@@ -136,7 +136,7 @@ pub fn best_yaml(o: &Outcome, scenario: &str, seed: u64, file: &str) -> String {
     let _ = writeln!(s, "# {}", achieved(o, c, st));
     let _ = writeln!(
         s,
-        "# use it with `stormsim run {file} --set PATH=VALUE` for each line, under a variant's `set:`, or `stormsim export --best best.yaml`"
+        "# use it with `stormsim run {file} --set PATH=VALUE` for each line, under a variant's `set:`, or `stormsim export best.yaml --into FILE --format F ...`"
     );
     for (p, v) in o.space.paths.iter().zip(&c.values) {
         let _ = writeln!(s, "{p}: {}", yaml_value(v));
@@ -258,6 +258,9 @@ pub fn console_text(o: &Outcome, scenario: &str, file: &str) -> String {
     }
     if let Some((c, st)) = o.best() {
         let _ = writeln!(s, "\nbest: c{} ({})", c.id, achieved(o, c, st));
+        if let Some(close) = too_close(o) {
+            let _ = writeln!(s, "{close}");
+        }
         let args: Vec<String> = set_args(o, c)
             .iter()
             .map(|a| format!("--set '{a}'"))
@@ -265,6 +268,25 @@ pub fn console_text(o: &Outcome, scenario: &str, file: &str) -> String {
         let _ = writeln!(s, "  stormsim run {file} {}", args.join(" "));
     }
     s
+}
+
+/// A caution when the best candidate's lead over the runner-up of its
+/// round is within their 95% confidence intervals.
+fn too_close(o: &Outcome) -> Option<String> {
+    let mut valid = o.ranked.iter().filter(|(c, _)| c.invalid.is_none());
+    let (a, sa) = valid.next()?;
+    let (b, sb) = valid.next()?;
+    if a.round != b.round || sa.slo_pass != sb.slo_pass {
+        return None;
+    }
+    let (ma, mb) = (sa.objective?, sb.objective?);
+    let (ca, cb) = (sa.objective_ci95?, sb.objective_ci95?);
+    ((ma - mb).abs() <= ca + cb).then(|| {
+        format!(
+            "  c{} and c{} are within each other's 95% confidence intervals: the runs cannot tell them apart on {} (a larger budget narrows them)",
+            a.id, b.id, o.figure
+        )
+    })
 }
 
 /// The last segment of a dotted path (the console's column name).
