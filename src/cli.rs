@@ -1,8 +1,11 @@
 //! The command line: `stormsim run` (whole or one shard), `stormsim merge`,
 //! `stormsim validate`, `stormsim plot`, `stormsim presets`, `stormsim
-//! check`, `stormsim schema`, `stormsim completions`. Exit codes: 0 success, 1 the run
+//! check`, `stormsim tune` (in `tune`), `stormsim import`, `stormsim
+//! export`, `stormsim schema`, `stormsim completions`. Exit codes: 0 success, 1 the run
 //! failed (for `check`: a finding is an error), 2 bad input, 130
 //! interrupted (README.md, "Commands").
+
+mod tune;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -59,6 +62,10 @@ enum Command {
     /// Review a scenario's retry policy without simulating it: time against
     /// the deadline, amplification, and retry anti-patterns.
     Check(CheckArgs),
+    /// Search the scenario's `tune.space` for the retry settings that do
+    /// best under its SLO, in at most `tune.budget` runs; writes
+    /// output/<name>/tune/ (tune.csv, best.yaml, charts/pareto).
+    Tune(tune::TuneArgs),
     /// Print the JSON Schema of the scenario format (for an editor's YAML
     /// extension).
     Schema,
@@ -307,6 +314,7 @@ pub fn main() -> i32 {
             0
         }
         Command::Completions { shell } => completions(shell),
+        Command::Tune(args) => tune::tune(args),
         Command::Import(args) => import(args),
         Command::Export(args) => export(args),
     };

@@ -25,4 +25,5 @@ pub mod runner;
 pub mod scenario;
 pub mod shard;
 pub mod terminal;
+pub mod tune;
 pub mod workers;

@@ -200,7 +200,7 @@ pub fn run_all(
     let items: Vec<(usize, u32)> = (0..variants.len())
         .flat_map(|v| (0..replicates).map(move |r| (v, r)))
         .collect();
-    run_each(variants, &items, scenario_seed, on_done, &NEVER)
+    run_each(variants, &items, scenario_seed, on_done, &NEVER, |r| r)
         .into_iter()
         .flatten()
         .collect()
@@ -226,7 +226,20 @@ pub fn run_items(
     on_done: &(dyn Fn(&RunResult) + Sync),
     stop: &AtomicBool,
 ) -> Result<Vec<RunResult>, Interrupted> {
-    let results = run_each(variants, items, scenario_seed, on_done, stop);
+    run_items_keeping(variants, items, scenario_seed, on_done, stop, |r| r)
+}
+
+/// [`run_items`], keeping of each result only what `keep` takes from it
+/// as soon as the run ends (a search keeps summaries, not tables).
+pub fn run_items_keeping<T: Send>(
+    variants: &[VariantPlan],
+    items: &[(usize, u32)],
+    scenario_seed: u64,
+    on_done: &(dyn Fn(&RunResult) + Sync),
+    stop: &AtomicBool,
+    keep: impl Fn(RunResult) -> T + Sync,
+) -> Result<Vec<T>, Interrupted> {
+    let results = run_each(variants, items, scenario_seed, on_done, stop, keep);
     if stop.load(Ordering::Relaxed) {
         return Err(Interrupted {
             finished: results.iter().filter(|r| r.is_some()).count(),
@@ -236,14 +249,16 @@ pub fn run_items(
     Ok(results.into_iter().flatten().collect())
 }
 
-/// Every item's result, `None` for one skipped or cut short by `stop`.
-fn run_each(
+/// Every item's result as `keep` keeps it, `None` for one skipped or cut
+/// short by `stop`.
+fn run_each<T: Send>(
     variants: &[VariantPlan],
     items: &[(usize, u32)],
     scenario_seed: u64,
     on_done: &(dyn Fn(&RunResult) + Sync),
     stop: &AtomicBool,
-) -> Vec<Option<RunResult>> {
+    keep: impl Fn(RunResult) -> T + Sync,
+) -> Vec<Option<T>> {
     items
         .par_iter()
         .map(|&(v, r)| {
@@ -255,7 +270,7 @@ fn run_each(
                 return None;
             }
             on_done(&result);
-            Some(result)
+            Some(keep(result))
         })
         .collect()
 }

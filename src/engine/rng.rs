@@ -25,6 +25,8 @@ pub enum Purpose {
     Throttle = 5,
     Think = 6,
     Messages = 7,
+    /// The candidates of `stormsim tune` (not a run's stream).
+    Tune = 8,
 }
 
 /// SplitMix64's output function: a fixed, well-mixed 64-bit bijection.

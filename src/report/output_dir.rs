@@ -297,18 +297,19 @@ fn walk_written(dir: &Path) -> io::Result<Marked> {
 }
 
 /// Whether `path` is carried over when the folder holding it is
-/// replaced: a shard folder (a real folder with a `manifest.json`), or
-/// what a stormsim command writing beside it may be using (its work
-/// folder `.stormsim-…` or its lock `.stormsim-lock-…`, perhaps left by a
-/// command killed outright).
+/// replaced: a shard folder (a real folder with a `manifest.json`), the
+/// results of `stormsim tune` (a real folder `tune` that stormsim wrote:
+/// it holds a marker), or what a stormsim command writing beside it may
+/// be using (its work folder `.stormsim-…` or its lock
+/// `.stormsim-lock-…`, perhaps left by a command killed outright).
 fn is_carried(path: &Path) -> bool {
-    let stormsims = path
-        .file_name()
-        .and_then(OsStr::to_str)
-        .is_some_and(|n| n.starts_with(".stormsim-"));
+    let name = path.file_name().and_then(OsStr::to_str);
+    let stormsims = name.is_some_and(|n| n.starts_with(".stormsim-"));
+    let is_dir = || fs::symlink_metadata(path).is_ok_and(|m| m.is_dir());
+    let holds = |file: &str| fs::symlink_metadata(path.join(file)).is_ok_and(|m| m.is_file());
     stormsims
-        || (fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
-            && fs::symlink_metadata(path.join(crate::shard::MANIFEST)).is_ok_and(|m| m.is_file()))
+        || (is_dir() && holds(crate::shard::MANIFEST))
+        || (name == Some("tune") && is_dir() && holds(MARKER))
 }
 
 fn shown_list(names: &[String]) -> String {

@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 
 use super::load::{describe, parse_options};
 use super::locate::LocationIndex;
+use super::overrides::dotted_keys;
 use super::types::Scenario;
 
 /// Type errors reported at most per file.
@@ -176,7 +177,7 @@ fn slot<'a>(root: &'a mut Value, path: &str) -> Option<Slot<'a>> {
     let mut cur = root;
     let mut depth = 0;
     loop {
-        let dotted = matches!(segs[..depth], ["sweep"] | ["variants", _, "set"]);
+        let dotted = dotted_keys(&segs[..depth]);
         let last = dotted || depth + 1 == segs.len();
         let seg = if dotted {
             segs[depth..].join(".")
@@ -261,7 +262,7 @@ fn get_ro<'a>(root: &'a Value, path: &str) -> Option<&'a Value> {
     let mut cur = root;
     let mut depth = 0;
     while depth < segs.len() {
-        if matches!(segs[..depth], ["sweep"] | ["variants", _, "set"]) {
+        if dotted_keys(&segs[..depth]) {
             return cur.get(segs[depth..].join("."));
         }
         cur = match cur {

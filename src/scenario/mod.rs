@@ -21,6 +21,7 @@ pub mod resolved;
 pub mod schema;
 pub mod slo;
 pub mod suggest;
+pub mod tune;
 pub mod types;
 pub mod units;
 pub mod validate;

@@ -2,9 +2,10 @@
 //! variant, and the values of a sweep point. A path is dotted
 //! (`layers.api.retry.jitter`, `dependency.incidents.0.end`): a numeric
 //! segment indexes a list, any other segment in a list picks the item with
-//! that `name` (a layer). In the two maps whose keys are themselves dotted
-//! paths, `sweep` and a variant's `set`, the rest of the path is one key
-//! (`sweep.dependency.concurrency`, `variants.0.set.layers.api.timeout`).
+//! that `name` (a layer). In the maps whose keys are themselves dotted
+//! paths, `sweep`, a variant's `set` and `tune.space`, the rest of the
+//! path is one key (`sweep.dependency.concurrency`,
+//! `variants.0.set.layers.api.timeout`).
 //! These are the paths error messages print, so an error's path can be
 //! pasted into `--set`.
 //!
@@ -227,9 +228,9 @@ fn issue(path: &str, message: impl Into<String>) -> Vec<Issue> {
 }
 
 /// Whether the container reached by `segs` is a map whose keys are dotted
-/// paths themselves: `sweep`, or the `set` of a variant.
-fn dotted_keys(segs: &[&str]) -> bool {
-    matches!(segs, ["sweep"] | ["variants", _, "set"])
+/// paths themselves: `sweep`, the `set` of a variant, or `tune.space`.
+pub(super) fn dotted_keys(segs: &[&str]) -> bool {
+    matches!(segs, ["sweep"] | ["variants", _, "set"] | ["tune", "space"])
 }
 
 /// Puts `value` at `path` in `root`. The last segment may create a missing

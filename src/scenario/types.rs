@@ -69,6 +69,10 @@ pub struct Scenario {
     /// `slo_failed`); absent: no verdict.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slo: Option<super::slo::Slo>,
+    /// What `stormsim tune` searches, for which figure, in how many runs;
+    /// `stormsim run` ignores it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tune: Option<super::tune::Tune>,
     #[serde(default)]
     pub limits: Limits,
 }

@@ -69,6 +69,7 @@ pub fn validate(s: &Scenario) -> Vec<Issue> {
     let mut c = Checker::default();
     c.top_level(s);
     c.slo(s);
+    c.tune(s);
     if s.occ.is_some() {
         c.occ(s);
         c.variants(s);

@@ -87,7 +87,7 @@ fn inner_path_problem(path: &str) -> Option<Issue> {
         });
     }
     let first = path.split('.').next().unwrap_or(path);
-    matches!(first, "variants" | "sweep").then(|| Issue {
+    matches!(first, "variants" | "sweep" | "tune").then(|| Issue {
         path: path.to_string(),
         message: format!(
             "`{first}` cannot be set from inside a variant or a sweep; set it in the scenario itself"

@@ -1,0 +1,190 @@
+//! `stormsim tune FILE`: searches the scenario's `tune.space` (see
+//! `crate::tune`) and writes `output/<name>/tune/`: `tune.csv`,
+//! `best.yaml`, `charts/pareto.svg|png` and the scenario as resolved.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::{load, nothing_written, output_failed, progress_bar, report_errors};
+use crate::escape::escape;
+use crate::report::OutputDir;
+use crate::report::output_dir::{self, Mode, Options, OutputError};
+use crate::scenario;
+use crate::terminal::{errln, out, outln};
+use crate::tune::{self, TuneError, output, pareto::Pareto, schedule};
+use crate::{interrupt, workers};
+
+#[derive(Args, Debug)]
+pub(super) struct TuneArgs {
+    /// The scenario file (YAML), with a `tune` section.
+    file: PathBuf,
+    /// Output folder (default: output/<scenario name>/tune).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Replace the output folder even if it holds files stormsim did not
+    /// write (they are deleted).
+    #[arg(long)]
+    force: bool,
+    /// Override a field: PATH=VALUE (repeatable); `tune.*` too.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    set: Vec<String>,
+    /// Scenario seed (replaces `seed`).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// The most runs to spend (replaces `tune.budget`).
+    #[arg(long)]
+    budget: Option<u32>,
+    /// Worker threads, at most 4 per core (at least 64, at most 1024)
+    /// (default: one per core, or RAYON_NUM_THREADS).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Print nothing but errors.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+const NOT_WRITTEN: &str =
+    "tune.csv, best.yaml, charts/pareto.svg, charts/pareto.png, scenario.resolved.yaml";
+
+pub(super) fn tune(args: TuneArgs) -> i32 {
+    interrupt::install();
+    if let Err((m, code)) = workers::start(args.threads) {
+        errln!("error: {m}");
+        return code;
+    }
+    let mut sets = args.set.clone();
+    if let Some(seed) = args.seed {
+        sets.push(format!("seed={seed}"));
+    }
+    if let Some(b) = args.budget {
+        sets.push(format!("tune.budget={b}"));
+    }
+    let s = match load(Some(&args.file), &sets) {
+        Ok(s) => s,
+        Err(e) => return report_errors(&e),
+    };
+    let file = escape(&args.file.display().to_string()).into_owned();
+    let Some(t) = &s.tune else {
+        errln!(
+            "error: {file} has no `tune` section: nothing to search. Add one, for example\n\
+             tune:\n  space:\n    layers.<layer>.retry.max_attempts: {{ int: [1, 6] }}\n    \
+             layers.<layer>.retry.backoff.base: {{ log: [10ms, 2s] }}\n  \
+             objective: {{ maximize: success_rate }}\n  budget: 100"
+        );
+        return 2;
+    };
+    let unused: Vec<String> = [(s.variants.len(), "variant"), (s.sweep.len(), "swept path")]
+        .into_iter()
+        .filter(|&(n, _)| n > 0)
+        .map(|(n, w)| plural(n, w))
+        .collect();
+    if !unused.is_empty() {
+        errln!(
+            "note: tune searches the scenario itself; its {} are not used (`stormsim run` compares them)",
+            unused.join(" and ")
+        );
+    }
+    let out_path = match &args.out {
+        Some(out) => out.clone(),
+        None => match output_dir::default_folder(&s.name) {
+            Ok(dir) => dir.join("tune"),
+            Err(e) => {
+                errln!("error: {e}");
+                return 2;
+            }
+        },
+    };
+    let inputs = vec![args.file.clone()];
+    let out = match OutputDir::prepare(
+        &out_path,
+        Options {
+            mode: Mode::Folder,
+            force: args.force,
+            inputs: &inputs,
+        },
+    ) {
+        Ok(out) => out,
+        Err(e) => return output_failed(e, &out_path, NOT_WRITTEN, "no run had started"),
+    };
+    let planned = schedule::cost(&schedule::schedule(
+        t.budget as u64,
+        tune::Space::of(t).ok().and_then(|sp| sp.size()),
+    ));
+    let bar = progress_bar(planned, args.quiet);
+    let outcome = tune::search(&s, interrupt::flag(), &|_| bar.inc(1));
+    bar.finish_and_clear();
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err(TuneError::Interrupted(stopped)) => {
+            drop(out);
+            errln!(
+                "interrupted: {} of {} runs of the round had finished; {}",
+                stopped.finished,
+                stopped.total,
+                nothing_written(&out_path, NOT_WRITTEN)
+            );
+            return interrupt::EXIT_CODE;
+        }
+        Err(TuneError::NothingValid(why)) => {
+            errln!(
+                "error: the scenario takes none of the candidates, for example: {}; nothing was written",
+                escape(&why)
+            );
+            return 2;
+        }
+        Err(TuneError::NoTune) => return 2,
+    };
+    let write = |out: OutputDir| -> Result<PathBuf, OutputError> {
+        let csv = output::tune_csv(&outcome)
+            .map_err(|e| OutputError::Io(format!("cannot write tune.csv: {e}")))?;
+        out.write("tune.csv", &csv)?;
+        out.write(
+            "best.yaml",
+            output::best_yaml(&outcome, &s.name, s.seed, &file).as_bytes(),
+        )?;
+        let (svg, png) = Pareto::of(&outcome).files().map_err(|m| {
+            if m == crate::report::figure::STOPPED {
+                OutputError::Interrupted
+            } else {
+                OutputError::Io(format!("cannot draw the charts: {m}"))
+            }
+        })?;
+        out.write("charts/pareto.svg", svg.as_bytes())?;
+        out.write("charts/pareto.png", &png)?;
+        out.write(
+            "scenario.resolved.yaml",
+            scenario::resolved_yaml(&s).as_bytes(),
+        )?;
+        out.commit()
+    };
+    let dir = match write(out) {
+        Ok(d) => d,
+        Err(e) => {
+            let runs = format!("all {} runs had finished", outcome.runs);
+            return output_failed(e, &out_path, NOT_WRITTEN, &runs);
+        }
+    };
+    if !args.quiet {
+        out!("{}", output::console_text(&outcome, &s.name, &file));
+        outln!("results: {}", dir.display());
+    }
+    if !outcome.violations.is_empty() {
+        for (c, r, broken) in &outcome.violations {
+            errln!(
+                "error: candidate c{c}, replicate {r} broke stormsim's invariants (a bug in stormsim; please report it with the scenario): {}",
+                broken.join("; ")
+            );
+        }
+        return 1;
+    }
+    0
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}

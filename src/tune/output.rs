@@ -1,0 +1,316 @@
+//! What `stormsim tune` writes and prints: `tune.csv` (one row per
+//! candidate, best first), `best.yaml` (the best settings as dotted paths,
+//! which `--set`, a variant's `set` and `stormsim export --best` take) and
+//! the console's ranked table.
+
+use std::fmt::Write;
+
+use serde_json::Value;
+
+use super::{Candidate, Outcome, Standing, figure_of};
+use crate::metrics::columns::format_float;
+use crate::scenario::tune::show;
+
+/// The figures every row of `tune.csv` carries (means over the runs), beside
+/// the objective's.
+pub const FIGURES: &[&str] = &[
+    "success_rate",
+    "success_rate_outside_incidents",
+    "peak_load_ratio_after",
+    "peak_load_ratio",
+    "amplification",
+    "latency_p99_ms",
+    "recovery_time_s",
+];
+
+/// The mean of `figure` over a candidate's runs; None when any run has no
+/// value (a run that never recovered has no recovery time).
+pub fn mean(c: &Candidate, figure: &str) -> Option<f64> {
+    let v: Option<Vec<f64>> = c.runs.iter().map(|s| figure_of(s, figure)).collect();
+    v.filter(|v| !v.is_empty())
+        .map(|v| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+fn opt(v: Option<f64>) -> String {
+    v.map_or(String::new(), format_float)
+}
+
+/// The figures of the table: the objective's first, then [`FIGURES`].
+fn figures(o: &Outcome) -> Vec<&str> {
+    let mut f = vec![o.figure.as_str()];
+    f.extend(FIGURES.iter().copied().filter(|&x| x != o.figure));
+    f
+}
+
+/// `tune.csv`.
+pub fn tune_csv(o: &Outcome) -> Result<Vec<u8>, csv::Error> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut header: Vec<String> = vec!["rank".into(), "candidate".into()];
+    header.extend(o.space.paths.iter().map(|p| format!("set.{p}")));
+    header.extend(["round".into(), "runs".into()]);
+    if o.slo.is_some() {
+        header.extend([
+            "slo_pass".into(),
+            "slo_pass_fraction".into(),
+            "slo_failed".into(),
+        ]);
+    }
+    let figs = figures(o);
+    header.push(format!("{}_mean", figs[0]));
+    header.push(format!("{}_ci95", figs[0]));
+    header.extend(figs[1..].iter().map(|f| format!("{f}_mean")));
+    header.push("invalid".into());
+    w.write_record(&header)?;
+    for (i, (c, st)) in o.ranked.iter().enumerate() {
+        let mut row: Vec<String> = vec![
+            if c.invalid.is_none() {
+                (i + 1).to_string()
+            } else {
+                String::new()
+            },
+            format!("c{}", c.id),
+        ];
+        row.extend(c.values.iter().map(show));
+        row.push(if c.invalid.is_none() {
+            (c.round + 1).to_string()
+        } else {
+            String::new()
+        });
+        row.push(c.runs.len().to_string());
+        if o.slo.is_some() {
+            row.push(st.slo_pass.map_or(String::new(), |p| p.to_string()));
+            row.push(opt(st.slo_pass_fraction));
+            row.push(st.slo_failed.clone().unwrap_or_default());
+        }
+        row.push(opt(st.objective));
+        row.push(opt(st.objective_ci95));
+        row.extend(figs[1..].iter().map(|f| opt(mean(c, f))));
+        row.push(c.invalid.clone().unwrap_or_default());
+        w.write_record(&row)?;
+    }
+    w.into_inner().map_err(|e| e.into_error().into())
+}
+
+/// A value as YAML: plain when it reads back as the same string, else as
+/// JSON (which YAML takes).
+fn yaml_value(v: &Value) -> String {
+    match v {
+        Value::String(s) => {
+            let plain = !s.is_empty()
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '/'))
+                && s.parse::<f64>().is_err()
+                && !matches!(
+                    s.to_ascii_lowercase().as_str(),
+                    "true" | "false" | "null" | "yes" | "no" | "on" | "off" | "~"
+                );
+            if plain { s.clone() } else { v.to_string() }
+        }
+        other => other.to_string(),
+    }
+}
+
+/// The settings of `c` as `--set` arguments.
+pub fn set_args(o: &Outcome, c: &Candidate) -> Vec<String> {
+    o.space
+        .paths
+        .iter()
+        .zip(&c.values)
+        .map(|(p, v)| format!("{p}={}", yaml_value(v)))
+        .collect()
+}
+
+/// `best.yaml`: the best settings, commented with what they achieved.
+pub fn best_yaml(o: &Outcome, scenario: &str, seed: u64, file: &str) -> String {
+    let mut s = String::new();
+    let Some((c, st)) = o.best() else {
+        return "# stormsim tune: no candidate ran\n".into();
+    };
+    let _ = writeln!(
+        s,
+        "# stormsim tune: the best of {} candidates for scenario `{scenario}` (seed {seed}), {} of {} runs",
+        o.ranked.len(),
+        o.runs,
+        o.budget
+    );
+    let _ = writeln!(s, "# {}", achieved(o, c, st));
+    let _ = writeln!(
+        s,
+        "# use it with `stormsim run {file} --set PATH=VALUE` for each line, under a variant's `set:`, or `stormsim export best.yaml --into FILE --format F ...`"
+    );
+    for (p, v) in o.space.paths.iter().zip(&c.values) {
+        let _ = writeln!(s, "{p}: {}", yaml_value(v));
+    }
+    s
+}
+
+/// "maximize success_rate: 0.9987 ± 0.0004 over 27 runs; SLO met in 27 of 27 runs".
+fn achieved(o: &Outcome, c: &Candidate, st: &Standing) -> String {
+    let mut s = format!(
+        "{} {}: {}",
+        o.direction.word(),
+        o.figure,
+        st.objective.map_or("no value".into(), format_float)
+    );
+    if let Some(ci) = st.objective_ci95 {
+        let _ = write!(s, " ± {}", format_float(ci));
+    }
+    let _ = write!(s, " over {} runs", c.runs.len());
+    if let (Some(pass), Some(f)) = (st.slo_pass, st.slo_pass_fraction) {
+        let met = (f * c.runs.len() as f64).round() as usize;
+        if pass {
+            let _ = write!(s, "; SLO met in all {} runs", c.runs.len());
+        } else {
+            let _ = write!(
+                s,
+                "; SLO met in {met} of {} runs ({})",
+                c.runs.len(),
+                st.slo_failed.as_deref().unwrap_or("")
+            );
+        }
+    }
+    s
+}
+
+/// The most candidates the console lists.
+pub const SHOWN: usize = 10;
+
+/// The console's account of a search: the schedule, the best candidates
+/// ranked, and the best settings as a command.
+pub fn console_text(o: &Outcome, scenario: &str, file: &str) -> String {
+    let mut s = String::new();
+    let rounds: Vec<String> = o
+        .rounds
+        .iter()
+        .map(|r| format!("{} × {}", r.candidates, r.replicates))
+        .collect();
+    let valid = o.ranked.iter().filter(|(c, _)| c.invalid.is_none()).count();
+    let _ = writeln!(
+        s,
+        "stormsim tune: {scenario}: {valid} candidates, {} runs of a budget of {} (rounds of candidates × replicates: {})",
+        o.runs,
+        o.budget,
+        rounds.join(", ")
+    );
+    let invalid = o.ranked.len() - valid;
+    if invalid > 0 {
+        let _ = writeln!(
+            s,
+            "{invalid} candidates the scenario does not take were not run (see the `invalid` column of tune.csv)"
+        );
+    }
+    let _ = write!(s, "objective: {} {}", o.direction.word(), o.figure);
+    if let Some(slo) = &o.slo {
+        let _ = write!(
+            s,
+            ", among the settings that meet the SLO ({})",
+            slo.describe()
+        );
+    }
+    s.push_str("\n\n");
+    // The table: rank, candidate, a column per path (its last segment),
+    // runs, SLO, objective.
+    let mut head: Vec<String> = vec!["rank".into(), "candidate".into()];
+    head.extend(o.space.paths.iter().map(|p| short(p)));
+    head.push("runs".into());
+    if o.slo.is_some() {
+        head.push("slo".into());
+    }
+    head.push(format!("{} (95% CI)", o.figure));
+    let mut rows: Vec<Vec<String>> = vec![head];
+    for (i, (c, st)) in o
+        .ranked
+        .iter()
+        .filter(|(c, _)| c.invalid.is_none())
+        .take(SHOWN)
+        .enumerate()
+    {
+        let mut row = vec![(i + 1).to_string(), format!("c{}", c.id)];
+        row.extend(c.values.iter().map(show));
+        row.push(c.runs.len().to_string());
+        if o.slo.is_some() {
+            row.push(match (st.slo_pass, st.slo_pass_fraction) {
+                (Some(true), _) => "pass".into(),
+                (_, Some(f)) => format!("fail ({}% met)", format_float((f * 100.0).round())),
+                _ => String::new(),
+            });
+        }
+        let mut fig = st.objective.map_or("-".into(), format_float);
+        if let Some(ci) = st.objective_ci95 {
+            let _ = write!(fig, " ± {}", format_float(ci));
+        }
+        row.push(fig);
+        rows.push(row);
+    }
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|k| rows.iter().map(|r| r[k].chars().count()).max().unwrap_or(0))
+        .collect();
+    for r in &rows {
+        let line: Vec<String> = r
+            .iter()
+            .zip(&widths)
+            .map(|(v, w)| format!("{v:<w$}"))
+            .collect();
+        let _ = writeln!(s, "{}", line.join("  ").trim_end());
+    }
+    if valid > SHOWN {
+        let _ = writeln!(s, "... {} more in tune.csv", valid - SHOWN);
+    }
+    if let Some((c, st)) = o.best() {
+        let _ = writeln!(s, "\nbest: c{} ({})", c.id, achieved(o, c, st));
+        if let Some(close) = too_close(o) {
+            let _ = writeln!(s, "{close}");
+        }
+        let args: Vec<String> = set_args(o, c)
+            .iter()
+            .map(|a| format!("--set '{a}'"))
+            .collect();
+        let _ = writeln!(s, "  stormsim run {file} {}", args.join(" "));
+    }
+    s
+}
+
+/// A caution when the best candidate's lead over the runner-up of its
+/// round is within their 95% confidence intervals.
+fn too_close(o: &Outcome) -> Option<String> {
+    let mut valid = o.ranked.iter().filter(|(c, _)| c.invalid.is_none());
+    let (a, sa) = valid.next()?;
+    let (b, sb) = valid.next()?;
+    if a.round != b.round || sa.slo_pass != sb.slo_pass {
+        return None;
+    }
+    let (ma, mb) = (sa.objective?, sb.objective?);
+    let (ca, cb) = (sa.objective_ci95?, sb.objective_ci95?);
+    ((ma - mb).abs() <= ca + cb).then(|| {
+        format!(
+            "  c{} and c{} are within each other's 95% confidence intervals: the runs cannot tell them apart on {} (a larger budget narrows them)",
+            a.id, b.id, o.figure
+        )
+    })
+}
+
+/// The last segment of a dotted path (the console's column name).
+fn short(path: &str) -> String {
+    path.rsplit('.').next().unwrap_or(path).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn yaml_values_read_back_as_written() {
+        assert_eq!(yaml_value(&json!("full")), "full");
+        assert_eq!(yaml_value(&json!("120ms")), "120ms");
+        assert_eq!(yaml_value(&json!(3)), "3");
+        assert_eq!(yaml_value(&json!(0.25)), "0.25");
+        assert_eq!(yaml_value(&json!("3")), "\"3\"");
+        assert_eq!(yaml_value(&json!("no")), "\"no\"");
+        assert_eq!(yaml_value(&json!("a b")), "\"a b\"");
+        assert_eq!(
+            yaml_value(&json!({"proportional": 0.5})),
+            "{\"proportional\":0.5}"
+        );
+    }
+}
