@@ -336,7 +336,11 @@ fn a_thread_per_request_tier_is_judged_by_how_long_it_holds_a_worker() {
     let api = service(&r, &cfg, "api");
     let peak = api.peak_load_ratio.unwrap();
     assert!(peak > 1.0, "{peak}");
-    assert!(api.capacity_per_s.unwrap() < 8.0 / held, "{:?}", api.capacity_per_s);
+    assert!(
+        api.capacity_per_s.unwrap() < 8.0 / held,
+        "{:?}",
+        api.capacity_per_s
+    );
 }
 
 /// Erlang C: the probability that an arrival waits in an M/M/c queue with

@@ -17,6 +17,7 @@ use super::figure::{
 };
 use super::graph_figure::{GraphFigure, storm_graph};
 use super::services_chart::{ServicesFigure, services_figure};
+use super::styles::marker;
 use super::sweep;
 use crate::interrupt;
 
@@ -64,6 +65,7 @@ fn line(i: usize, points: &[Point], label: String, band: bool) -> Line {
         points: points.to_vec(),
         band,
         dashed: false,
+        marker: marker(i),
     }
 }
 
@@ -144,6 +146,7 @@ pub fn goodput_figure(d: &ChartData) -> Figure {
                 points: o.clone(),
                 band: false,
                 dashed: true,
+                marker: Default::default(),
             });
         }
     } else {
