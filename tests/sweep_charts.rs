@@ -309,3 +309,46 @@ fn long_category_labels_turn_upright_and_never_overlap() {
         assert_no_overlap(&c.svg, &format!("{} ({policies})", c.name));
     }
 }
+
+/// The variants' names in the order the report's comparison table lists
+/// them, and what it says the order is.
+fn table_order(d: &ChartData) -> (Vec<String>, String) {
+    let html = stormsim::report::html::report_html(d, &[]).unwrap();
+    let start = html
+        .find("<h2 id=\"comparison\">")
+        .expect("a comparison table");
+    let section = &html[start..];
+    let section = &section[..section.find("</table>").unwrap()];
+    assert_eq!(html.matches("id=\"comparison-table\"").count(), 1);
+    let names = section
+        .split("<tr><td>")
+        .skip(1)
+        .map(|row| {
+            let after = row.split("</span>").nth(1).unwrap();
+            after[..after.find("</td>").unwrap()].to_string()
+        })
+        .collect();
+    let how = section[section.find("<p>").unwrap()..section.find("</p>").unwrap()].to_string();
+    (names, how)
+}
+
+#[test]
+fn one_table_ranks_the_variants_best_first() {
+    // No SLO: success rate (highest first), then amplification (lowest).
+    let csv = "variant,replicates,success_rate_mean,success_rate_ci95,amplification_mean\n\
+               a,3,0.9,0.01,1.5\nb,3,0.95,0.01,2.0\nc,3,0.95,0.01,1.2\nd,3,,,1.0\n";
+    let d = ChartData::from_bytes(b"", b"", csv.as_bytes(), None).unwrap();
+    let (names, how) = table_order(&d);
+    assert_eq!(names, ["c", "b", "a", "d"]);
+    assert!(how.contains("by success rate"), "{how}");
+    // An SLO: by its rank, whatever the success rates.
+    let csv = "variant,replicates,success_rate_mean,slo_pass,slo_pass_fraction,slo_failed,slo_rank\n\
+               a,3,0.99,false,0,x,3\nb,3,0.9,true,1,,1\nc,3,0.95,false,0.67,y,2\n";
+    let d = ChartData::from_bytes(b"", b"", csv.as_bytes(), None).unwrap();
+    let (names, how) = table_order(&d);
+    assert_eq!(names, ["b", "c", "a"]);
+    assert!(how.contains("by the SLO"), "{how}");
+    // The rank column counts from 1.
+    let html = stormsim::report::html::report_html(&d, &[]).unwrap();
+    assert!(html.contains("<tr><td>1</td><td class=\"l\"><span class=\"sw\""));
+}
