@@ -352,3 +352,93 @@ fn one_table_ranks_the_variants_best_first() {
     let html = stormsim::report::html::report_html(&d, &[]).unwrap();
     assert!(html.contains("<tr><td>1</td><td class=\"l\"><span class=\"sw\""));
 }
+
+/// The stability map of the bundled scenario: one cell per sweep point,
+/// each printing and coloured by the `recovered_fraction` of
+/// `summary_by_variant.csv` for its load and spike length, load ascending
+/// left to right, spike length ascending bottom to top.
+#[test]
+fn the_stability_map_shows_the_summary_fractions() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_cmd::Command::cargo_bin("stormsim")
+        .unwrap()
+        .args(["run", "scenarios/stability-map.yaml", "--quiet", "--out"])
+        .arg(dir.path())
+        .assert()
+        .success();
+    let name = "stability-recovered_fraction-clients.arrival.rate-x-clients.schedule.0.for";
+    let svg = std::fs::read_to_string(dir.path().join(format!("charts/{name}.svg"))).unwrap();
+    assert!(dir.path().join(format!("charts/{name}.png")).exists());
+    let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    assert!(html.contains(&format!("<figure id=\"{name}\">")));
+    // The expected grid, from the table.
+    let table = std::fs::read_to_string(dir.path().join("summary_by_variant.csv")).unwrap();
+    let mut rows = table.lines();
+    let header: Vec<&str> = rows.next().unwrap().split(',').collect();
+    let col = |n: &str| header.iter().position(|h| *h == n).unwrap();
+    let (f, rate, len) = (
+        col("recovered_fraction"),
+        col("sweep.clients.arrival.rate"),
+        col("sweep.clients.schedule.0.for"),
+    );
+    let rates = ["100/s", "150/s", "300/s", "450/s", "570/s"];
+    let lens = ["100ms", "200ms", "300ms", "400ms", "800ms"];
+    let mut want = vec![vec![String::new(); rates.len()]; lens.len()];
+    for r in rows {
+        let c: Vec<&str> = r.split(',').collect();
+        let x = rates.iter().position(|v| *v == c[rate]).unwrap();
+        let y = lens.iter().position(|v| *v == c[len]).unwrap();
+        let v: f64 = c[f].parse().unwrap();
+        want[y][x] = format!("{:.0}%", v * 100.0);
+    }
+    // Not all alike: the map has a boundary.
+    assert!(want.iter().flatten().any(|c| c == "0%"));
+    assert!(want.iter().flatten().any(|c| c == "100%"));
+    // The drawn cells: texts ending in % inside the grid (the colour
+    // scale's labels lie right of it), by position.
+    let labels = texts(&svg);
+    let tick_x: Vec<f64> = ["100/s", "150/s", "300/s", "450/s", "570/s"]
+        .iter()
+        .map(|s| {
+            let t = labels.iter().find(|t| t.text == *s).unwrap();
+            (t.x0 + t.x1) / 2.0
+        })
+        .collect();
+    let tick_y: Vec<f64> = ["100 ms", "200 ms", "300 ms", "400 ms", "800 ms"]
+        .iter()
+        .map(|s| {
+            let t = labels.iter().find(|t| t.text == *s).unwrap();
+            (t.y0 + t.y1) / 2.0
+        })
+        .collect();
+    let cells: Vec<&TextBox> = labels
+        .iter()
+        .filter(|t| t.text.ends_with('%') && t.x0 < tick_x[4] + 100.0)
+        .collect();
+    assert_eq!(cells.len(), rates.len() * lens.len());
+    let nearest = |v: f64, ticks: &[f64]| {
+        (0..ticks.len())
+            .min_by(|&a, &b| (ticks[a] - v).abs().total_cmp(&(ticks[b] - v).abs()))
+            .unwrap()
+    };
+    let mut seen = vec![vec![false; rates.len()]; lens.len()];
+    for t in cells {
+        let x = nearest((t.x0 + t.x1) / 2.0, &tick_x);
+        let y = nearest((t.y0 + t.y1) / 2.0, &tick_y);
+        assert_eq!(t.text, want[y][x], "cell {} × {}", rates[x], lens[y]);
+        assert!(!std::mem::replace(&mut seen[y][x], true));
+    }
+    assert_no_overlap(&svg, name);
+    // Each cell's colour is the scale's colour for its fraction.
+    let fills: BTreeSet<String> = roxmltree::Document::parse(&svg)
+        .unwrap()
+        .descendants()
+        .filter(|n| n.has_tag_name("rect"))
+        .filter_map(|n| n.attribute("fill").map(str::to_string))
+        .collect();
+    for v in [0.0, 1.0 / 3.0, 1.0] {
+        let c = stormsim::report::stability::cell_colour(Some(v));
+        let hex = format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2);
+        assert!(fills.contains(&hex), "{hex} in {fills:?}");
+    }
+}

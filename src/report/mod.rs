@@ -17,6 +17,7 @@ pub mod legend;
 pub mod output_dir;
 pub mod services_chart;
 pub mod shape;
+pub mod stability;
 pub mod styles;
 pub mod sweep;
 pub mod table_check;

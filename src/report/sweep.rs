@@ -45,7 +45,9 @@ pub fn sweep_columns(t: &Table) -> Vec<String> {
         .collect()
 }
 
-fn file_safe(s: &str) -> String {
+/// `s` with every character but ASCII letters, digits, `.`, `-` and `_`
+/// replaced by `_`: safe in a file name.
+pub fn file_safe(s: &str) -> String {
     s.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '_' {
