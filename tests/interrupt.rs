@@ -329,6 +329,7 @@ fn a_chart_of_many_lines_stops_midway() {
                 .collect(),
             band: true,
             dashed: false,
+            marker: stormsim::report::styles::marker(i),
         })
         .collect();
     let fig = Figure {

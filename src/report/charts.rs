@@ -1,8 +1,9 @@
 //! The charts of a run, drawn from `ChartData` (the tables read back):
 //! `load`, `amplification`, `goodput`, `latency`, `recovery`; `services`
 //! and `graph` when the run's graph has more than one service (see
-//! `services_chart` and `graph_figure`); and the sweep charts when the
-//! tables carry `sweep.*` columns. Each is written as
+//! `services_chart` and `graph_figure`); the sweep charts when the
+//! tables carry `sweep.*` columns, and the stability maps when exactly
+//! two fields were swept (`stability`). Each is written as
 //! `charts/<name>.svg` and `charts/<name>.png`.
 
 use plotters::coord::Shift;
@@ -17,6 +18,8 @@ use super::figure::{
 };
 use super::graph_figure::{GraphFigure, storm_graph};
 use super::services_chart::{ServicesFigure, services_figure};
+use super::stability::{StabilityMap, stability_maps};
+use super::styles::marker;
 use super::sweep;
 use crate::interrupt;
 
@@ -64,6 +67,7 @@ fn line(i: usize, points: &[Point], label: String, band: bool) -> Line {
         points: points.to_vec(),
         band,
         dashed: false,
+        marker: marker(i),
     }
 }
 
@@ -144,6 +148,7 @@ pub fn goodput_figure(d: &ChartData) -> Figure {
                 points: o.clone(),
                 band: false,
                 dashed: true,
+                marker: Default::default(),
             });
         }
     } else {
@@ -403,6 +408,7 @@ enum Job {
     Recovery(RecoveryFigure),
     Services(ServicesFigure),
     Graph(GraphFigure),
+    Stability(StabilityMap),
 }
 
 /// Every chart of a run, in report order. Rendered in parallel (each chart
@@ -453,6 +459,9 @@ pub fn all_charts(d: &ChartData) -> Result<Vec<Chart>, ReportError> {
     for (name, title, fig) in sweep::sweep_figures(d) {
         jobs.push((name, title, Job::Lines(Box::new(fig))));
     }
+    for (name, title, map) in stability_maps(d) {
+        jobs.push((name, title, Job::Stability(map)));
+    }
     interrupt::check()?;
     jobs.par_iter()
         .map(|(name, title, job)| {
@@ -462,6 +471,7 @@ pub fn all_charts(d: &ChartData) -> Result<Vec<Chart>, ReportError> {
                 Job::Recovery(f) => render(f),
                 Job::Services(f) => render(f),
                 Job::Graph(f) => render(f),
+                Job::Stability(f) => render(f),
             }
             .map_err(|e| {
                 if e == STOPPED && interrupt::requested() {

@@ -10,29 +10,18 @@ use std::sync::Once;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use super::axis::{self, XAxis};
 use super::chart_data::{Point, Span};
+use super::legend::{Entry, Legend};
+use super::styles::{Marker, draw_marker};
 
 pub const WIDTH: u32 = 1200;
 pub const HEIGHT: u32 = 700;
 pub const FONT: &str = "sans-serif";
 
-/// Colours by variant order (matplotlib's tab10), the same in every chart.
-pub const PALETTE: [RGBColor; 10] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(127, 127, 127),
-    RGBColor(188, 189, 34),
-    RGBColor(23, 190, 207),
-];
-
-pub fn colour(i: usize) -> RGBColor {
-    PALETTE[i % PALETTE.len()]
-}
+pub use super::styles::{PALETTE, colour};
 
 /// The palette as CSS hex colours, for the HTML report.
 pub fn css_colour(i: usize) -> String {
@@ -68,10 +57,6 @@ pub fn stop_point() -> Result<(), String> {
         Ok(())
     }
 }
-
-/// The most entries of a legend: past them, the rest is one entry ("and
-/// N more"); more would run off the chart, and take seconds to draw.
-pub const MAX_LEGEND: usize = 20;
 
 /// The most labels of a category axis (variants, swept values): more
 /// would overlap into a smear, and take seconds to draw.
@@ -206,6 +191,8 @@ pub struct Line {
     /// Shade the min–max band around the mean.
     pub band: bool,
     pub dashed: bool,
+    /// The shape of its points, when the figure marks them.
+    pub marker: Marker,
 }
 
 /// A horizontal reference line (capacity).
@@ -231,12 +218,19 @@ pub struct Figure {
     pub categories: Option<Vec<String>>,
     /// Fixed x range (else from the data).
     pub x_range: Option<(f64, f64)>,
+    /// An x axis with ticks of its own (sweeps: swept values with their
+    /// units, log positions, categories); its range is the x range.
+    pub x_axis: Option<XAxis>,
+    /// The y axis spans the data (with a margin) rather than starting at
+    /// 0: small differences between variants stay visible.
+    pub fit_y: bool,
+    /// What the legend's labels are (the fields whose values they give).
+    pub legend_title: Option<String>,
     /// A note drawn in the plot area (for example "no data").
     pub note: Option<String>,
-    /// Mark every data point (sweeps: few points, each a run set).
+    /// Mark every data point, each line with its own marker (sweeps: few
+    /// points, each a run set).
     pub markers: bool,
-    /// Label only integer x ticks (the swept values are all integers).
-    pub integer_x: bool,
     /// Drawn as one panel of small multiples: smaller text and margins,
     /// the title cut to the panel's width, no incident labels and no
     /// legend (the figure holding the panels has one).
@@ -298,8 +292,30 @@ fn finite_max(values: impl Iterator<Item = f64>) -> Option<f64> {
         .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))
 }
 
+/// Labels of a y axis from `lo` to `hi` with about `n` ticks: as many
+/// decimals as the tick step needs (0.847, 0.848, … on a fitted axis).
+pub fn y_label(lo: f64, hi: f64, n: usize) -> impl Fn(&f64) -> String {
+    let step = (hi - lo) / n.max(1) as f64;
+    let decimals = if step > 0.0 && step.is_finite() {
+        (-step.log10().floor()).clamp(0.0, 8.0) as usize
+    } else {
+        3
+    };
+    move |v: &f64| {
+        if decimals <= 3 {
+            return tick(*v);
+        }
+        let s = format!("{v:.decimals$}");
+        let s = s.trim_end_matches('0').trim_end_matches('.');
+        if s == "-0" { "0".into() } else { s.to_string() }
+    }
+}
+
 impl Figure {
     fn x_bounds(&self) -> (f64, f64) {
+        if let Some(a) = &self.x_axis {
+            return a.range;
+        }
         if let Some(r) = self.x_range {
             return r;
         }
@@ -328,12 +344,74 @@ impl Figure {
         let top = finite_max(data.chain(self.hlines.iter().map(|h| h.y))).unwrap_or(0.0);
         if top > 0.0 { top * 1.12 } else { 1.0 }
     }
+
+    /// The y range: from 0 to above the data, or (`fit_y`) the data's
+    /// own range with a margin.
+    pub fn y_bounds(&self) -> (f64, f64) {
+        if !self.fit_y {
+            return (0.0, self.y_top());
+        }
+        let values = self.lines.iter().flat_map(|l| {
+            l.points.iter().flat_map(move |p| {
+                let band = if l.band { [p.min, p.max] } else { [p.mean; 2] };
+                [p.mean, band[0], band[1]]
+            })
+        });
+        let values = values.chain(self.hlines.iter().map(|h| h.y));
+        let (lo, hi) = values
+            .filter(|v| v.is_finite())
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+                (lo.min(v), hi.max(v))
+            });
+        if !(lo.is_finite() && hi.is_finite()) {
+            return (0.0, 1.0);
+        }
+        let pad = if hi > lo {
+            (hi - lo) * 0.08
+        } else {
+            (hi.abs() * 0.05).max(1e-3)
+        };
+        // Not below 0 for figures that cannot be negative.
+        let y0 = if lo >= 0.0 {
+            (lo - pad).max(0.0)
+        } else {
+            lo - pad
+        };
+        (y0, hi + pad)
+    }
+
+    /// The legend: reference lines, then labelled lines (past what fits,
+    /// the legend says how many more there are).
+    fn legend(&self) -> Legend {
+        let hlines = self.hlines.iter().map(|h| Entry {
+            label: h.label.clone(),
+            colour: h.colour,
+            dashed: true,
+            width: 2,
+            marker: None,
+        });
+        let lines = self
+            .lines
+            .iter()
+            .filter(|l| !l.label.is_empty())
+            .map(|l| Entry {
+                label: l.label.clone(),
+                colour: l.colour,
+                dashed: l.dashed,
+                width: if l.dashed { 1 } else { 3 },
+                marker: self.markers.then_some(l.marker),
+            });
+        Legend {
+            title: self.legend_title.clone(),
+            entries: hlines.chain(lines).collect(),
+        }
+    }
 }
 
 impl Drawable for Figure {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
         let (x0, x1) = self.x_bounds();
-        let y1 = self.y_top();
+        let (y0, y1) = self.y_bounds();
         let z = if self.compact { &COMPACT } else { &FULL };
         // Categories sit at integer positions: as many labels as
         // categories makes plotters put one tick on each.
@@ -342,22 +420,55 @@ impl Drawable for Figure {
             .as_ref()
             .map_or(z.x_labels, |c| c.len().clamp(1, MAX_CATEGORY_LABELS));
         let caption_font = (FONT, z.caption).into_font();
-        let title = if self.compact {
-            let width = root.dim_in_pixel().0.saturating_sub(2 * z.margin);
-            fit(root, &self.title, &caption_font, width)
+        // A full figure: the title across the whole width, the legend
+        // beside the plot.
+        let (body, legend) = if self.compact {
+            (root.clone(), None)
         } else {
-            self.title.clone()
+            let body = root
+                .margin(8, 0, 0, 0)
+                .titled(&self.title, caption_font.clone())
+                .map_err(err)?;
+            let legend = self.legend();
+            let w = legend.width(&body);
+            if w == 0 {
+                (body, None)
+            } else {
+                let (plot, side) = body.split_horizontally(body.dim_in_pixel().0.saturating_sub(w));
+                (plot, Some((legend, side)))
+            }
         };
-        let mut chart = ChartBuilder::on(root)
-            .caption(&title, caption_font)
+        // The x axis's labels, laid out before the plot is built (their
+        // band's height depends on them).
+        let x_layout = self.x_axis.as_ref().map(|a| {
+            let left = f64::from(z.margin + z.y_area);
+            let width = f64::from(
+                body.dim_in_pixel()
+                    .0
+                    .saturating_sub(2 * z.margin + z.y_area),
+            );
+            axis::layout(&body, a, |x| left + (x - x0) / (x1 - x0) * width)
+        });
+        let x_area = match &x_layout {
+            Some(l) => l.height + z.desc + 14,
+            None => z.x_area,
+        };
+        let mut builder = ChartBuilder::on(&body);
+        if self.compact {
+            let width = root.dim_in_pixel().0.saturating_sub(2 * z.margin);
+            builder.caption(fit(root, &self.title, &caption_font, width), caption_font);
+        }
+        let mut chart = builder
             .margin(z.margin)
-            .x_label_area_size(z.x_area)
+            .margin_top(if self.compact { z.margin } else { 4 })
+            .x_label_area_size(x_area)
             .y_label_area_size(z.y_area)
-            .build_cartesian_2d(x0..x1, 0f64..y1)
+            .build_cartesian_2d(x0..x1, y0..y1)
             .map_err(err)?;
         let cats = self.categories.clone();
-        let integer_x = self.integer_x;
+        let own_axis = self.x_axis.is_some();
         let xfmt = move |x: &f64| match &cats {
+            _ if own_axis => String::new(),
             Some(c) => {
                 let i = x.round();
                 if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < c.len() {
@@ -366,23 +477,45 @@ impl Drawable for Figure {
                     String::new()
                 }
             }
-            None if integer_x && (x - x.round()).abs() > 1e-9 => String::new(),
             None => tick(*x),
         };
-        chart
-            .configure_mesh()
-            .x_desc(self.x_desc.as_str())
-            .y_desc(self.y_desc.as_str())
+        let yfmt = y_label(y0, y1, z.y_labels);
+        let mut mesh = chart.configure_mesh();
+        mesh.y_desc(self.y_desc.as_str())
             .x_label_formatter(&xfmt)
             .x_labels(x_labels)
-            .y_label_formatter(&|y| tick(*y))
+            .y_label_formatter(&yfmt)
             .y_labels(z.y_labels)
             .label_style((FONT, z.label))
             .axis_desc_style((FONT, z.desc))
             .light_line_style(BLACK.mix(0.04))
-            .bold_line_style(BLACK.mix(0.12))
-            .draw()
+            .bold_line_style(BLACK.mix(0.12));
+        if own_axis {
+            mesh.disable_x_mesh()
+                .set_tick_mark_size(LabelAreaPosition::Bottom, 0);
+        } else {
+            mesh.x_desc(self.x_desc.as_str());
+        }
+        mesh.draw().map_err(err)?;
+        if let (Some(a), Some(layout)) = (&self.x_axis, &x_layout) {
+            let base = body.get_base_pixel();
+            let at = |x: f64, y: f64| {
+                let (px, py) = chart.backend_coord(&(x, y));
+                (px - base.0, py - base.1)
+            };
+            let (top, bottom) = (at(x0, y1).1, at(x0, y0).1);
+            axis::draw(&body, a, layout, |x| at(x, y0).0, (top, bottom))?;
+            let centre = (at(x0, y0).0 + at(x1, y0).0) / 2;
+            let desc = TextStyle::from((FONT, z.desc).into_font())
+                .color(&BLACK)
+                .pos(Pos::new(HPos::Center, VPos::Top));
+            body.draw_text(
+                &self.x_desc,
+                &desc,
+                (centre, bottom + layout.height as i32 + 6),
+            )
             .map_err(err)?;
+        }
 
         for s in &self.spans {
             let (a, b) = (s.start_s.max(x0), s.end_s.min(x1));
@@ -391,7 +524,7 @@ impl Drawable for Figure {
             }
             chart
                 .draw_series(std::iter::once(Rectangle::new(
-                    [(a, 0.0), (b, y1)],
+                    [(a, y0), (b, y1)],
                     BLACK.mix(0.09).filled(),
                 )))
                 .map_err(err)?;
@@ -401,7 +534,7 @@ impl Drawable for Figure {
             chart
                 .draw_series(std::iter::once(Text::new(
                     format!("incident: {}", s.label),
-                    (a, y1 * 0.985),
+                    (a, y1 - (y1 - y0) * 0.015),
                     (FONT, 15).into_font().color(&BLACK.mix(0.7)),
                 )))
                 .map_err(err)?;
@@ -419,32 +552,16 @@ impl Drawable for Figure {
                     .map_err(err)?;
             }
         }
-        // Legend entries: every label while they fit, else all but one,
-        // and that one says how many more there are.
-        let labelled =
-            self.hlines.len() + self.lines.iter().filter(|l| !l.label.is_empty()).count();
-        let mut room = if labelled > MAX_LEGEND {
-            MAX_LEGEND - 1
-        } else {
-            labelled
-        };
         for h in &self.hlines {
             stop_point()?;
-            let c = h.colour;
-            let drawn = chart
+            chart
                 .draw_series(DashedLineSeries::new(
                     [(x0, h.y), (x1, h.y)],
                     10,
                     6,
-                    c.stroke_width(2),
+                    h.colour.stroke_width(2),
                 ))
                 .map_err(err)?;
-            if room > 0 {
-                room -= 1;
-                drawn.label(h.label.as_str()).legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(2))
-                });
-            }
         }
         for l in &self.lines {
             stop_point()?;
@@ -453,7 +570,7 @@ impl Drawable for Figure {
             let pieces = runs(&l.points, self.max_gap);
             for run in &pieces {
                 let pts: Vec<(f64, f64)> = run.iter().map(|p| (p.t, p.mean)).collect();
-                if pts.len() == 1 {
+                if pts.len() == 1 && !self.markers {
                     chart
                         .draw_series(std::iter::once(Circle::new(pts[0], 4, c.filled())))
                         .map_err(err)?;
@@ -468,52 +585,22 @@ impl Drawable for Figure {
                 }
             }
             if self.markers {
-                chart
-                    .draw_series(
-                        l.points
-                            .iter()
-                            .map(|p| Circle::new((p.t, p.mean), 5, c.filled())),
-                    )
-                    .map_err(err)?;
+                for p in &l.points {
+                    draw_marker(chart.plotting_area(), (p.t, p.mean), l.marker, 5, c)?;
+                }
             }
-            if l.label.is_empty() || room == 0 {
-                continue;
-            }
-            room -= 1;
-            let width = if l.dashed { 1 } else { 3 };
-            chart
-                .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
-                .map_err(err)?
-                .label(l.label.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(width))
-                });
-        }
-        if labelled > MAX_LEGEND {
-            chart
-                .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
-                .map_err(err)?
-                .label(format!("and {} more", labelled - (MAX_LEGEND - 1)))
-                .legend(|(x, y)| EmptyElement::at((x, y)));
         }
         if let Some(note) = &self.note {
             chart
                 .draw_series(std::iter::once(Text::new(
                     note.clone(),
-                    (x0 + (x1 - x0) * 0.02, y1 * 0.5),
+                    (x0 + (x1 - x0) * 0.02, (y0 + y1) * 0.5),
                     (FONT, if self.compact { z.desc } else { 20 }).into_font(),
                 )))
                 .map_err(err)?;
         }
-        if !self.compact && (!self.lines.is_empty() || !self.hlines.is_empty()) {
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::UpperRight)
-                .background_style(WHITE.mix(0.88))
-                .border_style(BLACK.mix(0.3))
-                .label_font((FONT, 16))
-                .draw()
-                .map_err(err)?;
+        if let Some((legend, side)) = legend {
+            legend.draw(&side)?;
         }
         Ok(())
     }

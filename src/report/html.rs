@@ -1,7 +1,7 @@
 //! `report.html`: one self-contained page (inline SVG charts and CSS, no
 //! script, no network, no external fonts) with the scenario's description,
-//! the metastability verdicts in words, a table per variant from
-//! `summary_by_variant.csv`, the charts, the services graph (when the run
+//! the metastability verdicts in words, one table comparing the variants
+//! (ranked best first) from `summary_by_variant.csv`, the charts, the services graph (when the run
 //! has more than one service: its two charts and compact tables of
 //! `services.csv` and `calls.csv`) and a short guide to reading them.
 
@@ -141,7 +141,8 @@ td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}\
 th:first-child,td:first-child{text-align:left}caption{font-weight:bold;text-align:left}\
 .sw{display:inline-block;width:1em;height:1em;vertical-align:-.15em;margin-right:.4em}\
 .metastable,.over{color:#b00;font-weight:bold}td.l{text-align:left}figure{margin:1em 0}\
-figure svg{max-width:100%;height:auto;border:1px solid #eee}";
+figure svg{max-width:100%;height:auto;border:1px solid #eee}\
+.wide{overflow-x:auto}.wide table{display:table;font-size:.9em}small{color:#555}";
 
 fn cell(d: &ChartData, row: &Row, stem: &str, unit: &str) -> (String, String) {
     let t = &d.by_variant;
@@ -325,56 +326,7 @@ pub fn report_html(d: &ChartData, charts: &[Chart]) -> Result<String, crate::int
         }
         services_tables(&mut h, d, g);
     }
-    h.push_str("<h2>Summary per variant</h2>\n<p>Mean over replicates and the half-width of its 95% confidence interval (from <code>summary_by_variant.csv</code>, which has every figure).</p>\n");
-    let t = &d.by_variant;
-    let sweeps = sweep_columns(t);
-    for row in &t.rows {
-        crate::interrupt::check()?;
-        let name = t.text(row, "variant");
-        let _ = writeln!(
-            h,
-            "<table>\n<caption><span class=\"sw\" style=\"background:{}\"></span>{} ({} replicates)</caption>\n<tr><th>figure</th><th>mean</th><th>95% CI</th></tr>",
-            css_colour(d.variant_index(name)),
-            escape(name),
-            escape(t.text(row, "replicates"))
-        );
-        for s in &sweeps {
-            let _ = writeln!(
-                h,
-                "<tr><td>{}</td><td>{}</td><td></td></tr>",
-                escape(s),
-                escape(t.text(row, s))
-            );
-        }
-        for (stem, label, unit) in ROWS {
-            if t.col(&format!("{stem}_mean")).is_none() {
-                continue;
-            }
-            let (m, ci) = cell(d, row, stem, unit);
-            let _ = writeln!(
-                h,
-                "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
-                escape(label),
-                escape(&m),
-                escape(&ci)
-            );
-        }
-        if let Some(a) = t.num(row, "aborted_runs").filter(|a| *a > 0.0) {
-            let _ = writeln!(
-                h,
-                "<tr><td class=\"metastable\">runs aborted (guard rail): no success rate or verdict</td><td class=\"metastable\">{}</td><td></td></tr>",
-                tick(a)
-            );
-        }
-        if let Some(f) = t.num(row, "recovered_fraction") {
-            let _ = writeln!(
-                h,
-                "<tr><td>replicates that recovered</td><td>{}%</td><td></td></tr>",
-                tick(f * 100.0)
-            );
-        }
-        h.push_str("</table>\n");
-    }
+    comparison_table(&mut h, d)?;
 
     h.push_str(HOW_TO_READ);
     if d.graph.as_ref().is_some_and(|g| g.is_graph()) {
@@ -382,6 +334,107 @@ pub fn report_html(d: &ChartData, charts: &[Chart]) -> Result<String, crate::int
     }
     h.push_str("</ul>\n</body>\n</html>\n");
     Ok(h)
+}
+
+/// The order of the variants in the comparison table (indices into the
+/// rows of `summary_by_variant.csv`), best first, and how they were
+/// ranked: by `slo_rank` when the scenario has an SLO, else by success
+/// rate (highest first), then amplification (lowest first); ties keep
+/// variant order.
+pub fn ranked_rows(d: &ChartData) -> (Vec<usize>, &'static str) {
+    let t = &d.by_variant;
+    let mut order: Vec<usize> = (0..t.rows.len()).collect();
+    if t.col("slo_rank").is_some() {
+        let rank = |i: usize| t.num(&t.rows[i], "slo_rank").unwrap_or(f64::INFINITY);
+        order.sort_by(|&a, &b| rank(a).total_cmp(&rank(b)).then(a.cmp(&b)));
+        return (
+            order,
+            "ranked best first by the SLO (see \"Against the SLO\")",
+        );
+    }
+    let get = |i: usize, c: &str, missing: f64| t.num(&t.rows[i], c).unwrap_or(missing);
+    order.sort_by(|&a, &b| {
+        get(b, "success_rate_mean", f64::NEG_INFINITY)
+            .total_cmp(&get(a, "success_rate_mean", f64::NEG_INFINITY))
+            .then(get(a, "amplification_mean", f64::INFINITY).total_cmp(&get(
+                b,
+                "amplification_mean",
+                f64::INFINITY,
+            )))
+            .then(a.cmp(&b))
+    });
+    (
+        order,
+        "ranked best first by success rate (highest first), then amplification (lowest first): the scenario has no SLO",
+    )
+}
+
+/// One table comparing every variant (and sweep point), ranked best
+/// first: a row per variant, a column per figure (mean ± the half-width
+/// of its 95% CI).
+fn comparison_table(h: &mut String, d: &ChartData) -> Result<(), crate::interrupt::Stopped> {
+    let t = &d.by_variant;
+    let sweeps = sweep_columns(t);
+    let (order, how) = ranked_rows(d);
+    let figures: Vec<&(&str, &str, &str)> = ROWS
+        .iter()
+        .filter(|(stem, _, _)| t.col(&format!("{stem}_mean")).is_some())
+        .collect();
+    let _ = writeln!(
+        h,
+        "<h2 id=\"comparison\">Variants compared</h2>\n<p>One row per variant, {how}. Each figure is the mean over replicates ± the half-width of its 95% confidence interval (from <code>summary_by_variant.csv</code>, which has every figure).</p>\n<div class=\"wide\"><table id=\"comparison-table\">"
+    );
+    h.push_str("<tr><th>rank</th><th>variant</th>");
+    for s in &sweeps {
+        let _ = write!(h, "<th>{}</th>", escape(s.trim_start_matches("sweep.")));
+    }
+    h.push_str("<th>replicates</th>");
+    for (_, label, _) in &figures {
+        let _ = write!(h, "<th>{}</th>", escape(label));
+    }
+    h.push_str("<th>replicates that recovered</th><th>runs aborted (guard rail)</th></tr>\n");
+    for (rank, &i) in order.iter().enumerate() {
+        crate::interrupt::check()?;
+        let row = &t.rows[i];
+        let name = t.text(row, "variant");
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td class=\"l\">{}</td>",
+            rank + 1,
+            swatch(d.variant_index(name), name)
+        );
+        for s in &sweeps {
+            let _ = write!(h, "<td>{}</td>", escape(t.text(row, s)));
+        }
+        let _ = write!(h, "<td>{}</td>", escape(t.text(row, "replicates")));
+        for (stem, _, unit) in &figures {
+            let (m, ci) = cell(d, row, stem, unit);
+            let sep = if ci.is_empty() { "" } else { " " };
+            let _ = write!(
+                h,
+                "<td>{}{sep}<small>{}</small></td>",
+                escape(&m),
+                escape(&ci)
+            );
+        }
+        let recovered = t
+            .num(row, "recovered_fraction")
+            .map_or("–".to_string(), |f| format!("{}%", tick(f * 100.0)));
+        let aborted = t.num(row, "aborted_runs").filter(|a| *a > 0.0);
+        let _ = writeln!(
+            h,
+            "<td>{}</td><td{}>{}</td></tr>",
+            recovered,
+            if aborted.is_some() {
+                " class=\"metastable\""
+            } else {
+                ""
+            },
+            aborted.map_or("0".to_string(), tick)
+        );
+    }
+    h.push_str("</table></div>\n");
+    Ok(())
 }
 
 /// The variants' verdicts against the SLO, ranked best first (when the

@@ -3,6 +3,7 @@
 //! one-screen summary on stdout. Reads only metrics (and the run results
 //! that carry them); knows nothing of the model.
 
+pub mod axis;
 pub mod chart_data;
 pub mod charts;
 pub mod console;
@@ -12,9 +13,12 @@ pub mod graph_data;
 pub mod graph_figure;
 pub mod graph_tables;
 pub mod html;
+pub mod legend;
 pub mod output_dir;
 pub mod services_chart;
 pub mod shape;
+pub mod stability;
+pub mod styles;
 pub mod sweep;
 pub mod table_check;
 pub mod tables;

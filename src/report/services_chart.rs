@@ -181,6 +181,7 @@ pub fn services_figure(d: &ChartData) -> Option<ServicesFigure> {
                     points,
                     band: true,
                     dashed: false,
+                    marker: Default::default(),
                 });
             }
             // Capacity per variant that has one; one black line when all

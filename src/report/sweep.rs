@@ -6,8 +6,10 @@
 
 use std::collections::HashMap;
 
+use super::axis::{Unit, XAxis, category_axis, numeric_axis, position};
 use super::chart_data::{ChartData, Point, Table, parse_num};
-use super::figure::{Figure, Line, colour};
+use super::figure::{Figure, Line};
+use super::styles::{colour, marker};
 use crate::scenario::units::{parse_duration, parse_rate};
 
 /// The summary figures drawn against a swept field: (column, axis label).
@@ -43,7 +45,9 @@ pub fn sweep_columns(t: &Table) -> Vec<String> {
         .collect()
 }
 
-fn file_safe(s: &str) -> String {
+/// `s` with every character but ASCII letters, digits, `.`, `-` and `_`
+/// replaced by `_`: safe in a file name.
+pub fn file_safe(s: &str) -> String {
     s.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '_' {
@@ -55,16 +59,50 @@ fn file_safe(s: &str) -> String {
         .collect()
 }
 
-/// The x position of every row for the swept column `col`, and category
-/// labels when the values are not all numbers.
-fn x_positions(t: &Table, col: &str) -> (Vec<f64>, Option<Vec<String>>) {
+/// What the swept values of a column are: all plain numbers, all
+/// durations, all rates, or (None) words.
+pub fn sweep_unit(values: &[&str]) -> Option<Unit> {
+    let all = |f: &dyn Fn(&str) -> bool| values.iter().all(|v| f(v.trim()));
+    if all(&|v| parse_num(v).is_some()) {
+        Some(Unit::Number)
+    } else if all(&|v| parse_num(v).is_some() || parse_duration(v).is_ok()) {
+        Some(Unit::Duration)
+    } else if all(&|v| parse_num(v).is_some() || parse_rate(v).is_ok()) {
+        Some(Unit::Rate)
+    } else {
+        None
+    }
+}
+
+/// The x axis of the swept column `col` and the x position of every row
+/// on it: swept values with their units (on a log axis when durations or
+/// rates span more than ten times), or one category per distinct word.
+pub fn x_axis(t: &Table, col: &str) -> (XAxis, Vec<f64>) {
     let texts: Vec<&str> = t.rows.iter().map(|r| t.text(r, col)).collect();
     let nums: Option<Vec<f64>> = texts.iter().map(|s| sweep_number(s)).collect();
-    if let Some(nums) = nums {
-        return (nums, None);
+    if let (Some(nums), Some(unit)) = (nums, sweep_unit(&texts)) {
+        let axis = numeric_axis(&nums, unit);
+        let xs = nums.iter().map(|&v| position(&axis, v)).collect();
+        return (axis, xs);
     }
     let (cats, xs) = first_seen(texts.into_iter().map(str::to_string));
-    (xs.into_iter().map(|i| i as f64).collect(), Some(cats))
+    (
+        category_axis(&cats),
+        xs.into_iter().map(|i| i as f64).collect(),
+    )
+}
+
+/// The last part of a swept field's path (`jitter` for
+/// `layers.api.retry.jitter`), or the whole when that is not unique
+/// among `all`.
+fn short_name<'a>(field: &'a str, all: &[&'a str]) -> &'a str {
+    let last = |f: &'a str| f.rsplit('.').next().unwrap_or(f);
+    let short = last(field);
+    if all.iter().filter(|f| last(f) == short).count() > 1 {
+        field
+    } else {
+        short
+    }
 }
 
 /// The distinct keys in order of first appearance, and each key's index
@@ -84,23 +122,36 @@ fn first_seen(keys: impl Iterator<Item = String>) -> (Vec<String>, Vec<usize>) {
 }
 
 /// (file stem, title, figure) for every sweep chart. Linear in the rows:
-/// each row is given its line once per swept field.
+/// each row is given its line once per swept field. Each line (a
+/// combination of the other swept fields' values) has its own colour and
+/// marker; the legend gives the values, its title the fields.
 pub fn sweep_figures(d: &ChartData) -> Vec<(String, String, Figure)> {
     let t = &d.by_variant;
     let cols = sweep_columns(t);
+    let fields: Vec<&str> = cols
+        .iter()
+        .map(|c| c.trim_start_matches("sweep."))
+        .collect();
     let mut out = Vec::new();
     for col in &cols {
         let field = col.trim_start_matches("sweep.");
         let others: Vec<&String> = cols.iter().filter(|c| *c != col).collect();
-        let (xs, cats) = x_positions(t, col);
+        let (axis, xs) = x_axis(t, col);
         // Groups: the other swept fields' values, in order of appearance.
         let (groups, group_of) = first_seen(t.rows.iter().map(|r| {
             others
                 .iter()
-                .map(|o| format!("{}={}", o.trim_start_matches("sweep."), t.text(r, o)))
+                .map(|o| t.text(r, o).to_string())
                 .collect::<Vec<_>>()
                 .join(", ")
         }));
+        let legend_title = (!others.is_empty()).then(|| {
+            others
+                .iter()
+                .map(|o| short_name(o.trim_start_matches("sweep."), &fields))
+                .collect::<Vec<_>>()
+                .join(", ")
+        });
         let mut members: Vec<Vec<usize>> = vec![Vec::new(); groups.len()];
         for (row, &g) in group_of.iter().enumerate() {
             members[g].push(row);
@@ -142,17 +193,20 @@ pub fn sweep_figures(d: &ChartData) -> Vec<(String, String, Figure)> {
                     points: pts,
                     band: true,
                     dashed: false,
+                    marker: marker(g),
                 });
             }
+            let scale = if axis.log { " (log scale)" } else { "" };
             let mut f = Figure {
                 title: format!("{fig} against {field} (mean, 95% CI band)"),
-                x_desc: field.to_string(),
+                x_desc: format!("{field}{scale}"),
                 y_desc: y_desc.to_string(),
                 lines,
                 max_gap: f64::INFINITY,
-                categories: cats.clone(),
+                x_axis: Some(axis.clone()),
+                fit_y: true,
+                legend_title: legend_title.clone(),
                 markers: true,
-                integer_x: cats.is_none() && xs.iter().all(|x| x.fract() == 0.0),
                 ..Figure::default()
             };
             if f.lines.iter().all(|l| l.points.is_empty()) {
@@ -193,13 +247,19 @@ mod tests {
         );
         let by_a = &figs[0].2;
         assert_eq!(by_a.lines.len(), 2);
-        assert_eq!(by_a.lines[0].label, "b=full");
+        assert_eq!(by_a.lines[0].label, "full");
+        assert_eq!(by_a.legend_title.as_deref(), Some("b"));
         assert_eq!(by_a.lines[0].points.len(), 2);
         assert_eq!(by_a.lines[1].points.len(), 1, "empty cell skipped");
         let by_b = &figs[1].2;
-        assert_eq!(
-            by_b.categories.as_deref(),
-            Some(&["full".to_string(), "none".into()][..])
-        );
+        let labels: Vec<&str> = by_b
+            .x_axis
+            .as_ref()
+            .unwrap()
+            .ticks
+            .iter()
+            .map(|t| t.label.as_str())
+            .collect();
+        assert_eq!(labels, ["full", "none"]);
     }
 }

@@ -34,7 +34,7 @@ use shell::{
 const OUTAGE: &str = "stormsim run scenarios/outage-recovery.yaml";
 
 /// Every `test:` name the README uses, each checked by one test below.
-const NAMED: [&str; 33] = [
+const NAMED: [&str; 34] = [
     "outage-recovery reading",
     "after-incident reading",
     "interrupt messages",
@@ -68,6 +68,7 @@ const NAMED: [&str; 33] = [
     "three-tier prose",
     "slow-db table",
     "slow-db prose",
+    "stability map",
 ];
 
 // ---------------------------------------------------------------------
@@ -1431,6 +1432,8 @@ fn charts() {
         // A chain of three layers: three services, so `services` and
         // `graph` too.
         (NESTED, "nested-layers"),
+        // A sweep of two fields: its stability map.
+        (STABILITY, "stability-map"),
     ] {
         let dir = run_ok(cmd).folder(name).join("charts");
         for e in std::fs::read_dir(dir).unwrap() {
@@ -1445,6 +1448,15 @@ fn charts() {
                     } else {
                         "sweep-<figure>-vs-<field>".to_string()
                     }
+                }
+                None if stem.starts_with("stability-") => {
+                    let rest = stem.trim_start_matches("stability-");
+                    let fig = stormsim::report::stability::MAP_FIGURES
+                        .iter()
+                        .find(|(f, _)| rest.starts_with(&format!("{f}-")))
+                        .unwrap_or_else(|| panic!("{file}: an unknown figure"));
+                    assert!(rest[fig.0.len()..].contains("-x-"), "{file}");
+                    "stability-<figure>-<fieldA>-x-<fieldB>".to_string()
                 }
                 None => stem,
             };
@@ -2074,6 +2086,48 @@ fn slow_db_prose() {
     c.holds(
         "without held threads every request is served, half a second slower",
         p50.iter().all(|&ms| (500.0..600.0).contains(&ms)),
+    );
+    c.finish();
+}
+
+const STABILITY: &str = "stormsim run scenarios/stability-map.yaml";
+
+/// The stability map's paragraph: its inputs, and the fractions of
+/// replicates that recovered, as `summary_by_variant.csv` has them.
+#[test]
+fn stability_map() {
+    let b = named("stability map");
+    let f = run_for(&b, STABILITY).by_variant("stability-map");
+    let mut c = Checker::new(&b);
+    let rec =
+        |rate: &str, len: &str| f.get(&format!("rate={rate}/s for={len}"), "recovered_fraction");
+    c.given(&["104.5", "93%"]);
+    let rates = ["100", "150", "300", "450", "570"];
+    let lens = ["100ms", "200ms", "300ms", "400ms", "800ms"];
+    c.holds(
+        "at 100/s and 150/s every replicate recovers from every spike",
+        ["100", "150"]
+            .iter()
+            .all(|r| lens.iter().all(|l| rec(r, l) == 1.0)),
+    );
+    c.figure("33%", rec("300", "300ms") * 100.0);
+    c.holds(
+        "at 300/s a 300 ms spike leaves two replicates of three down",
+        (rec("300", "300ms") - 1.0 / 3.0).abs() < 1e-6,
+    );
+    c.figure("0%", rec("300", "400ms") * 100.0);
+    c.holds(
+        "at 570/s a 200 ms spike leaves two of three down",
+        (rec("570", "200ms") - 1.0 / 3.0).abs() < 1e-6,
+    );
+    c.holds(
+        "a staircase: longer spikes and higher loads never recover more often",
+        rates.iter().enumerate().all(|(i, r)| {
+            lens.iter().enumerate().all(|(j, l)| {
+                (i == 0 || rec(rates[i - 1], l) >= rec(r, l))
+                    && (j == 0 || rec(r, lens[j - 1]) >= rec(r, l))
+            })
+        }),
     );
     c.finish();
 }
