@@ -163,7 +163,7 @@ impl Drawable for Pareto {
                 .draw_series(std::iter::once(Cross::new(
                     (d.load, d.success),
                     9,
-                    colour(3).stroke_width(3),
+                    BLACK.stroke_width(3),
                 )))
                 .map_err(err)?;
         }
@@ -211,7 +211,7 @@ impl Drawable for Pareto {
         if let Some(d) = self.dots.iter().find(|d| d.best) {
             entry(format!("the best (c{})", d.id), &|x, y| {
                 legend
-                    .draw(&Cross::new((x, y), 6, colour(3).stroke_width(3)))
+                    .draw(&Cross::new((x, y), 6, BLACK.stroke_width(3)))
                     .map_err(err)
             })?;
         }
