@@ -89,6 +89,7 @@ fn down_all_run(secs: u64) -> Incident {
         start: 0,
         end: secs * S,
         effect: Effect::Down,
+        replica: None,
     }
 }
 
@@ -184,6 +185,7 @@ fn two_tier(hold: bool, db_latency: Option<(u64, u64, u64)>) -> ModelConfig {
             start: start * S,
             end: end * S,
             effect: Effect::Latency { add: add_ms * MS },
+            replica: None,
         });
     }
     model(
@@ -336,7 +338,11 @@ fn a_thread_per_request_tier_is_judged_by_how_long_it_holds_a_worker() {
     let api = service(&r, &cfg, "api");
     let peak = api.peak_load_ratio.unwrap();
     assert!(peak > 1.0, "{peak}");
-    assert!(api.capacity_per_s.unwrap() < 8.0 / held, "{:?}", api.capacity_per_s);
+    assert!(
+        api.capacity_per_s.unwrap() < 8.0 / held,
+        "{:?}",
+        api.capacity_per_s
+    );
 }
 
 /// Erlang C: the probability that an arrival waits in an M/M/c queue with

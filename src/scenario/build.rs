@@ -5,6 +5,7 @@
 
 use crate::engine::NS_PER_S;
 use crate::model::backoff::{Backoff as ModelBackoff, Jitter as ModelJitter};
+use crate::model::balancer::Balancer;
 use crate::model::breaker::{BreakerConfig, BreakerWindow};
 use crate::model::budget::BudgetConfig;
 use crate::model::bulkhead::BulkheadConfig;
@@ -181,6 +182,8 @@ fn layer(l: &Layer) -> CallPolicy {
         }),
         hedge_on_timeout: l.hedge_on_timeout,
         status_probe: l.status_probe,
+        retry_other_replica: false,
+        outlier: None,
     }
 }
 
@@ -442,6 +445,8 @@ fn server(
         stop_on_cancel: d.on_cancel == OnCancel::Stop,
         hold_worker,
         calls: Vec::new(),
+        replicas: 1,
+        balancer: Balancer::RoundRobin,
     }
 }
 
@@ -477,6 +482,7 @@ fn incident(i: &Incident) -> ModelIncident {
         start: i.start.ns(),
         end: i.end.ns(),
         effect,
+        replica: None,
     }
 }
 
@@ -600,7 +606,8 @@ mod tests {
             ModelIncident {
                 start: 120 * NS_PER_S,
                 end: 180 * NS_PER_S,
-                effect: Effect::Down
+                effect: Effect::Down,
+                replica: None
             }
         );
         assert_eq!(d.incidents[2].effect, Effect::Brownout { capacity: 0.3 });
