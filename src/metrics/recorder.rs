@@ -629,8 +629,9 @@ impl Recorder {
         self.svc.replicas[r].ejections += 1;
     }
 
-    /// At the end of `bucket`, `n` replicas of service `s` were ejected.
-    pub fn ejected(&mut self, bucket: usize, s: usize, n: u32) {
+    /// At the end of `bucket`, `n[0]` replicas of service `s` were ejected,
+    /// `n[1]` of them not down or blackholed.
+    pub fn ejected(&mut self, bucket: usize, s: usize, n: [u32; 2]) {
         let i = bucket * self.svc.services + s;
         if let Some(e) = self.svc.ejected.get_mut(i) {
             *e = n;

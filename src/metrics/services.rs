@@ -79,8 +79,9 @@ pub struct ServiceMetrics {
     /// Per replica (of every service, flat; see `Topology::replica`).
     pub replicas: Vec<ReplicaCounts>,
     /// `[bucket * services + service]`: replicas ejected by a caller's
-    /// outlier detection at the bucket's end.
-    pub ejected: Vec<u32>,
+    /// outlier detection at the bucket's end, and those of them that were
+    /// not down or blackholed then.
+    pub ejected: Vec<[u32; 2]>,
 }
 
 impl ServiceMetrics {
@@ -97,7 +98,7 @@ impl ServiceMetrics {
             edge_outcomes: vec![[0; 2]; edges],
             unserved_at_end: vec![0; services],
             replicas: Vec::new(),
-            ejected: vec![0; buckets * services],
+            ejected: vec![[0; 2]; buckets * services],
         }
     }
 
@@ -352,6 +353,7 @@ pub fn tabulate_graph(
                     );
                 }
             }
+            let ejected = m.ejected.get(b * m.services + s).copied().unwrap_or([0; 2]);
             rows.push(ServiceRow {
                 t_s: (b as u64 * bucket) as f64 / NS_PER_S as f64,
                 service: s,
@@ -365,8 +367,8 @@ pub fn tabulate_graph(
                     .get(b)
                     .copied()
                     .unwrap_or(info.replicas)
-                    .saturating_sub(m.ejected.get(b * m.services + s).copied().unwrap_or(0)),
-                ejected: m.ejected.get(b * m.services + s).copied().unwrap_or(0),
+                    .saturating_sub(ejected[1]),
+                ejected: ejected[0],
             });
         }
     }

@@ -260,6 +260,12 @@ impl<J> Server<J> {
         }
     }
 
+    /// Down or blackholed: serving nothing.
+    #[inline]
+    pub fn out(&self) -> bool {
+        self.down > 0 || self.blackhole > 0
+    }
+
     /// Requests inside: queued, in service, or waiting for their calls.
     #[inline]
     pub fn inside(&self) -> u32 {

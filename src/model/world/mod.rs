@@ -421,15 +421,19 @@ impl<'a> World<'a> {
         for s in 0..self.topo.services().len() {
             let s = ServiceId(s as u16);
             let n = self.topo.replica_count(s);
-            let mut ejected = 0;
-            for r in 0..n as usize {
+            let (mut ejected, mut serving) = (0, 0);
+            for r in 0..n {
                 let out = self.topo.edges().iter().enumerate().any(|(e, edge)| {
-                    edge.callee == s && self.outliers[e].get(r).is_some_and(|h| h.ejected(now))
+                    edge.callee == s
+                        && self.outliers[e]
+                            .get(r as usize)
+                            .is_some_and(|h| h.ejected(now))
                 });
                 ejected += u32::from(out);
+                serving += u32::from(out && !self.servers[self.topo.replica(s, r).index()].out());
             }
             if ejected > 0 {
-                self.rec.ejected(bucket, s.index(), ejected);
+                self.rec.ejected(bucket, s.index(), [ejected, serving]);
             }
         }
     }
