@@ -64,6 +64,7 @@ fn backoff_slows_a_closed_fleet_but_not_an_open_one() {
         start: 20 * S,
         end: 40 * S,
         effect: Effect::Down,
+        replica: None,
     };
     let closed_cfg =
         closed(100, 500 * MS, 8, layer.clone(), 60).with_dependency(|d| d.incidents.push(outage));

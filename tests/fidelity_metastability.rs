@@ -89,6 +89,7 @@ fn canonical(rho: f64, trigger: Trigger, budget: bool) -> ModelConfig {
                     start: START * S,
                     end: (START + secs) * S,
                     effect: Effect::Brownout { capacity },
+                    replica: None,
                 })
             });
             START + secs

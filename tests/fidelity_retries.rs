@@ -36,6 +36,7 @@ fn brooker(p: f64, layer: CallPolicy, secs: u64, rate: f64) -> ModelConfig {
             rate: p,
             status: 503,
         },
+        replica: None,
     });
     config(rate, secs * S, vec![layer], dep)
 }

@@ -89,6 +89,7 @@ fn down_all_run(secs: u64) -> Incident {
         start: 0,
         end: secs * S,
         effect: Effect::Down,
+        replica: None,
     }
 }
 
@@ -184,6 +185,7 @@ fn two_tier(hold: bool, db_latency: Option<(u64, u64, u64)>) -> ModelConfig {
             start: start * S,
             end: end * S,
             effect: Effect::Latency { add: add_ms * MS },
+            replica: None,
         });
     }
     model(

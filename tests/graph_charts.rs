@@ -55,6 +55,7 @@ fn diamond(retries: bool) -> ModelConfig {
         start: 0,
         end: SECS * S,
         effect: Effect::Down,
+        replica: None,
     });
     let mut inventory_call = edge("gateway.inventory", Some(0), 2, b);
     inventory_call.parallel = true;

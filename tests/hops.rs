@@ -19,6 +19,7 @@ fn always_503(layers: Vec<CallPolicy>, rate: f64) -> ModelConfig {
             rate: 1.0,
             status: 503,
         },
+        replica: None,
     });
     config(rate, 10 * S, layers, dep)
 }
@@ -50,6 +51,7 @@ fn a_quorum_tolerates_a_failing_branch() {
             rate: 1.0 / 3.0,
             status: 500,
         },
+        replica: None,
     });
     let mut layer = retrying_layer("client", 1, None);
     layer.fan_out = 3;
@@ -166,6 +168,7 @@ fn payments_with(idempotency_key: bool, probe: bool, effect: Effect) -> ModelCon
         start: 10 * S,
         end: 20 * S,
         effect,
+        replica: None,
     });
     let mut layer = retrying_layer("client", 3, Some(500 * MS));
     layer.retry.backoff = Backoff::Constant { base: 100 * MS };
@@ -304,16 +307,19 @@ fn conservation_holds_with_everything_on() {
             start: 5 * S,
             end: 8 * S,
             effect: Effect::Down,
+            replica: None,
         },
         Incident {
             start: 12 * S,
             end: 16 * S,
             effect: Effect::Latency { add: 300 * MS },
+            replica: None,
         },
         Incident {
             start: 20 * S,
             end: 24 * S,
             effect: Effect::Blackhole,
+            replica: None,
         },
     ];
     let mut edge = retrying_layer("edge", 3, Some(S));

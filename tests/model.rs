@@ -18,6 +18,7 @@ fn always_failing(layers: Vec<CallPolicy>) -> stormsim::model::ModelConfig {
             rate: 1.0,
             status: 503,
         },
+        replica: None,
     });
     config(100.0, 10 * S, layers, dep)
 }
@@ -61,6 +62,7 @@ fn conservation_holds_through_every_kind_of_incident() {
         start: start * S,
         end: end * S,
         effect,
+        replica: None,
     };
     dep.incidents = vec![
         inc(5, 8, Effect::Down),
@@ -111,6 +113,7 @@ fn a_deadline_bounds_every_logical_request() {
         start: 2 * S,
         end: 6 * S,
         effect: Effect::Blackhole,
+        replica: None,
     });
     let mut layer = retrying_layer("client", 100, Some(400 * MS));
     layer.retry.backoff = Backoff::Constant { base: 250 * MS };
@@ -137,6 +140,7 @@ fn same_seed_same_history_other_seed_other_history() {
         start: 3 * S,
         end: 5 * S,
         effect: Effect::Down,
+        replica: None,
     });
     let mut layer = retrying_layer("client", 4, Some(200 * MS));
     layer.retry.jitter = Jitter::Full;

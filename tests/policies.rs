@@ -21,6 +21,7 @@ fn failing(layer: CallPolicy, rate: f64, secs: u64) -> stormsim::model::ModelCon
             rate: 1.0,
             status: 503,
         },
+        replica: None,
     });
     config(rate, secs * S, vec![layer], dep)
 }

@@ -25,8 +25,10 @@ pub enum Purpose {
     Throttle = 5,
     Think = 6,
     Messages = 7,
+    /// A service's load balancer (random, least-requests ties, p2c).
+    Balancer = 8,
     /// The candidates of `stormsim tune` (not a run's stream).
-    Tune = 8,
+    Tune = 9,
 }
 
 /// SplitMix64's output function: a fixed, well-mixed 64-bit bijection.
@@ -89,6 +91,12 @@ impl Stream {
     #[inline]
     pub fn chance(&mut self, p: f64) -> bool {
         self.unit() < p
+    }
+
+    /// Uniform over `0..n` (`n` ≥ 1), from one `unit` draw.
+    #[inline]
+    pub fn below(&mut self, n: u32) -> u32 {
+        ((self.unit() * n as f64) as u32).min(n.saturating_sub(1))
     }
 }
 

@@ -15,7 +15,7 @@ use super::reason::Reason;
 use crate::engine::{NS_PER_US, Nanos};
 
 use super::gauge::Gauge;
-use super::services::ServiceMetrics;
+use super::services::{ReplicaCounts, ServiceCounts, ServiceMetrics};
 
 /// What became of a request at a service (see `metrics::services`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,6 +28,23 @@ pub enum ServiceEvent {
     Served,
     Cancelled,
     Reset,
+}
+
+impl ServiceEvent {
+    /// Adds it to `c`.
+    #[inline]
+    pub fn count(self, c: &mut ServiceCounts) {
+        match self {
+            ServiceEvent::Refused => c.refused += 1,
+            ServiceEvent::Vanished => c.vanished += 1,
+            ServiceEvent::Error => c.errors += 1,
+            ServiceEvent::Shed => c.shed += 1,
+            ServiceEvent::QueueTimeout => c.queue_timeouts += 1,
+            ServiceEvent::Served => c.served += 1,
+            ServiceEvent::Cancelled => c.cancelled += 1,
+            ServiceEvent::Reset => c.reset += 1,
+        }
+    }
 }
 
 /// Counters of one time bucket.
@@ -537,17 +554,7 @@ impl Recorder {
     #[inline]
     pub fn service_event(&mut self, t: Nanos, s: usize, what: ServiceEvent) {
         let b = self.b(t);
-        let c = self.svc.at(b, s);
-        match what {
-            ServiceEvent::Refused => c.refused += 1,
-            ServiceEvent::Vanished => c.vanished += 1,
-            ServiceEvent::Error => c.errors += 1,
-            ServiceEvent::Shed => c.shed += 1,
-            ServiceEvent::QueueTimeout => c.queue_timeouts += 1,
-            ServiceEvent::Served => c.served += 1,
-            ServiceEvent::Cancelled => c.cancelled += 1,
-            ServiceEvent::Reset => c.reset += 1,
-        }
+        what.count(self.svc.at(b, s));
     }
 
     /// A request of service `s` waited `wait` in its queue.
@@ -590,6 +597,45 @@ impl Recorder {
     #[inline]
     pub fn call_done(&mut self, edge: usize, ok: bool) {
         self.svc.edge_outcomes[edge][usize::from(!ok)] += 1;
+    }
+
+    /// Sizes the per-replica counters (`replicas` of all services).
+    pub fn with_replicas(&mut self, replicas: usize) {
+        self.svc.replicas = vec![ReplicaCounts::default(); replicas];
+    }
+
+    /// A request arrived at replica `r`.
+    #[inline]
+    pub fn replica_arrival(&mut self, r: usize) {
+        self.svc.replicas[r].counts.attempts += 1;
+    }
+
+    /// What became of a request at replica `r`.
+    #[inline]
+    pub fn replica_event(&mut self, r: usize, what: ServiceEvent) {
+        what.count(&mut self.svc.replicas[r].counts);
+    }
+
+    /// Replica `r` now has `inside` requests inside.
+    #[inline]
+    pub fn replica_inside(&mut self, r: usize, inside: u32) {
+        let p = &mut self.svc.replicas[r].peak_inside;
+        *p = (*p).max(inside);
+    }
+
+    /// A caller's outlier detection ejected replica `r`.
+    #[inline]
+    pub fn replica_ejected(&mut self, r: usize) {
+        self.svc.replicas[r].ejections += 1;
+    }
+
+    /// At the end of `bucket`, `n[0]` replicas of service `s` were ejected,
+    /// `n[1]` of them not down or blackholed.
+    pub fn ejected(&mut self, bucket: usize, s: usize, n: [u32; 2]) {
+        let i = bucket * self.svc.services + s;
+        if let Some(e) = self.svc.ejected.get_mut(i) {
+            *e = n;
+        }
     }
 
     /// Logical requests that have not ended.

@@ -39,6 +39,19 @@ pub struct ServiceCounts {
     pub reset: u64,
 }
 
+/// What one replica of a service did over a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReplicaCounts {
+    /// Its requests, counted as a service's are.
+    pub counts: ServiceCounts,
+    /// The most requests inside it at once.
+    pub peak_inside: u32,
+    /// Times a caller's outlier detection ejected it.
+    pub ejections: u32,
+    /// Queued or in service when the run ended.
+    pub unserved_at_end: u64,
+}
+
 /// Per-service state of a recorder: counters per bucket, gauges, totals.
 #[derive(Clone, Debug)]
 pub struct ServiceMetrics {
@@ -63,6 +76,12 @@ pub struct ServiceMetrics {
     /// Per service, when the run ended: requests queued or in service
     /// (admitted, not yet served).
     pub unserved_at_end: Vec<u64>,
+    /// Per replica (of every service, flat; see `Topology::replica`).
+    pub replicas: Vec<ReplicaCounts>,
+    /// `[bucket * services + service]`: replicas ejected by a caller's
+    /// outlier detection at the bucket's end, and those of them that were
+    /// not down or blackholed then.
+    pub ejected: Vec<[u32; 2]>,
 }
 
 impl ServiceMetrics {
@@ -78,12 +97,14 @@ impl ServiceMetrics {
             held: vec![(0, 0); buckets * services],
             edge_outcomes: vec![[0; 2]; edges],
             unserved_at_end: vec![0; services],
+            replicas: Vec::new(),
+            ejected: vec![[0; 2]; buckets * services],
         }
     }
 
     /// The memory `new` allocates.
     pub fn state_bytes(buckets: u64, services: usize, edges: usize) -> u64 {
-        let per_bucket = std::mem::size_of::<ServiceCounts>() as u64 + 3 * 16 + 16;
+        let per_bucket = std::mem::size_of::<ServiceCounts>() as u64 + 3 * 16 + 16 + 4;
         buckets
             .saturating_mul(services as u64)
             .saturating_mul(per_bucket)
@@ -122,6 +143,10 @@ pub struct ServiceInfo {
     pub holds_while_calling: bool,
     /// Its place in the tables (by depth from the clients).
     pub rank: usize,
+    /// Its replicas, and per bucket those serving (neither down nor
+    /// blackholed) at the bucket's end (empty: all of them, always).
+    pub replicas: u32,
+    pub up: Vec<u32>,
 }
 
 /// Names of a call edge, per edge.
@@ -146,8 +171,12 @@ pub struct ServiceRow {
     pub queue_depth: f64,
     /// Mean requests inside: queued, in service or waiting for calls.
     pub in_flight: f64,
-    /// Replicas serving (1 until services have replicas).
+    /// Replicas healthy at the bucket's end: neither down, blackholed nor
+    /// ejected by a caller's outlier detection.
     pub replicas: u32,
+    /// Replicas ejected by a caller's outlier detection at the bucket's
+    /// end.
+    pub ejected: u32,
 }
 
 /// One row of `services.csv` (without variant and replicate).
@@ -324,6 +353,7 @@ pub fn tabulate_graph(
                     );
                 }
             }
+            let ejected = m.ejected.get(b * m.services + s).copied().unwrap_or([0; 2]);
             rows.push(ServiceRow {
                 t_s: (b as u64 * bucket) as f64 / NS_PER_S as f64,
                 service: s,
@@ -332,7 +362,13 @@ pub fn tabulate_graph(
                 utilization,
                 queue_depth: m.queue[s].mean(b, len),
                 in_flight: m.inside[s].mean(b, len),
-                replicas: 1,
+                replicas: info
+                    .up
+                    .get(b)
+                    .copied()
+                    .unwrap_or(info.replicas)
+                    .saturating_sub(ejected[1]),
+                ejected: ejected[0],
             });
         }
     }

@@ -18,12 +18,40 @@ use super::server::{Effect, ServiceConfig};
 
 /// The fraction of nominal capacity `cfg` has at time `t` (ns, as a
 /// float so that a piece's midpoint is exact). An incident covers
-/// `[start, end)`.
+/// `[start, end)`. With replicas, the mean of their factors (an incident
+/// may hit only some of them).
 pub fn factor_at(cfg: &ServiceConfig, t: f64) -> f64 {
+    let n = cfg.replicas.max(1);
+    if n == 1 || cfg.incidents.iter().all(|i| i.replica.is_none()) {
+        return replica_factor_at(cfg, None, t);
+    }
+    (0..n)
+        .map(|r| replica_factor_at(cfg, Some(r), t))
+        .sum::<f64>()
+        / n as f64
+}
+
+/// Replicas of `cfg` serving at time `t`: neither down nor blackholed.
+pub fn replicas_up_at(cfg: &ServiceConfig, t: Nanos) -> u32 {
+    let n = cfg.replicas.max(1);
+    (0..n)
+        .filter(|&r| {
+            !cfg.incidents.iter().any(|i| {
+                i.hits(r)
+                    && matches!(i.effect, Effect::Down | Effect::Blackhole)
+                    && i.start <= t
+                    && t < i.end
+            })
+        })
+        .count() as u32
+}
+
+/// [`factor_at`] of replica `r` alone (`None`: every incident counts).
+fn replica_factor_at(cfg: &ServiceConfig, r: Option<u32>, t: f64) -> f64 {
     let active = |start: Nanos, end: Nanos| start as f64 <= t && t < end as f64;
     let mut f = 1.0;
     let mut warm_start: Option<Nanos> = None;
-    for inc in &cfg.incidents {
+    for inc in cfg.incidents.iter().filter(|i| r.is_none_or(|r| i.hits(r))) {
         if active(inc.start, inc.end) {
             match inc.effect {
                 Effect::Down | Effect::Blackhole => return 0.0,
@@ -97,6 +125,19 @@ pub fn per_bucket(cfg: &ServiceConfig, bucket: Nanos, duration: Nanos) -> Vec<f6
         .collect()
 }
 
+/// [`replicas_up_at`] at the last instant of each bucket; empty when no
+/// incident ever takes a replica out.
+pub fn replicas_up_per_bucket(cfg: &ServiceConfig, bucket: Nanos, duration: Nanos) -> Vec<u32> {
+    let out = |e: Effect| matches!(e, Effect::Down | Effect::Blackhole);
+    if bucket == 0 || !cfg.incidents.iter().any(|i| out(i.effect)) {
+        return Vec::new();
+    }
+    let n = duration.div_ceil(bucket).max(1);
+    (0..n)
+        .map(|b| replicas_up_at(cfg, ((b + 1) * bucket).min(duration) - 1))
+        .collect()
+}
+
 /// The time an incident of `cfg` disturbs: each incident from its start
 /// to its end, and on through the warm-up after it when it needs one.
 pub fn disturbed(cfg: &ServiceConfig) -> impl Iterator<Item = (Nanos, Nanos)> + '_ {
@@ -142,7 +183,12 @@ mod tests {
     }
 
     fn inc(start: Nanos, end: Nanos, effect: Effect) -> Incident {
-        Incident { start, end, effect }
+        Incident {
+            start,
+            end,
+            effect,
+            replica: None,
+        }
     }
 
     /// The factor is what a live server has: its brownout and warm-up

@@ -10,6 +10,7 @@ use super::backoff::Backoff;
 use super::breaker::BreakerConfig;
 use super::budget::BudgetConfig;
 use super::bulkhead::BulkheadConfig;
+use super::outlier::OutlierConfig;
 use super::rate::RateProfile;
 use super::retry::{RetryOn, RetryPolicy};
 use super::service::ServiceDist;
@@ -95,6 +96,12 @@ pub struct CallPolicy {
     pub hedge_on_timeout: bool,
     /// Probe a timed-out write's status before retrying it.
     pub status_probe: bool,
+    /// A retry avoids the callee's replicas this call already tried
+    /// (Envoy's `previous_hosts` retry predicate).
+    pub retry_other_replica: bool,
+    /// Ejects the callee's replicas that keep failing from this edge's
+    /// balancing.
+    pub outlier: Option<OutlierConfig>,
 }
 
 /// gRFC A6 hedging policy.
@@ -139,6 +146,8 @@ impl CallPolicy {
             hedging: None,
             hedge_on_timeout: false,
             status_probe: false,
+            retry_other_replica: false,
+            outlier: None,
         }
     }
 }
@@ -191,7 +200,7 @@ impl ModelConfig {
                 .collect(),
             focus: Some(self.topology.focus().index()),
             capacity_per_sec: focus.capacity_per_sec().unwrap_or(0.0),
-            concurrency: focus.concurrency.unwrap_or(0),
+            concurrency: focus.workers().unwrap_or(0),
             recovery: self.recovery,
             layer_names: self.topology.edge_names(),
             services: {
@@ -203,11 +212,13 @@ impl ModelConfig {
                     .map(|(i, s)| ServiceInfo {
                         name: s.name.clone(),
                         capacity_per_s: s.capacity_per_sec(),
-                        concurrency: s.concurrency,
+                        concurrency: s.workers(),
                         holds_while_calling: s.hold_worker
                             && s.concurrency.is_some()
                             && !s.calls.is_empty(),
                         rank: order.iter().position(|o| o.index() == i).unwrap_or(i),
+                        replicas: s.replicas.max(1),
+                        up: super::capacity::replicas_up_per_bucket(s, self.bucket, self.duration),
                     })
                     .collect()
             },

@@ -4,6 +4,7 @@
 //! and reports into a `metrics::Recorder`.
 
 pub mod backoff;
+pub mod balancer;
 pub mod breaker;
 pub mod budget;
 pub mod bulkhead;
@@ -12,6 +13,7 @@ pub mod config;
 pub mod gates;
 pub mod occ;
 pub mod outcome;
+pub mod outlier;
 pub mod rate;
 pub mod retry;
 pub mod server;
@@ -24,5 +26,5 @@ pub mod world;
 
 pub use crate::metrics::{RecoveryCriteria, RunInfo};
 pub use config::{CallPolicy, ClosedLoop, ConsumerConfig, Limits, ModelConfig};
-pub use topology::{EdgeConfig, EdgeId, ServiceId, Topology};
+pub use topology::{EdgeConfig, EdgeId, ReplicaId, ServiceId, Topology};
 pub use world::World;

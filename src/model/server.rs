@@ -26,6 +26,7 @@ use std::collections::VecDeque;
 
 use crate::engine::{Nanos, Stream};
 
+use super::balancer::Balancer;
 use super::service::ServiceDist;
 use super::topology::EdgeId;
 
@@ -63,6 +64,11 @@ pub struct ServiceConfig {
     /// The calls each request makes, in order (each edge's `parallel`
     /// flag groups it with the call before it).
     pub calls: Vec<EdgeId>,
+    /// Copies of the server, each with its own workers and queue (at
+    /// least 1).
+    pub replicas: u32,
+    /// How requests are spread over the replicas.
+    pub balancer: Balancer,
 }
 
 impl ServiceConfig {
@@ -88,6 +94,8 @@ impl ServiceConfig {
             stop_on_cancel: false,
             hold_worker: true,
             calls: Vec::new(),
+            replicas: 1,
+            balancer: Balancer::RoundRobin,
         }
     }
 
@@ -104,11 +112,17 @@ impl ServiceConfig {
     }
 
     /// Requests per second the service completes at full capacity:
-    /// concurrency ÷ mean service time (`None` when either is unlimited).
+    /// replicas × concurrency ÷ mean service time (`None` when either is
+    /// unlimited).
     pub fn capacity_per_sec(&self) -> Option<f64> {
-        let workers = self.concurrency?;
+        let workers = self.workers()?;
         let mean = self.service?.mean();
         Some(workers as f64 * 1e9 / mean)
+    }
+
+    /// Workers of all replicas together (`None`: unlimited).
+    pub fn workers(&self) -> Option<u32> {
+        Some(self.concurrency?.saturating_mul(self.replicas.max(1)))
     }
 }
 
@@ -133,6 +147,16 @@ pub struct Incident {
     pub start: Nanos,
     pub end: Nanos,
     pub effect: Effect,
+    /// The one replica it hits; `None`: every replica.
+    pub replica: Option<u32>,
+}
+
+impl Incident {
+    /// Whether it hits replica `r`.
+    #[inline]
+    pub fn hits(&self, r: u32) -> bool {
+        self.replica.is_none_or(|x| x == r)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -234,6 +258,12 @@ impl<J> Server<J> {
         } else {
             Admission::Shed
         }
+    }
+
+    /// Down or blackholed: serving nothing.
+    #[inline]
+    pub fn out(&self) -> bool {
+        self.down > 0 || self.blackhole > 0
     }
 
     /// Requests inside: queued, in service, or waiting for their calls.

@@ -23,6 +23,17 @@ pub struct ServiceId(pub u16);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct EdgeId(pub u16);
 
+/// One replica of one service: an index into the flat list of every
+/// service's replicas (service 0's first, then service 1's...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ReplicaId(pub u32);
+
+impl ReplicaId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
 impl ServiceId {
     pub fn index(self) -> usize {
         self.0 as usize
@@ -105,6 +116,10 @@ pub struct Topology {
     /// Per service: the one call a request simply passes through to (no
     /// workers limit, no work, no incidents, one required call).
     pass_through: Vec<Option<EdgeId>>,
+    /// Per service: its first replica; then the total (one past the last).
+    first_replica: Vec<u32>,
+    /// Per replica: its service.
+    replica_service: Vec<ServiceId>,
 }
 
 impl Topology {
@@ -170,6 +185,7 @@ impl Topology {
             .iter()
             .map(|svc| {
                 let simple = svc.concurrency.is_none()
+                    && svc.replicas <= 1
                     && svc.service.is_none()
                     && svc.incidents.is_empty()
                     && svc.calls.len() == 1
@@ -177,12 +193,24 @@ impl Topology {
                 simple.then(|| svc.calls[0])
             })
             .collect();
+        let mut first_replica = Vec::with_capacity(services.len() + 1);
+        let mut replica_service = Vec::new();
+        let mut total: u32 = 0;
+        for (s, svc) in services.iter().enumerate() {
+            first_replica.push(total);
+            let n = svc.replicas.max(1);
+            total = total.checked_add(n).ok_or(TopologyError::TooLarge)?;
+            replica_service.extend(std::iter::repeat_n(ServiceId(s as u16), n as usize));
+        }
+        first_replica.push(total);
         let t = Topology {
             services,
             edges,
             focus,
             stages,
             pass_through,
+            first_replica,
+            replica_service,
         };
         if let Some(path) = t.find_cycle() {
             return Err(TopologyError::Cycle { path });
@@ -253,6 +281,30 @@ impl Topology {
     #[inline]
     pub fn pass_through(&self, s: ServiceId) -> Option<EdgeId> {
         self.pass_through[s.index()]
+    }
+
+    /// Replica `r` (0-based) of service `s`.
+    #[inline]
+    pub fn replica(&self, s: ServiceId, r: u32) -> ReplicaId {
+        ReplicaId(self.first_replica[s.index()] + r)
+    }
+
+    /// How many replicas service `s` has.
+    #[inline]
+    pub fn replica_count(&self, s: ServiceId) -> u32 {
+        self.first_replica[s.index() + 1] - self.first_replica[s.index()]
+    }
+
+    /// The replicas of every service together.
+    pub fn total_replicas(&self) -> usize {
+        self.replica_service.len()
+    }
+
+    /// The service a replica belongs to, and its number there.
+    #[inline]
+    pub fn replica_of(&self, r: ReplicaId) -> (ServiceId, u32) {
+        let s = self.replica_service[r.index()];
+        (s, r.0 - self.first_replica[s.index()])
     }
 
     /// The names of the edges, in order (the layer names of a chain).

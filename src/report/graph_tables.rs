@@ -69,6 +69,7 @@ pub fn service_row_cells(r: &ServiceRow) -> Vec<(&'static str, Cell)> {
         ("queue_depth", Cell::Float(r.queue_depth)),
         ("in_flight", Cell::Float(r.in_flight)),
         ("replicas", Cell::Int(u64::from(r.replicas))),
+        ("ejected", Cell::Int(u64::from(r.ejected))),
         ("served", Cell::Int(c.served)),
         ("refused", Cell::Int(c.refused)),
         ("shed", Cell::Int(c.shed)),

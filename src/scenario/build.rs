@@ -5,11 +5,13 @@
 
 use crate::engine::NS_PER_S;
 use crate::model::backoff::{Backoff as ModelBackoff, Jitter as ModelJitter};
+use crate::model::balancer::Balancer;
 use crate::model::breaker::{BreakerConfig, BreakerWindow};
 use crate::model::budget::BudgetConfig;
 use crate::model::bulkhead::BulkheadConfig;
 use crate::model::config::{HedgingConfig, Shared};
 use crate::model::occ::{OccConfig, OccPolicy};
+use crate::model::outlier::OutlierConfig;
 use crate::model::rate::{RateChange, RateProfile};
 use crate::model::retry::{
     RetryAfterMode as ModelRetryAfter, RetryOn as ModelRetryOn, RetryPolicy,
@@ -24,7 +26,7 @@ use crate::model::{CallPolicy, ClosedLoop, ConsumerConfig, Limits, ModelConfig, 
 use std::collections::HashMap;
 
 use super::defaults::{DEFAULT_ERROR_STATUS, DEFAULT_MULTIPLIER, fill_breaker};
-use super::graph::{CLIENTS, Call, DEPENDENCY};
+use super::graph::{BalancerKind, CLIENTS, Call, DEPENDENCY};
 use super::types::{
     ArrivalKind, Backoff, BackoffKind, Breaker, BreakerBlocks, BreakerKind, Budget, BudgetKind,
     CancellationMode, DeadlineMode, Dependency, Discipline, DistKind, Idempotency, Incident,
@@ -181,6 +183,8 @@ fn layer(l: &Layer) -> CallPolicy {
         }),
         hedge_on_timeout: l.hedge_on_timeout,
         status_probe: l.status_probe,
+        retry_other_replica: false,
+        outlier: None,
     }
 }
 
@@ -378,12 +382,25 @@ fn graph(s: &Scenario) -> Topology {
             svc.hold_worker,
             &svc.server_fields(),
         );
+        cfg.replicas = svc.replicas.max(1);
+        cfg.balancer = match svc.balancer {
+            BalancerKind::RoundRobin => Balancer::RoundRobin,
+            BalancerKind::Random => Balancer::Random,
+            BalancerKind::LeastRequests => Balancer::LeastRequests,
+            BalancerKind::P2c => Balancer::P2c,
+        };
         for call in &svc.calls {
             cfg.calls.push(EdgeId(edges.len() as u16));
+            let mut policy = call_policy(call, &svc.name);
+            // Policy state per caller replica, unless the call says how many
+            // instances its caller has.
+            if cfg.replicas > 1 && call.instances == 1 {
+                policy.instances = cfg.replicas;
+            }
             edges.push(EdgeConfig {
                 caller: Some(ServiceId(i as u16)),
                 callee: callee(&call.to),
-                policy: call_policy(call, &svc.name),
+                policy,
                 parallel: call.parallel,
                 optional: call.optional,
             });
@@ -397,7 +414,16 @@ fn graph(s: &Scenario) -> Topology {
 /// The policy of `call` made by `caller` (a service's name, or `clients`),
 /// named `CALLER.CALL`.
 fn call_policy(call: &Call, caller: &str) -> CallPolicy {
-    layer(&call.to_layer(&format!("{caller}.{}", call.label())))
+    let mut p = layer(&call.to_layer(&format!("{caller}.{}", call.label())));
+    p.retry_other_replica = call.retry_other_replica;
+    p.outlier = call.outlier_detection.as_ref().map(|o| OutlierConfig {
+        consecutive_5xx: o.consecutive_5xx.max(1),
+        interval: o.interval.ns().max(1),
+        base_ejection: o.base_ejection.ns(),
+        max_ejection_percent: o.max_ejection_percent,
+        max_ejection: o.max_ejection.ns(),
+    });
+    p
 }
 
 fn dependency(d: &Dependency) -> ServiceConfig {
@@ -429,7 +455,7 @@ fn server(
         queue_timeout_status: d.queue.timeout_status,
         shed_status: d.overload.status,
         shed_retry_after: d.overload.retry_after.map_or(0, Duration::ns),
-        incidents: d.incidents.iter().map(incident).collect(),
+        incidents: d.incidents.iter().flat_map(incident).collect(),
         warmup: d.recovery.warmup.ns(),
         warmup_from: d.recovery.from,
         side_effects: match d.side_effects {
@@ -442,6 +468,8 @@ fn server(
         stop_on_cancel: d.on_cancel == OnCancel::Stop,
         hold_worker,
         calls: Vec::new(),
+        replicas: 1,
+        balancer: Balancer::RoundRobin,
     }
 }
 
@@ -458,7 +486,9 @@ fn service(st: &ServiceTime) -> ServiceDist {
     }
 }
 
-fn incident(i: &Incident) -> ModelIncident {
+/// An incident of the scenario: one of the model's, or one per replica it
+/// names.
+fn incident(i: &Incident) -> Vec<ModelIncident> {
     let effect = match i.kind {
         IncidentKind::Down => Effect::Down,
         IncidentKind::Blackhole => Effect::Blackhole,
@@ -473,10 +503,15 @@ fn incident(i: &Incident) -> ModelIncident {
             add: i.add.map_or(0, Duration::ns),
         },
     };
-    ModelIncident {
+    let one = |replica| ModelIncident {
         start: i.start.ns(),
         end: i.end.ns(),
         effect,
+        replica,
+    };
+    match &i.replicas {
+        None => vec![one(None)],
+        Some(t) => t.indices().into_iter().map(|r| one(Some(r))).collect(),
     }
 }
 
@@ -600,7 +635,8 @@ mod tests {
             ModelIncident {
                 start: 120 * NS_PER_S,
                 end: 180 * NS_PER_S,
-                effect: Effect::Down
+                effect: Effect::Down,
+                replica: None
             }
         );
         assert_eq!(d.incidents[2].effect, Effect::Brownout { capacity: 0.3 });

@@ -57,6 +57,15 @@ with_server_fields! {server_struct! {
         /// done.
         #[serde(default = "yes")]
         pub hold_worker: bool,
+        /// Copies of the service, each with its own `concurrency` workers and
+        /// its own queue.
+        #[serde(default = "one", skip_serializing_if = "is_one")]
+        pub replicas: u32,
+        /// How requests are spread over the replicas: `round_robin` (default,
+        /// Envoy's cluster default), `random`, `least_requests` (fewest in
+        /// flight), `p2c` (two random choices, the one with fewer in flight).
+        #[serde(default, skip_serializing_if = "is_round_robin")]
+        pub balancer: BalancerKind,
     } {
         /// The calls each request makes, in order; `parallel` sends a call
         /// together with the one before it.
@@ -84,8 +93,77 @@ with_policy_fields! {policy_struct! {
         /// Its failure does not fail the caller's request.
         #[serde(default, skip_serializing_if = "is_false")]
         pub optional: bool,
+        /// A retry avoids the replicas of the service called that this call
+        /// already tried (Envoy's `previous_hosts` retry predicate).
+        #[serde(default, skip_serializing_if = "is_false")]
+        pub retry_other_replica: bool,
+        /// Ejects replicas that keep failing from this call's balancing, by
+        /// Envoy's consecutive-5xx rule.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub outlier_detection: Option<OutlierDetection>,
     }
 }}
+
+/// A service's load balancer.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum BalancerKind {
+    /// Each replica in turn.
+    #[default]
+    RoundRobin,
+    /// Uniformly at random.
+    Random,
+    /// The replica with the fewest requests in flight (ties at random).
+    LeastRequests,
+    /// Two random replicas, the one with fewer in flight.
+    P2c,
+}
+
+fn is_round_robin(b: &BalancerKind) -> bool {
+    *b == BalancerKind::RoundRobin
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
+/// `outlier_detection` of a call: Envoy's consecutive-5xx ejection, with
+/// Envoy's defaults.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OutlierDetection {
+    /// Failures in a row (5xx or connection errors) that eject a replica.
+    #[serde(default = "default_consecutive_5xx")]
+    pub consecutive_5xx: u32,
+    /// Time between analysis sweeps (when ejected replicas come back).
+    #[serde(default = "default_interval")]
+    pub interval: Duration,
+    /// Ejection time, multiplied by the times the replica was ejected.
+    #[serde(default = "default_base_ejection")]
+    pub base_ejection: Duration,
+    /// Ejected replicas at most, in percent of all (one is always allowed).
+    #[serde(default = "default_max_ejection_percent")]
+    pub max_ejection_percent: u32,
+    /// The longest ejection.
+    #[serde(default = "default_max_ejection")]
+    pub max_ejection: Duration,
+}
+
+fn default_consecutive_5xx() -> u32 {
+    5
+}
+fn default_interval() -> Duration {
+    Duration::from_secs(10)
+}
+fn default_base_ejection() -> Duration {
+    Duration::from_secs(30)
+}
+fn default_max_ejection_percent() -> u32 {
+    10
+}
+fn default_max_ejection() -> Duration {
+    Duration::from_secs(300)
+}
 
 impl Call {
     /// The call's name: its `name`, or the service it calls.

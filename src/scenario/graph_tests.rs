@@ -587,3 +587,86 @@ fn a_chain_keeps_its_topology() {
     assert_eq!(m.topology.edge_names(), ["api", "storage"]);
     assert_eq!(m.topology.service(m.topology.focus()).name, "dependency");
 }
+
+#[test]
+fn replicas_balancers_and_their_calls_translate_and_validate() {
+    use crate::model::balancer::Balancer;
+    let src = include_str!("../../scenarios/one-bad-replica.yaml");
+    let s = load_str(src, "r.yaml").unwrap_or_else(|e| panic!("{e}"));
+    let m = to_model(&s);
+    let t = &m.topology;
+    let backend = t.service_id("backend").unwrap();
+    assert_eq!(t.replica_count(backend), 4);
+    let svc = t.service(backend);
+    assert_eq!(svc.balancer, Balancer::RoundRobin);
+    assert_eq!(svc.capacity_per_sec(), Some(1600.0));
+    // `replicas: [3]`: one incident, on replica 3 only.
+    assert_eq!(svc.incidents.len(), 1);
+    assert_eq!(svc.incidents[0].replica, Some(3));
+    // The variants set the balancer, retry_other_replica and outlier
+    // detection (Envoy's defaults).
+    let v = expand_all(&s).unwrap();
+    let last = to_model(&v.last().unwrap().scenario);
+    let e = &last.topology.edges()[1];
+    assert_eq!(e.policy.name, "api.backend");
+    assert_eq!(e.policy.outlier, Some(Default::default()));
+    let svc = last.topology.service(backend);
+    assert_eq!(svc.balancer, Balancer::LeastRequests);
+    let retry_other = to_model(&v[4].scenario);
+    assert!(retry_other.topology.edges()[1].policy.retry_other_replica);
+
+    // A replicated caller keeps its policy state per replica.
+    let src3 = src.replace("  - name: api\n", "  - name: api\n    replicas: 3\n");
+    let m = to_model(&load_str(&src3, "r.yaml").unwrap_or_else(|e| panic!("{e}")));
+    assert_eq!(m.topology.edges()[1].policy.instances, 3);
+
+    // Errors name the field.
+    for (from, to, want) in [
+        (
+            "replicas: 4",
+            "replicas: 0",
+            "services.backend.replicas: replicas is 0; expected 1 to 1000",
+        ),
+        (
+            "replicas: [3]",
+            "replicas: [3, 3]",
+            "services.backend.incidents.0.replicas.1: replica 3 is listed twice",
+        ),
+        (
+            "replicas: [3]",
+            "replicas: 5",
+            "services.backend.incidents.0.replicas: the incident hits 5 replicas of 4",
+        ),
+        (
+            "replicas: [3]",
+            "replicas: []",
+            "services.backend.incidents.0.replicas: an empty list of replicas",
+        ),
+        (
+            "timeout: 1s\n",
+            "timeout: 1s\n        outlier_detection: { max_ejection_percent: 150 }\n",
+            "services.api.calls.backend.outlier_detection.max_ejection_percent: max_ejection_percent is 150",
+        ),
+        (
+            "timeout: 1s\n",
+            "timeout: 1s\n        outlier_detection: { base_ejection: 0s }\n",
+            "services.api.calls.backend.outlier_detection.base_ejection",
+        ),
+    ] {
+        assert!(src.contains(from), "{from}");
+        let e = errors(&src.replacen(from, to, 1)).to_string();
+        assert!(e.contains(want), "{e}");
+    }
+    // Two error bursts may overlap on different replicas, not on one.
+    let two = src.replace(
+        "replicas: [3] }",
+        "replicas: [3] }\n      - { kind: errors, rate: 0.5, start: 30s, end: 40s, replicas: [1, 2] }",
+    );
+    load_str(&two, "r.yaml").unwrap_or_else(|e| panic!("{e}"));
+    let clash = src.replace(
+        "replicas: [3] }",
+        "replicas: [3] }\n      - { kind: errors, rate: 0.5, start: 30s, end: 40s, replicas: 4 }",
+    );
+    let e = errors(&clash).to_string();
+    assert!(e.contains("on a replica they both hit"), "{e}");
+}

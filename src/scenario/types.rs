@@ -1288,6 +1288,89 @@ pub struct Incident {
     /// latency: delay added to each response.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub add: Option<Duration>,
+    /// The replicas it hits: a count (the first N) or a list of replica
+    /// indices (`[0, 2]`); absent: all of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<ReplicaTargets>,
+}
+
+/// `replicas` of an incident: the first N, or the listed indices.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReplicaTargets {
+    First(u32),
+    List(Vec<u32>),
+}
+
+impl ReplicaTargets {
+    /// The replica indices it names.
+    pub fn indices(&self) -> Vec<u32> {
+        match self {
+            ReplicaTargets::First(n) => (0..*n).collect(),
+            ReplicaTargets::List(v) => v.clone(),
+        }
+    }
+}
+
+impl Serialize for ReplicaTargets {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            ReplicaTargets::First(n) => s.serialize_u32(*n),
+            ReplicaTargets::List(v) => v.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ReplicaTargets {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = ReplicaTargets;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(
+                    "a count of replicas (the first N) or a list of replica indices such as [0, 2]",
+                )
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                u32::try_from(v)
+                    .map(ReplicaTargets::First)
+                    .map_err(|_| E::custom(format!("{v} replicas is too many")))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                u64::try_from(v)
+                    .map_err(|_| E::custom(format!("{v} replicas; expected a count of at least 1")))
+                    .and_then(|v| self.visit_u64(v))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::new();
+                while let Some(i) = seq.next_element::<u32>()? {
+                    if out.len() >= 10_000 {
+                        return Err(serde::de::Error::custom("too many replica indices"));
+                    }
+                    out.push(i);
+                }
+                Ok(ReplicaTargets::List(out))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl JsonSchema for ReplicaTargets {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ReplicaTargets".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "The replicas an incident hits: a count (the first N) or a list of replica indices such as [0, 2].",
+            "anyOf": [
+                { "type": "integer", "minimum": 1 },
+                { "type": "array", "items": { "type": "integer", "minimum": 0 } }
+            ]
+        })
+    }
 }
 
 /// After an incident that removes capacity (down, blackhole, brownout),

@@ -8,7 +8,8 @@ use std::collections::HashSet;
 use super::locate::{layer_labels, usable_layer_name};
 use super::types::{
     ArrivalKind, Backoff, BackoffKind, Clients, Dependency, DistKind, Incident, IncidentKind,
-    Jitter, Layer, Retry, RetryOn, Scenario, SchedulePoint, ServerFields, ServiceTime,
+    Jitter, Layer, ReplicaTargets, Retry, RetryOn, Scenario, SchedulePoint, ServerFields,
+    ServiceTime,
 };
 use super::units::Duration;
 use super::validate_hops::Probe;
@@ -463,6 +464,7 @@ impl Checker {
             Some(d.concurrency),
             Some(&d.service_time),
             &d.server_fields(),
+            1,
             run,
         );
     }
@@ -476,6 +478,7 @@ impl Checker {
         concurrency: Option<u32>,
         service_time: Option<&ServiceTime>,
         f: &ServerFields,
+        replicas: u32,
         run: Duration,
     ) {
         if let Some(c) = concurrency {
@@ -511,6 +514,7 @@ impl Checker {
         }
         for (i, inc) in f.incidents.iter().enumerate() {
             self.incident(inc, &format!("{path}.incidents.{i}"), run);
+            self.incident_replicas(inc, &format!("{path}.incidents.{i}.replicas"), replicas);
         }
         self.incident_overlaps(&f.incidents, &format!("{path}.incidents"));
         self.fraction(
@@ -645,12 +649,46 @@ impl Checker {
         }
     }
 
-    /// Incidents of one kind must not overlap: sorted by start, each must
-    /// start at or after the latest end of the same kind before it.
+    /// An incident's `replicas` (at `path`) on a server of `replicas`: a
+    /// count from 1 to all of them, or distinct indices below it.
+    fn incident_replicas(&mut self, inc: &Incident, path: &str, replicas: u32) {
+        match &inc.replicas {
+            None => {}
+            Some(ReplicaTargets::First(n)) => {
+                self.check((1..=replicas).contains(n), path, || {
+                    format!("the incident hits {n} replicas of {replicas}; expected 1 to {replicas} (or a list of replica indices)")
+                });
+            }
+            Some(ReplicaTargets::List(list)) => {
+                self.check(!list.is_empty(), path, || {
+                    "an empty list of replicas; expected replica indices such as [0, 2], or no `replicas` for all of them".to_string()
+                });
+                for (k, &r) in list.iter().enumerate() {
+                    let at = format!("{path}.{k}");
+                    if !self.check(r < replicas, &at, || {
+                        format!("replica {r} does not exist; expected an index from 0 to {} (replicas count from 0)", replicas.saturating_sub(1))
+                    }) {
+                        continue;
+                    }
+                    self.check(!list[..k].contains(&r), &at, || {
+                        format!("replica {r} is listed twice; expected distinct indices")
+                    });
+                }
+            }
+        }
+    }
+
+    /// Incidents of one kind must not overlap where they hit the same
+    /// replica: sorted by start, each must start at or after the latest
+    /// end of the same kind before it.
     fn incident_overlaps(&mut self, incidents: &[Incident], path: &str) {
         let mut order: Vec<usize> = (0..incidents.len()).collect();
         order.sort_by_key(|&i| (incidents[i].start, i));
         let mut latest: Vec<(IncidentKind, usize)> = Vec::new();
+        // Incidents on replicas: pairs that share a replica.
+        if incidents.iter().any(|i| i.replicas.is_some()) {
+            return self.replica_overlaps(incidents, path);
+        }
         for i in order {
             let a = &incidents[i];
             let slot = latest.iter_mut().find(|(k, _)| *k == a.kind);
@@ -667,6 +705,28 @@ impl Checker {
                 }
                 Some((_, j)) => *j = i,
                 None => latest.push((a.kind, i)),
+            }
+        }
+    }
+
+    /// [`Self::incident_overlaps`] when incidents name replicas: every
+    /// pair of one kind that shares a replica must not overlap in time.
+    fn replica_overlaps(&mut self, incidents: &[Incident], path: &str) {
+        let hits =
+            |i: &Incident, r: u32| i.replicas.as_ref().is_none_or(|t| t.indices().contains(&r));
+        let shares = |a: &Incident, b: &Incident| match (&a.replicas, &b.replicas) {
+            (None, _) | (_, None) => true,
+            (Some(t), _) => t.indices().iter().any(|&r| hits(b, r)),
+        };
+        for (i, a) in incidents.iter().enumerate() {
+            for (j, b) in incidents.iter().enumerate().take(i) {
+                if a.kind == b.kind && a.start < b.end && b.start < a.end && shares(a, b) {
+                    self.push(format!("{path}.{i}.start"), format!(
+                        "this {} incident ({} to {}) overlaps incident {j} ({} to {}) on a replica they both hit; expected incidents of the same kind not to overlap on a replica",
+                        incident_name(a.kind), a.start, a.end, b.start, b.end
+                    ));
+                    break;
+                }
             }
         }
     }

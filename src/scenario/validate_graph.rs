@@ -19,6 +19,12 @@ use super::validate_hops::Probe;
 pub const MAX_SERVICES: usize = 100;
 /// Call edges in one graph at most (the clients' entry included).
 pub const MAX_CALLS: usize = 500;
+/// Incidents of all services at most (one per replica it names).
+pub const MAX_INCIDENTS: usize = 10_000;
+/// Replicas of one service at most.
+pub const MAX_REPLICAS: u32 = 1000;
+/// Replicas a call with `retry_other_replica` can remember trying.
+pub const MAX_REMEMBERED_REPLICAS: u32 = 64;
 
 impl Checker {
     /// Everything about a services graph.
@@ -52,14 +58,31 @@ impl Checker {
                 format!("service name `{CLIENTS}` names the clients in call names (`{CLIENTS}.gateway`); expected another name")
             });
             by_name.entry(svc.name.as_str()).or_insert(i);
+            self.check(
+                (1..=MAX_REPLICAS).contains(&svc.replicas),
+                &format!("{path}.replicas"),
+                || format!("replicas is {}; expected 1 to {MAX_REPLICAS}", svc.replicas),
+            );
             self.server(
                 path,
                 svc.concurrency,
                 svc.service_time.as_ref(),
                 &svc.server_fields(),
+                svc.replicas.clamp(1, MAX_REPLICAS),
                 s.duration,
             );
         }
+        // Each incident on a list or count of replicas is one per replica.
+        let incidents: usize = services
+            .iter()
+            .flat_map(|x| &x.incidents)
+            .map(|i| i.replicas.as_ref().map_or(1, |t| t.indices().len()))
+            .sum();
+        self.check(incidents <= MAX_INCIDENTS, "services", || {
+            format!(
+                "{incidents} incidents (one per replica named); expected at most {MAX_INCIDENTS}"
+            )
+        });
         let mut callees: Vec<Vec<(usize, String)>> = vec![Vec::new(); services.len()];
         for (i, (svc, path)) in services.iter().zip(&labels).enumerate() {
             callees[i] = self.calls(svc, i, path, services, &labels, &by_name);
@@ -213,6 +236,33 @@ impl Checker {
     ) {
         let layer = call.to_layer(call.label());
         self.policy(&layer, path);
+        if let Some(c) = callee
+            && call.retry_other_replica
+        {
+            let n = services[c].replicas;
+            self.check(n <= MAX_REMEMBERED_REPLICAS, &format!("{path}.retry_other_replica"), || {
+                format!("`{}` has {n} replicas; a call remembers the replicas it tried among at most {MAX_REMEMBERED_REPLICAS}; expected fewer replicas, or no retry_other_replica", services[c].name)
+            });
+        }
+        if let Some(o) = &call.outlier_detection {
+            let at = |f: &str| format!("{path}.outlier_detection.{f}");
+            self.check(o.consecutive_5xx >= 1, &at("consecutive_5xx"), || {
+                "consecutive_5xx is 0; expected at least 1 failure in a row".to_string()
+            });
+            self.positive(o.interval, &at("interval"), "interval");
+            self.positive(o.base_ejection, &at("base_ejection"), "base_ejection");
+            self.positive(o.max_ejection, &at("max_ejection"), "max_ejection");
+            self.check(
+                o.max_ejection_percent <= 100,
+                &at("max_ejection_percent"),
+                || {
+                    format!(
+                        "max_ejection_percent is {}; expected 0 to 100",
+                        o.max_ejection_percent
+                    )
+                },
+            );
+        }
         let field = callee
             .and_then(|c| service_labels.get(c))
             .map_or_else(String::new, |l| format!("{l}.side_effects"));

@@ -35,8 +35,9 @@ use crate::metrics::Cell;
 pub const MANIFEST: &str = "manifest.json";
 /// The typed, full-precision summary cells of a shard.
 pub const EXACT_SUMMARY: &str = "summary.exact.csv";
-/// The `format` field of a manifest.
-pub const FORMAT: &str = "stormsim-shard/3";
+/// The `format` field of a manifest (4: `services_timeseries.csv` has
+/// `ejected`, and `replicas` counts the replicas serving).
+pub const FORMAT: &str = "stormsim-shard/4";
 
 /// The graph tables a shard carries (rows of its runs only), in the order
 /// of a manifest item's `graph_rows`.

@@ -34,7 +34,7 @@ use shell::{
 const OUTAGE: &str = "stormsim run scenarios/outage-recovery.yaml";
 
 /// Every `test:` name the README uses, each checked by one test below.
-const NAMED: [&str; 34] = [
+const NAMED: [&str; 37] = [
     "outage-recovery reading",
     "after-incident reading",
     "interrupt messages",
@@ -69,6 +69,8 @@ const NAMED: [&str; 34] = [
     "slow-db table",
     "slow-db prose",
     "stability map",
+    "one-bad-replica table",
+    "one-bad-replica prose",
 ];
 
 // ---------------------------------------------------------------------
@@ -2128,6 +2130,63 @@ fn stability_map() {
                     && (j == 0 || rec(r, lens[j - 1]) >= rec(r, l))
             })
         }),
+    );
+    c.finish();
+}
+
+const ONE_BAD_REPLICA: &str = "stormsim run scenarios/one-bad-replica.yaml";
+const BAD_DEPLOY: (f64, f64) = (20.0, 100.0);
+
+#[test]
+fn one_bad_replica_table() {
+    let b = named("one-bad-replica table");
+    let ran = run_for(&b, ONE_BAD_REPLICA);
+    let f = ran.by_variant("one-bad-replica");
+    let mut t = TableChecker::new(&b, table(&b));
+    let cols = (
+        t.col("success rate"),
+        t.col("success during the bad deploy"),
+        t.col("amplification"),
+    );
+    assert_eq!(t.table.rows.len(), f.variants().len());
+    for v in f.variants() {
+        let r = t.row(&v);
+        t.check(r, cols.0, &[Some(f.mean(&v, "success_rate") * 100.0)]);
+        t.check(
+            r,
+            cols.1,
+            &[Some(
+                success_in(ran, "one-bad-replica", &v, BAD_DEPLOY) * 100.0,
+            )],
+        );
+        t.check(r, cols.2, &[Some(f.mean(&v, "amplification"))]);
+    }
+    t.finish();
+}
+
+#[test]
+fn one_bad_replica_prose() {
+    let b = named("one-bad-replica prose");
+    let ran = run_for(&b, ONE_BAD_REPLICA);
+    let f = ran.by_variant("one-bad-replica");
+    let mut c = Checker::new(&b);
+    c.given(&["1.6%"]);
+    let random = 1.0 - success_in(ran, "one-bad-replica", "random", BAD_DEPLOY);
+    c.holds(
+        "about (1/4)³ of the requests fail with random",
+        (random - 1.0 / 64.0).abs() < 0.004,
+    );
+    c.figure(
+        "82.1%",
+        (1.0 - success_in(ran, "one-bad-replica", "least-requests", BAD_DEPLOY)) * 100.0,
+    );
+    c.figure(
+        "1.67",
+        f.mean("least-requests-retry-other", "amplification"),
+    );
+    c.holds(
+        "nearly no attempt is wasted with ejection",
+        f.mean("least-requests-ejection", "amplification") < 1.001,
     );
     c.finish();
 }

@@ -59,7 +59,8 @@ impl World<'_> {
         let req = self.next_req;
         self.next_req += 1;
         for &s in &self.writers {
-            self.servers[s.index()].commits.push(0);
+            let store = self.topo.replica(s, 0);
+            self.servers[store.index()].commits.push(0);
         }
         let deadline = self.cfg.deadline.map_or(NEVER, |d| now.saturating_add(d));
         let root = self.new_call(Opening {

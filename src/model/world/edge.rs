@@ -79,12 +79,24 @@ impl World<'_> {
         let now = self.q.now();
         let p = &self.topo.edge(o.edge).policy;
         // A closed-loop client's state (budgets, breakers) is its own
-        // instance of the entry edge; other calls are spread by hash.
+        // instance of the entry edge; a replicated caller's, its replica's
+        // when the call has one instance per replica; other calls are
+        // spread by hash.
         let instance = match o.parent {
             Parent::Root {
                 client: Some(client),
                 ..
             } => client.0 % p.instances.max(1),
+            Parent::Job { job, .. } => {
+                let (_, k) = self.topo.replica_of(self.jobs.get(job.0).replica);
+                let caller = self.topo.edge(o.edge).caller;
+                let replicas = caller.map_or(1, |c| self.topo.replica_count(c));
+                if replicas > 1 && p.instances == replicas {
+                    k
+                } else {
+                    route(o.req, o.edge, p.instances)
+                }
+            }
             _ => route(o.req, o.edge, p.instances),
         };
         let own_end = p.total_timeout.map_or(NEVER, |t| now.saturating_add(t));
@@ -111,6 +123,7 @@ impl World<'_> {
             deadline: o.deadline,
             own_end,
             req_deadline: o.req_deadline,
+            tried: 0,
             req: o.req,
             poison: o.poison,
             retry: RetryState {

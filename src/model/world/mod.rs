@@ -39,14 +39,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::engine::{EventQueue, Nanos, Purpose, Stream, TimerId};
 use crate::metrics::{Abort, Recorder, RunInfo};
 
+use super::balancer::BalancerState;
 use super::budget::{Budget, CallBudget};
 use super::config::ModelConfig;
 use super::gates::LayerGates;
 use super::outcome::{Failure, Outcome};
+use super::outlier::HostState;
 use super::retry::RetryState;
 use super::server::{Incident, Server};
 use super::slab::Slab;
-use super::topology::{EdgeId, ServiceId, Topology};
+use super::topology::{EdgeId, ReplicaId, ServiceId, Topology};
 
 pub use event::Event;
 pub use ids::{CallId, Child, Children, ClientId, JobId, MsgId, Parent};
@@ -103,6 +105,9 @@ struct Call {
     own_end: Nanos,
     /// The logical request's own deadline (for the invariant check).
     req_deadline: Nanos,
+    /// The callee's replicas this call has tried (bit r: replica r), for
+    /// `retry_other_replica`.
+    tried: u64,
     /// The logical request this call serves.
     req: u64,
     /// A poison message's request: the leaf services always fail it.
@@ -152,6 +157,8 @@ struct Job {
     /// Worker time of its own work.
     work: Nanos,
     outcome: Outcome,
+    /// The replica of its service it is at.
+    replica: ReplicaId,
     /// Its calls: the stage running, the calls of it still out, and them.
     stage: u16,
     pending: u16,
@@ -170,8 +177,18 @@ pub struct World<'a> {
     jobs: Slab<Job>,
     /// Children lists of rounds and stages with more than one request.
     lists: Slab<Vec<Child>>,
-    /// Per service: its server's live state.
+    /// Per replica (of every service, flat): its server's live state.
     servers: Vec<Server<JobId>>,
+    /// Per replica: the levels last reported (queued, busy, inside); per
+    /// service: their sums over its replicas.
+    synced: Vec<[u32; 3]>,
+    totals: Vec<[u32; 3]>,
+    /// Per service: its balancer's state and dice.
+    balancers: Vec<BalancerState>,
+    balance_rng: Vec<Stream>,
+    /// Per edge with outlier detection: what it knows of each replica of
+    /// its callee (empty for the others).
+    outliers: Vec<Vec<HostState>>,
     /// The incidents of every service, flat, in the order they are
     /// scheduled.
     incidents: Vec<(ServiceId, Incident)>,
@@ -230,7 +247,22 @@ impl<'a> World<'a> {
             calls: Slab::default(),
             jobs: Slab::default(),
             lists: Slab::default(),
-            servers: services.iter().map(|_| Server::default()).collect(),
+            servers: (0..topo.total_replicas())
+                .map(|_| Server::default())
+                .collect(),
+            synced: vec![[0; 3]; topo.total_replicas()],
+            totals: vec![[0; 3]; services.len()],
+            balancers: vec![BalancerState::default(); services.len()],
+            balance_rng: stream(Purpose::Balancer, services.len()),
+            outliers: edges
+                .iter()
+                .map(|e| match e.policy.outlier {
+                    Some(_) => {
+                        vec![HostState::default(); topo.replica_count(e.callee) as usize]
+                    }
+                    None => Vec::new(),
+                })
+                .collect(),
             incidents: services
                 .iter()
                 .enumerate()
@@ -260,6 +292,7 @@ impl<'a> World<'a> {
                 let mut rec =
                     Recorder::with_services(cfg.duration, cfg.bucket, edges.len(), services.len());
                 rec.exclude(cfg.incident_windows());
+                rec.with_replicas(topo.total_replicas());
                 rec
             },
             next_req: 0,
@@ -284,7 +317,9 @@ impl<'a> World<'a> {
             self.q.schedule_at(inc.end, Event::IncidentEnd(i as u16));
         }
         self.start_clients();
-        if self.gates.iter().any(LayerGates::any) && cfg.bucket < cfg.duration {
+        let sampled =
+            self.gates.iter().any(LayerGates::any) || self.outliers.iter().any(|o| !o.is_empty());
+        if sampled && cfg.bucket < cfg.duration {
             self.q.schedule_at(cfg.bucket, Event::Tick);
         }
         let mut aborted = None;
@@ -325,8 +360,11 @@ impl<'a> World<'a> {
         let last = ((end.max(1) - 1) / cfg.bucket) as usize;
         self.sample_levels(last, end);
         let open_messages = self.messages_open();
-        for (s, server) in self.servers.iter().enumerate() {
-            self.rec.svc.unserved_at_end[s] = u64::from(server.queued + server.in_service);
+        for (r, server) in self.servers.iter().enumerate() {
+            let (s, _) = self.topo.replica_of(ReplicaId(r as u32));
+            let unserved = u64::from(server.queued + server.in_service);
+            self.rec.svc.unserved_at_end[s.index()] += unserved;
+            self.rec.svc.replicas[r].unserved_at_end = unserved;
         }
         self.rec.finish(end, open_messages);
         let info = RunInfo {
@@ -374,6 +412,28 @@ impl<'a> World<'a> {
                 let l = g.levels(now, &mut self.global_budget);
                 self.rec
                     .levels(bucket, edge, [l.budget, l.throttle, l.breaker_open]);
+            }
+        }
+        // Replicas ejected by some caller's outlier detection.
+        if self.outliers.iter().all(Vec::is_empty) {
+            return;
+        }
+        for s in 0..self.topo.services().len() {
+            let s = ServiceId(s as u16);
+            let n = self.topo.replica_count(s);
+            let (mut ejected, mut serving) = (0, 0);
+            for r in 0..n {
+                let out = self.topo.edges().iter().enumerate().any(|(e, edge)| {
+                    edge.callee == s
+                        && self.outliers[e]
+                            .get(r as usize)
+                            .is_some_and(|h| h.ejected(now))
+                });
+                ejected += u32::from(out);
+                serving += u32::from(out && !self.servers[self.topo.replica(s, r).index()].out());
+            }
+            if ejected > 0 {
+                self.rec.ejected(bucket, s.index(), [ejected, serving]);
             }
         }
     }

@@ -14,8 +14,8 @@ use crate::engine::Nanos;
 use crate::engine::time::from_f64_ns;
 
 use super::super::outcome::{Cause, Failure, Outcome};
-use super::super::server::{Admission, SideEffects};
-use super::super::topology::{EdgeId, ServiceId};
+use super::super::server::{Admission, Server, SideEffects};
+use super::super::topology::{EdgeId, ReplicaId, ServiceId};
 use super::edge::Opening;
 use super::{CallId, Child, Children, Event, Job, JobId, JobState, NEVER, Parent, World};
 use crate::metrics::recorder::ServiceEvent;
@@ -72,22 +72,24 @@ impl World<'_> {
             started: now,
             work: 0,
             outcome: Outcome::Success,
+            replica: self.topo.replica(s, 0),
             stage: 0,
             pending: 0,
             children: Children::None,
             deadline,
             req_deadline: c.req_deadline,
         }));
+        let replica = self.pick_replica(s, caller);
+        self.job_mut(job).replica = replica;
+        self.rec.replica_arrival(replica.index());
         let cfg = self.topo.service(s);
-        match self.servers[s.index()].admit(cfg, &mut self.incident_rng[s.index()]) {
+        match self.servers[replica.index()].admit(cfg, &mut self.incident_rng[s.index()]) {
             Admission::Refused => {
-                self.rec
-                    .service_event(now, s.index(), ServiceEvent::Refused);
+                self.event(now, replica, ServiceEvent::Refused);
                 self.respond(job, Outcome::Failed(Failure::new(Cause::Connection)), 0);
             }
             Admission::Vanished => {
-                self.rec
-                    .service_event(now, s.index(), ServiceEvent::Vanished);
+                self.event(now, replica, ServiceEvent::Vanished);
                 if focus {
                     self.rec.blackholed(now);
                 }
@@ -95,18 +97,18 @@ impl World<'_> {
                 return None;
             }
             Admission::Error(status) => {
-                self.rec.service_event(now, s.index(), ServiceEvent::Error);
+                self.event(now, replica, ServiceEvent::Error);
                 self.respond(job, Outcome::Failed(Failure::new(Cause::Status(status))), 0);
             }
             Admission::Start => self.start_service(job),
             Admission::Queue => {
-                let server = &mut self.servers[s.index()];
+                let server = &mut self.servers[replica.index()];
                 server.queue.push_back(job);
                 server.queued += 1;
-                self.sync_gauges(s);
+                self.sync_gauges(replica);
             }
             Admission::Shed => {
-                self.rec.service_event(now, s.index(), ServiceEvent::Shed);
+                self.event(now, replica, ServiceEvent::Shed);
                 if focus {
                     self.rec.shed(now);
                 }
@@ -138,6 +140,7 @@ impl World<'_> {
         let j = *self.job(job);
         if j.epoch == epoch && j.state == JobState::Responding {
             self.finish_job(job);
+            self.observe_answer(&j, j.outcome);
             self.deliver(j.caller, j.caller_epoch, j.outcome);
         }
     }
@@ -159,9 +162,10 @@ impl World<'_> {
         let s = j.service;
         let cfg = self.topo.service(s);
         // A probe, or a keyed write already committed, is a cheap lookup.
-        let server = &self.servers[s.index()];
         let deduped =
-            !j.probe && cfg.dedupe && cfg.side_effects.writes() && server.committed(j.req);
+            !j.probe && cfg.dedupe && cfg.side_effects.writes() && self.store(s).committed(j.req);
+        let replica = j.replica;
+        let server = &self.servers[replica.index()];
         let base = if j.probe || deduped {
             Some(cfg.dedupe_cost.max(1))
         } else {
@@ -186,10 +190,10 @@ impl World<'_> {
             self.rec.queue_wait(now - arrived);
         }
         self.rec.service_queue_wait(s.index(), now - arrived);
-        let server = &mut self.servers[s.index()];
+        let server = &mut self.servers[replica.index()];
         server.busy += 1;
         server.in_service += 1;
-        self.sync_gauges(s);
+        self.sync_gauges(replica);
         match work {
             Some(work) => {
                 let t = self.q.schedule_in(work, Event::ServiceDone { job, epoch });
@@ -201,10 +205,11 @@ impl World<'_> {
         }
     }
 
-    /// A worker of `s`, taken at `started`, is given back.
-    fn worker_freed(&mut self, s: ServiceId, started: Nanos) {
+    /// A worker of `r`, taken at `started`, is given back.
+    fn worker_freed(&mut self, r: ReplicaId, started: Nanos) {
         let now = self.q.now();
-        self.servers[s.index()].busy -= 1;
+        self.servers[r.index()].busy -= 1;
+        let (s, _) = self.topo.replica_of(r);
         self.rec.worker_released(now, s.index(), now - started);
     }
 
@@ -216,14 +221,24 @@ impl World<'_> {
         self.rec.service_left(j.service.index(), sojourn);
     }
 
-    fn sync_gauges(&mut self, s: ServiceId) {
+    /// Replica `r`'s levels changed: its service's gauges follow (the sums
+    /// over its replicas, kept by difference).
+    fn sync_gauges(&mut self, r: ReplicaId) {
         let now = self.q.now();
-        let server = &self.servers[s.index()];
-        if s == self.topo.focus() {
-            self.rec.queue.set(now, server.queued as u64);
-            self.rec.busy.set(now, server.busy as u64);
+        let (s, _) = self.topo.replica_of(r);
+        let server = &self.servers[r.index()];
+        let new = [server.queued, server.busy, server.inside()];
+        let old = std::mem::replace(&mut self.synced[r.index()], new);
+        let total = &mut self.totals[s.index()];
+        for k in 0..3 {
+            total[k] = total[k] + new[k] - old[k];
         }
-        let (q, b, i) = (server.queued, server.busy, server.inside());
+        let [q, b, i] = *total;
+        self.rec.replica_inside(r.index(), new[2]);
+        if s == self.topo.focus() {
+            self.rec.queue.set(now, q as u64);
+            self.rec.busy.set(now, b as u64);
+        }
         self.rec
             .service_levels(now, s.index(), q as u64, b as u64, i as u64);
     }
@@ -243,15 +258,16 @@ impl World<'_> {
         let j = *self.job(job);
         let s = j.service;
         let now = self.q.now();
+        let r = j.replica;
         let has_calls = !self.topo.stages(s).is_empty() && !j.probe;
         let releases = !has_calls || !self.topo.service(s).hold_worker;
-        self.servers[s.index()].in_service -= 1;
+        self.servers[r.index()].in_service -= 1;
         if !has_calls {
             self.left(job);
         }
-        self.rec.service_event(now, s.index(), ServiceEvent::Served);
+        self.event(now, r, ServiceEvent::Served);
         if releases {
-            self.worker_freed(s, j.started);
+            self.worker_freed(r, j.started);
             self.job_mut(job).holds_worker = false;
         }
         self.rec
@@ -262,17 +278,17 @@ impl World<'_> {
             } else if self.commit(&j) {
                 self.job_mut(job).committed = true;
             }
-            self.servers[s.index()].calling += 1;
+            self.servers[r.index()].calling += 1;
             if releases {
-                self.start_next_queued(s);
+                self.start_next_queued(r);
             }
-            self.sync_gauges(s);
+            self.sync_gauges(r);
             self.job_mut(job).state = JobState::Calling;
             return self.start_stage(job, 0);
         }
         let outcome = if j.probe {
             // Success means "it committed"; 404 means "not found".
-            if self.servers[s.index()].committed(j.req) {
+            if self.store(s).committed(j.req) {
                 Outcome::Success
             } else {
                 Outcome::Failed(Failure::new(Cause::Status(404)))
@@ -289,13 +305,14 @@ impl World<'_> {
         };
         // Take the next request before answering this one, so the answer
         // cannot let a new arrival jump the queue.
-        self.start_next_queued(s);
-        self.sync_gauges(s);
-        let add = self.servers[s.index()].latency_add();
+        self.start_next_queued(r);
+        self.sync_gauges(r);
+        let add = self.servers[r.index()].latency_add();
         if add > 0 || outcome != Outcome::Success || !now_ok {
             self.respond(job, outcome, add);
         } else {
             self.finish_job(job);
+            self.observe_answer(&j, Outcome::Success);
             self.deliver(j.caller, j.caller_epoch, Outcome::Success);
         }
     }
@@ -380,17 +397,17 @@ impl World<'_> {
     /// and answers.
     fn job_finished(&mut self, job: JobId, outcome: Outcome) {
         let j = *self.job(job);
-        let s = j.service;
+        let r = j.replica;
         self.abandon_job_calls(job, None);
-        self.servers[s.index()].calling -= 1;
+        self.servers[r.index()].calling -= 1;
         self.left(job);
         if j.holds_worker {
-            self.worker_freed(s, j.started);
+            self.worker_freed(r, j.started);
             self.job_mut(job).holds_worker = false;
-            self.start_next_queued(s);
+            self.start_next_queued(r);
         }
-        self.sync_gauges(s);
-        let add = self.servers[s.index()].latency_add();
+        self.sync_gauges(r);
+        let add = self.servers[r.index()].latency_add();
         self.respond(job, outcome, add);
     }
 
@@ -437,10 +454,8 @@ impl World<'_> {
             self.rec.deduplicated(now);
             return false;
         }
-        let Some(count) = self.servers[j.service.index()]
-            .commits
-            .get_mut(j.req as usize)
-        else {
+        let store = self.topo.replica(j.service, 0);
+        let Some(count) = self.servers[store.index()].commits.get_mut(j.req as usize) else {
             return false;
         };
         if cfg.dedupe && *count > 0 {
@@ -457,10 +472,11 @@ impl World<'_> {
         true
     }
 
-    fn start_next_queued(&mut self, s: ServiceId) {
+    fn start_next_queued(&mut self, r: ReplicaId) {
+        let (s, _) = self.topo.replica_of(r);
         let cfg = self.topo.service(s);
-        while self.servers[s.index()].has_free_worker(cfg) {
-            let server = &mut self.servers[s.index()];
+        while self.servers[r.index()].has_free_worker(cfg) {
+            let server = &mut self.servers[r.index()];
             let next = if cfg.lifo {
                 server.queue.pop_back()
             } else {
@@ -471,15 +487,14 @@ impl World<'_> {
                 self.finish_job(job);
                 continue;
             }
-            self.servers[s.index()].queued -= 1;
+            self.servers[r.index()].queued -= 1;
             let now = self.q.now();
             let waited = now - self.job(job).arrived;
             if cfg.queue_timeout.is_some_and(|qt| waited > qt) {
                 if s == self.topo.focus() {
                     self.rec.queue_timeout(now);
                 }
-                self.rec
-                    .service_event(now, s.index(), ServiceEvent::QueueTimeout);
+                self.event(now, r, ServiceEvent::QueueTimeout);
                 self.left(job);
                 let status = cfg.queue_timeout_status;
                 self.respond(job, Outcome::Failed(Failure::new(Cause::Status(status))), 0);
@@ -495,27 +510,25 @@ impl World<'_> {
     pub(super) fn cancel_job(&mut self, job: JobId, by: EdgeId) {
         let now = self.q.now();
         let j = *self.job(job);
-        let s = j.service;
+        let (s, r) = (j.service, j.replica);
         match j.state {
             JobState::Queued => {
                 self.left(job);
                 self.job_mut(job).state = JobState::Cancelled;
-                self.servers[s.index()].queued -= 1;
+                self.servers[r.index()].queued -= 1;
                 self.rec.cancelled(now, 0);
-                self.rec
-                    .service_event(now, s.index(), ServiceEvent::Cancelled);
-                self.sync_gauges(s);
+                self.event(now, r, ServiceEvent::Cancelled);
+                self.sync_gauges(r);
             }
             JobState::InService if self.topo.service(s).stop_on_cancel => {
                 self.left(job);
-                self.worker_freed(s, j.started);
-                self.servers[s.index()].in_service -= 1;
+                self.worker_freed(r, j.started);
+                self.servers[r.index()].in_service -= 1;
                 self.rec.cancelled(now, now - j.started);
-                self.rec
-                    .service_event(now, s.index(), ServiceEvent::Cancelled);
+                self.event(now, r, ServiceEvent::Cancelled);
                 self.finish_job(job);
-                self.start_next_queued(s);
-                self.sync_gauges(s);
+                self.start_next_queued(r);
+                self.sync_gauges(r);
             }
             JobState::InService => {
                 if j.orphaned_by.is_none() {
@@ -525,16 +538,16 @@ impl World<'_> {
             JobState::Calling => {
                 self.left(job);
                 self.abandon_job_calls(job, Some(by));
-                self.servers[s.index()].calling -= 1;
+                self.servers[r.index()].calling -= 1;
                 if j.holds_worker {
-                    self.worker_freed(s, j.started);
+                    self.worker_freed(r, j.started);
                 }
                 self.rec.cancelled(now, 0);
                 self.finish_job(job);
                 if j.holds_worker {
-                    self.start_next_queued(s);
+                    self.start_next_queued(r);
                 }
-                self.sync_gauges(s);
+                self.sync_gauges(r);
             }
             // Its answer is on the way and will find nobody waiting.
             JobState::Responding => {
@@ -576,24 +589,30 @@ impl World<'_> {
     pub(super) fn on_incident(&mut self, i: usize, starts: bool) {
         let (s, inc) = self.incidents[i];
         let now = self.q.now();
-        if self.servers[s.index()].on_incident(inc.effect, starts, now) {
-            self.reset_all_work(s);
+        for k in 0..self.topo.replica_count(s) {
+            if !inc.hits(k) {
+                continue;
+            }
+            let r = self.topo.replica(s, k);
+            if self.servers[r.index()].on_incident(inc.effect, starts, now) {
+                self.reset_all_work(r);
+            }
         }
     }
 
-    /// Service `s` crashed: everything queued, in service or waiting for
+    /// Replica `r` crashed: everything queued, in service or waiting for
     /// its calls fails with a connection reset (the calls run on,
     /// orphaned).
-    fn reset_all_work(&mut self, s: ServiceId) {
+    fn reset_all_work(&mut self, r: ReplicaId) {
         let now = self.q.now();
-        let queued: Vec<JobId> = self.servers[s.index()].queue.drain(..).collect();
-        self.servers[s.index()].queued = 0;
+        let queued: Vec<JobId> = self.servers[r.index()].queue.drain(..).collect();
+        self.servers[r.index()].queued = 0;
         let reset = Outcome::Failed(Failure::new(Cause::Connection));
         for job in queued {
             if self.job(job).state == JobState::Cancelled {
                 self.finish_job(job);
             } else {
-                self.rec.service_event(now, s.index(), ServiceEvent::Reset);
+                self.event(now, r, ServiceEvent::Reset);
                 self.left(job);
                 self.respond(job, reset, 0);
             }
@@ -602,14 +621,14 @@ impl World<'_> {
         for id in ids {
             let job = JobId(id);
             let j = *self.job(job);
-            if j.service != s {
+            if j.replica != r {
                 continue;
             }
             match j.state {
                 JobState::InService => {
-                    self.worker_freed(s, j.started);
-                    self.servers[s.index()].in_service -= 1;
-                    self.rec.service_event(now, s.index(), ServiceEvent::Reset);
+                    self.worker_freed(r, j.started);
+                    self.servers[r.index()].in_service -= 1;
+                    self.event(now, r, ServiceEvent::Reset);
                     self.left(job);
                     let jm = self.job_mut(job);
                     jm.epoch = jm.epoch.wrapping_add(1); // its ServiceDone is now stale
@@ -629,9 +648,9 @@ impl World<'_> {
                         }
                     }
                     self.free_children(j.children);
-                    self.servers[s.index()].calling -= 1;
+                    self.servers[r.index()].calling -= 1;
                     if j.holds_worker {
-                        self.worker_freed(s, j.started);
+                        self.worker_freed(r, j.started);
                     }
                     self.left(job);
                     let jm = self.job_mut(job);
@@ -643,6 +662,95 @@ impl World<'_> {
                 _ => {}
             }
         }
-        self.sync_gauges(s);
+        self.sync_gauges(r);
+    }
+
+    // ----------------------------------------------------------- replicas
+
+    /// The server that keeps service `s`'s commits (its first replica's:
+    /// the replicas share one store).
+    fn store(&self, s: ServiceId) -> &Server<JobId> {
+        &self.servers[self.topo.replica(s, 0).index()]
+    }
+
+    /// Counts `what` for replica `r` and its service.
+    fn event(&mut self, now: Nanos, r: ReplicaId, what: ServiceEvent) {
+        let (s, _) = self.topo.replica_of(r);
+        self.rec.service_event(now, s.index(), what);
+        self.rec.replica_event(r.index(), what);
+    }
+
+    /// The replica of `s` a request of call `caller` goes to: the service's
+    /// balancer picks among the replicas the caller's edge has not ejected
+    /// and, with `retry_other_replica`, this call has not tried yet; when
+    /// none is left, among those not ejected; when all are, among all.
+    fn pick_replica(&mut self, s: ServiceId, caller: CallId) -> ReplicaId {
+        let n = self.topo.replica_count(s);
+        if n <= 1 {
+            return self.topo.replica(s, 0);
+        }
+        let now = self.q.now();
+        let c = self.calls.get(caller.0);
+        let edge = c.edge;
+        let policy = &self.topo.edge(edge).policy;
+        let avoid = if policy.retry_other_replica {
+            c.tried
+        } else {
+            0
+        };
+        let hosts = &self.outliers[edge.index()];
+        let ejected = |r: u32| hosts.get(r as usize).is_some_and(|h| h.ejected(now));
+        let tried = |r: u32| r < 64 && avoid & (1u64 << r) != 0;
+        let level = if (0..n).any(|r| !ejected(r) && !tried(r)) {
+            0
+        } else if (0..n).any(|r| !ejected(r)) {
+            1
+        } else {
+            2
+        };
+        let first = self.topo.replica(s, 0).0;
+        let servers = &self.servers;
+        let pick = self.topo.service(s).balancer.pick(
+            n,
+            &mut self.balancers[s.index()],
+            &mut self.balance_rng[s.index()],
+            |r| match level {
+                0 => !ejected(r) && !tried(r),
+                1 => !ejected(r),
+                _ => true,
+            },
+            |r| servers[(first + r) as usize].inside(),
+        );
+        if policy.retry_other_replica && pick < 64 {
+            self.calls.get_mut(caller.0).tried |= 1u64 << pick;
+        }
+        ReplicaId(first + pick)
+    }
+
+    /// An answer of `j`'s replica reaches its caller: the caller's edge's
+    /// outlier detection counts it (5xx statuses and connection errors
+    /// are failures), unless the caller has moved on.
+    fn observe_answer(&mut self, j: &Job, outcome: Outcome) {
+        let c = self.calls.get(j.caller.0);
+        if c.epoch != j.caller_epoch || j.probe {
+            return;
+        }
+        let edge = c.edge;
+        let Some(cfg) = self.topo.edge(edge).policy.outlier else {
+            return;
+        };
+        let failed = match outcome {
+            Outcome::Success => false,
+            Outcome::Failed(f) => match f.cause {
+                Cause::Connection => true,
+                Cause::Status(status) => status >= 500,
+                _ => false,
+            },
+        };
+        let (_, k) = self.topo.replica_of(j.replica);
+        let now = self.q.now();
+        if cfg.observe(&mut self.outliers[edge.index()], k as usize, failed, now) {
+            self.rec.replica_ejected(j.replica.index());
+        }
     }
 }

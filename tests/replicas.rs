@@ -1,0 +1,327 @@
+//! Replicas, load balancers and outlier ejection, checked against the
+//! arithmetic that decides them: random balancing over three replicas with
+//! one down and two attempts succeeds with probability 1 − (1/3)², and
+//! always when a retry avoids the replica that failed; round robin spreads
+//! exactly; the power of two choices sends a replica that holds nothing in
+//! flight exactly the attempts where it is one of the two draws,
+//! 1 − (2/3)², and least-requests nearly all of them; Envoy's outlier
+//! detection ejects after exactly `consecutive_5xx` failures for base ×
+//! times ejected (returning at the next sweep); every replica accounts for
+//! every request it received; and the bundled scenario is byte-identical
+//! with one thread or two.
+
+mod common;
+
+use std::fs;
+
+use assert_cmd::Command;
+use common::*;
+use stormsim::metrics::{Recorder, tabulate, tabulate_services};
+use stormsim::model::balancer::Balancer;
+use stormsim::model::outlier::OutlierConfig;
+use stormsim::model::server::{Effect, Incident};
+use stormsim::model::service::ServiceDist;
+use stormsim::model::{ModelConfig, World};
+
+/// `replicas` replicas of a fast, roomy backend behind `balancer`, called
+/// by the clients with `attempts` attempts (no backoff); replica 0 down
+/// for the whole run.
+fn one_down(replicas: u32, balancer: Balancer, attempts: u32, secs: u64, rate: f64) -> ModelConfig {
+    let mut backend = dependency(1000, ServiceDist::Constant(MS), 0);
+    backend.replicas = replicas;
+    backend.balancer = balancer;
+    backend.incidents.push(Incident {
+        start: 0,
+        end: secs * S,
+        effect: Effect::Down,
+        replica: Some(0),
+    });
+    config(
+        rate,
+        secs * S,
+        vec![retrying_layer("client", attempts, None)],
+        backend,
+    )
+}
+
+fn record(cfg: &ModelConfig, seed: u64) -> Recorder {
+    World::new(cfg, seed).run().0
+}
+
+/// Binomial: `k` successes of `n` agree with `p` within 4 standard errors.
+fn assert_binomial(k: u64, n: u64, p: f64, what: &str) {
+    let phat = k as f64 / n as f64;
+    let se = (p * (1.0 - p) / n as f64).sqrt();
+    assert!(
+        (phat - p).abs() < 4.0 * se,
+        "{what}: {phat:.5} vs {p:.5} (4 se = {:.5})",
+        4.0 * se
+    );
+}
+
+#[test]
+fn random_balancing_succeeds_with_one_minus_a_third_squared() {
+    let cfg = one_down(3, Balancer::Random, 2, 20, 1000.0);
+    let (_, s) = run(&cfg, 1);
+    assert_conserved(&s);
+    let n = s.succeeded + s.failed;
+    assert!(n > 15_000, "{n}");
+    assert_binomial(s.succeeded, n, 1.0 - 1.0 / 9.0, "success rate");
+
+    // A retry that avoids the replica it tried always finds a good one.
+    let cfg = cfg.clone_with_edge(|p| p.retry_other_replica = true);
+    let (_, s) = run(&cfg, 1);
+    assert_eq!(s.failed, 0);
+    // Exactly the first attempts that met replica 0 were retried: a third.
+    let rec = record(&cfg, 1);
+    let down = rec.svc.replicas[0].counts;
+    assert_eq!(down.attempts, down.refused);
+    assert_binomial(
+        down.refused,
+        s.succeeded,
+        1.0 / 3.0,
+        "first attempts refused",
+    );
+}
+
+#[test]
+fn round_robin_spreads_exactly() {
+    let mut cfg = one_down(3, Balancer::RoundRobin, 1, 10, 500.0);
+    cfg.topology = cfg
+        .topology
+        .with_service(cfg.topology.focus(), |s| s.incidents.clear())
+        .unwrap();
+    let rec = record(&cfg, 3);
+    let a: Vec<u64> = rec.svc.replicas.iter().map(|r| r.counts.attempts).collect();
+    let total: u64 = a.iter().sum();
+    assert!(total > 4000, "{total}");
+    // Each request goes to the next replica: 0, 1, 2, 0, 1...
+    let third = total / 3;
+    let want: Vec<u64> = (0..3).map(|r| third + u64::from(r < total % 3)).collect();
+    assert_eq!(a, want);
+}
+
+#[test]
+fn p2c_prefers_the_idle_replica_exactly_when_it_draws_it() {
+    // Healthy replicas hold every request for 10 s, so from the first
+    // second on they always hold more than the refusing replica's zero.
+    let mut cfg = one_down(3, Balancer::P2c, 1, 30, 300.0);
+    cfg.topology = cfg
+        .topology
+        .with_service(cfg.topology.focus(), |s| {
+            s.service = Some(ServiceDist::Constant(10 * S))
+        })
+        .unwrap();
+    let rec = record(&cfg, 5);
+    let r = &rec.svc.replicas;
+    let total: u64 = r.iter().map(|x| x.counts.attempts).sum();
+    // Drawn at least once in two: 1 − (2/3)² = 5/9 (ties, only in the
+    // first instants, cannot move it past the margin). Picking one of the
+    // two at random would give 1/3.
+    assert_binomial(
+        r[0].counts.attempts,
+        total,
+        5.0 / 9.0,
+        "p2c to the idle replica",
+    );
+
+    // Least requests sends it everything (ties aside).
+    let cfg = {
+        let mut c = cfg.clone();
+        c.topology = c
+            .topology
+            .with_service(c.topology.focus(), |s| s.balancer = Balancer::LeastRequests)
+            .unwrap();
+        c
+    };
+    let rec = record(&cfg, 5);
+    let r = &rec.svc.replicas;
+    let total: u64 = r.iter().map(|x| x.counts.attempts).sum();
+    // A healthy replica wins only a tie at zero in flight: at most once
+    // each per 10 s of holding.
+    let healthy = r[1].counts.attempts + r[2].counts.attempts;
+    assert!(
+        healthy <= 6,
+        "least requests sent {healthy} of {total} elsewhere"
+    );
+}
+
+#[test]
+fn ejection_after_exactly_consecutive_5xx_for_base_times_ejections() {
+    let secs = 200;
+    let cfg = one_down(3, Balancer::RoundRobin, 1, secs, 300.0)
+        .clone_with_edge(|p| p.outlier = Some(OutlierConfig::default()));
+    let (rec, info) = World::new(&cfg, 9).run();
+    // Five refusals eject it at t1 ≈ 50 ms: back at the first sweep after
+    // t1 + 30 s (40 s); five more eject it for 60 s (back at the sweep
+    // after 100 s: 110 s); five more for 90 s (past the end of the run).
+    let down = rec.svc.replicas[0];
+    assert_eq!(down.ejections, 3);
+    assert_eq!(down.counts.refused, 15);
+    assert_eq!(down.counts.attempts, 15);
+    let ctx = cfg.run_context();
+    let (_, summary) = tabulate(&rec, &info, &ctx);
+    assert_eq!(summary.failed, 15);
+    let graph = tabulate_services(&rec, &ctx, &summary);
+    let ejected_at_end = |t_end: u64| {
+        graph
+            .rows
+            .iter()
+            .find(|r| r.t_s as u64 + 1 == t_end)
+            .map(|r| (r.ejected, r.replicas))
+            .unwrap()
+    };
+    for (t, want) in [
+        (1, 1),
+        (39, 1),
+        (40, 0),
+        (41, 1),
+        (109, 1),
+        (110, 0),
+        (111, 1),
+        (secs, 1),
+    ] {
+        let (ejected, _) = ejected_at_end(t);
+        assert_eq!(ejected, want, "ejected at {t} s");
+    }
+    // Replicas serving: two while it is ejected (it is down throughout).
+    assert_eq!(ejected_at_end(40).1, 2);
+    assert_eq!(ejected_at_end(41).1, 2);
+}
+
+#[test]
+fn every_replica_accounts_for_every_request() {
+    let secs = 30;
+    let mut backend = dependency(2, ServiceDist::Exponential { mean: 10 * MS }, 5);
+    backend.replicas = 3;
+    backend.balancer = Balancer::P2c;
+    backend.incidents = vec![
+        Incident {
+            start: 5 * S,
+            end: 12 * S,
+            effect: Effect::Down,
+            replica: Some(1),
+        },
+        Incident {
+            start: 10 * S,
+            end: 20 * S,
+            effect: Effect::Errors {
+                rate: 0.5,
+                status: 503,
+            },
+            replica: Some(2),
+        },
+    ];
+    let mut layer = retrying_layer("client", 3, Some(30 * MS));
+    layer.cancel_propagates = true;
+    let cfg = config(550.0, secs * S, vec![layer], backend);
+    let (rec, info) = World::new(&cfg, 4).run();
+    let ctx = cfg.run_context();
+    let (_, summary) = tabulate(&rec, &info, &ctx);
+    assert_conserved(&summary);
+    let mut sum = [0u64; 10];
+    for (r, x) in rec.svc.replicas.iter().enumerate() {
+        let c = x.counts;
+        let ended = c.refused
+            + c.vanished
+            + c.errors
+            + c.shed
+            + c.queue_timeouts
+            + c.served
+            + c.cancelled
+            + c.reset
+            + x.unserved_at_end;
+        assert_eq!(c.attempts, ended, "replica {r}: {x:?}");
+        assert!(c.attempts > 1000, "replica {r}: {x:?}");
+        assert!(x.peak_inside <= 2 + 5, "replica {r}: {x:?}");
+        for (k, v) in [
+            c.attempts,
+            c.refused,
+            c.vanished,
+            c.errors,
+            c.shed,
+            c.queue_timeouts,
+            c.served,
+            c.cancelled,
+            c.reset,
+            x.unserved_at_end,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            sum[k] += v;
+        }
+    }
+    // The replicas add up to their service.
+    let t = rec.svc.counts.iter().fold([0u64; 9], |mut a, c| {
+        for (k, v) in [
+            c.attempts,
+            c.refused,
+            c.vanished,
+            c.errors,
+            c.shed,
+            c.queue_timeouts,
+            c.served,
+            c.cancelled,
+            c.reset,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            a[k] += v;
+        }
+        a
+    });
+    assert_eq!(&sum[..9], &t[..]);
+    assert_eq!(sum[9], rec.svc.unserved_at_end[0]);
+    // Each incident touched only its replica.
+    let r = &rec.svc.replicas;
+    assert!(r[1].counts.refused > 0 && r[1].counts.reset > 0);
+    assert_eq!(r[0].counts.refused + r[2].counts.refused, 0);
+    assert!(r[2].counts.errors > 0);
+    assert_eq!(r[0].counts.errors + r[1].counts.errors, 0);
+}
+
+#[test]
+fn the_bundled_scenario_is_byte_identical_with_one_thread_or_two() {
+    let dir = std::env::temp_dir().join(format!("stormsim-replicas-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    let out = |threads: &str| {
+        let o = dir.join(threads);
+        Command::cargo_bin("stormsim")
+            .unwrap()
+            .env("RAYON_NUM_THREADS", threads)
+            .args(["run", "scenarios/one-bad-replica.yaml", "--quiet", "--out"])
+            .arg(&o)
+            .assert()
+            .success();
+        o
+    };
+    let (a, b) = (out("1"), out("2"));
+    for table in [
+        "summary.csv",
+        "timeseries.csv",
+        "services.csv",
+        "services_timeseries.csv",
+        "calls.csv",
+    ] {
+        let x = fs::read(a.join(table)).unwrap();
+        assert!(!x.is_empty(), "{table}");
+        assert!(x == fs::read(b.join(table)).unwrap(), "{table} differs");
+    }
+    let _ = fs::remove_dir_all(&dir);
+}
+
+trait EdgeChange {
+    fn clone_with_edge(&self, change: impl FnOnce(&mut stormsim::model::CallPolicy)) -> Self;
+}
+
+impl EdgeChange for ModelConfig {
+    fn clone_with_edge(&self, change: impl FnOnce(&mut stormsim::model::CallPolicy)) -> Self {
+        let mut c = self.clone();
+        c.topology = c
+            .topology
+            .with_policy(stormsim::model::EdgeId::ENTRY, change);
+        c
+    }
+}
