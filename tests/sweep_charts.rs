@@ -4,7 +4,10 @@
 //! duration axis is logarithmic and labelled in ms and s, no two labels
 //! overlap (measured in the embedded font, upright ones too), the success
 //! axis spans the data rather than starting at 0, and the legend lies
-//! beside the points, not over them.
+//! beside the points, not over them. And a run's charts of many variants
+//! (constructed tables of 4 to 200 variants): the time charts give 30
+//! variants 30 colour-and-marker styles, in their lines and legends
+//! alike, and the recovery chart's names, values and notes never overlap.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -440,5 +443,158 @@ fn the_stability_map_shows_the_summary_fractions() {
         let c = stormsim::report::stability::cell_colour(Some(v));
         let hex = format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2);
         assert!(fills.contains(&hex), "{hex} in {fills:?}");
+    }
+}
+
+fn variant(v: usize) -> String {
+    format!("retry-variant-with-a-long-name-{v:03}")
+}
+
+/// A run's tables of `variants` variants, 3 replicates each, 120 one-second
+/// buckets: variant v's load rises with v; every 7th variant has one
+/// metastable replicate, every 11th one aborted, every 13th no verdict
+/// at all (no incident).
+fn run(variants: usize) -> ChartData {
+    let mut ts = String::from(
+        "variant,replicate,t_s,offered,dependency_attempts,goodput,latency_p50_ms,latency_p99_ms\n",
+    );
+    let mut summary =
+        String::from("variant,replicate,recovery_time_s,recovered,capacity_per_s,aborted\n");
+    let mut by_variant = String::from(
+        "variant,replicates,recovery_time_s_mean,recovery_time_s_ci95,recovered_fraction\n",
+    );
+    for v in 0..variants {
+        let name = variant(v);
+        for r in 0..3 {
+            for t in 0..120 {
+                let load = 100.0 + v as f64 * 3.0 + (t as f64 * 0.1).sin() * 20.0 + r as f64;
+                ts.push_str(&format!(
+                    "{name},{r},{t},100,{load:.3},{:.3},{:.3},{:.3}\n",
+                    load * 0.9,
+                    5.0 + v as f64,
+                    20.0 + v as f64
+                ));
+            }
+            let (time, recovered, aborted) = match r {
+                _ if v % 13 == 12 => ("", "", ""),
+                0 if v % 7 == 6 => ("", "false", ""),
+                1 if v % 11 == 10 => ("", "", "guard rail"),
+                _ => (
+                    &*format!("{:.3}", 10.0 + v as f64 * 0.37 + r as f64),
+                    "true",
+                    "",
+                ),
+            };
+            summary.push_str(&format!("{name},{r},{time},{recovered},400,{aborted}\n"));
+        }
+        let mean = if v % 13 == 12 {
+            String::new()
+        } else {
+            format!("{:.3}", 11.0 + v as f64 * 0.37)
+        };
+        by_variant.push_str(&format!("{name},3,{mean},1.5,0.67\n"));
+    }
+    ChartData::from_bytes(
+        ts.as_bytes(),
+        summary.as_bytes(),
+        by_variant.as_bytes(),
+        None,
+    )
+    .unwrap()
+}
+
+#[test]
+fn the_recovery_chart_never_overlaps_its_texts() {
+    for variants in [4, 30, 200] {
+        let charts = all_charts(&run(variants)).unwrap();
+        let c = chart(&charts, "recovery");
+        assert_no_overlap(&c.svg, &format!("recovery ({variants})"));
+        let labels = texts(&c.svg);
+        let names: BTreeSet<&str> = labels
+            .iter()
+            .filter_map(|t| {
+                let end = t.text.trim_start_matches('…');
+                (t.text.contains("…") || t.text.starts_with("retry-variant"))
+                    .then(|| {
+                        (0..variants)
+                            .find(|&v| variant(v).ends_with(end))
+                            .map(|_| end)
+                    })
+                    .flatten()
+            })
+            .collect();
+        let values = labels.iter().filter(|t| t.text.ends_with(" s")).count();
+        let metastable = labels
+            .iter()
+            .filter(|t| t.text.starts_with("metastable:"))
+            .count();
+        match variants {
+            // Room for every name, value and note, in full.
+            4 => {
+                assert_eq!(names.len(), 4, "{labels:?}");
+                assert_eq!(values, 4, "{labels:?}");
+                assert_eq!(metastable, 0);
+            }
+            // Every name (upright); most values ("17.28 s") are wider
+            // than their columns and left out, the metastable notes
+            // shortened ("1/3").
+            30 => {
+                assert_eq!(names.len(), 30, "{labels:?}");
+                assert!(values < 5, "{labels:?}");
+                assert_eq!(labels.iter().filter(|t| t.text == "1/3").count(), 4);
+            }
+            // Names thinned out, none overlapping.
+            _ => assert!((20..200).contains(&names.len()), "{}", names.len()),
+        }
+    }
+    // A metastable variant among few: its note in the longest wording
+    // that fits its column, and every value.
+    let charts = all_charts(&run(7)).unwrap();
+    let c = chart(&charts, "recovery");
+    let labels = texts(&c.svg);
+    assert!(
+        labels.iter().any(|t| t.text == "1 of 3 metastable"),
+        "{labels:?}"
+    );
+    assert_eq!(labels.iter().filter(|t| t.text.ends_with(" s")).count(), 7);
+    assert_no_overlap(&c.svg, "recovery (7)");
+}
+
+#[test]
+fn thirty_variants_over_time_get_thirty_styles() {
+    let charts = all_charts(&run(30)).unwrap();
+    for name in ["load", "goodput", "amplification", "latency"] {
+        let c = chart(&charts, name);
+        let labels = texts(&c.svg);
+        // The legend's labels (cut alike when too long): its left edge.
+        let legend: Vec<&TextBox> = labels
+            .iter()
+            .filter(|t| t.text.starts_with("retry-variant") || t.text.starts_with('…'))
+            .collect();
+        assert_eq!(legend.len(), 30, "{name}: every variant in the legend");
+        let legend_left = legend.iter().map(|t| t.x0).fold(f64::INFINITY, f64::min);
+        let (in_legend, points): (Vec<Marker>, Vec<Marker>) = markers(&c.svg)
+            .into_iter()
+            .partition(|m| m.x > legend_left - 40.0);
+        let mut per_style: BTreeMap<(String, String), (usize, usize)> = BTreeMap::new();
+        for m in points {
+            per_style.entry(m.style).or_default().0 += 1;
+        }
+        for m in in_legend {
+            per_style.entry(m.style).or_default().1 += 1;
+        }
+        // Goodput: the offered load, the same for all, in grey circles.
+        per_style.retain(|s, _| s.1 != "#5A5A5A");
+        assert_eq!(per_style.len(), 30, "{name}: 30 styles: {per_style:?}");
+        // 120 points a line: a marker every 15th; latency's p50 and p99
+        // both.
+        let per_line = if name == "latency" { 16 } else { 8 };
+        for (style, counts) in &per_style {
+            assert_eq!(*counts, (per_line, 1), "{name} {style:?}");
+        }
+        let shapes: BTreeSet<&String> = per_style.keys().map(|s| &s.0).collect();
+        let fills: BTreeSet<&String> = per_style.keys().map(|s| &s.1).collect();
+        assert_eq!((shapes.len(), fills.len()), (5, 9), "{name}");
+        assert_no_overlap(&c.svg, name);
     }
 }

@@ -6,15 +6,16 @@
 //! two fields were swept (`stability`). Each is written as
 //! `charts/<name>.svg` and `charts/<name>.png`.
 
-use plotters::coord::Shift;
+use plotters::coord::{CoordTranslate, Shift};
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use rayon::prelude::*;
 
 use super::ReportError;
+use super::axis;
 use super::chart_data::{ChartData, Point, Row, Table, parse_num};
 use super::figure::{
-    Drawable, FONT, Figure, HLine, Line, MAX_CATEGORY_LABELS, STOPPED, colour, err, render,
-    stop_point, tick,
+    Drawable, FONT, Figure, HLine, Line, STOPPED, colour, err, render, stop_point, tick,
 };
 use super::graph_figure::{GraphFigure, storm_graph};
 use super::services_chart::{ServicesFigure, services_figure};
@@ -56,6 +57,7 @@ fn time_figure(d: &ChartData, title: &str, y_desc: &str) -> Figure {
         spans: d.incidents.clone(),
         max_gap,
         x_range: (t_end > 0.0).then_some((0.0, t_end)),
+        sparse_markers: true,
         ..Figure::default()
     }
 }
@@ -264,9 +266,59 @@ pub fn recovery_figure(d: &ChartData) -> RecoveryFigure {
     RecoveryFigure { variants }
 }
 
+/// Space between neighbouring texts of the recovery chart, in pixels.
+const TEXT_GAP: f64 = 6.0;
+
+/// The texts of the recovery chart drawn so far (their boxes in pixels):
+/// a text is drawn in the first of its wordings that fits its variant's
+/// column and touches no text already drawn, or not at all (every number
+/// it gives is in the tables), so that no two texts overlap however many
+/// variants there are.
+struct Notes<'a, DB: DrawingBackend> {
+    area: &'a DrawingArea<DB, Shift>,
+    style: TextStyle<'a>,
+    /// The width of a variant's column.
+    slot: f64,
+    drawn: Vec<[f64; 4]>,
+}
+
+impl<DB: DrawingBackend> Notes<'_, DB> {
+    /// Draws the first of `wordings` that fits, centred on `x`, with its
+    /// bottom (`bottom`) or its middle at `y`.
+    fn put(&mut self, wordings: &[String], (x, y): (i32, i32), bottom: bool) -> Result<(), String> {
+        for t in wordings {
+            let (w, h) = self.area.estimate_text_size(t, &self.style).map_err(err)?;
+            let (w, h) = (f64::from(w), f64::from(h));
+            if w + TEXT_GAP > self.slot {
+                continue;
+            }
+            let (cx, cy) = (f64::from(x), f64::from(y));
+            let (y0, y1) = if bottom {
+                (cy - h, cy)
+            } else {
+                (cy - h / 2.0, cy + h / 2.0)
+            };
+            let b = [cx - w / 2.0, y0, cx + w / 2.0, y1];
+            let clear = |o: &[f64; 4]| {
+                b[0] >= o[2] + TEXT_GAP
+                    || o[0] >= b[2] + TEXT_GAP
+                    || b[1] >= o[3] + 2.0
+                    || o[1] >= b[3] + 2.0
+            };
+            if !self.drawn.iter().all(clear) {
+                continue;
+            }
+            self.drawn.push(b);
+            let v = if bottom { VPos::Bottom } else { VPos::Center };
+            let s = self.style.pos(Pos::new(HPos::Center, v));
+            return self.area.draw_text(t, &s, (x, y)).map_err(err);
+        }
+        Ok(())
+    }
+}
+
 impl Drawable for RecoveryFigure {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
-        let n = self.variants.len();
         let top = self
             .variants
             .iter()
@@ -277,46 +329,75 @@ impl Drawable for RecoveryFigure {
             .filter(|v| v.is_finite())
             .fold(0.0, f64::max);
         let y1 = if top > 0.0 { top * 1.3 } else { 10.0 };
+        // The variants' names, laid out as the sweep charts' categories
+        // (measured, upright when too wide, thinned when crowded).
+        let names: Vec<String> = self.variants.iter().map(|r| r.name.clone()).collect();
+        let x_axis = axis::category_axis(&names);
+        let (x0, x1) = x_axis.range;
+        let (margin, y_area, desc_px) = (18u32, 84u32, 18u32);
+        let left = f64::from(margin + y_area);
+        let width = f64::from(root.dim_in_pixel().0.saturating_sub(2 * margin + y_area));
+        let layout = axis::layout(root, &x_axis, |x| left + (x - x0) / (x1 - x0) * width);
         let mut chart = ChartBuilder::on(root)
             .caption(
                 "Recovery time after the last incident (mean, 95% CI, replicates)",
                 (FONT, 26),
             )
-            .margin(18)
-            .x_label_area_size(56)
-            .y_label_area_size(84)
-            .build_cartesian_2d(-0.5..n.max(1) as f64 - 0.5, 0f64..y1)
+            .margin(margin)
+            .x_label_area_size(layout.height + desc_px + 14)
+            .y_label_area_size(y_area)
+            .build_cartesian_2d(x0..x1, 0f64..y1)
             .map_err(err)?;
-        let names: Vec<String> = self.variants.iter().map(|r| r.name.clone()).collect();
-        let xfmt = move |x: &f64| {
-            let i = x.round();
-            if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < names.len() {
-                names[i as usize].clone()
-            } else {
-                String::new()
-            }
-        };
         chart
             .configure_mesh()
-            .x_desc("variant")
             .y_desc("recovery time (s)")
-            .x_label_formatter(&xfmt)
-            .x_labels(n.clamp(1, MAX_CATEGORY_LABELS))
+            .x_label_formatter(&|_| String::new())
             .y_label_formatter(&|y| tick(*y))
             .y_labels(10)
             .disable_x_mesh()
+            .set_tick_mark_size(LabelAreaPosition::Bottom, 0)
             .label_style((FONT, 16))
-            .axis_desc_style((FONT, 18))
+            .axis_desc_style((FONT, desc_px))
             .light_line_style(BLACK.mix(0.04))
             .bold_line_style(BLACK.mix(0.12))
             .draw()
             .map_err(err)?;
-        let small = (FONT, 15).into_font();
+        let base = root.get_base_pixel();
+        let coord = chart.as_coord_spec().clone();
+        let at = |x: f64, y: f64| {
+            let (px, py) = coord.translate(&(x, y));
+            (px - base.0, py - base.1)
+        };
+        let bottom = at(x0, 0.0).1;
+        axis::draw(
+            root,
+            &x_axis,
+            &layout,
+            |x| at(x, 0.0).0,
+            (at(x0, y1).1, bottom),
+        )?;
+        let desc = TextStyle::from((FONT, desc_px).into_font())
+            .color(&BLACK)
+            .pos(Pos::new(HPos::Center, VPos::Top));
+        let centre = (at(x0, 0.0).0 + at(x1, 0.0).0) / 2;
+        root.draw_text(
+            "variant",
+            &desc,
+            (centre, bottom + layout.height as i32 + 6),
+        )
+        .map_err(err)?;
+        let mut notes = Notes {
+            area: root,
+            style: TextStyle::from((FONT, 15).into_font()).color(&BLACK),
+            slot: f64::from((at(1.0, 0.0).0 - at(0.0, 0.0).0).abs()),
+            drawn: Vec::new(),
+        };
         for (i, r) in self.variants.iter().enumerate() {
             stop_point()?;
             let x = i as f64;
             let c = colour(i);
-            if let Some(m) = r.mean.filter(|_| !r.recovered.is_empty()) {
+            let mean = r.mean.filter(|_| !r.recovered.is_empty());
+            if let Some(m) = mean {
                 chart
                     .draw_series(std::iter::once(Rectangle::new(
                         [(x - 0.3, 0.0), (x + 0.3, m)],
@@ -338,13 +419,6 @@ impl Drawable for RecoveryFigure {
                             .map_err(err)?;
                     }
                 }
-                chart
-                    .draw_series(std::iter::once(Text::new(
-                        format!("{} s", tick(m)),
-                        (x - 0.28, m + r.ci95.unwrap_or(0.0) + y1 * 0.06),
-                        small.clone(),
-                    )))
-                    .map_err(err)?;
             }
             let k = r.recovered.len().max(1) as f64;
             for (j, t) in r.recovered.iter().enumerate() {
@@ -361,38 +435,37 @@ impl Drawable for RecoveryFigure {
                         BLACK.stroke_width(3),
                     )))
                     .map_err(err)?;
-                chart
-                    .draw_series(std::iter::once(Text::new(
-                        format!(
-                            "metastable: {} of {} never recovered",
-                            r.metastable, r.judged
-                        ),
-                        (x - 0.45, y1 * 0.84),
-                        small.clone(),
-                    )))
-                    .map_err(err)?;
+                let (m, j) = (r.metastable, r.judged);
+                notes.put(
+                    &[
+                        format!("metastable: {m} of {j} never recovered"),
+                        format!("{m} of {j} metastable"),
+                        format!("{m}/{j}"),
+                    ],
+                    at(x, y1 * 0.84),
+                    false,
+                )?;
             }
             if r.judged == 0 {
-                let note = if r.aborted > 0 {
-                    "aborted (guard rail): no verdict"
+                let wordings = if r.aborted > 0 {
+                    ["aborted (guard rail): no verdict", "aborted: no verdict"]
                 } else {
-                    "no incident: not judged"
+                    ["no incident: not judged", "not judged"]
                 };
-                chart
-                    .draw_series(std::iter::once(Text::new(
-                        note.to_string(),
-                        (x - 0.45, y1 * 0.5),
-                        small.clone(),
-                    )))
-                    .map_err(err)?;
+                notes.put(&wordings.map(String::from), at(x, y1 * 0.5), false)?;
             } else if r.aborted > 0 {
-                chart
-                    .draw_series(std::iter::once(Text::new(
-                        format!("{} aborted: no verdict", r.aborted),
-                        (x - 0.45, y1 * 0.76),
-                        small.clone(),
-                    )))
-                    .map_err(err)?;
+                let a = r.aborted;
+                notes.put(
+                    &[format!("{a} aborted: no verdict"), format!("{a} aborted")],
+                    at(x, y1 * 0.76),
+                    false,
+                )?;
+            }
+            // The mean above its bar and CI, when its column has room
+            // (the value is in the tables either way).
+            if let Some(m) = mean {
+                let (px, py) = at(x, m + r.ci95.unwrap_or(0.0));
+                notes.put(&[format!("{} s", tick(m))], (px, py - 6), true)?;
             }
         }
         Ok(())

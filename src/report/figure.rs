@@ -231,6 +231,10 @@ pub struct Figure {
     /// Mark every data point, each line with its own marker (sweeps: few
     /// points, each a run set).
     pub markers: bool,
+    /// Mark about `SPARSE_MARKERS` points of each line, each line with its
+    /// own marker (time charts: hundreds of points), the marked points
+    /// staggered from line to line so markers do not sit on one another.
+    pub sparse_markers: bool,
     /// Drawn as one panel of small multiples: smaller text and margins,
     /// the title cut to the panel's width, no incident labels and no
     /// legend (the figure holding the panels has one).
@@ -270,6 +274,21 @@ const COMPACT: Sizes = Sizes {
     x_labels: 8,
     y_labels: 6,
 };
+
+/// About how many points of a line `sparse_markers` marks.
+pub const SPARSE_MARKERS: usize = 8;
+
+/// The indices of the points of the `i`-th of a figure's lines that
+/// `sparse_markers` marks, out of its `n` points: every k-th, k such
+/// that about `SPARSE_MARKERS` are marked, starting at an offset that
+/// moves on with `i` (so that lines do not put their markers at the
+/// same times).
+pub fn sparse_marks(n: usize, i: usize) -> impl Iterator<Item = usize> {
+    let k = n.div_ceil(SPARSE_MARKERS).max(1);
+    // A stride coprime to most k spreads neighbouring lines apart.
+    let offset = (i * 7 + k / 2) % k;
+    (offset..n).step_by(k)
+}
 
 /// Runs of points whose steps stay within `max_gap`.
 fn runs(points: &[Point], max_gap: f64) -> Vec<&[Point]> {
@@ -399,7 +418,7 @@ impl Figure {
                 colour: l.colour,
                 dashed: l.dashed,
                 width: if l.dashed { 1 } else { 3 },
-                marker: self.markers.then_some(l.marker),
+                marker: (self.markers || self.sparse_markers).then_some(l.marker),
             });
         Legend {
             title: self.legend_title.clone(),
@@ -563,7 +582,7 @@ impl Drawable for Figure {
                 ))
                 .map_err(err)?;
         }
-        for l in &self.lines {
+        for (i, l) in self.lines.iter().enumerate() {
             stop_point()?;
             let c = l.colour;
             let style = c.stroke_width(2);
@@ -587,6 +606,13 @@ impl Drawable for Figure {
             if self.markers {
                 for p in &l.points {
                     draw_marker(chart.plotting_area(), (p.t, p.mean), l.marker, 5, c)?;
+                }
+            } else if self.sparse_markers {
+                for j in sparse_marks(l.points.len(), i) {
+                    let p = &l.points[j];
+                    if p.mean.is_finite() {
+                        draw_marker(chart.plotting_area(), (p.t, p.mean), l.marker, 5, c)?;
+                    }
                 }
             }
         }
@@ -631,6 +657,18 @@ mod tests {
         let r = runs(&pts, 1.5);
         assert_eq!(r.iter().map(|r| r.len()).collect::<Vec<_>>(), [2, 2, 1]);
         assert!(runs(&[], 1.0).is_empty());
+    }
+
+    #[test]
+    fn sparse_markers_are_few_and_staggered() {
+        let marks = |n, i| sparse_marks(n, i).collect::<Vec<_>>();
+        // 240 points: every 30th, 8 of them.
+        assert_eq!(marks(240, 0), [15, 45, 75, 105, 135, 165, 195, 225]);
+        assert_eq!(marks(240, 1), [22, 52, 82, 112, 142, 172, 202, 232]);
+        assert_eq!(marks(240, 0).len(), SPARSE_MARKERS);
+        // Few points: each marked; none: none.
+        assert_eq!(marks(3, 5), [0, 1, 2]);
+        assert!(marks(0, 0).is_empty());
     }
 
     #[test]
