@@ -34,7 +34,7 @@ use shell::{
 const OUTAGE: &str = "stormsim run scenarios/outage-recovery.yaml";
 
 /// Every `test:` name the README uses, each checked by one test below.
-const NAMED: [&str; 37] = [
+const NAMED: [&str; 36] = [
     "outage-recovery reading",
     "after-incident reading",
     "interrupt messages",
