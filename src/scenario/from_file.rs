@@ -55,7 +55,10 @@ pub fn fill_from_layers(
             Ok(f) => f,
             Err(e) => {
                 errors.push(located(
-                    format!("expected {{ file, format, method | route | instance, ignore }}: {e}"),
+                    format!(
+                        "expected {{ file, format, method | route | instance, ignore }}: {}",
+                        super::suggest::serde_words(&strip_position(&e.to_string()))
+                    ),
                     &path,
                 ));
                 continue;
@@ -99,6 +102,15 @@ pub fn fill_from_layers(
         }
     }
     errors
+}
+
+/// serde_json's message without its " at line 1 column 0" (meaningless
+/// for an in-memory value).
+fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(i) => message[..i].to_string(),
+        None => message.to_string(),
+    }
 }
 
 #[cfg(test)]

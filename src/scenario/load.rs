@@ -432,12 +432,54 @@ pub(crate) fn describe(
         path = refined;
         is_key = !missing;
     }
+    let mut message = improve_message(&message, found.as_deref());
+    // A list or a mapping where one value belongs: the parser stops inside
+    // it (`dependency.concurrency.0`); the error is about the field.
+    if message.starts_with("expected ")
+        && let Some((field, what)) = container_for_scalar(&path)
+    {
+        let segs: Vec<&str> = field.split('.').collect();
+        let expects = super::schema::expects(&segs).unwrap_or_else(|| "a single value".into());
+        message = format!("expected {expects}, found {what}");
+        position = index.position(&field).or(position);
+        path = field;
+        is_key = false;
+    }
     Described {
         position,
         path,
         is_key,
-        message: improve_message(&message, found.as_deref()),
+        message,
     }
+}
+
+/// When `path` goes into a list or a mapping written where the format
+/// takes one value (or a list where it takes a mapping): that field's
+/// path and what was found there (`a list`, `a mapping`).
+fn container_for_scalar(path: &str) -> Option<(String, &'static str)> {
+    use super::schema::{fields_at, is_list};
+    let segs: Vec<&str> = path.split('.').collect();
+    for k in (1..segs.len()).rev() {
+        let (field, next) = (&segs[..k], segs[k]);
+        if matches!(field, ["sweep", ..] | ["variants", _, "set", ..]) {
+            return None;
+        }
+        let numeric = next.bytes().all(|b| b.is_ascii_digit());
+        let is_map = fields_at(field).is_some();
+        let known = super::schema::expects(field).is_some();
+        if !known {
+            continue;
+        }
+        if numeric && !is_list(field) {
+            return Some((field.join("."), "a list"));
+        }
+        // A list of named items (layers) is addressed by name too.
+        let named_items = is_list(field) && fields_at(&[field, &["0"]].concat()).is_some();
+        if !numeric && !is_map && !named_items {
+            return Some((field.join("."), "a mapping"));
+        }
+    }
+    None
 }
 
 fn clamp(v: u64) -> u32 {
@@ -464,19 +506,6 @@ fn error_path(path: &str, is_key: bool, message: &str) -> String {
 
 fn parent(path: &str) -> &str {
     path.rfind('.').map_or("", |i| &path[..i])
-}
-
-/// The type errors of a scenario given as a JSON value (an override
-/// applied to a loaded scenario), each as an issue at its path.
-pub(crate) fn type_errors(value: Value) -> Vec<Issue> {
-    collect(value)
-        .errors
-        .into_iter()
-        .map(|e| Issue {
-            path: e.path,
-            message: e.message,
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -22,10 +22,9 @@ use serde_json::{Map, Value};
 use super::collect::item_name;
 use super::defaults::fill_defaults;
 use super::error::{SET_LABEL, ScenarioError, ScenarioErrors, one_line};
-use super::load::type_errors;
 use super::presets::Step;
 use super::schema::fields_at;
-use super::suggest::{Wording, did_you_mean};
+use super::suggest::{Wording, did_you_mean, serde_words};
 use super::types::Scenario;
 use super::validate::{Issue, validate};
 
@@ -117,22 +116,32 @@ pub(crate) fn apply_overrides(
     let mut out = match serde_json::from_value::<Scenario>(json.clone()) {
         Ok(out) => out,
         Err(e) => {
-            let found = type_errors(json);
-            if found.is_empty() {
-                // The fast reader and the located one disagree: report the
-                // fast one's message at the only path known.
-                let path = match sets {
-                    [(p, _)] => p.clone(),
-                    _ => String::new(),
-                };
-                issues.push(Issue {
-                    path,
-                    message: one_line(&strip_position(&e.to_string())),
-                });
-            } else {
-                issues.extend(found);
+            // Read as a file is read (a YAML scalar `5` is also text), with
+            // every type error located.
+            let found = super::collect::collect(json);
+            match found.scenario {
+                Some(out) if found.errors.is_empty() => out,
+                _ if found.errors.is_empty() => {
+                    // The fast reader and the located one disagree: report
+                    // the fast one's message at the only path known.
+                    let path = match sets {
+                        [(p, _)] => p.clone(),
+                        _ => String::new(),
+                    };
+                    issues.push(Issue {
+                        path,
+                        message: one_line(&serde_words(&strip_position(&e.to_string()))),
+                    });
+                    return Err(issues);
+                }
+                _ => {
+                    issues.extend(found.errors.into_iter().map(|e| Issue {
+                        path: e.path,
+                        message: e.message,
+                    }));
+                    return Err(issues);
+                }
             }
-            return Err(issues);
         }
     };
     if !issues.is_empty() {
