@@ -169,3 +169,65 @@ fn type_errors_speak_the_users_words() {
     }
     assert!(!e.contains(".0:"), "{e}");
 }
+
+/// `variants` written as a mapping of names to overrides is read as the
+/// list form; a variant whose overrides are not a mapping is an error
+/// about that variant, in either form.
+#[test]
+fn variants_as_a_mapping_and_overrides_that_are_not_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = file(
+        dir.path(),
+        "good.yaml",
+        &format!(
+            "{BASE}variants:\n  no-retries: {{ layers.api.retry.max_attempts: 1 }}\n  baseline: {{}}\n"
+        ),
+    );
+    let s = stormsim::scenario::load_file(Path::new(&good)).unwrap();
+    let names: Vec<&str> = s.variants.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(names, ["no-retries", "baseline"]);
+    let o = stormsim(&["validate", &good]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("ok (2 variants"), "{}", stdout(&o));
+
+    let bad = file(
+        dir.path(),
+        "bad.yaml",
+        &format!("{BASE}variants: {{a: 1}}\n"),
+    );
+    let o = stormsim(&["validate", &bad]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.contains("bad.yaml:14:12: variants.a: expected a mapping of overrides"),
+        "{e}"
+    );
+    assert_plain(&e, "variants: {a: 1}");
+
+    let bad = file(
+        dir.path(),
+        "list.yaml",
+        &format!(
+            "{BASE}variants:\n  - {{ name: x, set: 5 }}\n  - {{ name: y, set: [1] }}\n  - 7\n"
+        ),
+    );
+    let e = stderr(&stormsim(&["validate", &bad]));
+    for want in [
+        "list.yaml:15:16: variants.0.set: expected a mapping of overrides",
+        "list.yaml:16:16: variants.1.set: expected a mapping of overrides (dotted path: value), such as { layers.api.retry.max_attempts: 3 }, found a list",
+        "list.yaml:17:5: variants.2: expected a mapping",
+        "3 errors",
+    ] {
+        assert!(e.contains(want), "{want}\n{e}");
+    }
+
+    // An error in a variant of the mapping form points at its override.
+    let src =
+        format!("{BASE}variants:\n  ok: {{}}\n  many: {{ layers.api.retry.max_attempts: 0 }}\n");
+    let bad = file(dir.path(), "many.yaml", &src);
+    let e = stderr(&stormsim(&["validate", &bad]));
+    assert!(
+        e.contains("many.yaml:16:42: variants.1.set.layers.api.retry.max_attempts: in variant `many`: max_attempts is 0"),
+        "{e}"
+    );
+}

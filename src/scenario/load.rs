@@ -457,7 +457,7 @@ pub(crate) fn describe(
 /// takes one value (or a list where it takes a mapping): that field's
 /// path and what was found there (`a list`, `a mapping`).
 fn container_for_scalar(path: &str) -> Option<(String, &'static str)> {
-    use super::schema::{fields_at, is_list};
+    use super::schema::{fields_at, is_list, is_mapping};
     let segs: Vec<&str> = path.split('.').collect();
     for k in (1..segs.len()).rev() {
         let (field, next) = (&segs[..k], segs[k]);
@@ -465,7 +465,7 @@ fn container_for_scalar(path: &str) -> Option<(String, &'static str)> {
             return None;
         }
         let numeric = next.bytes().all(|b| b.is_ascii_digit());
-        let is_map = fields_at(field).is_some();
+        let is_map = is_mapping(field);
         let known = super::schema::expects(field).is_some();
         if !known {
             continue;

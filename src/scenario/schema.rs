@@ -113,12 +113,46 @@ pub(crate) fn expects(segs: &[&str]) -> Option<String> {
     node_at(segs).map(|n| words(n, 0))
 }
 
-/// Whether the field at `segs` takes a list.
+/// Whether the field at `segs` takes a list (one of its forms).
 pub(crate) fn is_list(segs: &[&str]) -> bool {
-    node_at(segs).is_some_and(|n| {
-        let n = resolve(n);
-        n.get("type").and_then(Value::as_str) == Some("array") || n.get("items").is_some()
-    })
+    node_at(segs).is_some_and(|n| takes(n, "array", 0))
+}
+
+/// Whether the field at `segs` takes a mapping (one of its forms).
+pub(crate) fn is_mapping(segs: &[&str]) -> bool {
+    node_at(segs).is_some_and(|n| takes(n, "object", 0))
+}
+
+/// Whether `node` (or one of its branches) is of JSON type `ty`.
+fn takes(node: &Value, ty: &str, depth: usize) -> bool {
+    if depth > 8 {
+        return false;
+    }
+    if let Some(r) = node.get("$ref").and_then(Value::as_str) {
+        let name = r.trim_start_matches("#/$defs/");
+        return schema()
+            .get("$defs")
+            .and_then(|d| d.get(name))
+            .is_some_and(|def| takes(def, ty, depth + 1));
+    }
+    if let Some(branches) = node
+        .get("anyOf")
+        .or_else(|| node.get("oneOf"))
+        .and_then(Value::as_array)
+        && branches.iter().any(|b| takes(b, ty, depth + 1))
+    {
+        return true;
+    }
+    let is = |t: &Value| t.as_str() == Some(ty);
+    match node.get("type") {
+        Some(Value::Array(types)) => types.iter().any(is),
+        Some(t) => is(t),
+        None => match ty {
+            "object" => node.get("properties").is_some(),
+            "array" => node.get("items").is_some(),
+            _ => false,
+        },
+    }
 }
 
 fn words(node: &Value, depth: usize) -> String {

@@ -55,8 +55,15 @@ pub struct Scenario {
     /// through the layers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consumers: Option<Consumers>,
-    /// Compared side by side; each overrides the base scenario.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// Compared side by side; each overrides the base scenario. A list of
+    /// `{ name, description, set }`, or a mapping of each variant's name
+    /// to its overrides (`{ no-retries: { layers.api.retry.max_attempts: 1 } }`).
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "variants_list"
+    )]
+    #[schemars(schema_with = "variants_schema")]
     pub variants: Vec<Variant>,
     /// A grid over dotted paths: every combination of the listed values
     /// (cartesian product, first path slowest) is a variant, applied to
@@ -1322,8 +1329,97 @@ pub struct Variant {
     pub description: String,
     /// Dotted path (`layers.api.retry.jitter`) to a value that replaces the
     /// base scenario's value in this variant. Applied in file order.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "overrides")]
     pub set: serde_json::Map<String, serde_json::Value>,
+}
+
+/// What a variant's overrides are, in an error message.
+const OVERRIDES: &str =
+    "a mapping of overrides (dotted path: value), such as { layers.api.retry.max_attempts: 3 }";
+
+/// A variant's `set`: a mapping of overrides (`null`: none).
+fn overrides<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<serde_json::Map<String, serde_json::Value>, D::Error> {
+    struct V;
+    impl<'de> Visitor<'de> for V {
+        type Value = serde_json::Map<String, serde_json::Value>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str(OVERRIDES)
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(serde_json::Map::new())
+        }
+        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(serde_json::Map::new())
+        }
+        fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut out = serde_json::Map::new();
+            while let Some((k, v)) = map.next_entry::<String, serde_json::Value>()? {
+                out.insert(k, v);
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_any(V)
+}
+
+/// `variants`: a list of variants, or a mapping of names to overrides.
+fn variants_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Variant>, D::Error> {
+    /// One value of the mapping form: the overrides of a variant.
+    struct Set(serde_json::Map<String, serde_json::Value>);
+    impl<'de> Deserialize<'de> for Set {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            overrides(d).map(Set)
+        }
+    }
+    struct V;
+    impl<'de> Visitor<'de> for V {
+        type Value = Vec<Variant>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str(
+                "a list of variants ({ name, set }), or a mapping of each variant's name to its overrides",
+            )
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(Vec::new())
+        }
+        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(Vec::new())
+        }
+        fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::new();
+            while let Some(v) = seq.next_element::<Variant>()? {
+                out.push(v);
+            }
+            Ok(out)
+        }
+        fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::new();
+            while let Some((name, Set(set))) = map.next_entry::<String, Set>()? {
+                out.push(Variant {
+                    name,
+                    description: String::new(),
+                    set,
+                });
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_any(V)
+}
+
+/// The schema of `variants`: a list of variants, or a mapping of names to
+/// overrides.
+fn variants_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let variant = g.subschema_for::<Variant>();
+    schemars::json_schema!({
+        "description": "Compared side by side; each overrides the base scenario: a list of { name, description, set }, or a mapping of each variant's name to its overrides.",
+        "anyOf": [
+            { "type": "array", "items": variant },
+            { "type": "object", "additionalProperties": { "type": "object" } }
+        ]
+    })
 }
 
 // --------------------------------------------------------------- analysis

@@ -119,7 +119,7 @@ fn expand(
     };
     let locate = |path: String, message: String| {
         let e = ScenarioError::new(file_label, message).with_path(path.clone());
-        match index.and_then(|i| i.position(&path)) {
+        match index.and_then(|i| position(i, s, &path)) {
             Some((line, col)) => e.at(line, col),
             None => e,
         }
@@ -291,6 +291,28 @@ fn expand(
     }
     errors.dedup();
     (out, errors)
+}
+
+/// Where `path` is in the file: a variant's override
+/// (`variants.1.set.layers.api.timeout`) written in the mapping form of
+/// `variants` is found under the variant's name
+/// (`variants.many.layers.api.timeout`).
+pub(crate) fn position(index: &LocationIndex, s: &Scenario, path: &str) -> Option<(u32, u32)> {
+    let segs: Vec<&str> = path.splitn(4, '.').collect();
+    if let ["variants", i, rest @ ..] = &segs[..]
+        && !index.contains(&format!("variants.{i}"))
+        && let i = *i
+        && let Some(v) = i.parse::<usize>().ok().and_then(|i| s.variants.get(i))
+    {
+        let by_name = match rest {
+            [set, key] if *set == "set" => format!("variants.{}.{key}", v.name),
+            _ => format!("variants.{}", v.name),
+        };
+        if index.contains(&by_name) {
+            return index.position(&by_name);
+        }
+    }
+    index.position(path)
 }
 
 /// `path` with a layer, a service or a call given by index
