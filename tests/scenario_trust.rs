@@ -231,3 +231,73 @@ fn variants_as_a_mapping_and_overrides_that_are_not_one() {
         "{e}"
     );
 }
+
+/// `null` on a field with a default removes it (an optional field is
+/// unset, a defaulted one takes its default), in a file, in a variant
+/// (unsetting the base scenario's value) and in `--set`; on a required
+/// field it is an error that says so.
+#[test]
+fn null_unsets_a_field() {
+    use stormsim::scenario::{expand_variants, load_str, load_str_with, parse_set_arg};
+    let src = BASE.replace(
+        "    retry: { max_attempts: 3 }\n",
+        "    breaker: null\n    bulkhead: ~\n    total_timeout: null\n    retry: { max_attempts: null, backoff: null, budget: null, retry_on: null }\n",
+    ) + "analysis: { recovery_window: null, trigger_end: null }\n";
+    let s = load_str(&src, "nulls.yaml").unwrap_or_else(|e| panic!("{e}"));
+    let l = &s.layers[0];
+    assert_eq!((l.breaker.is_none(), l.bulkhead.is_none()), (true, true));
+    assert_eq!(l.retry, stormsim::scenario::types::Retry::default());
+    assert_eq!(s.analysis.recovery_window, None);
+
+    // A variant unsets what the base scenario has.
+    let src = BASE.replace(
+        "    retry: { max_attempts: 3 }\n",
+        "    breaker: { kind: time }\n    retry: { max_attempts: 3, jitter: none }\n",
+    ) + "variants:\n  plain: { layers.api.breaker: null, layers.api.timeout: null, layers.api.retry: null }\n  half: { layers.api.retry.jitter: null }\n";
+    let s = load_str(&src, "v.yaml").unwrap_or_else(|e| panic!("{e}"));
+    let v = expand_variants(&s).unwrap();
+    let plain = &v[0].1.layers[0];
+    assert!(plain.breaker.is_none() && plain.timeout.is_none());
+    assert_eq!(plain.retry.max_attempts, 1);
+    assert_eq!(
+        v[1].1.layers[0].retry.jitter,
+        stormsim::scenario::types::Jitter::Full,
+        "the default jitter"
+    );
+    assert_eq!(v[1].1.layers[0].retry.max_attempts, 3);
+
+    // --set.
+    let sets: Vec<_> = [
+        "layers.api.breaker=null",
+        "layers.api.retry.max_attempts=null",
+    ]
+    .iter()
+    .map(|a| parse_set_arg(a).unwrap())
+    .collect();
+    let l = load_str_with(&src, "v.yaml", &sets).unwrap();
+    assert!(l.scenario.layers[0].breaker.is_none());
+    assert_eq!(l.scenario.layers[0].retry.max_attempts, 1);
+
+    // A required field.
+    let dir = tempfile::tempdir().unwrap();
+    let base = file(dir.path(), "base.yaml", BASE);
+    let o = stormsim(&[
+        "validate",
+        &base,
+        "--set",
+        "dependency.concurrency=null",
+        "--set",
+        "clients.arrival.kind=~",
+    ]);
+    let e = stderr(&o);
+    assert!(
+        e.contains("<--set>: dependency.concurrency: expected a whole number from 0 to 4294967295, found nothing (null); null removes only a field that has a default"),
+        "{e}"
+    );
+    assert!(
+        e.contains(
+            "<--set>: clients.arrival.kind: expected one of: poisson, closed, found nothing (null)"
+        ),
+        "{e}"
+    );
+}

@@ -196,8 +196,13 @@ fn parse_file(
     if with_presets {
         presets::for_preset_policies(&mut value, |_| true, presets::fill_layer);
     }
+    // `null` on a field the format does not require: its default.
+    let stripped = super::schema::strip_nulls(&mut value);
     let mut reported: Vec<ScenarioError> = from_errors;
-    if !with_presets && let Err(e) = &direct {
+    if !with_presets
+        && !stripped
+        && let Err(e) = &direct
+    {
         reported.push(serde_error(e, src, label));
     }
     let found = collect(value);
@@ -444,6 +449,19 @@ pub(crate) fn describe(
         position = index.position(&field).or(position);
         path = field;
         is_key = false;
+    }
+    // A `null` left by `schema::strip_nulls`: a field without a default.
+    for word in ["null", "~"] {
+        if let Some(rest) = message.strip_prefix(&format!("unknown value `{word}`; expected ")) {
+            message = format!("expected {rest}, found nothing (null)");
+        }
+    }
+    for null in ["found `null`", "found `~`", "found nothing (null)"] {
+        if let Some(head) = message.strip_suffix(null) {
+            message =
+                format!("{head}found nothing (null); null removes only a field that has a default");
+            break;
+        }
     }
     Described {
         position,

@@ -113,6 +113,9 @@ pub(crate) fn apply_overrides(
             Err(mut e) => issues.append(&mut e),
         }
     }
+    // `null` on a field the format does not require: its default (an
+    // optional field unset, the base scenario's value removed).
+    super::schema::strip_nulls(&mut json);
     let mut out = match serde_json::from_value::<Scenario>(json.clone()) {
         Ok(out) => out,
         Err(e) => {

@@ -236,6 +236,60 @@ fn words(node: &Value, depth: usize) -> String {
     }
 }
 
+/// Removes from `value` (a scenario as JSON) every field written as
+/// `null` that the format does not require, so that it takes its default
+/// (an optional field: none; `retry: null`: one attempt). A required field
+/// keeps its `null`, which reading then reports. The overrides of
+/// `variants` and the values of `sweep` are left as they are: there
+/// `null` unsets the base scenario's value when applied.
+/// Returns whether it removed any.
+pub(crate) fn strip_nulls(value: &mut Value) -> bool {
+    let mut removed = false;
+    strip_at(value, &mut Vec::new(), 0, &mut removed);
+    removed
+}
+
+fn strip_at(value: &mut Value, segs: &mut Vec<String>, depth: usize, removed: &mut bool) {
+    if depth > 64 {
+        return;
+    }
+    let here: Vec<&str> = segs.iter().map(String::as_str).collect();
+    if matches!(here[..], ["sweep"] | ["variants"]) {
+        return;
+    }
+    match value {
+        Value::Object(map) => {
+            let Some(node) = node_at(&here)
+                .map(resolve)
+                .filter(|n| n.get("properties").is_some())
+            else {
+                return;
+            };
+            let required: Vec<&str> = node
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let before = map.len();
+            map.retain(|k, v| !v.is_null() || required.contains(&k.as_str()));
+            *removed |= map.len() != before;
+            for (k, v) in map.iter_mut() {
+                segs.push(k.clone());
+                strip_at(v, segs, depth + 1, removed);
+                segs.pop();
+            }
+        }
+        Value::Array(items) => {
+            for v in items.iter_mut() {
+                segs.push("0".into());
+                strip_at(v, segs, depth + 1, removed);
+                segs.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
 /// `#[schemars(transform)]` of the mappings a preset may fill: no field of
 /// them is required by the schema (the loader reports a missing one).
 pub fn fillable_by_preset(schema: &mut Schema) {
