@@ -301,3 +301,94 @@ fn null_unsets_a_field() {
         "{e}"
     );
 }
+
+/// The model's policy of the first layer of each variant of `src` with
+/// `sets` (`--set` arguments).
+fn policies(src: &str, sets: &[&str]) -> Vec<(String, stormsim::model::CallPolicy)> {
+    use stormsim::scenario::{expand_variants, load_str_with, parse_set_arg, to_model};
+    let sets: Vec<_> = sets.iter().map(|a| parse_set_arg(a).unwrap()).collect();
+    let s = load_str_with(src, "d.yaml", &sets)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .scenario;
+    expand_variants(&s)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .into_iter()
+        .map(|(n, v)| (n, to_model(&v).topology.edges()[0].policy.clone()))
+        .collect()
+}
+
+/// A default never contradicts a value the user chose, wherever the value
+/// comes from (the file, a variant, a sweep point, `--set`): it follows it.
+#[test]
+fn defaults_follow_the_users_values() {
+    use stormsim::engine::{NS_PER_MS, NS_PER_S};
+    use stormsim::model::breaker::BreakerWindow;
+    // The default backoff (none written): a base above its 5 s cap, a cap
+    // below its 100 ms base, another kind.
+    let p = policies(BASE, &["layers.api.retry.backoff.base=10s"]);
+    let b = &p[0].1.retry.backoff;
+    assert_eq!((b.base(), b.cap()), (10 * NS_PER_S, 10 * NS_PER_S));
+    let p = policies(BASE, &["layers.api.retry.backoff.cap=10ms"]);
+    let b = &p[0].1.retry.backoff;
+    assert_eq!((b.base(), b.cap()), (10 * NS_PER_MS, 10 * NS_PER_MS));
+    let p = policies(BASE, &["layers.api.retry.backoff.kind=constant"]);
+    assert_eq!(p[0].1.retry.backoff.delay(3), 100 * NS_PER_MS);
+    // A variant's value and a sweep point's, together.
+    let src = format!(
+        "{BASE}variants:\n  slow: {{ layers.api.retry.backoff.base: 10s }}\n  fast: {{}}\nsweep:\n  layers.api.retry.backoff.base: [20s, 1ms]\n"
+    );
+    let p = policies(&src, &[]);
+    let caps: Vec<u64> = p.iter().map(|(_, c)| c.retry.backoff.cap()).collect();
+    assert_eq!(
+        caps,
+        [20 * NS_PER_S, 5 * NS_PER_S, 20 * NS_PER_S, 5 * NS_PER_S]
+    );
+
+    // A count breaker's window and minimum follow each other.
+    let breaker = |sets: &[&str]| {
+        let b = policies(BASE, sets)[0].1.breaker.unwrap().config;
+        let BreakerWindow::Count(n) = b.window else {
+            panic!("{b:?}")
+        };
+        (n, b.min_calls)
+    };
+    assert_eq!(
+        breaker(&["layers.api.breaker={kind: count, window_calls: 10}"]),
+        (10, 10)
+    );
+    assert_eq!(
+        breaker(&["layers.api.breaker={kind: count, min_calls: 500}"]),
+        (500, 500)
+    );
+    assert_eq!(breaker(&["layers.api.breaker.kind=count"]), (100, 100));
+    // Another kind in a variant: the base's kind's defaults do not stay.
+    let src = BASE.replace(
+        "    retry: { max_attempts: 3 }\n",
+        "    breaker: { kind: time }\n    retry: { max_attempts: 3, budget: { kind: token_bucket } }\n",
+    ) + "    - { kind: errors, start: 22s, end: 25s, rate: 0.5 }\n"
+        + "variants:\n  count: { layers.api.breaker.kind: count, layers.api.breaker.window_calls: 20 }\n  ratio: { layers.api.retry.budget.kind: ratio }\n  slow: { dependency.incidents.1.kind: latency, dependency.incidents.1.rate: null, dependency.incidents.1.add: 1s }\n";
+    let p = policies(&src, &[]);
+    assert_eq!(p.len(), 3);
+    let c = p[0].1.breaker.unwrap().config;
+    assert_eq!((c.window, c.min_calls), (BreakerWindow::Count(20), 20));
+
+    // A bulkhead that waits has room to wait.
+    let p = policies(
+        BASE,
+        &["layers.api.bulkhead={max_concurrent: 8, when_full: wait}"],
+    );
+    let b = p[0].1.bulkhead.unwrap().config;
+    assert_eq!((b.max_queue, b.wait), (8, true));
+
+    // OCC: a cap below the blog's 5 ms base.
+    let occ = stormsim::scenario::load_str(
+        "name: occ\nduration: 1m\nocc: { clients: 10, policy: full_jitter, cap: 1ms }\n",
+        "occ.yaml",
+    )
+    .unwrap();
+    let o = occ.occ.unwrap();
+    assert_eq!(
+        (o.base(), o.cap()),
+        (o.cap(), stormsim::scenario::units::Duration::from_millis(1))
+    );
+}

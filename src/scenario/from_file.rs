@@ -139,9 +139,12 @@ mod tests {
         .unwrap();
         let r = &s.layers[0].retry;
         assert_eq!(r.max_attempts, 2);
-        assert_eq!(r.backoff.base.to_string(), "300ms");
+        assert_eq!(r.backoff().base.to_string(), "300ms");
         // The rest is the file's.
-        assert_eq!(r.backoff.cap.map(|c| c.to_string()).as_deref(), Some("1s"));
+        assert_eq!(
+            r.backoff().cap.map(|c| c.to_string()).as_deref(),
+            Some("1s")
+        );
         assert_eq!(
             s.layers[0].total_timeout.map(|t| t.to_string()).as_deref(),
             Some("2500ms")

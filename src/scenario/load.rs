@@ -12,7 +12,6 @@ use serde_json::Value;
 use serde_saphyr::MessageFormatter;
 
 use super::collect::{TypeError, collect, refine_path, related};
-use super::defaults::fill_defaults;
 use super::error::{SET_LABEL, ScenarioError, ScenarioErrors, one_line};
 use super::locate::LocationIndex;
 use super::overrides::{apply_overrides, apply_the_rest};
@@ -177,9 +176,7 @@ fn parse_file(
         && !s.has_preset()
         && !s.layers.iter().any(|l| l.from.is_some())
     {
-        let mut s = s.clone();
-        fill_defaults(&mut s);
-        return Ok(s);
+        return Ok(s.clone());
     }
     let Some(mut value) = parse_value(src) else {
         // A YAML-level error: nothing after it can be read.
@@ -228,19 +225,14 @@ fn parse_file(
         });
     }
     match found.scenario {
-        Some(mut s) if reported.is_empty() => {
-            fill_defaults(&mut s);
+        Some(s) if reported.is_empty() => {
             return Ok(s);
         }
         // Semantic problems too, but none about a repaired field, and none
         // a stand-in made up (the same scenario with other stand-ins must
         // have it too, word for word).
-        Some(mut s) => {
-            fill_defaults(&mut s);
-            let other = found.other.map(|mut o| {
-                fill_defaults(&mut o);
-                validate(&o)
-            });
+        Some(s) => {
+            let other = found.other.map(|o| validate(&o));
             for issue in validate(&s) {
                 let made_up =
                     found.stand_ins && !other.as_ref().is_some_and(|o| o.contains(&issue));
@@ -563,7 +555,7 @@ mod tests {
         assert_eq!(s.clients.deadline, Some(Duration::from_secs(10)));
         let api = &s.layers[0];
         assert_eq!(api.retry.max_attempts, 4);
-        assert_eq!(api.retry.backoff.multiplier, Some(2.0));
+        assert_eq!(api.retry.backoff().multiplier, Some(2.0));
         assert_eq!(
             api.retry.retry_on,
             vec![
@@ -576,22 +568,28 @@ mod tests {
         assert_eq!(s.layers[1].retry.jitter, Jitter::Proportional(0.5));
         assert_eq!(s.dependency.queue.discipline, Discipline::Lifo);
         assert_eq!(s.dependency.incidents[3].kind, IncidentKind::Errors);
-        // Field-dependent default filled in.
-        assert_eq!(s.dependency.incidents[3].status, Some(503));
+        // A field-dependent default is not stored (a variant may change the
+        // kind), but derived when the scenario is written out.
+        assert_eq!(s.dependency.incidents[3].status, None);
+        let mut derived = s.clone();
+        crate::scenario::defaults::fill_derived(&mut derived);
+        assert_eq!(derived.dependency.incidents[3].status, Some(503));
         assert_eq!(s.dependency.recovery.warmup, Duration::from_secs(30));
         assert_eq!(s.variants.len(), 2);
     }
 
     #[test]
-    fn fills_the_exponential_multiplier() {
-        let s = load_str(
+    fn derives_the_exponential_multiplier() {
+        let mut s = load_str(
             &with(
                 "layers:\n  - name: a\n    retry: { backoff: { kind: exponential, base: 10ms } }\n",
             ),
             "x",
         )
         .unwrap();
-        assert_eq!(s.layers[0].retry.backoff.multiplier, Some(2.0));
+        assert_eq!(s.layers[0].retry.backoff().multiplier, None);
+        crate::scenario::defaults::fill_derived(&mut s);
+        assert_eq!(s.layers[0].retry.backoff().multiplier, Some(2.0));
     }
 
     #[test]

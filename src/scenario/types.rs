@@ -141,8 +141,9 @@ pub enum OccPolicyName {
 pub struct Occ {
     pub clients: u32,
     pub policy: OccPolicyName,
-    #[serde(default = "occ_base")]
-    pub base: Duration,
+    /// Absent: the blog's 5 ms, or `cap` when that is shorter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<Duration>,
     /// Absent: the blog's 2 s, or `base` when that is longer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cap: Option<Duration>,
@@ -152,13 +153,20 @@ pub struct Occ {
     pub message_sd: Duration,
 }
 
-fn occ_base() -> Duration {
-    Duration::from_millis(5)
-}
 impl Occ {
+    /// The base: the one written, or else 5 ms, or `cap` when that is
+    /// shorter.
+    pub fn base(&self) -> Duration {
+        self.base.unwrap_or_else(|| {
+            let blog = Duration::from_millis(5);
+            self.cap.map_or(blog, |c| blog.min(c))
+        })
+    }
+
     /// The cap: the one written, or else 2 s, or `base` when that is longer.
     pub fn cap(&self) -> Duration {
-        self.cap.unwrap_or(Duration::from_secs(2).max(self.base))
+        self.cap
+            .unwrap_or_else(|| Duration::from_secs(2).max(self.base()))
     }
 }
 fn occ_message_mean() -> Duration {
@@ -472,13 +480,26 @@ pub enum WhenFull {
 #[serde(deny_unknown_fields)]
 pub struct Bulkhead {
     pub max_concurrent: u32,
-    /// Attempts that may wait for a slot (`when_full: wait`).
-    #[serde(default)]
-    pub max_queue: u32,
+    /// Attempts that may wait for a slot (`when_full: wait`); absent: as
+    /// many as `max_concurrent` when waiting ([`Bulkhead::max_queue`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_queue: Option<u32>,
     #[serde(default)]
     pub when_full: WhenFull,
     #[serde(default)]
     pub scope: Scope,
+}
+
+impl Bulkhead {
+    /// The attempts that may wait: the number written, or else none when
+    /// the bulkhead refuses and `max_concurrent` when it waits (a default
+    /// of 0 would make `when_full: wait` never wait).
+    pub fn max_queue(&self) -> u32 {
+        self.max_queue.unwrap_or(match self.when_full {
+            WhenFull::Reject => 0,
+            WhenFull::Wait => self.max_concurrent,
+        })
+    }
 }
 
 /// gRPC hedging policy (gRFC A6): `{ delay: 50ms, max_attempts: 3,
@@ -510,8 +531,11 @@ pub struct Retry {
     /// Total attempts, the first included.
     #[serde(default = "one")]
     pub max_attempts: u32,
-    #[serde(default)]
-    pub backoff: Backoff,
+    /// Absent: exponential from 100 ms, × 2, capped at 5 s
+    /// ([`Retry::backoff`]); an override of one of its fields derives the
+    /// others from it (`overrides`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backoff: Option<Backoff>,
     #[serde(default)]
     pub jitter: Jitter,
     /// Outcomes that are retried; everything else fails fast.
@@ -538,7 +562,7 @@ impl Default for Retry {
     fn default() -> Self {
         Retry {
             max_attempts: 1,
-            backoff: Backoff::default(),
+            backoff: None,
             jitter: Jitter::default(),
             retry_on: default_retry_on(),
             retry_after: RetryAfterMode::default(),
@@ -547,6 +571,18 @@ impl Default for Retry {
             max_elapsed: None,
             budget: None,
         }
+    }
+}
+
+impl Retry {
+    /// The backoff: the one written, or else the default one.
+    pub fn backoff(&self) -> Backoff {
+        self.backoff.clone().unwrap_or_default()
+    }
+
+    /// The backoff, the default one written in when there is none.
+    pub fn backoff_mut(&mut self) -> &mut Backoff {
+        self.backoff.get_or_insert_with(Backoff::default)
     }
 }
 
@@ -987,7 +1023,8 @@ pub enum BreakerBlocks {
 
 /// A circuit breaker. Defaults are Polly v8's for `time` (ratio 0.1,
 /// minimum 100 calls, 30 s window, open 5 s, 1 probe) and Resilience4j's
-/// for `count` (ratio 0.5, 100 calls, minimum 100, open 60 s, 10 probes).
+/// for `count` (ratio 0.5, 100 calls, minimum 100, open 60 s, 10 probes;
+/// `window_calls` and `min_calls` follow each other: `defaults`).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(transform = crate::scenario::schema::fillable_by_preset)]

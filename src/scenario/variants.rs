@@ -18,6 +18,9 @@ use super::types::Scenario;
 use super::validate::{Issue, timeseries_rows_issue, validate};
 use super::validate_hops::MAX_SWEEP_POINTS;
 
+/// Overrides as (dotted path, value), in the order they apply.
+type Overrides = Vec<(String, Value)>;
+
 /// The variant of a scenario without `variants`.
 pub const BASE_VARIANT: &str = "base";
 /// Errors reported at most for the points of a sweep (a grid of 100 000
@@ -125,9 +128,12 @@ fn expand(
         }
     };
     let mut errors = Vec::new();
-    let mut variants: Vec<(String, Scenario)> = Vec::new();
+    // Each variant with its overrides: a sweep point is applied with them,
+    // in one go, to the base scenario (so that a default one of them
+    // derives follows the point's values too).
+    let mut variants: Vec<(String, Scenario, Overrides)> = Vec::new();
     if s.variants.is_empty() {
-        variants.push((BASE_VARIANT.to_string(), base.clone()));
+        variants.push((BASE_VARIANT.to_string(), base.clone(), Vec::new()));
     }
     for (i, v) in s.variants.iter().enumerate() {
         let sets = variant_sets(v);
@@ -155,7 +161,7 @@ fn expand(
         if issues.is_empty()
             && let Some(sc) = scenario
         {
-            variants.push((v.name.clone(), sc));
+            variants.push((v.name.clone(), sc, sets));
             continue;
         }
         for issue in issues {
@@ -197,7 +203,7 @@ fn expand(
         ));
     }
     let grid = if inner.is_empty() { grid } else { Vec::new() };
-    for (name, v) in variants {
+    for (name, v, sets) in variants {
         if grid.is_empty() {
             out.push(Expanded {
                 name,
@@ -223,7 +229,8 @@ fn expand(
             }
             let label = label.join(" ");
             let mut scenario = None;
-            let issues: Vec<Issue> = match apply_overrides(&v, point) {
+            let all: Vec<(String, Value)> = sets.iter().chain(point).cloned().collect();
+            let issues: Vec<Issue> = match apply_overrides(&base, &all) {
                 Ok(sc) => {
                     let issues = new_issues(validate(&sc))
                         .into_iter()
