@@ -209,7 +209,10 @@ fn canonical(
     let layer: Layer = serde_json::from_value(Value::Object(m)).map_err(|e| {
         vec![ScenarioError::new(
             label,
-            format!("the tuned values are not a layer: {e}"),
+            format!(
+                "the tuned values are not a layer: {}",
+                crate::scenario::suggest::serde_words(&e.to_string())
+            ),
         )]
     })?;
     let mut layer = layer;

@@ -47,7 +47,7 @@ pub fn to_occ(s: &Scenario) -> Option<OccConfig> {
             OccPolicyName::EqualJitter => OccPolicy::EqualJitter,
             OccPolicyName::Decorrelated => OccPolicy::Decorrelated,
         },
-        base: o.base.ns(),
+        base: o.base().ns(),
         cap: o.cap().ns(),
         message_mean: o.message_mean.ns(),
         message_sd: o.message_sd.ns(),
@@ -169,7 +169,7 @@ fn layer(l: &Layer) -> CallPolicy {
         bulkhead: l.bulkhead.as_ref().map(|b| Shared {
             config: BulkheadConfig {
                 max_concurrent: b.max_concurrent.max(1),
-                max_queue: b.max_queue,
+                max_queue: b.max_queue(),
                 wait: b.when_full == WhenFull::Wait,
             },
             shared: b.scope == Scope::Shared,
@@ -191,9 +191,9 @@ fn layer(l: &Layer) -> CallPolicy {
 fn retry(r: &Retry) -> RetryPolicy {
     RetryPolicy {
         max_attempts: r.max_attempts.max(1),
-        backoff: backoff(&r.backoff),
+        backoff: backoff(&r.backoff()),
         jitter: jitter(r.jitter),
-        throttle_base: r.backoff.throttle_base.map(Duration::ns),
+        throttle_base: r.backoff().throttle_base.map(Duration::ns),
         retry_on: retry_on(&r.retry_on),
         retry_after: retry_after(r),
         max_elapsed: r.max_elapsed.map(Duration::ns),
@@ -292,10 +292,16 @@ fn breaker(b: &Breaker) -> BreakerConfig {
         BreakerKind::Time => BreakerWindow::Time(filled.window.map_or(NS_PER_S, Duration::ns)),
         BreakerKind::Count => BreakerWindow::Count(filled.window_calls.unwrap_or(1)),
     };
+    let mut min_calls = filled.min_calls.unwrap_or(1);
+    if let BreakerWindow::Count(n) = window {
+        // Resilience4j's CircuitBreakerConfig.Builder caps
+        // minimumNumberOfCalls at a count window's slidingWindowSize.
+        min_calls = min_calls.min(n);
+    }
     BreakerConfig {
         window,
         failure_ratio: filled.failure_ratio.unwrap_or(1.0),
-        min_calls: filled.min_calls.unwrap_or(1),
+        min_calls,
         open_for: filled.open_for.map_or(0, Duration::ns),
         probes: filled.probes.unwrap_or(1).max(1),
         retries_only: b.blocks == BreakerBlocks::Retries,

@@ -335,8 +335,8 @@ fn stand_in(value: &mut Value, path: &str, reader: &mut Reader) -> bool {
                 // An enumeration: take the first name it lists.
                 if let Some(first) = e
                     .message
-                    .strip_prefix("unknown variant `")
-                    .and_then(|r| r.split_once("expected one of "))
+                    .strip_prefix("unknown value `")
+                    .and_then(|r| r.split_once("expected one of: "))
                     .and_then(|(_, names)| names.split(", ").next())
                 {
                     let name = first.trim_matches(['`', ';', ' ']).to_string();

@@ -1,20 +1,29 @@
-//! Defaults that depend on other fields, so serde cannot fill them: the
-//! multiplier of exponential backoff (2) and the status of an `errors`
-//! incident (503), filled in after every parse, so that validation, the
-//! model and `scenario.resolved.yaml` all see the same values.
+//! Defaults that depend on other fields, so serde cannot fill them, and
+//! that are never stored while a user may still change the fields they
+//! follow (`--set`, a variant, a sweep point): a default never contradicts
+//! a value chosen later.
 //!
-//! Defaults derived from values a user may still change (`--set`, a
-//! variant, a sweep point) are never stored: `bucket` (from `duration`),
-//! `analysis.recovery_window` (from the bucket) and `occ.cap` (from
-//! `occ.base`) stay absent and are read through `Scenario::bucket`,
-//! `Scenario::recovery_window` and `Occ::cap`, so that a default never
-//! contradicts a value chosen later (`--set bucket=10s` moves the default
-//! recovery window with it), and neither are a call's `name` (its callee's
-//! by default) and `analysis.service` (derived from the graph).
-//! [`fill_derived`] writes them out for `scenario.resolved.yaml`.
+//! Field-dependent defaults ([`fill_defaults`]): the multiplier of
+//! exponential backoff (2), the status of an `errors` incident (503), the
+//! fields of a budget, throttle or breaker of a given `kind` (changing the
+//! kind changes them all), and a count breaker's `window_calls` and
+//! `min_calls`, each following the other (Resilience4j's 100 and 100,
+//! `min_calls` never more than the window), and a bulkhead's `max_queue`
+//! (0 when it refuses, `max_concurrent` when it waits). The model's translation
+//! (`build`) reads absent fields through the same defaults.
+//!
+//! Defaults derived from the run: `bucket` (from `duration`),
+//! `analysis.recovery_window` (from the bucket), `occ.base` and `occ.cap`
+//! (each from the other), read through `Scenario::bucket`,
+//! `Scenario::recovery_window`, `Occ::base` and `Occ::cap`, so that
+//! `--set bucket=10s` moves the default recovery window with it; a call's
+//! `name` (its callee's by default) and `analysis.service` (derived from
+//! the graph).
+//!
+//! [`fill_derived`] writes all of them out, for `scenario.resolved.yaml`.
 
 use super::types::{
-    BackoffKind, Breaker, BreakerKind, Budget, IncidentKind, Retry, Scenario, Throttle,
+    BackoffKind, Breaker, BreakerKind, Budget, Bulkhead, IncidentKind, Retry, Scenario, Throttle,
     ThrottleKind, budget_defaults,
 };
 use super::units::Duration;
@@ -27,7 +36,12 @@ pub const DEFAULT_ERROR_STATUS: u16 = 503;
 /// Fills every field-dependent default of `s` in place.
 pub fn fill_defaults(s: &mut Scenario) {
     for layer in &mut s.layers {
-        fill_policy(&mut layer.retry, &mut layer.throttle, &mut layer.breaker);
+        fill_policy(
+            &mut layer.retry,
+            &mut layer.throttle,
+            &mut layer.breaker,
+            &mut layer.bulkhead,
+        );
     }
     let calls = s
         .clients
@@ -35,7 +49,12 @@ pub fn fill_defaults(s: &mut Scenario) {
         .iter_mut()
         .chain(s.services.iter_mut().flat_map(|svc| svc.calls.iter_mut()));
     for c in calls {
-        fill_policy(&mut c.retry, &mut c.throttle, &mut c.breaker);
+        fill_policy(
+            &mut c.retry,
+            &mut c.throttle,
+            &mut c.breaker,
+            &mut c.bulkhead,
+        );
     }
     let incidents = s.dependency.incidents.iter_mut().chain(
         s.services
@@ -50,8 +69,16 @@ pub fn fill_defaults(s: &mut Scenario) {
 }
 
 /// The field-dependent defaults of one policy (a layer or a call).
-fn fill_policy(retry: &mut Retry, throttle: &mut Option<Throttle>, breaker: &mut Option<Breaker>) {
-    let b = &mut retry.backoff;
+fn fill_policy(
+    retry: &mut Retry,
+    throttle: &mut Option<Throttle>,
+    breaker: &mut Option<Breaker>,
+    bulkhead: &mut Option<Bulkhead>,
+) {
+    if let Some(b) = bulkhead.as_mut() {
+        b.max_queue = Some(b.max_queue());
+    }
+    let b = retry.backoff.get_or_insert_with(Default::default);
     if b.kind == BackoffKind::Exponential && b.multiplier.is_none() {
         b.multiplier = Some(DEFAULT_MULTIPLIER);
     }
@@ -67,12 +94,15 @@ fn fill_policy(retry: &mut Retry, throttle: &mut Option<Throttle>, breaker: &mut
 }
 
 /// Writes out the derived defaults (see the module documentation), for a
-/// scenario that will not change any more.
+/// scenario that will not change any more: the field-dependent ones
+/// ([`fill_defaults`]) and those derived from the run.
 pub fn fill_derived(s: &mut Scenario) {
+    fill_defaults(s);
     s.bucket = Some(s.bucket());
     s.analysis.recovery_window = Some(s.recovery_window());
     if let Some(o) = s.occ.as_mut() {
         o.cap = Some(o.cap());
+        o.base = Some(o.base());
     }
     // A graph's call names (the callee's by default) and its focus service.
     let calls = s
@@ -118,9 +148,13 @@ pub fn fill_breaker(b: &mut Breaker) {
             b.probes.get_or_insert(1);
         }
         BreakerKind::Count => {
+            // Resilience4j: 100 calls, at least 100 of them, and never more
+            // than the window holds (its builder caps minimumNumberOfCalls
+            // at slidingWindowSize): each default follows the other's value.
             b.failure_ratio.get_or_insert(0.5);
-            b.window_calls.get_or_insert(100);
-            b.min_calls.get_or_insert(100);
+            let (window, min) = (b.window_calls, b.min_calls);
+            b.window_calls = Some(window.unwrap_or(min.map_or(100, |m| m.max(100))));
+            b.min_calls = Some(min.unwrap_or(window.map_or(100, |w| w.min(100))));
             b.open_for.get_or_insert(Duration::from_secs(60));
             b.probes.get_or_insert(10);
         }

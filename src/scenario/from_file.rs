@@ -55,7 +55,10 @@ pub fn fill_from_layers(
             Ok(f) => f,
             Err(e) => {
                 errors.push(located(
-                    format!("expected {{ file, format, method | route | instance, ignore }}: {e}"),
+                    format!(
+                        "expected {{ file, format, method | route | instance, ignore }}: {}",
+                        super::suggest::serde_words(&strip_position(&e.to_string()))
+                    ),
                     &path,
                 ));
                 continue;
@@ -101,6 +104,15 @@ pub fn fill_from_layers(
     errors
 }
 
+/// serde_json's message without its " at line 1 column 0" (meaningless
+/// for an in-memory value).
+fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(i) => message[..i].to_string(),
+        None => message.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::scenario::{load_file, load_str_in, resolved_yaml};
@@ -127,9 +139,12 @@ mod tests {
         .unwrap();
         let r = &s.layers[0].retry;
         assert_eq!(r.max_attempts, 2);
-        assert_eq!(r.backoff.base.to_string(), "300ms");
+        assert_eq!(r.backoff().base.to_string(), "300ms");
         // The rest is the file's.
-        assert_eq!(r.backoff.cap.map(|c| c.to_string()).as_deref(), Some("1s"));
+        assert_eq!(
+            r.backoff().cap.map(|c| c.to_string()).as_deref(),
+            Some("1s")
+        );
         assert_eq!(
             s.layers[0].total_timeout.map(|t| t.to_string()).as_deref(),
             Some("2500ms")

@@ -51,7 +51,7 @@ fn loads_services_calls_and_the_entry() {
     assert_eq!((entry.to.as_str(), entry.label()), ("gateway", "gateway"));
     assert_eq!(entry.retry.max_attempts, 2);
     // Every policy field of a layer, with a layer's defaults.
-    assert_eq!(entry.retry.backoff.multiplier, Some(2.0));
+    assert_eq!(entry.retry.backoff().multiplier, Some(2.0));
     let inv = &s.services[0].calls[1];
     assert!(inv.parallel && inv.optional);
     assert_eq!(inv.to_layer("x"), {
@@ -363,7 +363,8 @@ fn set_addresses_services_and_calls_by_name() {
     );
     let t = set(&s, "clients.calls.retry.max_attempts=4").unwrap();
     assert_eq!(t.clients.calls.as_ref().unwrap().retry.max_attempts, 4);
-    let t = set(&s, "services.gateway.calls.orders.breaker.kind=count").unwrap();
+    let mut t = set(&s, "services.gateway.calls.orders.breaker.kind=count").unwrap();
+    crate::scenario::defaults::fill_derived(&mut t);
     assert_eq!(
         t.services[0].calls[0]
             .breaker

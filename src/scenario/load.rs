@@ -12,7 +12,6 @@ use serde_json::Value;
 use serde_saphyr::MessageFormatter;
 
 use super::collect::{TypeError, collect, refine_path, related};
-use super::defaults::fill_defaults;
 use super::error::{SET_LABEL, ScenarioError, ScenarioErrors, one_line};
 use super::locate::LocationIndex;
 use super::overrides::{apply_overrides, apply_the_rest};
@@ -177,9 +176,7 @@ fn parse_file(
         && !s.has_preset()
         && !s.layers.iter().any(|l| l.from.is_some())
     {
-        let mut s = s.clone();
-        fill_defaults(&mut s);
-        return Ok(s);
+        return Ok(s.clone());
     }
     let Some(mut value) = parse_value(src) else {
         // A YAML-level error: nothing after it can be read.
@@ -196,8 +193,13 @@ fn parse_file(
     if with_presets {
         presets::for_preset_policies(&mut value, |_| true, presets::fill_layer);
     }
+    // `null` on a field the format does not require: its default.
+    let stripped = super::schema::strip_nulls(&mut value);
     let mut reported: Vec<ScenarioError> = from_errors;
-    if !with_presets && let Err(e) = &direct {
+    if !with_presets
+        && !stripped
+        && let Err(e) = &direct
+    {
         reported.push(serde_error(e, src, label));
     }
     let found = collect(value);
@@ -223,19 +225,14 @@ fn parse_file(
         });
     }
     match found.scenario {
-        Some(mut s) if reported.is_empty() => {
-            fill_defaults(&mut s);
+        Some(s) if reported.is_empty() => {
             return Ok(s);
         }
         // Semantic problems too, but none about a repaired field, and none
         // a stand-in made up (the same scenario with other stand-ins must
         // have it too, word for word).
-        Some(mut s) => {
-            fill_defaults(&mut s);
-            let other = found.other.map(|mut o| {
-                fill_defaults(&mut o);
-                validate(&o)
-            });
+        Some(s) => {
+            let other = found.other.map(|o| validate(&o));
             for issue in validate(&s) {
                 let made_up =
                     found.stand_ins && !other.as_ref().is_some_and(|o| o.contains(&issue));
@@ -432,12 +429,67 @@ pub(crate) fn describe(
         path = refined;
         is_key = !missing;
     }
+    let mut message = improve_message(&message, found.as_deref());
+    // A list or a mapping where one value belongs: the parser stops inside
+    // it (`dependency.concurrency.0`); the error is about the field.
+    if message.starts_with("expected ")
+        && let Some((field, what)) = container_for_scalar(&path)
+    {
+        let segs: Vec<&str> = field.split('.').collect();
+        let expects = super::schema::expects(&segs).unwrap_or_else(|| "a single value".into());
+        message = format!("expected {expects}, found {what}");
+        position = index.position(&field).or(position);
+        path = field;
+        is_key = false;
+    }
+    // A `null` left by `schema::strip_nulls`: a field without a default.
+    for word in ["null", "~"] {
+        if let Some(rest) = message.strip_prefix(&format!("unknown value `{word}`; expected ")) {
+            message = format!("expected {rest}, found nothing (null)");
+        }
+    }
+    for null in ["found `null`", "found `~`", "found nothing (null)"] {
+        if let Some(head) = message.strip_suffix(null) {
+            message =
+                format!("{head}found nothing (null); null removes only a field that has a default");
+            break;
+        }
+    }
     Described {
         position,
         path,
         is_key,
-        message: improve_message(&message, found.as_deref()),
+        message,
     }
+}
+
+/// When `path` goes into a list or a mapping written where the format
+/// takes one value (or a list where it takes a mapping): that field's
+/// path and what was found there (`a list`, `a mapping`).
+fn container_for_scalar(path: &str) -> Option<(String, &'static str)> {
+    use super::schema::{fields_at, is_list, is_mapping};
+    let segs: Vec<&str> = path.split('.').collect();
+    for k in (1..segs.len()).rev() {
+        let (field, next) = (&segs[..k], segs[k]);
+        if matches!(field, ["sweep", ..] | ["variants", _, "set", ..]) {
+            return None;
+        }
+        let numeric = next.bytes().all(|b| b.is_ascii_digit());
+        let is_map = is_mapping(field);
+        let known = super::schema::expects(field).is_some();
+        if !known {
+            continue;
+        }
+        if numeric && !is_list(field) {
+            return Some((field.join("."), "a list"));
+        }
+        // A list of named items (layers) is addressed by name too.
+        let named_items = is_list(field) && fields_at(&[field, &["0"]].concat()).is_some();
+        if !numeric && !is_map && !named_items {
+            return Some((field.join("."), "a mapping"));
+        }
+    }
+    None
 }
 
 fn clamp(v: u64) -> u32 {
@@ -464,19 +516,6 @@ fn error_path(path: &str, is_key: bool, message: &str) -> String {
 
 fn parent(path: &str) -> &str {
     path.rfind('.').map_or("", |i| &path[..i])
-}
-
-/// The type errors of a scenario given as a JSON value (an override
-/// applied to a loaded scenario), each as an issue at its path.
-pub(crate) fn type_errors(value: Value) -> Vec<Issue> {
-    collect(value)
-        .errors
-        .into_iter()
-        .map(|e| Issue {
-            path: e.path,
-            message: e.message,
-        })
-        .collect()
 }
 
 #[cfg(test)]
@@ -516,7 +555,7 @@ mod tests {
         assert_eq!(s.clients.deadline, Some(Duration::from_secs(10)));
         let api = &s.layers[0];
         assert_eq!(api.retry.max_attempts, 4);
-        assert_eq!(api.retry.backoff.multiplier, Some(2.0));
+        assert_eq!(api.retry.backoff().multiplier, Some(2.0));
         assert_eq!(
             api.retry.retry_on,
             vec![
@@ -529,22 +568,28 @@ mod tests {
         assert_eq!(s.layers[1].retry.jitter, Jitter::Proportional(0.5));
         assert_eq!(s.dependency.queue.discipline, Discipline::Lifo);
         assert_eq!(s.dependency.incidents[3].kind, IncidentKind::Errors);
-        // Field-dependent default filled in.
-        assert_eq!(s.dependency.incidents[3].status, Some(503));
+        // A field-dependent default is not stored (a variant may change the
+        // kind), but derived when the scenario is written out.
+        assert_eq!(s.dependency.incidents[3].status, None);
+        let mut derived = s.clone();
+        crate::scenario::defaults::fill_derived(&mut derived);
+        assert_eq!(derived.dependency.incidents[3].status, Some(503));
         assert_eq!(s.dependency.recovery.warmup, Duration::from_secs(30));
         assert_eq!(s.variants.len(), 2);
     }
 
     #[test]
-    fn fills_the_exponential_multiplier() {
-        let s = load_str(
+    fn derives_the_exponential_multiplier() {
+        let mut s = load_str(
             &with(
                 "layers:\n  - name: a\n    retry: { backoff: { kind: exponential, base: 10ms } }\n",
             ),
             "x",
         )
         .unwrap();
-        assert_eq!(s.layers[0].retry.backoff.multiplier, Some(2.0));
+        assert_eq!(s.layers[0].retry.backoff().multiplier, None);
+        crate::scenario::defaults::fill_derived(&mut s);
+        assert_eq!(s.layers[0].retry.backoff().multiplier, Some(2.0));
     }
 
     #[test]

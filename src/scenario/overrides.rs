@@ -21,12 +21,10 @@
 use serde_json::{Map, Value};
 
 use super::collect::item_name;
-use super::defaults::fill_defaults;
 use super::error::{SET_LABEL, ScenarioError, ScenarioErrors, one_line};
-use super::load::type_errors;
 use super::presets::Step;
 use super::schema::fields_at;
-use super::suggest::{Wording, did_you_mean};
+use super::suggest::{Wording, did_you_mean, serde_words};
 use super::types::Scenario;
 use super::validate::{Issue, validate};
 
@@ -104,9 +102,13 @@ pub(crate) fn apply_overrides(
         }]
     })?;
     let mut issues = Vec::new();
-    for (path, value) in sets {
+    let mut seeded: Vec<(String, usize)> = Vec::new();
+    for (i, (path, value)) in sets.iter().enumerate() {
         let target = preset_target(&json, path);
-        match put(&mut json, path, value.clone()) {
+        let mut seeds = Vec::new();
+        let put = put(&mut json, path, value.clone(), &mut seeds);
+        seeded.extend(seeds.into_iter().map(|p| (p, i)));
+        match put {
             Ok(()) => {
                 if let Some(t) = target {
                     apply_presets_after_set(&mut json, &t);
@@ -115,31 +117,44 @@ pub(crate) fn apply_overrides(
             Err(mut e) => issues.append(&mut e),
         }
     }
-    let mut out = match serde_json::from_value::<Scenario>(json.clone()) {
+    derive_seeded(&mut json, &seeded, sets);
+    // `null` on a field the format does not require: its default (an
+    // optional field unset, the base scenario's value removed).
+    super::schema::strip_nulls(&mut json);
+    let out = match serde_json::from_value::<Scenario>(json.clone()) {
         Ok(out) => out,
         Err(e) => {
-            let found = type_errors(json);
-            if found.is_empty() {
-                // The fast reader and the located one disagree: report the
-                // fast one's message at the only path known.
-                let path = match sets {
-                    [(p, _)] => p.clone(),
-                    _ => String::new(),
-                };
-                issues.push(Issue {
-                    path,
-                    message: one_line(&strip_position(&e.to_string())),
-                });
-            } else {
-                issues.extend(found);
+            // Read as a file is read (a YAML scalar `5` is also text), with
+            // every type error located.
+            let found = super::collect::collect(json);
+            match found.scenario {
+                Some(out) if found.errors.is_empty() => out,
+                _ if found.errors.is_empty() => {
+                    // The fast reader and the located one disagree: report
+                    // the fast one's message at the only path known.
+                    let path = match sets {
+                        [(p, _)] => p.clone(),
+                        _ => String::new(),
+                    };
+                    issues.push(Issue {
+                        path,
+                        message: one_line(&serde_words(&strip_position(&e.to_string()))),
+                    });
+                    return Err(issues);
+                }
+                _ => {
+                    issues.extend(found.errors.into_iter().map(|e| Issue {
+                        path: e.path,
+                        message: e.message,
+                    }));
+                    return Err(issues);
+                }
             }
-            return Err(issues);
         }
     };
     if !issues.is_empty() {
         return Err(issues);
     }
-    fill_defaults(&mut out);
     Ok(out)
 }
 
@@ -239,7 +254,98 @@ pub(super) fn dotted_keys(segs: &[&str]) -> bool {
 /// layer's `breaker`), else the path is an error that lists the fields
 /// there. In `sweep` and a variant's `set` the rest of the path is one key;
 /// `null` there removes the key.
-pub(crate) fn put(root: &mut Value, path: &str, value: Value) -> Result<(), Vec<Issue>> {
+/// Notes in `seeds` the path of every mapping it created from its
+/// default ([`seed`]).
+fn put(
+    root: &mut Value,
+    path: &str,
+    value: Value,
+    seeds: &mut Vec<String>,
+) -> Result<(), Vec<Issue>> {
+    put_seeding(root, path, value, seeds)
+}
+
+/// The default of a mapping field whose default is not empty, written when
+/// an override creates it to set one of its fields: a retry policy's
+/// `backoff` (`Backoff::default`'s kind and base; its cap is derived by
+/// [`derive_seeded`]).
+fn seed(here: &[&str], seg: &str) -> Option<Value> {
+    (seg == "backoff" && here.last() == Some(&"retry")).then(|| {
+        let d = super::types::Backoff::default();
+        serde_json::json!({ "kind": "exponential", "base": d.base.to_string() })
+    })
+}
+
+/// The fields of the default backoff an override did not set, derived from
+/// those it did: the cap is 5 s, or the base when that is longer (none for
+/// constant backoff); the base is 100 ms, or the cap when that is shorter.
+/// `seeded` holds each backoff created by `put_seeding` with the index of
+/// the override that created it; a later override of it whole (or of what
+/// holds it) is the user's own and left alone.
+fn derive_seeded(json: &mut Value, seeded: &[(String, usize)], sets: &[(String, Value)]) {
+    use super::units::{Duration, parse_duration};
+    for (at, first) in seeded {
+        let replaced = sets[first + 1..]
+            .iter()
+            .any(|(p, _)| p == at || at.starts_with(&format!("{p}.")));
+        if replaced {
+            continue;
+        }
+        let user: Vec<&str> = sets
+            .iter()
+            .filter_map(|(p, _)| p.strip_prefix(&format!("{at}.")))
+            .map(|rest| rest.split('.').next().unwrap_or(rest))
+            .collect();
+        let Some(Value::Object(b)) = node_mut(json, at) else {
+            continue;
+        };
+        let d = super::types::Backoff::default();
+        let read = |v: Option<&Value>| {
+            v.and_then(Value::as_str)
+                .and_then(|t| parse_duration(t).ok())
+        };
+        let kind = b
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("exponential")
+            .to_string();
+        if !user.contains(&"base")
+            && let Some(cap) = read(b.get("cap"))
+        {
+            b.insert("base".into(), Value::from(d.base.min(cap).to_string()));
+        }
+        if !user.contains(&"cap") && kind != "constant" {
+            let base = read(b.get("base")).unwrap_or(d.base);
+            let cap = d.cap.unwrap_or(Duration::from_secs(5)).max(base);
+            b.insert("cap".into(), Value::from(cap.to_string()));
+        }
+    }
+}
+
+/// The node at `path` (segments as [`put`] takes them), if there is one.
+fn node_mut<'a>(root: &'a mut Value, path: &str) -> Option<&'a mut Value> {
+    let mut cur = root;
+    for seg in path.split('.') {
+        cur = match cur {
+            Value::Object(map) => map.get_mut(seg)?,
+            Value::Array(items) => {
+                let i = item_index(items, seg, "", path).ok()?;
+                &mut items[i]
+            }
+            _ => return None,
+        };
+    }
+    Some(cur)
+}
+
+/// [`put`], noting in `seeds` the path of every mapping it created from
+/// its default ([`seed`]).
+fn put_seeding(
+    root: &mut Value,
+    path: &str,
+    value: Value,
+    seeds: &mut Vec<String>,
+) -> Result<(), Vec<Issue>> {
     let segs: Vec<&str> = path.split('.').collect();
     if segs.iter().any(|s| s.trim().is_empty()) {
         return Err(issue(
@@ -278,7 +384,7 @@ pub(crate) fn put(root: &mut Value, path: &str, value: Value) -> Result<(), Vec<
                 other => Err(not_a_container(other, seg, &here.join("."), path)),
             };
         }
-        cur = child(cur, seg, here, path)?;
+        cur = child(cur, seg, here, path, seeds)?;
         depth += 1;
     }
 }
@@ -288,6 +394,7 @@ fn child<'a>(
     seg: &str,
     here: &[&str],
     path: &str,
+    seeds: &mut Vec<String>,
 ) -> Result<&'a mut Value, Vec<Issue>> {
     let here_text = here.join(".");
     match cur {
@@ -296,7 +403,20 @@ fn child<'a>(
                 if !known_mapping(here, seg) {
                     return Err(missing_key(map, seg, here, path));
                 }
-                map.insert(seg.to_string(), Value::Object(Map::new()));
+                let fresh = match seed(here, seg) {
+                    Some(v) => {
+                        seeds.push(
+                            here.iter()
+                                .chain([&seg])
+                                .copied()
+                                .collect::<Vec<_>>()
+                                .join("."),
+                        );
+                        v
+                    }
+                    None => Value::Object(Map::new()),
+                };
+                map.insert(seg.to_string(), fresh);
             }
             let next = map
                 .get_mut(seg)

@@ -1,7 +1,7 @@
 //! `scenario.resolved.yaml`: the scenario with every default filled in,
 //! so that a run can be reproduced exactly from it alone.
 
-use super::defaults::{fill_defaults, fill_derived};
+use super::defaults::fill_derived;
 use super::presets;
 use super::types::Scenario;
 
@@ -11,7 +11,6 @@ pub const HEADER: &str = "# stormsim resolved scenario: every default filled in;
 /// `s` as YAML, every default filled in, behind the [`HEADER`] comment.
 pub fn resolved_yaml(s: &Scenario) -> String {
     let mut full = s.clone();
-    fill_defaults(&mut full);
     fill_derived(&mut full);
     // Every value read from a file is written out: the file is not read
     // again when this scenario is.

@@ -90,6 +90,206 @@ pub(crate) fn fields_at(segs: &[&str]) -> Option<Vec<(String, bool)>> {
     )
 }
 
+/// The schema node of the field at `segs` (list items by index or name),
+/// as written (not resolved), or `None` where the schema does not say.
+fn node_at(segs: &[&str]) -> Option<&'static Value> {
+    let mut node = schema();
+    for seg in segs {
+        let here = resolve(node);
+        if let Some(items) = here.get("items") {
+            let _ = seg;
+            node = items;
+            continue;
+        }
+        node = here.get("properties")?.get(*seg)?;
+    }
+    Some(node)
+}
+
+/// What the field at `segs` takes, in words ("a whole number from 0 to
+/// 4294967295", "a duration with a unit, such as 250ms, 2s, 5m or 1h",
+/// "one of: none, full, equal"), or `None` where the schema does not say.
+pub(crate) fn expects(segs: &[&str]) -> Option<String> {
+    node_at(segs).map(|n| words(n, 0))
+}
+
+/// Whether the field at `segs` takes a list (one of its forms).
+pub(crate) fn is_list(segs: &[&str]) -> bool {
+    node_at(segs).is_some_and(|n| takes(n, "array", 0))
+}
+
+/// Whether the field at `segs` takes a mapping (one of its forms).
+pub(crate) fn is_mapping(segs: &[&str]) -> bool {
+    node_at(segs).is_some_and(|n| takes(n, "object", 0))
+}
+
+/// Whether `node` (or one of its branches) is of JSON type `ty`.
+fn takes(node: &Value, ty: &str, depth: usize) -> bool {
+    if depth > 8 {
+        return false;
+    }
+    if let Some(r) = node.get("$ref").and_then(Value::as_str) {
+        let name = r.trim_start_matches("#/$defs/");
+        return schema()
+            .get("$defs")
+            .and_then(|d| d.get(name))
+            .is_some_and(|def| takes(def, ty, depth + 1));
+    }
+    if let Some(branches) = node
+        .get("anyOf")
+        .or_else(|| node.get("oneOf"))
+        .and_then(Value::as_array)
+        && branches.iter().any(|b| takes(b, ty, depth + 1))
+    {
+        return true;
+    }
+    let is = |t: &Value| t.as_str() == Some(ty);
+    match node.get("type") {
+        Some(Value::Array(types)) => types.iter().any(is),
+        Some(t) => is(t),
+        None => match ty {
+            "object" => node.get("properties").is_some(),
+            "array" => node.get("items").is_some(),
+            _ => false,
+        },
+    }
+}
+
+fn words(node: &Value, depth: usize) -> String {
+    if depth > 8 {
+        return "a value".into();
+    }
+    if let Some(r) = node.get("$ref").and_then(Value::as_str) {
+        let name = r.trim_start_matches("#/$defs/");
+        return match name {
+            "Duration" => "a duration with a unit, such as 250ms, 2s, 5m or 1h".into(),
+            "Rate" => "a rate such as 2000/s, 30/m or 100/h".into(),
+            _ => match schema().get("$defs").and_then(|d| d.get(name)) {
+                Some(def) => words(def, depth + 1),
+                None => "a value".into(),
+            },
+        };
+    }
+    if let Some(branches) = node
+        .get("anyOf")
+        .or_else(|| node.get("oneOf"))
+        .and_then(Value::as_array)
+    {
+        let branches: Vec<&Value> = branches
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) != Some("null"))
+            .collect();
+        let mut names: Vec<String> = Vec::new();
+        let mut other: Vec<String> = Vec::new();
+        for b in branches {
+            if let Some(list) = b.get("enum").and_then(Value::as_array) {
+                names.extend(list.iter().filter_map(Value::as_str).map(str::to_string));
+            } else if let Some(c) = b.get("const").and_then(Value::as_str) {
+                names.push(c.to_string());
+            } else if let Some(props) = b.get("properties").and_then(Value::as_object)
+                && props.len() == 1
+                && let Some((k, v)) = props.iter().next()
+            {
+                other.push(format!("{{ {k}: {} }}", words(v, depth + 1)));
+            } else {
+                other.push(words(b, depth + 1));
+            }
+        }
+        if !names.is_empty() {
+            other.insert(0, format!("one of: {}", names.join(", ")));
+        }
+        other.dedup();
+        return other.join(", or ");
+    }
+    if let Some(list) = node.get("enum").and_then(Value::as_array) {
+        let names: Vec<&str> = list.iter().filter_map(Value::as_str).collect();
+        return format!("one of: {}", names.join(", "));
+    }
+    let ty = match node.get("type") {
+        Some(Value::Array(types)) => types
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|t| *t != "null"),
+        Some(t) => t.as_str(),
+        None => None,
+    };
+    match ty {
+        Some("integer") => {
+            let ty = match node.get("format").and_then(Value::as_str) {
+                Some("uint8") => "u8",
+                Some("uint16") => "u16",
+                Some("uint32") => "u32",
+                Some("uint64" | "uint") => "u64",
+                Some("int32") => "i32",
+                _ => "i64",
+            };
+            super::suggest::type_words(ty)
+                .unwrap_or("a whole number")
+                .to_string()
+        }
+        Some("number") => "a number".into(),
+        Some("boolean") => "true or false".into(),
+        Some("string") => "text".into(),
+        Some("array") => "a list".into(),
+        Some("object") => "a mapping".into(),
+        _ => "a value".into(),
+    }
+}
+
+/// Removes from `value` (a scenario as JSON) every field written as
+/// `null` that the format does not require, so that it takes its default
+/// (an optional field: none; `retry: null`: one attempt). A required field
+/// keeps its `null`, which reading then reports. The overrides of
+/// `variants` and the values of `sweep` are left as they are: there
+/// `null` unsets the base scenario's value when applied.
+/// Returns whether it removed any.
+pub(crate) fn strip_nulls(value: &mut Value) -> bool {
+    let mut removed = false;
+    strip_at(value, &mut Vec::new(), 0, &mut removed);
+    removed
+}
+
+fn strip_at(value: &mut Value, segs: &mut Vec<String>, depth: usize, removed: &mut bool) {
+    if depth > 64 {
+        return;
+    }
+    let here: Vec<&str> = segs.iter().map(String::as_str).collect();
+    if matches!(here[..], ["sweep"] | ["variants"]) {
+        return;
+    }
+    match value {
+        Value::Object(map) => {
+            let Some(node) = node_at(&here)
+                .map(resolve)
+                .filter(|n| n.get("properties").is_some())
+            else {
+                return;
+            };
+            let required: Vec<&str> = node
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let before = map.len();
+            map.retain(|k, v| !v.is_null() || required.contains(&k.as_str()));
+            *removed |= map.len() != before;
+            for (k, v) in map.iter_mut() {
+                segs.push(k.clone());
+                strip_at(v, segs, depth + 1, removed);
+                segs.pop();
+            }
+        }
+        Value::Array(items) => {
+            for v in items.iter_mut() {
+                segs.push("0".into());
+                strip_at(v, segs, depth + 1, removed);
+                segs.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
 /// `#[schemars(transform)]` of the mappings a preset may fill: no field of
 /// them is required by the schema (the loader reports a missing one).
 pub fn fillable_by_preset(schema: &mut Schema) {

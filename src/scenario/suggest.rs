@@ -44,6 +44,19 @@ impl MessageFormatter for Wording {
                 format!("found {len} items; expected {}", expected_words(expected))
             }
             Error::NullIntoString { .. } => "expected text, found nothing (null)".into(),
+            Error::SerdeUnknownVariant {
+                variant, expected, ..
+            } => unknown_value(variant, expected.iter().copied()),
+            Error::ExternallyTaggedEnumExpectedScalarOrMapping { .. } => {
+                "expected one of the names this field takes, found a list".into()
+            }
+            Error::ExpectedStringKeyForExternallyTaggedEnum { .. } => {
+                "expected a name as the key of this mapping".into()
+            }
+            Error::UnexpectedValueForUnitEnumVariant { .. } => {
+                "this name takes no value; write it alone".into()
+            }
+            Error::InvalidBooleanStrict { .. } => "expected true or false".into(),
             Error::MultipleDocuments { .. } => {
                 "the file holds more than one YAML document (a `---` line starts another); a scenario is one document".into()
             }
@@ -76,6 +89,76 @@ impl MessageFormatter for Wording {
         };
         Cow::Owned(text)
     }
+}
+
+/// "unknown value `x`; expected one of: a, b, c": a word an enumeration
+/// does not have, with the words it has.
+pub fn unknown_value<'a>(word: &str, names: impl IntoIterator<Item = &'a str>) -> String {
+    let names: Vec<&str> = names.into_iter().collect();
+    if names.is_empty() {
+        return format!("unknown value `{word}`; this field takes no name here");
+    }
+    format!(
+        "unknown value `{word}`; expected one of: {}",
+        names.join(", ")
+    )
+}
+
+/// serde's own message templates (as serde_json and serde's derive write
+/// them: "unknown variant `x`, expected one of `a`, `b`", "invalid type:
+/// integer `5`, expected a string", "invalid length 2, expected ...",
+/// "invalid boolean") in a scenario author's words; any other message is
+/// returned with its Rust type names replaced ([`plain_words`]).
+pub fn serde_words(message: &str) -> String {
+    let message = message.trim();
+    let names = |list: &str| -> Vec<String> {
+        list.split([',', ' '])
+            .map(|n| n.trim().trim_matches('`'))
+            .filter(|n| !n.is_empty() && *n != "or" && *n != "one" && *n != "of")
+            .map(str::to_string)
+            .collect()
+    };
+    if let Some(rest) = message.strip_prefix("unknown variant `")
+        && let Some((word, rest)) = rest.split_once('`')
+    {
+        let list = rest
+            .trim_start_matches([',', ' '])
+            .strip_prefix("expected ")
+            .unwrap_or("");
+        let list = list.strip_prefix("one of ").unwrap_or(list);
+        let listed = if rest.contains("there are no variants") {
+            Vec::new()
+        } else {
+            names(list)
+        };
+        return unknown_value(word, listed.iter().map(String::as_str));
+    }
+    for prefix in ["invalid type: ", "invalid value: "] {
+        if let Some(rest) = message.strip_prefix(prefix)
+            && let Some((found, expected)) = rest.split_once(", expected ")
+        {
+            return format!(
+                "expected {}, found {}",
+                expected_words(expected.trim()),
+                found_words(found.trim())
+            );
+        }
+    }
+    if let Some(rest) = message.strip_prefix("invalid length ")
+        && let Some((len, expected)) = rest.split_once(", expected ")
+    {
+        return format!(
+            "found {len} items; expected {}",
+            expected_words(expected.trim())
+        );
+    }
+    if message.starts_with("invalid boolean") {
+        return "expected true or false".into();
+    }
+    if message.starts_with("externally tagged enum") {
+        return "expected one of the names this field takes, found a list".into();
+    }
+    plain_words(message)
 }
 
 /// The parser's limits, as a file's author counts.
@@ -134,7 +217,7 @@ fn expected_words(expected: &str) -> String {
 fn found_words(unexpected: &str) -> String {
     for prefix in ["integer ", "floating point ", "boolean ", "char "] {
         if let Some(v) = unexpected.strip_prefix(prefix) {
-            return v.to_string();
+            return v.trim_matches('`').to_string();
         }
     }
     if let Some(v) = unexpected.strip_prefix("string ") {
@@ -149,7 +232,7 @@ fn found_words(unexpected: &str) -> String {
 }
 
 /// The plain words for a Rust number or boolean type name.
-fn type_words(ty: &str) -> Option<&'static str> {
+pub(crate) fn type_words(ty: &str) -> Option<&'static str> {
     Some(match ty {
         "u8" => "a whole number from 0 to 255",
         "u16" => "a whole number from 0 to 65535",
@@ -223,7 +306,8 @@ pub fn did_you_mean<'a>(
 }
 
 /// Adds a suggestion to serde's "unknown field `x`, expected one of a, b"
-/// and "unknown variant `x`, expected ..." messages, and replaces terse
+/// and "unknown value `x`; expected one of: ..." messages (serde's
+/// "unknown variant" reworded by [`serde_words`]), and replaces terse
 /// number-type errors ("invalid u32") with what was expected and found.
 pub fn improve_message(message: &str, found: Option<&str>) -> String {
     if let Some(better) = number_message(message, found) {
@@ -232,7 +316,14 @@ pub fn improve_message(message: &str, found: Option<&str>) -> String {
     if message.contains("recursion limit") {
         return "the document nests too deeply; a scenario nests only a few levels".into();
     }
-    let message = plain_words(message);
+    let mut message = serde_words(message);
+    if let Some(text) = found
+        && message.starts_with("expected ")
+        && !message.contains(", found ")
+        && !message.contains("; ")
+    {
+        message = format!("{message}, found `{text}`");
+    }
     let Some((word, candidates)) = unknown_name(&message) else {
         return message;
     };
@@ -247,10 +338,13 @@ pub fn improve_message(message: &str, found: Option<&str>) -> String {
 fn unknown_name(message: &str) -> Option<(&str, Vec<&str>)> {
     let rest = message
         .strip_prefix("unknown field `")
-        .or_else(|| message.strip_prefix("unknown variant `"))?;
+        .or_else(|| message.strip_prefix("unknown value `"))?;
     let (word, rest) = rest.split_once('`')?;
     let (_, expected) = rest.split_once("expected ")?;
-    let expected = expected.strip_prefix("one of ").unwrap_or(expected);
+    let expected = expected
+        .strip_prefix("one of: ")
+        .or_else(|| expected.strip_prefix("one of "))
+        .unwrap_or(expected);
     let names = expected
         .split(", ")
         .map(|n| n.trim().trim_matches('`'))
@@ -290,11 +384,65 @@ mod tests {
             "unknown variant `fulll`, expected one of `none`, `full`",
             None,
         );
-        assert!(m.ends_with("did you mean `full`?"), "{m}");
+        assert_eq!(
+            m,
+            "unknown value `fulll`; expected one of: none, full; did you mean `full`?"
+        );
         let m = improve_message("unknown field `zzzzzz`, expected one of kind, base", None);
         assert!(!m.contains("did you mean"));
         let m = improve_message("unknown field `capcity`, expected `capacity`", None);
         assert!(m.ends_with("did you mean `capacity`?"), "{m}");
+    }
+
+    /// serde's templates, as serde_json and serde's derive write them,
+    /// never reach a user as they are.
+    #[test]
+    fn rewords_serde_templates() {
+        for (raw, plain) in [
+            (
+                "unknown variant `x`, expected `a` or `b`",
+                "unknown value `x`; expected one of: a, b",
+            ),
+            (
+                "invalid type: integer `5`, expected a string",
+                "expected text, found 5",
+            ),
+            (
+                "invalid type: sequence, expected u32",
+                "expected a whole number from 0 to 4294967295, found a list",
+            ),
+            (
+                "invalid value: integer `-1`, expected u64",
+                "expected a whole number from 0 to 18446744073709551615, found -1",
+            ),
+            (
+                "invalid type: unit value, expected struct Backoff",
+                "expected a mapping of fields, found nothing (null)",
+            ),
+            (
+                "invalid length 2, expected a tuple of size 3",
+                "found 2 items; expected a tuple of size 3",
+            ),
+            ("invalid boolean", "expected true or false"),
+            (
+                "externally tagged enum expected scalar or mapping",
+                "expected one of the names this field takes, found a list",
+            ),
+        ] {
+            let m = serde_words(raw);
+            assert_eq!(m, plain, "{raw}");
+            for leak in [
+                "unknown variant",
+                "invalid type",
+                "invalid value",
+                "externally tagged",
+                "u32",
+                "u64",
+                "struct ",
+            ] {
+                assert!(!m.contains(leak), "{m}");
+            }
+        }
     }
 
     #[test]

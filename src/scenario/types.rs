@@ -55,8 +55,15 @@ pub struct Scenario {
     /// through the layers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consumers: Option<Consumers>,
-    /// Compared side by side; each overrides the base scenario.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// Compared side by side; each overrides the base scenario. A list of
+    /// `{ name, description, set }`, or a mapping of each variant's name
+    /// to its overrides (`{ no-retries: { layers.api.retry.max_attempts: 1 } }`).
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "variants_list"
+    )]
+    #[schemars(schema_with = "variants_schema")]
     pub variants: Vec<Variant>,
     /// A grid over dotted paths: every combination of the listed values
     /// (cartesian product, first path slowest) is a variant, applied to
@@ -138,8 +145,9 @@ pub enum OccPolicyName {
 pub struct Occ {
     pub clients: u32,
     pub policy: OccPolicyName,
-    #[serde(default = "occ_base")]
-    pub base: Duration,
+    /// Absent: the blog's 5 ms, or `cap` when that is shorter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<Duration>,
     /// Absent: the blog's 2 s, or `base` when that is longer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cap: Option<Duration>,
@@ -149,13 +157,20 @@ pub struct Occ {
     pub message_sd: Duration,
 }
 
-fn occ_base() -> Duration {
-    Duration::from_millis(5)
-}
 impl Occ {
+    /// The base: the one written, or else 5 ms, or `cap` when that is
+    /// shorter.
+    pub fn base(&self) -> Duration {
+        self.base.unwrap_or_else(|| {
+            let blog = Duration::from_millis(5);
+            self.cap.map_or(blog, |c| blog.min(c))
+        })
+    }
+
     /// The cap: the one written, or else 2 s, or `base` when that is longer.
     pub fn cap(&self) -> Duration {
-        self.cap.unwrap_or(Duration::from_secs(2).max(self.base))
+        self.cap
+            .unwrap_or_else(|| Duration::from_secs(2).max(self.base()))
     }
 }
 fn occ_message_mean() -> Duration {
@@ -469,13 +484,26 @@ pub enum WhenFull {
 #[serde(deny_unknown_fields)]
 pub struct Bulkhead {
     pub max_concurrent: u32,
-    /// Attempts that may wait for a slot (`when_full: wait`).
-    #[serde(default)]
-    pub max_queue: u32,
+    /// Attempts that may wait for a slot (`when_full: wait`); absent: as
+    /// many as `max_concurrent` when waiting ([`Bulkhead::max_queue`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_queue: Option<u32>,
     #[serde(default)]
     pub when_full: WhenFull,
     #[serde(default)]
     pub scope: Scope,
+}
+
+impl Bulkhead {
+    /// The attempts that may wait: the number written, or else none when
+    /// the bulkhead refuses and `max_concurrent` when it waits (a default
+    /// of 0 would make `when_full: wait` never wait).
+    pub fn max_queue(&self) -> u32 {
+        self.max_queue.unwrap_or(match self.when_full {
+            WhenFull::Reject => 0,
+            WhenFull::Wait => self.max_concurrent,
+        })
+    }
 }
 
 /// gRPC hedging policy (gRFC A6): `{ delay: 50ms, max_attempts: 3,
@@ -507,8 +535,11 @@ pub struct Retry {
     /// Total attempts, the first included.
     #[serde(default = "one")]
     pub max_attempts: u32,
-    #[serde(default)]
-    pub backoff: Backoff,
+    /// Absent: exponential from 100 ms, × 2, capped at 5 s
+    /// ([`Retry::backoff`]); an override of one of its fields derives the
+    /// others from it (`overrides`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backoff: Option<Backoff>,
     #[serde(default)]
     pub jitter: Jitter,
     /// Outcomes that are retried; everything else fails fast.
@@ -535,7 +566,7 @@ impl Default for Retry {
     fn default() -> Self {
         Retry {
             max_attempts: 1,
-            backoff: Backoff::default(),
+            backoff: None,
             jitter: Jitter::default(),
             retry_on: default_retry_on(),
             retry_after: RetryAfterMode::default(),
@@ -544,6 +575,18 @@ impl Default for Retry {
             max_elapsed: None,
             budget: None,
         }
+    }
+}
+
+impl Retry {
+    /// The backoff: the one written, or else the default one.
+    pub fn backoff(&self) -> Backoff {
+        self.backoff.clone().unwrap_or_default()
+    }
+
+    /// The backoff, the default one written in when there is none.
+    pub fn backoff_mut(&mut self) -> &mut Backoff {
+        self.backoff.get_or_insert_with(Backoff::default)
     }
 }
 
@@ -984,7 +1027,8 @@ pub enum BreakerBlocks {
 
 /// A circuit breaker. Defaults are Polly v8's for `time` (ratio 0.1,
 /// minimum 100 calls, 30 s window, open 5 s, 1 probe) and Resilience4j's
-/// for `count` (ratio 0.5, 100 calls, minimum 100, open 60 s, 10 probes).
+/// for `count` (ratio 0.5, 100 calls, minimum 100, open 60 s, 10 probes;
+/// `window_calls` and `min_calls` follow each other: `defaults`).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(transform = crate::scenario::schema::fillable_by_preset)]
@@ -1409,8 +1453,97 @@ pub struct Variant {
     pub description: String,
     /// Dotted path (`layers.api.retry.jitter`) to a value that replaces the
     /// base scenario's value in this variant. Applied in file order.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "overrides")]
     pub set: serde_json::Map<String, serde_json::Value>,
+}
+
+/// What a variant's overrides are, in an error message.
+const OVERRIDES: &str =
+    "a mapping of overrides (dotted path: value), such as { layers.api.retry.max_attempts: 3 }";
+
+/// A variant's `set`: a mapping of overrides (`null`: none).
+fn overrides<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<serde_json::Map<String, serde_json::Value>, D::Error> {
+    struct V;
+    impl<'de> Visitor<'de> for V {
+        type Value = serde_json::Map<String, serde_json::Value>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str(OVERRIDES)
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(serde_json::Map::new())
+        }
+        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(serde_json::Map::new())
+        }
+        fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut out = serde_json::Map::new();
+            while let Some((k, v)) = map.next_entry::<String, serde_json::Value>()? {
+                out.insert(k, v);
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_any(V)
+}
+
+/// `variants`: a list of variants, or a mapping of names to overrides.
+fn variants_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Variant>, D::Error> {
+    /// One value of the mapping form: the overrides of a variant.
+    struct Set(serde_json::Map<String, serde_json::Value>);
+    impl<'de> Deserialize<'de> for Set {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            overrides(d).map(Set)
+        }
+    }
+    struct V;
+    impl<'de> Visitor<'de> for V {
+        type Value = Vec<Variant>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str(
+                "a list of variants ({ name, set }), or a mapping of each variant's name to its overrides",
+            )
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(Vec::new())
+        }
+        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(Vec::new())
+        }
+        fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::new();
+            while let Some(v) = seq.next_element::<Variant>()? {
+                out.push(v);
+            }
+            Ok(out)
+        }
+        fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::new();
+            while let Some((name, Set(set))) = map.next_entry::<String, Set>()? {
+                out.push(Variant {
+                    name,
+                    description: String::new(),
+                    set,
+                });
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_any(V)
+}
+
+/// The schema of `variants`: a list of variants, or a mapping of names to
+/// overrides.
+fn variants_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let variant = g.subschema_for::<Variant>();
+    schemars::json_schema!({
+        "description": "Compared side by side; each overrides the base scenario: a list of { name, description, set }, or a mapping of each variant's name to its overrides.",
+        "anyOf": [
+            { "type": "array", "items": variant },
+            { "type": "object", "additionalProperties": { "type": "object" } }
+        ]
+    })
 }
 
 // --------------------------------------------------------------- analysis

@@ -406,7 +406,7 @@ impl Checker {
         self.check((1..=MAX_ATTEMPTS).contains(&r.max_attempts), &format!("{path}.max_attempts"), || {
             format!("max_attempts is {}; expected 1 to {MAX_ATTEMPTS} (total attempts, the first included)", r.max_attempts)
         });
-        self.backoff(&r.backoff, r.jitter, &format!("{path}.backoff"));
+        self.backoff(&r.backoff(), r.jitter, &format!("{path}.backoff"));
         if let Jitter::Proportional(f) = r.jitter {
             self.fraction(f, &format!("{path}.jitter.proportional"), "[0, 1)", |v| {
                 (0.0..1.0).contains(&v)
@@ -983,28 +983,28 @@ mod tests {
             "1 to 1000",
         );
         expect(
-            |s| s.layers[0].retry.backoff.multiplier = Some(f64::INFINITY),
+            |s| s.layers[0].retry.backoff_mut().multiplier = Some(f64::INFINITY),
             "layers.api.retry.backoff.multiplier",
             "finite",
         );
         expect(
-            |s| s.layers[0].retry.backoff.multiplier = Some(0.0),
+            |s| s.layers[0].retry.backoff_mut().multiplier = Some(0.0),
             "layers.api.retry.backoff.multiplier",
             "> 0",
         );
         expect(
-            |s| s.layers[1].retry.backoff.multiplier = Some(2.0),
+            |s| s.layers[1].retry.backoff_mut().multiplier = Some(2.0),
             "layers.storage.retry.backoff.multiplier",
             "only to exponential",
         );
         expect(
-            |s| s.layers[1].retry.backoff.kind = BackoffKind::Constant,
+            |s| s.layers[1].retry.backoff_mut().kind = BackoffKind::Constant,
             "layers.storage.retry.backoff.cap",
             "does not apply to constant",
         );
         expect(
             |s| {
-                s.layers[0].retry.backoff.cap = None;
+                s.layers[0].retry.backoff_mut().cap = None;
                 s.layers[0].retry.jitter = Jitter::Decorrelated;
             },
             "layers.api.retry.backoff.cap",

@@ -138,10 +138,11 @@ impl Checker {
         });
         let cap = o.cap();
         self.positive(cap, "occ.cap", "cap");
-        self.check(cap >= o.base, "occ.cap", || {
+        self.check(cap >= o.base(), "occ.cap", || {
             format!(
                 "cap ({}) is below base ({}); expected cap >= base",
-                cap, o.base
+                cap,
+                o.base()
             )
         });
         self.positive(o.message_mean, "occ.message_mean", "message_mean");
@@ -151,7 +152,7 @@ impl Checker {
         for (value, path) in [
             (o.message_mean, "occ.message_mean"),
             (o.message_sd, "occ.message_sd"),
-            (o.base, "occ.base"),
+            (o.base(), "occ.base"),
             (cap, "occ.cap"),
         ] {
             self.check(value <= hour, path, || {

@@ -60,7 +60,7 @@ impl Checker {
         if let Some(m) = r.max_elapsed {
             self.positive(m, &format!("{rp}.max_elapsed"), "max_elapsed");
         }
-        let b = &r.backoff;
+        let b = &r.backoff();
         let bp = format!("{rp}.backoff");
         if let Some(tb) = b.throttle_base {
             self.positive(tb, &format!("{bp}.throttle_base"), "throttle_base");
@@ -648,34 +648,34 @@ mod tests {
             "> 0",
         );
         expect(
-            |l| l.retry.backoff.throttle_base = Some(Duration(0)),
+            |l| l.retry.backoff_mut().throttle_base = Some(Duration(0)),
             &format!("{r}.backoff.throttle_base"),
             "> 0",
         );
         expect(
             |l| {
-                l.retry.backoff = Backoff {
+                l.retry.backoff = Some(Backoff {
                     kind: BackoffKind::Linear,
                     base: Duration(1),
                     multiplier: None,
                     cap: None,
                     throttle_base: None,
                     truncate_ms: true,
-                };
+                });
             },
             &format!("{r}.backoff.truncate_ms"),
             "only to exponential",
         );
         expect(
             |l| {
-                l.retry.backoff = Backoff {
+                l.retry.backoff = Some(Backoff {
                     kind: BackoffKind::Constant,
                     base: Duration(1),
                     multiplier: None,
                     cap: None,
                     throttle_base: None,
                     truncate_ms: false,
-                };
+                });
                 l.retry.jitter = Jitter::PollyV2;
             },
             &format!("{r}.jitter"),

@@ -18,6 +18,9 @@ use super::types::Scenario;
 use super::validate::{Issue, timeseries_rows_issue, validate};
 use super::validate_hops::MAX_SWEEP_POINTS;
 
+/// Overrides as (dotted path, value), in the order they apply.
+type Overrides = Vec<(String, Value)>;
+
 /// The variant of a scenario without `variants`.
 pub const BASE_VARIANT: &str = "base";
 /// Errors reported at most for the points of a sweep (a grid of 100 000
@@ -119,15 +122,18 @@ fn expand(
     };
     let locate = |path: String, message: String| {
         let e = ScenarioError::new(file_label, message).with_path(path.clone());
-        match index.and_then(|i| i.position(&path)) {
+        match index.and_then(|i| position(i, s, &path)) {
             Some((line, col)) => e.at(line, col),
             None => e,
         }
     };
     let mut errors = Vec::new();
-    let mut variants: Vec<(String, Scenario)> = Vec::new();
+    // Each variant with its overrides: a sweep point is applied with them,
+    // in one go, to the base scenario (so that a default one of them
+    // derives follows the point's values too).
+    let mut variants: Vec<(String, Scenario, Overrides)> = Vec::new();
     if s.variants.is_empty() {
-        variants.push((BASE_VARIANT.to_string(), base.clone()));
+        variants.push((BASE_VARIANT.to_string(), base.clone(), Vec::new()));
     }
     for (i, v) in s.variants.iter().enumerate() {
         let sets = variant_sets(v);
@@ -155,7 +161,7 @@ fn expand(
         if issues.is_empty()
             && let Some(sc) = scenario
         {
-            variants.push((v.name.clone(), sc));
+            variants.push((v.name.clone(), sc, sets));
             continue;
         }
         for issue in issues {
@@ -197,7 +203,7 @@ fn expand(
         ));
     }
     let grid = if inner.is_empty() { grid } else { Vec::new() };
-    for (name, v) in variants {
+    for (name, v, sets) in variants {
         if grid.is_empty() {
             out.push(Expanded {
                 name,
@@ -223,7 +229,8 @@ fn expand(
             }
             let label = label.join(" ");
             let mut scenario = None;
-            let issues: Vec<Issue> = match apply_overrides(&v, point) {
+            let all: Vec<(String, Value)> = sets.iter().chain(point).cloned().collect();
+            let issues: Vec<Issue> = match apply_overrides(&base, &all) {
                 Ok(sc) => {
                     let issues = new_issues(validate(&sc))
                         .into_iter()
@@ -291,6 +298,28 @@ fn expand(
     }
     errors.dedup();
     (out, errors)
+}
+
+/// Where `path` is in the file: a variant's override
+/// (`variants.1.set.layers.api.timeout`) written in the mapping form of
+/// `variants` is found under the variant's name
+/// (`variants.many.layers.api.timeout`).
+pub(crate) fn position(index: &LocationIndex, s: &Scenario, path: &str) -> Option<(u32, u32)> {
+    let segs: Vec<&str> = path.splitn(4, '.').collect();
+    if let ["variants", i, rest @ ..] = &segs[..]
+        && !index.contains(&format!("variants.{i}"))
+        && let i = *i
+        && let Some(v) = i.parse::<usize>().ok().and_then(|i| s.variants.get(i))
+    {
+        let by_name = match rest {
+            [set, key] if *set == "set" => format!("variants.{}.{key}", v.name),
+            _ => format!("variants.{}", v.name),
+        };
+        if index.contains(&by_name) {
+            return index.position(&by_name);
+        }
+    }
+    index.position(path)
 }
 
 /// `path` with a layer, a service or a call given by index

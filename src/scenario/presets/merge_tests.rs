@@ -65,8 +65,11 @@ fn preset_fields_fill_what_the_user_did_not_write() {
     let l = &s.layers[0];
     assert_eq!(l.timeout, Some(Duration::from_secs(2)));
     assert_eq!(l.retry.max_attempts, 3);
-    assert_eq!(l.retry.backoff.base, Duration::from_millis(50));
-    assert_eq!(l.retry.backoff.throttle_base, Some(Duration::from_secs(1)));
+    assert_eq!(l.retry.backoff().base, Duration::from_millis(50));
+    assert_eq!(
+        l.retry.backoff().throttle_base,
+        Some(Duration::from_secs(1))
+    );
     assert_eq!(l.retry.jitter, Jitter::Full);
     let b = l.retry.budget.as_ref().unwrap();
     assert_eq!(
@@ -82,9 +85,9 @@ fn user_leaves_override_only_themselves() {
     );
     let r = &s.layers[0].retry;
     assert_eq!(r.max_attempts, 5);
-    assert_eq!(r.backoff.base, Duration::from_millis(200));
-    assert_eq!(r.backoff.cap, Some(Duration::from_secs(20)));
-    assert_eq!(r.backoff.throttle_base, Some(Duration::from_secs(1)));
+    assert_eq!(r.backoff().base, Duration::from_millis(200));
+    assert_eq!(r.backoff().cap, Some(Duration::from_secs(20)));
+    assert_eq!(r.backoff().throttle_base, Some(Duration::from_secs(1)));
     let b = r.budget.as_ref().unwrap();
     assert_eq!(
         (b.retry_cost, b.timeout_cost, b.capacity),
@@ -97,9 +100,15 @@ fn another_kind_replaces_the_whole_struct() {
     let s = load(
         "    preset: aws-standard-2.1\n    retry:\n      backoff: { kind: constant, base: 1s }\n      budget: { kind: ratio }\n",
     );
+    let mut s = s;
+    crate::scenario::defaults::fill_derived(&mut s);
     let r = &s.layers[0].retry;
     assert_eq!(
-        (r.backoff.cap, r.backoff.throttle_base, r.backoff.multiplier),
+        (
+            r.backoff().cap,
+            r.backoff().throttle_base,
+            r.backoff().multiplier
+        ),
         (None, None, None)
     );
     let b = r.budget.as_ref().unwrap();
@@ -117,7 +126,7 @@ fn an_explicit_null_removes_a_preset_field_and_round_trips() {
     let l = &s.layers[0];
     assert_eq!(l.total_timeout, None);
     assert_eq!(l.retry.budget, None);
-    assert_eq!(l.retry.backoff.cap, None);
+    assert_eq!(l.retry.backoff().cap, None);
     let text = resolved_yaml(&s);
     assert!(text.contains("preset: envoy-default"), "{text}");
     let back = load_str(&text, "resolved.yaml").unwrap_or_else(|e| panic!("{e}\n{text}"));
@@ -136,7 +145,7 @@ fn resolved_yaml_reloads_every_preset_to_the_same_scenario() {
     let s = load(
         "    preset: resilience4j-exp-random\n    retry:\n      backoff: { truncate_ms: false }\n      jitter: none\n",
     );
-    assert!(!s.layers[0].retry.backoff.truncate_ms);
+    assert!(!s.layers[0].retry.backoff().truncate_ms);
     let text = resolved_yaml(&s);
     assert_eq!(load_str(&text, "r.yaml").unwrap(), derived(&s), "{text}");
 }
@@ -149,7 +158,7 @@ fn setting_a_preset_replaces_the_fields_it_defines() {
     assert_eq!(l.preset.as_deref(), Some("grpc-a6"));
     assert_eq!(l.timeout, Some(Duration::from_secs(1)));
     assert_eq!(l.retry.max_attempts, 4);
-    assert_eq!(l.retry.backoff.throttle_base, None);
+    assert_eq!(l.retry.backoff().throttle_base, None);
     assert_eq!(l.retry.jitter, Jitter::Proportional(0.2));
     assert_eq!(
         l.retry.budget.as_ref().unwrap().kind,
@@ -182,7 +191,7 @@ fn a_variant_can_switch_presets_then_override() {
     let v = crate::scenario::expand_variants(&s).unwrap();
     let r = &v[0].1.layers[0].retry;
     assert_eq!(r.max_attempts, 2);
-    assert_eq!(r.backoff.base, Duration::from_millis(100));
+    assert_eq!(r.backoff().base, Duration::from_millis(100));
 }
 
 #[test]
@@ -193,7 +202,7 @@ fn replacing_a_whole_layer_fills_its_preset() {
         "layers.a={name: a, preset: backon-exponential, retry: {max_attempts: 2}}",
     );
     assert_eq!(r.layers[0].retry.max_attempts, 2);
-    assert_eq!(r.layers[0].retry.backoff.base, Duration::from_secs(1));
+    assert_eq!(r.layers[0].retry.backoff().base, Duration::from_secs(1));
     assert_eq!(r.layers[0].retry.budget, None);
 }
 
