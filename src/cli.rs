@@ -536,10 +536,10 @@ fn load(file: Option<&Path>, sets: &[String]) -> Result<Scenario, ScenarioErrors
             }
             Ok(l.scenario)
         }
-        Ok(_) => Err(ScenarioErrors(errors)),
-        Err(e) => {
-            errors.extend(e);
-            Err(ScenarioErrors(errors))
+        Ok(_) => Err(ScenarioErrors::new(errors)),
+        Err(ScenarioErrors(more, omitted)) => {
+            errors.extend(more);
+            Err(ScenarioErrors(errors, omitted))
         }
     }
 }

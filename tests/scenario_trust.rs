@@ -392,3 +392,171 @@ fn defaults_follow_the_users_values() {
         (o.cap(), stormsim::scenario::units::Duration::from_millis(1))
     );
 }
+
+/// `validate` reports every independent error: a type error in the file
+/// hides neither the variants' errors, nor the sweep entries', nor the
+/// `--set`s'; each bad sweep entry is reported at its own line and
+/// column, and one bad entry does not hide another in the same point.
+#[test]
+fn validate_reports_every_independent_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = BASE.replace("concurrency: 4", "concurrency: lots")
+        + "variants:\n  - { name: a, set: { layers.api.retry.max_attempts: 0 } }\n  - { name: b, set: { layers.nope.timeout: 1s } }\nsweep:\n  layers.api.timeout: [100ms, 0s, 5x]\n  dependency.queue.capacity: [10, -1]\n";
+    let f = file(dir.path(), "broken.yaml", &src);
+    let o = stormsim(&[
+        "validate",
+        &f,
+        "--set",
+        "replicates=0",
+        "--set",
+        "layers.api.retry.jitter=fulll",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    for want in [
+        "broken.yaml:10:16: dependency.concurrency: expected a whole number",
+        "<--set>: layers.api.retry.jitter: unknown value `fulll`",
+        "<--set>: replicates: replicates is 0",
+        "broken.yaml:15:54: variants.0.set.layers.api.retry.max_attempts: in variant `a`: max_attempts is 0",
+        "broken.yaml:16:44: variants.1.set.layers.nope.timeout: in variant `b`: no item named `nope`",
+        "broken.yaml:18:31: sweep.layers.api.timeout: sweep value 0s: timeout is 0s",
+        "broken.yaml:18:35: sweep.layers.api.timeout: sweep value 5x: duration `5x` has an unknown unit",
+        "broken.yaml:19:35: sweep.dependency.queue.capacity: sweep value -1: expected a whole number",
+        "8 errors",
+    ] {
+        assert!(e.contains(want), "{want}\n{e}");
+    }
+    // Nothing made up by a stand-in for a required field that has the
+    // wrong type: with a duration the file does not give, an incident's
+    // end is neither right nor wrong.
+    let src = BASE.replace("duration: 30s", "duration: 60")
+        + "variants:\n  late: { dependency.incidents.0.end: 25s }\n  bad: { layers.api.retry.max_attempts: 0 }\n";
+    let f = file(dir.path(), "stand-in.yaml", &src);
+    let e = stderr(&stormsim(&["validate", &f, "--set", "bucket=0s"]));
+    assert!(e.contains("stand-in.yaml:2:11: duration:"), "{e}");
+    assert!(e.contains("<--set>: bucket: bucket is 0s"), "{e}");
+    assert!(e.contains("in variant `bad`: max_attempts is 0"), "{e}");
+    assert!(e.contains("3 errors") && !e.contains("late"), "{e}");
+}
+
+/// Error paths, counts and labels: a key given twice is reported at its
+/// own path (each one, with the rest of the file); when errors are left
+/// out the count says how many; an error about an override that a `--set`
+/// wrote (a sweep's values, a variant's overrides) is labelled `<--set>`.
+#[test]
+fn error_paths_counts_and_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = BASE.replace("  concurrency: 4\n", "  concurrency: 4\n  concurrency: 5\n")
+        + "layers:\n  - name: web\n    retry: { max_attempts: 2 }\n    retry: {}\nreplicates: 0\n";
+    let f = file(dir.path(), "dup.yaml", &src);
+    let e = stderr(&stormsim(&["validate", &f]));
+    for want in [
+        "dup.yaml:11:3: dependency.concurrency: `concurrency` is given twice",
+        "dup.yaml:15:1: layers: `layers` is given twice",
+        "dup.yaml:19:13: replicates: replicates is 0",
+        "3 errors",
+    ] {
+        assert!(e.contains(want), "{want}\n{e}");
+    }
+    assert!(!e.contains("layers.web"), "{e}");
+
+    // More type errors than are listed.
+    let mut src = BASE.replace(
+        "layers:\n  - name: api\n    timeout: 500ms\n    retry: { max_attempts: 3 }\n",
+        "",
+    );
+    src += "layers:\n";
+    for i in 0..60 {
+        src += &format!("  - {{ name: l{i}, timeout: {i}x }}\n");
+    }
+    let f = file(dir.path(), "many.yaml", &src);
+    let e = stderr(&stormsim(&["validate", &f]));
+    assert!(
+        e.trim_end()
+            .ends_with("and 10 more not shown (60 errors in all)"),
+        "{e}"
+    );
+    assert_eq!(e.lines().count(), 51, "{e}");
+    // More sweep errors than are listed.
+    let values: Vec<String> = (0..30).map(|i| format!("{i}x")).collect();
+    let src = format!(
+        "{BASE}sweep:\n  layers.api.timeout: [{}]\n",
+        values.join(", ")
+    );
+    let f = file(dir.path(), "sweep.yaml", &src);
+    let e = stderr(&stormsim(&["validate", &f]));
+    assert!(
+        e.trim_end()
+            .ends_with("and 10 more not shown (30 errors in all)"),
+        "{e}"
+    );
+
+    // Overrides a --set wrote.
+    let base = file(dir.path(), "base.yaml", BASE);
+    let e = stderr(&stormsim(&[
+        "validate",
+        &base,
+        "--set",
+        "sweep.layers.api.timeout=[1s, 0s]",
+        "--set",
+        "layers={name: x}",
+    ]));
+    assert!(
+        e.contains("<--set>: sweep.layers.api.timeout: sweep value 0s: timeout is 0s"),
+        "{e}"
+    );
+    assert!(
+        e.contains("<--set>: layers: expected a list, found a mapping"),
+        "{e}"
+    );
+    let v = file(
+        dir.path(),
+        "v.yaml",
+        &format!(
+            "{BASE}variants:\n  - {{ name: few, set: {{ layers.api.retry.max_attempts: 1 }} }}\n"
+        ),
+    );
+    let e = stderr(&stormsim(&[
+        "validate",
+        &v,
+        "--set",
+        "variants.0.set.layers.api.timeout=0s",
+    ]));
+    assert!(
+        e.starts_with(
+            "<--set>: variants.0.set.layers.api.timeout: in variant `few`: timeout is 0s"
+        ),
+        "{e}"
+    );
+}
+
+/// A run that would need too much memory because of a sweep entry is
+/// reported at that entry (its path in the sweep, its line and column).
+#[test]
+fn a_memory_error_points_at_the_sweep_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = BASE.replace(
+        "    timeout: 500ms\n",
+        "    timeout: 500ms\n    breaker: { kind: count }\n",
+    ) + "sweep:\n  layers.api.instances: [1, 10]\n  layers.api.breaker.window_calls: [100,\n     4294967295]\n";
+    let f = file(dir.path(), "mem.yaml", &src);
+    let o = stormsim(&["validate", &f]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.starts_with("mem.yaml:18:6: sweep.layers.api.breaker.window_calls: sweep value 4294967295: one run (variant `instances=10 window_calls=4294967295`) would need about 5.4 GB of memory")
+            || e.contains("/mem.yaml:18:6: sweep.layers.api.breaker.window_calls: sweep value 4294967295: one run (variant `instances=10 window_calls=4294967295`) would need about 5.4 GB of memory"),
+        "{e}"
+    );
+    // From a variant: at the variant's override.
+    let src = BASE.replace(
+        "    timeout: 500ms\n",
+        "    timeout: 500ms\n    instances: 10\n    breaker: { kind: count }\n",
+    ) + "variants:\n  - { name: ok, set: {} }\n  - { name: huge, set: { layers.api.breaker.window_calls: 4294967295 } }\n";
+    let f = file(dir.path(), "memv.yaml", &src);
+    let e = stderr(&stormsim(&["validate", &f]));
+    assert!(
+        e.contains("memv.yaml:18:59: variants.1.set.layers.api.breaker.window_calls: one run (variant `huge`)"),
+        "{e}"
+    );
+}

@@ -8,8 +8,8 @@
 //! repaired, and whether a stand-in was used, so that it does not report
 //! problems that only the repairs made up.
 //!
-//! Bounded work: at most [`MAX_TYPE_ERRORS`] errors, a fixed number of
-//! rounds, and a budget of bytes parsed in all.
+//! Bounded work: at most [`MAX_TYPE_ERRORS`] errors listed (the rest
+//! counted), a fixed number of rounds, and a budget of bytes parsed in all.
 
 use serde_json::{Map, Value};
 
@@ -48,6 +48,8 @@ pub struct Collected {
     pub repaired: Vec<String>,
     /// Whether a required field got a stand-in value.
     pub stand_ins: bool,
+    /// Errors found beyond [`MAX_TYPE_ERRORS`], not listed.
+    pub omitted: super::error::Omitted,
     /// The scenario read with every stand-in changed (a number plus one, a
     /// longer duration, another word): a problem of `scenario` that this
     /// one has too, word for word, does not come from a stand-in.
@@ -110,9 +112,11 @@ pub fn collect(mut value: Value) -> Collected {
                         .contains(&format!("did you mean `{}`?", last_segment(&path)))
             });
         if !misspelt && !c.errors.iter().any(|e| related(&e.path, &path)) {
-            c.errors.push(err);
-            if c.errors.len() >= MAX_TYPE_ERRORS {
-                break;
+            if c.errors.len() < MAX_TYPE_ERRORS {
+                c.errors.push(err);
+            } else {
+                // Counted, not listed.
+                c.omitted.count += 1;
             }
         }
         match repair(&mut value, &path, missing, &mut reader) {
@@ -126,6 +130,8 @@ pub fn collect(mut value: Value) -> Collected {
             None => break,
         }
     }
+    // Stopped before the scenario read: there may be more.
+    c.omitted.at_least = c.omitted.count > 0 && c.scenario.is_none();
     c
 }
 

@@ -83,11 +83,42 @@ pub(crate) fn one_line(message: &str) -> String {
 }
 
 /// Several errors, in the order they were found (never empty when
-/// returned as an `Err`).
+/// returned as an `Err`), and how many more were found but not listed.
 #[derive(Clone, Debug, Default, PartialEq, Eq, thiserror::Error)]
-pub struct ScenarioErrors(pub Vec<ScenarioError>);
+pub struct ScenarioErrors(pub Vec<ScenarioError>, pub Omitted);
+
+/// Errors found but not listed (a bound on how many are reported).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Omitted {
+    pub count: usize,
+    /// Whether the search stopped before the end (its work bound): there
+    /// may be more than `count`.
+    pub at_least: bool,
+}
+
+impl Omitted {
+    /// `count` more, exactly.
+    pub fn exactly(count: usize) -> Self {
+        Omitted {
+            count,
+            at_least: false,
+        }
+    }
+
+    /// Both counts together.
+    pub fn and(self, other: Omitted) -> Self {
+        Omitted {
+            count: self.count + other.count,
+            at_least: self.at_least || other.at_least,
+        }
+    }
+}
 
 impl ScenarioErrors {
+    /// The errors, none omitted.
+    pub fn new(errors: Vec<ScenarioError>) -> Self {
+        ScenarioErrors(errors, Omitted::default())
+    }
     pub fn len(&self) -> usize {
         self.0.len()
     }
@@ -101,7 +132,7 @@ impl ScenarioErrors {
 
 impl From<ScenarioError> for ScenarioErrors {
     fn from(e: ScenarioError) -> Self {
-        ScenarioErrors(vec![e])
+        ScenarioErrors::new(vec![e])
     }
 }
 
@@ -114,7 +145,8 @@ impl IntoIterator for ScenarioErrors {
 }
 
 impl fmt::Display for ScenarioErrors {
-    /// One error per line; a count line follows when there are several.
+    /// One error per line; a count line follows when there are several
+    /// (and says how many more were found but not listed).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (i, e) in self.0.iter().enumerate() {
             if i > 0 {
@@ -122,10 +154,29 @@ impl fmt::Display for ScenarioErrors {
             }
             write!(f, "{e}")?;
         }
-        if self.0.len() > 1 {
-            write!(f, "\n{} errors", self.0.len())?;
+        if let Some(count) = self.count_line() {
+            write!(f, "\n{count}")?;
         }
         Ok(())
+    }
+}
+
+impl ScenarioErrors {
+    /// The line that counts the errors: `3 errors`, or `and 12 more not
+    /// shown (62 errors in all)` when some were left out; none for a
+    /// single error.
+    pub fn count_line(&self) -> Option<String> {
+        let shown = self.0.len();
+        let Omitted { count, at_least } = self.1;
+        if count > 0 {
+            let more = if at_least { "at least " } else { "" };
+            Some(format!(
+                "and {more}{count} more not shown ({more}{} errors in all)",
+                shown + count
+            ))
+        } else {
+            (shown > 1).then(|| format!("{shown} errors"))
+        }
     }
 }
 
@@ -153,13 +204,25 @@ mod tests {
 
     #[test]
     fn renders_several() {
-        let es = ScenarioErrors(vec![
+        let mut es = ScenarioErrors::new(vec![
             ScenarioError::new("a.yaml", "one").at(1, 1),
             ScenarioError::new("a.yaml", "two").with_path("name"),
         ]);
         assert_eq!(
             es.to_string(),
             "a.yaml:1:1: one\na.yaml: name: two\n2 errors"
+        );
+        es.1 = Omitted::exactly(5);
+        assert!(
+            es.to_string()
+                .ends_with("\nand 5 more not shown (7 errors in all)"),
+            "{es}"
+        );
+        es.1.at_least = true;
+        assert!(
+            es.to_string()
+                .ends_with("\nand at least 5 more not shown (at least 7 errors in all)"),
+            "{es}"
         );
     }
 }

@@ -89,54 +89,115 @@ pub fn load_str_in(
 ) -> Result<Loaded, ScenarioErrors> {
     let index = LocationIndex::build(src);
     let mut from_warnings = Vec::new();
-    let base = parse_file(src, file_label, &index, dir, &mut from_warnings)?;
-    let s = if sets.is_empty() {
-        base.clone()
+    let broken = match parse_file(src, file_label, &index, dir, &mut from_warnings) {
+        Ok(base) => {
+            let checked = check_with(&base, sets, file_label, &index);
+            return match checked {
+                Ok(s) => {
+                    let mut warnings = from_warnings;
+                    warnings.extend(set_warnings(&base, &s, sets));
+                    Ok(Loaded {
+                        scenario: s,
+                        warnings,
+                    })
+                }
+                Err(e) => Err(e),
+            };
+        }
+        Err(b) => b,
+    };
+    let Broken { errors, repaired } = broken;
+    let Some(r) = repaired else {
+        return Err(errors);
+    };
+    // The file has errors of its own, but could be read with them
+    // repaired: the problems of its `--set`s, variants and sweep points are
+    // independent of them, and reported too, but none about a repaired
+    // field and none a stand-in made up (the same scenario with other
+    // stand-ins has it too, word for word).
+    let ScenarioErrors(mut reported, mut omitted) = errors;
+    let extra = check_with(&r.scenario, sets, file_label, &index)
+        .err()
+        .unwrap_or_default();
+    let other = match (&r.other, r.stand_ins) {
+        (_, false) => None,
+        (Some(o), true) => Some(
+            check_with(o, sets, file_label, &index)
+                .err()
+                .unwrap_or_default(),
+        ),
+        (None, true) => Some(ScenarioErrors::default()),
+    };
+    // A variant's or a sweep point's error names the field inside it
+    // (`in variant `a`: dependency.concurrency: ...`).
+    let about_repaired = |e: &ScenarioError| {
+        r.paths.iter().any(|p| {
+            e.path.as_deref().is_some_and(|q| related(p, q))
+                || e.message.contains(&format!(": {p}:"))
+                || e.message.contains(&format!(": {p}."))
+        })
+    };
+    let same = |a: &ScenarioError, b: &ScenarioError| a.path == b.path && a.message == b.message;
+    for e in extra.0 {
+        let made_up = other
+            .as_ref()
+            .is_some_and(|o| !o.0.iter().any(|x| same(x, &e)));
+        if made_up || about_repaired(&e) || reported.iter().any(|x| same(x, &e)) {
+            continue;
+        }
+        reported.push(e);
+    }
+    omitted = omitted.and(extra.1);
+    Err(ScenarioErrors(reported, omitted))
+}
+
+/// `base` (the file's scenario) with `sets` applied, validated with its
+/// variants and sweep points; or every problem found, those of the
+/// overrides labelled `<--set>`. A `--set` that cannot be applied does not
+/// hide the problems of the others, nor those of the variants.
+fn check_with(
+    base: &Scenario,
+    sets: &[(String, Value)],
+    file_label: &str,
+    index: &LocationIndex,
+) -> Result<Scenario, ScenarioErrors> {
+    let (s, mut errors) = if sets.is_empty() {
+        (base.clone(), Vec::new())
     } else {
-        match apply_overrides(&base, sets) {
-            Ok(s) => s,
+        match apply_overrides(base, sets) {
+            Ok(s) => (s, Vec::new()),
             Err(issues) => {
-                let mut errors: Vec<ScenarioError> = issues
+                let errors: Vec<ScenarioError> = issues
                     .iter()
                     .map(|i| ScenarioError::new(SET_LABEL, &i.message).with_path(&i.path))
                     .collect();
                 // What the other overrides make of the scenario, too.
-                if let Some(rest) = apply_the_rest(&base, sets, &issues) {
-                    let paths: Vec<String> =
-                        sets.iter().map(|(p, _)| normalize_path(&rest, p)).collect();
-                    errors.extend(
-                        validate(&rest)
-                            .into_iter()
-                            .map(|i| locate_issue(i, &paths, file_label, Some(&index))),
-                    );
+                match apply_the_rest(base, sets, &issues) {
+                    Some(rest) => (rest, errors),
+                    None if issues.iter().any(|i| i.path.is_empty()) => {
+                        return Err(ScenarioErrors::new(errors));
+                    }
+                    None => (base.clone(), errors),
                 }
-                return Err(ScenarioErrors(errors));
             }
         }
     };
+    let failed = !errors.is_empty();
     let set_paths: Vec<String> = sets.iter().map(|(p, _)| normalize_path(&s, p)).collect();
     let issues = validate(&s);
-    let mut errors: Vec<ScenarioError> = issues
-        .iter()
-        .cloned()
-        .map(|i| locate_issue(i, &set_paths, file_label, Some(&index)))
-        .collect();
-    errors.extend(expansion_errors(
-        &s,
-        &issues,
-        &set_paths,
-        file_label,
-        Some(&index),
-    ));
-    if !errors.is_empty() {
-        return Err(ScenarioErrors(errors));
+    errors.extend(
+        issues
+            .iter()
+            .cloned()
+            .map(|i| locate_issue(i, &set_paths, file_label, Some(index))),
+    );
+    let (more, omitted) = expansion_errors(&s, &issues, &set_paths, file_label, Some(index));
+    errors.extend(more);
+    if errors.is_empty() && !failed {
+        return Ok(s);
     }
-    let mut warnings = from_warnings;
-    warnings.extend(set_warnings(&base, &s, sets));
-    Ok(Loaded {
-        scenario: s,
-        warnings,
-    })
+    errors.dedup();
+    Err(ScenarioErrors(errors, omitted))
 }
 
 /// An issue as an error: labelled `<--set>` when it is about a field an
@@ -167,10 +228,14 @@ fn parse_file(
     index: &LocationIndex,
     dir: Option<&Path>,
     warnings: &mut Vec<String>,
-) -> Result<Scenario, ScenarioErrors> {
+) -> Result<Scenario, Broken> {
     if is_empty_document(src) {
         return Err(ScenarioError::new(label, EMPTY).into());
     }
+    let unread = |e: ScenarioError| Broken {
+        errors: e.into(),
+        repaired: None,
+    };
     let direct = serde_saphyr::from_str_with_options::<Scenario>(src, parse_options());
     if let Ok(s) = &direct
         && !s.has_preset()
@@ -178,12 +243,33 @@ fn parse_file(
     {
         return Ok(s.clone());
     }
-    let Some(mut value) = parse_value(src) else {
+    // Every key given twice is an error of its own; the rest of the file
+    // is read with the first of each.
+    let duplicates: Vec<ScenarioError> = index
+        .duplicates()
+        .iter()
+        .map(|(path, (line, col))| {
+            let key = path.rsplit('.').next().unwrap_or(path);
+            ScenarioError::new(
+                label,
+                format!("`{key}` is given twice; expected each field once"),
+            )
+            .with_path(path.clone())
+            .at(*line, *col)
+        })
+        .collect();
+    let first_wins = !duplicates.is_empty();
+    let value = if first_wins {
+        parse_value_first_wins(src)
+    } else {
+        parse_value(src)
+    };
+    let Some(mut value) = value else {
         // A YAML-level error: nothing after it can be read.
-        return Err(match direct {
-            Err(e) => serde_error(&e, src, label).into(),
-            Ok(_) => ScenarioError::new(label, "the file cannot be read as YAML").into(),
-        });
+        return Err(unread(match direct {
+            Err(e) => serde_error(&e, src, label),
+            Ok(_) => ScenarioError::new(label, "the file cannot be read as YAML"),
+        }));
     };
     // Beside a preset or `from` a field may be missing on purpose
     // (`backoff: { base: 2s }` takes its kind from the preset): read the
@@ -195,14 +281,17 @@ fn parse_file(
     }
     // `null` on a field the format does not require: its default.
     let stripped = super::schema::strip_nulls(&mut value);
-    let mut reported: Vec<ScenarioError> = from_errors;
+    let mut reported: Vec<ScenarioError> = duplicates;
+    reported.extend(from_errors);
     if !with_presets
         && !stripped
+        && !first_wins
         && let Err(e) = &direct
     {
         reported.push(serde_error(e, src, label));
     }
     let found = collect(value);
+    let omitted = found.omitted;
     for TypeError {
         path,
         is_key,
@@ -224,7 +313,7 @@ fn parse_file(
             None => e,
         });
     }
-    match found.scenario {
+    let repaired = match found.scenario {
         Some(s) if reported.is_empty() => {
             return Ok(s);
         }
@@ -232,7 +321,7 @@ fn parse_file(
         // a stand-in made up (the same scenario with other stand-ins must
         // have it too, word for word).
         Some(s) => {
-            let other = found.other.map(|o| validate(&o));
+            let other = found.other.as_ref().map(validate);
             for issue in validate(&s) {
                 let made_up =
                     found.stand_ins && !other.as_ref().is_some_and(|o| o.contains(&issue));
@@ -244,16 +333,52 @@ fn parse_file(
                     reported.push(locate_issue(issue, &[], label, Some(index)));
                 }
             }
+            Some(Repaired {
+                scenario: Box::new(s),
+                other: found.other.map(Box::new),
+                stand_ins: found.stand_ins,
+                paths: found.repaired,
+            })
         }
-        None => {}
-    }
+        None => None,
+    };
     if reported.is_empty() {
         reported.push(ScenarioError::new(
             label,
             "the file cannot be read as a scenario",
         ));
     }
-    Err(ScenarioErrors(reported))
+    Err(Broken {
+        errors: ScenarioErrors(reported, omitted),
+        repaired,
+    })
+}
+
+/// A file with errors: every error found, and the scenario read with them
+/// repaired, if it could be.
+struct Broken {
+    errors: ScenarioErrors,
+    repaired: Option<Repaired>,
+}
+
+impl From<ScenarioError> for Broken {
+    fn from(e: ScenarioError) -> Self {
+        Broken {
+            errors: e.into(),
+            repaired: None,
+        }
+    }
+}
+
+/// The scenario read with its type errors repaired (`collect`).
+struct Repaired {
+    scenario: Box<Scenario>,
+    /// The same with other stand-in values, if it reads.
+    other: Option<Box<Scenario>>,
+    /// Whether a required field got a stand-in value.
+    stand_ins: bool,
+    /// Paths of the repaired fields.
+    paths: Vec<String>,
 }
 
 /// Reads the file: a regular file only (never a device, FIFO or folder),
@@ -336,6 +461,13 @@ fn parse_value(src: &str) -> Option<Value> {
     serde_saphyr::from_str_with_options(src, parse_options()).ok()
 }
 
+/// `src` as a plain value, the first of any key given twice kept.
+fn parse_value_first_wins(src: &str) -> Option<Value> {
+    let mut options = parse_options();
+    options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::FirstWins;
+    serde_saphyr::from_str_with_options(src, options).ok()
+}
+
 fn has_from_layer(v: &Value) -> bool {
     v.get("layers")
         .and_then(Value::as_array)
@@ -410,6 +542,14 @@ pub(crate) fn describe(
         None => (String::new(), false, None),
     };
     let mut position = Some(pos);
+    // A key given twice: the path of that key (the nodes around it may
+    // belong to its first occurrence).
+    if matches!(inner, serde_saphyr::Error::DuplicateMappingKey { .. })
+        && let Some(key) = index.key_at(pos)
+    {
+        path = key.to_string();
+        is_key = true;
+    }
     // Unknown and missing fields are placed only roughly by the parser.
     let missing = message.starts_with("missing field `");
     let hint = if missing {
@@ -433,7 +573,8 @@ pub(crate) fn describe(
     // A list or a mapping where one value belongs: the parser stops inside
     // it (`dependency.concurrency.0`); the error is about the field.
     if message.starts_with("expected ")
-        && let Some((field, what)) = container_for_scalar(&path)
+        && let Some((field, what)) =
+            container_for_scalar(&path, message.starts_with("expected a list"))
     {
         let segs: Vec<&str> = field.split('.').collect();
         let expects = super::schema::expects(&segs).unwrap_or_else(|| "a single value".into());
@@ -466,7 +607,7 @@ pub(crate) fn describe(
 /// When `path` goes into a list or a mapping written where the format
 /// takes one value (or a list where it takes a mapping): that field's
 /// path and what was found there (`a list`, `a mapping`).
-fn container_for_scalar(path: &str) -> Option<(String, &'static str)> {
+fn container_for_scalar(path: &str, wants_list: bool) -> Option<(String, &'static str)> {
     use super::schema::{fields_at, is_list, is_mapping};
     let segs: Vec<&str> = path.split('.').collect();
     for k in (1..segs.len()).rev() {
@@ -484,7 +625,10 @@ fn container_for_scalar(path: &str) -> Option<(String, &'static str)> {
             return Some((field.join("."), "a list"));
         }
         // A list of named items (layers) is addressed by name too.
-        let named_items = is_list(field) && fields_at(&[field, &["0"]].concat()).is_some();
+        // (unless the list itself was written as a mapping).
+        let named_items = is_list(field)
+            && fields_at(&[field, &["0"]].concat()).is_some()
+            && !(wants_list && k + 1 == segs.len());
         if !numeric && !is_map && !named_items {
             return Some((field.join("."), "a mapping"));
         }

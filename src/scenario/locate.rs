@@ -47,6 +47,8 @@ pub struct LocationIndex {
     by_path: HashMap<String, usize>,
     /// Path → index in `nodes` of its key node.
     keys: HashMap<String, usize>,
+    /// Keys given a second time in their mapping: (path, position).
+    duplicates: Vec<(String, Pos)>,
 }
 
 /// The label of each layer in field paths: `layers.NAME` when the name is
@@ -108,7 +110,21 @@ impl LocationIndex {
             let path = render(&node.segs, &labels);
             let i = index.nodes.len();
             if node.is_key {
-                index.keys.entry(path.clone()).or_insert(i);
+                match index.keys.entry(path.clone()) {
+                    std::collections::hash_map::Entry::Occupied(_) => {
+                        // Not again for every key below a key given twice.
+                        let inside = index
+                            .duplicates
+                            .iter()
+                            .any(|(d, _)| path.starts_with(&format!("{d}.")));
+                        if !inside {
+                            index.duplicates.push((path.clone(), node.start));
+                        }
+                    }
+                    std::collections::hash_map::Entry::Vacant(v) => {
+                        v.insert(i);
+                    }
+                }
             }
             let entry = index.by_path.entry(path.clone()).or_insert(i);
             if index.nodes[..].get(*entry).is_some_and(|n| n.3) && !node.is_key {
@@ -149,6 +165,22 @@ impl LocationIndex {
     /// Whether `path` has a node of its own in the file.
     pub fn contains(&self, path: &str) -> bool {
         self.by_path.contains_key(path)
+    }
+
+    /// The keys given a second time in their mapping, in file order: path
+    /// and position of each repetition.
+    pub fn duplicates(&self) -> &[(String, Pos)] {
+        &self.duplicates
+    }
+
+    /// The field path of the mapping key that starts at `pos`, if one does
+    /// (where the parser reports a key given twice).
+    pub fn key_at(&self, pos: Pos) -> Option<&str> {
+        self.nodes
+            .iter()
+            .rev()
+            .find(|n| n.3 && n.1 == pos)
+            .map(|n| n.0.as_str())
     }
 
     /// The field path of the node at `pos`: the deepest node that spans it,

@@ -194,32 +194,37 @@ fn total(mut parts: Vec<Part>) -> Estimate {
 }
 
 /// The problem with the largest of `runs` (variant name, scenario) when
-/// one needs more than [`MAX_RUN_BYTES`]: the estimate, and the fields
-/// that drive it, largest first.
+/// one needs more than [`MAX_RUN_BYTES`]: which run (its index), the
+/// estimate, and the fields that drive it, largest first (also as paths).
 pub(crate) fn memory_issue<'a>(
     runs: impl Iterator<Item = (&'a str, &'a Scenario)>,
-) -> Option<Issue> {
-    let (name, e) = runs
+) -> Option<(usize, Issue, Vec<String>)> {
+    let (run, (name, e)) = runs
         .map(|(name, s)| (name, estimate(s)))
-        .max_by_key(|(_, e)| e.bytes)?;
+        .enumerate()
+        .max_by_key(|(_, (_, e))| e.bytes)?;
     if e.bytes <= MAX_RUN_BYTES {
         return None;
     }
     // The parts that matter: the largest three, each a tenth of the whole
     // at least.
-    let drivers: Vec<String> = e
+    let parts: Vec<&Part> = e
         .parts
         .iter()
         .take(3)
         .filter(|p| p.bytes >= e.bytes / 10)
+        .collect();
+    let drivers: Vec<String> = parts
+        .iter()
         .map(|p| format!("{}: {} = {}", p.path, p.how, bytes_text(p.bytes)))
         .collect();
+    let paths: Vec<String> = parts.iter().map(|p| p.path.clone()).collect();
     let which = if name == super::variants::BASE_VARIANT {
         String::new()
     } else {
         format!(" (variant `{name}`)")
     };
-    Some(Issue {
+    let issue = Issue {
         path: e.parts[0].path.clone(),
         message: format!(
             "one run{which} would need about {} of memory, more than the {} a run may use; it comes from {}: make these smaller",
@@ -227,7 +232,8 @@ pub(crate) fn memory_issue<'a>(
             bytes_text(MAX_RUN_BYTES),
             drivers.join("; ")
         ),
-    })
+    };
+    Some((run, issue, paths))
 }
 
 /// Bytes for people: `512 B`, `3.2 MB`, `40.0 GB`, `1.2 PB`.

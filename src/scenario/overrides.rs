@@ -37,7 +37,7 @@ pub fn apply_set(s: &Scenario, path: &str, value: Value) -> Result<Scenario, Sce
 /// are labelled `<--set>`.
 pub fn apply_sets(s: &Scenario, sets: &[(String, Value)]) -> Result<Scenario, ScenarioErrors> {
     let labelled = |issues: Vec<Issue>| {
-        ScenarioErrors(
+        ScenarioErrors::new(
             issues
                 .into_iter()
                 .map(|i| ScenarioError::new(SET_LABEL, i.message).with_path(i.path))

@@ -9,7 +9,7 @@
 use serde_json::Value;
 
 use super::collect::related;
-use super::error::{ScenarioError, ScenarioErrors, UNKNOWN_LABEL};
+use super::error::{Omitted, SET_LABEL, ScenarioError, ScenarioErrors, UNKNOWN_LABEL};
 use super::load::locate_issue;
 use super::locate::{LocationIndex, item_segments};
 use super::memory::memory_issue;
@@ -47,11 +47,11 @@ pub struct Expanded {
 
 /// Every variant × every sweep grid point, in order.
 pub fn expand_all(s: &Scenario) -> Result<Vec<Expanded>, ScenarioErrors> {
-    let (out, errors) = expand(s, &validate(s), &[], UNKNOWN_LABEL, None);
+    let (out, errors, omitted) = expand(s, &validate(s), &[], UNKNOWN_LABEL, None);
     if errors.is_empty() {
         Ok(out)
     } else {
-        Err(ScenarioErrors(errors))
+        Err(ScenarioErrors(errors, omitted))
     }
 }
 
@@ -64,8 +64,9 @@ pub(crate) fn expansion_errors(
     set_paths: &[String],
     file_label: &str,
     index: Option<&LocationIndex>,
-) -> Vec<ScenarioError> {
-    expand(s, base_issues, set_paths, file_label, index).1
+) -> (Vec<ScenarioError>, Omitted) {
+    let (_, errors, omitted) = expand(s, base_issues, set_paths, file_label, index);
+    (errors, omitted)
 }
 
 /// The base scenario of the variants: `s` without `variants` and `sweep`.
@@ -106,13 +107,47 @@ fn key_for<'a>(s: &Scenario, keys: &'a [String], path: &str) -> Option<&'a Strin
         .or_else(|| keys.first())
 }
 
+/// Where errors about overrides go: the file (at the override's line and
+/// column) or `<--set>` when a `--set` wrote the override itself.
+struct Locator<'a> {
+    s: &'a Scenario,
+    set_paths: &'a [String],
+    file_label: &'a str,
+    index: Option<&'a LocationIndex>,
+}
+
+impl Locator<'_> {
+    /// An error about `path` (`variants.0.set.KEY`, `sweep.KEY`), placed at
+    /// `at` in the file (a sweep entry), else at `path`.
+    fn error(&self, path: &str, at: Option<&str>, message: String) -> ScenarioError {
+        if self.set_paths.iter().any(|p| related(p, path)) {
+            return ScenarioError::new(SET_LABEL, message).with_path(path);
+        }
+        let e = ScenarioError::new(self.file_label, message).with_path(path);
+        let pos = self.index.and_then(|i| {
+            at.filter(|a| i.contains(a))
+                .and_then(|a| i.position(a))
+                .or_else(|| position(i, self.s, path))
+        });
+        match pos {
+            Some((line, col)) => e.at(line, col),
+            None => e,
+        }
+    }
+}
+
+/// The path of entry `j` of the swept `key` (`sweep.KEY.j`).
+fn entry_path(key: &str, j: usize) -> String {
+    format!("sweep.{key}.{j}")
+}
+
 fn expand(
     s: &Scenario,
     base_issues: &[Issue],
     set_paths: &[String],
     file_label: &str,
     index: Option<&LocationIndex>,
-) -> (Vec<Expanded>, Vec<ScenarioError>) {
+) -> (Vec<Expanded>, Vec<ScenarioError>, Omitted) {
     let base = base_of(s);
     let new_issues = |issues: Vec<Issue>| -> Vec<Issue> {
         issues
@@ -120,12 +155,11 @@ fn expand(
             .filter(|i| !base_issues.contains(i))
             .collect()
     };
-    let locate = |path: String, message: String| {
-        let e = ScenarioError::new(file_label, message).with_path(path.clone());
-        match index.and_then(|i| position(i, s, &path)) {
-            Some((line, col)) => e.at(line, col),
-            None => e,
-        }
+    let loc = Locator {
+        s,
+        set_paths,
+        file_label,
+        index,
     };
     let mut errors = Vec::new();
     // Each variant with its overrides: a sweep point is applied with them,
@@ -178,7 +212,7 @@ fn expand(
             } else {
                 format!("variants.{i}.set.{key}")
             };
-            errors.push(locate(path, message));
+            errors.push(loc.error(&path, None, message));
         }
     }
     let named = !s.variants.is_empty();
@@ -188,116 +222,297 @@ fn expand(
         n.saturating_mul(v.as_array().map_or(1, Vec::len))
     });
     if points > MAX_SWEEP_POINTS {
-        return (Vec::new(), errors);
+        errors.dedup();
+        return (Vec::new(), errors, Omitted::default());
     }
-    let grid = grid(&s.sweep);
-    let short = short_names(&s.sweep);
     let keys: Vec<String> = s.sweep.keys().cloned().collect();
-    let mut out = Vec::with_capacity(variants.len() * grid.len().max(1));
-    let mut sweep_errors = 0usize;
     let inner: Vec<Issue> = keys.iter().filter_map(|k| inner_path_problem(k)).collect();
     for issue in &inner {
-        errors.push(locate(
-            format!("sweep.{}", issue.path),
+        errors.push(loc.error(
+            &format!("sweep.{}", issue.path),
+            None,
             issue.message.clone(),
         ));
     }
-    let grid = if inner.is_empty() { grid } else { Vec::new() };
-    for (name, v, sets) in variants {
-        if grid.is_empty() {
-            out.push(Expanded {
-                name,
-                scenario: v,
-                params: Vec::new(),
-            });
-            continue;
-        }
-        let own = validate(&v);
-        for point in &grid {
-            // With explicit variants, the variant is one more dimension of
-            // the grid (a `sweep.variant` column).
-            let mut params = if named {
-                vec![("variant".to_string(), name.clone())]
-            } else {
-                Vec::new()
-            };
-            let mut label = Vec::new();
-            for ((path, value), short) in point.iter().zip(&short) {
-                let text = value_text(value);
-                label.push(format!("{short}={text}"));
-                params.push((path.clone(), text));
-            }
-            let label = label.join(" ");
-            let mut scenario = None;
-            let all: Vec<(String, Value)> = sets.iter().chain(point).cloned().collect();
-            let issues: Vec<Issue> = match apply_overrides(&base, &all) {
-                Ok(sc) => {
-                    let issues = new_issues(validate(&sc))
-                        .into_iter()
-                        .filter(|i| !own.contains(i))
-                        .collect();
-                    scenario = Some(sc);
-                    issues
-                }
-                Err(e) => e,
-            };
-            if issues.is_empty()
-                && let Some(mut scenario) = scenario
-            {
-                scenario.sweep.clear();
-                out.push(Expanded {
-                    name: if named {
-                        format!("{name} {label}")
-                    } else {
-                        label
-                    },
+    let mut omitted = Omitted::default();
+    let mut out = Vec::new();
+    if s.sweep.is_empty() || !inner.is_empty() {
+        if s.sweep.is_empty() {
+            out = variants
+                .into_iter()
+                .map(|(name, scenario, _)| Expanded {
+                    name,
                     scenario,
-                    params,
-                });
-                continue;
-            }
-            for issue in issues {
-                sweep_errors += 1;
-                if sweep_errors > MAX_SWEEP_ERRORS {
-                    continue;
-                }
-                let key = key_for(&v, &keys, &issue.path).cloned().unwrap_or_default();
-                let inner = if issue.path.is_empty() || issue.path == key {
-                    String::new()
-                } else {
-                    format!("{}: ", issue.path)
-                };
-                errors.push(locate(
-                    format!("sweep.{key}"),
-                    format!("sweep value {label}: {inner}{}", issue.message),
-                ));
-            }
+                    params: Vec::new(),
+                })
+                .collect();
         }
-    }
-    if sweep_errors > MAX_SWEEP_ERRORS {
-        errors.push(
-            ScenarioError::new(
-                file_label,
-                format!(
-                    "{} more problems of sweep points not shown ({sweep_errors} in all)",
-                    sweep_errors - MAX_SWEEP_ERRORS
-                ),
-            )
-            .with_path("sweep"),
-        );
+    } else {
+        let sweep = Sweep {
+            s,
+            base: &base,
+            keys: &keys,
+            named,
+            new_issues: &new_issues,
+            loc: &loc,
+        };
+        let (grid_out, sweep_errors, more) = sweep.expand(&variants);
+        out = grid_out;
+        errors.extend(sweep_errors);
+        omitted = more;
     }
     if errors.is_empty() && base_issues.is_empty() {
-        let size = timeseries_rows_issue(out.iter().map(|e| &e.scenario), s.replicates)
-            .into_iter()
-            .chain(memory_issue(
-                out.iter().map(|e| (e.name.as_str(), &e.scenario)),
-            ));
-        for issue in size {
+        let size = timeseries_rows_issue(out.iter().map(|e| &e.scenario), s.replicates);
+        if let Some(issue) = size {
             errors.push(locate_issue(issue, set_paths, file_label, index));
+        }
+        if let Some((run, issue, drivers)) =
+            memory_issue(out.iter().map(|e| (e.name.as_str(), &e.scenario)))
+        {
+            errors.push(memory_error(&loc, s, &out[run], issue, &drivers));
         }
     }
     errors.dedup();
-    (out, errors)
+    (out, errors, omitted)
+}
+
+/// The memory error of one run: at the override that makes the largest
+/// part of it, when a sweep point or a variant wrote it (the sweep entry's
+/// line and column), else at the base scenario's field.
+fn memory_error(
+    loc: &Locator,
+    s: &Scenario,
+    run: &Expanded,
+    issue: Issue,
+    drivers: &[String],
+) -> ScenarioError {
+    let about = |key: &str| {
+        let k = normalize_path(s, key);
+        drivers.iter().any(|d| related(&k, d))
+    };
+    for (key, text) in &run.params {
+        if key == "variant" || !about(key) {
+            continue;
+        }
+        let j = s
+            .sweep
+            .get(key)
+            .and_then(Value::as_array)
+            .and_then(|vs| vs.iter().position(|v| value_text(v) == *text));
+        let at = j.map(|j| entry_path(key, j));
+        return loc.error(
+            &format!("sweep.{key}"),
+            at.as_deref(),
+            format!("sweep value {text}: {}", issue.message),
+        );
+    }
+    let variant = run
+        .params
+        .iter()
+        .find(|(k, _)| k == "variant")
+        .map_or(run.name.as_str(), |(_, v)| v.as_str());
+    if let Some((i, v)) = s
+        .variants
+        .iter()
+        .enumerate()
+        .find(|(_, v)| v.name == variant)
+        && let Some(key) = v.set.keys().find(|k| about(k))
+    {
+        return loc.error(&format!("variants.{i}.set.{key}"), None, issue.message);
+    }
+    locate_issue(issue, loc.set_paths, loc.file_label, loc.index)
+}
+
+/// What a sweep entry is checked against: a variant's name, scenario,
+/// overrides and own problems.
+type Target<'a> = (&'a str, &'a Scenario, &'a [(String, Value)], &'a [Issue]);
+
+/// A sweep over the variants: its entries checked one by one, then its
+/// points.
+struct Sweep<'a, F: Fn(Vec<Issue>) -> Vec<Issue>> {
+    s: &'a Scenario,
+    base: &'a Scenario,
+    keys: &'a [String],
+    named: bool,
+    new_issues: &'a F,
+    loc: &'a Locator<'a>,
+}
+
+impl<F: Fn(Vec<Issue>) -> Vec<Issue>> Sweep<'_, F> {
+    /// The problems of `sets` (a variant's overrides and a sweep point's,
+    /// together) that the variant `own` does not have.
+    fn problems(&self, sets: &[(String, Value)], own: &[Issue]) -> (Option<Scenario>, Vec<Issue>) {
+        match apply_overrides(self.base, sets) {
+            Ok(sc) => {
+                let issues = (self.new_issues)(validate(&sc))
+                    .into_iter()
+                    .filter(|i| !own.contains(i))
+                    .collect();
+                (Some(sc), issues)
+            }
+            Err(e) => (None, e),
+        }
+    }
+
+    /// The message of an issue about swept `key` (`label` says which value
+    /// or point).
+    fn message(&self, key: &str, label: &str, issue: &Issue) -> String {
+        let norm = normalize_path(self.s, key);
+        let inner = if issue.path.is_empty() || issue.path == key || issue.path == norm {
+            String::new()
+        } else {
+            format!("{}: ", issue.path)
+        };
+        format!("{label}: {inner}{}", issue.message)
+    }
+
+    /// Every variant × grid point that is valid, the errors of the others,
+    /// and how many errors were left out.
+    fn expand(
+        &self,
+        variants: &[(String, Scenario, Overrides)],
+    ) -> (Vec<Expanded>, Vec<ScenarioError>, Omitted) {
+        let mut errors = Vec::new();
+        let own: Vec<Vec<Issue>> = variants.iter().map(|(_, v, _)| validate(v)).collect();
+        // Each entry on its own, against every variant (the base scenario
+        // when no variant can be built): an entry's problem is reported
+        // once, at the entry, and the points with it are not tried.
+        let targets: Vec<Target> = if variants.is_empty() {
+            vec![(BASE_VARIANT, self.base, &[][..], &[][..])]
+        } else {
+            variants
+                .iter()
+                .zip(&own)
+                .map(|((n, v, sets), o)| (n.as_str(), v, &sets[..], &o[..]))
+                .collect()
+        };
+        let mut bad: Vec<Vec<bool>> = Vec::with_capacity(self.keys.len());
+        let mut entry_errors = 0usize;
+        let mut shown = 0usize;
+        for key in self.keys {
+            let values = self.s.sweep[key].as_array().cloned().unwrap_or_default();
+            let mut flags = vec![false; values.len()];
+            for (j, value) in values.iter().enumerate() {
+                let text = value_text(value);
+                let mut seen: Vec<String> = Vec::new();
+                for (name, _, sets, own) in &targets {
+                    let mut all = sets.to_vec();
+                    all.push((key.clone(), value.clone()));
+                    let (_, issues) = self.problems(&all, own);
+                    for issue in issues {
+                        let label = if self.named && targets.len() > 1 {
+                            format!("sweep value {text} (in variant `{name}`)")
+                        } else {
+                            format!("sweep value {text}")
+                        };
+                        let m = self.message(key, &label, &issue);
+                        let generic = self.message(key, &format!("sweep value {text}"), &issue);
+                        if seen.contains(&generic) {
+                            continue;
+                        }
+                        seen.push(generic);
+                        flags[j] = true;
+                        entry_errors += 1;
+                        if shown < MAX_SWEEP_ERRORS {
+                            shown += 1;
+                            errors.push(self.loc.error(
+                                &format!("sweep.{key}"),
+                                Some(&entry_path(key, j)),
+                                m,
+                            ));
+                        }
+                    }
+                }
+            }
+            bad.push(flags);
+        }
+        let grid = grid(&self.s.sweep);
+        let short = short_names(&self.s.sweep);
+        let mut out = Vec::with_capacity(variants.len() * grid.len());
+        let mut point_errors = 0usize;
+        for ((name, _, sets), own) in variants.iter().zip(&own) {
+            for (p, point) in grid.iter().enumerate() {
+                let entries = entry_indexes(p, &self.s.sweep);
+                if entries.iter().zip(&bad).any(|(&j, flags)| flags[j]) {
+                    continue;
+                }
+                // With explicit variants, the variant is one more dimension
+                // of the grid (a `sweep.variant` column).
+                let mut params = if self.named {
+                    vec![("variant".to_string(), name.clone())]
+                } else {
+                    Vec::new()
+                };
+                let mut label = Vec::new();
+                for ((path, value), short) in point.iter().zip(&short) {
+                    let text = value_text(value);
+                    label.push(format!("{short}={text}"));
+                    params.push((path.clone(), text));
+                }
+                let label = label.join(" ");
+                let all: Vec<(String, Value)> = sets.iter().chain(point).cloned().collect();
+                let (scenario, issues) = self.problems(&all, own);
+                if issues.is_empty()
+                    && let Some(mut scenario) = scenario
+                {
+                    scenario.sweep.clear();
+                    out.push(Expanded {
+                        name: if self.named {
+                            format!("{name} {label}")
+                        } else {
+                            label
+                        },
+                        scenario,
+                        params,
+                    });
+                    continue;
+                }
+                for issue in issues {
+                    point_errors += 1;
+                    if shown >= MAX_SWEEP_ERRORS {
+                        continue;
+                    }
+                    shown += 1;
+                    let k = key_for(self.base, self.keys, &issue.path)
+                        .cloned()
+                        .unwrap_or_default();
+                    let at = self
+                        .keys
+                        .iter()
+                        .position(|x| *x == k)
+                        .map(|ki| entry_path(&k, entries[ki]));
+                    let what = if self.named {
+                        format!("sweep point {label} (in variant `{name}`)")
+                    } else {
+                        format!("sweep point {label}")
+                    };
+                    errors.push(self.loc.error(
+                        &format!("sweep.{k}"),
+                        at.as_deref(),
+                        self.message(&k, &what, &issue),
+                    ));
+                }
+            }
+        }
+        let total = entry_errors + point_errors;
+        (out, errors, Omitted::exactly(total - shown))
+    }
+}
+
+/// The index of each key's value at grid point `p` (the first key varying
+/// slowest).
+fn entry_indexes(p: usize, sweep: &serde_json::Map<String, Value>) -> Vec<usize> {
+    let lens: Vec<usize> = sweep
+        .values()
+        .map(|v| v.as_array().map_or(1, Vec::len).max(1))
+        .collect();
+    let mut out = vec![0; lens.len()];
+    let mut rest = p;
+    for (k, len) in lens.iter().enumerate().rev() {
+        out[k] = rest % len;
+        rest /= len;
+    }
+    out
 }
 
 /// Where `path` is in the file: a variant's override
