@@ -560,3 +560,73 @@ fn a_memory_error_points_at_the_sweep_entry() {
         "{e}"
     );
 }
+
+/// `check` reviews every variant and sweep point, not only the base
+/// scenario: one section per different review, the variants side by side,
+/// an error finding in any variant exits 1, and a large sweep stays
+/// bounded (what was not shown or not reviewed is counted).
+#[test]
+fn check_reviews_every_variant() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = format!(
+        "{BASE}variants:\n  few: {{ layers.api.retry.max_attempts: 1 }}\n  same: {{ layers.api.retry.max_attempts: 1 }}\n  bad: {{ layers.api.retry.retry_on: [timeout, 404] }}\n"
+    );
+    let f = file(dir.path(), "v.yaml", &src);
+    let o = stormsim(&["check", &f]);
+    assert_eq!(o.status.code(), Some(1), "the variant `bad` has an error");
+    let out = stdout(&o);
+    assert!(
+        out.contains("(scenario `base`): 3 of 3 variant(s) reviewed, 2 different review(s)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("== variants `few`, `same` (the same review) =="),
+        "{out}"
+    );
+    assert!(out.contains("== variant `bad` =="), "{out}");
+    assert!(
+        out.contains("retries-non-retryable-status [layers.api.retry.retry_on]"),
+        "{out}"
+    );
+    let table: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("variants "))
+        .collect();
+    assert_eq!(table.len(), 3, "{out}");
+    assert!(
+        table[2].starts_with("`bad`") && table[2].contains(" 1 "),
+        "{out}"
+    );
+
+    // JSON: every review with its variants.
+    let o = stormsim(&["check", "--format", "json", &f]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["variants_total"], 3);
+    assert_eq!(
+        v["reviews"][0]["variants"],
+        serde_json::json!(["few", "same"])
+    );
+    assert_eq!(v["reviews"][1]["review"]["stack"]["amplification"], 3.0);
+    // One variant: the review alone, as before.
+    let one = file(dir.path(), "one.yaml", BASE);
+    let v: serde_json::Value =
+        serde_json::from_slice(&stormsim(&["check", "--format", "json", &one]).stdout).unwrap();
+    assert_eq!(v["stack"]["amplification"], 3.0);
+
+    // A sweep of 3000 points: bounded.
+    let attempts: Vec<String> = (1..=50).map(|i| i.to_string()).collect();
+    let rates: Vec<String> = (1..=60).map(|i| format!("{i}/s")).collect();
+    let src = format!(
+        "{BASE}sweep:\n  layers.api.retry.max_attempts: [{}]\n  clients.arrival.rate: [{}]\n",
+        attempts.join(", "),
+        rates.join(", ")
+    );
+    let f = file(dir.path(), "big.yaml", &src);
+    let out = stdout(&stormsim(&["check", &f]));
+    assert!(out.lines().count() < 400, "{}", out.lines().count());
+    assert!(
+        out.contains("480 more variant(s) reviewed but not shown"),
+        "{out}"
+    );
+    assert!(out.contains("2500 more variant(s) not reviewed"), "{out}");
+}

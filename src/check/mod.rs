@@ -13,14 +13,16 @@ mod findings;
 pub mod graph;
 mod render;
 mod timing;
+pub mod variants;
 
 use serde::Serialize;
 
 use crate::engine::NS_PER_S;
 use crate::scenario::{Scenario, to_model};
 
-pub use render::{human, json, times};
+pub use render::{human, human_reviews, json, json_reviews, times};
 pub use timing::sleep_bounds;
+pub use variants::{Reviews, check_variants};
 
 /// How serious a finding is: `error` makes `stormsim check` exit with 1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]

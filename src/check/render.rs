@@ -2,7 +2,9 @@
 
 use std::fmt::Write;
 
+use super::variants::Reviews;
 use super::{LayerReport, Report, Severity};
+use crate::escape::escape;
 
 fn secs(v: Option<f64>) -> String {
     match v {
@@ -25,6 +27,121 @@ pub fn times(v: f64) -> String {
     } else {
         format!("{v:.2}x")
     }
+}
+
+/// The reviews of a scenario's variants as JSON (pretty-printed, one
+/// trailing newline): the one review as [`json`] gives it when the
+/// scenario runs one variant, else every different review with the
+/// variants it is the review of.
+pub fn json_reviews(r: &Reviews) -> String {
+    if let Some(one) = r.single() {
+        return json(one);
+    }
+    let mut text = serde_json::to_string_pretty(r)
+        .unwrap_or_else(|e| format!("{{\"error\": \"cannot write the report: {e}\"}}"));
+    text.push('\n');
+    text
+}
+
+/// Names for a heading: `a`, `b` and `c`, the first few of many.
+fn names_text(names: &[String], shown: usize) -> String {
+    let quoted: Vec<String> = names
+        .iter()
+        .take(shown)
+        .map(|n| format!("`{}`", escape(n)))
+        .collect();
+    let more = names.len().saturating_sub(shown);
+    if more > 0 {
+        format!("{} and {more} more", quoted.join(", "))
+    } else {
+        quoted.join(", ")
+    }
+}
+
+/// The reviews of a scenario's variants as text: the one review as
+/// [`human`] gives it when the scenario runs one variant; else each
+/// different review under a heading naming its variants, then a table of
+/// the variants side by side and what was left out.
+pub fn human_reviews(r: &Reviews, file: &str) -> String {
+    if let Some(one) = r.single() {
+        return human(one, file);
+    }
+    let mut o = String::new();
+    let reviewed = r.variants_total - r.not_reviewed;
+    let _ = writeln!(
+        o,
+        "stormsim check: {file} (scenario `{}`): {reviewed} of {} variant(s) reviewed, {} different review(s){}",
+        escape(&r.scenario),
+        r.variants_total,
+        r.reviews.len() + usize::from(!r.not_shown.is_empty()),
+        if r.not_shown.is_empty() {
+            ""
+        } else {
+            " or more"
+        }
+    );
+    for v in &r.reviews {
+        let title = if v.variants.len() == 1 {
+            format!("variant {}", names_text(&v.variants, 1))
+        } else {
+            format!("variants {} (the same review)", names_text(&v.variants, 6))
+        };
+        let _ = writeln!(o, "\n== {title} ==");
+        let body = human(&v.review, file);
+        // Its first line names the file and scenario, said once above.
+        o.push_str(body.split_once('\n').map_or("", |(_, rest)| rest));
+    }
+    let names: Vec<String> = r
+        .reviews
+        .iter()
+        .map(|v| names_text(&v.variants, 2))
+        .collect();
+    let w = names
+        .iter()
+        .map(|n| n.chars().count())
+        .max()
+        .unwrap_or(7)
+        .max(7);
+    let _ = writeln!(
+        o,
+        "\n{:<w$} {:>6} {:>8} {:>4} {:>13} {:>12}",
+        "variants", "errors", "warnings", "info", "amplification", "worst case"
+    );
+    for (v, name) in r.reviews.iter().zip(&names) {
+        let (e, wn, i) = super::variants::counts(&v.review);
+        let _ = writeln!(
+            o,
+            "{name:<w$} {e:>6} {wn:>8} {i:>4} {:>13} {:>12}",
+            times(v.review.stack.amplification),
+            secs(v.review.stack.worst_case_s)
+        );
+    }
+    if !r.not_shown.is_empty() {
+        let errors = if r.not_shown_with_errors > 0 {
+            format!(
+                ", {} of them with an error finding",
+                r.not_shown_with_errors
+            )
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            o,
+            "{} more variant(s) reviewed but not shown: their reviews differ from the {} above ({}){errors}",
+            r.not_shown.len(),
+            r.reviews.len(),
+            names_text(&r.not_shown, 3)
+        );
+    }
+    if r.not_reviewed > 0 {
+        let _ = writeln!(
+            o,
+            "{} more variant(s) not reviewed: a check reviews at most {} (fewer with many attempts); review them with --set or a smaller sweep",
+            r.not_reviewed,
+            super::variants::MAX_REVIEWED
+        );
+    }
+    o
 }
 
 /// The report as JSON (pretty-printed, one trailing newline).
