@@ -6,12 +6,20 @@ use super::variants::Reviews;
 use super::{LayerReport, Report, Severity};
 use crate::escape::escape;
 
+/// A time for the tables: `250 ms`, `16.70 s`, `25 min`, `3 h 20 min`,
+/// `12 d 4 h`, `over a year`, or `unbounded`.
 fn secs(v: Option<f64>) -> String {
-    match v {
-        None => "unbounded".into(),
-        Some(v) if v >= 100.0 => format!("{v:.0} s"),
-        Some(v) if v >= 1.0 => format!("{v:.2} s"),
-        Some(v) => format!("{:.0} ms", v * 1000.0),
+    v.map_or("unbounded".to_string(), super::findings::fmt_s)
+}
+
+/// How long a request takes in the worst case, in a sentence.
+fn takes(worst: Option<f64>, expected: Option<f64>) -> String {
+    let year = super::findings::OVER_A_YEAR;
+    match (worst, expected) {
+        (Some(w), _) if secs(Some(w)) == year => format!("can take {year}"),
+        (Some(w), Some(e)) => format!("takes up to {} (about {} at mean draws)", secs(Some(w)), secs(Some(e))),
+        (Some(w), None) => format!("takes up to {}", secs(Some(w))),
+        _ => "has no time bound: nothing gives up on an attempt that is never answered (no timeout, deadline or total_timeout bounds it)".into(),
     }
 }
 
@@ -228,10 +236,9 @@ pub fn human(r: &Report, file: &str) -> String {
     };
     let _ = writeln!(
         o,
-        "\nstack: in the worst case ({}), a request takes up to {} (about {} at mean draws){fits}",
+        "\nstack: in the worst case ({}), a request {}{fits}",
         s.worst_case,
-        secs(s.worst_case_s),
-        secs(s.expected_s)
+        takes(s.worst_case_s, s.expected_s)
     );
     let per = if s.deliveries > 1 {
         format!(
@@ -426,10 +433,9 @@ fn human_graph(r: &Report, file: &str) -> String {
     };
     let _ = writeln!(
         o,
-        "\nrequest: in the worst case ({}), a request takes up to {} (about {} at mean draws){fits}",
+        "\nrequest: in the worst case ({}), a request {}{fits}",
         s.worst_case,
-        secs(s.worst_case_s),
-        secs(s.expected_s)
+        takes(s.worst_case_s, s.expected_s)
     );
     let per = if s.deliveries > 1 {
         format!(
