@@ -630,3 +630,64 @@ fn check_reviews_every_variant() {
     );
     assert!(out.contains("2500 more variant(s) not reviewed"), "{out}");
 }
+
+/// The cells of one column of a CSV table, by header name.
+fn column(table: &str, name: &str) -> Vec<String> {
+    let mut r = csv::Reader::from_reader(table.as_bytes());
+    let i = r
+        .headers()
+        .unwrap()
+        .iter()
+        .position(|h| h == name)
+        .unwrap_or_else(|| panic!("no column {name}"));
+    r.records().map(|rec| rec.unwrap()[i].to_string()).collect()
+}
+
+/// A run that ends before one full recovery window after the incident has
+/// no verdict, and says so everywhere the verdict appears: the console,
+/// `summary.csv`, `summary_by_variant.csv`, `report.html` and the SLO.
+#[test]
+fn a_run_too_short_after_the_incident_has_no_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = BASE.replace("end: 20s", "end: 28s") + "slo: { recovery_within: 10s }\n";
+    let f = file(dir.path(), "short.yaml", &src);
+    let out = dir.path().join("out");
+    let o = stormsim(&["run", &f, "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let console = stdout(&o);
+    assert!(
+        console.contains("undecided: run ends 2 s after the trigger, needs a 5 s recovery_window"),
+        "{console}"
+    );
+    assert!(!console.contains("metastable"), "{console}");
+    assert!(
+        console.contains("FAIL  recovery_within undecided > 10s"),
+        "{console}"
+    );
+    let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+    assert_eq!(column(&summary, "recovered"), ["undecided"]);
+    assert_eq!(column(&summary, "recovery_time_s"), [""]);
+    let by_variant = std::fs::read_to_string(out.join("summary_by_variant.csv")).unwrap();
+    assert_eq!(column(&by_variant, "recovered_fraction"), [""]);
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        html.contains(
+            "undecided: its replicate ends too soon after the incident to judge recovery"
+        ),
+        "no undecided verdict in the report"
+    );
+    assert!(!html.contains("never recovered"), "a verdict in the report");
+    // One full window after the incident is enough for a verdict.
+    let src = BASE.replace("end: 20s", "end: 25s");
+    let f = file(dir.path(), "enough.yaml", &src);
+    let out = dir.path().join("out2");
+    let o = stormsim(&["run", &f, "--out", out.to_str().unwrap()]);
+    let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+    assert_ne!(
+        column(&summary, "recovered"),
+        ["undecided"],
+        "{}",
+        stdout(&o)
+    );
+    assert_ne!(column(&summary, "recovered"), [""]);
+}

@@ -216,6 +216,9 @@ pub fn for_each_time_cell(
 }
 
 /// `a ÷ b`, 0 when there is nothing to divide.
+/// The `recovered` cell of a run too short after its trigger to judge.
+pub const UNDECIDED: &str = "undecided";
+
 fn per(a: u64, b: u64) -> f64 {
     if b == 0 { 0.0 } else { a as f64 / b as f64 }
 }
@@ -284,7 +287,12 @@ pub fn summary_cells(s: &Summary, layer_names: &[String]) -> Vec<(String, Cell)>
         ("recovery_time_s".into(), Cell::opt_f(s.recovery_time_s)),
         (
             "recovered".into(),
-            s.recovered.map_or(Cell::Missing, Cell::Bool),
+            match (s.recovered, s.undecided) {
+                (Some(r), _) => Cell::Bool(r),
+                // No verdict: the run ended too soon after the trigger.
+                (None, Some(_)) => Cell::Text(UNDECIDED.into()),
+                (None, None) => Cell::Missing,
+            },
         ),
         ("orphaned_work_s".into(), Cell::Float(s.orphaned_work_s)),
         ("events".into(), Cell::Int(s.events)),

@@ -9,7 +9,10 @@
 //! `threshold` × baseline. The run *recovered* when, from some window on,
 //! every window until the end of the run is healthy; the recovery time is
 //! the start of the first such window minus the trigger's end. A run that
-//! never gets there is metastable (`recovered = false`).
+//! never gets there is metastable (`recovered = false`). A run that ends
+//! before one full window after the trigger has no verdict: it is
+//! *undecided* (`recovered` empty in the summary, `undecided` in the
+//! tables), since it could not show either.
 //!
 //! A run stopped early by a guard rail (`aborted`) earns no verdict: its
 //! recovery cells and its success rate are empty (the requests still open
@@ -39,6 +42,15 @@ pub struct RunInfo {
     /// Workloads that end by themselves (OCC): when the last client was
     /// done.
     pub completion: Option<Nanos>,
+}
+
+/// Why a run has no recovery verdict: it ends `after_s` seconds (of full
+/// buckets) after the trigger, less than the `window_s` one healthy window
+/// needs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Undecided {
+    pub after_s: f64,
+    pub window_s: f64,
 }
 
 /// Facts about the system that the tables are judged against.
@@ -138,8 +150,12 @@ pub struct Summary {
     pub peak_load_ratio: f64,
     /// `None` without a trigger, and for an aborted run.
     pub recovery_time_s: Option<f64>,
-    /// `None` without a trigger, and for an aborted run.
+    /// `None` without a trigger, for a run too short to judge
+    /// (`undecided`), and for an aborted run.
     pub recovered: Option<bool>,
+    /// A run that ends too soon after the trigger for one full recovery
+    /// window: no verdict (see the module documentation).
+    pub undecided: Option<Undecided>,
     pub orphaned_work_s: f64,
     pub events: u64,
     /// Dependency requests refused at the door while it was down
@@ -361,10 +377,11 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
     let hist_ms = |h: &hdrhistogram::Histogram<u64>, q: f64| {
         (!h.is_empty()).then(|| us_to_ms(h.value_at_quantile(q)))
     };
-    let (baseline, mut recovery_time_s, mut recovered) = recovery(rec, &rows, &ctx.recovery);
+    let (baseline, mut recovery_time_s, mut recovered, mut undecided) =
+        recovery(rec, &rows, &ctx.recovery);
     let aborted = info.aborted.is_some();
     if aborted {
-        (recovery_time_s, recovered) = (None, None);
+        (recovery_time_s, recovered, undecided) = (None, None, None);
     }
     let after = after_incident(rec, &rows, ctx, baseline);
     let (succeeded_out, failed_out) = (rec.totals.succeeded_outside, rec.totals.failed_outside);
@@ -393,6 +410,7 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         peak_load_ratio,
         recovery_time_s,
         recovered,
+        undecided,
         orphaned_work_s: rec.totals.orphaned_work_ns as f64 / 1e9,
         events: info.events,
         refused: after.refused,
@@ -531,12 +549,13 @@ fn after_incident(rec: &Recorder, rows: &[TimeRow], ctx: &RunContext, baseline: 
     }
 }
 
-/// Returns (baseline ratio, recovery time in seconds, recovered).
+/// Returns (baseline ratio, recovery time in seconds, recovered, why
+/// there is no verdict when the run is too short for one).
 fn recovery(
     rec: &Recorder,
     rows: &[TimeRow],
     c: &RecoveryCriteria,
-) -> (f64, Option<f64>, Option<bool>) {
+) -> (f64, Option<f64>, Option<bool>, Option<Undecided>) {
     let bucket = rec.bucket_len();
     let full: Vec<usize> = (0..rows.len())
         .filter(|&b| rec.len_of(b) == bucket)
@@ -560,14 +579,20 @@ fn recovery(
         .unwrap_or(1.0)
         .min(1.0);
     let Some(end) = c.trigger_end else {
-        return (baseline, None, None);
+        return (baseline, None, None, None);
     };
     let w = c.window.div_ceil(bucket).max(1) as usize;
     let b0 = end.div_ceil(bucket) as usize;
     let last_full = full.last().copied();
     let Some(last) = last_full.filter(|&l| l + 1 >= b0 + w) else {
-        // Not even one window fits after the trigger: never seen healthy.
-        return (baseline, None, Some(false));
+        // Not even one window fits after the trigger: no verdict.
+        let secs = |ns: u64| ns as f64 / NS_PER_S as f64;
+        let covered = last_full.map_or(0, |l| (l as u64 + 1) * bucket);
+        let undecided = Undecided {
+            after_s: secs(covered.saturating_sub(end)),
+            window_s: secs(w as u64 * bucket),
+        };
+        return (baseline, None, None, Some(undecided));
     };
     let healthy =
         |b: usize| ratio_of(&mut (b + 1 - w..=b)).is_none_or(|r| r >= c.threshold * baseline);
@@ -581,13 +606,14 @@ fn recovery(
         }
     }
     if settled > last {
-        return (baseline, None, Some(false));
+        return (baseline, None, Some(false), None);
     }
     let window_start = ((settled + 1 - w) as u64 * bucket).max(end);
     (
         baseline,
         Some((window_start - end) as f64 / NS_PER_S as f64),
         Some(true),
+        None,
     )
 }
 
@@ -626,12 +652,20 @@ mod tests {
     }
 
     /// (baseline, recovery time, recovered) as `summary.csv` gives them.
-    fn verdict(rec: &Recorder, c: RecoveryCriteria) -> (f64, Option<f64>, Option<bool>) {
-        let info = RunInfo {
+    fn undecided(rec: &Recorder, c: RecoveryCriteria) -> Option<Undecided> {
+        let rows: Vec<TimeRow> = tabulate(rec, &info_of(rec), &ctx_of(c)).0;
+        recovery(rec, &rows, &c).3
+    }
+
+    fn info_of(rec: &Recorder) -> RunInfo {
+        RunInfo {
             end: rec.duration(),
             ..RunInfo::default()
-        };
-        let ctx = RunContext {
+        }
+    }
+
+    fn ctx_of(c: RecoveryCriteria) -> RunContext {
+        RunContext {
             capacity_per_sec: 100.0,
             concurrency: 1,
             recovery: c,
@@ -641,8 +675,11 @@ mod tests {
             incident_windows: vec![],
             capacity_factors: vec![],
             focus: None,
-        };
-        let (_, s) = tabulate(rec, &info, &ctx);
+        }
+    }
+
+    fn verdict(rec: &Recorder, c: RecoveryCriteria) -> (f64, Option<f64>, Option<bool>) {
+        let (_, s) = tabulate(rec, &info_of(rec), &ctx_of(c));
         (s.baseline_success_ratio, s.recovery_time_s, s.recovered)
     }
 
@@ -831,19 +868,33 @@ mod tests {
         assert_eq!(verdict(&rec, c), (1.0, Some(2.5), Some(true)));
     }
 
+    /// A run that ends before one full window after the trigger could not
+    /// show recovery nor its absence: no verdict, and why.
     #[test]
-    fn a_run_too_short_for_one_window_after_the_trigger_never_recovered() {
+    fn a_run_too_short_for_one_window_after_the_trigger_is_undecided() {
         // The trigger ends at 20 s; one 5 s window needs buckets 20..24.
         let exactly = storm(&run_of(5, 100));
         assert_eq!(verdict(&exactly, trigger()), (1.0, Some(0.0), Some(true)));
+        assert_eq!(undecided(&exactly, trigger()), None);
         let short = storm(&run_of(4, 100));
-        assert_eq!(verdict(&short, trigger()), (1.0, None, Some(false)));
+        assert_eq!(verdict(&short, trigger()), (1.0, None, None));
+        assert_eq!(
+            undecided(&short, trigger()),
+            Some(Undecided {
+                after_s: 4.0,
+                window_s: 5.0
+            })
+        );
         // A short last bucket does not complete the window.
         let mut ok = run_of(10, 100);
         ok.extend(run_of(10, 0));
         ok.extend(run_of(5, 100));
         let rec = recorder(24_500 * NS_PER_MS, S, &ok);
-        assert_eq!(verdict(&rec, trigger()), (1.0, None, Some(false)));
+        assert_eq!(verdict(&rec, trigger()), (1.0, None, None));
+        assert_eq!(undecided(&rec, trigger()).map(|u| u.after_s), Some(4.0));
+        // Even a run that ends with the trigger.
+        let rec = storm(&run_of(0, 100));
+        assert_eq!(undecided(&rec, trigger()).map(|u| u.after_s), Some(0.0));
     }
 
     #[test]
