@@ -691,3 +691,62 @@ fn a_run_too_short_after_the_incident_has_no_verdict() {
     );
     assert_ne!(column(&summary, "recovered"), [""]);
 }
+
+/// A ratio with nothing to divide by (0/0) is not applicable: empty in
+/// the tables, `n/a` in the console, never 0 or 0%.
+#[test]
+fn ratios_of_nothing_are_not_applicable() {
+    let dir = tempfile::tempdir().unwrap();
+    // No request at all.
+    let src = BASE.replace(
+        "  arrival: { kind: poisson, rate: 50/s }\n",
+        "  arrival: { kind: poisson, rate: 50/s }\n  schedule:\n    - { at: 0s, rate: 0/s }\n",
+    );
+    let f = file(dir.path(), "none.yaml", &src);
+    let out = dir.path().join("out");
+    let o = stormsim(&["run", &f, "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let console = stdout(&o);
+    let row = console.lines().nth(2).unwrap();
+    assert!(row.starts_with("base"), "{console}");
+    assert_eq!(row.matches("n/a").count(), 2, "{console}");
+    assert!(!row.contains('%'), "{console}");
+    let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+    for c in [
+        "success_rate",
+        "retry_ratio",
+        "amplification",
+        "peak_amplification",
+        "amplification_api",
+        "deliveries_per_message",
+        "work_per_message",
+    ] {
+        assert_eq!(column(&summary, c), [""], "{c}");
+    }
+    assert_eq!(column(&summary, "logical_requests"), ["0"]);
+    // OCC: no workers, no capacity.
+    let f = file(
+        dir.path(),
+        "occ.yaml",
+        "name: occ\nduration: 1m\nocc: { clients: 5, policy: full_jitter }\n",
+    );
+    let out = dir.path().join("occ");
+    let o = stormsim(&["run", &f, "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+    for c in [
+        "dependency_utilization",
+        "peak_load_ratio",
+        "peak_load_ratio_after",
+    ] {
+        assert_eq!(column(&summary, c), [""], "{c}");
+    }
+    let ts = std::fs::read_to_string(out.join("timeseries.csv")).unwrap();
+    assert!(column(&ts, "utilization").iter().all(String::is_empty));
+    assert!(column(&ts, "load_ratio").iter().all(String::is_empty));
+    assert!(
+        stdout(&o).lines().nth(2).unwrap().contains("n/a"),
+        "{}",
+        stdout(&o)
+    );
+}

@@ -58,6 +58,8 @@ pub struct Undecided {
 pub struct RunContext {
     /// Nominal capacity of the dependency, requests per second.
     pub capacity_per_sec: f64,
+    /// Workers of the dependency; 0 when there are none (an OCC run):
+    /// utilization is then not applicable.
     pub concurrency: u32,
     pub recovery: RecoveryCriteria,
     pub layer_names: Vec<String>,
@@ -91,7 +93,8 @@ pub struct TimeRow {
     pub shed: u64,
     pub queue_depth: f64,
     pub in_flight: f64,
-    pub utilization: f64,
+    /// Busy workers ÷ workers; `None` without workers (an OCC run).
+    pub utilization: Option<f64>,
     pub goodput: f64,
     pub latency_p50_ms: Option<f64>,
     pub latency_p99_ms: Option<f64>,
@@ -113,8 +116,9 @@ pub struct TimeRow {
     pub dead_lettered: u64,
     /// Attempts sent by calls whose caller had given up, per layer.
     pub layer_orphaned: Vec<u64>,
-    /// Dependency attempts per second ÷ nominal capacity.
-    pub load_ratio: f64,
+    /// Dependency attempts per second ÷ nominal capacity; `None` without
+    /// a capacity (an OCC run).
+    pub load_ratio: Option<f64>,
     pub layer_attempts: Vec<u64>,
     pub layer_retries: Vec<u64>,
     /// Per layer: refusals by the budget, the throttle and the breaker.
@@ -131,21 +135,26 @@ pub struct Summary {
     pub succeeded: u64,
     pub failed: u64,
     pub in_flight_at_end: u64,
-    /// Succeeded ÷ (succeeded + failed); `None` for an aborted run.
+    /// Succeeded ÷ (succeeded + failed); `None` for an aborted run and when
+    /// no request ended.
     pub success_rate: Option<f64>,
     pub dependency_attempts: u64,
     pub retries: u64,
-    pub retry_ratio: f64,
+    /// Retries ÷ attempts; `None` when nothing was attempted.
+    pub retry_ratio: Option<f64>,
     pub retry_delay_p50_ms: Option<f64>,
     pub retry_delay_p99_ms: Option<f64>,
     pub amplification: f64,
-    pub peak_amplification: f64,
+    /// The highest full bucket's dependency attempts ÷ logical requests;
+    /// `None` when no full bucket had a request.
+    pub peak_amplification: Option<f64>,
     pub goodput: f64,
     pub latency_mean_ms: Option<f64>,
     pub latency_p50_ms: Option<f64>,
     pub latency_p99_ms: Option<f64>,
     pub latency_p999_ms: Option<f64>,
-    pub dependency_utilization: f64,
+    /// `None` without workers (an OCC run).
+    pub dependency_utilization: Option<f64>,
     pub dependency_queue_wait_mean_ms: Option<f64>,
     pub peak_load_ratio: f64,
     /// `None` without a trigger, and for an aborted run.
@@ -283,7 +292,7 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
             shed: c.shed,
             queue_depth: rec.queue.mean(b, len),
             in_flight: rec.queue.mean(b, len) + busy,
-            utilization: ratio(busy, ctx.concurrency as f64),
+            utilization: (ctx.concurrency > 0).then(|| busy / ctx.concurrency as f64),
             goodput: ratio(c.succeeded as f64, secs),
             latency_p50_ms: c.latency_p50_us.map(us_to_ms),
             latency_p99_ms: c.latency_p99_us.map(us_to_ms),
@@ -304,10 +313,8 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
             processed: c.processed,
             dead_lettered: c.dead_lettered,
             layer_orphaned: rec.layer_orphaned[b * layers..(b + 1) * layers].to_vec(),
-            load_ratio: ratio(
-                ratio(c.dependency_attempts as f64, secs),
-                ctx.capacity_per_sec,
-            ),
+            load_ratio: (ctx.capacity_per_sec > 0.0)
+                .then(|| ratio(c.dependency_attempts as f64, secs) / ctx.capacity_per_sec),
             layer_attempts: rec.layer_attempts[b * layers..(b + 1) * layers].to_vec(),
             layer_retries: rec.layer_retries[b * layers..(b + 1) * layers].to_vec(),
             layer_gates: (0..layers)
@@ -367,12 +374,12 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         .enumerate()
         .filter(|(b, r)| full(*b) && r.offered > 0)
         .map(|(_, r)| r.dependency_attempts as f64 / r.offered as f64)
-        .fold(0.0, f64::max);
+        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
     let peak_load_ratio = rows
         .iter()
         .enumerate()
         .filter(|(b, _)| full(*b))
-        .map(|(_, r)| r.load_ratio)
+        .filter_map(|(_, r)| r.load_ratio)
         .fold(0.0, f64::max);
     let hist_ms = |h: &hdrhistogram::Histogram<u64>, q: f64| {
         (!h.is_empty()).then(|| us_to_ms(h.value_at_quantile(q)))
@@ -390,10 +397,12 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         succeeded,
         failed,
         in_flight_at_end: rec.open_requests(),
-        success_rate: (!aborted).then(|| ratio(succeeded as f64, (succeeded + failed) as f64)),
+        // None when no request ended: 0/0 is not 0%.
+        success_rate: (!aborted && succeeded + failed > 0)
+            .then(|| succeeded as f64 / (succeeded + failed) as f64),
         dependency_attempts,
         retries,
-        retry_ratio: ratio(retries as f64, all_attempts as f64),
+        retry_ratio: (all_attempts > 0).then(|| retries as f64 / all_attempts as f64),
         retry_delay_p50_ms: hist_ms(&rec.retry_delay, 0.5),
         retry_delay_p99_ms: hist_ms(&rec.retry_delay, 0.99),
         amplification: ratio(dependency_attempts as f64, logical_requests as f64),
@@ -403,7 +412,8 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         latency_p50_ms: hist_ms(&rec.latency, 0.5),
         latency_p99_ms: hist_ms(&rec.latency, 0.99),
         latency_p999_ms: hist_ms(&rec.latency, 0.999),
-        dependency_utilization: ratio(rec.busy.total_secs(), run_secs * ctx.concurrency as f64),
+        dependency_utilization: (ctx.concurrency > 0)
+            .then(|| rec.busy.total_secs() / (run_secs * ctx.concurrency as f64)),
         dependency_queue_wait_mean_ms: (rec.totals.queue_wait_count > 0).then(|| {
             rec.totals.queue_wait_sum_ns as f64 / rec.totals.queue_wait_count as f64 / 1e6
         }),
@@ -500,7 +510,7 @@ fn after_incident(rec: &Recorder, rows: &[TimeRow], ctx: &RunContext, baseline: 
         .iter()
         .enumerate()
         .filter(|(b, _)| *b >= first_after && full(*b))
-        .map(|(_, r)| r.load_ratio)
+        .filter_map(|(_, r)| r.load_ratio)
         .fold(None, max);
     let peak_effective_load_ratio = (ctx.capacity_per_sec > 0.0)
         .then(|| {

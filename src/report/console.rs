@@ -11,6 +11,9 @@ use crate::metrics::table::Undecided;
 use super::tables::by_variant;
 use crate::runner::RunResult;
 
+/// A ratio with nothing to divide by (0/0).
+const NOT_APPLICABLE: &str = "n/a";
+
 fn get(cells: &[(String, Cell)], name: &str) -> Option<f64> {
     cells
         .iter()
@@ -178,18 +181,22 @@ pub fn summary_text(scenario: &str, results: &[RunResult], slo: Option<&Objectiv
         let f = |n: &str| get(cells, n);
         let runs = f("replicates").unwrap_or(0.0) as usize;
         let aborted = f("aborted_runs").unwrap_or(0.0) as usize;
+        // A ratio with nothing to divide by (no request ended, no capacity)
+        // is not applicable: `n/a`, never 0.
         let success = match f("success_rate_mean") {
             Some(rate) => format!("{:.2}%", rate * 100.0),
             None if aborted > 0 => "ABORTED".to_string(),
-            None => "-".to_string(),
+            None => NOT_APPLICABLE.to_string(),
         };
+        let times =
+            |n: &str| f(n).map_or_else(|| NOT_APPLICABLE.to_string(), |v| format!("{v:.2}x"));
         let _ = writeln!(
             s,
-            "{:<width$}  {:>12.2}x  {:>12}  {:>13.2}x  {:>14.1}  {:>20}",
+            "{:<width$}  {:>13}  {:>12}  {:>14}  {:>14.1}  {:>20}",
             name,
-            f("amplification_mean").unwrap_or(0.0),
+            times("amplification_mean"),
             success,
-            f("peak_load_ratio_mean").unwrap_or(0.0),
+            times("peak_load_ratio_mean"),
             f("goodput_mean").unwrap_or(0.0),
             recovery_text(cells, runs, aborted, undecided_of(results, name)),
         );
