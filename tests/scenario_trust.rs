@@ -380,6 +380,17 @@ fn defaults_follow_the_users_values() {
     let b = p[0].1.bulkhead.unwrap().config;
     assert_eq!((b.max_queue, b.wait), (8, true));
 
+    // A recovery window shorter than the default bucket: the bucket follows.
+    let s = stormsim::scenario::load_str(
+        &format!("{BASE}analysis: {{ recovery_window: 500ms }}\n"),
+        "w.yaml",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        s.bucket(),
+        stormsim::scenario::units::Duration::from_millis(500)
+    );
+
     // OCC: a cap below the blog's 5 ms base.
     let occ = stormsim::scenario::load_str(
         "name: occ\nduration: 1m\nocc: { clients: 10, policy: full_jitter, cap: 1ms }\n",
