@@ -496,15 +496,19 @@ fn check(args: CheckArgs) -> i32 {
         Ok(s) => s,
         Err(e) => return report_errors(&e),
     };
-    let report = crate::check::check(&s);
+    // Every variant (every sweep point) is reviewed.
+    let reviews = match crate::check::check_variants(&s) {
+        Ok(r) => r,
+        Err(e) => return report_errors(&e),
+    };
     match args.format {
         Format::Human => out!(
             "{}",
-            crate::check::human(&report, &escape(&file.display().to_string()))
+            crate::check::human_reviews(&reviews, &escape(&file.display().to_string()))
         ),
-        Format::Json => out!("{}", crate::check::json(&report)),
+        Format::Json => out!("{}", crate::check::json_reviews(&reviews)),
     }
-    i32::from(report.has_errors())
+    i32::from(reviews.has_errors())
 }
 
 fn report_errors(errors: &ScenarioErrors) -> i32 {

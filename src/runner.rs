@@ -170,9 +170,11 @@ fn occ_run(occ: &OccConfig, seed: u64, stop: &AtomicBool) -> (Recorder, RunInfo,
         end,
         completion: Some(r.completion),
     };
+    // No server with workers or a capacity: utilization and load ratios
+    // are not applicable (empty), not 0.
     let ctx = RunContext {
         capacity_per_sec: 0.0,
-        concurrency: 1,
+        concurrency: 0,
         recovery: RecoveryCriteria {
             trigger_start: None,
             trigger_end: None,

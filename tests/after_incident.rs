@@ -79,7 +79,7 @@ fn a_down_incident_refuses_every_attempt_and_does_no_work() {
         // end on, and no more than the peak of the whole run.
         let after = r.rows[20..]
             .iter()
-            .map(|row| row.load_ratio)
+            .filter_map(|row| row.load_ratio)
             .fold(0.0, f64::max);
         assert_eq!(s.peak_load_ratio_after, Some(after));
         assert!(after <= s.peak_load_ratio);
@@ -164,7 +164,7 @@ dependency:
     // The trigger ends at 35 s: the peak after is over the buckets from 35.
     let after = r.rows[35..]
         .iter()
-        .map(|row| row.load_ratio)
+        .filter_map(|row| row.load_ratio)
         .fold(0.0, f64::max);
     assert_eq!(s.peak_load_ratio_after, Some(after));
     assert_eq!(s.refused, 0, "nothing was down");

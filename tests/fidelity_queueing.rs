@@ -135,7 +135,10 @@ fn check_mmc(c: u32, rho: f64, customers_per_seed: f64) {
         .iter()
         .map(|(_, s)| s.dependency_queue_wait_mean_ms.unwrap())
         .collect();
-    let util: Vec<f64> = runs.iter().map(|(_, s)| s.dependency_utilization).collect();
+    let util: Vec<f64> = runs
+        .iter()
+        .map(|(_, s)| s.dependency_utilization.unwrap())
+        .collect();
     agree(&format!("{name} W_q ms"), &wq, t.wq_ms, 0.02);
     agree(&format!("{name} utilization"), &util, t.util, 0.02);
     for (_, s) in &runs {
@@ -195,7 +198,10 @@ fn mm1k_blocking_wait_and_utilization() {
             .iter()
             .map(|(_, s)| s.dependency_queue_wait_mean_ms.unwrap())
             .collect();
-        let util: Vec<f64> = runs.iter().map(|(_, s)| s.dependency_utilization).collect();
+        let util: Vec<f64> = runs
+            .iter()
+            .map(|(_, s)| s.dependency_utilization.unwrap())
+            .collect();
         agree(&format!("{name} blocking"), &block, t.block, 0.02);
         agree(&format!("{name} W_q ms"), &wq, t.wq_ms, 0.02);
         agree(&format!("{name} utilization"), &util, t.util, 0.02);

@@ -380,6 +380,17 @@ fn defaults_follow_the_users_values() {
     let b = p[0].1.bulkhead.unwrap().config;
     assert_eq!((b.max_queue, b.wait), (8, true));
 
+    // A recovery window shorter than the default bucket: the bucket follows.
+    let s = stormsim::scenario::load_str(
+        &format!("{BASE}analysis: {{ recovery_window: 500ms }}\n"),
+        "w.yaml",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        s.bucket(),
+        stormsim::scenario::units::Duration::from_millis(500)
+    );
+
     // OCC: a cap below the blog's 5 ms base.
     let occ = stormsim::scenario::load_str(
         "name: occ\nduration: 1m\nocc: { clients: 10, policy: full_jitter, cap: 1ms }\n",
@@ -558,5 +569,195 @@ fn a_memory_error_points_at_the_sweep_entry() {
     assert!(
         e.contains("memv.yaml:18:59: variants.1.set.layers.api.breaker.window_calls: one run (variant `huge`)"),
         "{e}"
+    );
+}
+
+/// `check` reviews every variant and sweep point, not only the base
+/// scenario: one section per different review, the variants side by side,
+/// an error finding in any variant exits 1, and a large sweep stays
+/// bounded (what was not shown or not reviewed is counted).
+#[test]
+fn check_reviews_every_variant() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = format!(
+        "{BASE}variants:\n  few: {{ layers.api.retry.max_attempts: 1 }}\n  same: {{ layers.api.retry.max_attempts: 1 }}\n  bad: {{ layers.api.retry.retry_on: [timeout, 404] }}\n"
+    );
+    let f = file(dir.path(), "v.yaml", &src);
+    let o = stormsim(&["check", &f]);
+    assert_eq!(o.status.code(), Some(1), "the variant `bad` has an error");
+    let out = stdout(&o);
+    assert!(
+        out.contains("(scenario `base`): 3 of 3 variant(s) reviewed, 2 different review(s)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("== variants `few`, `same` (the same review) =="),
+        "{out}"
+    );
+    assert!(out.contains("== variant `bad` =="), "{out}");
+    assert!(
+        out.contains("retries-non-retryable-status [layers.api.retry.retry_on]"),
+        "{out}"
+    );
+    let table: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("variants "))
+        .collect();
+    assert_eq!(table.len(), 3, "{out}");
+    assert!(
+        table[2].starts_with("`bad`") && table[2].contains(" 1 "),
+        "{out}"
+    );
+
+    // JSON: every review with its variants.
+    let o = stormsim(&["check", "--format", "json", &f]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["variants_total"], 3);
+    assert_eq!(
+        v["reviews"][0]["variants"],
+        serde_json::json!(["few", "same"])
+    );
+    assert_eq!(v["reviews"][1]["review"]["stack"]["amplification"], 3.0);
+    // One variant: the review alone, as before.
+    let one = file(dir.path(), "one.yaml", BASE);
+    let v: serde_json::Value =
+        serde_json::from_slice(&stormsim(&["check", "--format", "json", &one]).stdout).unwrap();
+    assert_eq!(v["stack"]["amplification"], 3.0);
+
+    // A sweep of 3000 points: bounded.
+    let attempts: Vec<String> = (1..=50).map(|i| i.to_string()).collect();
+    let rates: Vec<String> = (1..=60).map(|i| format!("{i}/s")).collect();
+    let src = format!(
+        "{BASE}sweep:\n  layers.api.retry.max_attempts: [{}]\n  clients.arrival.rate: [{}]\n",
+        attempts.join(", "),
+        rates.join(", ")
+    );
+    let f = file(dir.path(), "big.yaml", &src);
+    let out = stdout(&stormsim(&["check", &f]));
+    assert!(out.lines().count() < 400, "{}", out.lines().count());
+    assert!(
+        out.contains("480 more variant(s) reviewed but not shown"),
+        "{out}"
+    );
+    assert!(out.contains("2500 more variant(s) not reviewed"), "{out}");
+}
+
+/// The cells of one column of a CSV table, by header name.
+fn column(table: &str, name: &str) -> Vec<String> {
+    let mut r = csv::Reader::from_reader(table.as_bytes());
+    let i = r
+        .headers()
+        .unwrap()
+        .iter()
+        .position(|h| h == name)
+        .unwrap_or_else(|| panic!("no column {name}"));
+    r.records().map(|rec| rec.unwrap()[i].to_string()).collect()
+}
+
+/// A run that ends before one full recovery window after the incident has
+/// no verdict, and says so everywhere the verdict appears: the console,
+/// `summary.csv`, `summary_by_variant.csv`, `report.html` and the SLO.
+#[test]
+fn a_run_too_short_after_the_incident_has_no_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = BASE.replace("end: 20s", "end: 28s") + "slo: { recovery_within: 10s }\n";
+    let f = file(dir.path(), "short.yaml", &src);
+    let out = dir.path().join("out");
+    let o = stormsim(&["run", &f, "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let console = stdout(&o);
+    assert!(
+        console.contains("undecided: run ends 2 s after the trigger, needs a 5 s recovery_window"),
+        "{console}"
+    );
+    assert!(!console.contains("metastable"), "{console}");
+    assert!(
+        console.contains("FAIL  recovery_within undecided > 10s"),
+        "{console}"
+    );
+    let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+    assert_eq!(column(&summary, "recovered"), ["undecided"]);
+    assert_eq!(column(&summary, "recovery_time_s"), [""]);
+    let by_variant = std::fs::read_to_string(out.join("summary_by_variant.csv")).unwrap();
+    assert_eq!(column(&by_variant, "recovered_fraction"), [""]);
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        html.contains(
+            "undecided: its replicate ends too soon after the incident to judge recovery"
+        ),
+        "no undecided verdict in the report"
+    );
+    assert!(!html.contains("never recovered"), "a verdict in the report");
+    // One full window after the incident is enough for a verdict.
+    let src = BASE.replace("end: 20s", "end: 25s");
+    let f = file(dir.path(), "enough.yaml", &src);
+    let out = dir.path().join("out2");
+    let o = stormsim(&["run", &f, "--out", out.to_str().unwrap()]);
+    let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+    assert_ne!(
+        column(&summary, "recovered"),
+        ["undecided"],
+        "{}",
+        stdout(&o)
+    );
+    assert_ne!(column(&summary, "recovered"), [""]);
+}
+
+/// A ratio with nothing to divide by (0/0) is not applicable: empty in
+/// the tables, `n/a` in the console, never 0 or 0%.
+#[test]
+fn ratios_of_nothing_are_not_applicable() {
+    let dir = tempfile::tempdir().unwrap();
+    // No request at all.
+    let src = BASE.replace(
+        "  arrival: { kind: poisson, rate: 50/s }\n",
+        "  arrival: { kind: poisson, rate: 50/s }\n  schedule:\n    - { at: 0s, rate: 0/s }\n",
+    );
+    let f = file(dir.path(), "none.yaml", &src);
+    let out = dir.path().join("out");
+    let o = stormsim(&["run", &f, "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let console = stdout(&o);
+    let row = console.lines().nth(2).unwrap();
+    assert!(row.starts_with("base"), "{console}");
+    assert_eq!(row.matches("n/a").count(), 2, "{console}");
+    assert!(!row.contains('%'), "{console}");
+    let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+    for c in [
+        "success_rate",
+        "retry_ratio",
+        "amplification",
+        "peak_amplification",
+        "amplification_api",
+        "deliveries_per_message",
+        "work_per_message",
+    ] {
+        assert_eq!(column(&summary, c), [""], "{c}");
+    }
+    assert_eq!(column(&summary, "logical_requests"), ["0"]);
+    // OCC: no workers, no capacity.
+    let f = file(
+        dir.path(),
+        "occ.yaml",
+        "name: occ\nduration: 1m\nocc: { clients: 5, policy: full_jitter }\n",
+    );
+    let out = dir.path().join("occ");
+    let o = stormsim(&["run", &f, "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+    for c in [
+        "dependency_utilization",
+        "peak_load_ratio",
+        "peak_load_ratio_after",
+    ] {
+        assert_eq!(column(&summary, c), [""], "{c}");
+    }
+    let ts = std::fs::read_to_string(out.join("timeseries.csv")).unwrap();
+    assert!(column(&ts, "utilization").iter().all(String::is_empty));
+    assert!(column(&ts, "load_ratio").iter().all(String::is_empty));
+    assert!(
+        stdout(&o).lines().nth(2).unwrap().contains("n/a"),
+        "{}",
+        stdout(&o)
     );
 }

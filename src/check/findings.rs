@@ -52,14 +52,38 @@ pub(super) fn count(v: f64) -> String {
     t.strip_suffix('x').unwrap_or(&t).to_string()
 }
 
+/// How [`fmt_s`] writes a year or more.
+pub(super) const OVER_A_YEAR: &str = "over a year";
+
+/// Seconds for people: `250 ms`, `16.70 s`, `450 s`, `25 min`,
+/// `3 h 20 min`, `12 d 4 h`, `over a year` (never a 15-digit number).
 pub(super) fn fmt_s(v: f64) -> String {
-    if v >= 100.0 {
+    const MIN: f64 = 60.0;
+    const HOUR: f64 = 3600.0;
+    const DAY: f64 = 86_400.0;
+    if !v.is_finite() || v >= 365.0 * DAY {
+        OVER_A_YEAR.into()
+    } else if v >= 2.0 * DAY {
+        let h = (v / HOUR).round() as u64;
+        format!("{} d {} h", h / 24, h % 24)
+    } else if v >= 2.0 * HOUR {
+        let m = (v / MIN).round() as u64;
+        format!("{} h {} min", m / 60, m % 60)
+    } else if v >= 10.0 * MIN {
+        format!("{} min", (v / MIN).round() as u64)
+    } else if v >= 100.0 {
         format!("{v:.0} s")
     } else if v >= 1.0 {
         format!("{v:.2} s")
     } else {
         format!("{:.0} ms", v * 1000.0)
     }
+}
+
+/// A time that may have no bound, as [`fmt_s`] writes it, or `without
+/// bound`.
+pub(super) fn fmt_bound(v: Option<f64>) -> String {
+    v.map_or("without bound".to_string(), fmt_s)
 }
 
 /// One hop reviewed for findings: a layer of a chain, or a call of a
@@ -196,8 +220,8 @@ pub(super) fn time_budget_findings(
             .any(|l| l.total_timeout.is_some() || l.retry.max_elapsed.is_some());
     if retrying && !has_wall_clock {
         out.add(Severity::Warning, "no-wall-clock-budget", "clients.deadline", format!(
-            "retries are bounded by attempts only: no clients.deadline, total_timeout or max_elapsed (worst case {} per request)",
-            stack.worst_case_s.map_or("unbounded".to_string(), fmt_s)
+            "retries are bounded by attempts only: no clients.deadline, total_timeout or max_elapsed (worst case per request: {})",
+            fmt_bound(stack.worst_case_s)
         ), &format!("set clients.deadline (the user's budget) and `deadline: propagate` on {below}, or total_timeout"));
     }
     if let (Some(d), Some(false)) = (deadline, stack.fits_deadline) {
@@ -210,8 +234,8 @@ pub(super) fn time_budget_findings(
             format!(
                 "in the worst case ({}) a request needs up to {} (about {} at mean draws) but the deadline is {}: about {} of the {first} {} attempts fit",
                 stack.worst_case,
-                stack.worst_case_s.map_or("unbounded".to_string(), fmt_s),
-                stack.expected_s.map_or("unbounded".to_string(), fmt_s),
+                fmt_bound(stack.worst_case_s),
+                fmt_bound(stack.expected_s),
                 fmt_s(d),
                 stack.attempts_within_deadline.unwrap_or(1),
                 attempts

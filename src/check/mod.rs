@@ -13,14 +13,16 @@ mod findings;
 pub mod graph;
 mod render;
 mod timing;
+pub mod variants;
 
 use serde::Serialize;
 
 use crate::engine::NS_PER_S;
 use crate::scenario::{Scenario, to_model};
 
-pub use render::{human, json, times};
+pub use render::{human, human_reviews, json, json_reviews, times};
 pub use timing::sleep_bounds;
+pub use variants::{Reviews, check_variants};
 
 /// How serious a finding is: `error` makes `stormsim check` exit with 1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -185,7 +187,7 @@ pub fn check(s: &Scenario) -> Report {
             budgeted_calls_per_request: budgeted_calls,
             budgeted_attempts: amp.budgeted,
             budget_note: amp.note,
-            worst_case: timing::worst_case_words(l, sl),
+            worst_case: timing::worst_case_words(l, sl, t.attempt_worst.is_some()),
         });
         calls *= amplification::calls_out(l, attempts as f64);
         budgeted_calls *= amplification::calls_out(l, amp.budgeted);

@@ -2,14 +2,24 @@
 
 use std::fmt::Write;
 
+use super::variants::Reviews;
 use super::{LayerReport, Report, Severity};
+use crate::escape::escape;
 
+/// A time for the tables: `250 ms`, `16.70 s`, `25 min`, `3 h 20 min`,
+/// `12 d 4 h`, `over a year`, or `unbounded`.
 fn secs(v: Option<f64>) -> String {
-    match v {
-        None => "unbounded".into(),
-        Some(v) if v >= 100.0 => format!("{v:.0} s"),
-        Some(v) if v >= 1.0 => format!("{v:.2} s"),
-        Some(v) => format!("{:.0} ms", v * 1000.0),
+    v.map_or("unbounded".to_string(), super::findings::fmt_s)
+}
+
+/// How long a request takes in the worst case, in a sentence.
+fn takes(worst: Option<f64>, expected: Option<f64>) -> String {
+    let year = super::findings::OVER_A_YEAR;
+    match (worst, expected) {
+        (Some(w), _) if secs(Some(w)) == year => format!("can take {year}"),
+        (Some(w), Some(e)) => format!("takes up to {} (about {} at mean draws)", secs(Some(w)), secs(Some(e))),
+        (Some(w), None) => format!("takes up to {}", secs(Some(w))),
+        _ => "has no time bound: nothing gives up on an attempt that is never answered (no timeout, deadline or total_timeout bounds it)".into(),
     }
 }
 
@@ -25,6 +35,121 @@ pub fn times(v: f64) -> String {
     } else {
         format!("{v:.2}x")
     }
+}
+
+/// The reviews of a scenario's variants as JSON (pretty-printed, one
+/// trailing newline): the one review as [`json`] gives it when the
+/// scenario runs one variant, else every different review with the
+/// variants it is the review of.
+pub fn json_reviews(r: &Reviews) -> String {
+    if let Some(one) = r.single() {
+        return json(one);
+    }
+    let mut text = serde_json::to_string_pretty(r)
+        .unwrap_or_else(|e| format!("{{\"error\": \"cannot write the report: {e}\"}}"));
+    text.push('\n');
+    text
+}
+
+/// Names for a heading: `a`, `b` and `c`, the first few of many.
+fn names_text(names: &[String], shown: usize) -> String {
+    let quoted: Vec<String> = names
+        .iter()
+        .take(shown)
+        .map(|n| format!("`{}`", escape(n)))
+        .collect();
+    let more = names.len().saturating_sub(shown);
+    if more > 0 {
+        format!("{} and {more} more", quoted.join(", "))
+    } else {
+        quoted.join(", ")
+    }
+}
+
+/// The reviews of a scenario's variants as text: the one review as
+/// [`human`] gives it when the scenario runs one variant; else each
+/// different review under a heading naming its variants, then a table of
+/// the variants side by side and what was left out.
+pub fn human_reviews(r: &Reviews, file: &str) -> String {
+    if let Some(one) = r.single() {
+        return human(one, file);
+    }
+    let mut o = String::new();
+    let reviewed = r.variants_total - r.not_reviewed;
+    let _ = writeln!(
+        o,
+        "stormsim check: {file} (scenario `{}`): {reviewed} of {} variant(s) reviewed, {} different review(s){}",
+        escape(&r.scenario),
+        r.variants_total,
+        r.reviews.len() + usize::from(!r.not_shown.is_empty()),
+        if r.not_shown.is_empty() {
+            ""
+        } else {
+            " or more"
+        }
+    );
+    for v in &r.reviews {
+        let title = if v.variants.len() == 1 {
+            format!("variant {}", names_text(&v.variants, 1))
+        } else {
+            format!("variants {} (the same review)", names_text(&v.variants, 6))
+        };
+        let _ = writeln!(o, "\n== {title} ==");
+        let body = human(&v.review, file);
+        // Its first line names the file and scenario, said once above.
+        o.push_str(body.split_once('\n').map_or("", |(_, rest)| rest));
+    }
+    let names: Vec<String> = r
+        .reviews
+        .iter()
+        .map(|v| names_text(&v.variants, 2))
+        .collect();
+    let w = names
+        .iter()
+        .map(|n| n.chars().count())
+        .max()
+        .unwrap_or(7)
+        .max(7);
+    let _ = writeln!(
+        o,
+        "\n{:<w$} {:>6} {:>8} {:>4} {:>13} {:>12}",
+        "variants", "errors", "warnings", "info", "amplification", "worst case"
+    );
+    for (v, name) in r.reviews.iter().zip(&names) {
+        let (e, wn, i) = super::variants::counts(&v.review);
+        let _ = writeln!(
+            o,
+            "{name:<w$} {e:>6} {wn:>8} {i:>4} {:>13} {:>12}",
+            times(v.review.stack.amplification),
+            secs(v.review.stack.worst_case_s)
+        );
+    }
+    if !r.not_shown.is_empty() {
+        let errors = if r.not_shown_with_errors > 0 {
+            format!(
+                ", {} of them with an error finding",
+                r.not_shown_with_errors
+            )
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            o,
+            "{} more variant(s) reviewed but not shown: their reviews differ from the {} above ({}){errors}",
+            r.not_shown.len(),
+            r.reviews.len(),
+            names_text(&r.not_shown, 3)
+        );
+    }
+    if r.not_reviewed > 0 {
+        let _ = writeln!(
+            o,
+            "{} more variant(s) not reviewed: a check reviews at most {} (fewer with many attempts); review them with --set or a smaller sweep",
+            r.not_reviewed,
+            super::variants::MAX_REVIEWED
+        );
+    }
+    o
 }
 
 /// The report as JSON (pretty-printed, one trailing newline).
@@ -111,10 +236,9 @@ pub fn human(r: &Report, file: &str) -> String {
     };
     let _ = writeln!(
         o,
-        "\nstack: in the worst case ({}), a request takes up to {} (about {} at mean draws){fits}",
+        "\nstack: in the worst case ({}), a request {}{fits}",
         s.worst_case,
-        secs(s.worst_case_s),
-        secs(s.expected_s)
+        takes(s.worst_case_s, s.expected_s)
     );
     let per = if s.deliveries > 1 {
         format!(
@@ -309,10 +433,9 @@ fn human_graph(r: &Report, file: &str) -> String {
     };
     let _ = writeln!(
         o,
-        "\nrequest: in the worst case ({}), a request takes up to {} (about {} at mean draws){fits}",
+        "\nrequest: in the worst case ({}), a request {}{fits}",
         s.worst_case,
-        secs(s.worst_case_s),
-        secs(s.expected_s)
+        takes(s.worst_case_s, s.expected_s)
     );
     let per = if s.deliveries > 1 {
         format!(

@@ -365,3 +365,53 @@ fn a_timeout_longer_than_the_run_is_advice_not_an_error() {
     );
     assert!(!r.has_errors());
 }
+
+/// Times read as people read them, never as a 15-digit number of seconds.
+#[test]
+fn large_times_are_readable() {
+    use super::findings::fmt_s;
+    for (v, text) in [
+        (0.25, "250 ms"),
+        (16.7, "16.70 s"),
+        (450.0, "450 s"),
+        (1500.0, "25 min"),
+        (12_000.0, "3 h 20 min"),
+        (1_050_000.0, "12 d 4 h"),
+        (40_000_000.0, "over a year"),
+        (1e15, "over a year"),
+        (f64::INFINITY, "over a year"),
+    ] {
+        assert_eq!(fmt_s(v), text, "{v}");
+    }
+}
+
+/// A layer without a timeout of its own times nothing out: the worst case
+/// says what happens instead (its attempts last as long as the call below
+/// them, or, when nothing below gives up, its first attempt is never
+/// answered).
+#[test]
+fn the_worst_case_of_a_layer_without_a_timeout() {
+    let r = report(
+        "layers:\n  - { name: outer, retry: { max_attempts: 3 } }\n  - { name: inner, timeout: 1s, retry: { max_attempts: 2 } }\n",
+    );
+    assert_eq!(
+        r.layers[0].worst_case,
+        "all 3 attempts lasting as long as the call below them, each failing when it gives up (no timeout of its own)"
+    );
+    assert_eq!(r.layers[1].worst_case, "all 2 attempts timing out");
+    let r = report("layers:\n  - { name: only, retry: { max_attempts: 3 } }\n");
+    assert_eq!(
+        r.layers[0].worst_case,
+        "its first attempt never answered: no timeout, and nothing below gives up, so the other 2 attempts never go"
+    );
+    let text = human(&r, "x.yaml");
+    assert!(text.contains("a request has no time bound"), "{text}");
+    assert!(!text.contains("timing out"), "{text}");
+    // Hours of backoff read as hours, not seconds.
+    let r = report(
+        "layers:\n  - { name: slow, timeout: 1h, retry: { max_attempts: 3, backoff: { kind: constant, base: 2h } } }\n",
+    );
+    let text = human(&r, "x.yaml");
+    assert!(text.contains("7 h 0 min"), "{text}");
+    assert!(!text.contains("25200"), "{text}");
+}

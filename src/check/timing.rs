@@ -101,8 +101,15 @@ pub fn retry_after_wait(mode: RetryAfterMode, ra: f64, t_worst: f64, t_mean: f64
 /// but what happens in it differs: a policy that retries timeouts has
 /// every attempt time out; one that does not retries only the failures it
 /// lists, each of which can come just before the attempt's timeout, and
-/// the last attempt times out.
-pub fn worst_case_words(l: &CallPolicy, layer: &crate::scenario::types::Layer) -> String {
+/// the last attempt times out. A layer without a timeout of its own times
+/// nothing out: its attempts last as long as the call below them
+/// (`bounded`: that call has a bound), or, when nothing below gives up,
+/// its first attempt hangs and no retry ever goes.
+pub fn worst_case_words(
+    l: &CallPolicy,
+    layer: &crate::scenario::types::Layer,
+    bounded: bool,
+) -> String {
     use crate::scenario::types::RetryOn;
     let ends = if l.timeout.is_some() {
         "its timeout"
@@ -110,11 +117,33 @@ pub fn worst_case_words(l: &CallPolicy, layer: &crate::scenario::types::Layer) -
         "the call below it gives up"
     };
     if let Some(h) = l.hedging {
+        if l.timeout.is_none() && !bounded {
+            return format!(
+                "all {} hedges sent, {} apart, none ever answered (no timeout, and nothing below gives up)",
+                h.max_attempts,
+                crate::scenario::units::Duration(h.delay)
+            );
+        }
         return format!(
             "all {} hedges sent, {} apart, none succeeding before {ends}",
             h.max_attempts,
             crate::scenario::units::Duration(h.delay)
         );
+    }
+    if l.timeout.is_none() {
+        return match (l.retry.max_attempts, bounded) {
+            (0 | 1, true) => "its one attempt lasting as long as the call below it".into(),
+            (n, true) => format!(
+                "all {n} attempts lasting as long as the call below them, each failing when it gives up (no timeout of its own)"
+            ),
+            (0 | 1, false) => {
+                "its one attempt never answered: no timeout, and nothing below gives up".into()
+            }
+            (n, false) => format!(
+                "its first attempt never answered: no timeout, and nothing below gives up, so the other {} attempts never go",
+                n - 1
+            ),
+        };
     }
     let retried: Vec<String> = layer
         .retry
@@ -129,8 +158,7 @@ pub fn worst_case_words(l: &CallPolicy, layer: &crate::scenario::types::Layer) -
         })
         .collect();
     match l.retry.max_attempts {
-        0 | 1 if l.timeout.is_some() => "its one attempt timing out".into(),
-        0 | 1 => "its one attempt lasting as long as the call below it".into(),
+        0 | 1 => "its one attempt timing out".into(),
         n if l.retry.retry_on.timeout => format!("all {n} attempts timing out"),
         n if retried.is_empty() => format!(
             "its first attempt timing out (timeouts are not retried, and nothing else is listed: the other {} attempts never go)",

@@ -3,7 +3,7 @@
 //! (Student's t with n − 1 degrees of freedom; empty with one replicate).
 //! Missing values (a run with no recovery, say) are left out of both.
 //! `recovered` becomes `recovered_fraction`: the share of replicates that
-//! recovered (among those with a verdict). `aborted` becomes
+//! recovered (among those with a verdict: not the `undecided` ones). `aborted` becomes
 //! `aborted_runs`: the replicates a guard rail stopped early. `slo_pass`
 //! and `slo_failed` become the variant's verdict (`slo::aggregate`):
 //! `slo_pass`, `slo_pass_fraction` and `slo_failed`. Swept values
@@ -80,16 +80,18 @@ pub fn aggregate(rows: &[Vec<(String, Cell)>]) -> Vec<(String, Cell)> {
             out.push(("aborted_runs".into(), Cell::Int(n as u64)));
             continue;
         }
-        if matches!(cell, Cell::Text(_)) || name == "event_digest" {
-            continue;
-        }
-        let values: Vec<f64> = rows.iter().filter_map(|r| r[i].1.number()).collect();
         if name == "recovered" {
+            // Over the runs with a verdict (not the undecided ones).
+            let values: Vec<f64> = rows.iter().filter_map(|r| r[i].1.number()).collect();
             let frac =
                 (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64);
             out.push(("recovered_fraction".into(), Cell::opt_f(frac)));
             continue;
         }
+        if matches!(cell, Cell::Text(_)) || name == "event_digest" {
+            continue;
+        }
+        let values: Vec<f64> = rows.iter().filter_map(|r| r[i].1.number()).collect();
         let (mean, ci) = match mean_ci(&values) {
             Some((m, ci)) => (Cell::Float(m), Cell::opt_f(ci)),
             None => (Cell::Missing, Cell::Missing),

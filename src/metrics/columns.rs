@@ -131,7 +131,7 @@ pub fn for_each_time_cell(
     f(format_args!("shed"), Cell::Int(r.shed));
     f(format_args!("queue_depth"), Cell::Float(r.queue_depth));
     f(format_args!("in_flight"), Cell::Float(r.in_flight));
-    f(format_args!("utilization"), Cell::Float(r.utilization));
+    f(format_args!("utilization"), Cell::opt_f(r.utilization));
     f(format_args!("goodput"), Cell::Float(r.goodput));
     f(
         format_args!("latency_p50_ms"),
@@ -166,7 +166,7 @@ pub fn for_each_time_cell(
     f(format_args!("blackholed"), Cell::Int(r.blackholed));
     f(format_args!("queue_timeouts"), Cell::Int(r.queue_timeouts));
     f(format_args!("open_requests"), Cell::Int(r.open_requests));
-    f(format_args!("load_ratio"), Cell::Float(r.load_ratio));
+    f(format_args!("load_ratio"), Cell::opt_f(r.load_ratio));
     f(format_args!("commits"), Cell::Int(r.commits));
     f(
         format_args!("duplicate_side_effects"),
@@ -216,8 +216,12 @@ pub fn for_each_time_cell(
 }
 
 /// `a ÷ b`, 0 when there is nothing to divide.
-fn per(a: u64, b: u64) -> f64 {
-    if b == 0 { 0.0 } else { a as f64 / b as f64 }
+/// The `recovered` cell of a run too short after its trigger to judge.
+pub const UNDECIDED: &str = "undecided";
+
+/// `a` per `b`; none when there is no `b` (0/0 is not 0).
+fn per(a: u64, b: u64) -> Option<f64> {
+    (b > 0).then(|| a as f64 / b as f64)
 }
 
 /// Per-layer refusals: `budget_exhausted_<layer>`, `throttled_<layer>`,
@@ -253,7 +257,7 @@ pub fn summary_cells(s: &Summary, layer_names: &[String]) -> Vec<(String, Cell)>
             Cell::Int(s.dependency_attempts),
         ),
         ("retries".into(), Cell::Int(s.retries)),
-        ("retry_ratio".into(), Cell::Float(s.retry_ratio)),
+        ("retry_ratio".into(), Cell::opt_f(s.retry_ratio)),
         (
             "retry_delay_p50_ms".into(),
             Cell::opt_f(s.retry_delay_p50_ms),
@@ -262,10 +266,18 @@ pub fn summary_cells(s: &Summary, layer_names: &[String]) -> Vec<(String, Cell)>
             "retry_delay_p99_ms".into(),
             Cell::opt_f(s.retry_delay_p99_ms),
         ),
-        ("amplification".into(), Cell::Float(s.amplification)),
+        // Per logical request: none without one (0/0 is not 0).
+        (
+            "amplification".into(),
+            if s.logical_requests == 0 {
+                Cell::Missing
+            } else {
+                Cell::Float(s.amplification)
+            },
+        ),
         (
             "peak_amplification".into(),
-            Cell::Float(s.peak_amplification),
+            Cell::opt_f(s.peak_amplification),
         ),
         ("goodput".into(), Cell::Float(s.goodput)),
         ("latency_mean_ms".into(), Cell::opt_f(s.latency_mean_ms)),
@@ -274,17 +286,29 @@ pub fn summary_cells(s: &Summary, layer_names: &[String]) -> Vec<(String, Cell)>
         ("latency_p999_ms".into(), Cell::opt_f(s.latency_p999_ms)),
         (
             "dependency_utilization".into(),
-            Cell::Float(s.dependency_utilization),
+            Cell::opt_f(s.dependency_utilization),
         ),
         (
             "dependency_queue_wait_mean_ms".into(),
             Cell::opt_f(s.dependency_queue_wait_mean_ms),
         ),
-        ("peak_load_ratio".into(), Cell::Float(s.peak_load_ratio)),
+        (
+            "peak_load_ratio".into(),
+            if s.capacity_per_s > 0.0 {
+                Cell::Float(s.peak_load_ratio)
+            } else {
+                Cell::Missing
+            },
+        ),
         ("recovery_time_s".into(), Cell::opt_f(s.recovery_time_s)),
         (
             "recovered".into(),
-            s.recovered.map_or(Cell::Missing, Cell::Bool),
+            match (s.recovered, s.undecided) {
+                (Some(r), _) => Cell::Bool(r),
+                // No verdict: the run ended too soon after the trigger.
+                (None, Some(_)) => Cell::Text(UNDECIDED.into()),
+                (None, None) => Cell::Missing,
+            },
         ),
         ("orphaned_work_s".into(), Cell::Float(s.orphaned_work_s)),
         ("events".into(), Cell::Int(s.events)),
@@ -358,11 +382,11 @@ pub fn summary_cells(s: &Summary, layer_names: &[String]) -> Vec<(String, Cell)>
         ("deliveries".into(), Cell::Int(s.deliveries)),
         (
             "deliveries_per_message".into(),
-            Cell::Float(per(s.deliveries, s.messages)),
+            Cell::opt_f(per(s.deliveries, s.messages)),
         ),
         (
             "work_per_message".into(),
-            Cell::Float(per(s.dependency_attempts, s.messages)),
+            Cell::opt_f(per(s.dependency_attempts, s.messages)),
         ),
         ("redeliveries".into(), Cell::Int(s.redeliveries)),
         (
@@ -393,12 +417,8 @@ pub fn summary_cells(s: &Summary, layer_names: &[String]) -> Vec<(String, Cell)>
     }
     push_gates(&mut v, &s.layer_gates, layer_names);
     for (i, name) in layer_names.iter().enumerate() {
-        let per_request = if s.logical_requests == 0 {
-            0.0
-        } else {
-            s.layer_attempts[i] as f64 / s.logical_requests as f64
-        };
-        v.push((format!("amplification_{name}"), Cell::Float(per_request)));
+        let per_request = per(s.layer_attempts[i], s.logical_requests);
+        v.push((format!("amplification_{name}"), Cell::opt_f(per_request)));
     }
     for (i, name) in layer_names.iter().enumerate() {
         v.push((format!("calls_{name}"), Cell::Int(s.layer_calls[i])));

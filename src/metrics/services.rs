@@ -184,8 +184,8 @@ pub struct ServiceRow {
 pub struct ServiceSummary {
     pub service: usize,
     pub totals: ServiceCounts,
-    /// Attempts ÷ logical requests.
-    pub amplification: f64,
+    /// Attempts ÷ logical requests; `None` without a logical request.
+    pub amplification: Option<f64>,
     /// The highest bucket's attempts per second ÷ capacity.
     pub peak_load_ratio: Option<f64>,
     /// The same over the full buckets from the end of the trigger on.
@@ -216,8 +216,8 @@ pub struct EdgeSummary {
     pub retries: u64,
     pub succeeded: u64,
     pub failed: u64,
-    /// Attempts ÷ logical requests.
-    pub amplification: f64,
+    /// Attempts ÷ logical requests; `None` without a logical request.
+    pub amplification: Option<f64>,
     /// Refusals by the budget, the throttle and the breaker.
     pub gates: [u64; 3],
     pub orphaned_attempts: u64,
@@ -393,7 +393,8 @@ pub fn tabulate_graph(
             ServiceSummary {
                 service: s,
                 totals: t,
-                amplification: ratio(t.attempts as f64, logical_requests as f64),
+                amplification: (logical_requests > 0)
+                    .then(|| t.attempts as f64 / logical_requests as f64),
                 peak_load_ratio: peaks[s],
                 peak_load_ratio_after: peaks_after[s],
                 peak_effective_load_ratio: peaks_effective[s],
@@ -422,7 +423,8 @@ pub fn tabulate_graph(
                 retries: edges.retries[e],
                 succeeded,
                 failed,
-                amplification: ratio(edges.attempts[e] as f64, logical_requests as f64),
+                amplification: (logical_requests > 0)
+                    .then(|| edges.attempts[e] as f64 / logical_requests as f64),
                 gates: edges.gates[e],
                 orphaned_attempts: edges.orphaned[e],
             }

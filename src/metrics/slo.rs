@@ -8,7 +8,8 @@
 //! - `latency_p99`: `latency_p99_outside_ms` at most this;
 //! - `peak_load_after`: `peak_load_ratio_after` at most this;
 //! - `recovery_within`: `recovery_time_s` at most this (a run that never
-//!   recovered misses it; without a trigger there is nothing to recover
+//!   recovered misses it, and so does one too short after the trigger to
+//!   tell, `undecided`; without a trigger there is nothing to recover
 //!   from, and it is met).
 //!
 //! A figure that has no value misses its objective (`none`: nothing ended
@@ -118,6 +119,8 @@ pub enum Measured {
     Value(f64),
     /// It never recovered (metastable).
     Never,
+    /// The run ended too soon after the trigger to tell.
+    Undecided,
     /// No value (nothing ended outside the incidents).
     None,
 }
@@ -127,6 +130,7 @@ impl Measured {
     fn badness(self, o: Objective) -> (u8, f64) {
         match self {
             Measured::None => (2, 0.0),
+            Measured::Undecided => (2, 0.0),
             Measured::Never => (1, 0.0),
             Measured::Value(v) if o.higher_is_better() => (0, -v),
             Measured::Value(v) => (0, v),
@@ -153,6 +157,7 @@ impl Measured {
                 o.show(round(v, d) / 10f64.powi(d))
             }
             Measured::Never => "never".into(),
+            Measured::Undecided => "undecided".into(),
             Measured::None => "none".into(),
         }
     }
@@ -225,6 +230,16 @@ impl Objectives {
                 Objective::LatencyP99 => s.latency_p99_outside_ms,
                 Objective::PeakLoadAfter => s.peak_load_ratio_after,
                 Objective::RecoveryWithin => match s.recovered {
+                    // Too short after the trigger to tell: not shown to be
+                    // met.
+                    None if s.undecided.is_some() => {
+                        misses.push(Miss {
+                            objective: o,
+                            measured: Measured::Undecided,
+                            target,
+                        });
+                        continue;
+                    }
                     // No trigger: nothing to recover from.
                     None if s.aborted.is_none() => continue,
                     Some(false) => {
@@ -307,6 +322,7 @@ fn parse_entry(entry: &str) -> Option<(Option<Miss>, bool)> {
     };
     let measured = match measured {
         "never" => Measured::Never,
+        "undecided" => Measured::Undecided,
         "none" => Measured::None,
         w => Measured::Value(number(w)?),
     };

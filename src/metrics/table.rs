@@ -9,7 +9,10 @@
 //! `threshold` × baseline. The run *recovered* when, from some window on,
 //! every window until the end of the run is healthy; the recovery time is
 //! the start of the first such window minus the trigger's end. A run that
-//! never gets there is metastable (`recovered = false`).
+//! never gets there is metastable (`recovered = false`). A run that ends
+//! before one full window after the trigger has no verdict: it is
+//! *undecided* (`recovered` empty in the summary, `undecided` in the
+//! tables), since it could not show either.
 //!
 //! A run stopped early by a guard rail (`aborted`) earns no verdict: its
 //! recovery cells and its success rate are empty (the requests still open
@@ -41,11 +44,22 @@ pub struct RunInfo {
     pub completion: Option<Nanos>,
 }
 
+/// Why a run has no recovery verdict: it ends `after_s` seconds (of full
+/// buckets) after the trigger, less than the `window_s` one healthy window
+/// needs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Undecided {
+    pub after_s: f64,
+    pub window_s: f64,
+}
+
 /// Facts about the system that the tables are judged against.
 #[derive(Clone, Debug)]
 pub struct RunContext {
     /// Nominal capacity of the dependency, requests per second.
     pub capacity_per_sec: f64,
+    /// Workers of the dependency; 0 when there are none (an OCC run):
+    /// utilization is then not applicable.
     pub concurrency: u32,
     pub recovery: RecoveryCriteria,
     pub layer_names: Vec<String>,
@@ -79,7 +93,8 @@ pub struct TimeRow {
     pub shed: u64,
     pub queue_depth: f64,
     pub in_flight: f64,
-    pub utilization: f64,
+    /// Busy workers ÷ workers; `None` without workers (an OCC run).
+    pub utilization: Option<f64>,
     pub goodput: f64,
     pub latency_p50_ms: Option<f64>,
     pub latency_p99_ms: Option<f64>,
@@ -101,8 +116,9 @@ pub struct TimeRow {
     pub dead_lettered: u64,
     /// Attempts sent by calls whose caller had given up, per layer.
     pub layer_orphaned: Vec<u64>,
-    /// Dependency attempts per second ÷ nominal capacity.
-    pub load_ratio: f64,
+    /// Dependency attempts per second ÷ nominal capacity; `None` without
+    /// a capacity (an OCC run).
+    pub load_ratio: Option<f64>,
     pub layer_attempts: Vec<u64>,
     pub layer_retries: Vec<u64>,
     /// Per layer: refusals by the budget, the throttle and the breaker.
@@ -119,27 +135,36 @@ pub struct Summary {
     pub succeeded: u64,
     pub failed: u64,
     pub in_flight_at_end: u64,
-    /// Succeeded ÷ (succeeded + failed); `None` for an aborted run.
+    /// Succeeded ÷ (succeeded + failed); `None` for an aborted run and when
+    /// no request ended.
     pub success_rate: Option<f64>,
     pub dependency_attempts: u64,
     pub retries: u64,
-    pub retry_ratio: f64,
+    /// Retries ÷ attempts; `None` when nothing was attempted.
+    pub retry_ratio: Option<f64>,
     pub retry_delay_p50_ms: Option<f64>,
     pub retry_delay_p99_ms: Option<f64>,
     pub amplification: f64,
-    pub peak_amplification: f64,
+    /// The highest full bucket's dependency attempts ÷ logical requests;
+    /// `None` when no full bucket had a request.
+    pub peak_amplification: Option<f64>,
     pub goodput: f64,
     pub latency_mean_ms: Option<f64>,
     pub latency_p50_ms: Option<f64>,
     pub latency_p99_ms: Option<f64>,
     pub latency_p999_ms: Option<f64>,
-    pub dependency_utilization: f64,
+    /// `None` without workers (an OCC run).
+    pub dependency_utilization: Option<f64>,
     pub dependency_queue_wait_mean_ms: Option<f64>,
     pub peak_load_ratio: f64,
     /// `None` without a trigger, and for an aborted run.
     pub recovery_time_s: Option<f64>,
-    /// `None` without a trigger, and for an aborted run.
+    /// `None` without a trigger, for a run too short to judge
+    /// (`undecided`), and for an aborted run.
     pub recovered: Option<bool>,
+    /// A run that ends too soon after the trigger for one full recovery
+    /// window: no verdict (see the module documentation).
+    pub undecided: Option<Undecided>,
     pub orphaned_work_s: f64,
     pub events: u64,
     /// Dependency requests refused at the door while it was down
@@ -267,7 +292,7 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
             shed: c.shed,
             queue_depth: rec.queue.mean(b, len),
             in_flight: rec.queue.mean(b, len) + busy,
-            utilization: ratio(busy, ctx.concurrency as f64),
+            utilization: (ctx.concurrency > 0).then(|| busy / ctx.concurrency as f64),
             goodput: ratio(c.succeeded as f64, secs),
             latency_p50_ms: c.latency_p50_us.map(us_to_ms),
             latency_p99_ms: c.latency_p99_us.map(us_to_ms),
@@ -288,10 +313,8 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
             processed: c.processed,
             dead_lettered: c.dead_lettered,
             layer_orphaned: rec.layer_orphaned[b * layers..(b + 1) * layers].to_vec(),
-            load_ratio: ratio(
-                ratio(c.dependency_attempts as f64, secs),
-                ctx.capacity_per_sec,
-            ),
+            load_ratio: (ctx.capacity_per_sec > 0.0)
+                .then(|| ratio(c.dependency_attempts as f64, secs) / ctx.capacity_per_sec),
             layer_attempts: rec.layer_attempts[b * layers..(b + 1) * layers].to_vec(),
             layer_retries: rec.layer_retries[b * layers..(b + 1) * layers].to_vec(),
             layer_gates: (0..layers)
@@ -351,20 +374,21 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         .enumerate()
         .filter(|(b, r)| full(*b) && r.offered > 0)
         .map(|(_, r)| r.dependency_attempts as f64 / r.offered as f64)
-        .fold(0.0, f64::max);
+        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
     let peak_load_ratio = rows
         .iter()
         .enumerate()
         .filter(|(b, _)| full(*b))
-        .map(|(_, r)| r.load_ratio)
+        .filter_map(|(_, r)| r.load_ratio)
         .fold(0.0, f64::max);
     let hist_ms = |h: &hdrhistogram::Histogram<u64>, q: f64| {
         (!h.is_empty()).then(|| us_to_ms(h.value_at_quantile(q)))
     };
-    let (baseline, mut recovery_time_s, mut recovered) = recovery(rec, &rows, &ctx.recovery);
+    let (baseline, mut recovery_time_s, mut recovered, mut undecided) =
+        recovery(rec, &rows, &ctx.recovery);
     let aborted = info.aborted.is_some();
     if aborted {
-        (recovery_time_s, recovered) = (None, None);
+        (recovery_time_s, recovered, undecided) = (None, None, None);
     }
     let after = after_incident(rec, &rows, ctx, baseline);
     let (succeeded_out, failed_out) = (rec.totals.succeeded_outside, rec.totals.failed_outside);
@@ -373,10 +397,12 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         succeeded,
         failed,
         in_flight_at_end: rec.open_requests(),
-        success_rate: (!aborted).then(|| ratio(succeeded as f64, (succeeded + failed) as f64)),
+        // None when no request ended: 0/0 is not 0%.
+        success_rate: (!aborted && succeeded + failed > 0)
+            .then(|| succeeded as f64 / (succeeded + failed) as f64),
         dependency_attempts,
         retries,
-        retry_ratio: ratio(retries as f64, all_attempts as f64),
+        retry_ratio: (all_attempts > 0).then(|| retries as f64 / all_attempts as f64),
         retry_delay_p50_ms: hist_ms(&rec.retry_delay, 0.5),
         retry_delay_p99_ms: hist_ms(&rec.retry_delay, 0.99),
         amplification: ratio(dependency_attempts as f64, logical_requests as f64),
@@ -386,13 +412,15 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         latency_p50_ms: hist_ms(&rec.latency, 0.5),
         latency_p99_ms: hist_ms(&rec.latency, 0.99),
         latency_p999_ms: hist_ms(&rec.latency, 0.999),
-        dependency_utilization: ratio(rec.busy.total_secs(), run_secs * ctx.concurrency as f64),
+        dependency_utilization: (ctx.concurrency > 0)
+            .then(|| rec.busy.total_secs() / (run_secs * ctx.concurrency as f64)),
         dependency_queue_wait_mean_ms: (rec.totals.queue_wait_count > 0).then(|| {
             rec.totals.queue_wait_sum_ns as f64 / rec.totals.queue_wait_count as f64 / 1e6
         }),
         peak_load_ratio,
         recovery_time_s,
         recovered,
+        undecided,
         orphaned_work_s: rec.totals.orphaned_work_ns as f64 / 1e9,
         events: info.events,
         refused: after.refused,
@@ -482,7 +510,7 @@ fn after_incident(rec: &Recorder, rows: &[TimeRow], ctx: &RunContext, baseline: 
         .iter()
         .enumerate()
         .filter(|(b, _)| *b >= first_after && full(*b))
-        .map(|(_, r)| r.load_ratio)
+        .filter_map(|(_, r)| r.load_ratio)
         .fold(None, max);
     let peak_effective_load_ratio = (ctx.capacity_per_sec > 0.0)
         .then(|| {
@@ -531,12 +559,13 @@ fn after_incident(rec: &Recorder, rows: &[TimeRow], ctx: &RunContext, baseline: 
     }
 }
 
-/// Returns (baseline ratio, recovery time in seconds, recovered).
+/// Returns (baseline ratio, recovery time in seconds, recovered, why
+/// there is no verdict when the run is too short for one).
 fn recovery(
     rec: &Recorder,
     rows: &[TimeRow],
     c: &RecoveryCriteria,
-) -> (f64, Option<f64>, Option<bool>) {
+) -> (f64, Option<f64>, Option<bool>, Option<Undecided>) {
     let bucket = rec.bucket_len();
     let full: Vec<usize> = (0..rows.len())
         .filter(|&b| rec.len_of(b) == bucket)
@@ -560,14 +589,20 @@ fn recovery(
         .unwrap_or(1.0)
         .min(1.0);
     let Some(end) = c.trigger_end else {
-        return (baseline, None, None);
+        return (baseline, None, None, None);
     };
     let w = c.window.div_ceil(bucket).max(1) as usize;
     let b0 = end.div_ceil(bucket) as usize;
     let last_full = full.last().copied();
     let Some(last) = last_full.filter(|&l| l + 1 >= b0 + w) else {
-        // Not even one window fits after the trigger: never seen healthy.
-        return (baseline, None, Some(false));
+        // Not even one window fits after the trigger: no verdict.
+        let secs = |ns: u64| ns as f64 / NS_PER_S as f64;
+        let covered = last_full.map_or(0, |l| (l as u64 + 1) * bucket);
+        let undecided = Undecided {
+            after_s: secs(covered.saturating_sub(end)),
+            window_s: secs(w as u64 * bucket),
+        };
+        return (baseline, None, None, Some(undecided));
     };
     let healthy =
         |b: usize| ratio_of(&mut (b + 1 - w..=b)).is_none_or(|r| r >= c.threshold * baseline);
@@ -581,13 +616,14 @@ fn recovery(
         }
     }
     if settled > last {
-        return (baseline, None, Some(false));
+        return (baseline, None, Some(false), None);
     }
     let window_start = ((settled + 1 - w) as u64 * bucket).max(end);
     (
         baseline,
         Some((window_start - end) as f64 / NS_PER_S as f64),
         Some(true),
+        None,
     )
 }
 
@@ -626,12 +662,20 @@ mod tests {
     }
 
     /// (baseline, recovery time, recovered) as `summary.csv` gives them.
-    fn verdict(rec: &Recorder, c: RecoveryCriteria) -> (f64, Option<f64>, Option<bool>) {
-        let info = RunInfo {
+    fn undecided(rec: &Recorder, c: RecoveryCriteria) -> Option<Undecided> {
+        let rows: Vec<TimeRow> = tabulate(rec, &info_of(rec), &ctx_of(c)).0;
+        recovery(rec, &rows, &c).3
+    }
+
+    fn info_of(rec: &Recorder) -> RunInfo {
+        RunInfo {
             end: rec.duration(),
             ..RunInfo::default()
-        };
-        let ctx = RunContext {
+        }
+    }
+
+    fn ctx_of(c: RecoveryCriteria) -> RunContext {
+        RunContext {
             capacity_per_sec: 100.0,
             concurrency: 1,
             recovery: c,
@@ -641,8 +685,11 @@ mod tests {
             incident_windows: vec![],
             capacity_factors: vec![],
             focus: None,
-        };
-        let (_, s) = tabulate(rec, &info, &ctx);
+        }
+    }
+
+    fn verdict(rec: &Recorder, c: RecoveryCriteria) -> (f64, Option<f64>, Option<bool>) {
+        let (_, s) = tabulate(rec, &info_of(rec), &ctx_of(c));
         (s.baseline_success_ratio, s.recovery_time_s, s.recovered)
     }
 
@@ -831,19 +878,33 @@ mod tests {
         assert_eq!(verdict(&rec, c), (1.0, Some(2.5), Some(true)));
     }
 
+    /// A run that ends before one full window after the trigger could not
+    /// show recovery nor its absence: no verdict, and why.
     #[test]
-    fn a_run_too_short_for_one_window_after_the_trigger_never_recovered() {
+    fn a_run_too_short_for_one_window_after_the_trigger_is_undecided() {
         // The trigger ends at 20 s; one 5 s window needs buckets 20..24.
         let exactly = storm(&run_of(5, 100));
         assert_eq!(verdict(&exactly, trigger()), (1.0, Some(0.0), Some(true)));
+        assert_eq!(undecided(&exactly, trigger()), None);
         let short = storm(&run_of(4, 100));
-        assert_eq!(verdict(&short, trigger()), (1.0, None, Some(false)));
+        assert_eq!(verdict(&short, trigger()), (1.0, None, None));
+        assert_eq!(
+            undecided(&short, trigger()),
+            Some(Undecided {
+                after_s: 4.0,
+                window_s: 5.0
+            })
+        );
         // A short last bucket does not complete the window.
         let mut ok = run_of(10, 100);
         ok.extend(run_of(10, 0));
         ok.extend(run_of(5, 100));
         let rec = recorder(24_500 * NS_PER_MS, S, &ok);
-        assert_eq!(verdict(&rec, trigger()), (1.0, None, Some(false)));
+        assert_eq!(verdict(&rec, trigger()), (1.0, None, None));
+        assert_eq!(undecided(&rec, trigger()).map(|u| u.after_s), Some(4.0));
+        // Even a run that ends with the trigger.
+        let rec = storm(&run_of(0, 100));
+        assert_eq!(undecided(&rec, trigger()).map(|u| u.after_s), Some(0.0));
     }
 
     #[test]

@@ -202,6 +202,9 @@ pub struct RecoveryRow {
     pub judged: usize,
     /// Replicates stopped early by a guard rail: no verdict.
     pub aborted: usize,
+    /// Replicates that ended too soon after the trigger to judge: no
+    /// verdict.
+    pub undecided: usize,
 }
 
 /// The recovery figure, in one pass over each table (a sweep has
@@ -232,6 +235,11 @@ pub fn recovery_figure(d: &ChartData) -> RecoveryFigure {
             .is_some_and(|a| !a.is_empty())
         {
             row.aborted += 1;
+            continue;
+        }
+        let cell = recovered.and_then(|c| r.get(c));
+        if cell == Some(crate::metrics::columns::UNDECIDED) {
+            row.undecided += 1;
             continue;
         }
         match num(r, recovered) {
@@ -449,6 +457,8 @@ impl Drawable for RecoveryFigure {
             if r.judged == 0 {
                 let wordings = if r.aborted > 0 {
                     ["aborted (guard rail): no verdict", "aborted: no verdict"]
+                } else if r.undecided > 0 {
+                    ["undecided: run too short after the incident", "undecided"]
                 } else {
                     ["no incident: not judged", "not judged"]
                 };

@@ -6,9 +6,13 @@ use std::fmt::Write;
 
 use crate::metrics::Cell;
 use crate::metrics::slo::Objectives;
+use crate::metrics::table::Undecided;
 
 use super::tables::by_variant;
 use crate::runner::RunResult;
+
+/// A ratio with nothing to divide by (0/0).
+const NOT_APPLICABLE: &str = "n/a";
 
 fn get(cells: &[(String, Cell)], name: &str) -> Option<f64> {
     cells
@@ -17,22 +21,63 @@ fn get(cells: &[(String, Cell)], name: &str) -> Option<f64> {
         .and_then(|(_, c)| c.number())
 }
 
-/// The recovery column of a variant: `aborted` runs had no verdict.
-fn recovery_text(cells: &[(String, Cell)], runs: usize, aborted: usize) -> String {
+/// Seconds as the console shows them: `4 s`, `2.5 s`.
+fn seconds(v: f64) -> String {
+    if v.fract() == 0.0 {
+        format!("{v:.0} s")
+    } else {
+        format!("{v:.1} s")
+    }
+}
+
+/// The recovery column of a variant: `aborted` runs had no verdict, and
+/// neither had the `undecided` ones (the first of them says why).
+fn recovery_text(
+    cells: &[(String, Cell)],
+    runs: usize,
+    aborted: usize,
+    undecided: (usize, Option<Undecided>),
+) -> String {
     let f = |n: &str| get(cells, n);
+    let (undecided, why) = undecided;
     let verdict = match (f("recovered_fraction"), f("recovery_time_s_mean")) {
         _ if aborted > 0 && aborted == runs => None,
+        (None, _) if undecided > 0 => Some(match why {
+            Some(u) => format!(
+                "undecided: run ends {} after the trigger, needs a {} recovery_window",
+                seconds(u.after_s),
+                seconds(u.window_s)
+            ),
+            None => "undecided".to_string(),
+        }),
         (None, _) => Some("no trigger".to_string()),
         (Some(0.0), _) => Some("never (metastable)".to_string()),
         (Some(1.0), Some(t)) => Some(format!("{t:.1} s")),
         (Some(fr), Some(t)) => Some(format!("{t:.1} s ({:.0}% of runs)", fr * 100.0)),
         (Some(_), None) => Some("-".to_string()),
     };
+    let verdict = match verdict {
+        Some(v) if undecided > 0 && f("recovered_fraction").is_some() => {
+            Some(format!("{v}; {undecided} of {runs} undecided"))
+        }
+        v => v,
+    };
     match verdict {
         None => format!("ABORTED ({aborted} of {runs} runs)"),
         Some(v) if aborted == 0 => v,
         Some(v) => format!("{v}; {aborted} of {runs} ABORTED"),
     }
+}
+
+/// The runs of variant `name` too short after the trigger to judge, and
+/// why the first of them is.
+fn undecided_of(results: &[RunResult], name: &str) -> (usize, Option<Undecided>) {
+    let mut runs = results
+        .iter()
+        .filter(|r| r.variant == name)
+        .filter_map(|r| r.summary.undecided);
+    let first = runs.next();
+    (first.map_or(0, |_| 1 + runs.count()), first)
 }
 
 /// A figure's mean over replicates, formatted, or `-` when no replicate
@@ -136,23 +181,30 @@ pub fn summary_text(scenario: &str, results: &[RunResult], slo: Option<&Objectiv
         let f = |n: &str| get(cells, n);
         let runs = f("replicates").unwrap_or(0.0) as usize;
         let aborted = f("aborted_runs").unwrap_or(0.0) as usize;
+        // A ratio with nothing to divide by (no request ended, no capacity)
+        // is not applicable: `n/a`, never 0.
         let success = match f("success_rate_mean") {
             Some(rate) => format!("{:.2}%", rate * 100.0),
             None if aborted > 0 => "ABORTED".to_string(),
-            None => "-".to_string(),
+            None => NOT_APPLICABLE.to_string(),
         };
+        let times =
+            |n: &str| f(n).map_or_else(|| NOT_APPLICABLE.to_string(), |v| format!("{v:.2}x"));
         let _ = writeln!(
             s,
-            "{:<width$}  {:>12.2}x  {:>12}  {:>13.2}x  {:>14.1}  {:>20}",
+            "{:<width$}  {:>13}  {:>12}  {:>14}  {:>14.1}  {:>20}",
             name,
-            f("amplification_mean").unwrap_or(0.0),
+            times("amplification_mean"),
             success,
-            f("peak_load_ratio_mean").unwrap_or(0.0),
+            times("peak_load_ratio_mean"),
             f("goodput_mean").unwrap_or(0.0),
-            recovery_text(cells, runs, aborted),
+            recovery_text(cells, runs, aborted, undecided_of(results, name)),
         );
     }
-    if results.iter().any(|r| r.summary.recovered.is_some()) {
+    if results
+        .iter()
+        .any(|r| r.summary.recovered.is_some() || r.summary.undecided.is_some())
+    {
         after_text(&mut s, &agg, width);
     }
     if let Some(slo) = slo {
@@ -207,11 +259,31 @@ mod tests {
     #[test]
     fn aborted_runs_have_no_recovery_verdict() {
         let none = cells(&[]);
-        assert_eq!(recovery_text(&none, 3, 0), "no trigger");
-        assert_eq!(recovery_text(&none, 3, 3), "ABORTED (3 of 3 runs)");
-        assert_eq!(recovery_text(&none, 3, 1), "no trigger; 1 of 3 ABORTED");
+        let no = (0, None);
+        assert_eq!(recovery_text(&none, 3, 0, no), "no trigger");
+        assert_eq!(recovery_text(&none, 3, 3, no), "ABORTED (3 of 3 runs)");
+        assert_eq!(recovery_text(&none, 3, 1, no), "no trigger; 1 of 3 ABORTED");
         let some = cells(&[("recovered_fraction", 1.0), ("recovery_time_s_mean", 4.0)]);
-        assert_eq!(recovery_text(&some, 3, 1), "4.0 s; 1 of 3 ABORTED");
-        assert_eq!(recovery_text(&some, 3, 0), "4.0 s");
+        assert_eq!(recovery_text(&some, 3, 1, no), "4.0 s; 1 of 3 ABORTED");
+        assert_eq!(recovery_text(&some, 3, 0, no), "4.0 s");
+    }
+
+    /// A run too short after the trigger has no verdict, and says why.
+    #[test]
+    fn undecided_runs_have_no_recovery_verdict() {
+        let why = Undecided {
+            after_s: 2.0,
+            window_s: 5.0,
+        };
+        let none = cells(&[]);
+        assert_eq!(
+            recovery_text(&none, 2, 0, (2, Some(why))),
+            "undecided: run ends 2 s after the trigger, needs a 5 s recovery_window"
+        );
+        let some = cells(&[("recovered_fraction", 1.0), ("recovery_time_s_mean", 4.0)]);
+        assert_eq!(
+            recovery_text(&some, 3, 0, (1, Some(why))),
+            "4.0 s; 1 of 3 undecided"
+        );
     }
 }

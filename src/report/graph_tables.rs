@@ -40,7 +40,7 @@ fn opt(v: Option<f64>) -> Cell {
 pub fn service_cells(s: &ServiceSummary) -> Vec<(&'static str, Cell)> {
     let mut cells: Vec<(&'static str, Cell)> = count_cells(&s.totals).into();
     cells.extend([
-        ("amplification", Cell::Float(s.amplification)),
+        ("amplification", opt(s.amplification)),
         ("peak_load_ratio", opt(s.peak_load_ratio)),
         ("peak_load_ratio_after", opt(s.peak_load_ratio_after)),
         (
@@ -88,7 +88,7 @@ pub fn edge_cells(e: &EdgeSummary) -> Vec<(&'static str, Cell)> {
         ("retries", Cell::Int(e.retries)),
         ("succeeded", Cell::Int(e.succeeded)),
         ("failed", Cell::Int(e.failed)),
-        ("amplification", Cell::Float(e.amplification)),
+        ("amplification", opt(e.amplification)),
         ("budget_exhausted", Cell::Int(e.gates[0])),
         ("throttled", Cell::Int(e.gates[1])),
         ("breaker_rejected", Cell::Int(e.gates[2])),

@@ -85,10 +85,27 @@ pub fn escape(s: &str) -> String {
 }
 
 /// The metastability verdict of a variant, in words; replicates stopped
-/// by a guard rail have none, and are said to be aborted.
+/// by a guard rail have none, and are said to be aborted; replicates that
+/// end too soon after the incident have none either, and are said to be
+/// undecided.
 pub fn verdict(r: &RecoveryRow) -> String {
-    let judged = judged_verdict(r);
-    match (r.aborted, r.judged) {
+    let judged = match (r.undecided, r.judged) {
+        (0, _) => judged_verdict(r),
+        (u, 0) => format!(
+            "undecided: {} too soon after the incident to judge recovery (it needs one full analysis.recovery_window after the incident; see the recovered column of summary.csv)",
+            if u == 1 {
+                "its replicate ends".to_string()
+            } else {
+                format!("all {u} replicates end")
+            }
+        ),
+        (u, _) => format!(
+            "{}; {u} more replicate{} ended too soon after the incident to judge (undecided)",
+            judged_verdict(r),
+            if u == 1 { "" } else { "s" }
+        ),
+    };
+    match (r.aborted, r.judged + r.undecided) {
         (0, _) => judged,
         (a, 0) => format!(
             "aborted: {} stopped early at a guard rail, no verdict (see the aborted column of summary.csv)",
@@ -498,7 +515,25 @@ mod tests {
             metastable: judged - rec.len(),
             judged,
             aborted: 0,
+            undecided: 0,
         }
+    }
+
+    #[test]
+    fn undecided_replicates_have_no_verdict() {
+        let mut r = row(0, &[], None);
+        r.undecided = 2;
+        assert!(
+            verdict(&r).starts_with("undecided: all 2 replicates end too soon after the incident"),
+            "{}",
+            verdict(&r)
+        );
+        let mut r = row(1, &[2.0], Some(2.0));
+        r.undecided = 1;
+        assert_eq!(
+            verdict(&r),
+            "recovered in 2 s in its only replicate; 1 more replicate ended too soon after the incident to judge (undecided)"
+        );
     }
 
     #[test]

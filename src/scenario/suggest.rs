@@ -57,6 +57,9 @@ impl MessageFormatter for Wording {
                 "this name takes no value; write it alone".into()
             }
             Error::InvalidBooleanStrict { .. } => "expected true or false".into(),
+            Error::NonFiniteFloat { value, .. } => {
+                format!("`{value}` is not a finite number; expected a number")
+            }
             Error::MultipleDocuments { .. } => {
                 "the file holds more than one YAML document (a `---` line starts another); a scenario is one document".into()
             }

@@ -90,9 +90,19 @@ fn default_seed() -> u64 {
 impl Scenario {
     /// The time-series bucket: the one written, or else 1 s, shortened to
     /// the run when the run is shorter, lengthened to whole seconds that
-    /// keep the run within `MAX_BUCKETS` buckets when it is longer.
+    /// keep the run within `MAX_BUCKETS` buckets when it is longer; and
+    /// shortened to a written `analysis.recovery_window` shorter than that,
+    /// when the run still fits in `MAX_BUCKETS` buckets of it (a default
+    /// never contradicts a valid choice).
     pub fn bucket(&self) -> Duration {
-        self.bucket.unwrap_or_else(|| default_bucket(self.duration))
+        self.bucket.unwrap_or_else(|| {
+            let d = default_bucket(self.duration);
+            let max = crate::metrics::recorder::MAX_BUCKETS as u64;
+            match self.analysis.recovery_window {
+                Some(w) if w.ns() > 0 && w < d && w.ns() >= self.duration.ns().div_ceil(max) => w,
+                _ => d,
+            }
+        })
     }
 
     /// The recovery window: the one written, or else 5 s, or one bucket

@@ -743,7 +743,17 @@ impl Checker {
         );
         let window = s.recovery_window();
         self.check(window >= s.bucket() && window.ns() > 0, "analysis.recovery_window", || {
-            format!("recovery_window ({window}) is shorter than a bucket ({}); expected recovery_window >= bucket", s.bucket())
+            let why = if s.bucket.is_none() && window.ns() > 0 {
+                format!(
+                    " (a {} run needs buckets of {} or longer to stay within {} buckets)",
+                    s.duration,
+                    s.bucket(),
+                    crate::metrics::recorder::MAX_BUCKETS
+                )
+            } else {
+                String::new()
+            };
+            format!("recovery_window ({window}) is shorter than a bucket ({}){why}; expected recovery_window >= bucket", s.bucket())
         });
         if let Some(t) = a.trigger_end {
             self.check(t <= s.duration, "analysis.trigger_end", || {

@@ -342,15 +342,28 @@ impl<F: Fn(Vec<Issue>) -> Vec<Issue>> Sweep<'_, F> {
     /// The problems of `sets` (a variant's overrides and a sweep point's,
     /// together) that the variant `own` does not have.
     fn problems(&self, sets: &[(String, Value)], own: &[Issue]) -> (Option<Scenario>, Vec<Issue>) {
+        let fresh = |sc: &Scenario| -> Vec<Issue> {
+            (self.new_issues)(validate(sc))
+                .into_iter()
+                .filter(|i| !own.contains(i))
+                .collect()
+        };
         match apply_overrides(self.base, sets) {
             Ok(sc) => {
-                let issues = (self.new_issues)(validate(&sc))
-                    .into_iter()
-                    .filter(|i| !own.contains(i))
-                    .collect();
+                let issues = fresh(&sc);
                 (Some(sc), issues)
             }
-            Err(e) => (None, e),
+            // A value that cannot be applied hides nothing of the others.
+            Err(mut e) => {
+                if let Some(rest) = apply_the_rest(self.base, sets, &e) {
+                    let more: Vec<Issue> = fresh(&rest)
+                        .into_iter()
+                        .filter(|i| !e.contains(i))
+                        .collect();
+                    e.extend(more);
+                }
+                (None, e)
+            }
         }
     }
 
@@ -368,15 +381,32 @@ impl<F: Fn(Vec<Issue>) -> Vec<Issue>> Sweep<'_, F> {
 
     /// Every variant × grid point that is valid, the errors of the others,
     /// and how many errors were left out.
+    ///
+    /// Each entry is checked on its own (against every variant, or the base
+    /// scenario when no variant can be built); a problem it has alone that
+    /// every point with it has too, word for word, is the entry's own and
+    /// is reported once, at the entry. Any other problem of a point (of a
+    /// combination of entries) is reported about the point.
     fn expand(
         &self,
         variants: &[(String, Scenario, Overrides)],
     ) -> (Vec<Expanded>, Vec<ScenarioError>, Omitted) {
-        let mut errors = Vec::new();
         let own: Vec<Vec<Issue>> = variants.iter().map(|(_, v, _)| validate(v)).collect();
-        // Each entry on its own, against every variant (the base scenario
-        // when no variant can be built): an entry's problem is reported
-        // once, at the entry, and the points with it are not tried.
+        let grid = grid(&self.s.sweep);
+        let short = short_names(&self.s.sweep);
+        // Every point of every variant: its scenario, or its problems.
+        let mut points: Vec<Vec<(Option<Scenario>, Vec<Issue>)>> = Vec::new();
+        for ((_, _, sets), own) in variants.iter().zip(&own) {
+            points.push(
+                grid.iter()
+                    .map(|point| {
+                        let all: Vec<(String, Value)> = sets.iter().chain(point).cloned().collect();
+                        self.problems(&all, own)
+                    })
+                    .collect(),
+            );
+        }
+        let entry_of = |p: usize| entry_indexes(p, &self.s.sweep);
         let targets: Vec<Target> = if variants.is_empty() {
             vec![(BASE_VARIANT, self.base, &[][..], &[][..])]
         } else {
@@ -386,35 +416,49 @@ impl<F: Fn(Vec<Issue>) -> Vec<Issue>> Sweep<'_, F> {
                 .map(|((n, v, sets), o)| (n.as_str(), v, &sets[..], &o[..]))
                 .collect()
         };
-        let mut bad: Vec<Vec<bool>> = Vec::with_capacity(self.keys.len());
-        let mut entry_errors = 0usize;
-        let mut shown = 0usize;
-        for key in self.keys {
+        // The entries' own problems, per variant: (key index, value index,
+        // variant index, issue).
+        let mut owned: Vec<(usize, usize, usize, Issue)> = Vec::new();
+        let mut errors = Vec::new();
+        let (mut found, mut shown) = (0usize, 0usize);
+        for (ki, key) in self.keys.iter().enumerate() {
             let values = self.s.sweep[key].as_array().cloned().unwrap_or_default();
-            let mut flags = vec![false; values.len()];
             for (j, value) in values.iter().enumerate() {
                 let text = value_text(value);
-                let mut seen: Vec<String> = Vec::new();
-                for (name, _, sets, own) in &targets {
+                let mut said: Vec<String> = Vec::new();
+                for (t, (name, _, sets, own)) in targets.iter().enumerate() {
                     let mut all = sets.to_vec();
                     all.push((key.clone(), value.clone()));
                     let (_, issues) = self.problems(&all, own);
                     for issue in issues {
-                        let label = if self.named && targets.len() > 1 {
-                            format!("sweep value {text} (in variant `{name}`)")
-                        } else {
-                            format!("sweep value {text}")
-                        };
-                        let m = self.message(key, &label, &issue);
-                        let generic = self.message(key, &format!("sweep value {text}"), &issue);
-                        if seen.contains(&generic) {
+                        // Its own when every point with it has it too.
+                        let everywhere = variants.is_empty()
+                            || points[t]
+                                .iter()
+                                .enumerate()
+                                .filter(|(p, _)| entry_of(*p)[ki] == j)
+                                .all(|(_, (_, is))| is.contains(&issue));
+                        if !everywhere {
                             continue;
                         }
-                        seen.push(generic);
-                        flags[j] = true;
-                        entry_errors += 1;
+                        owned.push((ki, j, t, issue.clone()));
+                        let generic = self.message(key, &format!("sweep value {text}"), &issue);
+                        if said.contains(&generic) {
+                            continue;
+                        }
+                        said.push(generic.clone());
+                        found += 1;
                         if shown < MAX_SWEEP_ERRORS {
                             shown += 1;
+                            let m = if self.named && targets.len() > 1 {
+                                self.message(
+                                    key,
+                                    &format!("sweep value {text} (in variant `{name}`)"),
+                                    &issue,
+                                )
+                            } else {
+                                generic
+                            };
                             errors.push(self.loc.error(
                                 &format!("sweep.{key}"),
                                 Some(&entry_path(key, j)),
@@ -424,18 +468,12 @@ impl<F: Fn(Vec<Issue>) -> Vec<Issue>> Sweep<'_, F> {
                     }
                 }
             }
-            bad.push(flags);
         }
-        let grid = grid(&self.s.sweep);
-        let short = short_names(&self.s.sweep);
         let mut out = Vec::with_capacity(variants.len() * grid.len());
-        let mut point_errors = 0usize;
-        for ((name, _, sets), own) in variants.iter().zip(&own) {
+        for (t, (name, _, _)) in variants.iter().enumerate() {
             for (p, point) in grid.iter().enumerate() {
-                let entries = entry_indexes(p, &self.s.sweep);
-                if entries.iter().zip(&bad).any(|(&j, flags)| flags[j]) {
-                    continue;
-                }
+                let entries = entry_of(p);
+                let (scenario, issues) = std::mem::take(&mut points[t][p]);
                 // With explicit variants, the variant is one more dimension
                 // of the grid (a `sweep.variant` column).
                 let mut params = if self.named {
@@ -450,8 +488,6 @@ impl<F: Fn(Vec<Issue>) -> Vec<Issue>> Sweep<'_, F> {
                     params.push((path.clone(), text));
                 }
                 let label = label.join(" ");
-                let all: Vec<(String, Value)> = sets.iter().chain(point).cloned().collect();
-                let (scenario, issues) = self.problems(&all, own);
                 if issues.is_empty()
                     && let Some(mut scenario) = scenario
                 {
@@ -468,7 +504,13 @@ impl<F: Fn(Vec<Issue>) -> Vec<Issue>> Sweep<'_, F> {
                     continue;
                 }
                 for issue in issues {
-                    point_errors += 1;
+                    let an_entrys = owned
+                        .iter()
+                        .any(|(ki, j, tt, i)| *tt == t && entries[*ki] == *j && *i == issue);
+                    if an_entrys {
+                        continue;
+                    }
+                    found += 1;
                     if shown >= MAX_SWEEP_ERRORS {
                         continue;
                     }
@@ -494,8 +536,7 @@ impl<F: Fn(Vec<Issue>) -> Vec<Issue>> Sweep<'_, F> {
                 }
             }
         }
-        let total = entry_errors + point_errors;
-        (out, errors, Omitted::exactly(total - shown))
+        (out, errors, Omitted::exactly(found - shown))
     }
 }
 
