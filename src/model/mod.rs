@@ -19,6 +19,7 @@ pub mod retry;
 pub mod server;
 pub mod service;
 mod slab;
+pub mod slowdown;
 pub mod throttle;
 pub mod topology;
 pub mod window;

@@ -28,6 +28,7 @@ use crate::engine::{Nanos, Stream};
 
 use super::balancer::Balancer;
 use super::service::ServiceDist;
+use super::slowdown::Slowdown;
 use super::topology::EdgeId;
 
 /// One service of the graph.
@@ -69,6 +70,9 @@ pub struct ServiceConfig {
     pub replicas: u32,
     /// How requests are spread over the replicas.
     pub balancer: Balancer,
+    /// Work stretches with the fraction of the replica's workers busy
+    /// (`model::slowdown`); `None`: it never does.
+    pub slowdown: Option<Slowdown>,
 }
 
 impl ServiceConfig {
@@ -96,6 +100,7 @@ impl ServiceConfig {
             calls: Vec::new(),
             replicas: 1,
             balancer: Balancer::RoundRobin,
+            slowdown: None,
         }
     }
 

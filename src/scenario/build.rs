@@ -389,6 +389,7 @@ fn graph(s: &Scenario) -> Topology {
             &svc.server_fields(),
         );
         cfg.replicas = svc.replicas.max(1);
+        cfg.slowdown = svc.slowdown.as_ref().map(|sd| sd.to_model());
         cfg.balancer = match svc.balancer {
             BalancerKind::RoundRobin => Balancer::RoundRobin,
             BalancerKind::Random => Balancer::Random,
@@ -476,6 +477,7 @@ fn server(
         calls: Vec::new(),
         replicas: 1,
         balancer: Balancer::RoundRobin,
+        slowdown: None,
     }
 }
 

@@ -16,6 +16,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
+use super::fleet::Slowdown;
 use super::types::{
     Breaker, Bulkhead, CancellationMode, DeadlineMode, Hedging, Idempotency, Incident, Layer,
     OnCancel, Overload, Queue, Recovery, Retry, Scenario, ServerFields, ServiceTime, SideEffects,
@@ -66,6 +67,10 @@ with_server_fields! {server_struct! {
         /// flight), `p2c` (two random choices, the one with fewer in flight).
         #[serde(default, skip_serializing_if = "is_round_robin")]
         pub balancer: BalancerKind,
+        /// The service's work stretches with the fraction of its replica's
+        /// workers busy: `{ kind: linear, factor: 2 }` is × (1 + 2u).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub slowdown: Option<Slowdown>,
     } {
         /// The calls each request makes, in order; `parallel` sends a call
         /// together with the one before it.

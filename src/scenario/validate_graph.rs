@@ -71,6 +71,9 @@ impl Checker {
                 svc.replicas.clamp(1, MAX_REPLICAS),
                 s.duration,
             );
+            if let Some(sd) = &svc.slowdown {
+                self.slowdown(sd, &format!("{path}.slowdown"), svc.concurrency);
+            }
         }
         // Each incident on a list or count of replicas is one per replica.
         let incidents: usize = services

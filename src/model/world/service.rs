@@ -171,9 +171,13 @@ impl World<'_> {
         } else {
             cfg.service.map(|d| d.sample(&mut self.work_rng[s.index()]))
         };
-        let factor = server.capacity_factor(cfg, now);
+        let mut factor = server.capacity_factor(cfg, now);
+        // Slowdown: u counts this request's worker too.
+        if let (Some(curve), Some(workers)) = (cfg.slowdown, cfg.concurrency) {
+            factor /= curve.stretch(f64::from(server.busy + 1) / f64::from(workers.max(1)));
+        }
         let work = base.map(|base| {
-            if factor >= 1.0 {
+            if factor == 1.0 {
                 base
             } else {
                 from_f64_ns(base as f64 / factor).max(1)
