@@ -26,6 +26,7 @@ use std::collections::VecDeque;
 
 use crate::engine::{Nanos, Stream};
 
+use super::autoscale::AutoscaleConfig;
 use super::balancer::Balancer;
 use super::service::ServiceDist;
 use super::slowdown::Slowdown;
@@ -73,6 +74,9 @@ pub struct ServiceConfig {
     /// Work stretches with the fraction of the replica's workers busy
     /// (`model::slowdown`); `None`: it never does.
     pub slowdown: Option<Slowdown>,
+    /// The replicas come and go with load (`model::autoscale`); `replicas`
+    /// is then the most there can be (`max`).
+    pub autoscale: Option<AutoscaleConfig>,
 }
 
 impl ServiceConfig {
@@ -101,6 +105,7 @@ impl ServiceConfig {
             replicas: 1,
             balancer: Balancer::RoundRobin,
             slowdown: None,
+            autoscale: None,
         }
     }
 
@@ -200,8 +205,24 @@ pub enum Admission {
     Shed,
 }
 
+/// Where a replica is in its life under an autoscaler (a fixed fleet's
+/// replicas always serve).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Phase {
+    /// The balancer sends it requests.
+    #[default]
+    Serving,
+    /// Asked for, not serving yet (start-up, readiness).
+    Provisioning,
+    /// Scaled in: it receives nothing new and finishes what it has.
+    Draining,
+    /// Not running.
+    Off,
+}
+
 /// The live state of one server.
 pub struct Server<J> {
+    pub phase: Phase,
     pub busy: u32,
     /// Queued requests, cancelled ones included (skipped when popped).
     pub queue: VecDeque<J>,
@@ -224,6 +245,7 @@ pub struct Server<J> {
 impl<J> Default for Server<J> {
     fn default() -> Self {
         Server {
+            phase: Phase::Serving,
             busy: 0,
             queue: VecDeque::new(),
             queued: 0,

@@ -390,6 +390,13 @@ fn graph(s: &Scenario) -> Topology {
         );
         cfg.replicas = svc.replicas.max(1);
         cfg.slowdown = svc.slowdown.as_ref().map(|sd| sd.to_model());
+        if let Some(a) = &svc.autoscale {
+            let a = a.to_model(svc.replicas.max(1));
+            // Every replica the fleet may have exists from the start; the
+            // autoscaler turns them on and off.
+            cfg.replicas = a.max;
+            cfg.autoscale = Some(a);
+        }
         cfg.balancer = match svc.balancer {
             BalancerKind::RoundRobin => Balancer::RoundRobin,
             BalancerKind::Random => Balancer::Random,
@@ -478,6 +485,7 @@ fn server(
         replicas: 1,
         balancer: Balancer::RoundRobin,
         slowdown: None,
+        autoscale: None,
     }
 }
 
