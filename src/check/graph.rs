@@ -586,6 +586,34 @@ fn graph_findings(
             );
         }
     }
+    for (i, svc) in t.services().iter().enumerate() {
+        let Some(curve) = svc.slowdown else { continue };
+        let (peak, at) = curve.peak_throughput();
+        let full = 1.0 / curve.at_full_load();
+        if peak <= full * 1.01 {
+            continue;
+        }
+        let cap = svc.capacity_per_sec();
+        let rate = |f: f64| {
+            cap.map_or_else(
+                || format!("{:.1}% of its nominal capacity", f * 100.0),
+                |c| format!("{}/s", count(c * f)),
+            )
+        };
+        out.add(
+            Severity::Warning,
+            "slowdown-sustains-overload",
+            &format!("{}.slowdown", g.service_labels[i]),
+            format!(
+                "service `{}` completes at most {} (with {:.0}% of its workers busy) but only {} once every worker is busy: a load between the two is served until a spike fills it, then it stays full with no retry at all",
+                svc.name,
+                rate(peak),
+                at * 100.0,
+                rate(full)
+            ),
+            "keep the load below what a full replica completes, or shed early (a short queue, a queue timeout) so the workers never all stay busy",
+        );
+    }
     out.0.sort_by_key(|f| f.severity);
     out.0
 }

@@ -246,3 +246,38 @@ fn a_deep_graph_is_counted_without_listing_its_paths() {
     assert_eq!(service(&r, "s10").calls_per_request, (1u64 << 10) as f64);
     assert_eq!(r.stack.amplification, (1u64 << 20) as f64);
 }
+
+#[test]
+fn a_slowdown_that_falls_past_its_peak_is_a_warning() {
+    // postgres: 16 workers of 4 ms, 4000/s nominal. e^(3u) completes at
+    // most 4000/(3e) = 490.5/s (u = 1/3) and 4000·e^−3 = 199.1/s full.
+    let sticky = review(&edit(
+        "    service_time: { dist: exponential, mean: 4ms }\n    incidents:",
+        "    service_time: { dist: exponential, mean: 4ms }\n    slowdown: { kind: exponential, factor: 3 }\n    incidents:",
+    ));
+    let f: Vec<_> = sticky
+        .findings
+        .iter()
+        .filter(|f| f.code == "slowdown-sustains-overload")
+        .collect();
+    assert_eq!(f.len(), 1, "{:?}", sticky.findings);
+    assert_eq!(f[0].path, "services.postgres.slowdown");
+    assert_eq!(f[0].severity, Severity::Warning);
+    assert!(
+        f[0].message.contains("491/s") || f[0].message.contains("490/s"),
+        "{}",
+        f[0].message
+    );
+    assert!(f[0].message.contains("199/s"), "{}", f[0].message);
+    // Linear slowdown only grows: nothing to say.
+    let linear = review(&edit(
+        "    service_time: { dist: exponential, mean: 4ms }\n    incidents:",
+        "    service_time: { dist: exponential, mean: 4ms }\n    slowdown: { kind: linear, factor: 5 }\n    incidents:",
+    ));
+    assert!(
+        !linear
+            .findings
+            .iter()
+            .any(|f| f.code == "slowdown-sustains-overload")
+    );
+}

@@ -638,6 +638,19 @@ impl Recorder {
         }
     }
 
+    /// Service `s` autoscales: its replicas are recorded over time.
+    pub fn autoscaled(&mut self, s: usize) {
+        self.svc.autoscaled(s, self.bucket);
+    }
+
+    /// Autoscaled service `s` has `serving` replicas serving and wants
+    /// `desired` from `t` on.
+    pub fn scale_levels(&mut self, t: Nanos, s: usize, serving: u32, desired: u32) {
+        if let Some(Some(l)) = self.svc.scaled.get_mut(s) {
+            l.set(t, serving, desired);
+        }
+    }
+
     /// Logical requests that have not ended.
     pub fn open_requests(&self) -> u64 {
         self.open_requests

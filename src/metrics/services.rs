@@ -82,6 +82,60 @@ pub struct ServiceMetrics {
     /// outlier detection at the bucket's end, and those of them that were
     /// not down or blackholed then.
     pub ejected: Vec<[u32; 2]>,
+    /// Per service: its replicas over time when it autoscales (`None`:
+    /// a fixed fleet).
+    pub scaled: Vec<Option<ScaleLevels>>,
+}
+
+/// An autoscaled service's replicas over a run.
+#[derive(Clone, Debug)]
+pub struct ScaleLevels {
+    /// Replicas serving, integrated over time (each bucket's mean).
+    pub serving: Gauge,
+    /// Per bucket: replicas serving and desired at the bucket's end.
+    pub at_end: Vec<[u32; 2]>,
+    value: [u32; 2],
+    /// Buckets whose end values are final.
+    filled: usize,
+    bucket: Nanos,
+}
+
+impl ScaleLevels {
+    fn new(bucket: Nanos, buckets: usize) -> Self {
+        ScaleLevels {
+            serving: Gauge::new(bucket, buckets),
+            at_end: vec![[0; 2]; buckets],
+            value: [0; 2],
+            filled: 0,
+            bucket: bucket.max(1),
+        }
+    }
+
+    /// The buckets that ended by `now` keep the values they ended with.
+    fn fill(&mut self, upto: usize) {
+        let upto = upto.min(self.at_end.len());
+        while self.filled < upto {
+            self.at_end[self.filled] = self.value;
+            self.filled += 1;
+        }
+    }
+
+    /// `serving` replicas serve and `desired` are wanted from `now` on.
+    pub fn set(&mut self, now: Nanos, serving: u32, desired: u32) {
+        self.serving.set(now, u64::from(serving));
+        self.fill((now / self.bucket) as usize);
+        self.value = [serving, desired];
+    }
+
+    /// The replicas wanted now.
+    pub fn desired(&self) -> u32 {
+        self.value[1]
+    }
+
+    fn finish(&mut self, end: Nanos) {
+        self.serving.advance(end);
+        self.fill(self.at_end.len());
+    }
 }
 
 impl ServiceMetrics {
@@ -99,6 +153,15 @@ impl ServiceMetrics {
             unserved_at_end: vec![0; services],
             replicas: Vec::new(),
             ejected: vec![[0; 2]; buckets * services],
+            scaled: vec![None; services],
+        }
+    }
+
+    /// Service `s` autoscales: its replicas are recorded over time.
+    pub fn autoscaled(&mut self, s: usize, bucket: Nanos) {
+        let buckets = self.counts.len().checked_div(self.services).unwrap_or(0);
+        if let Some(x) = self.scaled.get_mut(s) {
+            *x = Some(ScaleLevels::new(bucket, buckets));
         }
     }
 
@@ -124,6 +187,9 @@ impl ServiceMetrics {
             .chain(self.inside.iter_mut())
         {
             g.advance(end);
+        }
+        for l in self.scaled.iter_mut().flatten() {
+            l.finish(end);
         }
     }
 }
@@ -177,6 +243,10 @@ pub struct ServiceRow {
     /// Replicas ejected by a caller's outlier detection at the bucket's
     /// end.
     pub ejected: u32,
+    /// An autoscaled service: the replicas its autoscaler wanted at the
+    /// bucket's end (serving, provisioning or not yet started); `None`
+    /// for a fixed fleet.
+    pub desired_replicas: Option<u32>,
 }
 
 /// One row of `services.csv` (without variant and replicate).
@@ -307,7 +377,13 @@ pub fn tabulate_graph(
             let info = &services[s];
             let c = m.counts[b * m.services + s];
             let busy = m.busy[s].mean(b, len);
-            let utilization = info.concurrency.map(|w| ratio(busy, w as f64));
+            // An autoscaled service: the fraction of its replicas serving
+            // (on average over the bucket) scales its workers and capacity.
+            let scaled = m.scaled.get(s).and_then(Option::as_ref);
+            let share = scaled.map_or(1.0, |l| {
+                ratio(l.serving.mean(b, len), f64::from(info.replicas.max(1)))
+            });
+            let utilization = info.concurrency.map(|w| ratio(busy, w as f64 * share));
             // A thread-per-request service: the capacity its workers had
             // at the hold times of this bucket, and never less loaded than
             // its workers were busy (a bucket where they were all held and
@@ -316,7 +392,8 @@ pub fn tabulate_graph(
                 measured_capacity(m, s, info, b..b + 1).or(capacity[s])
             } else {
                 info.capacity_per_s
-            };
+            }
+            .map(|c| c * share);
             let load = cap.map(|cap| {
                 let l = ratio(ratio(c.attempts as f64, secs), cap);
                 match utilization {
@@ -362,13 +439,13 @@ pub fn tabulate_graph(
                 utilization,
                 queue_depth: m.queue[s].mean(b, len),
                 in_flight: m.inside[s].mean(b, len),
-                replicas: info
-                    .up
-                    .get(b)
-                    .copied()
-                    .unwrap_or(info.replicas)
-                    .saturating_sub(ejected[1]),
+                replicas: match scaled {
+                    Some(l) => l.at_end[b][0],
+                    None => info.up.get(b).copied().unwrap_or(info.replicas),
+                }
+                .saturating_sub(ejected[1]),
                 ejected: ejected[0],
+                desired_replicas: scaled.map(|l| l.at_end[b][1]),
             });
         }
     }
@@ -390,6 +467,13 @@ pub fn tabulate_graph(
             }
             let (wait_ns, waits) = m.queue_wait[s];
             let info = &services[s];
+            // An autoscaled service: the mean share of its replicas serving.
+            let share = m.scaled.get(s).and_then(Option::as_ref).map_or(1.0, |l| {
+                ratio(
+                    l.serving.total_secs(),
+                    run_secs * f64::from(info.replicas.max(1)),
+                )
+            });
             ServiceSummary {
                 service: s,
                 totals: t,
@@ -400,8 +484,8 @@ pub fn tabulate_graph(
                 peak_effective_load_ratio: peaks_effective[s],
                 utilization: info
                     .concurrency
-                    .map(|w| ratio(m.busy[s].total_secs(), run_secs * w as f64)),
-                capacity_per_s: capacity[s],
+                    .map(|w| ratio(m.busy[s].total_secs(), run_secs * w as f64 * share)),
+                capacity_per_s: capacity[s].map(|c| c * share),
                 queue_wait_mean_ms: (waits > 0).then(|| wait_ns as f64 / waits as f64 / 1e6),
                 in_flight_mean: ratio(m.inside[s].total_secs(), run_secs),
                 sojourn_mean_ms: {

@@ -272,6 +272,24 @@ pub fn tabulate_services(rec: &Recorder, ctx: &RunContext, s: &Summary) -> Graph
 }
 
 /// Computes the time series and the summary of one run.
+/// The share of the focus service's replicas serving in bucket `b` (the
+/// run's mean with `None`) when it autoscales: its capacity and workers
+/// are that share of all its replicas'; 1 for a fixed fleet.
+fn focus_share(rec: &Recorder, ctx: &RunContext, b: Option<usize>) -> f64 {
+    let Some(f) = ctx.focus else { return 1.0 };
+    let Some(Some(l)) = rec.svc.scaled.get(f) else {
+        return 1.0;
+    };
+    let slots = ctx.services.get(f).map_or(1, |s| s.replicas.max(1)) as f64;
+    match b {
+        Some(b) => ratio(l.serving.mean(b, rec.len_of(b)), slots),
+        None => {
+            let run: Nanos = (0..rec.buckets.len()).map(|b| rec.len_of(b)).sum();
+            ratio(l.serving.total_secs(), slots * run as f64 / NS_PER_S as f64)
+        }
+    }
+}
+
 pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRow>, Summary) {
     let layers = rec.layers();
     let n = rec.buckets.len();
@@ -280,6 +298,7 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         let len = rec.len_of(b);
         let secs = len as f64 / NS_PER_S as f64;
         let busy = rec.busy.mean(b, len);
+        let share = focus_share(rec, ctx, Some(b));
         rows.push(TimeRow {
             t_s: (b as u64 * rec.bucket_len()) as f64 / NS_PER_S as f64,
             offered: c.offered,
@@ -292,7 +311,8 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
             shed: c.shed,
             queue_depth: rec.queue.mean(b, len),
             in_flight: rec.queue.mean(b, len) + busy,
-            utilization: (ctx.concurrency > 0).then(|| busy / ctx.concurrency as f64),
+            utilization: (ctx.concurrency > 0)
+                .then(|| ratio(busy, ctx.concurrency as f64 * share)),
             goodput: ratio(c.succeeded as f64, secs),
             latency_p50_ms: c.latency_p50_us.map(us_to_ms),
             latency_p99_ms: c.latency_p99_us.map(us_to_ms),
@@ -313,8 +333,12 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
             processed: c.processed,
             dead_lettered: c.dead_lettered,
             layer_orphaned: rec.layer_orphaned[b * layers..(b + 1) * layers].to_vec(),
-            load_ratio: (ctx.capacity_per_sec > 0.0)
-                .then(|| ratio(c.dependency_attempts as f64, secs) / ctx.capacity_per_sec),
+            load_ratio: (ctx.capacity_per_sec > 0.0).then(|| {
+                ratio(
+                    ratio(c.dependency_attempts as f64, secs),
+                    ctx.capacity_per_sec * share,
+                )
+            }),
             layer_attempts: rec.layer_attempts[b * layers..(b + 1) * layers].to_vec(),
             layer_retries: rec.layer_retries[b * layers..(b + 1) * layers].to_vec(),
             layer_gates: (0..layers)
@@ -412,8 +436,12 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         latency_p50_ms: hist_ms(&rec.latency, 0.5),
         latency_p99_ms: hist_ms(&rec.latency, 0.99),
         latency_p999_ms: hist_ms(&rec.latency, 0.999),
-        dependency_utilization: (ctx.concurrency > 0)
-            .then(|| rec.busy.total_secs() / (run_secs * ctx.concurrency as f64)),
+        dependency_utilization: (ctx.concurrency > 0).then(|| {
+            ratio(
+                rec.busy.total_secs(),
+                run_secs * ctx.concurrency as f64 * focus_share(rec, ctx, None),
+            )
+        }),
         dependency_queue_wait_mean_ms: (rec.totals.queue_wait_count > 0).then(|| {
             rec.totals.queue_wait_sum_ns as f64 / rec.totals.queue_wait_count as f64 / 1e6
         }),
@@ -476,7 +504,7 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         layer_retries,
         layer_gates,
         baseline_success_ratio: baseline,
-        capacity_per_s: ctx.capacity_per_sec,
+        capacity_per_s: ctx.capacity_per_sec * focus_share(rec, ctx, None),
         aborted: info.aborted,
         event_digest: info.digest,
         completion_time_s: info.completion.map(|c| c as f64 / 1e9),
@@ -526,7 +554,9 @@ fn after_incident(rec: &Recorder, rows: &[TimeRow], ctx: &RunContext, baseline: 
                         let let_in =
                             r.dependency_attempts - refused_in(b).min(r.dependency_attempts);
                         let let_in = let_in.saturating_sub(r.blackholed);
-                        let_in as f64 / secs / (ctx.capacity_per_sec * factor)
+                        let_in as f64
+                            / secs
+                            / (ctx.capacity_per_sec * factor * focus_share(rec, ctx, Some(b)))
                     })
                 })
                 .fold(None, max)

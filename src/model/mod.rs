@@ -3,6 +3,7 @@
 //! explicit topology. It knows nothing of files; it takes a `ModelConfig`
 //! and reports into a `metrics::Recorder`.
 
+pub mod autoscale;
 pub mod backoff;
 pub mod balancer;
 pub mod breaker;
@@ -19,6 +20,7 @@ pub mod retry;
 pub mod server;
 pub mod service;
 mod slab;
+pub mod slowdown;
 pub mod throttle;
 pub mod topology;
 pub mod window;

@@ -26,8 +26,10 @@ use std::collections::VecDeque;
 
 use crate::engine::{Nanos, Stream};
 
+use super::autoscale::AutoscaleConfig;
 use super::balancer::Balancer;
 use super::service::ServiceDist;
+use super::slowdown::Slowdown;
 use super::topology::EdgeId;
 
 /// One service of the graph.
@@ -69,6 +71,12 @@ pub struct ServiceConfig {
     pub replicas: u32,
     /// How requests are spread over the replicas.
     pub balancer: Balancer,
+    /// Work stretches with the fraction of the replica's workers busy
+    /// (`model::slowdown`); `None`: it never does.
+    pub slowdown: Option<Slowdown>,
+    /// The replicas come and go with load (`model::autoscale`); `replicas`
+    /// is then the most there can be (`max`).
+    pub autoscale: Option<AutoscaleConfig>,
 }
 
 impl ServiceConfig {
@@ -96,6 +104,8 @@ impl ServiceConfig {
             calls: Vec::new(),
             replicas: 1,
             balancer: Balancer::RoundRobin,
+            slowdown: None,
+            autoscale: None,
         }
     }
 
@@ -195,8 +205,24 @@ pub enum Admission {
     Shed,
 }
 
+/// Where a replica is in its life under an autoscaler (a fixed fleet's
+/// replicas always serve).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Phase {
+    /// The balancer sends it requests.
+    #[default]
+    Serving,
+    /// Asked for, not serving yet (start-up, readiness).
+    Provisioning,
+    /// Scaled in: it receives nothing new and finishes what it has.
+    Draining,
+    /// Not running.
+    Off,
+}
+
 /// The live state of one server.
 pub struct Server<J> {
+    pub phase: Phase,
     pub busy: u32,
     /// Queued requests, cancelled ones included (skipped when popped).
     pub queue: VecDeque<J>,
@@ -219,6 +245,7 @@ pub struct Server<J> {
 impl<J> Default for Server<J> {
     fn default() -> Self {
         Server {
+            phase: Phase::Serving,
             busy: 0,
             queue: VecDeque::new(),
             queued: 0,

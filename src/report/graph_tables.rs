@@ -70,6 +70,11 @@ pub fn service_row_cells(r: &ServiceRow) -> Vec<(&'static str, Cell)> {
         ("in_flight", Cell::Float(r.in_flight)),
         ("replicas", Cell::Int(u64::from(r.replicas))),
         ("ejected", Cell::Int(u64::from(r.ejected))),
+        (
+            "desired_replicas",
+            r.desired_replicas
+                .map_or(Cell::Missing, |d| Cell::Int(u64::from(d))),
+        ),
         ("served", Cell::Int(c.served)),
         ("refused", Cell::Int(c.refused)),
         ("shed", Cell::Int(c.shed)),

@@ -389,6 +389,14 @@ fn graph(s: &Scenario) -> Topology {
             &svc.server_fields(),
         );
         cfg.replicas = svc.replicas.max(1);
+        cfg.slowdown = svc.slowdown.as_ref().map(|sd| sd.to_model());
+        if let Some(a) = &svc.autoscale {
+            let a = a.to_model(svc.replicas.max(1));
+            // Every replica the fleet may have exists from the start; the
+            // autoscaler turns them on and off.
+            cfg.replicas = a.max;
+            cfg.autoscale = Some(a);
+        }
         cfg.balancer = match svc.balancer {
             BalancerKind::RoundRobin => Balancer::RoundRobin,
             BalancerKind::Random => Balancer::Random,
@@ -476,6 +484,8 @@ fn server(
         calls: Vec::new(),
         replicas: 1,
         balancer: Balancer::RoundRobin,
+        slowdown: None,
+        autoscale: None,
     }
 }
 

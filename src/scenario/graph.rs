@@ -16,6 +16,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
+use super::fleet::{Autoscale, Slowdown};
 use super::types::{
     Breaker, Bulkhead, CancellationMode, DeadlineMode, Hedging, Idempotency, Incident, Layer,
     OnCancel, Overload, Queue, Recovery, Retry, Scenario, ServerFields, ServiceTime, SideEffects,
@@ -66,6 +67,15 @@ with_server_fields! {server_struct! {
         /// flight), `p2c` (two random choices, the one with fewer in flight).
         #[serde(default, skip_serializing_if = "is_round_robin")]
         pub balancer: BalancerKind,
+        /// The service's work stretches with the fraction of its replica's
+        /// workers busy: `{ kind: linear, factor: 2 }` is × (1 + 2u).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub slowdown: Option<Slowdown>,
+        /// The replicas follow the load by the Kubernetes HPA rule:
+        /// `{ target_utilization: 0.6, max: 30 }`; `replicas` is then where
+        /// the fleet starts.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub autoscale: Option<Autoscale>,
     } {
         /// The calls each request makes, in order; `parallel` sends a call
         /// together with the one before it.
@@ -117,6 +127,15 @@ pub enum BalancerKind {
     LeastRequests,
     /// Two random replicas, the one with fewer in flight.
     P2c,
+}
+
+impl Service {
+    /// The replicas the service may have: `replicas`, or with `autoscale`
+    /// its `max` (every replica an autoscaler may start exists from the
+    /// start, off).
+    pub fn slots(&self) -> u32 {
+        self.autoscale.as_ref().map_or(self.replicas, |a| a.max)
+    }
 }
 
 fn is_round_robin(b: &BalancerKind) -> bool {

@@ -8,6 +8,7 @@ pub mod defaults;
 pub mod error;
 #[cfg(test)]
 pub(crate) mod fixtures;
+pub mod fleet;
 pub mod from_file;
 pub mod graph;
 #[cfg(test)]

@@ -68,9 +68,15 @@ impl Checker {
                 svc.concurrency,
                 svc.service_time.as_ref(),
                 &svc.server_fields(),
-                svc.replicas.clamp(1, MAX_REPLICAS),
+                svc.slots().clamp(1, MAX_REPLICAS),
                 s.duration,
             );
+            if let Some(sd) = &svc.slowdown {
+                self.slowdown(sd, &format!("{path}.slowdown"), svc.concurrency);
+            }
+            if let Some(a) = &svc.autoscale {
+                self.autoscale(a, &format!("{path}.autoscale"), svc.concurrency);
+            }
         }
         // Each incident on a list or count of replicas is one per replica.
         let incidents: usize = services
@@ -239,7 +245,7 @@ impl Checker {
         if let Some(c) = callee
             && call.retry_other_replica
         {
-            let n = services[c].replicas;
+            let n = services[c].slots();
             self.check(n <= MAX_REMEMBERED_REPLICAS, &format!("{path}.retry_other_replica"), || {
                 format!("`{}` has {n} replicas; a call remembers the replicas it tried among at most {MAX_REMEMBERED_REPLICAS}; expected fewer replicas, or no retry_other_replica", services[c].name)
             });

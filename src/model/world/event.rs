@@ -47,6 +47,10 @@ pub enum Event {
     IncidentEnd(u16),
     /// The end of a time bucket: sample gate levels.
     Tick,
+    /// Service `s`'s autoscaler decides.
+    Autoscale(u16),
+    /// A provisioned replica starts serving.
+    ReplicaReady(u32),
 }
 
 impl EventKind for Event {
@@ -63,6 +67,8 @@ impl EventKind for Event {
             Event::Hedge { .. } => 8,
             Event::ClientReady(_) => 9,
             Event::Visible { .. } => 10,
+            Event::Autoscale(_) => 11,
+            Event::ReplicaReady(_) => 12,
         }
     }
 }

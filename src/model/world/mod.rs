@@ -31,6 +31,7 @@ mod broker;
 mod clients;
 mod edge;
 mod event;
+mod fleet;
 mod ids;
 mod service;
 
@@ -208,6 +209,10 @@ pub struct World<'a> {
     global_budget: Option<Budget>,
     /// Services whose writes commit (one commit count per request each).
     writers: Vec<ServiceId>,
+    /// Per service: its autoscaler (`None`: a fixed fleet).
+    autoscalers: Vec<Option<super::autoscale::Autoscaler>>,
+    /// Per replica: the pending `ReplicaReady` of a replica provisioning.
+    ready_timers: Vec<Option<TimerId>>,
     rec: Recorder,
     next_req: u64,
 }
@@ -288,6 +293,11 @@ impl<'a> World<'a> {
                 .filter(|(_, s)| s.side_effects.writes())
                 .map(|(i, _)| ServiceId(i as u16))
                 .collect(),
+            autoscalers: services
+                .iter()
+                .map(|s| s.autoscale.map(super::autoscale::Autoscaler::new))
+                .collect(),
+            ready_timers: vec![None; topo.total_replicas()],
             rec: {
                 let mut rec =
                     Recorder::with_services(cfg.duration, cfg.bucket, edges.len(), services.len());
@@ -316,6 +326,7 @@ impl<'a> World<'a> {
                 .schedule_at(inc.start, Event::IncidentStart(i as u16));
             self.q.schedule_at(inc.end, Event::IncidentEnd(i as u16));
         }
+        self.start_fleets();
         self.start_clients();
         let sampled =
             self.gates.iter().any(LayerGates::any) || self.outliers.iter().any(|o| !o.is_empty());
@@ -390,6 +401,8 @@ impl<'a> World<'a> {
             Event::IncidentStart(i) => self.on_incident(i as usize, true),
             Event::IncidentEnd(i) => self.on_incident(i as usize, false),
             Event::Tick => self.on_tick(),
+            Event::Autoscale(s) => self.on_autoscale(ServiceId(s)),
+            Event::ReplicaReady(r) => self.on_replica_ready(ReplicaId(r)),
         }
     }
 

@@ -14,7 +14,7 @@ use crate::engine::Nanos;
 use crate::engine::time::from_f64_ns;
 
 use super::super::outcome::{Cause, Failure, Outcome};
-use super::super::server::{Admission, Server, SideEffects};
+use super::super::server::{Admission, Phase, Server, SideEffects};
 use super::super::topology::{EdgeId, ReplicaId, ServiceId};
 use super::edge::Opening;
 use super::{CallId, Child, Children, Event, Job, JobId, JobState, NEVER, Parent, World};
@@ -145,7 +145,7 @@ impl World<'_> {
         }
     }
 
-    fn finish_job(&mut self, job: JobId) {
+    pub(super) fn finish_job(&mut self, job: JobId) {
         let j = self.job_mut(job);
         j.state = JobState::Done;
         j.epoch = j.epoch.wrapping_add(1);
@@ -171,9 +171,13 @@ impl World<'_> {
         } else {
             cfg.service.map(|d| d.sample(&mut self.work_rng[s.index()]))
         };
-        let factor = server.capacity_factor(cfg, now);
+        let mut factor = server.capacity_factor(cfg, now);
+        // Slowdown: u counts this request's worker too.
+        if let (Some(curve), Some(workers)) = (cfg.slowdown, cfg.concurrency) {
+            factor /= curve.stretch(f64::from(server.busy + 1) / f64::from(workers.max(1)));
+        }
         let work = base.map(|base| {
-            if factor >= 1.0 {
+            if factor == 1.0 {
                 base
             } else {
                 from_f64_ns(base as f64 / factor).max(1)
@@ -241,6 +245,9 @@ impl World<'_> {
         }
         self.rec
             .service_levels(now, s.index(), q as u64, b as u64, i as u64);
+        if self.autoscalers[s.index()].is_some() {
+            self.busy_changed(r, i64::from(new[1]) - i64::from(old[1]));
+        }
     }
 
     pub(super) fn on_service_done(&mut self, job: JobId, epoch: u32) {
@@ -701,14 +708,17 @@ impl World<'_> {
         let hosts = &self.outliers[edge.index()];
         let ejected = |r: u32| hosts.get(r as usize).is_some_and(|h| h.ejected(now));
         let tried = |r: u32| r < 64 && avoid & (1u64 << r) != 0;
-        let level = if (0..n).any(|r| !ejected(r) && !tried(r)) {
+        // Only serving replicas (an autoscaled service's others are off,
+        // provisioning or draining); at least one always serves.
+        let first = self.topo.replica(s, 0).0;
+        let serving = |r: u32| self.servers[(first + r) as usize].phase == Phase::Serving;
+        let level = if (0..n).any(|r| serving(r) && !ejected(r) && !tried(r)) {
             0
-        } else if (0..n).any(|r| !ejected(r)) {
+        } else if (0..n).any(|r| serving(r) && !ejected(r)) {
             1
         } else {
             2
         };
-        let first = self.topo.replica(s, 0).0;
         let servers = &self.servers;
         let pick = self.topo.service(s).balancer.pick(
             n,
@@ -718,7 +728,7 @@ impl World<'_> {
                 0 => !ejected(r) && !tried(r),
                 1 => !ejected(r),
                 _ => true,
-            },
+            } && serving(r),
             |r| servers[(first + r) as usize].inside(),
         );
         if policy.retry_other_replica && pick < 64 {

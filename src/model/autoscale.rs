@@ -1,0 +1,314 @@
+//! Autoscaling: the Kubernetes Horizontal Pod Autoscaler's rule, as a
+//! state machine that takes `now`. Every `interval` it looks at the mean
+//! fraction of busy workers u of the replicas serving since its last look
+//! and recommends desired = ceil(ready × u ÷ target); the world adds or
+//! drains replicas to match (`world::service`).
+//!
+//! The rule and its defaults, from the Kubernetes documentation
+//! ("Horizontal Pod Autoscaling", kubernetes.io/docs/tasks/run-application/
+//! horizontal-pod-autoscale/, and the `autoscaling/v2` API reference of
+//! `HPAScalingRules`), and the controller (`pkg/controller/podautoscaler`,
+//! `replica_calculator.go`, `horizontal.go`):
+//!
+//! - desired = ceil(current × metric ÷ target), evaluated every sync
+//!   period (`--horizontal-pod-autoscaler-sync-period`, default 15 s:
+//!   `interval`);
+//! - no change while the ratio metric ÷ target is within the tolerance of 1
+//!   (`--horizontal-pod-autoscaler-tolerance`, default 0.1);
+//! - pods not yet ready count as 0% used when scaling up (so a replica
+//!   still provisioning does not make the controller ask again for what it
+//!   already asked), and a recommendation that would then reverse the
+//!   direction keeps the current count;
+//! - scale-up: no stabilization window; at most the larger of +100% and
+//!   +4 pods per 15 s (`HPAScalingRules.policies`: "allow doubling the
+//!   number of pods, or an absolute change of 4 pods in a 15s window",
+//!   `selectPolicy: Max`). The description of
+//!   `HorizontalPodAutoscalerBehavior.scaleUp` still says "per 60 seconds";
+//!   the policies' own documentation and the controller's defaults
+//!   (`periodSeconds: 15`) are what runs;
+//! - scale-down: the highest recommendation of the last 300 s is used
+//!   (`stabilizationWindowSeconds` 300: `scale_in_delay`), then at most
+//!   100% of the pods per 15 s (every pod may go);
+//! - always within `min` and `max` (`minReplicas`, `maxReplicas`).
+//!
+//! A scale-up period starts from the count the period began with
+//! (current − added + removed in the last 15 s), as the controller's
+//! `calculateScaleUpLimitWithScalingRules` does. Memory: the histories
+//! are ring buffers sized once from the windows and the interval, so a
+//! decision allocates nothing.
+
+use std::collections::VecDeque;
+
+use crate::engine::{NS_PER_S, Nanos};
+
+/// The HPA's default tolerance around the target (10%).
+pub const TOLERANCE: f64 = 0.1;
+/// The period of the default scale-up and scale-down policies (15 s).
+pub const POLICY_PERIOD: Nanos = 15 * NS_PER_S;
+/// Default scale-up policies: +100% or +4 pods per period, the larger.
+pub const SCALE_UP_PERCENT: f64 = 100.0;
+pub const SCALE_UP_PODS: u32 = 4;
+/// Default scale-down policy: 100% of the pods per period.
+pub const SCALE_DOWN_PERCENT: f64 = 100.0;
+
+/// An autoscaled service's settings.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AutoscaleConfig {
+    /// The fraction of busy workers aimed at (0, 1].
+    pub target: f64,
+    pub min: u32,
+    pub max: u32,
+    /// Replicas serving at the start (within [min, max]).
+    pub initial: u32,
+    /// Time between decisions (> 0).
+    pub interval: Nanos,
+    /// From the decision that asks for a replica to the moment it serves.
+    pub provision: Nanos,
+    /// The scale-down stabilization window.
+    pub scale_in_delay: Nanos,
+}
+
+/// The live state of one service's autoscaler.
+#[derive(Clone, Debug)]
+pub struct Autoscaler {
+    cfg: AutoscaleConfig,
+    /// Busy workers of the serving replicas, and their workers, now; and
+    /// their integrals since the last decision (worker × ns).
+    busy: u32,
+    workers: u32,
+    since: Nanos,
+    busy_area: u128,
+    worker_area: u128,
+    /// Recommendations (time, count) within the scale-down window.
+    recommendations: VecDeque<(Nanos, u32)>,
+    /// Replicas added (positive) or removed (negative) per decision,
+    /// within the policy period.
+    changes: VecDeque<(Nanos, i64)>,
+}
+
+impl Autoscaler {
+    pub fn new(cfg: AutoscaleConfig) -> Self {
+        let per = |window: Nanos| (window / cfg.interval.max(1)) as usize + 2;
+        Autoscaler {
+            cfg,
+            busy: 0,
+            workers: 0,
+            since: 0,
+            busy_area: 0,
+            worker_area: 0,
+            recommendations: VecDeque::with_capacity(per(cfg.scale_in_delay)),
+            changes: VecDeque::with_capacity(per(POLICY_PERIOD)),
+        }
+    }
+
+    pub fn config(&self) -> &AutoscaleConfig {
+        &self.cfg
+    }
+
+    fn advance(&mut self, now: Nanos) {
+        let dt = now.saturating_sub(self.since) as u128;
+        self.busy_area += self.busy as u128 * dt;
+        self.worker_area += self.workers as u128 * dt;
+        self.since = self.since.max(now);
+    }
+
+    /// The serving replicas' busy workers change by `busy` and their
+    /// workers by `workers` at `now`.
+    pub fn level(&mut self, now: Nanos, busy: i64, workers: i64) {
+        self.advance(now);
+        self.busy = (self.busy as i64 + busy).max(0) as u32;
+        self.workers = (self.workers as i64 + workers).max(0) as u32;
+    }
+
+    /// The mean fraction of busy workers of the serving replicas since the
+    /// last decision (`None`: no worker served).
+    fn utilization(&mut self, now: Nanos) -> Option<f64> {
+        self.advance(now);
+        let u = (self.worker_area > 0).then(|| self.busy_area as f64 / self.worker_area as f64);
+        self.busy_area = 0;
+        self.worker_area = 0;
+        u
+    }
+
+    /// A decision at `now`: `current` replicas asked for (serving and
+    /// provisioning), `ready` of them serving. Returns the desired count,
+    /// and remembers it as a scale event.
+    pub fn decide(&mut self, now: Nanos, current: u32, ready: u32) -> u32 {
+        let c = self.cfg;
+        let raw = match self.utilization(now) {
+            None => current,
+            Some(u) => {
+                let ratio = u / c.target;
+                if (ratio - 1.0).abs() <= TOLERANCE {
+                    current
+                } else {
+                    // Provisioning replicas count as idle: only the ready
+                    // ones carry the load measured.
+                    let want = (ready as f64 * ratio).ceil().max(0.0);
+                    let want = if want > u32::MAX as f64 {
+                        u32::MAX
+                    } else {
+                        want as u32
+                    };
+                    // A recommendation against the direction of the
+                    // metric keeps the current count.
+                    if (ratio > 1.0 && want < current) || (ratio < 1.0 && want > current) {
+                        current
+                    } else {
+                        want
+                    }
+                }
+            }
+        };
+        let raw = raw.clamp(c.min, c.max);
+        // Scale-down stabilization: the highest recommendation within the
+        // window (this one included); scale-up has none.
+        let cutoff = now.saturating_sub(c.scale_in_delay);
+        while self
+            .recommendations
+            .front()
+            .is_some_and(|&(t, _)| t <= cutoff)
+        {
+            self.recommendations.pop_front();
+        }
+        let down = self
+            .recommendations
+            .iter()
+            .map(|&(_, r)| r)
+            .fold(raw, u32::max);
+        self.recommendations.push_back((now, raw));
+        let mut desired = current.max(raw).min(down);
+        // Rate limits over the policy period.
+        let cutoff = now.saturating_sub(POLICY_PERIOD);
+        while self.changes.front().is_some_and(|&(t, _)| t <= cutoff) {
+            self.changes.pop_front();
+        }
+        let added: i64 = self.changes.iter().map(|&(_, d)| d.max(0)).sum();
+        let removed: i64 = self.changes.iter().map(|&(_, d)| (-d).max(0)).sum();
+        if desired > current {
+            let start = (current as i64 - added + removed).max(0) as f64;
+            let limit = (start * (1.0 + SCALE_UP_PERCENT / 100.0))
+                .ceil()
+                .max(start + SCALE_UP_PODS as f64);
+            desired = (desired as f64).min(limit) as u32;
+        } else if desired < current {
+            let start = (current as i64 + removed - added).max(0) as f64;
+            let limit = (start * (1.0 - SCALE_DOWN_PERCENT / 100.0))
+                .floor()
+                .max(0.0);
+            desired = (desired as f64).max(limit) as u32;
+        }
+        let desired = desired.clamp(c.min, c.max);
+        if desired != current {
+            if self.changes.len() == self.changes.capacity() {
+                self.changes.pop_front();
+            }
+            self.changes
+                .push_back((now, desired as i64 - current as i64));
+        }
+        if self.recommendations.len() > self.recommendations.capacity() {
+            self.recommendations.pop_front();
+        }
+        desired
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: Nanos = NS_PER_S;
+
+    fn cfg(min: u32, max: u32) -> AutoscaleConfig {
+        AutoscaleConfig {
+            target: 0.5,
+            min,
+            max,
+            initial: min,
+            interval: 15 * S,
+            provision: 60 * S,
+            scale_in_delay: 300 * S,
+        }
+    }
+
+    /// `a` with `ready` replicas of 10 workers, `busy` of them busy over
+    /// the last interval before `now`.
+    fn at(a: &mut Autoscaler, now: Nanos, busy: i64, ready: u32, current: u32) -> u32 {
+        a.busy_area = 0;
+        a.worker_area = 0;
+        a.since = now - 15 * S;
+        a.busy = busy as u32;
+        a.workers = ready * 10;
+        a.decide(now, current, ready)
+    }
+
+    #[test]
+    fn desired_is_ceil_of_ready_times_utilization_over_target() {
+        let mut a = Autoscaler::new(cfg(1, 100));
+        // 4 replicas, 30 of 40 workers busy: u = 0.75, target 0.5 →
+        // ceil(4 × 1.5) = 6.
+        assert_eq!(at(&mut a, 15 * S, 30, 4, 4), 6);
+        // Within the tolerance (u = 0.54, ratio 1.08): no change.
+        let mut a = Autoscaler::new(cfg(1, 100));
+        assert_eq!(at(&mut a, 15 * S, 54, 10, 10), 10);
+        // No worker served: no metric, no change.
+        let mut a = Autoscaler::new(cfg(1, 100));
+        assert_eq!(a.decide(15 * S, 3, 0), 3);
+    }
+
+    #[test]
+    fn scale_up_is_limited_to_double_or_four_more_per_period() {
+        // From 2 saturated replicas with target 0.25 (asks 8): +4 is
+        // allowed, more than +100%, so 6.
+        let mut c = cfg(1, 1000);
+        c.target = 0.25;
+        let mut a = Autoscaler::new(c);
+        assert_eq!(at(&mut a, 15 * S, 20, 2, 2), 6);
+        // From 10, u = 1 asks 20: +100% = 20 allowed.
+        let mut a = Autoscaler::new(cfg(1, 1000));
+        assert_eq!(at(&mut a, 15 * S, 100, 10, 10), 20);
+        // From 10, u = 1 with target 0.25 asks 40: capped at 20.
+        let mut c = cfg(1, 1000);
+        c.target = 0.25;
+        let mut a = Autoscaler::new(c);
+        assert_eq!(at(&mut a, 15 * S, 100, 10, 10), 20);
+        // The max bounds it.
+        let mut a = Autoscaler::new(cfg(1, 15));
+        assert_eq!(at(&mut a, 15 * S, 100, 10, 10), 15);
+        // Two decisions within one 15 s period share its allowance: with
+        // a 5 s interval, 10 → 20, then nothing more until the first
+        // change is 15 s old.
+        let mut c = cfg(1, 1000);
+        c.interval = 5 * S;
+        let mut a = Autoscaler::new(c);
+        assert_eq!(at(&mut a, 15 * S, 100, 10, 10), 20);
+        assert_eq!(at(&mut a, 20 * S, 200, 20, 20), 20);
+        assert_eq!(at(&mut a, 30 * S, 200, 20, 20), 40);
+    }
+
+    #[test]
+    fn scale_down_waits_for_the_highest_recommendation_of_its_window() {
+        let mut a = Autoscaler::new(cfg(2, 100));
+        // Busy: 10 replicas recommended at t = 15 s.
+        assert_eq!(at(&mut a, 15 * S, 50, 10, 10), 10);
+        // Idle from then on: the recommendation is the min, 2, but the 10
+        // of t = 15 s holds for 300 s.
+        for k in 2..=20 {
+            assert_eq!(at(&mut a, k * 15 * S, 0, 10, 10), 10, "at {}", k * 15);
+        }
+        // At t = 315 s the 10 left the window: every pod may go at once,
+        // down to min.
+        assert_eq!(at(&mut a, 21 * 15 * S, 0, 10, 10), 2);
+    }
+
+    #[test]
+    fn provisioning_replicas_do_not_double_the_request() {
+        // 4 asked for, 2 ready and saturated: ready × 1 ÷ 0.5 = 4, no more.
+        let mut a = Autoscaler::new(cfg(1, 100));
+        assert_eq!(at(&mut a, 15 * S, 20, 2, 4), 4);
+        // Ready ones lightly loaded while others provision (ratio 0.6):
+        // ceil(2 × 0.6) = 2; the window holds no higher recommendation.
+        let mut a = Autoscaler::new(cfg(1, 100));
+        assert_eq!(at(&mut a, 15 * S, 6, 2, 4), 2);
+    }
+}

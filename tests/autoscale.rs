@@ -1,0 +1,167 @@
+//! Autoscaling (`autoscale` on a service), against the arithmetic of the
+//! Kubernetes HPA rule: after a load step no replica serves before the
+//! first decision that sees the step, plus `provision` (exactly when, from
+//! the interval-averaged utilization); the fleet converges to ceil(load ÷
+//! (per-replica capacity × target)) and only the replicas it started ever
+//! receive a request; scaling in drains replicas without losing a request
+//! (every request accounted for, none failed).
+
+mod common;
+
+use common::assert_conserved;
+use stormsim::metrics::services::ServiceRow;
+use stormsim::metrics::{tabulate, tabulate_services};
+use stormsim::model::{ModelConfig, World};
+use stormsim::scenario::{load_str, to_model};
+
+/// `app`: 10 workers of 10 ms (exponential) per replica, 1000/s each,
+/// autoscaled by `autoscale`, called by the clients at `rate` with no
+/// retry; `schedule` is the clients' schedule (YAML lines, or empty).
+fn app(rate: f64, secs: u64, autoscale: &str, schedule: &str, service_time: &str) -> ModelConfig {
+    let yaml = format!(
+        "name: autoscale-test
+duration: {secs}s
+bucket: 1s
+clients:
+  arrival: {{ kind: poisson, rate: {rate}/s }}
+  calls: app
+{schedule}services:
+  - name: app
+    replicas: 2
+    concurrency: 10
+    service_time: {service_time}
+    queue: {{ capacity: 1000000 }}
+    autoscale: {autoscale}
+"
+    );
+    to_model(&load_str(&yaml, "test.yaml").unwrap_or_else(|e| panic!("{e}")))
+}
+
+const EXP_10MS: &str = "{ dist: exponential, mean: 10ms }";
+
+/// The run's per-second rows of `app`, and the recorder's per-replica
+/// attempts.
+fn rows(cfg: &ModelConfig, seed: u64) -> (Vec<ServiceRow>, Vec<u64>, stormsim::metrics::Summary) {
+    let (rec, info) = World::new(cfg, seed).run();
+    let ctx = cfg.run_context();
+    let (_, s) = tabulate(&rec, &info, &ctx);
+    assert_conserved(&s);
+    let g = tabulate_services(&rec, &ctx, &s);
+    let attempts = rec.svc.replicas.iter().map(|r| r.counts.attempts).collect();
+    (g.rows, attempts, s)
+}
+
+#[test]
+fn no_capacity_arrives_before_the_decision_that_sees_the_step_plus_provision() {
+    // 500/s on 2 replicas (u = 0.25: below target, but min is 2), then
+    // 3000/s from 100 s. Decisions every 15 s: at 105 s the utilization
+    // of the last interval is (10 s × 0.25 + 5 s × 1) ÷ 15 s = 0.5, the
+    // target: no change. At 120 s it is 1: desired = ceil(2 × 1 ÷ 0.5) =
+    // 4, serving 60 s later, at 180 s; nothing serves earlier.
+    for seed in [1, 2, 3] {
+        let cfg = app(
+            500.0,
+            240,
+            "{ target_utilization: 0.5, min: 2, max: 50, interval: 15s, provision: 60s }",
+            "  schedule:\n    - { at: 100s, rate: 3000/s, for: 140s }\n",
+            EXP_10MS,
+        );
+        let (rows, _, _) = rows(&cfg, seed);
+        for r in &rows[..180] {
+            assert_eq!(r.replicas, 2, "t = {}: {r:?}", r.t_s);
+        }
+        assert_eq!(rows[119].desired_replicas, Some(2));
+        assert_eq!(rows[120].desired_replicas, Some(4), "{:?}", rows[120]);
+        assert_eq!(rows[180].replicas, 4, "{:?}", rows[180]);
+    }
+}
+
+#[test]
+fn the_fleet_converges_to_the_load_over_capacity_times_target() {
+    // 1000/s per replica. 3000/s at target 0.5: ceil(3000 ÷ 500) = 6 (at 6
+    // the utilization is 0.5 exactly; at 5 it is 0.6, ratio 1.2, asks 6;
+    // at 7, 0.43, ratio 0.86, asks 6). 2200/s at target 0.6: ceil(3.67) =
+    // 4 (ratio 0.92 there, inside the tolerance).
+    for (rate, target, want) in [(3000.0, 0.5, 6), (2200.0, 0.6, 4)] {
+        let cfg = app(
+            rate,
+            900,
+            &format!(
+                "{{ target_utilization: {target}, min: 1, max: 50, provision: 30s, scale_in_delay: 60s }}"
+            ),
+            "",
+            EXP_10MS,
+        );
+        let (rows, attempts, s) = rows(&cfg, 5);
+        for r in &rows[600..] {
+            assert_eq!(
+                (r.replicas, r.desired_replicas),
+                (want, Some(want)),
+                "{rate}/s at {target}: t = {}",
+                r.t_s
+            );
+        }
+        // Replicas never started never received a request; the others
+        // did. (On the way up the backlog of the first minute keeps every
+        // worker busy, so the fleet overshoots before the scale-down
+        // window lets it shrink back.)
+        let peak = rows.iter().map(|r| r.replicas).max().unwrap() as usize;
+        assert!(peak >= want as usize);
+        assert!(attempts[..peak].iter().all(|&a| a > 0), "{attempts:?}");
+        assert!(attempts[peak..].iter().all(|&a| a == 0), "{attempts:?}");
+        assert_eq!(s.failed, 0);
+    }
+}
+
+#[test]
+fn scaling_in_drains_replicas_without_losing_a_request() {
+    // 1 s of work per request (constant): a draining replica holds its
+    // requests for a while after it stops receiving. 400/s over replicas
+    // of 10 workers (10/s each) for 2 minutes: saturated, with a long
+    // queue everywhere, the fleet grows by at most ÷ 0.8 per decision (u
+    // cannot exceed 1). Then 20/s: the fleet drains down to 2 while the
+    // queues still hold work.
+    let cfg = app(
+        400.0,
+        400,
+        "{ target_utilization: 0.8, min: 2, max: 40, provision: 10s, scale_in_delay: 30s }",
+        "  schedule:\n    - { at: 120s, rate: 20/s, for: 280s }\n",
+        "{ dist: constant, value: 1s }",
+    );
+    let (rec, info) = World::new(&cfg, 9).run();
+    let ctx = cfg.run_context();
+    let (_, s) = tabulate(&rec, &info, &ctx);
+    assert_conserved(&s);
+    let g = tabulate_services(&rec, &ctx, &s);
+    let peak = g.rows.iter().map(|r| r.replicas).max().unwrap();
+    let last = g.rows.last().unwrap();
+    assert!(peak >= 10, "peak {peak}");
+    assert!(last.replicas < peak / 2, "{last:?}");
+    // No request failed: every one was served, or is still inside.
+    assert_eq!(s.failed, 0);
+    let t = &g.services[0].totals;
+    assert_eq!(t.refused + t.shed + t.vanished + t.errors + t.reset, 0);
+    assert_eq!(t.attempts, t.served + g.services[0].unserved_at_end);
+    assert_eq!(
+        s.logical_requests,
+        s.succeeded + s.in_flight_at_end,
+        "every request answered or still inside"
+    );
+    // Every replica's requests are accounted for too.
+    let per: u64 = rec.svc.replicas.iter().map(|r| r.counts.served).sum();
+    assert_eq!(per, t.served);
+}
+
+#[test]
+fn an_autoscaled_run_is_byte_identical_for_a_seed() {
+    let cfg = app(
+        500.0,
+        200,
+        "{ target_utilization: 0.5, min: 1, max: 20, provision: 20s }",
+        "  schedule:\n    - { at: 50s, rate: 4000/s, for: 60s }\n",
+        EXP_10MS,
+    );
+    let a = World::new(&cfg, 3).run().1.digest;
+    let b = World::new(&cfg, 3).run().1.digest;
+    assert_eq!(a, b);
+}
