@@ -52,6 +52,28 @@ pub struct ReplicaCounts {
     pub unserved_at_end: u64,
 }
 
+/// What the connection pools of one call edge did over a run (summed over
+/// its caller instances' pools).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PoolCounts {
+    /// Connections handed to a request, and given back.
+    pub acquired: u64,
+    pub released: u64,
+    /// Requests that had to wait for a connection.
+    pub waits: u64,
+    /// Requests that waited the acquire timeout in vain.
+    pub timeouts: u64,
+    /// Connects sent to the callee, and those that failed.
+    pub connects: u64,
+    pub connect_failures: u64,
+    /// Connections dropped because their replica went down.
+    pub dropped: u64,
+    /// When the run ended: connections carrying an attempt, and those
+    /// established (idle or busy).
+    pub held_at_end: u64,
+    pub open_at_end: u64,
+}
+
 /// Per-service state of a recorder: counters per bucket, gauges, totals.
 #[derive(Clone, Debug)]
 pub struct ServiceMetrics {
@@ -82,6 +104,8 @@ pub struct ServiceMetrics {
     /// outlier detection at the bucket's end, and those of them that were
     /// not down or blackholed then.
     pub ejected: Vec<[u32; 2]>,
+    /// Per edge: its connection pools' counters (all zero without a pool).
+    pub pools: Vec<PoolCounts>,
 }
 
 impl ServiceMetrics {
@@ -99,6 +123,7 @@ impl ServiceMetrics {
             unserved_at_end: vec![0; services],
             replicas: Vec::new(),
             ejected: vec![[0; 2]; buckets * services],
+            pools: vec![PoolCounts::default(); edges],
         }
     }
 
@@ -156,6 +181,8 @@ pub struct EdgeInfo {
     /// The calling service, or `clients`.
     pub caller: String,
     pub callee: String,
+    /// The call has a connection pool.
+    pub pool: bool,
 }
 
 /// One row of `services_timeseries.csv` (without variant and replicate).
@@ -221,6 +248,8 @@ pub struct EdgeSummary {
     /// Refusals by the budget, the throttle and the breaker.
     pub gates: [u64; 3],
     pub orphaned_attempts: u64,
+    /// Its connection pools (all zero without a pool).
+    pub pool: PoolCounts,
 }
 
 /// The graph tables of one run.
@@ -425,6 +454,7 @@ pub fn tabulate_graph(
                 amplification: ratio(edges.attempts[e] as f64, logical_requests as f64),
                 gates: edges.gates[e],
                 orphaned_attempts: edges.orphaned[e],
+                pool: m.pools.get(e).copied().unwrap_or_default(),
             }
         })
         .collect();

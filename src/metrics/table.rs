@@ -168,6 +168,9 @@ pub struct Summary {
     /// The verdict against the scenario's SLO, when it has one (set by
     /// the runner, which knows the SLO).
     pub slo: Option<super::slo::Verdict>,
+    /// Some call has a connection pool: the summary then lists
+    /// `failed_pool_timeout` (a column only such scenarios have).
+    pub pools: bool,
     pub failed_by: [u64; Reason::COUNT],
     pub shed: u64,
     pub blackholed: u64,
@@ -407,6 +410,7 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
             after.time_to_full_goodput_s
         },
         slo: None,
+        pools: ctx.edges.iter().any(|e| e.pool),
         failed_by,
         shed: sum(|r| r.shed),
         blackholed: sum(|r| r.blackholed),

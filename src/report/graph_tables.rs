@@ -93,6 +93,11 @@ pub fn edge_cells(e: &EdgeSummary) -> Vec<(&'static str, Cell)> {
         ("throttled", Cell::Int(e.gates[1])),
         ("breaker_rejected", Cell::Int(e.gates[2])),
         ("orphaned_attempts", Cell::Int(e.orphaned_attempts)),
+        ("pool_waits", Cell::Int(e.pool.waits)),
+        ("pool_timeouts", Cell::Int(e.pool.timeouts)),
+        ("connects", Cell::Int(e.pool.connects)),
+        ("connect_failures", Cell::Int(e.pool.connect_failures)),
+        ("connections_dropped", Cell::Int(e.pool.dropped)),
     ]
 }
 

@@ -4,7 +4,7 @@
 
 use crate::engine::EventKind;
 
-use super::ids::{CallId, ClientId, JobId, MsgId};
+use super::ids::{CallId, ClientId, ConnRef, JobId, MsgId};
 
 #[derive(Clone, Copy, Debug)]
 pub enum Event {
@@ -47,6 +47,13 @@ pub enum Event {
     IncidentEnd(u16),
     /// The end of a time bucket: sample gate levels.
     Tick,
+    /// A request waited `acquire_timeout` for a pooled connection.
+    PoolTimeout {
+        call: CallId,
+        epoch: u32,
+    },
+    /// The backoff of a pool's slot after a failed connect is over.
+    Reconnect(ConnRef),
 }
 
 impl EventKind for Event {
@@ -63,6 +70,8 @@ impl EventKind for Event {
             Event::Hedge { .. } => 8,
             Event::ClientReady(_) => 9,
             Event::Visible { .. } => 10,
+            Event::PoolTimeout { .. } => 11,
+            Event::Reconnect(_) => 12,
         }
     }
 }

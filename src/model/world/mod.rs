@@ -32,6 +32,7 @@ mod clients;
 mod edge;
 mod event;
 mod ids;
+mod pool;
 mod service;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -45,13 +46,14 @@ use super::config::ModelConfig;
 use super::gates::LayerGates;
 use super::outcome::{Failure, Outcome};
 use super::outlier::HostState;
+use super::pool::PoolSet;
 use super::retry::RetryState;
 use super::server::{Incident, Server};
 use super::slab::Slab;
 use super::topology::{EdgeId, ReplicaId, ServiceId, Topology};
 
 pub use event::Event;
-pub use ids::{CallId, Child, Children, ClientId, JobId, MsgId, Parent};
+pub use ids::{CallId, Child, Children, ClientId, ConnRef, JobId, MsgId, Parent};
 
 /// How often (in events) a run looks at its stop flag: often enough to stop
 /// within milliseconds, rarely enough to cost nothing.
@@ -116,6 +118,10 @@ struct Call {
     budget: CallBudget,
     /// The last failure seen from below (what a refusal returns upward).
     last_failure: Failure,
+    /// The pooled connection (a slot of its instance's pool) its request
+    /// of this round holds, and whether the request waits for one.
+    conn: Option<u16>,
+    pool_wait: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -159,6 +165,9 @@ struct Job {
     outcome: Outcome,
     /// The replica of its service it is at.
     replica: ReplicaId,
+    /// A connect of this pool slot rather than a request (its caller
+    /// fields are unused).
+    conn: Option<ConnRef>,
     /// Its calls: the stage running, the calls of it still out, and them.
     stage: u16,
     pending: u16,
@@ -202,8 +211,9 @@ pub struct World<'a> {
     /// Per edge: jitter, and the throttle's dice.
     jitter: Vec<Stream>,
     throttle_rng: Vec<Stream>,
-    /// Per edge: its gates.
+    /// Per edge: its gates, and its connection pools (None: no pool).
     gates: Vec<LayerGates>,
+    pools: Vec<Option<PoolSet>>,
     /// The budget shared by every edge whose budget scope is global.
     global_budget: Option<Budget>,
     /// Services whose writes commit (one commit count per request each).
@@ -223,6 +233,7 @@ fn queue_with_lanes(cfg: &ModelConfig) -> EventQueue<Event> {
         .chain(policies().filter_map(|p| p.hedging.map(|h| h.delay)))
         .chain(cfg.deadline)
         .chain(policies().filter_map(|p| p.total_timeout))
+        .chain(policies().filter_map(|p| p.pool.map(|p| p.acquire_timeout)))
         .chain(cfg.consumers.map(|c| c.visibility));
     for delay in delays {
         q.add_lane(delay);
@@ -277,6 +288,10 @@ impl<'a> World<'a> {
             jitter: stream(Purpose::Jitter, edges.len()),
             throttle_rng: stream(Purpose::Throttle, edges.len()),
             gates: edges.iter().map(|e| LayerGates::new(&e.policy)).collect(),
+            pools: edges
+                .iter()
+                .map(|e| e.policy.pool.map(|p| PoolSet::new(p, e.policy.instances)))
+                .collect(),
             global_budget: edges
                 .iter()
                 .find(|e| e.policy.global_budget)
@@ -366,6 +381,7 @@ impl<'a> World<'a> {
             self.rec.svc.unserved_at_end[s.index()] += unserved;
             self.rec.svc.replicas[r].unserved_at_end = unserved;
         }
+        self.record_pools();
         self.rec.finish(end, open_messages);
         let info = RunInfo {
             events: self.q.events(),
@@ -390,6 +406,8 @@ impl<'a> World<'a> {
             Event::IncidentStart(i) => self.on_incident(i as usize, true),
             Event::IncidentEnd(i) => self.on_incident(i as usize, false),
             Event::Tick => self.on_tick(),
+            Event::PoolTimeout { call, epoch } => self.on_pool_timeout(call, epoch),
+            Event::Reconnect(conn) => self.on_reconnect(conn),
         }
     }
 
