@@ -31,10 +31,9 @@ impl World<'_> {
             0
         };
         let hosts = &self.outliers[e];
-        let prefer = |k: u32| {
-            !hosts.get(k as usize).is_some_and(|h| h.ejected(now))
-                && !(k < 64 && avoid & (1u64 << k) != 0)
-        };
+        let ejected = |k: u32| hosts.get(k as usize).is_some_and(|h| h.ejected(now));
+        let tried = |k: u32| k < 64 && avoid & (1u64 << k) != 0;
+        let prefer = |k: u32| !ejected(k) && !tried(k);
         let Some(set) = self.pools[e].as_mut() else {
             return true;
         };

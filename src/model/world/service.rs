@@ -796,7 +796,7 @@ impl World<'_> {
         };
         let first = self.topo.replica(s, 0).0;
         let servers = &self.servers;
-        let pick = self.topo.service(s).balancer.pick(
+        self.topo.service(s).balancer.pick(
             n,
             &mut self.balancers[s.index()],
             &mut self.balance_rng[s.index()],
@@ -806,8 +806,7 @@ impl World<'_> {
                 _ => true,
             },
             |r| servers[(first + r) as usize].inside(),
-        );
-        pick
+        )
     }
 
     /// An answer of `j`'s replica reaches its caller: the caller's edge's
