@@ -304,11 +304,41 @@ fn the_bundled_scenario_is_byte_identical_with_one_thread_or_two() {
         "services.csv",
         "services_timeseries.csv",
         "calls.csv",
+        "replicas.csv",
     ] {
         let x = fs::read(a.join(table)).unwrap();
         assert!(!x.is_empty(), "{table}");
         assert!(x == fs::read(b.join(table)).unwrap(), "{table} differs");
     }
+    // replicas.csv: the backend's four replicas add up to its services.csv
+    // row, counter by counter, in every run; the bad one took the errors.
+    let rows = |t: &str| -> Vec<Vec<String>> {
+        let text = fs::read_to_string(a.join(t)).unwrap();
+        text.lines()
+            .map(|l| l.split(',').map(str::to_string).collect())
+            .collect()
+    };
+    let (reps, svcs) = (rows("replicas.csv"), rows("services.csv"));
+    let counters = ["attempts", "served", "refused", "shed", "errors", "reset"];
+    let col = |h: &[String], c: &str| h.iter().position(|x| x == c).unwrap();
+    let mut checked = 0;
+    for s in svcs.iter().skip(1).filter(|r| r[2] == "backend") {
+        let mine: Vec<&Vec<String>> = (reps.iter().skip(1))
+            .filter(|r| r[0] == s[0] && r[1] == s[1] && r[2] == "backend")
+            .collect();
+        assert_eq!(mine.len(), 4);
+        for c in counters {
+            let total: u64 = mine
+                .iter()
+                .map(|r| r[col(&reps[0], c)].parse::<u64>().unwrap())
+                .sum();
+            assert_eq!(total.to_string(), s[col(&svcs[0], c)], "{} {c}", s[0]);
+        }
+        let errors = |r: &Vec<String>| r[col(&reps[0], "errors")].parse::<u64>().unwrap();
+        assert!(errors(mine[3]) > 0 && mine[..3].iter().all(|r| errors(r) == 0));
+        checked += 1;
+    }
+    assert_eq!(checked, 6);
     let _ = fs::remove_dir_all(&dir);
 }
 

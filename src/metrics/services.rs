@@ -252,12 +252,24 @@ pub struct EdgeSummary {
     pub pool: PoolCounts,
 }
 
+/// One row of `replicas.csv` (without variant and replicate): what one
+/// replica of a service did over the run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ReplicaRow {
+    pub service: usize,
+    /// Its index among its service's replicas, from 0.
+    pub replica: u32,
+    pub counts: ReplicaCounts,
+}
+
 /// The graph tables of one run.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct GraphTables {
     pub rows: Vec<ServiceRow>,
     pub services: Vec<ServiceSummary>,
     pub edges: Vec<EdgeSummary>,
+    /// Per replica of every service, services in the order of `services`.
+    pub replicas: Vec<ReplicaRow>,
 }
 
 fn ratio(a: f64, b: f64) -> f64 {
@@ -315,6 +327,7 @@ pub fn tabulate_graph(
     len_of: impl Fn(usize) -> Nanos,
 ) -> GraphTables {
     let n = services.len().min(m.services);
+    let services_info = services;
     let buckets = m.counts.len().checked_div(m.services).unwrap_or(0);
     let mut rows = Vec::with_capacity(buckets * n);
     let run_ns: Nanos = (0..buckets).map(&len_of).sum();
@@ -458,9 +471,31 @@ pub fn tabulate_graph(
             }
         })
         .collect();
+    // Replicas are flat, service 0's first (`Topology::replica`).
+    let mut starts = Vec::with_capacity(n);
+    let mut at = 0usize;
+    for info in services_info {
+        starts.push(at);
+        at += info.replicas.max(1) as usize;
+    }
+    let first = &starts;
+    let replicas = (order.iter())
+        .flat_map(|&s| {
+            let k = services_info[s].replicas.max(1);
+            (0..k).filter_map(move |r| Some((s, r, first.get(s)? + r as usize)))
+        })
+        .filter_map(|(s, r, flat)| {
+            m.replicas.get(flat).map(|&counts| ReplicaRow {
+                service: s,
+                replica: r,
+                counts,
+            })
+        })
+        .collect();
     GraphTables {
         rows,
         services,
         edges,
+        replicas,
     }
 }
