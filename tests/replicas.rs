@@ -190,6 +190,27 @@ fn ejection_after_exactly_consecutive_5xx_for_base_times_ejections() {
 }
 
 #[test]
+fn each_caller_instance_keeps_its_own_outlier_detection() {
+    // Ten caller instances (ten Envoys), each with its own view: each must
+    // see five refusals of its own before it ejects the down replica, so
+    // in a run shorter than the 30 s ejection it is ejected exactly ten
+    // times, once by each, and each instance's first five requests to it
+    // fail (one attempt, no retry): 50 refusals in all.
+    let cfg = one_down(3, Balancer::RoundRobin, 1, 20, 500.0).clone_with_edge(|p| {
+        p.outlier = Some(OutlierConfig::default());
+        p.instances = 10;
+    });
+    let rec = record(&cfg, 3);
+    let down = rec.svc.replicas[0];
+    assert_eq!(down.ejections, 10);
+    assert_eq!(down.counts.refused, 50);
+    assert_eq!(
+        rec.svc.replicas[1].ejections + rec.svc.replicas[2].ejections,
+        0
+    );
+}
+
+#[test]
 fn every_replica_accounts_for_every_request() {
     let secs = 30;
     let mut backend = dependency(2, ServiceDist::Exponential { mean: 10 * MS }, 5);

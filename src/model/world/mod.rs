@@ -45,7 +45,7 @@ use super::budget::{Budget, CallBudget};
 use super::config::ModelConfig;
 use super::gates::LayerGates;
 use super::outcome::{Failure, Outcome};
-use super::outlier::HostState;
+use super::outlier::Views;
 use super::pool::PoolSet;
 use super::retry::RetryState;
 use super::server::{Incident, Server};
@@ -195,9 +195,9 @@ pub struct World<'a> {
     /// Per service: its balancer's state and dice.
     balancers: Vec<BalancerState>,
     balance_rng: Vec<Stream>,
-    /// Per edge with outlier detection: what it knows of each replica of
-    /// its callee (empty for the others).
-    outliers: Vec<Vec<HostState>>,
+    /// Per edge with outlier detection: what each caller instance knows
+    /// of each replica of its callee (empty for the other edges).
+    outliers: Vec<Views>,
     /// The incidents of every service, flat, in the order they are
     /// scheduled.
     incidents: Vec<(ServiceId, Incident)>,
@@ -268,10 +268,8 @@ impl<'a> World<'a> {
             outliers: edges
                 .iter()
                 .map(|e| match e.policy.outlier {
-                    Some(_) => {
-                        vec![HostState::default(); topo.replica_count(e.callee) as usize]
-                    }
-                    None => Vec::new(),
+                    Some(_) => Views::new(e.policy.instances, topo.replica_count(e.callee)),
+                    None => Views::default(),
                 })
                 .collect(),
             incidents: services
@@ -333,7 +331,7 @@ impl<'a> World<'a> {
         }
         self.start_clients();
         let sampled =
-            self.gates.iter().any(LayerGates::any) || self.outliers.iter().any(|o| !o.is_empty());
+            self.gates.iter().any(LayerGates::any) || self.outliers.iter().any(Views::enabled);
         if sampled && cfg.bucket < cfg.duration {
             self.q.schedule_at(cfg.bucket, Event::Tick);
         }
@@ -433,7 +431,7 @@ impl<'a> World<'a> {
             }
         }
         // Replicas ejected by some caller's outlier detection.
-        if self.outliers.iter().all(Vec::is_empty) {
+        if !self.outliers.iter().any(Views::enabled) {
             return;
         }
         for s in 0..self.topo.services().len() {
@@ -442,10 +440,7 @@ impl<'a> World<'a> {
             let (mut ejected, mut serving) = (0, 0);
             for r in 0..n {
                 let out = self.topo.edges().iter().enumerate().any(|(e, edge)| {
-                    edge.callee == s
-                        && self.outliers[e]
-                            .get(r as usize)
-                            .is_some_and(|h| h.ejected(now))
+                    edge.callee == s && self.outliers[e].any_ejected(r as usize, now)
                 });
                 ejected += u32::from(out);
                 serving += u32::from(out && !self.servers[self.topo.replica(s, r).index()].out());

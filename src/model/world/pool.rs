@@ -30,7 +30,7 @@ impl World<'_> {
         } else {
             0
         };
-        let hosts = &self.outliers[e];
+        let hosts = self.outliers[e].get(c.instance);
         let ejected = |k: u32| hosts.get(k as usize).is_some_and(|h| h.ejected(now));
         let tried = |k: u32| k < 64 && avoid & (1u64 << k) != 0;
         let prefer = |k: u32| !ejected(k) && !tried(k);
@@ -136,7 +136,7 @@ impl World<'_> {
     fn start_connect(&mut self, conn: ConnRef) {
         let e = conn.edge.index();
         let s = self.topo.edge(conn.edge).callee;
-        let k = self.pick_among(s, conn.edge, 0);
+        let k = self.pick_among(s, conn.edge, conn.instance, 0);
         let Some(set) = self.pools[e].as_mut() else {
             return;
         };

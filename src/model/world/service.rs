@@ -767,7 +767,7 @@ impl World<'_> {
             0
         };
         let retry_other = policy.retry_other_replica;
-        let pick = self.pick_among(s, edge, avoid);
+        let pick = self.pick_among(s, edge, c.instance, avoid);
         if retry_other && pick < 64 {
             self.calls.get_mut(caller.0).tried |= 1u64 << pick;
         }
@@ -778,13 +778,19 @@ impl World<'_> {
     /// on `edge`: among those the edge has not ejected and not in `avoid`
     /// (bit k: replica k); when none is left, among those not ejected;
     /// when all are, among all.
-    pub(super) fn pick_among(&mut self, s: ServiceId, edge: EdgeId, avoid: u64) -> u32 {
+    pub(super) fn pick_among(
+        &mut self,
+        s: ServiceId,
+        edge: EdgeId,
+        instance: u32,
+        avoid: u64,
+    ) -> u32 {
         let n = self.topo.replica_count(s);
         if n <= 1 {
             return 0;
         }
         let now = self.q.now();
-        let hosts = &self.outliers[edge.index()];
+        let hosts = self.outliers[edge.index()].get(instance);
         let ejected = |r: u32| hosts.get(r as usize).is_some_and(|h| h.ejected(now));
         let tried = |r: u32| r < 64 && avoid & (1u64 << r) != 0;
         let level = if (0..n).any(|r| !ejected(r) && !tried(r)) {
@@ -834,7 +840,8 @@ impl World<'_> {
         };
         let (_, k) = self.topo.replica_of(j.replica);
         let now = self.q.now();
-        if cfg.observe(&mut self.outliers[edge.index()], k as usize, failed, now) {
+        let hosts = self.outliers[edge.index()].get_mut(c.instance);
+        if cfg.observe(hosts, k as usize, failed, now) {
             self.rec.replica_ejected(j.replica.index());
         }
     }
