@@ -635,9 +635,9 @@ fn run(args: RunArgs) -> i32 {
         },
     };
     let not_written = if shard.is_some() {
-        "timeseries.csv, summary.csv, summary.exact.csv, services.csv, services_timeseries.csv, calls.csv, scenario.resolved.yaml, manifest.json"
+        "timeseries.csv, summary.csv, summary.exact.csv, services.csv, services_timeseries.csv, calls.csv, replicas.csv, scenario.resolved.yaml, manifest.json"
     } else {
-        "timeseries.csv, summary.csv, summary_by_variant.csv, services.csv, services_timeseries.csv, calls.csv, scenario.resolved.yaml, charts/, report.html"
+        "timeseries.csv, summary.csv, summary_by_variant.csv, services.csv, services_timeseries.csv, calls.csv, replicas.csv, scenario.resolved.yaml, charts/, report.html"
     };
     // Every decision about the output folder, before simulating.
     let inputs: Vec<PathBuf> = args.file.iter().cloned().collect();
@@ -718,9 +718,9 @@ fn run(args: RunArgs) -> i32 {
         out.write("timeseries.csv", &timeseries)?;
         out.write("summary.csv", &summary)?;
         out.write("summary_by_variant.csv", &by_variant)?;
-        let [services, services_ts, calls] =
+        let [services, services_ts, calls, replicas] =
             report::graph_tables::all_until(&layout, &results, stop)?;
-        for (name, bytes) in [&services, &services_ts, &calls] {
+        for (name, bytes) in [&services, &services_ts, &calls, &replicas] {
             out.write(name, bytes)?;
         }
         out.write("scenario.resolved.yaml", resolved.as_bytes())?;
@@ -922,6 +922,7 @@ fn write_shard(
                     r.graph.services.len(),
                     r.graph.rows.len(),
                     r.graph.edges.len(),
+                    r.graph.replicas.len(),
                 ],
             })
             .collect(),

@@ -410,7 +410,7 @@ fn exercise_scenario(s: &Scenario, limits: FuzzLimits) -> Exercised {
     let by_variant = crate::report::tables::summary_by_variant_csv(&results);
     if limits.charts {
         let layout = crate::report::tables::Layout::of(&results);
-        let [services, services_ts, calls] = crate::report::graph_tables::all(&layout, &results);
+        let [services, services_ts, calls, _] = crate::report::graph_tables::all(&layout, &results);
         let drawn = crate::report::ChartData::from_bytes(
             &timeseries,
             &summary,

@@ -4,7 +4,10 @@
 //!
 //! - logical requests: offered = succeeded + failed + still open;
 //! - dependency requests (at the focus service: a chain's dependency): those
-//!   that arrived = attempts sent by the calls into it + status probes;
+//!   that arrived = attempts sent by the calls into it + status probes +
+//!   connects of the pools on those calls;
+//! - per call edge with a connection pool: connections handed out =
+//!   connections given back + connections held at the end;
 //! - deadlines: when the clients have a deadline and every layer
 //!   propagates it, no attempt is sent at or after it;
 //! - gauges: no bucket has a negative mean queue depth or work in flight;
@@ -55,6 +58,14 @@ pub fn violations(
         .edges()
         .iter()
         .any(|e| e.policy.status_probe && e.callee != focus);
+    // Connects of the pools on calls into it arrive like requests.
+    let connects_into = |svc| {
+        (graph.edges.iter())
+            .filter(|e| cfg.topology.edges()[e.edge].callee == svc)
+            .map(|e| e.pool.connects)
+            .sum::<u64>()
+    };
+    let into_focus = into_focus + connects_into(focus);
     let sent = into_focus + s.probes;
     let conserved = if probes_elsewhere {
         (into_focus..=sent).contains(&s.dependency_attempts)
@@ -113,7 +124,7 @@ pub fn violations(
             .edges
             .iter()
             .filter(|e| topo.edges()[e.edge].callee == id)
-            .map(|e| e.attempts)
+            .map(|e| e.attempts + e.pool.connects)
             .sum();
         if t.attempts < sent || t.attempts > sent + summary.probes {
             found.push(format!(
@@ -123,6 +134,16 @@ pub fn violations(
         }
     }
     for e in &graph.edges {
+        let p = &e.pool;
+        if p.acquired != p.released + p.held_at_end {
+            found.push(format!(
+                "the pools of call edge {} handed out {} connections, but {} came back and {} are held",
+                topo.edges()[e.edge].policy.name,
+                p.acquired,
+                p.released,
+                p.held_at_end
+            ));
+        }
         if e.succeeded + e.failed > e.calls {
             found.push(format!(
                 "call edge {} ended {} calls but made only {}",

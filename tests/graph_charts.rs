@@ -106,7 +106,7 @@ fn draw() -> Drawn {
         assert!(r.violations.is_empty(), "{:?}", r.violations);
     }
     let layout = tables::Layout::of(&results);
-    let [services, services_ts, calls] = graph_tables::all(&layout, &results);
+    let [services, services_ts, calls, _] = graph_tables::all(&layout, &results);
     let data = ChartData::from_bytes(
         &tables::timeseries_csv(&results),
         &tables::summary_csv(&results),

@@ -190,6 +190,27 @@ fn ejection_after_exactly_consecutive_5xx_for_base_times_ejections() {
 }
 
 #[test]
+fn each_caller_instance_keeps_its_own_outlier_detection() {
+    // Ten caller instances (ten Envoys), each with its own view: each must
+    // see five refusals of its own before it ejects the down replica, so
+    // in a run shorter than the 30 s ejection it is ejected exactly ten
+    // times, once by each, and each instance's first five requests to it
+    // fail (one attempt, no retry): 50 refusals in all.
+    let cfg = one_down(3, Balancer::RoundRobin, 1, 20, 500.0).clone_with_edge(|p| {
+        p.outlier = Some(OutlierConfig::default());
+        p.instances = 10;
+    });
+    let rec = record(&cfg, 3);
+    let down = rec.svc.replicas[0];
+    assert_eq!(down.ejections, 10);
+    assert_eq!(down.counts.refused, 50);
+    assert_eq!(
+        rec.svc.replicas[1].ejections + rec.svc.replicas[2].ejections,
+        0
+    );
+}
+
+#[test]
 fn every_replica_accounts_for_every_request() {
     let secs = 30;
     let mut backend = dependency(2, ServiceDist::Exponential { mean: 10 * MS }, 5);
@@ -304,11 +325,41 @@ fn the_bundled_scenario_is_byte_identical_with_one_thread_or_two() {
         "services.csv",
         "services_timeseries.csv",
         "calls.csv",
+        "replicas.csv",
     ] {
         let x = fs::read(a.join(table)).unwrap();
         assert!(!x.is_empty(), "{table}");
         assert!(x == fs::read(b.join(table)).unwrap(), "{table} differs");
     }
+    // replicas.csv: the backend's four replicas add up to its services.csv
+    // row, counter by counter, in every run; the bad one took the errors.
+    let rows = |t: &str| -> Vec<Vec<String>> {
+        let text = fs::read_to_string(a.join(t)).unwrap();
+        text.lines()
+            .map(|l| l.split(',').map(str::to_string).collect())
+            .collect()
+    };
+    let (reps, svcs) = (rows("replicas.csv"), rows("services.csv"));
+    let counters = ["attempts", "served", "refused", "shed", "errors", "reset"];
+    let col = |h: &[String], c: &str| h.iter().position(|x| x == c).unwrap();
+    let mut checked = 0;
+    for s in svcs.iter().skip(1).filter(|r| r[2] == "backend") {
+        let mine: Vec<&Vec<String>> = (reps.iter().skip(1))
+            .filter(|r| r[0] == s[0] && r[1] == s[1] && r[2] == "backend")
+            .collect();
+        assert_eq!(mine.len(), 4);
+        for c in counters {
+            let total: u64 = mine
+                .iter()
+                .map(|r| r[col(&reps[0], c)].parse::<u64>().unwrap())
+                .sum();
+            assert_eq!(total.to_string(), s[col(&svcs[0], c)], "{} {c}", s[0]);
+        }
+        let errors = |r: &Vec<String>| r[col(&reps[0], "errors")].parse::<u64>().unwrap();
+        assert!(errors(mine[3]) > 0 && mine[..3].iter().all(|r| errors(r) == 0));
+        checked += 1;
+    }
+    assert_eq!(checked, 6);
     let _ = fs::remove_dir_all(&dir);
 }
 

@@ -89,6 +89,7 @@ fn merged_shards_are_byte_identical_to_the_unsharded_run() {
         "timeseries.csv",
         "summary.csv",
         "summary_by_variant.csv",
+        "replicas.csv",
         "scenario.resolved.yaml",
         "report.html",
         "charts/load.svg",

@@ -350,6 +350,9 @@ pub fn summary_cells(s: &Summary, layer_names: &[String]) -> Vec<(String, Cell)>
     }
     v.push(("in_flight_at_end".into(), Cell::Int(s.in_flight_at_end)));
     for r in Reason::ALL {
+        if r == Reason::PoolTimeout && !s.pools {
+            continue;
+        }
         v.push((
             format!("failed_{}", r.name()),
             Cell::Int(s.failed_by[r as usize]),

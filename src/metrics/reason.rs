@@ -13,10 +13,11 @@ pub enum Reason {
     Throttled = 6,
     BreakerOpen = 7,
     BulkheadFull = 8,
+    PoolTimeout = 9,
 }
 
 impl Reason {
-    pub const COUNT: usize = 9;
+    pub const COUNT: usize = 10;
     pub const ALL: [Reason; Reason::COUNT] = [
         Reason::Timeout,
         Reason::Connection,
@@ -27,6 +28,7 @@ impl Reason {
         Reason::Throttled,
         Reason::BreakerOpen,
         Reason::BulkheadFull,
+        Reason::PoolTimeout,
     ];
 
     pub fn name(self) -> &'static str {
@@ -40,6 +42,7 @@ impl Reason {
             Reason::Throttled => "throttled",
             Reason::BreakerOpen => "breaker_open",
             Reason::BulkheadFull => "bulkhead_full",
+            Reason::PoolTimeout => "pool_timeout",
         }
     }
 }

@@ -52,6 +52,28 @@ pub struct ReplicaCounts {
     pub unserved_at_end: u64,
 }
 
+/// What the connection pools of one call edge did over a run (summed over
+/// its caller instances' pools).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PoolCounts {
+    /// Connections handed to a request, and given back.
+    pub acquired: u64,
+    pub released: u64,
+    /// Requests that had to wait for a connection.
+    pub waits: u64,
+    /// Requests that waited the acquire timeout in vain.
+    pub timeouts: u64,
+    /// Connects sent to the callee, and those that failed.
+    pub connects: u64,
+    pub connect_failures: u64,
+    /// Connections dropped because their replica went down.
+    pub dropped: u64,
+    /// When the run ended: connections carrying an attempt, and those
+    /// established (idle or busy).
+    pub held_at_end: u64,
+    pub open_at_end: u64,
+}
+
 /// Per-service state of a recorder: counters per bucket, gauges, totals.
 #[derive(Clone, Debug)]
 pub struct ServiceMetrics {
@@ -85,6 +107,8 @@ pub struct ServiceMetrics {
     /// Per service: its replicas over time when it autoscales (`None`:
     /// a fixed fleet).
     pub scaled: Vec<Option<ScaleLevels>>,
+    /// Per edge: its connection pools' counters (all zero without a pool).
+    pub pools: Vec<PoolCounts>,
 }
 
 /// An autoscaled service's replicas over a run.
@@ -154,6 +178,7 @@ impl ServiceMetrics {
             replicas: Vec::new(),
             ejected: vec![[0; 2]; buckets * services],
             scaled: vec![None; services],
+            pools: vec![PoolCounts::default(); edges],
         }
     }
 
@@ -222,6 +247,8 @@ pub struct EdgeInfo {
     /// The calling service, or `clients`.
     pub caller: String,
     pub callee: String,
+    /// The call has a connection pool.
+    pub pool: bool,
 }
 
 /// One row of `services_timeseries.csv` (without variant and replicate).
@@ -291,6 +318,18 @@ pub struct EdgeSummary {
     /// Refusals by the budget, the throttle and the breaker.
     pub gates: [u64; 3],
     pub orphaned_attempts: u64,
+    /// Its connection pools (all zero without a pool).
+    pub pool: PoolCounts,
+}
+
+/// One row of `replicas.csv` (without variant and replicate): what one
+/// replica of a service did over the run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ReplicaRow {
+    pub service: usize,
+    /// Its index among its service's replicas, from 0.
+    pub replica: u32,
+    pub counts: ReplicaCounts,
 }
 
 /// The graph tables of one run.
@@ -299,6 +338,8 @@ pub struct GraphTables {
     pub rows: Vec<ServiceRow>,
     pub services: Vec<ServiceSummary>,
     pub edges: Vec<EdgeSummary>,
+    /// Per replica of every service, services in the order of `services`.
+    pub replicas: Vec<ReplicaRow>,
 }
 
 fn ratio(a: f64, b: f64) -> f64 {
@@ -356,6 +397,7 @@ pub fn tabulate_graph(
     len_of: impl Fn(usize) -> Nanos,
 ) -> GraphTables {
     let n = services.len().min(m.services);
+    let services_info = services;
     let buckets = m.counts.len().checked_div(m.services).unwrap_or(0);
     let mut rows = Vec::with_capacity(buckets * n);
     let run_ns: Nanos = (0..buckets).map(&len_of).sum();
@@ -511,12 +553,35 @@ pub fn tabulate_graph(
                     .then(|| edges.attempts[e] as f64 / logical_requests as f64),
                 gates: edges.gates[e],
                 orphaned_attempts: edges.orphaned[e],
+                pool: m.pools.get(e).copied().unwrap_or_default(),
             }
+        })
+        .collect();
+    // Replicas are flat, service 0's first (`Topology::replica`).
+    let mut starts = Vec::with_capacity(n);
+    let mut at = 0usize;
+    for info in services_info {
+        starts.push(at);
+        at += info.replicas.max(1) as usize;
+    }
+    let first = &starts;
+    let replicas = (order.iter())
+        .flat_map(|&s| {
+            let k = services_info[s].replicas.max(1);
+            (0..k).filter_map(move |r| Some((s, r, first.get(s)? + r as usize)))
+        })
+        .filter_map(|(s, r, flat)| {
+            m.replicas.get(flat).map(|&counts| ReplicaRow {
+                service: s,
+                replica: r,
+                counts,
+            })
         })
         .collect();
     GraphTables {
         rows,
         services,
         edges,
+        replicas,
     }
 }

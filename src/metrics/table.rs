@@ -193,6 +193,9 @@ pub struct Summary {
     /// The verdict against the scenario's SLO, when it has one (set by
     /// the runner, which knows the SLO).
     pub slo: Option<super::slo::Verdict>,
+    /// Some call has a connection pool: the summary then lists
+    /// `failed_pool_timeout` (a column only such scenarios have).
+    pub pools: bool,
     pub failed_by: [u64; Reason::COUNT],
     pub shed: u64,
     pub blackholed: u64,
@@ -311,8 +314,7 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
             shed: c.shed,
             queue_depth: rec.queue.mean(b, len),
             in_flight: rec.queue.mean(b, len) + busy,
-            utilization: (ctx.concurrency > 0)
-                .then(|| ratio(busy, ctx.concurrency as f64 * share)),
+            utilization: (ctx.concurrency > 0).then(|| ratio(busy, ctx.concurrency as f64 * share)),
             goodput: ratio(c.succeeded as f64, secs),
             latency_p50_ms: c.latency_p50_us.map(us_to_ms),
             latency_p99_ms: c.latency_p99_us.map(us_to_ms),
@@ -463,6 +465,7 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
             after.time_to_full_goodput_s
         },
         slo: None,
+        pools: ctx.edges.iter().any(|e| e.pool),
         failed_by,
         shed: sum(|r| r.shed),
         blackholed: sum(|r| r.blackholed),

@@ -11,6 +11,7 @@ use super::breaker::BreakerConfig;
 use super::budget::BudgetConfig;
 use super::bulkhead::BulkheadConfig;
 use super::outlier::OutlierConfig;
+use super::pool::PoolConfig;
 use super::rate::RateProfile;
 use super::retry::{RetryOn, RetryPolicy};
 use super::service::ServiceDist;
@@ -102,6 +103,9 @@ pub struct CallPolicy {
     /// Ejects the callee's replicas that keep failing from this edge's
     /// balancing.
     pub outlier: Option<OutlierConfig>,
+    /// A connection pool per caller instance: an attempt needs one of its
+    /// connections.
+    pub pool: Option<PoolConfig>,
 }
 
 /// gRFC A6 hedging policy.
@@ -148,6 +152,7 @@ impl CallPolicy {
             status_probe: false,
             retry_other_replica: false,
             outlier: None,
+            pool: None,
         }
     }
 }
@@ -233,6 +238,7 @@ impl ModelConfig {
                         |c| self.topology.service(c).name.clone(),
                     ),
                     callee: self.topology.service(e.callee).name.clone(),
+                    pool: e.policy.pool.is_some(),
                 })
                 .collect(),
         }

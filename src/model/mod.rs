@@ -15,6 +15,7 @@ pub mod gates;
 pub mod occ;
 pub mod outcome;
 pub mod outlier;
+pub mod pool;
 pub mod rate;
 pub mod retry;
 pub mod server;

@@ -26,6 +26,8 @@ pub enum Cause {
     Throttled,
     /// The layer's bulkhead was full.
     BulkheadFull,
+    /// No pooled connection freed up within the pool's acquire timeout.
+    PoolTimeout,
 }
 
 /// A failed attempt or call. `retry_after` is the server's Retry-After
@@ -64,6 +66,7 @@ impl Cause {
             Cause::BreakerOpen => Reason::BreakerOpen,
             Cause::Throttled => Reason::Throttled,
             Cause::BulkheadFull => Reason::BulkheadFull,
+            Cause::PoolTimeout => Reason::PoolTimeout,
         }
     }
 
@@ -72,7 +75,11 @@ impl Cause {
     pub fn is_local(self) -> bool {
         matches!(
             self,
-            Cause::BudgetExhausted | Cause::BreakerOpen | Cause::Throttled | Cause::BulkheadFull
+            Cause::BudgetExhausted
+                | Cause::BreakerOpen
+                | Cause::Throttled
+                | Cause::BulkheadFull
+                | Cause::PoolTimeout
         )
     }
 }

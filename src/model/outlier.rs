@@ -1,5 +1,7 @@
 //! Outlier detection on a call edge: passive health checking that takes
 //! a replica that keeps failing out of its caller's balancing for a while,
+//! kept per caller instance (each caller replica is an Envoy with its own
+//! detector per cluster: `Views`),
 //! by Envoy's consecutive-5xx rule (envoyproxy.io, "Outlier detection",
 //! arch_overview/upstream/outlier, and config.cluster.v3.OutlierDetection):
 //!
@@ -48,7 +50,61 @@ impl Default for OutlierConfig {
     }
 }
 
-/// What one caller edge knows of one replica.
+/// What each caller instance of one edge (each caller replica: every
+/// Envoy keeps its own outlier detector per cluster) knows of each replica
+/// of the callee, made when the instance first answers.
+#[derive(Clone, Debug, Default)]
+pub struct Views {
+    replicas: usize,
+    of: Vec<Option<std::num::NonZeroU32>>,
+    states: Vec<Vec<HostState>>,
+}
+
+impl Views {
+    pub fn new(instances: u32, replicas: u32) -> Self {
+        Views {
+            replicas: replicas as usize,
+            of: vec![None; instances.max(1) as usize],
+            states: Vec::new(),
+        }
+    }
+
+    /// What `instance` knows (empty: nothing yet, every replica in).
+    pub fn get(&self, instance: u32) -> &[HostState] {
+        if self.of.is_empty() {
+            return &[];
+        }
+        match self.of[instance as usize % self.of.len()] {
+            Some(k) => &self.states[k.get() as usize - 1],
+            None => &[],
+        }
+    }
+
+    pub fn get_mut(&mut self, instance: u32) -> &mut Vec<HostState> {
+        let i = instance as usize % self.of.len();
+        let k = match self.of[i] {
+            Some(k) => k.get() as usize - 1,
+            None => {
+                self.states.push(vec![HostState::default(); self.replicas]);
+                self.of[i] = std::num::NonZeroU32::new(self.states.len() as u32);
+                self.states.len() - 1
+            }
+        };
+        &mut self.states[k]
+    }
+
+    /// Whether some instance has replica `r` ejected at `now`.
+    pub fn any_ejected(&self, r: usize, now: Nanos) -> bool {
+        (self.states.iter()).any(|h| h.get(r).is_some_and(|h| h.ejected(now)))
+    }
+
+    /// Whether this edge has outlier detection.
+    pub fn enabled(&self) -> bool {
+        !self.of.is_empty()
+    }
+}
+
+/// What one caller instance of an edge knows of one replica.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct HostState {
     /// Failures in a row since the last success or ejection.

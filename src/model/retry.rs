@@ -45,7 +45,8 @@ impl RetryOn {
             | Cause::BudgetExhausted
             | Cause::BreakerOpen
             | Cause::Throttled
-            | Cause::BulkheadFull => false,
+            | Cause::BulkheadFull
+            | Cause::PoolTimeout => false,
         }
     }
 }

@@ -3,7 +3,8 @@
 //!
 //! - `services.csv`: one row per run and service;
 //! - `services_timeseries.csv`: one row per run, time bucket and service;
-//! - `calls.csv`: one row per run and call edge.
+//! - `calls.csv`: one row per run and call edge;
+//! - `replicas.csv`: one row per run and replica of a service.
 //!
 //! Every row starts with `variant, replicate` and ends with the run's
 //! `sweep.<path>` columns, as in `summary.csv`.
@@ -12,7 +13,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::interrupt::{POLL_ROWS, Stopped};
 use crate::metrics::Cell;
-use crate::metrics::services::{EdgeSummary, ServiceCounts, ServiceRow, ServiceSummary};
+use crate::metrics::services::{
+    EdgeSummary, ReplicaRow, ServiceCounts, ServiceRow, ServiceSummary,
+};
 use crate::runner::RunResult;
 
 use super::tables::{Layout, param_cells};
@@ -98,7 +101,24 @@ pub fn edge_cells(e: &EdgeSummary) -> Vec<(&'static str, Cell)> {
         ("throttled", Cell::Int(e.gates[1])),
         ("breaker_rejected", Cell::Int(e.gates[2])),
         ("orphaned_attempts", Cell::Int(e.orphaned_attempts)),
+        ("pool_waits", Cell::Int(e.pool.waits)),
+        ("pool_timeouts", Cell::Int(e.pool.timeouts)),
+        ("connects", Cell::Int(e.pool.connects)),
+        ("connect_failures", Cell::Int(e.pool.connect_failures)),
+        ("connections_dropped", Cell::Int(e.pool.dropped)),
     ]
+}
+
+/// The cells of one `replicas.csv` row, after `variant, replicate,
+/// service, replica`.
+pub fn replica_cells(r: &ReplicaRow) -> Vec<(&'static str, Cell)> {
+    let mut cells: Vec<(&'static str, Cell)> = count_cells(&r.counts.counts).into();
+    cells.extend([
+        ("peak_in_flight", Cell::Int(u64::from(r.counts.peak_inside))),
+        ("ejections", Cell::Int(u64::from(r.counts.ejections))),
+        ("unserved_at_end", Cell::Int(r.counts.unserved_at_end)),
+    ]);
+    cells
 }
 
 /// Writes one table: the header from the first row (or the fallback
@@ -220,8 +240,35 @@ fn calls_csv(
     )
 }
 
-/// The three graph tables of these results, as (file name, bytes).
-pub fn all(layout: &Layout, results: &[RunResult]) -> [(&'static str, Vec<u8>); 3] {
+/// `replicas.csv`.
+fn replicas_csv(
+    layout: &Layout,
+    results: &[RunResult],
+    stop: &AtomicBool,
+) -> Result<Vec<u8>, Stopped> {
+    let rows = results.iter().flat_map(|r| {
+        let sweep = param_cells(r, &layout.params);
+        r.graph.replicas.iter().map(move |x| {
+            let lead = vec![
+                r.variant.clone(),
+                r.replicate.to_string(),
+                r.services[x.service].name.clone(),
+                x.replica.to_string(),
+            ];
+            (lead, replica_cells(x), sweep.clone())
+        })
+    });
+    table(
+        &["variant", "replicate", "service", "replica"],
+        replica_cells(&ReplicaRow::default()),
+        &layout.params,
+        rows,
+        stop,
+    )
+}
+
+/// The four graph tables of these results, as (file name, bytes).
+pub fn all(layout: &Layout, results: &[RunResult]) -> [(&'static str, Vec<u8>); 4] {
     match all_until(layout, results, &NEVER) {
         Ok(tables) => tables,
         Err(Stopped) => unreachable!("the flag NEVER is never raised"),
@@ -233,7 +280,7 @@ pub fn all_until(
     layout: &Layout,
     results: &[RunResult],
     stop: &AtomicBool,
-) -> Result<[(&'static str, Vec<u8>); 3], Stopped> {
+) -> Result<[(&'static str, Vec<u8>); 4], Stopped> {
     Ok([
         ("services.csv", services_csv(layout, results, stop)?),
         (
@@ -241,6 +288,7 @@ pub fn all_until(
             services_timeseries_csv(layout, results, stop)?,
         ),
         ("calls.csv", calls_csv(layout, results, stop)?),
+        ("replicas.csv", replicas_csv(layout, results, stop)?),
     ])
 }
 

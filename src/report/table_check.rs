@@ -44,6 +44,7 @@ pub enum TableKind {
     Services,
     ServicesTimeseries,
     Calls,
+    Replicas,
 }
 
 /// The contract columns of `timeseries.csv` (README.md, "Outputs"), first
@@ -123,6 +124,7 @@ impl TableKind {
             TableKind::Services => "services.csv",
             TableKind::ServicesTimeseries => "services_timeseries.csv",
             TableKind::Calls => "calls.csv",
+            TableKind::Replicas => "replicas.csv",
         }
     }
 
@@ -135,6 +137,7 @@ impl TableKind {
             TableKind::Services => &["variant", "replicate", "service"],
             TableKind::ServicesTimeseries => &["variant", "replicate", "t_s", "service"],
             TableKind::Calls => &["variant", "replicate", "caller", "callee", "call"],
+            TableKind::Replicas => &["variant", "replicate", "service", "replica"],
         }
     }
 
@@ -163,6 +166,7 @@ impl TableKind {
                 "amplification",
                 "orphaned_attempts",
             ],
+            TableKind::Replicas => &["attempts"],
         }
     }
 
@@ -170,7 +174,10 @@ impl TableKind {
         match self {
             TableKind::Timeseries => PerRun::Buckets,
             TableKind::Summary | TableKind::ByVariant => PerRun::One,
-            TableKind::Services | TableKind::ServicesTimeseries | TableKind::Calls => PerRun::Any,
+            TableKind::Services
+            | TableKind::ServicesTimeseries
+            | TableKind::Calls
+            | TableKind::Replicas => PerRun::Any,
         }
     }
 }
@@ -551,10 +558,13 @@ impl<'a> TableCheck<'a> {
                 }
             }
             TableKind::ServicesTimeseries => self.service_bucket(rec)?,
-            TableKind::Services | TableKind::Calls => {
-                // One row per service (per call edge) of the run.
+            TableKind::Services | TableKind::Calls | TableKind::Replicas => {
+                // One row per service (per call edge, per replica) of the run.
                 let key = match self.kind {
                     TableKind::Services => rec.get(2).unwrap_or("").to_string(),
+                    TableKind::Replicas => {
+                        rec.iter().skip(2).take(2).collect::<Vec<_>>().join("\u{0}")
+                    }
                     _ => rec.iter().skip(2).take(3).collect::<Vec<_>>().join("\u{0}"),
                 };
                 if !self.names_seen.insert(key) {
@@ -564,6 +574,7 @@ impl<'a> TableCheck<'a> {
                             "a second row of the same {} for {}",
                             match self.kind {
                                 TableKind::Services => "service",
+                                TableKind::Replicas => "replica",
                                 _ => "call",
                             },
                             self.describe(self.at)

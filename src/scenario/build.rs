@@ -12,6 +12,7 @@ use crate::model::bulkhead::BulkheadConfig;
 use crate::model::config::{HedgingConfig, Shared};
 use crate::model::occ::{OccConfig, OccPolicy};
 use crate::model::outlier::OutlierConfig;
+use crate::model::pool::PoolConfig;
 use crate::model::rate::{RateChange, RateProfile};
 use crate::model::retry::{
     RetryAfterMode as ModelRetryAfter, RetryOn as ModelRetryOn, RetryPolicy,
@@ -185,6 +186,7 @@ fn layer(l: &Layer) -> CallPolicy {
         status_probe: l.status_probe,
         retry_other_replica: false,
         outlier: None,
+        pool: None,
     }
 }
 
@@ -430,6 +432,11 @@ fn graph(s: &Scenario) -> Topology {
 fn call_policy(call: &Call, caller: &str) -> CallPolicy {
     let mut p = layer(&call.to_layer(&format!("{caller}.{}", call.label())));
     p.retry_other_replica = call.retry_other_replica;
+    p.pool = call.pool.as_ref().map(|pool| PoolConfig {
+        size: pool.size.max(1),
+        acquire_timeout: pool.acquire_timeout.ns().max(1),
+        connect: pool.connect.ns(),
+    });
     p.outlier = call.outlier_detection.as_ref().map(|o| OutlierConfig {
         consecutive_5xx: o.consecutive_5xx.max(1),
         interval: o.interval.ns().max(1),

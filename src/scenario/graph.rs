@@ -111,6 +111,11 @@ with_policy_fields! {policy_struct! {
         /// Envoy's consecutive-5xx rule.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub outlier_detection: Option<OutlierDetection>,
+        /// A connection pool per caller replica: an attempt needs one of its
+        /// `size` connections, waits at most `acquire_timeout` for one, and a
+        /// new connection costs the service called `connect` of work.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub pool: Option<Pool>,
     }
 }}
 
@@ -166,6 +171,25 @@ pub struct OutlierDetection {
     /// The longest ejection.
     #[serde(default = "default_max_ejection")]
     pub max_ejection: Duration,
+}
+
+/// `pool` of a call: `{ size: 20, acquire_timeout: 1s, connect: 50ms }`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Pool {
+    /// Connections at most, per caller replica.
+    pub size: u32,
+    /// The longest a request waits for a free connection before it fails
+    /// with `pool_timeout` (HikariCP's `connectionTimeout` is 30 s).
+    #[serde(default = "default_acquire_timeout")]
+    pub acquire_timeout: Duration,
+    /// The work a new connection costs the service called (a TLS
+    /// handshake, a database session), taken on one of its workers.
+    pub connect: Duration,
+}
+
+fn default_acquire_timeout() -> Duration {
+    Duration::from_secs(30)
 }
 
 fn default_consecutive_5xx() -> u32 {

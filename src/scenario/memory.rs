@@ -9,7 +9,8 @@
 //! call, two gauges, four latency histograms: `metrics::recorder`), the
 //! state of every budget, throttle, breaker and bulkhead (one per instance
 //! of each layer or call, or one per layer or call when shared:
-//! `model::gates`), every service of a graph, the closed-loop clients (an
+//! `model::gates`), every connection pool (one per caller instance, its
+//! slots: `model::pool`), every service of a graph, the closed-loop clients (an
 //! event each), and what grows with every logical request by design: a
 //! commit counter per request at each server that writes, a record per
 //! message for consumers (expected requests: the offered rate over the run, at most
@@ -106,6 +107,23 @@ pub fn estimate(s: &Scenario) -> Estimate {
             parts.push(Part {
                 path,
                 how,
+                bytes: count.saturating_mul(each),
+            });
+        }
+    }
+    // Connection pools: one per caller instance that uses it, each with its
+    // slots (made when first used; counted as if every instance did).
+    for (l, label) in m.topology.edges().iter().map(|e| &e.policy).zip(&labels) {
+        if let Some(pool) = l.pool {
+            let each =
+                std::mem::size_of::<crate::model::pool::Slot>() as u64 * u64::from(pool.size) + 64;
+            let count = u64::from(l.instances.max(1));
+            parts.push(Part {
+                path: format!("{label}.pool.size"),
+                how: format!(
+                    "{count} connection pools ({label}.instances) × {} each",
+                    bytes_text(each)
+                ),
                 bytes: count.saturating_mul(each),
             });
         }

@@ -26,6 +26,10 @@ pub const MAX_REPLICAS: u32 = 1000;
 /// Replicas a call with `retry_other_replica` can remember trying.
 pub const MAX_REMEMBERED_REPLICAS: u32 = 64;
 
+/// The most connections a pool may have per caller replica (a slot index
+/// is 16 bits).
+pub const MAX_POOL_SIZE: u32 = 10_000;
+
 impl Checker {
     /// Everything about a services graph.
     pub(super) fn graph(&mut self, s: &Scenario) {
@@ -249,6 +253,42 @@ impl Checker {
             self.check(n <= MAX_REMEMBERED_REPLICAS, &format!("{path}.retry_other_replica"), || {
                 format!("`{}` has {n} replicas; a call remembers the replicas it tried among at most {MAX_REMEMBERED_REPLICAS}; expected fewer replicas, or no retry_other_replica", services[c].name)
             });
+        }
+        if let Some(pool) = &call.pool {
+            let at = |f: &str| format!("{path}.pool.{f}");
+            self.check(pool.size >= 1, &at("size"), || {
+                "size is 0; expected at least 1 connection".to_string()
+            });
+            self.check(pool.size <= MAX_POOL_SIZE, &at("size"), || {
+                format!(
+                    "size is {}; expected at most {MAX_POOL_SIZE} connections per caller replica",
+                    pool.size
+                )
+            });
+            self.positive(
+                pool.acquire_timeout,
+                &at("acquire_timeout"),
+                "acquire_timeout",
+            );
+            self.positive(pool.connect, &at("connect"), "connect");
+            let layer = call.to_layer(call.label());
+            let unsupported = [
+                (layer.fan_out > 1, "fan_out"),
+                (layer.hedging.is_some(), "hedging"),
+                (layer.hedge_on_timeout, "hedge_on_timeout"),
+            ];
+            for (set, what) in unsupported {
+                self.check(!set, &format!("{path}.pool"), || {
+                    format!("a pool with {what} is not modelled (one connection per attempt); expected no {what} on a pooled call")
+                });
+            }
+            if let Some(c) = callee {
+                let svc = &services[c];
+                let works = svc.concurrency.is_some() || svc.service_time.is_some();
+                self.check(works, &format!("{path}.pool"), || {
+                    format!("`{}` has neither concurrency nor service_time: it only forwards, and a connection to it costs nothing; expected a pool on a call to a service that does work", svc.name)
+                });
+            }
         }
         if let Some(o) = &call.outlier_detection {
             let at = |f: &str| format!("{path}.outlier_detection.{f}");

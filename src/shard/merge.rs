@@ -292,7 +292,7 @@ struct ItemData {
     summary: Range<usize>,
     exact: Vec<(String, Cell)>,
     /// Its rows in each graph table.
-    graph: [Range<usize>; 3],
+    graph: [Range<usize>; 4],
 }
 
 /// Merges checked shard folders: reads their tables and builds the
@@ -384,7 +384,8 @@ pub fn merge(plan: &Plan) -> Result<Merged, MergeError> {
         }
     }
     let by_variant = tables::summary_by_variant_csv_from_rows_until(&groups, interrupt::flag())?;
-    // GRAPH_TABLES: services.csv, services_timeseries.csv, calls.csv.
+    // GRAPH_TABLES: services.csv, services_timeseries.csv, calls.csv,
+    // replicas.csv (which no chart reads).
     let table = |t: usize| graph.get(t).map_or(&[][..], |(_, b)| &b[..]);
     let data = report::ChartData::from_checked_bytes(
         &timeseries,
@@ -726,6 +727,7 @@ fn read_shard(shard: &Shard, index: usize, plan_shape: &RunShape) -> Result<Shar
         TableKind::Services,
         TableKind::ServicesTimeseries,
         TableKind::Calls,
+        TableKind::Replicas,
     ];
     for (t, file) in GRAPH_TABLES.iter().enumerate() {
         let rows: u64 = m.items.iter().map(|i| i.graph_rows[t] as u64).sum();
@@ -851,7 +853,7 @@ fn read_shard(shard: &Shard, index: usize, plan_shape: &RunShape) -> Result<Shar
                 ),
             ));
         }
-        let mut graph_ranges: [Range<usize>; 3] = [0..0, 0..0, 0..0];
+        let mut graph_ranges: [Range<usize>; 4] = [0..0, 0..0, 0..0, 0..0];
         for (t, records) in graph_split.iter_mut().enumerate() {
             let mut range: Option<Range<usize>> = None;
             let mut rows = 0usize;

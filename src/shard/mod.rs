@@ -41,7 +41,12 @@ pub const FORMAT: &str = "stormsim-shard/4";
 
 /// The graph tables a shard carries (rows of its runs only), in the order
 /// of a manifest item's `graph_rows`.
-pub const GRAPH_TABLES: [&str; 3] = ["services.csv", "services_timeseries.csv", "calls.csv"];
+pub const GRAPH_TABLES: [&str; 4] = [
+    "services.csv",
+    "services_timeseries.csv",
+    "calls.csv",
+    "replicas.csv",
+];
 /// How items are shared out, as written in every manifest.
 pub const RULE: &str =
     "item k = variant_index * replicates + replicate belongs to shard k mod shards";

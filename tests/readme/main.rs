@@ -34,7 +34,7 @@ use shell::{
 const OUTAGE: &str = "stormsim run scenarios/outage-recovery.yaml";
 
 /// Every `test:` name the README uses, each checked by one test below.
-const NAMED: [&str; 36] = [
+const NAMED: [&str; 37] = [
     "outage-recovery reading",
     "after-incident reading",
     "interrupt messages",
@@ -71,6 +71,7 @@ const NAMED: [&str; 36] = [
     "stability map",
     "one-bad-replica table",
     "one-bad-replica prose",
+    "reconnect-storm table",
 ];
 
 // ---------------------------------------------------------------------
@@ -1900,6 +1901,37 @@ fn success_in(ran: &shell::Ran, name: &str, variant: &str, (from, to): (f64, f64
         }
     }
     ok / all
+}
+
+const RECONNECT_STORM: &str = "stormsim run scenarios/reconnect-storm.yaml";
+
+#[test]
+fn reconnect_storm_table() {
+    let b = named("reconnect-storm table");
+    let ran = run_for(&b, RECONNECT_STORM);
+    let f = ran.by_variant("reconnect-storm");
+    let calls = csv_rows(&ran.folder("reconnect-storm").join("calls.csv"));
+    let connects = |v: &str| -> f64 {
+        let xs: Vec<f64> = (calls.iter())
+            .filter(|r| r["variant"] == v && r["call"] == "app.db")
+            .map(|r| r["connects"].parse().unwrap())
+            .collect();
+        xs.iter().sum::<f64>() / xs.len() as f64
+    };
+    let mut t = TableChecker::new(&b, table(&b));
+    let cols = (
+        t.col("peak load after the restart"),
+        t.col("success rate"),
+        t.col("connects per run"),
+    );
+    assert_eq!(t.table.rows.len(), f.variants().len());
+    for v in f.variants() {
+        let r = t.row(&v);
+        t.check(r, cols.0, &[Some(f.mean(&v, "peak_load_ratio_after"))]);
+        t.check(r, cols.1, &[Some(f.mean(&v, "success_rate") * 100.0)]);
+        t.check(r, cols.2, &[Some(connects(&v))]);
+    }
+    t.finish();
 }
 
 const THREE_TIER: &str = "stormsim run scenarios/three-tier.yaml";

@@ -132,6 +132,8 @@ impl World<'_> {
             },
             budget,
             last_failure: Failure::new(Cause::Timeout),
+            conn: None,
+            pool_wait: false,
         }))
     }
 
@@ -257,7 +259,13 @@ impl World<'_> {
     /// The request goes out to the edge's callee: through a forwarding
     /// service it becomes a call of the next edge at once; anywhere else a
     /// job.
-    fn send(&mut self, id: CallId) {
+    pub(super) fn send(&mut self, id: CallId) {
+        if self.pools[self.call(id).edge.index()].is_some()
+            && self.call(id).conn.is_none()
+            && !self.pool_acquire(id)
+        {
+            return; // it waits for a connection
+        }
         let now = self.q.now();
         let call = self.call_mut(id);
         call.launched += 1;
@@ -376,6 +384,7 @@ impl World<'_> {
             CallState::Probing => return self.on_probe_answer(id, outcome),
             _ => return,
         }
+        self.release_conn(id);
         self.release_slot(id);
         match outcome {
             Outcome::Success => {
@@ -393,7 +402,7 @@ impl World<'_> {
     }
 
     /// One request of the round failed (or could not be sent).
-    fn branch_failed(&mut self, id: CallId, f: Failure) {
+    pub(super) fn branch_failed(&mut self, id: CallId, f: Failure) {
         let call = self.call_mut(id);
         call.failed += 1;
         call.last_failure = f;
@@ -492,6 +501,7 @@ impl World<'_> {
     /// `cancellation`).
     fn close_round(&mut self, id: CallId) {
         self.cancel_timers(id);
+        self.release_conn(id);
         let c = *self.call(id);
         for _ in 0..c.slots {
             self.release_slot(id);
@@ -813,9 +823,10 @@ impl World<'_> {
         match outcome {
             Outcome::Failed(f) => Outcome::Failed(match f.cause {
                 Cause::BudgetExhausted | Cause::RetryAfterExceedsBudget => last,
-                Cause::BreakerOpen | Cause::Throttled | Cause::BulkheadFull => {
-                    Failure::new(Cause::Status(503))
-                }
+                Cause::BreakerOpen
+                | Cause::Throttled
+                | Cause::BulkheadFull
+                | Cause::PoolTimeout => Failure::new(Cause::Status(503)),
                 _ => f,
             }),
             ok => ok,

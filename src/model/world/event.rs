@@ -4,7 +4,7 @@
 
 use crate::engine::EventKind;
 
-use super::ids::{CallId, ClientId, JobId, MsgId};
+use super::ids::{CallId, ClientId, ConnRef, JobId, MsgId};
 
 #[derive(Clone, Copy, Debug)]
 pub enum Event {
@@ -51,6 +51,13 @@ pub enum Event {
     Autoscale(u16),
     /// A provisioned replica starts serving.
     ReplicaReady(u32),
+    /// A request waited `acquire_timeout` for a pooled connection.
+    PoolTimeout {
+        call: CallId,
+        epoch: u32,
+    },
+    /// The backoff of a pool's slot after a failed connect is over.
+    Reconnect(ConnRef),
 }
 
 impl EventKind for Event {
@@ -69,6 +76,8 @@ impl EventKind for Event {
             Event::Visible { .. } => 10,
             Event::Autoscale(_) => 11,
             Event::ReplicaReady(_) => 12,
+            Event::PoolTimeout { .. } => 13,
+            Event::Reconnect(_) => 14,
         }
     }
 }

@@ -21,6 +21,15 @@ pub struct MsgId(pub u32);
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ClientId(pub u32);
 
+/// One slot of a connection pool: the call edge, the caller instance
+/// whose pool it is, and the slot's index in it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnRef {
+    pub edge: super::super::topology::EdgeId,
+    pub instance: u32,
+    pub slot: u16,
+}
+
 /// Who waits for a call's outcome.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Parent {

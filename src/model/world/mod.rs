@@ -33,6 +33,7 @@ mod edge;
 mod event;
 mod fleet;
 mod ids;
+mod pool;
 mod service;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -45,14 +46,15 @@ use super::budget::{Budget, CallBudget};
 use super::config::ModelConfig;
 use super::gates::LayerGates;
 use super::outcome::{Failure, Outcome};
-use super::outlier::HostState;
+use super::outlier::Views;
+use super::pool::PoolSet;
 use super::retry::RetryState;
 use super::server::{Incident, Server};
 use super::slab::Slab;
 use super::topology::{EdgeId, ReplicaId, ServiceId, Topology};
 
 pub use event::Event;
-pub use ids::{CallId, Child, Children, ClientId, JobId, MsgId, Parent};
+pub use ids::{CallId, Child, Children, ClientId, ConnRef, JobId, MsgId, Parent};
 
 /// How often (in events) a run looks at its stop flag: often enough to stop
 /// within milliseconds, rarely enough to cost nothing.
@@ -117,6 +119,10 @@ struct Call {
     budget: CallBudget,
     /// The last failure seen from below (what a refusal returns upward).
     last_failure: Failure,
+    /// The pooled connection (a slot of its instance's pool) its request
+    /// of this round holds, and whether the request waits for one.
+    conn: Option<u16>,
+    pool_wait: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -160,6 +166,9 @@ struct Job {
     outcome: Outcome,
     /// The replica of its service it is at.
     replica: ReplicaId,
+    /// A connect of this pool slot rather than a request (its caller
+    /// fields are unused).
+    conn: Option<ConnRef>,
     /// Its calls: the stage running, the calls of it still out, and them.
     stage: u16,
     pending: u16,
@@ -187,9 +196,9 @@ pub struct World<'a> {
     /// Per service: its balancer's state and dice.
     balancers: Vec<BalancerState>,
     balance_rng: Vec<Stream>,
-    /// Per edge with outlier detection: what it knows of each replica of
-    /// its callee (empty for the others).
-    outliers: Vec<Vec<HostState>>,
+    /// Per edge with outlier detection: what each caller instance knows
+    /// of each replica of its callee (empty for the other edges).
+    outliers: Vec<Views>,
     /// The incidents of every service, flat, in the order they are
     /// scheduled.
     incidents: Vec<(ServiceId, Incident)>,
@@ -203,8 +212,9 @@ pub struct World<'a> {
     /// Per edge: jitter, and the throttle's dice.
     jitter: Vec<Stream>,
     throttle_rng: Vec<Stream>,
-    /// Per edge: its gates.
+    /// Per edge: its gates, and its connection pools (None: no pool).
     gates: Vec<LayerGates>,
+    pools: Vec<Option<PoolSet>>,
     /// The budget shared by every edge whose budget scope is global.
     global_budget: Option<Budget>,
     /// Services whose writes commit (one commit count per request each).
@@ -228,6 +238,7 @@ fn queue_with_lanes(cfg: &ModelConfig) -> EventQueue<Event> {
         .chain(policies().filter_map(|p| p.hedging.map(|h| h.delay)))
         .chain(cfg.deadline)
         .chain(policies().filter_map(|p| p.total_timeout))
+        .chain(policies().filter_map(|p| p.pool.map(|p| p.acquire_timeout)))
         .chain(cfg.consumers.map(|c| c.visibility));
     for delay in delays {
         q.add_lane(delay);
@@ -262,10 +273,8 @@ impl<'a> World<'a> {
             outliers: edges
                 .iter()
                 .map(|e| match e.policy.outlier {
-                    Some(_) => {
-                        vec![HostState::default(); topo.replica_count(e.callee) as usize]
-                    }
-                    None => Vec::new(),
+                    Some(_) => Views::new(e.policy.instances, topo.replica_count(e.callee)),
+                    None => Views::default(),
                 })
                 .collect(),
             incidents: services
@@ -282,6 +291,10 @@ impl<'a> World<'a> {
             jitter: stream(Purpose::Jitter, edges.len()),
             throttle_rng: stream(Purpose::Throttle, edges.len()),
             gates: edges.iter().map(|e| LayerGates::new(&e.policy)).collect(),
+            pools: edges
+                .iter()
+                .map(|e| e.policy.pool.map(|p| PoolSet::new(p, e.policy.instances)))
+                .collect(),
             global_budget: edges
                 .iter()
                 .find(|e| e.policy.global_budget)
@@ -329,7 +342,7 @@ impl<'a> World<'a> {
         self.start_fleets();
         self.start_clients();
         let sampled =
-            self.gates.iter().any(LayerGates::any) || self.outliers.iter().any(|o| !o.is_empty());
+            self.gates.iter().any(LayerGates::any) || self.outliers.iter().any(Views::enabled);
         if sampled && cfg.bucket < cfg.duration {
             self.q.schedule_at(cfg.bucket, Event::Tick);
         }
@@ -377,6 +390,7 @@ impl<'a> World<'a> {
             self.rec.svc.unserved_at_end[s.index()] += unserved;
             self.rec.svc.replicas[r].unserved_at_end = unserved;
         }
+        self.record_pools();
         self.rec.finish(end, open_messages);
         let info = RunInfo {
             events: self.q.events(),
@@ -403,6 +417,8 @@ impl<'a> World<'a> {
             Event::Tick => self.on_tick(),
             Event::Autoscale(s) => self.on_autoscale(ServiceId(s)),
             Event::ReplicaReady(r) => self.on_replica_ready(ReplicaId(r)),
+            Event::PoolTimeout { call, epoch } => self.on_pool_timeout(call, epoch),
+            Event::Reconnect(conn) => self.on_reconnect(conn),
         }
     }
 
@@ -428,7 +444,7 @@ impl<'a> World<'a> {
             }
         }
         // Replicas ejected by some caller's outlier detection.
-        if self.outliers.iter().all(Vec::is_empty) {
+        if !self.outliers.iter().any(Views::enabled) {
             return;
         }
         for s in 0..self.topo.services().len() {
@@ -437,10 +453,7 @@ impl<'a> World<'a> {
             let (mut ejected, mut serving) = (0, 0);
             for r in 0..n {
                 let out = self.topo.edges().iter().enumerate().any(|(e, edge)| {
-                    edge.callee == s
-                        && self.outliers[e]
-                            .get(r as usize)
-                            .is_some_and(|h| h.ejected(now))
+                    edge.callee == s && self.outliers[e].any_ejected(r as usize, now)
                 });
                 ejected += u32::from(out);
                 serving += u32::from(out && !self.servers[self.topo.replica(s, r).index()].out());

@@ -17,7 +17,7 @@ use super::super::outcome::{Cause, Failure, Outcome};
 use super::super::server::{Admission, Phase, Server, SideEffects};
 use super::super::topology::{EdgeId, ReplicaId, ServiceId};
 use super::edge::Opening;
-use super::{CallId, Child, Children, Event, Job, JobId, JobState, NEVER, Parent, World};
+use super::{CallId, Child, Children, ConnRef, Event, Job, JobId, JobState, NEVER, Parent, World};
 use crate::metrics::recorder::ServiceEvent;
 
 impl World<'_> {
@@ -73,13 +73,74 @@ impl World<'_> {
             work: 0,
             outcome: Outcome::Success,
             replica: self.topo.replica(s, 0),
+            conn: None,
             stage: 0,
             pending: 0,
             children: Children::None,
             deadline,
             req_deadline: c.req_deadline,
         }));
-        let replica = self.pick_replica(s, caller);
+        let replica = match self.conn_replica(caller, s) {
+            Some(r) => {
+                let (_, k) = self.topo.replica_of(r);
+                let retry_other = self.topo.edge(c.edge).policy.retry_other_replica;
+                if retry_other && k < 64 {
+                    self.calls.get_mut(caller.0).tried |= 1u64 << k;
+                }
+                r
+            }
+            None => self.pick_replica(s, caller),
+        };
+        self.admit(job, replica)
+    }
+
+    /// A connect of pool slot `conn` reaches replica `replica` of `s`: a
+    /// job of the connect's work, taken like any request.
+    pub(super) fn arrive_connect(&mut self, s: ServiceId, replica: ReplicaId, conn: ConnRef) {
+        let now = self.q.now();
+        if s == self.topo.focus() {
+            self.rec.dependency_attempt(now);
+        }
+        self.rec.service_arrival(now, s.index());
+        let job = JobId(self.jobs.insert(|old| Job {
+            epoch: old.map_or(0, |o| o.epoch.wrapping_add(1)),
+            timer: None,
+            state: JobState::Queued,
+            service: s,
+            probe: false,
+            deduped: false,
+            committed: false,
+            poison: false,
+            holds_worker: false,
+            orphaned_by: None,
+            caller: CallId(0),
+            caller_epoch: 0,
+            req: 0,
+            arrived: now,
+            started: now,
+            work: 0,
+            outcome: Outcome::Success,
+            replica,
+            conn: Some(conn),
+            stage: 0,
+            pending: 0,
+            children: Children::None,
+            deadline: NEVER,
+            req_deadline: NEVER,
+        }));
+        if self.admit(job, replica).is_none() {
+            // Vanished: a connect into a blackhole fails.
+            let f = Outcome::Failed(Failure::new(Cause::Connection));
+            self.connect_done(conn, f);
+        }
+    }
+
+    /// Job `job` (just made) reaches `replica`: its server takes it, or
+    /// turns it away. `None` when it vanished.
+    fn admit(&mut self, job: JobId, replica: ReplicaId) -> Option<JobId> {
+        let now = self.q.now();
+        let s = self.job(job).service;
+        let focus = s == self.topo.focus();
         self.job_mut(job).replica = replica;
         self.rec.replica_arrival(replica.index());
         let cfg = self.topo.service(s);
@@ -140,6 +201,9 @@ impl World<'_> {
         let j = *self.job(job);
         if j.epoch == epoch && j.state == JobState::Responding {
             self.finish_job(job);
+            if let Some(conn) = j.conn {
+                return self.connect_done(conn, j.outcome);
+            }
             self.observe_answer(&j, j.outcome);
             self.deliver(j.caller, j.caller_epoch, j.outcome);
         }
@@ -166,7 +230,10 @@ impl World<'_> {
             !j.probe && cfg.dedupe && cfg.side_effects.writes() && self.store(s).committed(j.req);
         let replica = j.replica;
         let server = &self.servers[replica.index()];
-        let base = if j.probe || deduped {
+        let base = if let Some(conn) = j.conn {
+            let pool = self.topo.edge(conn.edge).policy.pool;
+            Some(pool.map_or(1, |p| p.connect.max(1)))
+        } else if j.probe || deduped {
             Some(cfg.dedupe_cost.max(1))
         } else {
             cfg.service.map(|d| d.sample(&mut self.work_rng[s.index()]))
@@ -266,7 +333,7 @@ impl World<'_> {
         let s = j.service;
         let now = self.q.now();
         let r = j.replica;
-        let has_calls = !self.topo.stages(s).is_empty() && !j.probe;
+        let has_calls = !self.topo.stages(s).is_empty() && !j.probe && j.conn.is_none();
         let releases = !has_calls || !self.topo.service(s).hold_worker;
         self.servers[r.index()].in_service -= 1;
         if !has_calls {
@@ -293,7 +360,9 @@ impl World<'_> {
             self.job_mut(job).state = JobState::Calling;
             return self.start_stage(job, 0);
         }
-        let outcome = if j.probe {
+        let outcome = if j.conn.is_some() {
+            Outcome::Success
+        } else if j.probe {
             // Success means "it committed"; 404 means "not found".
             if self.store(s).committed(j.req) {
                 Outcome::Success
@@ -315,7 +384,7 @@ impl World<'_> {
         self.start_next_queued(r);
         self.sync_gauges(r);
         let add = self.servers[r.index()].latency_add();
-        if add > 0 || outcome != Outcome::Success || !now_ok {
+        if add > 0 || outcome != Outcome::Success || !now_ok || j.conn.is_some() {
             self.respond(job, outcome, add);
         } else {
             self.finish_job(job);
@@ -602,6 +671,7 @@ impl World<'_> {
             }
             let r = self.topo.replica(s, k);
             if self.servers[r.index()].on_incident(inc.effect, starts, now) {
+                self.drop_connections(s, r);
                 self.reset_all_work(r);
             }
         }
@@ -692,11 +762,9 @@ impl World<'_> {
     /// and, with `retry_other_replica`, this call has not tried yet; when
     /// none is left, among those not ejected; when all are, among all.
     fn pick_replica(&mut self, s: ServiceId, caller: CallId) -> ReplicaId {
-        let n = self.topo.replica_count(s);
-        if n <= 1 {
+        if self.topo.replica_count(s) <= 1 {
             return self.topo.replica(s, 0);
         }
-        let now = self.q.now();
         let c = self.calls.get(caller.0);
         let edge = c.edge;
         let policy = &self.topo.edge(edge).policy;
@@ -705,7 +773,31 @@ impl World<'_> {
         } else {
             0
         };
-        let hosts = &self.outliers[edge.index()];
+        let retry_other = policy.retry_other_replica;
+        let pick = self.pick_among(s, edge, c.instance, avoid);
+        if retry_other && pick < 64 {
+            self.calls.get_mut(caller.0).tried |= 1u64 << pick;
+        }
+        self.topo.replica(s, pick)
+    }
+
+    /// The index of the replica of `s` the balancer picks for a request
+    /// on `edge`: among those the edge has not ejected and not in `avoid`
+    /// (bit k: replica k); when none is left, among those not ejected;
+    /// when all are, among all.
+    pub(super) fn pick_among(
+        &mut self,
+        s: ServiceId,
+        edge: EdgeId,
+        instance: u32,
+        avoid: u64,
+    ) -> u32 {
+        let n = self.topo.replica_count(s);
+        if n <= 1 {
+            return 0;
+        }
+        let now = self.q.now();
+        let hosts = self.outliers[edge.index()].get(instance);
         let ejected = |r: u32| hosts.get(r as usize).is_some_and(|h| h.ejected(now));
         let tried = |r: u32| r < 64 && avoid & (1u64 << r) != 0;
         // Only serving replicas (an autoscaled service's others are off,
@@ -720,7 +812,7 @@ impl World<'_> {
             2
         };
         let servers = &self.servers;
-        let pick = self.topo.service(s).balancer.pick(
+        self.topo.service(s).balancer.pick(
             n,
             &mut self.balancers[s.index()],
             &mut self.balance_rng[s.index()],
@@ -730,17 +822,16 @@ impl World<'_> {
                 _ => true,
             } && serving(r),
             |r| servers[(first + r) as usize].inside(),
-        );
-        if policy.retry_other_replica && pick < 64 {
-            self.calls.get_mut(caller.0).tried |= 1u64 << pick;
-        }
-        ReplicaId(first + pick)
+        )
     }
 
     /// An answer of `j`'s replica reaches its caller: the caller's edge's
     /// outlier detection counts it (5xx statuses and connection errors
     /// are failures), unless the caller has moved on.
     fn observe_answer(&mut self, j: &Job, outcome: Outcome) {
+        if j.conn.is_some() {
+            return;
+        }
         let c = self.calls.get(j.caller.0);
         if c.epoch != j.caller_epoch || j.probe {
             return;
@@ -759,7 +850,8 @@ impl World<'_> {
         };
         let (_, k) = self.topo.replica_of(j.replica);
         let now = self.q.now();
-        if cfg.observe(&mut self.outliers[edge.index()], k as usize, failed, now) {
+        let hosts = self.outliers[edge.index()].get_mut(c.instance);
+        if cfg.observe(hosts, k as usize, failed, now) {
             self.rec.replica_ejected(j.replica.index());
         }
     }
