@@ -9,7 +9,7 @@ use crate::metrics::slo::Objectives;
 use crate::metrics::table::Undecided;
 
 use super::tables::by_variant;
-use crate::runner::RunResult;
+use crate::metrics::RunResult;
 
 /// A ratio with nothing to divide by (0/0).
 const NOT_APPLICABLE: &str = "n/a";
