@@ -222,6 +222,9 @@ enum Col {
     Number,
     /// `true`, `false`, or empty.
     Bool,
+    /// A recovery verdict: `true`, `false`, `undecided` (the run ended too
+    /// soon after the incident to tell), or empty (nothing to judge).
+    Verdict,
     /// Text (or empty).
     Text,
     /// A name (not empty).
@@ -237,7 +240,8 @@ fn column_kind(name: &str) -> Col {
         "variant" => Col::Variant,
         "replicate" | "replicates" | "seed" => Col::Whole,
         "t_s" => Col::Time,
-        "recovered" | "slo_pass" => Col::Bool,
+        "recovered" => Col::Verdict,
+        "slo_pass" => Col::Bool,
         "aborted" | "slo_failed" | "call" => Col::Text,
         "service" | "caller" | "callee" => Col::Name,
         "event_digest" => Col::Digest,
@@ -291,6 +295,9 @@ fn cell_problem(col: Col, text: &str) -> Option<String> {
         }
         Col::Bool if !matches!(text, "" | "true" | "false") => {
             bad("`true`, `false`, or empty for no value")
+        }
+        Col::Verdict if !matches!(text, "" | "true" | "false" | "undecided") => {
+            bad("`true`, `false`, `undecided`, or empty for no value")
         }
         Col::Digest
             if text.len() != 16
