@@ -203,6 +203,7 @@ impl Settings {
             reproduce.push_str(&format!(" --set '{set}'"));
         }
         Ok(Settings {
+            inputs: scenario::from_file::input_files(&scenario, args.file.as_deref()),
             scenario,
             plans,
             items,
@@ -210,7 +211,6 @@ impl Settings {
             slo,
             out_path,
             force: args.force,
-            inputs: args.file.iter().cloned().collect(),
             reproduce: escape(&reproduce).into_owned(),
             quiet: args.quiet,
             verbose: args.verbose,
