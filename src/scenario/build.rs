@@ -670,7 +670,7 @@ mod tests {
         );
         assert_eq!(
             (m.limits.max_events, m.limits.max_in_flight),
-            (2_000_000_000, 20_000_000)
+            (2_000_000_000, 5_000_000)
         );
     }
 

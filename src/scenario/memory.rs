@@ -279,9 +279,12 @@ mod tests {
     #[test]
     fn a_small_scenario_needs_little() {
         let e = estimate(&with("").unwrap());
-        // 60 buckets and the histograms: well under 10 MB.
-        assert!(e.bytes > 100_000 && e.bytes < 10_000_000, "{e:?}");
-        assert_eq!(e.parts[0].path, "bucket");
+        // What may be in flight (5 000 000 × 200 B), then 60 buckets and
+        // the histograms: well under 10 MB.
+        assert_eq!(e.parts[0].path, "limits.max_in_flight");
+        assert_eq!(e.parts[0].bytes, 1_000_000_000);
+        assert_eq!(e.parts[1].path, "bucket");
+        assert!(e.parts[1].bytes > 100_000 && e.parts[1].bytes < 10_000_000, "{e:?}");
     }
 
     #[test]
@@ -317,7 +320,7 @@ mod tests {
         let text = e.to_string();
         assert_eq!(e.len(), 1, "{text}");
         assert!(
-            text.contains("layers.api.breaker.window_calls: one run would need about 5.4 GB of memory, more than the 4.0 GB")
+            text.contains("layers.api.breaker.window_calls: one run would need about 6.4 GB of memory, more than the 4.0 GB")
                 && text.contains("10 breaker states (layers.api.instances) × 536.9 MB each"),
             "{text}"
         );
@@ -326,7 +329,7 @@ mod tests {
     #[test]
     fn per_instance_state_and_messages_are_counted() {
         let s = with(
-            "layers:\n  - name: api\n    instances: 1000000\n    throttle: { kind: adaptive }\n    retry: { budget: { kind: ratio } }\n",
+            "layers:\n  - name: api\n    instances: 1000000\n    throttle: { kind: adaptive }\n    retry: { budget: { kind: ratio } }\nlimits: { max_in_flight: 100000 }\n",
         )
         .unwrap();
         let m = crate::scenario::to_model(&s);
