@@ -284,7 +284,10 @@ mod tests {
         assert_eq!(e.parts[0].path, "limits.max_in_flight");
         assert_eq!(e.parts[0].bytes, 1_000_000_000);
         assert_eq!(e.parts[1].path, "bucket");
-        assert!(e.parts[1].bytes > 100_000 && e.parts[1].bytes < 10_000_000, "{e:?}");
+        assert!(
+            e.parts[1].bytes > 100_000 && e.parts[1].bytes < 10_000_000,
+            "{e:?}"
+        );
     }
 
     #[test]
