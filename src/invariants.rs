@@ -191,7 +191,7 @@ mod tests {
         dependency:\n  concurrency: 2\n  service_time: { dist: exponential, mean: 20ms }\n  \
         incidents: [ { kind: down, start: 5s, end: 10s } ]\n";
 
-    fn run() -> (ModelConfig, runner::RunResult) {
+    fn run() -> (ModelConfig, crate::metrics::RunResult) {
         let s = load_str(SRC, "t.yaml").unwrap();
         let plans = runner::plan(&s).unwrap();
         let r = runner::run_one(&plans[0], 0, 0, s.seed);

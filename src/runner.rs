@@ -12,13 +12,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
 
-use crate::engine::derive_seed;
 use crate::invariants;
 use crate::metrics::recorder::MAX_BUCKETS;
+use crate::metrics::shape::{RunShape, VariantShape};
 use crate::metrics::slo::Objectives;
 use crate::metrics::{
-    Abort, EdgeInfo, GraphTables, Recorder, RecoveryCriteria, RunContext, RunInfo, ServiceInfo,
-    Summary, TimeRow, tabulate, tabulate_services,
+    Abort, Recorder, RecoveryCriteria, RunContext, RunInfo, tabulate, tabulate_services,
 };
 use crate::model::occ::{OccConfig, run_occ_until};
 use crate::model::{ModelConfig, World};
@@ -41,24 +40,7 @@ pub struct VariantPlan {
     pub slo: Option<Objectives>,
 }
 
-/// The outcome of one (variant, replicate).
-#[derive(Clone, Debug)]
-pub struct RunResult {
-    pub variant: String,
-    pub variant_index: usize,
-    pub replicate: u32,
-    pub seed: u64,
-    pub layer_names: Vec<String>,
-    pub params: Vec<(String, String)>,
-    pub rows: Vec<TimeRow>,
-    pub summary: Summary,
-    /// The graph's services and call edges, and their tables.
-    pub services: Vec<ServiceInfo>,
-    pub edges: Vec<EdgeInfo>,
-    pub graph: GraphTables,
-    /// Invariants this run broke (`invariants`): a bug in stormsim.
-    pub violations: Vec<String>,
-}
+pub use crate::metrics::run::{RunResult, replicate_seed};
 
 /// The runs of a loaded scenario: every variant × sweep point, ready to run.
 pub fn plan(s: &Scenario) -> Result<Vec<VariantPlan>, ScenarioErrors> {
@@ -74,9 +56,26 @@ pub fn plan(s: &Scenario) -> Result<Vec<VariantPlan>, ScenarioErrors> {
         .collect())
 }
 
-/// The seed of replicate `r` (the same for every variant).
-pub fn replicate_seed(scenario_seed: u64, replicate: u32) -> u64 {
-    derive_seed(&[scenario_seed, replicate as u64])
+impl VariantPlan {
+    /// What its runs' tables hold (run metadata for the report).
+    pub fn shape(&self) -> VariantShape {
+        let bucket = self.config.bucket.max(1);
+        VariantShape {
+            bucket_ns: bucket,
+            rows: self
+                .occ
+                .is_none()
+                .then(|| self.config.duration.div_ceil(bucket).max(1)),
+            name: self.name.clone(),
+            params: self.params.clone(),
+        }
+    }
+}
+
+/// The shape of the runs of `s` planned as `plans` (`plan(s)`), without
+/// expanding its variants again.
+pub fn shape(plans: &[VariantPlan], s: &Scenario) -> RunShape {
+    RunShape::new(plans.iter().map(VariantPlan::shape), s.replicates, s.seed)
 }
 
 /// Runs one (variant, replicate).
@@ -289,5 +288,34 @@ mod tests {
         assert_eq!(replicate_seed(2024, 0), 0x014b7d56e4287a41);
         assert_eq!(replicate_seed(2024, 1), 0xd57036bfaa2b20ab);
         assert_eq!(replicate_seed(42, 3), 0x73085bffbaf14016);
+    }
+
+    /// The shape the runner reports for its runs (run metadata) is the one
+    /// `plot` and `merge` derive from the scenario file: a sweep, variants
+    /// of their own length and bucket, and the OCC workload.
+    #[test]
+    fn the_shape_of_the_runs_is_the_scenarios() {
+        let sweep = "name: s\nduration: 5s\nbucket: 2s\nreplicates: 2\n\
+             clients: { arrival: { kind: poisson, rate: 10/s } }\n\
+             layers: [{ name: api, timeout: 1s, retry: { max_attempts: 2 } }]\n\
+             dependency: { concurrency: 2, service_time: { dist: constant, value: 10ms } }\n\
+             sweep: { dependency.concurrency: [1, 2] }\n";
+        let variants = "name: s\nduration: 5s\nbucket: 1s\n\
+             clients: { arrival: { kind: poisson, rate: 10/s } }\n\
+             layers: [{ name: api, timeout: 1s, retry: { max_attempts: 2 } }]\n\
+             dependency: { concurrency: 2, service_time: { dist: constant, value: 10ms } }\n\
+             variants:\n\
+             - { name: long, set: { duration: 7s, bucket: 500ms } }\n\
+             - { name: base, set: {} }\n";
+        let occ = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/scenarios/aws-jitter-blog.yaml"
+        ))
+        .unwrap();
+        for text in [sweep, variants, &occ] {
+            let s = scenario::load_str(text, "s.yaml").unwrap();
+            let plans = plan(&s).unwrap();
+            assert_eq!(shape(&plans, &s), RunShape::of(&s).unwrap());
+        }
     }
 }

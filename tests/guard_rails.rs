@@ -155,3 +155,37 @@ fn pending_events_count_against_max_in_flight() {
     let (code, stderr, aborted) = run_yaml(&yaml, &["--max-in-flight", "100", "-q"]);
     assert_eq!((code, aborted), (Some(0), vec![String::new()]), "{stderr}");
 }
+
+/// One arrival through three layers of `fan_out: 1000` is 10^9 requests
+/// expanded within a single event. The guard rail is checked as the
+/// fan-out expands, so the run stops at `--max-in-flight` (exit 1, the
+/// run flagged) instead of growing until the process aborts; and the
+/// default limit, 5 000 000 in flight, is part of the memory estimate,
+/// so a limit that could not fit in memory is refused before running.
+#[test]
+fn a_fan_out_below_a_fan_out_stops_at_the_guard_rail() {
+    let yaml = "name: fan3\nduration: 1s\nclients: { arrival: { kind: poisson, rate: 1/s } }\n\
+        layers:\n  - { name: a, fan_out: 1000 }\n  - { name: b, fan_out: 1000 }\n  \
+        - { name: c, fan_out: 1000 }\n\
+        dependency: { concurrency: 8, service_time: { dist: constant, value: 1ms } }\n";
+    let (code, stderr, aborted) = run_yaml(yaml, &["--max-in-flight", "100000", "-q"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("limits.max_in_flight"), "{stderr}");
+    assert_eq!(aborted.len(), 1);
+    assert!(aborted[0].contains("in flight"), "{aborted:?}");
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("fan3.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    let o = Command::cargo_bin("stormsim")
+        .unwrap()
+        .args(["validate", "--set", "limits.max_in_flight=100000000"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("limits.max_in_flight: one run would need about 20.0 GB"),
+        "{stderr}"
+    );
+}

@@ -461,7 +461,7 @@ fn memory_is_bounded_up_front_with_the_estimate() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
         err.starts_with(
-            "<--set>: layers.api.breaker.window_calls: one run would need about 536.9 GB of memory"
+            "<--set>: layers.api.breaker.window_calls: one run would need about 537.9 GB of memory"
         ),
         "{err}"
     );
@@ -480,7 +480,7 @@ fn memory_is_bounded_up_front_with_the_estimate() {
     let f = file(dir.path(), "s.yaml", &src);
     let err = stderr(&stormsim(&["validate", &f]));
     assert!(
-        err.contains("(variant `window_calls=2000000000`) would need about 25.0 GB"),
+        err.contains("(variant `window_calls=2000000000`) would need about 26.0 GB"),
         "{err}"
     );
 }

@@ -462,3 +462,57 @@ fn a_link_to_a_folder_is_refused_however_it_is_written() {
             .is_symlink()
     );
 }
+
+/// A configuration file a layer reads (`from.file`) is an input like the
+/// scenario: `run`, a shard and `tune` refuse an output folder holding it,
+/// even with `--force`, before simulating, and the file survives.
+#[test]
+fn a_layers_configuration_file_is_an_input_even_with_force() {
+    use predicates::prelude::PredicateBooleanExt;
+    let root = tempfile::tempdir().unwrap();
+    let deploy = root.path().join("deploy");
+    let scen = root.path().join("scen");
+    fs::create_dir_all(&deploy).unwrap();
+    fs::create_dir_all(&scen).unwrap();
+    let config =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/configs/service-config.json");
+    fs::copy(&config, deploy.join("service-config.json")).unwrap();
+    let text = fs::read_to_string(&config).unwrap();
+    let method = if text.contains("CreateOrder") {
+        "orders.v1.Orders/CreateOrder"
+    } else {
+        panic!("the fixture names no CreateOrder method")
+    };
+    fs::write(
+        scen.join("orders.yaml"),
+        format!(
+            "name: orders\nduration: 5s\nclients:\n  arrival: {{ kind: poisson, rate: 20/s }}\n\
+             layers:\n  - name: api\n    from: {{ file: ../deploy/service-config.json, format: grpc-service-config, method: {method} }}\n\
+             dependency:\n  concurrency: 4\n  service_time: {{ dist: constant, value: 10ms }}\n\
+             tune:\n  space: {{ layers.api.retry.max_attempts: [2, 3] }}\n  budget: 2\n"
+        ),
+    )
+    .unwrap();
+    let before = tree(&deploy);
+    for args in [
+        vec!["run", "scen/orders.yaml", "--out", "deploy", "--force"],
+        vec![
+            "run",
+            "scen/orders.yaml",
+            "--shard",
+            "0/1",
+            "--out",
+            "deploy",
+            "--force",
+        ],
+        vec!["tune", "scen/orders.yaml", "--out", "deploy", "--force"],
+    ] {
+        stormsim()
+            .current_dir(root.path())
+            .args(&args)
+            .assert()
+            .code(2)
+            .stderr(contains("the input").and(contains("service-config.json")));
+        assert_eq!(tree(&deploy), before, "{args:?} touched the folder");
+    }
+}

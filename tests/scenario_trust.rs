@@ -683,7 +683,7 @@ fn a_run_too_short_after_the_incident_has_no_verdict() {
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(
         html.contains(
-            "undecided: its replicate ends too soon after the incident to judge recovery"
+            "undecided: its replicate ends too soon after the incident, or with no request offered after it, to judge recovery"
         ),
         "no undecided verdict in the report"
     );

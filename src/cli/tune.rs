@@ -95,7 +95,7 @@ pub(super) fn tune(args: TuneArgs) -> i32 {
             }
         },
     };
-    let inputs = vec![args.file.clone()];
+    let inputs = crate::scenario::from_file::input_files(&s, Some(&args.file));
     let out = match OutputDir::prepare(
         &out_path,
         Options {

@@ -9,7 +9,9 @@ pub mod criteria;
 pub mod gauge;
 pub mod reason;
 pub mod recorder;
+pub mod run;
 pub mod services;
+pub mod shape;
 pub mod slo;
 pub mod table;
 
@@ -18,5 +20,6 @@ pub use columns::Cell;
 pub use criteria::RecoveryCriteria;
 pub use reason::Reason;
 pub use recorder::Recorder;
+pub use run::RunResult;
 pub use services::{EdgeInfo, GraphTables, ServiceInfo};
 pub use table::{RunContext, RunInfo, Summary, TimeRow, tabulate, tabulate_services};

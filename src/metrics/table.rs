@@ -44,13 +44,15 @@ pub struct RunInfo {
     pub completion: Option<Nanos>,
 }
 
-/// Why a run has no recovery verdict: it ends `after_s` seconds (of full
-/// buckets) after the trigger, less than the `window_s` one healthy window
-/// needs.
+/// Why a run that had an incident has no recovery verdict.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Undecided {
-    pub after_s: f64,
-    pub window_s: f64,
+pub enum Undecided {
+    /// It ends `after_s` seconds (of full buckets) after the trigger, less
+    /// than the `window_s` one healthy window needs.
+    TooShort { after_s: f64, window_s: f64 },
+    /// No request was offered after the trigger: nothing shows whether the
+    /// system would have served one.
+    NoTraffic,
 }
 
 /// Facts about the system that the tables are judged against.
@@ -456,8 +458,11 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         refused: after.refused,
         success_rate_outside_incidents: (!aborted && succeeded_out + failed_out > 0)
             .then(|| succeeded_out as f64 / (succeeded_out + failed_out) as f64),
-        latency_p99_outside_ms: hist_ms(rec.latency_outside.as_ref().unwrap_or(&rec.latency), 0.99),
-        peak_load_ratio_after: after.peak_load_ratio_after,
+        // A run stopped by a guard rail never reached "after" (nor the
+        // rest of its time outside the incidents).
+        latency_p99_outside_ms: hist_ms(rec.latency_outside.as_ref().unwrap_or(&rec.latency), 0.99)
+            .filter(|_| !aborted),
+        peak_load_ratio_after: after.peak_load_ratio_after.filter(|_| !aborted),
         peak_effective_load_ratio: after.peak_effective_load_ratio,
         time_to_full_goodput_s: if aborted {
             None
@@ -631,12 +636,15 @@ fn recovery(
         // Not even one window fits after the trigger: no verdict.
         let secs = |ns: u64| ns as f64 / NS_PER_S as f64;
         let covered = last_full.map_or(0, |l| (l as u64 + 1) * bucket);
-        let undecided = Undecided {
+        let undecided = Undecided::TooShort {
             after_s: secs(covered.saturating_sub(end)),
             window_s: secs(w as u64 * bucket),
         };
         return (baseline, None, None, Some(undecided));
     };
+    if ratio_of(&mut (b0..=last).filter(|&b| rec.len_of(b) == bucket)).is_none() {
+        return (baseline, None, None, Some(Undecided::NoTraffic));
+    }
     let healthy =
         |b: usize| ratio_of(&mut (b + 1 - w..=b)).is_none_or(|r| r >= c.threshold * baseline);
     let first = b0 + w - 1;
@@ -872,8 +880,10 @@ mod tests {
 
     #[test]
     fn empty_windows_are_healthy_and_the_window_is_whole_buckets() {
-        // Nothing offered after the trigger: nothing failed.
-        let after = vec![None; 10];
+        // Empty windows between requests: nothing failed in them (no
+        // request at all after the trigger is undecided, below).
+        let mut after = vec![None; 10];
+        after[9] = Some(100);
         assert_eq!(
             verdict(&storm(&after), trigger()),
             (1.0, Some(0.0), Some(true))
@@ -923,7 +933,7 @@ mod tests {
         assert_eq!(verdict(&short, trigger()), (1.0, None, None));
         assert_eq!(
             undecided(&short, trigger()),
-            Some(Undecided {
+            Some(Undecided::TooShort {
                 after_s: 4.0,
                 window_s: 5.0
             })
@@ -934,10 +944,22 @@ mod tests {
         ok.extend(run_of(5, 100));
         let rec = recorder(24_500 * NS_PER_MS, S, &ok);
         assert_eq!(verdict(&rec, trigger()), (1.0, None, None));
-        assert_eq!(undecided(&rec, trigger()).map(|u| u.after_s), Some(4.0));
+        assert_eq!(
+            undecided(&rec, trigger()),
+            Some(Undecided::TooShort {
+                after_s: 4.0,
+                window_s: 5.0
+            })
+        );
         // Even a run that ends with the trigger.
         let rec = storm(&run_of(0, 100));
-        assert_eq!(undecided(&rec, trigger()).map(|u| u.after_s), Some(0.0));
+        assert_eq!(
+            undecided(&rec, trigger()),
+            Some(Undecided::TooShort {
+                after_s: 0.0,
+                window_s: 5.0
+            })
+        );
     }
 
     #[test]
@@ -964,7 +986,32 @@ mod tests {
             (s.recovery_time_s, s.recovered, s.success_rate),
             (None, None, None)
         );
+        // Nor the figures of a time it never reached.
+        assert_eq!(
+            (s.peak_load_ratio_after, s.latency_p99_outside_ms),
+            (None, None)
+        );
+        assert_eq!(s.success_rate_outside_incidents, None);
+        assert_eq!(s.time_to_full_goodput_s, None);
         assert_eq!(s.baseline_success_ratio, 1.0);
         assert_eq!(s.aborted, Some(Abort::Interrupted));
+        // The same rows, not stopped: every figure is there.
+        let (_, s) = tabulate(&rec, &info_of(&rec), &ctx);
+        assert!(s.peak_load_ratio_after.is_some() && s.recovered.is_some());
+    }
+
+    /// Empty buckets after the trigger would all look healthy ("recovered
+    /// in 0 s"): a run in which no request was offered after the trigger
+    /// has no verdict, and one request in a full bucket is enough for one.
+    #[test]
+    fn no_traffic_after_the_trigger_is_undecided() {
+        let silent = storm(&[None; 10]);
+        assert_eq!(verdict(&silent, trigger()), (1.0, None, None));
+        assert_eq!(undecided(&silent, trigger()), Some(Undecided::NoTraffic));
+        let mut after = vec![None; 10];
+        after[7] = Some(100);
+        let one = storm(&after);
+        assert_eq!(verdict(&one, trigger()), (1.0, Some(0.0), Some(true)));
+        assert_eq!(undecided(&one, trigger()), None);
     }
 }

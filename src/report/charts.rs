@@ -458,7 +458,10 @@ impl Drawable for RecoveryFigure {
                 let wordings = if r.aborted > 0 {
                     ["aborted (guard rail): no verdict", "aborted: no verdict"]
                 } else if r.undecided > 0 {
-                    ["undecided: run too short after the incident", "undecided"]
+                    [
+                        "undecided: too short, or no traffic, after the incident",
+                        "undecided",
+                    ]
                 } else {
                     ["no incident: not judged", "not judged"]
                 };

@@ -9,7 +9,7 @@ use crate::metrics::slo::Objectives;
 use crate::metrics::table::Undecided;
 
 use super::tables::by_variant;
-use crate::runner::RunResult;
+use crate::metrics::RunResult;
 
 /// A ratio with nothing to divide by (0/0).
 const NOT_APPLICABLE: &str = "n/a";
@@ -43,11 +43,14 @@ fn recovery_text(
     let verdict = match (f("recovered_fraction"), f("recovery_time_s_mean")) {
         _ if aborted > 0 && aborted == runs => None,
         (None, _) if undecided > 0 => Some(match why {
-            Some(u) => format!(
+            Some(Undecided::TooShort { after_s, window_s }) => format!(
                 "undecided: run ends {} after the trigger, needs a {} recovery_window",
-                seconds(u.after_s),
-                seconds(u.window_s)
+                seconds(after_s),
+                seconds(window_s)
             ),
+            Some(Undecided::NoTraffic) => {
+                "undecided: no request was offered after the trigger".to_string()
+            }
             None => "undecided".to_string(),
         }),
         (None, _) => Some("no trigger".to_string()),
@@ -271,7 +274,7 @@ mod tests {
     /// A run too short after the trigger has no verdict, and says why.
     #[test]
     fn undecided_runs_have_no_recovery_verdict() {
-        let why = Undecided {
+        let why = Undecided::TooShort {
             after_s: 2.0,
             window_s: 5.0,
         };

@@ -13,10 +13,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::interrupt::{POLL_ROWS, Stopped};
 use crate::metrics::Cell;
+use crate::metrics::RunResult;
 use crate::metrics::services::{
     EdgeSummary, ReplicaRow, ServiceCounts, ServiceRow, ServiceSummary,
 };
-use crate::runner::RunResult;
 
 use super::tables::{Layout, param_cells};
 

@@ -92,7 +92,7 @@ pub fn verdict(r: &RecoveryRow) -> String {
     let judged = match (r.undecided, r.judged) {
         (0, _) => judged_verdict(r),
         (u, 0) => format!(
-            "undecided: {} too soon after the incident to judge recovery (it needs one full analysis.recovery_window after the incident; see the recovered column of summary.csv)",
+            "undecided: {} too soon after the incident, or with no request offered after it, to judge recovery (it needs one full analysis.recovery_window of traffic after the incident; see the recovered column of summary.csv)",
             if u == 1 {
                 "its replicate ends".to_string()
             } else {
@@ -100,7 +100,7 @@ pub fn verdict(r: &RecoveryRow) -> String {
             }
         ),
         (u, _) => format!(
-            "{}; {u} more replicate{} ended too soon after the incident to judge (undecided)",
+            "{}; {u} more replicate{} could not be judged: too short, or no request, after the incident (undecided)",
             judged_verdict(r),
             if u == 1 { "" } else { "s" }
         ),
@@ -532,7 +532,7 @@ mod tests {
         r.undecided = 1;
         assert_eq!(
             verdict(&r),
-            "recovered in 2 s in its only replicate; 1 more replicate ended too soon after the incident to judge (undecided)"
+            "recovered in 2 s in its only replicate; 1 more replicate could not be judged: too short, or no request, after the incident (undecided)"
         );
     }
 

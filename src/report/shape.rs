@@ -1,60 +1,10 @@
-//! What the tables of a run must hold, from its scenario (its
-//! `scenario.resolved.yaml`): the variants in order, each with its bucket
-//! width, its rows of `timeseries.csv` per run and its swept values; the
-//! replicates; and the `sweep.<path>` columns. `plot`, `merge` and `run`
-//! check the tables they read back against it (`super::table_check`).
+//! The shape of a scenario's run (`crate::metrics::shape`), derived from
+//! the scenario itself (its `scenario.resolved.yaml`): `plot` and `merge`
+//! check the tables they read against it (`super::table_check`), as `run`
+//! checks the tables it wrote against the shape the runner reports.
 
-use crate::metrics::columns::format_float;
-use crate::metrics::recorder::MAX_BUCKETS;
-use crate::runner::VariantPlan;
+pub use crate::metrics::shape::{RunShape, VariantShape};
 use crate::scenario::{self, Scenario, ScenarioErrors};
-
-/// One variant (or sweep point) of a run.
-#[derive(Clone, Debug, PartialEq)]
-pub struct VariantShape {
-    pub name: String,
-    /// The width of its time buckets, in nanoseconds (at least 1).
-    pub bucket_ns: u64,
-    /// Rows of `timeseries.csv` per run: its buckets; `None` for the OCC
-    /// workload, whose runs last until the last client is done (at least
-    /// one row, at most `MAX_BUCKETS`).
-    pub rows: Option<u64>,
-    /// (swept path, value as written) of each swept field.
-    pub params: Vec<(String, String)>,
-}
-
-impl VariantShape {
-    /// The `t_s` cell of its `j`-th bucket, as stormsim writes it.
-    pub fn t_text(&self, j: u64) -> String {
-        format_float(j.saturating_mul(self.bucket_ns) as f64 / 1e9)
-    }
-
-    /// The most rows one of its runs may have.
-    pub fn max_rows(&self) -> u64 {
-        self.rows.unwrap_or(MAX_BUCKETS as u64)
-    }
-
-    /// Its value of the swept `path` ("" when it does not sweep it).
-    pub fn param(&self, path: &str) -> &str {
-        self.params
-            .iter()
-            .find(|(p, _)| p == path)
-            .map_or("", |(_, v)| v.as_str())
-    }
-}
-
-/// Every run of a scenario, as the tables list them.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct RunShape {
-    pub variants: Vec<VariantShape>,
-    pub replicates: u32,
-    /// The scenario's seed, from which each replicate's comes
-    /// (`crate::runner::replicate_seed`).
-    pub seed: u64,
-    /// The swept paths, in the order of the `sweep.<path>` columns (first
-    /// appearance over the variants).
-    pub params: Vec<String>,
-}
 
 impl RunShape {
     /// The shape of a valid scenario's run.
@@ -65,7 +15,7 @@ impl RunShape {
     /// The shape of the run of `s`, whose variants are `expanded`
     /// (`scenario::expand_all(s)`).
     pub fn of_expanded(expanded: &[scenario::Expanded], s: &Scenario) -> RunShape {
-        RunShape::from_variants(
+        RunShape::new(
             expanded.iter().map(|e| VariantShape {
                 bucket_ns: e.scenario.bucket().ns().max(1),
                 rows: e
@@ -76,58 +26,9 @@ impl RunShape {
                 name: e.name.clone(),
                 params: e.params.clone(),
             }),
-            s,
+            s.replicates,
+            s.seed,
         )
-    }
-
-    /// The shape of the run of `s` planned as `plans` (`runner::plan(s)`),
-    /// without expanding its variants again.
-    pub fn of_plans(plans: &[VariantPlan], s: &Scenario) -> RunShape {
-        RunShape::from_variants(
-            plans.iter().map(|p| {
-                let bucket = p.config.bucket.max(1);
-                VariantShape {
-                    bucket_ns: bucket,
-                    rows: p
-                        .occ
-                        .is_none()
-                        .then(|| p.config.duration.div_ceil(bucket).max(1)),
-                    name: p.name.clone(),
-                    params: p.params.clone(),
-                }
-            }),
-            s,
-        )
-    }
-
-    fn from_variants(variants: impl Iterator<Item = VariantShape>, s: &Scenario) -> RunShape {
-        let mut params: Vec<String> = Vec::new();
-        let variants = variants
-            .inspect(|v| {
-                for (p, _) in &v.params {
-                    if !params.contains(p) {
-                        params.push(p.clone());
-                    }
-                }
-            })
-            .collect();
-        RunShape {
-            variants,
-            replicates: s.replicates,
-            seed: s.seed,
-            params,
-        }
-    }
-
-    /// The number of runs: variants × replicates.
-    pub fn items(&self) -> usize {
-        self.variants.len() * self.replicates as usize
-    }
-
-    /// Run `k`'s variant index and replicate.
-    pub fn item(&self, k: usize) -> (usize, u32) {
-        let r = self.replicates.max(1) as usize;
-        (k / r, (k % r) as u32)
     }
 }
 
@@ -155,9 +56,6 @@ mod tests {
         assert_eq!(v.param("dependency.concurrency"), "2");
         assert_eq!(v.param("other"), "");
         assert_eq!((v.t_text(0), v.t_text(2)), ("0".into(), "4".into()));
-        // The same from the run's plans.
-        let plans = crate::runner::plan(&s).unwrap();
-        assert_eq!(RunShape::of_plans(&plans, &s), shape);
     }
 
     #[test]
@@ -177,8 +75,6 @@ mod tests {
         assert_eq!(shape.variants[0].rows, Some(14));
         assert_eq!(shape.variants[0].bucket_ns, 500_000_000);
         assert_eq!(shape.variants[1].rows, Some(5));
-        let plans = crate::runner::plan(&s).unwrap();
-        assert_eq!(RunShape::of_plans(&plans, &s), shape);
         let occ = scenario::load_str(
             &std::fs::read_to_string(concat!(
                 env!("CARGO_MANIFEST_DIR"),
@@ -190,7 +86,5 @@ mod tests {
         .unwrap();
         let shape = RunShape::of(&occ).unwrap();
         assert!(shape.variants.iter().all(|v| v.rows.is_none()));
-        let plans = crate::runner::plan(&occ).unwrap();
-        assert_eq!(RunShape::of_plans(&plans, &occ), shape);
     }
 }

@@ -583,7 +583,7 @@ impl<'a> TableCheck<'a> {
                 }
             }
             TableKind::Summary => {
-                let want = crate::runner::replicate_seed(self.shape.seed, r.unwrap_or(0));
+                let want = crate::metrics::run::replicate_seed(self.shape.seed, r.unwrap_or(0));
                 if rec.get(2) != Some(want.to_string().as_str()) {
                     return Err(self.error(
                         Some(2),

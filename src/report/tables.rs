@@ -6,9 +6,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::interrupt::{POLL_ROWS, Stopped};
 use crate::metrics::Cell;
+use crate::metrics::RunResult;
 use crate::metrics::aggregate::aggregate;
 use crate::metrics::columns::{for_each_time_cell, summary_cells, time_row_cells};
-use crate::runner::RunResult;
 
 /// The most bytes of `timeseries.csv` read back (`plot`, `merge`): more
 /// than the largest run writes (`scenario::validate::MAX_TIMESERIES_ROWS`

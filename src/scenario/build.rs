@@ -538,6 +538,29 @@ fn incident(i: &Incident) -> Vec<ModelIncident> {
     }
 }
 
+/// When the trigger starts: the first incident (of any service) or the
+/// first schedule change after 0, whichever comes first.
+pub(crate) fn trigger_start(s: &Scenario) -> Option<crate::engine::Nanos> {
+    let first_incident = s
+        .dependency
+        .incidents
+        .iter()
+        .chain(s.services.iter().flat_map(|x| &x.incidents))
+        .map(|i| i.start.ns())
+        .min();
+    let first_change = s
+        .clients
+        .schedule
+        .iter()
+        .map(|p| p.at.ns())
+        .filter(|&t| t > 0)
+        .min();
+    match (first_incident, first_change) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// The trigger starts at the first incident (of any service) or the first
 /// schedule change after 0, and ends at `analysis.trigger_end`, else the
 /// last incident's end, else the end of the last schedule change.
@@ -548,13 +571,7 @@ fn recovery(s: &Scenario) -> RecoveryCriteria {
         .iter()
         .chain(s.services.iter().flat_map(|x| &x.incidents))
         .collect();
-    let changes = s.clients.schedule.iter().filter(|p| p.at.ns() > 0);
-    let first_incident = incidents.iter().map(|i| i.start.ns()).min();
-    let first_change = changes.clone().map(|p| p.at.ns()).min();
-    let trigger_start = match (first_incident, first_change) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    };
+    let trigger_start = trigger_start(s);
     let trigger_end = s
         .analysis
         .trigger_end
@@ -687,7 +704,7 @@ mod tests {
         );
         assert_eq!(
             (m.limits.max_events, m.limits.max_in_flight),
-            (2_000_000_000, 20_000_000)
+            (2_000_000_000, 5_000_000)
         );
     }
 

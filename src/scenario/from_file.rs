@@ -104,6 +104,24 @@ pub fn fill_from_layers(
     errors
 }
 
+/// Every file a scenario read: the scenario file itself and each layer's
+/// `from.file` (relative to the scenario's folder). A command's output must
+/// never be, hold or lie inside one of them.
+pub fn input_files(s: &super::Scenario, scenario_file: Option<&Path>) -> Vec<PathBuf> {
+    let dir = scenario_file.and_then(Path::parent);
+    let mut files: Vec<PathBuf> = scenario_file.iter().map(|f| f.to_path_buf()).collect();
+    for from in s.layers.iter().filter_map(|l| l.from.as_ref()) {
+        let file = match dir {
+            Some(d) => d.join(&from.file),
+            None => PathBuf::from(&from.file),
+        };
+        if !files.contains(&file) {
+            files.push(file);
+        }
+    }
+    files
+}
+
 /// serde_json's message without its " at line 1 column 0" (meaningless
 /// for an in-memory value).
 fn strip_position(message: &str) -> String {

@@ -325,7 +325,7 @@ fn the_memory_estimate_counts_every_calls_gates() {
         "        retry: { max_attempts: 3 }\n        instances: 10\n        breaker: { kind: count, window_calls: 4294967295 }\n",
     ));
     assert!(
-        e.contains("services.gateway.calls.orders.breaker.window_calls: one run would need about 5.4 GB of memory")
+        e.contains("services.gateway.calls.orders.breaker.window_calls: one run would need about 6.4 GB of memory")
             && e.contains("10 breaker states (services.gateway.calls.orders.instances)"),
         "{e}"
     );

@@ -14,9 +14,10 @@
 //! event each), and what grows with every logical request by design: a
 //! commit counter per request at each server that writes, a record per
 //! message for consumers (expected requests: the offered rate over the run, at most
-//! `limits.max_events`). The rest of a run's state (requests in flight,
-//! queued work, pending events) grows with load and is bounded by the
-//! guard rail `limits.max_in_flight`. Runs go in parallel, one per worker
+//! `limits.max_events`), and what grows with load (requests in flight,
+//! queued work, pending events) up to its guard rail
+//! `limits.max_in_flight`, which the run enforces even within one event
+//! (a fan-out below a fan-out stops expanding at the limit). Runs go in parallel, one per worker
 //! thread, so the peak is about this times the number of threads.
 
 use crate::metrics::Recorder;
@@ -36,6 +37,10 @@ const CLIENT_BYTES: u64 = 48;
 const MESSAGE_BYTES: u64 = 40;
 /// Bytes per OCC client (its state and completion time).
 const OCC_CLIENT_BYTES: u64 = 16;
+/// Bytes one call or request alive at once holds, with its pending events
+/// (measured: a run stopped by the guard rail at 20 000 000 in flight
+/// peaked at about 4.1 GB).
+pub const IN_FLIGHT_BYTES: u64 = 200;
 /// Bytes a service of a graph holds from the start, whatever its load: its
 /// server's state and its random streams (work and incidents), rounded up.
 const SERVICE_BYTES: u64 = 512;
@@ -128,6 +133,15 @@ pub fn estimate(s: &Scenario) -> Estimate {
             });
         }
     }
+    // What grows with load, up to its guard rail.
+    parts.push(Part {
+        path: "limits.max_in_flight".into(),
+        how: format!(
+            "up to {} calls and requests in flight (limits.max_in_flight) × {IN_FLIGHT_BYTES} B each",
+            m.limits.max_in_flight
+        ),
+        bytes: m.limits.max_in_flight.saturating_mul(IN_FLIGHT_BYTES),
+    });
     let services = m.topology.services().len() as u64;
     if s.is_graph() {
         parts.push(Part {
@@ -283,9 +297,15 @@ mod tests {
     #[test]
     fn a_small_scenario_needs_little() {
         let e = estimate(&with("").unwrap());
-        // 60 buckets and the histograms: well under 10 MB.
-        assert!(e.bytes > 100_000 && e.bytes < 10_000_000, "{e:?}");
-        assert_eq!(e.parts[0].path, "bucket");
+        // What may be in flight (5 000 000 × 200 B), then 60 buckets and
+        // the histograms: well under 10 MB.
+        assert_eq!(e.parts[0].path, "limits.max_in_flight");
+        assert_eq!(e.parts[0].bytes, 1_000_000_000);
+        assert_eq!(e.parts[1].path, "bucket");
+        assert!(
+            e.parts[1].bytes > 100_000 && e.parts[1].bytes < 10_000_000,
+            "{e:?}"
+        );
     }
 
     #[test]
@@ -321,7 +341,7 @@ mod tests {
         let text = e.to_string();
         assert_eq!(e.len(), 1, "{text}");
         assert!(
-            text.contains("layers.api.breaker.window_calls: one run would need about 5.4 GB of memory, more than the 4.0 GB")
+            text.contains("layers.api.breaker.window_calls: one run would need about 6.4 GB of memory, more than the 4.0 GB")
                 && text.contains("10 breaker states (layers.api.instances) × 536.9 MB each"),
             "{text}"
         );
@@ -330,7 +350,7 @@ mod tests {
     #[test]
     fn per_instance_state_and_messages_are_counted() {
         let s = with(
-            "layers:\n  - name: api\n    instances: 1000000\n    throttle: { kind: adaptive }\n    retry: { budget: { kind: ratio } }\n",
+            "layers:\n  - name: api\n    instances: 1000000\n    throttle: { kind: adaptive }\n    retry: { budget: { kind: ratio } }\nlimits: { max_in_flight: 100000 }\n",
         )
         .unwrap();
         let m = crate::scenario::to_model(&s);

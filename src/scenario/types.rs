@@ -1625,6 +1625,8 @@ impl Default for Limits {
 fn default_max_events() -> u64 {
     2_000_000_000
 }
+/// 5 000 000 calls and requests in flight: about 1 GB at
+/// `memory::IN_FLIGHT_BYTES` each, counted in every run's memory estimate.
 fn default_max_in_flight() -> u64 {
-    20_000_000
+    5_000_000
 }

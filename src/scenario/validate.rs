@@ -762,6 +762,14 @@ impl Checker {
                     s.duration
                 )
             });
+            if let Some(start) = super::build::trigger_start(s) {
+                self.check(t.ns() >= start, "analysis.trigger_end", || {
+                    format!(
+                        "trigger_end ({t}) is before the trigger starts ({}, the first incident or change of the clients' schedule); expected trigger_end at or after it",
+                        crate::scenario::units::Duration(start)
+                    )
+                });
+            }
         }
     }
 
@@ -1142,6 +1150,13 @@ mod tests {
             |s| s.analysis.trigger_end = Some(Duration::from_secs(700)),
             "analysis.trigger_end",
             "<= duration",
+        );
+        // The example's first incident starts at 60 s: a trigger cannot
+        // end before it starts (and at its start it may).
+        expect(
+            |s| s.analysis.trigger_end = Some(Duration::from_secs(59)),
+            "analysis.trigger_end",
+            "before the trigger starts (1m",
         );
         expect(
             |s| s.variants[1].name = "no-jitter".into(),

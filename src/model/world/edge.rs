@@ -213,7 +213,11 @@ impl World<'_> {
             }
             None => {
                 for _ in 0..p.fan_out {
-                    if !self.round_is(id, epoch) {
+                    // A fan-out below a fan-out multiplies within this one
+                    // event: stop at the guard rail, which ends the run
+                    // after the event (`World::run_until`), rather than
+                    // expand a tree that does not fit in memory.
+                    if !self.round_is(id, epoch) || self.over_in_flight_limit() {
                         break;
                     }
                     self.launch(id, epoch);
@@ -232,6 +236,11 @@ impl World<'_> {
             .map_or(NEVER, |t| now.saturating_add(t))
             .min(c.deadline)
             .min(c.own_end)
+    }
+
+    /// More calls and requests alive than `limits.max_in_flight` allows.
+    pub(super) fn over_in_flight_limit(&self) -> bool {
+        (self.calls.live() + self.jobs.live()) as u64 > self.cfg.limits.max_in_flight
     }
 
     fn round_is(&self, id: CallId, epoch: u32) -> bool {

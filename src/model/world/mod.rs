@@ -359,8 +359,7 @@ impl<'a> World<'a> {
                 });
                 break;
             }
-            let live = (self.calls.live() + self.jobs.live()) as u64;
-            if live > cfg.limits.max_in_flight {
+            if self.over_in_flight_limit() {
                 aborted = Some(Abort::MaxInFlight {
                     limit: cfg.limits.max_in_flight,
                 });

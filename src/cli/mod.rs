@@ -5,12 +5,11 @@
 //! failed (for `check`: a finding is an error), 2 bad input, 130
 //! interrupted (README.md, "Commands").
 
+mod run;
 mod tune;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Instant;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -20,14 +19,13 @@ use crate::escape::{escape, escape_lines};
 use crate::interrupt;
 use crate::report::output_dir::{self, Options};
 use crate::report::{self, Mode, OutputDir, OutputError};
-use crate::runner::{self, VariantPlan};
 use crate::scenario::{self, Scenario, ScenarioError, ScenarioErrors, presets};
-use crate::shard::{self, Manifest, ManifestItem, ShardSpec};
+use crate::shard::{self, ShardSpec};
 use crate::terminal::{self, errln, errout, out, outln};
 use crate::workers;
 
 /// The scenario `stormsim run` uses when given no file.
-pub const DEFAULT_SCENARIO: &str = include_str!("../scenarios/outage-recovery.yaml");
+pub const DEFAULT_SCENARIO: &str = include_str!("../../scenarios/outage-recovery.yaml");
 const DEFAULT_LABEL: &str = "<default scenario: scenarios/outage-recovery.yaml>";
 
 #[derive(Parser, Debug)]
@@ -300,7 +298,7 @@ pub fn main() -> i32 {
         }
     };
     let code = match cli.command {
-        Command::Run(args) => run(args),
+        Command::Run(args) => run::run(args),
         Command::Merge(args) => merge(args),
         Command::Validate(args) => validate(args),
         Command::Plot(args) => plot(args),
@@ -569,276 +567,6 @@ fn validate(args: ScenarioArgs) -> i32 {
     }
 }
 
-fn run(args: RunArgs) -> i32 {
-    // First thing: a signal from now on ends the command with a message.
-    interrupt::install();
-    if let Err((m, code)) = workers::start(args.threads) {
-        errln!("error: {m}");
-        return code;
-    }
-    let shard = match (args.shard, args.shard_from_env) {
-        (Some(spec), _) => Some(spec),
-        (None, true) => {
-            match shard::env::shard_from_env(|k| std::env::var(k).ok(), args.shard_count) {
-                Ok((spec, _)) => Some(spec),
-                Err(e) => {
-                    errln!("error: {}", escape(&e.to_string()));
-                    return 2;
-                }
-            }
-        }
-        (None, false) => None,
-    };
-    let mut sets = args.set.clone();
-    if let Some(seed) = args.seed {
-        sets.push(format!("seed={seed}"));
-    }
-    if let Some(r) = args.replicates {
-        sets.push(format!("replicates={r}"));
-    }
-    if let Some(m) = args.max_events {
-        sets.push(format!("limits.max_events={m}"));
-    }
-    if let Some(m) = args.max_in_flight {
-        sets.push(format!("limits.max_in_flight={m}"));
-    }
-    let s = match load(args.file.as_deref(), &sets) {
-        Ok(s) => s,
-        Err(e) => return report_errors(&e),
-    };
-    let plans = match runner::plan(&s) {
-        Ok(p) => p,
-        Err(e) => return report_errors(&e),
-    };
-    let slo = scenario::slo::objectives(&s);
-    if args.fail_on_slo && slo.is_none() {
-        errln!(
-            "error: --fail-on-slo needs an SLO to judge the runs against, and {} has no `slo` section; add one, for example slo: {{ success_rate: 0.999, peak_load_after: 1.2 }}, or --set slo.success_rate=0.999",
-            args.file.as_ref().map_or_else(
-                || DEFAULT_LABEL.to_string(),
-                |f| escape(&f.display().to_string()).into_owned()
-            )
-        );
-        return 2;
-    }
-    let out_path = match &args.out {
-        Some(out) => out.clone(),
-        None => match output_dir::default_folder(&s.name) {
-            Ok(dir) => match shard {
-                Some(spec) => dir.join(spec.folder_name()),
-                None => dir,
-            },
-            Err(e) => {
-                errln!("error: {e}");
-                return 2;
-            }
-        },
-    };
-    let not_written = if shard.is_some() {
-        "timeseries.csv, summary.csv, summary.exact.csv, services.csv, services_timeseries.csv, calls.csv, replicas.csv, scenario.resolved.yaml, manifest.json"
-    } else {
-        "timeseries.csv, summary.csv, summary_by_variant.csv, services.csv, services_timeseries.csv, calls.csv, replicas.csv, scenario.resolved.yaml, charts/, report.html"
-    };
-    // Every decision about the output folder, before simulating.
-    let inputs: Vec<PathBuf> = args.file.iter().cloned().collect();
-    let out = match OutputDir::prepare(
-        &out_path,
-        Options {
-            mode: Mode::Folder,
-            force: args.force,
-            inputs: &inputs,
-        },
-    ) {
-        Ok(out) => out,
-        Err(e) => return output_failed(e, &out_path, not_written, "no run had started"),
-    };
-    let replicates = s.replicates as usize;
-    let total_items = plans.len() * replicates;
-    let items: Vec<(usize, u32)> = match shard {
-        Some(spec) => spec
-            .items(total_items)
-            .map(|k| (k / replicates, (k % replicates) as u32))
-            .collect(),
-        None => (0..plans.len())
-            .flat_map(|v| (0..s.replicates).map(move |r| (v, r)))
-            .collect(),
-    };
-
-    let total = items.len();
-    let bar = progress_bar(total as u64, args.quiet);
-    let started = Instant::now();
-    let finished = AtomicUsize::new(0);
-    let on_done = |r: &runner::RunResult| {
-        let n = finished.fetch_add(1, Ordering::Relaxed) + 1;
-        bar.inc(1);
-        if args.verbose {
-            let line = format!(
-                "run {n}/{total}: {} replicate {}: {} events{}, {:.2} s since start",
-                r.variant,
-                r.replicate,
-                r.summary.events,
-                r.summary
-                    .aborted
-                    .map_or(String::new(), |why| format!(" (aborted: {why})")),
-                started.elapsed().as_secs_f64()
-            );
-            if bar.is_hidden() {
-                errln!("{line}");
-            } else {
-                bar.println(line);
-            }
-        }
-    };
-    let results = runner::run_items(&plans, &items, s.seed, &on_done, interrupt::flag());
-    bar.finish_and_clear();
-    let results = match results {
-        Ok(r) => r,
-        Err(stopped) => {
-            drop(out);
-            errln!(
-                "interrupted: {} of {} runs had finished; {}",
-                stopped.finished,
-                stopped.total,
-                nothing_written(&out_path, not_written)
-            );
-            return interrupt::EXIT_CODE;
-        }
-    };
-
-    let write = |out: OutputDir| -> Result<PathBuf, OutputError> {
-        if let Some(spec) = shard {
-            return write_shard(out, spec, &s, &plans, &results);
-        }
-        let stop = interrupt::flag();
-        let layout = report::tables::Layout::of(&results);
-        let timeseries = report::tables::timeseries_csv_until(&layout, &results, stop)?;
-        let summary = report::tables::summary_csv_until(&layout, &results, stop)?;
-        let by_variant = report::tables::summary_by_variant_csv_until(&results, stop)?;
-        let resolved = scenario::resolved_yaml(&s);
-        out.write("timeseries.csv", &timeseries)?;
-        out.write("summary.csv", &summary)?;
-        out.write("summary_by_variant.csv", &by_variant)?;
-        let [services, services_ts, calls, replicas] =
-            report::graph_tables::all_until(&layout, &results, stop)?;
-        for (name, bytes) in [&services, &services_ts, &calls, &replicas] {
-            out.write(name, bytes)?;
-        }
-        out.write("scenario.resolved.yaml", resolved.as_bytes())?;
-        // Charts are drawn from the tables as written, read back and
-        // checked as `stormsim plot` reads them (the scenario is the one
-        // scenario.resolved.yaml holds: resolving is a fixed point).
-        let shape = report::shape::RunShape::of_plans(&plans, &s);
-        let data = report::ChartData::from_checked_bytes(
-            &timeseries,
-            &summary,
-            &by_variant,
-            &s,
-            shape,
-            None,
-        )
-        .and_then(|d| {
-            d.with_graph(report::graph_data::GraphSources {
-                services: &services.1[..],
-                timeseries: &services_ts.1[..],
-                calls: &calls.1[..],
-            })
-        })
-        .map_err(report_to_output)?;
-        for (path, bytes) in report::visual_files(&data).map_err(report_to_output)? {
-            out.write(&path, &bytes)?;
-        }
-        out.commit()
-    };
-    let dir = match write(out) {
-        Ok(d) => d,
-        Err(e) => {
-            let runs = format!("all {total} runs had finished");
-            return output_failed(e, &out_path, not_written, &runs);
-        }
-    };
-    if !args.quiet {
-        out!(
-            "{}",
-            report::console::summary_text(&s.name, &results, slo.as_ref())
-        );
-        if let Some(spec) = shard {
-            outln!(
-                "shard {} of {}: {} of {total_items} runs; merge all {} shards with `stormsim merge`",
-                spec.index,
-                spec.count,
-                results.len(),
-                spec.count
-            );
-        }
-        outln!("results: {}", dir.display());
-    }
-    let broken: Vec<&runner::RunResult> = results
-        .iter()
-        .filter(|r| !r.violations.is_empty())
-        .collect();
-    if !broken.is_empty() {
-        let mut file = args
-            .file
-            .as_ref()
-            .map_or("scenarios/outage-recovery.yaml".to_string(), |f| {
-                f.display().to_string()
-            });
-        for set in &args.set {
-            file.push_str(&format!(" --set '{set}'"));
-        }
-        let file = escape(&file);
-        for r in &broken {
-            errout!(
-                "{}",
-                crate::invariants::bug_report(
-                    &file,
-                    &r.variant,
-                    r.replicate,
-                    s.seed,
-                    &r.violations
-                )
-            );
-        }
-        return 1;
-    }
-    let mut aborted: Vec<String> = Vec::new();
-    for r in &results {
-        if let Some(why) = &r.summary.aborted {
-            let advice = why.limit_field().map_or(String::new(), |(_, flag)| {
-                format!("; raise it in the scenario or with {flag}")
-            });
-            let line = format!("error: variant {}: {why}{advice}", r.variant);
-            if !aborted.contains(&line) {
-                aborted.push(line);
-            }
-        }
-    }
-    if !aborted.is_empty() {
-        for line in &aborted {
-            errln!("{line}");
-        }
-        errln!(
-            "error: some runs hit a guard rail and stopped early (see the `aborted` column of summary.csv)"
-        );
-        return 1;
-    }
-    if args.fail_on_slo {
-        let failed = report::console::slo_failures(&results);
-        if !failed.is_empty() {
-            for line in &failed {
-                errln!("error: {line}");
-            }
-            errln!(
-                "error: {} of {} variants missed the SLO (--fail-on-slo)",
-                failed.len(),
-                plans.len()
-            );
-            return 1;
-        }
-    }
-    0
-}
-
 /// A report error while writing an output folder.
 fn report_to_output(e: report::ReportError) -> OutputError {
     match e {
@@ -864,82 +592,6 @@ fn output_failed(e: OutputError, out: &Path, not_written: &str, done: &str) -> i
         ),
     }
     code
-}
-
-/// Writes a shard folder: its rows of the tables (with the columns of the
-/// whole run), the exact summary cells, the resolved scenario and the
-/// manifest. No charts: they come after `stormsim merge`.
-fn write_shard(
-    out: OutputDir,
-    spec: ShardSpec,
-    s: &Scenario,
-    plans: &[VariantPlan],
-    results: &[runner::RunResult],
-) -> Result<PathBuf, OutputError> {
-    let layer_names: Vec<Vec<String>> = plans
-        .iter()
-        .map(|p| p.config.topology.edge_names())
-        .collect();
-    let layout = report::tables::Layout::of_variants(
-        layer_names
-            .iter()
-            .zip(plans)
-            .map(|(names, p)| (names.as_slice(), p.params.as_slice())),
-    );
-    let resolved = scenario::resolved_yaml(s);
-    let cells = report::tables::summary_rows_with(&layout, results);
-    let exact: Vec<_> = results
-        .iter()
-        .zip(&cells)
-        .map(|(r, c)| shard::ExactRow {
-            variant: &r.variant,
-            replicate: r.replicate,
-            seed: r.seed,
-            cells: c,
-        })
-        .collect();
-    let replicates = s.replicates as usize;
-    let manifest = Manifest {
-        format: shard::FORMAT.into(),
-        stormsim_version: env!("CARGO_PKG_VERSION").into(),
-        scenario: s.name.clone(),
-        scenario_digest: shard::scenario_digest(&resolved),
-        shard: spec.index,
-        shards: spec.count,
-        variants: plans.len(),
-        replicates: s.replicates,
-        items_total: plans.len() * replicates,
-        rule: shard::RULE.into(),
-        items: results
-            .iter()
-            .map(|r| ManifestItem {
-                item: r.variant_index * replicates + r.replicate as usize,
-                variant_index: r.variant_index,
-                variant: r.variant.clone(),
-                replicate: r.replicate,
-                rows: r.rows.len(),
-                graph_rows: [
-                    r.graph.services.len(),
-                    r.graph.rows.len(),
-                    r.graph.edges.len(),
-                    r.graph.replicas.len(),
-                ],
-            })
-            .collect(),
-    };
-    let timeseries = report::tables::timeseries_csv_until(&layout, results, interrupt::flag())?;
-    out.write("timeseries.csv", &timeseries)?;
-    out.write(
-        "summary.csv",
-        &report::tables::summary_csv_with(&layout, results),
-    )?;
-    out.write(shard::EXACT_SUMMARY, &shard::exact_summary_csv(&exact))?;
-    for (name, bytes) in report::graph_tables::all(&layout, results) {
-        out.write(name, &bytes)?;
-    }
-    out.write("scenario.resolved.yaml", resolved.as_bytes())?;
-    out.write(shard::MANIFEST, manifest.to_json().as_bytes())?;
-    out.commit()
 }
 
 fn merge(args: MergeArgs) -> i32 {

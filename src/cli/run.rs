@@ -1,0 +1,496 @@
+//! `stormsim run`: the command's raw arguments become settings in which
+//! every decision is checked before anything runs (the scenario with its
+//! overrides, the shard, the SLO `--fail-on-slo` needs, the output folder),
+//! the way ripgrep turns its arguments into validated settings before
+//! searching. The command is then a short sequence: simulate, write the
+//! folder, print the summary, and turn what happened into the exit code
+//! (README.md, "Commands").
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use super::{
+    DEFAULT_LABEL, RunArgs, load, nothing_written, output_failed, progress_bar, report_errors,
+    report_to_output,
+};
+use crate::escape::escape;
+use crate::interrupt;
+use crate::invariants;
+use crate::metrics::RunResult;
+use crate::metrics::slo::Objectives;
+use crate::report::output_dir::{self, Options};
+use crate::report::{self, Mode, OutputDir, OutputError};
+use crate::runner::{self, Interrupted, VariantPlan};
+use crate::scenario::{self, Scenario, ScenarioErrors};
+use crate::shard::{self, Manifest, ManifestItem, ShardSpec};
+use crate::terminal::{errln, errout, out, outln};
+use crate::workers;
+
+/// `stormsim run`, start to finish; returns the exit code.
+pub(super) fn run(args: RunArgs) -> i32 {
+    // First thing: a signal from now on ends the command with a message.
+    interrupt::install();
+    let settings = match Settings::from_args(&args) {
+        Ok(s) => s,
+        Err(e) => return e.report(),
+    };
+    // Every decision about the output folder, before simulating.
+    let out = match settings.prepare_output() {
+        Ok(out) => out,
+        Err(e) => {
+            return output_failed(
+                e,
+                &settings.out_path,
+                settings.not_written(),
+                "no run had started",
+            );
+        }
+    };
+    let results = match settings.simulate() {
+        Ok(r) => r,
+        Err(stopped) => {
+            drop(out);
+            errln!(
+                "interrupted: {} of {} runs had finished; {}",
+                stopped.finished,
+                stopped.total,
+                nothing_written(&settings.out_path, settings.not_written())
+            );
+            return interrupt::EXIT_CODE;
+        }
+    };
+    let dir = match settings.write(out, &results) {
+        Ok(d) => d,
+        Err(e) => {
+            let runs = format!("all {} runs had finished", settings.items.len());
+            return output_failed(e, &settings.out_path, settings.not_written(), &runs);
+        }
+    };
+    if !settings.quiet {
+        settings.print(&results, &dir);
+    }
+    settings.exit_code(&results)
+}
+
+/// Everything `run` needs, decided and checked before the first run.
+struct Settings {
+    scenario: Scenario,
+    /// Every variant × sweep point, ready to run.
+    plans: Vec<VariantPlan>,
+    /// The runs this command makes: (variant index, replicate), all of
+    /// them or one shard's.
+    items: Vec<(usize, u32)>,
+    shard: Option<ShardSpec>,
+    slo: Option<Objectives>,
+    out_path: PathBuf,
+    force: bool,
+    /// The files the command reads, which the output folder must not be.
+    inputs: Vec<PathBuf>,
+    /// The command line that reproduces a run, for a bug report.
+    reproduce: String,
+    quiet: bool,
+    verbose: bool,
+    fail_on_slo: bool,
+}
+
+/// Why `run` stops before simulating.
+enum SettingsError {
+    /// The worker threads cannot be started as asked (message, exit code).
+    Threads(String, i32),
+    /// The shard cannot be taken from the environment.
+    Shard(String),
+    /// The scenario or its overrides are invalid.
+    Scenario(ScenarioErrors),
+    /// `--fail-on-slo` without an `slo` section (the scenario's label).
+    NoSlo(String),
+    /// No default output folder can be named.
+    OutFolder(String),
+}
+
+impl SettingsError {
+    /// Says what is wrong and returns the exit code.
+    fn report(self) -> i32 {
+        match self {
+            SettingsError::Threads(m, code) => {
+                errln!("error: {m}");
+                code
+            }
+            SettingsError::Shard(m) => {
+                errln!("error: {}", escape(&m));
+                2
+            }
+            SettingsError::Scenario(e) => report_errors(&e),
+            SettingsError::NoSlo(label) => {
+                errln!(
+                    "error: --fail-on-slo needs an SLO to judge the runs against, and {label} has no `slo` section; add one, for example slo: {{ success_rate: 0.999, peak_load_after: 1.2 }}, or --set slo.success_rate=0.999"
+                );
+                2
+            }
+            SettingsError::OutFolder(m) => {
+                errln!("error: {m}");
+                2
+            }
+        }
+    }
+}
+
+impl Settings {
+    fn from_args(args: &RunArgs) -> Result<Settings, SettingsError> {
+        workers::start(args.threads).map_err(|(m, code)| SettingsError::Threads(m, code))?;
+        let shard = match (args.shard, args.shard_from_env) {
+            (Some(spec), _) => Some(spec),
+            (None, true) => {
+                let (spec, _) =
+                    shard::env::shard_from_env(|k| std::env::var(k).ok(), args.shard_count)
+                        .map_err(|e| SettingsError::Shard(e.to_string()))?;
+                Some(spec)
+            }
+            (None, false) => None,
+        };
+        // The flags that replace a field are overrides like any --set,
+        // applied after them.
+        let mut sets = args.set.clone();
+        let flags = [
+            ("seed", args.seed),
+            ("replicates", args.replicates.map(u64::from)),
+            ("limits.max_events", args.max_events),
+            ("limits.max_in_flight", args.max_in_flight),
+        ];
+        for (path, value) in flags {
+            if let Some(v) = value {
+                sets.push(format!("{path}={v}"));
+            }
+        }
+        let scenario = load(args.file.as_deref(), &sets).map_err(SettingsError::Scenario)?;
+        let plans = runner::plan(&scenario).map_err(SettingsError::Scenario)?;
+        let slo = scenario::slo::objectives(&scenario);
+        let label = args.file.as_ref().map_or_else(
+            || DEFAULT_LABEL.to_string(),
+            |f| escape(&f.display().to_string()).into_owned(),
+        );
+        if args.fail_on_slo && slo.is_none() {
+            return Err(SettingsError::NoSlo(label));
+        }
+        let out_path = match &args.out {
+            Some(out) => out.clone(),
+            None => {
+                let dir = output_dir::default_folder(&scenario.name)
+                    .map_err(|e| SettingsError::OutFolder(e.to_string()))?;
+                match shard {
+                    Some(spec) => dir.join(spec.folder_name()),
+                    None => dir,
+                }
+            }
+        };
+        let replicates = scenario.replicates as usize;
+        let items: Vec<(usize, u32)> = match shard {
+            Some(spec) => spec
+                .items(plans.len() * replicates)
+                .map(|k| (k / replicates, (k % replicates) as u32))
+                .collect(),
+            None => (0..plans.len())
+                .flat_map(|v| (0..scenario.replicates).map(move |r| (v, r)))
+                .collect(),
+        };
+        let mut reproduce = args
+            .file
+            .as_ref()
+            .map_or("scenarios/outage-recovery.yaml".to_string(), |f| {
+                f.display().to_string()
+            });
+        for set in &args.set {
+            reproduce.push_str(&format!(" --set '{set}'"));
+        }
+        Ok(Settings {
+            inputs: scenario::from_file::input_files(&scenario, args.file.as_deref()),
+            scenario,
+            plans,
+            items,
+            shard,
+            slo,
+            out_path,
+            force: args.force,
+            reproduce: escape(&reproduce).into_owned(),
+            quiet: args.quiet,
+            verbose: args.verbose,
+            fail_on_slo: args.fail_on_slo,
+        })
+    }
+
+    /// What the command would have written, for a message saying it did not.
+    fn not_written(&self) -> &'static str {
+        if self.shard.is_some() {
+            "timeseries.csv, summary.csv, summary.exact.csv, services.csv, services_timeseries.csv, calls.csv, replicas.csv, scenario.resolved.yaml, manifest.json"
+        } else {
+            "timeseries.csv, summary.csv, summary_by_variant.csv, services.csv, services_timeseries.csv, calls.csv, replicas.csv, scenario.resolved.yaml, charts/, report.html"
+        }
+    }
+
+    /// Takes the output folder (refusing a user's folder, an input, a
+    /// symlink, a file), before any run.
+    fn prepare_output(&self) -> Result<OutputDir, OutputError> {
+        OutputDir::prepare(
+            &self.out_path,
+            Options {
+                mode: Mode::Folder,
+                force: self.force,
+                inputs: &self.inputs,
+            },
+        )
+    }
+
+    /// Makes every run of `items` in parallel, with a progress bar (and a
+    /// line per run with `--verbose`); the results in (variant, replicate)
+    /// order whatever the threads did.
+    fn simulate(&self) -> Result<Vec<RunResult>, Interrupted> {
+        let total = self.items.len();
+        let bar = progress_bar(total as u64, self.quiet);
+        let started = Instant::now();
+        let finished = AtomicUsize::new(0);
+        let on_done = |r: &RunResult| {
+            let n = finished.fetch_add(1, Ordering::Relaxed) + 1;
+            bar.inc(1);
+            if self.verbose {
+                let line = format!(
+                    "run {n}/{total}: {} replicate {}: {} events{}, {:.2} s since start",
+                    r.variant,
+                    r.replicate,
+                    r.summary.events,
+                    r.summary
+                        .aborted
+                        .map_or(String::new(), |why| format!(" (aborted: {why})")),
+                    started.elapsed().as_secs_f64()
+                );
+                if bar.is_hidden() {
+                    errln!("{line}");
+                } else {
+                    bar.println(line);
+                }
+            }
+        };
+        let results = runner::run_items(
+            &self.plans,
+            &self.items,
+            self.scenario.seed,
+            &on_done,
+            interrupt::flag(),
+        );
+        bar.finish_and_clear();
+        results
+    }
+
+    /// Writes the output folder (a shard folder with `--shard`) and
+    /// returns where it is.
+    fn write(&self, out: OutputDir, results: &[RunResult]) -> Result<PathBuf, OutputError> {
+        match self.shard {
+            Some(spec) => write_shard(out, spec, &self.scenario, &self.plans, results),
+            None => write_folder(out, &self.scenario, &self.plans, results),
+        }
+    }
+
+    /// The console summary, ranked by the SLO when there is one.
+    fn print(&self, results: &[RunResult], dir: &Path) {
+        out!(
+            "{}",
+            report::console::summary_text(&self.scenario.name, results, self.slo.as_ref())
+        );
+        if let Some(spec) = self.shard {
+            outln!(
+                "shard {} of {}: {} of {} runs; merge all {} shards with `stormsim merge`",
+                spec.index,
+                spec.count,
+                results.len(),
+                self.plans.len() * self.scenario.replicates as usize,
+                spec.count
+            );
+        }
+        outln!("results: {}", dir.display());
+    }
+
+    /// 1 when a run broke an invariant (a bug report follows), when a run
+    /// hit a guard rail, or with `--fail-on-slo` when a variant missed its
+    /// SLO; 0 otherwise.
+    fn exit_code(&self, results: &[RunResult]) -> i32 {
+        let broken: Vec<&RunResult> = results
+            .iter()
+            .filter(|r| !r.violations.is_empty())
+            .collect();
+        if !broken.is_empty() {
+            for r in &broken {
+                errout!(
+                    "{}",
+                    invariants::bug_report(
+                        &self.reproduce,
+                        &r.variant,
+                        r.replicate,
+                        self.scenario.seed,
+                        &r.violations
+                    )
+                );
+            }
+            return 1;
+        }
+        let mut aborted: Vec<String> = Vec::new();
+        for r in results {
+            if let Some(why) = &r.summary.aborted {
+                let advice = why.limit_field().map_or(String::new(), |(_, flag)| {
+                    format!("; raise it in the scenario or with {flag}")
+                });
+                let line = format!("error: variant {}: {why}{advice}", r.variant);
+                if !aborted.contains(&line) {
+                    aborted.push(line);
+                }
+            }
+        }
+        if !aborted.is_empty() {
+            for line in &aborted {
+                errln!("{line}");
+            }
+            errln!(
+                "error: some runs hit a guard rail and stopped early (see the `aborted` column of summary.csv)"
+            );
+            return 1;
+        }
+        if self.fail_on_slo {
+            let failed = report::console::slo_failures(results);
+            if !failed.is_empty() {
+                for line in &failed {
+                    errln!("error: {line}");
+                }
+                errln!(
+                    "error: {} of {} variants missed the SLO (--fail-on-slo)",
+                    failed.len(),
+                    self.plans.len()
+                );
+                return 1;
+            }
+        }
+        0
+    }
+}
+
+/// Writes a whole run's folder: the tables, the resolved scenario, and the
+/// charts and report drawn from the tables as written.
+fn write_folder(
+    out: OutputDir,
+    s: &Scenario,
+    plans: &[VariantPlan],
+    results: &[RunResult],
+) -> Result<PathBuf, OutputError> {
+    let stop = interrupt::flag();
+    let layout = report::tables::Layout::of(results);
+    let timeseries = report::tables::timeseries_csv_until(&layout, results, stop)?;
+    let summary = report::tables::summary_csv_until(&layout, results, stop)?;
+    let by_variant = report::tables::summary_by_variant_csv_until(results, stop)?;
+    let resolved = scenario::resolved_yaml(s);
+    out.write("timeseries.csv", &timeseries)?;
+    out.write("summary.csv", &summary)?;
+    out.write("summary_by_variant.csv", &by_variant)?;
+    let [services, services_ts, calls, replicas] =
+        report::graph_tables::all_until(&layout, results, stop)?;
+    for (name, bytes) in [&services, &services_ts, &calls, &replicas] {
+        out.write(name, bytes)?;
+    }
+    out.write("scenario.resolved.yaml", resolved.as_bytes())?;
+    // Charts are drawn from the tables as written, read back and checked as
+    // `stormsim plot` reads them, against the shape of the runs made (the
+    // scenario is the one scenario.resolved.yaml holds: resolving is a
+    // fixed point).
+    let data = report::ChartData::from_checked_bytes(
+        &timeseries,
+        &summary,
+        &by_variant,
+        s,
+        runner::shape(plans, s),
+        None,
+    )
+    .and_then(|d| {
+        d.with_graph(report::graph_data::GraphSources {
+            services: &services.1[..],
+            timeseries: &services_ts.1[..],
+            calls: &calls.1[..],
+        })
+    })
+    .map_err(report_to_output)?;
+    for (path, bytes) in report::visual_files(&data).map_err(report_to_output)? {
+        out.write(&path, &bytes)?;
+    }
+    out.commit()
+}
+
+/// Writes a shard folder: its rows of the tables (with the columns of the
+/// whole run), the exact summary cells, the resolved scenario and the
+/// manifest. No charts: they come after `stormsim merge`.
+fn write_shard(
+    out: OutputDir,
+    spec: ShardSpec,
+    s: &Scenario,
+    plans: &[VariantPlan],
+    results: &[RunResult],
+) -> Result<PathBuf, OutputError> {
+    let layer_names: Vec<Vec<String>> = plans
+        .iter()
+        .map(|p| p.config.topology.edge_names())
+        .collect();
+    let layout = report::tables::Layout::of_variants(
+        layer_names
+            .iter()
+            .zip(plans)
+            .map(|(names, p)| (names.as_slice(), p.params.as_slice())),
+    );
+    let resolved = scenario::resolved_yaml(s);
+    let cells = report::tables::summary_rows_with(&layout, results);
+    let exact: Vec<_> = results
+        .iter()
+        .zip(&cells)
+        .map(|(r, c)| shard::ExactRow {
+            variant: &r.variant,
+            replicate: r.replicate,
+            seed: r.seed,
+            cells: c,
+        })
+        .collect();
+    let replicates = s.replicates as usize;
+    let manifest = Manifest {
+        format: shard::FORMAT.into(),
+        stormsim_version: env!("CARGO_PKG_VERSION").into(),
+        scenario: s.name.clone(),
+        scenario_digest: shard::scenario_digest(&resolved),
+        shard: spec.index,
+        shards: spec.count,
+        variants: plans.len(),
+        replicates: s.replicates,
+        items_total: plans.len() * replicates,
+        rule: shard::RULE.into(),
+        items: results
+            .iter()
+            .map(|r| ManifestItem {
+                item: r.variant_index * replicates + r.replicate as usize,
+                variant_index: r.variant_index,
+                variant: r.variant.clone(),
+                replicate: r.replicate,
+                rows: r.rows.len(),
+                graph_rows: [
+                    r.graph.services.len(),
+                    r.graph.rows.len(),
+                    r.graph.edges.len(),
+                    r.graph.replicas.len(),
+                ],
+            })
+            .collect(),
+    };
+    let timeseries = report::tables::timeseries_csv_until(&layout, results, interrupt::flag())?;
+    out.write("timeseries.csv", &timeseries)?;
+    out.write(
+        "summary.csv",
+        &report::tables::summary_csv_with(&layout, results),
+    )?;
+    out.write(shard::EXACT_SUMMARY, &shard::exact_summary_csv(&exact))?;
+    for (name, bytes) in report::graph_tables::all(&layout, results) {
+        out.write(name, &bytes)?;
+    }
+    out.write("scenario.resolved.yaml", resolved.as_bytes())?;
+    out.write(shard::MANIFEST, manifest.to_json().as_bytes())?;
+    out.commit()
+}
