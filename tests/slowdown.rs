@@ -73,7 +73,10 @@ fn one_worker_with_linear_slowdown_is_an_mm1_queue_of_the_stretched_time() {
             s.dependency_queue_wait_mean_ms.unwrap()
         })
         .collect();
-    let utilizations: Vec<f64> = runs.iter().map(|(_, s)| s.dependency_utilization).collect();
+    let utilizations: Vec<f64> = runs
+        .iter()
+        .map(|(_, s)| s.dependency_utilization.unwrap())
+        .collect();
     let (w, se) = mean_se(&waits);
     let theory = 0.6 / (100.0 - 60.0) * 1000.0;
     assert!(
@@ -146,7 +149,11 @@ fn a_short_spike_over_a_degrading_service_never_ends_without_retries() {
         let degrading = spike("{ kind: exponential, factor: 3 }", seed);
         let plain = spike("", seed);
         let before = |rows: &[stormsim::metrics::TimeRow]| {
-            rows[5..20].iter().map(|r| r.utilization).sum::<f64>() / 15.0
+            rows[5..20]
+                .iter()
+                .map(|r| r.utilization.unwrap())
+                .sum::<f64>()
+                / 15.0
         };
         // Before the spike both are lightly loaded.
         assert!(before(&degrading) < 0.2, "{}", before(&degrading));
@@ -155,11 +162,14 @@ fn a_short_spike_over_a_degrading_service_never_ends_without_retries() {
         // an empty queue; the degrading one is full, its queue too, and
         // shedding.
         for r in &plain[40..] {
-            assert!(r.utilization < 0.2 && r.queue_depth < 5.0, "{r:?}");
+            assert!(r.utilization.unwrap() < 0.2 && r.queue_depth < 5.0, "{r:?}");
             assert_eq!(r.shed, 0);
         }
         for r in &degrading[40..] {
-            assert!(r.utilization > 0.99 && r.queue_depth > 1900.0, "{r:?}");
+            assert!(
+                r.utilization.unwrap() > 0.99 && r.queue_depth > 1900.0,
+                "{r:?}"
+            );
             assert!(r.shed > 0, "t={}", r.t_s);
         }
         // Goodput stuck at the degraded rate: 99.6/s.
