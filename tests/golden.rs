@@ -1,6 +1,8 @@
 //! Golden results: every bundled scenario's `summary.csv` (which carries
-//! each run's `events` and `event_digest`) and a digest of its
-//! `timeseries.csv`, compared byte for byte with the files under
+//! each run's `events` and `event_digest`), a digest of its
+//! `timeseries.csv` and digests of its graph tables (`services.csv`,
+//! `services_timeseries.csv`, `calls.csv`, `replicas.csv`, in
+//! `graph.fnv1a64`), compared byte for byte with the files under
 //! `tests/golden/`. A change of engine or model that is meant to keep
 //! results (a faster queue, a redesign) must keep these; a change of
 //! numbers must be deliberate: regenerate with
@@ -52,6 +54,14 @@ fn golden_dir(scenario: &Path) -> PathBuf {
     Path::new("tests/golden").join(sub)
 }
 
+/// The tables of the services graph, each digested on its own.
+const GRAPH_TABLES: [&str; 4] = [
+    "services.csv",
+    "services_timeseries.csv",
+    "calls.csv",
+    "replicas.csv",
+];
+
 #[test]
 fn bundled_scenarios_keep_their_results() {
     let update = std::env::var_os("STORMSIM_UPDATE_GOLDEN").is_some();
@@ -70,19 +80,26 @@ fn bundled_scenarios_keep_their_results() {
             .success();
         let summary = fs::read_to_string(out.join("summary.csv")).unwrap();
         let timeseries = fnv(&fs::read(out.join("timeseries.csv")).unwrap());
+        let graph: String = GRAPH_TABLES
+            .iter()
+            .map(|t| format!("{t} {}\n", fnv(&fs::read(out.join(t)).unwrap())))
+            .collect();
         let dir = golden_dir(&scenario);
+        let want_graph = fs::read_to_string(dir.join("graph.fnv1a64")).ok();
         let want_summary = fs::read_to_string(dir.join("summary.csv")).ok();
         let want_ts = fs::read_to_string(dir.join("timeseries.fnv1a64"))
             .ok()
             .map(|s| s.trim().to_string());
         if want_summary.as_deref() != Some(summary.as_str())
             || want_ts.as_deref() != Some(timeseries.as_str())
+            || want_graph.as_deref() != Some(graph.as_str())
         {
             changed.push(scenario.display().to_string());
             if update {
                 fs::create_dir_all(&dir).unwrap();
                 fs::write(dir.join("summary.csv"), &summary).unwrap();
                 fs::write(dir.join("timeseries.fnv1a64"), format!("{timeseries}\n")).unwrap();
+                fs::write(dir.join("graph.fnv1a64"), &graph).unwrap();
             } else if let Some(want) = &want_summary {
                 for (i, (w, g)) in want.lines().zip(summary.lines()).enumerate() {
                     if w != g {

@@ -555,8 +555,8 @@ fn a_memory_error_points_at_the_sweep_entry() {
     assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);
     assert!(
-        e.starts_with("mem.yaml:18:6: sweep.layers.api.breaker.window_calls: sweep value 4294967295: one run (variant `instances=10 window_calls=4294967295`) would need about 5.4 GB of memory")
-            || e.contains("/mem.yaml:18:6: sweep.layers.api.breaker.window_calls: sweep value 4294967295: one run (variant `instances=10 window_calls=4294967295`) would need about 5.4 GB of memory"),
+        e.starts_with("mem.yaml:18:6: sweep.layers.api.breaker.window_calls: sweep value 4294967295: one run (variant `instances=10 window_calls=4294967295`) would need about 6.4 GB of memory")
+            || e.contains("/mem.yaml:18:6: sweep.layers.api.breaker.window_calls: sweep value 4294967295: one run (variant `instances=10 window_calls=4294967295`) would need about 6.4 GB of memory"),
         "{e}"
     );
     // From a variant: at the variant's override.

@@ -468,13 +468,19 @@ fn dirs_of<'a>(shards: impl Iterator<Item = &'a Shard>) -> String {
 }
 
 /// Describes how the shards split over a field, when they disagree.
-fn split_by<K: Ord + std::fmt::Display>(
+/// The groups come in the order of their first shard, not of the value
+/// (a digest's order would tell the user nothing).
+fn split_by<K: PartialEq + std::fmt::Display>(
     shards: &[Shard],
     key: impl Fn(&Manifest) -> K,
 ) -> Option<String> {
-    let mut groups: BTreeMap<K, Vec<&Shard>> = BTreeMap::new();
+    let mut groups: Vec<(K, Vec<&Shard>)> = Vec::new();
     for s in shards {
-        groups.entry(key(&s.manifest)).or_default().push(s);
+        let k = key(&s.manifest);
+        match groups.iter_mut().find(|(g, _)| *g == k) {
+            Some((_, v)) => v.push(s),
+            None => groups.push((k, vec![s])),
+        }
     }
     (groups.len() > 1).then(|| {
         groups
