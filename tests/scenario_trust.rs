@@ -761,3 +761,61 @@ fn ratios_of_nothing_are_not_applicable() {
         stdout(&o)
     );
 }
+
+/// Requests nothing bounds (a blackhole, no timeout, no deadline) never
+/// end: they are in no success rate, and the console says how many there
+/// are instead of letting "100.00%" speak for them; with no request offered
+/// after the trigger there is no recovery verdict either. The base run,
+/// whose in-flight requests at the end are a handful, gets no warning.
+#[test]
+fn requests_that_never_ended_are_named_and_silence_is_undecided() {
+    let dir = tempfile::tempdir().unwrap();
+    let hung = "name: hung\nduration: 60s\nclients: { arrival: { kind: poisson, rate: 100/s } }\n\
+        layers:\n  - { name: a }\n\
+        dependency:\n  concurrency: 8\n  service_time: { dist: constant, value: 1ms }\n  \
+        incidents: [ { kind: blackhole, start: 10s, end: 50s } ]\n";
+    let f = file(dir.path(), "hung.yaml", hung);
+    let out = dir.path().join("out");
+    let o = stormsim(&["run", &f, "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let console = stdout(&o);
+    let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+    let open = &column(&summary, "in_flight_at_end")[0];
+    let all = &column(&summary, "logical_requests")[0];
+    assert!(
+        console.contains(&format!("warning: variant base: {open} of {all} requests"))
+            && console.contains("the success rate counts only the requests that ended"),
+        "{console}"
+    );
+    // About 4000 requests arrived into the blackhole: far above 5%.
+    let (open, all): (f64, f64) = (open.parse().unwrap(), all.parse().unwrap());
+    assert!(open / all > 0.5, "{open} of {all}");
+    let o = stormsim(&[
+        "run",
+        &file(dir.path(), "base.yaml", BASE),
+        "--out",
+        dir.path().join("base").to_str().unwrap(),
+    ]);
+    assert!(!stdout(&o).contains("had not ended"), "{}", stdout(&o));
+    // The clients stop at the incident: nothing after it to judge.
+    let silent = BASE.to_string() + "  \n";
+    let silent = silent.replace(
+        "  arrival: { kind: poisson, rate: 50/s }\n",
+        "  arrival: { kind: poisson, rate: 50/s }\n  schedule: [ { at: 10s, rate: 0/s } ]\n",
+    );
+    let out = dir.path().join("silent");
+    let o = stormsim(&[
+        "run",
+        &file(dir.path(), "silent.yaml", &silent),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("undecided: no request was offered after the trigger"),
+        "{}",
+        stdout(&o)
+    );
+    let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+    assert_eq!(column(&summary, "recovered"), ["undecided"]);
+}

@@ -229,7 +229,39 @@ pub fn summary_text(scenario: &str, results: &[RunResult], slo: Option<&Objectiv
              figures cover only the time before the stop"
         );
     }
+    for line in unended_warnings(results) {
+        let _ = writeln!(s, "{line}");
+    }
     s
+}
+
+/// Requests that had not ended when the run did are in no success rate
+/// (they have no outcome yet). Some are always in flight, more in a
+/// storm; more than 5% of a variant's requests means something held them
+/// (no timeout, no deadline, a long backoff, a run that ends inside the
+/// incident) and its success rate speaks only for the rest: say so.
+fn unended_warnings(results: &[RunResult]) -> Vec<String> {
+    let mut names: Vec<&str> = Vec::new();
+    for r in results {
+        if !names.contains(&r.variant.as_str()) {
+            names.push(&r.variant);
+        }
+    }
+    names
+        .into_iter()
+        .filter_map(|name| {
+            let runs = results.iter().filter(|r| r.variant == name && r.summary.aborted.is_none());
+            let (open, all) = runs.fold((0u64, 0u64), |(o, a), r| {
+                (o + r.summary.in_flight_at_end, a + r.summary.logical_requests)
+            });
+            (all > 0 && open * 20 > all).then(|| {
+                format!(
+                    "warning: variant {name}: {open} of {all} requests ({:.1}%) had not ended when the run did (in_flight_at_end: held by no timeout or deadline, a long backoff, or an incident that lasts to the end); the success rate counts only the requests that ended",
+                    open as f64 * 100.0 / all as f64
+                )
+            })
+        })
+        .collect()
 }
 
 /// One line per variant that missed the SLO, in variant order:
