@@ -272,3 +272,34 @@ fn a_scenario_without_a_tune_section_says_how_to_write_one() {
         "{e}"
     );
 }
+
+/// An objective no run can measure (`recovery_time_s` without an incident)
+/// and no SLO: every candidate is as good as any other, so the search names
+/// no best (no command to paste, no settings in best.yaml) and says why.
+#[test]
+fn a_search_without_grounds_names_no_best() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t");
+    let console = tune(
+        TIMEOUTS,
+        &out,
+        &[
+            "--set",
+            "slo=null",
+            "--set",
+            "tune.objective={minimize: recovery_time_s}",
+            "--set",
+            "tune.budget=4",
+            "--set",
+            "duration=5s",
+        ],
+    );
+    assert!(
+        console.contains("no best: no run of any candidate had a value of recovery_time_s"),
+        "{console}"
+    );
+    assert!(!console.contains("\nbest: "), "{console}");
+    let best = fs::read_to_string(out.join("best.yaml")).unwrap();
+    assert!(best.starts_with("# stormsim tune: no best"), "{best}");
+    assert_eq!(best.lines().count(), 1, "{best}");
+}

@@ -82,9 +82,14 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    /// The best candidate, if any ran.
+    /// The best candidate, if one earned it: it ran, and it met the SLO
+    /// or has a value of the objective (a search whose objective no run
+    /// could measure, `recovery_time_s` without an incident say, has no
+    /// best: every candidate would be as good as any other).
     pub fn best(&self) -> Option<&(Candidate, Standing)> {
-        self.ranked.first().filter(|(c, _)| c.invalid.is_none())
+        self.ranked.first().filter(|(c, st)| {
+            c.invalid.is_none() && (st.objective.is_some() || st.slo_pass == Some(true))
+        })
     }
 }
 

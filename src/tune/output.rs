@@ -124,7 +124,13 @@ pub fn set_args(o: &Outcome, c: &Candidate) -> Vec<String> {
 pub fn best_yaml(o: &Outcome, scenario: &str, seed: u64, file: &str) -> String {
     let mut s = String::new();
     let Some((c, st)) = o.best() else {
-        return "# stormsim tune: no candidate ran\n".into();
+        return match o.ranked.first() {
+            Some((c, _)) if c.invalid.is_none() => format!(
+                "# stormsim tune: no best: no run of any candidate had a value of {} (and none met an SLO)\n",
+                o.figure
+            ),
+            _ => "# stormsim tune: no candidate ran\n".into(),
+        };
     };
     let _ = writeln!(
         s,
@@ -255,6 +261,13 @@ pub fn console_text(o: &Outcome, scenario: &str, file: &str) -> String {
     }
     if valid > SHOWN {
         let _ = writeln!(s, "... {} more in tune.csv", valid - SHOWN);
+    }
+    if o.best().is_none() && o.ranked.first().is_some_and(|(c, _)| c.invalid.is_none()) {
+        let _ = writeln!(
+            s,
+            "\nno best: no run of any candidate had a value of {} (and none met an SLO); choose an objective this scenario measures",
+            o.figure
+        );
     }
     if let Some((c, st)) = o.best() {
         let _ = writeln!(s, "\nbest: c{} ({})", c.id, achieved(o, c, st));
