@@ -819,3 +819,39 @@ fn requests_that_never_ended_are_named_and_silence_is_undecided() {
     let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
     assert_eq!(column(&summary, "recovered"), ["undecided"]);
 }
+
+/// Two keys of one `sweep`, or of one variant's `set`, that name the same
+/// field (by name and by index, or a field and a part of it) would let one
+/// value silently win while a label names the other: refused, at the later
+/// key, naming the earlier one.
+#[test]
+fn a_field_set_twice_in_one_sweep_or_variant_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let sweep = BASE.to_string()
+        + "sweep:\n  layers.api.retry: [{ max_attempts: 1 }, { max_attempts: 3 }]\n  layers.api.retry.max_attempts: [4, 5]\n";
+    let o = stormsim(&["validate", &file(dir.path(), "sweep.yaml", &sweep)]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains(
+            "sweep.yaml:16:34: sweep.layers.api.retry.max_attempts: sets the same field as `layers.api.retry`"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    let variant = BASE.to_string()
+        + "variants:\n  - { name: v, set: { layers.api.timeout: 5s, layers.0.timeout: 7s } }\n";
+    let o = stormsim(&["validate", &file(dir.path(), "variant.yaml", &variant)]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains(
+            "variants.0.set.layers.0.timeout: in variant `v`: sets the same field as `layers.api.timeout`"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    // Different fields of one layer are fine.
+    let fine = BASE.to_string()
+        + "sweep:\n  layers.api.timeout: [200ms, 500ms]\n  layers.api.retry.max_attempts: [2, 3]\n";
+    let o = stormsim(&["validate", &file(dir.path(), "fine.yaml", &fine)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}

@@ -99,11 +99,34 @@ fn inner_path_problem(path: &str) -> Option<Issue> {
     })
 }
 
+/// Keys of one `set` or one `sweep` that name the same field, or a field
+/// and a part of it (`layers.api.timeout` and `layers.0.timeout`;
+/// `layers.api.retry` and `layers.api.retry.max_attempts`): one would
+/// silently win over the other, and a label would name a value that did
+/// not apply. An issue about each later key.
+fn overlapping_keys(base: &Scenario, keys: &[String]) -> Vec<Issue> {
+    let norm: Vec<String> = keys.iter().map(|k| normalize_path(base, k)).collect();
+    let mut issues = Vec::new();
+    for (j, key) in keys.iter().enumerate() {
+        if let Some(i) = (0..j).find(|&i| related(&norm[i], &norm[j])) {
+            issues.push(Issue {
+                path: key.clone(),
+                message: format!(
+                    "sets the same field as `{}`, so one of the two values would never apply; keep one of them",
+                    keys[i]
+                ),
+            });
+        }
+    }
+    issues
+}
+
 /// The key of `keys` that an issue at `path` is about (`keys` normalised
 /// against `s`), or the first key.
 fn key_for<'a>(s: &Scenario, keys: &'a [String], path: &str) -> Option<&'a String> {
     keys.iter()
-        .find(|k| related(&normalize_path(s, k), path))
+        .find(|k| *k == path)
+        .or_else(|| keys.iter().find(|k| related(&normalize_path(s, k), path)))
         .or_else(|| keys.first())
 }
 
@@ -173,6 +196,7 @@ fn expand(
         let sets = variant_sets(v);
         let keys: Vec<String> = sets.iter().map(|(k, _)| k.clone()).collect();
         let mut issues: Vec<Issue> = keys.iter().filter_map(|k| inner_path_problem(k)).collect();
+        issues.extend(overlapping_keys(&base, &keys));
         let scenario = if issues.is_empty() {
             match apply_overrides(&base, &sets) {
                 Ok(sc) => {
@@ -226,7 +250,8 @@ fn expand(
         return (Vec::new(), errors, Omitted::default());
     }
     let keys: Vec<String> = s.sweep.keys().cloned().collect();
-    let inner: Vec<Issue> = keys.iter().filter_map(|k| inner_path_problem(k)).collect();
+    let mut inner: Vec<Issue> = keys.iter().filter_map(|k| inner_path_problem(k)).collect();
+    inner.extend(overlapping_keys(&base, &keys));
     for issue in &inner {
         errors.push(loc.error(
             &format!("sweep.{}", issue.path),
