@@ -229,7 +229,7 @@ pub fn summary_text(scenario: &str, results: &[RunResult], slo: Option<&Objectiv
              figures cover only the time before the stop"
         );
     }
-    for line in unended_warnings(results) {
+    for line in unended_warnings(results, agg.iter().map(|(n, _)| n.as_str())) {
         let _ = writeln!(s, "{line}");
     }
     s
@@ -240,15 +240,11 @@ pub fn summary_text(scenario: &str, results: &[RunResult], slo: Option<&Objectiv
 /// storm; more than 5% of a variant's requests means something held them
 /// (no timeout, no deadline, a long backoff, a run that ends inside the
 /// incident) and its success rate speaks only for the rest: say so.
-fn unended_warnings(results: &[RunResult]) -> Vec<String> {
-    let mut names: Vec<&str> = Vec::new();
-    for r in results {
-        if !names.contains(&r.variant.as_str()) {
-            names.push(&r.variant);
-        }
-    }
-    names
-        .into_iter()
+fn unended_warnings<'a>(
+    results: &[RunResult],
+    variants: impl Iterator<Item = &'a str>,
+) -> Vec<String> {
+    variants
         .filter_map(|name| {
             let runs = results.iter().filter(|r| r.variant == name && r.summary.aborted.is_none());
             let (open, all) = runs.fold((0u64, 0u64), |(o, a), r| {

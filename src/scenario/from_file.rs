@@ -67,10 +67,7 @@ pub fn fill_from_layers(
         if from.resolved {
             continue;
         }
-        let file: PathBuf = match dir {
-            Some(d) => d.join(&from.file),
-            None => PathBuf::from(&from.file),
-        };
+        let file = config_path(dir, &from);
         let file_label = file.display().to_string();
         let text = match crate::configs::read_file(&file, &file_label) {
             Ok(t) => t,
@@ -104,6 +101,14 @@ pub fn fill_from_layers(
     errors
 }
 
+/// Where `from.file` is: relative to the scenario's folder `dir`.
+fn config_path(dir: Option<&Path>, from: &FromFile) -> PathBuf {
+    match dir {
+        Some(d) => d.join(&from.file),
+        None => PathBuf::from(&from.file),
+    }
+}
+
 /// Every file a scenario read: the scenario file itself and each layer's
 /// `from.file` (relative to the scenario's folder). A command's output must
 /// never be, hold or lie inside one of them.
@@ -111,10 +116,7 @@ pub fn input_files(s: &super::Scenario, scenario_file: Option<&Path>) -> Vec<Pat
     let dir = scenario_file.and_then(Path::parent);
     let mut files: Vec<PathBuf> = scenario_file.iter().map(|f| f.to_path_buf()).collect();
     for from in s.layers.iter().filter_map(|l| l.from.as_ref()) {
-        let file = match dir {
-            Some(d) => d.join(&from.file),
-            None => PathBuf::from(&from.file),
-        };
+        let file = config_path(dir, from);
         if !files.contains(&file) {
             files.push(file);
         }

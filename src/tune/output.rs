@@ -120,16 +120,24 @@ pub fn set_args(o: &Outcome, c: &Candidate) -> Vec<String> {
         .collect()
 }
 
+/// Why a search whose candidates ran names no best (`Outcome::best`).
+fn no_best(o: &Outcome) -> Option<String> {
+    let ran = o.ranked.first().is_some_and(|(c, _)| c.invalid.is_none());
+    (ran && o.best().is_none()).then(|| {
+        format!(
+            "no best: no run of any candidate had a value of {} (and none met an SLO)",
+            o.figure
+        )
+    })
+}
+
 /// `best.yaml`: the best settings, commented with what they achieved.
 pub fn best_yaml(o: &Outcome, scenario: &str, seed: u64, file: &str) -> String {
     let mut s = String::new();
     let Some((c, st)) = o.best() else {
-        return match o.ranked.first() {
-            Some((c, _)) if c.invalid.is_none() => format!(
-                "# stormsim tune: no best: no run of any candidate had a value of {} (and none met an SLO)\n",
-                o.figure
-            ),
-            _ => "# stormsim tune: no candidate ran\n".into(),
+        return match no_best(o) {
+            Some(why) => format!("# stormsim tune: {why}\n"),
+            None => "# stormsim tune: no candidate ran\n".into(),
         };
     };
     let _ = writeln!(
@@ -262,12 +270,8 @@ pub fn console_text(o: &Outcome, scenario: &str, file: &str) -> String {
     if valid > SHOWN {
         let _ = writeln!(s, "... {} more in tune.csv", valid - SHOWN);
     }
-    if o.best().is_none() && o.ranked.first().is_some_and(|(c, _)| c.invalid.is_none()) {
-        let _ = writeln!(
-            s,
-            "\nno best: no run of any candidate had a value of {} (and none met an SLO); choose an objective this scenario measures",
-            o.figure
-        );
+    if let Some(why) = no_best(o) {
+        let _ = writeln!(s, "\n{why}; choose an objective this scenario measures");
     }
     if let Some((c, st)) = o.best() {
         let _ = writeln!(s, "\nbest: c{} ({})", c.id, achieved(o, c, st));
