@@ -16,6 +16,7 @@ use std::fs;
 
 use assert_cmd::Command;
 use common::*;
+use stormsim::engine::Nanos;
 use stormsim::metrics::{Recorder, tabulate, tabulate_services};
 use stormsim::model::balancer::Balancer;
 use stormsim::model::outlier::OutlierConfig;
@@ -42,6 +43,23 @@ fn one_down(replicas: u32, balancer: Balancer, attempts: u32, secs: u64, rate: f
         vec![retrying_layer("client", attempts, None)],
         backend,
     )
+}
+
+/// Like `one_down`, but replica 0 suffers `effect` and the clients give
+/// each attempt `timeout`.
+fn one_bad(effect: Effect, secs: u64, timeout: Nanos) -> ModelConfig {
+    let mut backend = dependency(1000, ServiceDist::Constant(MS), 0);
+    backend.replicas = 3;
+    backend.balancer = Balancer::RoundRobin;
+    backend.incidents.push(Incident {
+        start: 0,
+        end: secs * S,
+        effect,
+        replica: Some(0),
+    });
+    let mut layer = retrying_layer("client", 1, Some(timeout));
+    layer.outlier = Some(OutlierConfig::default());
+    config(300.0, secs * S, vec![layer], backend)
 }
 
 fn record(cfg: &ModelConfig, seed: u64) -> Recorder {
@@ -187,6 +205,42 @@ fn ejection_after_exactly_consecutive_5xx_for_base_times_ejections() {
     // Replicas serving: two while it is ejected (it is down throughout).
     assert_eq!(ejected_at_end(40).1, 2);
     assert_eq!(ejected_at_end(41).1, 2);
+}
+
+#[test]
+fn timeouts_count_as_5xx_toward_ejection() {
+    // Envoy maps a local-origin timeout to 504 when it does not split
+    // local from external errors (its default), so a replica that swallows
+    // requests, or answers after the caller gave up, is ejected like one
+    // that refuses them: after five timeouts, back at the sweep after
+    // 30 s (40 s), out again for 60 s (110 s), then 90 s (to the end).
+    let secs = 200;
+    for (what, effect) in [
+        ("blackholed", Effect::Blackhole),
+        ("slow", Effect::Latency { add: S }),
+    ] {
+        let cfg = one_bad(effect, secs, 100 * MS);
+        let (rec, info) = World::new(&cfg, 9).run();
+        let bad = rec.svc.replicas[0];
+        assert_eq!(bad.ejections, 3, "{what}");
+        let ctx = cfg.run_context();
+        let (_, summary) = tabulate(&rec, &info, &ctx);
+        let graph = tabulate_services(&rec, &ctx, &summary);
+        let ejected_at_end = |t_end: u64| {
+            (graph.rows.iter())
+                .find(|r| r.t_s as u64 + 1 == t_end)
+                .map(|r| r.ejected)
+                .unwrap()
+        };
+        for (t, want) in [(1, 1), (39, 1), (40, 0), (41, 1), (110, 0), (111, 1)] {
+            assert_eq!(ejected_at_end(t), want, "{what}: ejected at {t} s");
+        }
+        // Each return costs the five timeouts that eject it and whatever
+        // round robin sent it while they ran (100 ms at 100/s): about 15
+        // requests per ejection, never fewer than 5.
+        let sent = bad.counts.attempts;
+        assert!((15..=3 * 30).contains(&sent), "{what}: {sent} sent to it");
+    }
 }
 
 #[test]

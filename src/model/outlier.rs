@@ -6,10 +6,8 @@
 //! arch_overview/upstream/outlier, and config.cluster.v3.OutlierDetection):
 //!
 //! - a replica whose answers on this edge are `consecutive_5xx` failures in
-//!   a row (5xx statuses, and connection errors, which Envoy maps to 5xx
-//!   unless `split_external_local_origin_errors` is set) is ejected at once,
-//!   unless too many are ejected already: with none ejected it always is,
-//!   else only while ejected × 100 < `max_ejection_percent` × replicas;
+//!   a row is ejected at once, unless too many are ejected already: with
+//!   none ejected it always is, else only while ejected × 100 < `max_ejection_percent` × replicas;
 //! - it stays out for `base_ejection` × the times it has been ejected, at
 //!   most `max_ejection` (Envoy: the larger of 300 s and the base), and
 //!   comes back at the first analysis sweep (every `interval`, from time 0)
@@ -19,9 +17,16 @@
 //! - a success resets the run of failures; so does an ejection.
 //!
 //! Defaults (Envoy's): 5 failures, 10 s interval, 30 s base, 10 %, 300 s.
-//! Answers that never come back (a blackhole the caller times out on) are
-//! not counted: Envoy counts a per-try timeout as a gateway failure only
-//! for `consecutive_gateway_failure`, which stormsim does not model.
+//!
+//! What a failure is follows Envoy's default, which does not split
+//! local-origin errors from the upstream's
+//! (`split_external_local_origin_errors: false`;
+//! `DetectorHostMonitorImpl::putResultNoLocalExternalSplit` in
+//! source/common/upstream/outlier_detection_impl.cc maps them to statuses):
+//! a 5xx, a refused connection or failed connect (503), a timeout (504:
+//! the router reports `LocalOriginTimeout` on a per-try or global timeout,
+//! also when the replica swallowed the request). The world decides which
+//! answers are failures (`world::service`); this module counts them.
 //!
 //! Nothing here schedules events: whether a replica is out follows from
 //! the time, and the sweeps are counted when they matter.

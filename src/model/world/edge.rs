@@ -124,6 +124,7 @@ impl World<'_> {
             own_end,
             req_deadline: o.req_deadline,
             tried: 0,
+            vanished: 0,
             req: o.req,
             poison: o.poison,
             retry: RetryState {
@@ -184,6 +185,7 @@ impl World<'_> {
         call.throttle_passed = false;
         call.retry.attempts += 1;
         call.epoch = call.epoch.wrapping_add(1);
+        call.vanished = 0;
         call.state = CallState::Round;
         call.children = Children::None;
         (call.launched, call.queued, call.ok, call.failed, call.slots) = (0, 0, 0, 0, 0);
@@ -472,6 +474,8 @@ impl World<'_> {
             Cause::Timeout
         };
         let f = Failure::new(cause);
+        let keeps_going = self.policy(c.edge).hedge_on_timeout && !ran_out;
+        self.observe_round_timed_out(id, keeps_going);
         let p = self.policy(c.edge);
         if p.hedging.is_some() {
             self.close_round(id);
@@ -503,6 +507,48 @@ impl World<'_> {
         }
         self.close_round(id);
         self.attempt_failed(id, f);
+    }
+
+    /// The round of call `id` timed out: each replica that still had one
+    /// of its requests (or swallowed one) failed it, for the edge's
+    /// outlier detection. With `last_only` (Envoy's hedge on per-try
+    /// timeout, where earlier requests stay out and already counted), only
+    /// the latest request counts.
+    fn observe_round_timed_out(&mut self, id: CallId, last_only: bool) {
+        let c = *self.call(id);
+        if self.policy(c.edge).outlier.is_none() {
+            return;
+        }
+        let parent = Parent::Call {
+            call: id,
+            epoch: c.epoch,
+        };
+        let n = match c.children {
+            Children::None => 0,
+            Children::One(_) => 1,
+            Children::Many(list) => self.lists.get(list).len(),
+        };
+        for i in (if last_only { n.saturating_sub(1) } else { 0 })..n {
+            let child = match c.children {
+                Children::None => break,
+                Children::One(child) => child,
+                Children::Many(list) => self.lists.get(list)[i],
+            };
+            if let Child::Job(j) = child
+                && self.works_for(child, parent)
+            {
+                let job = *self.job(j);
+                self.observe_timed_out(&job);
+            }
+        }
+        let s = self.topo.edge(c.edge).callee;
+        let mut vanished = c.vanished;
+        while vanished != 0 {
+            let k = vanished.trailing_zeros();
+            vanished &= vanished - 1;
+            self.observe_replica(c.edge, c.instance, self.topo.replica(s, k), true);
+        }
+        self.call_mut(id).vanished = 0;
     }
 
     /// Ends the current round: bulkhead slots go back, and every request

@@ -111,6 +111,9 @@ struct Call {
     /// The callee's replicas this call has tried (bit r: replica r), for
     /// `retry_other_replica`.
     tried: u64,
+    /// The callee's replicas where a request of this round vanished (bit
+    /// r: replica r), for outlier detection when the round times out.
+    vanished: u64,
     /// The logical request this call serves.
     req: u64,
     /// A poison message's request: the leaf services always fail it.

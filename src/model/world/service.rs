@@ -22,7 +22,7 @@ use crate::metrics::recorder::ServiceEvent;
 
 impl World<'_> {
     #[inline]
-    fn job(&self, id: JobId) -> &Job {
+    pub(super) fn job(&self, id: JobId) -> &Job {
         self.jobs.get(id.0)
     }
 
@@ -130,6 +130,7 @@ impl World<'_> {
         }));
         if self.admit(job, replica).is_none() {
             // Vanished: a connect into a blackhole fails.
+            self.observe_replica(conn.edge, conn.instance, replica, true);
             let f = Outcome::Failed(Failure::new(Cause::Connection));
             self.connect_done(conn, f);
         }
@@ -153,6 +154,13 @@ impl World<'_> {
                 self.event(now, replica, ServiceEvent::Vanished);
                 if focus {
                     self.rec.blackholed(now);
+                }
+                // Its caller learns only when it times out.
+                let j = *self.job(job);
+                let (_, k) = self.topo.replica_of(replica);
+                let caller = self.calls.get_mut(j.caller.0);
+                if j.conn.is_none() && !j.probe && caller.epoch == j.caller_epoch && k < 64 {
+                    caller.vanished |= 1u64 << k;
                 }
                 self.finish_job(job);
                 return None;
@@ -201,10 +209,10 @@ impl World<'_> {
         let j = *self.job(job);
         if j.epoch == epoch && j.state == JobState::Responding {
             self.finish_job(job);
+            self.observe_answer(&j, j.outcome);
             if let Some(conn) = j.conn {
                 return self.connect_done(conn, j.outcome);
             }
-            self.observe_answer(&j, j.outcome);
             self.deliver(j.caller, j.caller_epoch, j.outcome);
         }
     }
@@ -826,33 +834,66 @@ impl World<'_> {
     }
 
     /// An answer of `j`'s replica reaches its caller: the caller's edge's
-    /// outlier detection counts it (5xx statuses and connection errors
-    /// are failures), unless the caller has moved on.
+    /// outlier detection counts it, unless the caller has moved on. As
+    /// Envoy does when it does not split local-origin errors from the
+    /// upstream's (`split_external_local_origin_errors: false`, its
+    /// default; `DetectorHostMonitorImpl::putResultNoLocalExternalSplit`
+    /// in source/common/upstream/outlier_detection_impl.cc), every failure
+    /// counts as a 5xx but a status below 500: a connection refused
+    /// (mapped to 503), a timeout or deadline from below (504). A pooled
+    /// connection that fails to connect counts too (503); one that
+    /// connects says nothing (Envoy maps `LocalOriginConnectSuccess` to
+    /// no status at all).
     fn observe_answer(&mut self, j: &Job, outcome: Outcome) {
-        if j.conn.is_some() {
+        if let Some(conn) = j.conn {
+            if outcome != Outcome::Success {
+                self.observe_replica(conn.edge, conn.instance, j.replica, true);
+            }
             return;
         }
         let c = self.calls.get(j.caller.0);
         if c.epoch != j.caller_epoch || j.probe {
             return;
         }
-        let edge = c.edge;
-        let Some(cfg) = self.topo.edge(edge).policy.outlier else {
-            return;
-        };
         let failed = match outcome {
             Outcome::Success => false,
             Outcome::Failed(f) => match f.cause {
-                Cause::Connection => true,
                 Cause::Status(status) => status >= 500,
-                _ => false,
+                _ => true,
             },
         };
-        let (_, k) = self.topo.replica_of(j.replica);
+        self.observe_replica(c.edge, c.instance, j.replica, failed);
+    }
+
+    /// The caller's timeout fired while `j` was still out: Envoy reports
+    /// `LocalOriginTimeout` for the host of the attempt (router.cc, on a
+    /// per-try or a global timeout), which counts as a 504.
+    pub(super) fn observe_timed_out(&mut self, j: &Job) {
+        if j.conn.is_some() || j.probe {
+            return;
+        }
+        let c = self.calls.get(j.caller.0);
+        self.observe_replica(c.edge, c.instance, j.replica, true);
+    }
+
+    /// Caller `instance` of `edge` saw an answer (or a timeout) of
+    /// `replica`: one more or one fewer failure in a row, and perhaps an
+    /// ejection.
+    pub(super) fn observe_replica(
+        &mut self,
+        edge: EdgeId,
+        instance: u32,
+        replica: ReplicaId,
+        failed: bool,
+    ) {
+        let Some(cfg) = self.topo.edge(edge).policy.outlier else {
+            return;
+        };
+        let (_, k) = self.topo.replica_of(replica);
         let now = self.q.now();
-        let hosts = self.outliers[edge.index()].get_mut(c.instance);
+        let hosts = self.outliers[edge.index()].get_mut(instance);
         if cfg.observe(hosts, k as usize, failed, now) {
-            self.rec.replica_ejected(j.replica.index());
+            self.rec.replica_ejected(replica.index());
         }
     }
 }
