@@ -206,3 +206,51 @@ fn a_metastable_run_never_gets_its_goodput_back() {
         assert!(full >= window, "{}: {full} < {window}", r.variant);
     }
 }
+
+#[test]
+fn a_thread_per_request_focus_has_the_capacity_its_row_in_services_has() {
+    // `analysis.service` names a tier whose 50 threads are held while its
+    // call below is out (`hold_worker`, the default): a 500 ms latency
+    // incident below holds each thread 100× longer than its own 1 ms of
+    // work, so its capacity is what the hold times allowed (as in
+    // `services.csv`), not 50 ÷ 1 ms. The summary's figures for the focus
+    // must be that row's; they were 0.005× against 50 000/s, so an SLO on
+    // the peak after the incident passed on a tier shedding requests.
+    let yaml = "
+name: thread-per-request-focus
+duration: 30s
+seed: 5
+clients:
+  arrival: { kind: poisson, rate: 200/s }
+  calls: web
+services:
+  - name: web
+    concurrency: 50
+    service_time: { dist: constant, value: 1ms }
+    queue: { capacity: 100 }
+    calls: [ { to: db } ]
+  - name: db
+    concurrency: 20
+    service_time: { dist: exponential, mean: 5ms }
+    incidents:
+      - { kind: latency, start: 10s, end: 20s, add: 500ms }
+analysis:
+  service: web
+  trigger_end: 11s
+";
+    let r = &run(yaml)[0];
+    let web = r.services.iter().position(|s| s.name == "web").unwrap();
+    let row = r.graph.services.iter().find(|s| s.service == web).unwrap();
+    let s = &r.summary;
+    assert!(row.totals.shed > 0, "the tier sheds: {:?}", row.totals);
+    assert!(row.peak_load_ratio_after.unwrap() > 1.5);
+    assert_eq!(Some(s.peak_load_ratio), row.peak_load_ratio);
+    assert_eq!(s.peak_load_ratio_after, row.peak_load_ratio_after);
+    assert_eq!(s.peak_effective_load_ratio, row.peak_effective_load_ratio);
+    assert_eq!(Some(s.capacity_per_s), row.capacity_per_s);
+    // Bucket by bucket, the time series says what services_timeseries says.
+    let rows = r.graph.rows.iter().filter(|x| x.service == web);
+    for (t, g) in r.rows.iter().zip(rows) {
+        assert_eq!(t.load_ratio, g.load_ratio, "at {} s", t.t_s);
+    }
+}

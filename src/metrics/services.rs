@@ -352,7 +352,7 @@ fn ratio(a: f64, b: f64) -> f64 {
 /// held for its own work *and* the calls it waits for, so there it is
 /// workers ÷ the mean time the workers given back over `buckets` had been
 /// held; `None` when none was given back (nothing measured).
-fn measured_capacity(
+pub(super) fn measured_capacity(
     m: &ServiceMetrics,
     s: usize,
     info: &ServiceInfo,

@@ -27,7 +27,8 @@ use super::criteria::RecoveryCriteria;
 use super::reason::Reason;
 use super::recorder::Recorder;
 use super::services::{
-    AfterIncident, EdgeInfo, EdgeTotals, GraphTables, ServiceInfo, tabulate_graph,
+    AfterIncident, EdgeInfo, EdgeTotals, GraphTables, ServiceInfo, measured_capacity,
+    tabulate_graph,
 };
 
 /// What a finished run hands back besides its recorder.
@@ -295,15 +296,60 @@ fn focus_share(rec: &Recorder, ctx: &RunContext, b: Option<usize>) -> f64 {
     }
 }
 
+/// The focus service's capacity, requests per second before an
+/// autoscaler's share: per bucket, and over the run. Its nominal capacity
+/// (workers ÷ mean service time), except for a thread-per-request service
+/// whose workers are held while its calls are out: there, as in
+/// `services.csv`, the capacity its workers had at the hold times measured
+/// (per bucket, else over the run), so the dependency columns of the
+/// summary and the time series mean what that service's row means.
+struct FocusCapacity {
+    per_bucket: Vec<Option<f64>>,
+    run: Option<f64>,
+    /// Measured from hold times: never less loaded than its workers were
+    /// busy.
+    held: bool,
+}
+
+fn focus_capacity(rec: &Recorder, ctx: &RunContext) -> FocusCapacity {
+    let n = rec.buckets.len();
+    let nominal = (ctx.capacity_per_sec > 0.0).then_some(ctx.capacity_per_sec);
+    let held = ctx
+        .focus
+        .filter(|&f| f < rec.svc.services)
+        .and_then(|f| Some((f, ctx.services.get(f)?)))
+        .filter(|(_, i)| i.holds_while_calling);
+    match held {
+        Some((f, i)) => {
+            let run = measured_capacity(&rec.svc, f, i, 0..n);
+            FocusCapacity {
+                per_bucket: (0..n)
+                    .map(|b| measured_capacity(&rec.svc, f, i, b..b + 1).or(run))
+                    .collect(),
+                run: run.or(nominal),
+                held: true,
+            }
+        }
+        None => FocusCapacity {
+            per_bucket: vec![nominal; n],
+            run: nominal,
+            held: false,
+        },
+    }
+}
+
 pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRow>, Summary) {
     let layers = rec.layers();
     let n = rec.buckets.len();
     let mut rows = Vec::with_capacity(n);
+    let capacity = focus_capacity(rec, ctx);
     for (b, c) in rec.buckets.iter().enumerate() {
         let len = rec.len_of(b);
         let secs = len as f64 / NS_PER_S as f64;
         let busy = rec.busy.mean(b, len);
         let share = focus_share(rec, ctx, Some(b));
+        let utilization =
+            (ctx.concurrency > 0).then(|| ratio(busy, ctx.concurrency as f64 * share));
         rows.push(TimeRow {
             t_s: (b as u64 * rec.bucket_len()) as f64 / NS_PER_S as f64,
             offered: c.offered,
@@ -316,7 +362,7 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
             shed: c.shed,
             queue_depth: rec.queue.mean(b, len),
             in_flight: rec.queue.mean(b, len) + busy,
-            utilization: (ctx.concurrency > 0).then(|| ratio(busy, ctx.concurrency as f64 * share)),
+            utilization,
             goodput: ratio(c.succeeded as f64, secs),
             latency_p50_ms: c.latency_p50_us.map(us_to_ms),
             latency_p99_ms: c.latency_p99_us.map(us_to_ms),
@@ -337,11 +383,12 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
             processed: c.processed,
             dead_lettered: c.dead_lettered,
             layer_orphaned: rec.layer_orphaned[b * layers..(b + 1) * layers].to_vec(),
-            load_ratio: (ctx.capacity_per_sec > 0.0).then(|| {
-                ratio(
-                    ratio(c.dependency_attempts as f64, secs),
-                    ctx.capacity_per_sec * share,
-                )
+            load_ratio: capacity.per_bucket[b].map(|cap| {
+                let load = ratio(ratio(c.dependency_attempts as f64, secs), cap * share);
+                match utilization {
+                    Some(u) if capacity.held => load.max(u),
+                    _ => load,
+                }
             }),
             layer_attempts: rec.layer_attempts[b * layers..(b + 1) * layers].to_vec(),
             layer_retries: rec.layer_retries[b * layers..(b + 1) * layers].to_vec(),
@@ -418,7 +465,7 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
     if aborted {
         (recovery_time_s, recovered, undecided) = (None, None, None);
     }
-    let after = after_incident(rec, &rows, ctx, baseline);
+    let after = after_incident(rec, &rows, ctx, &capacity, baseline);
     let (succeeded_out, failed_out) = (rec.totals.succeeded_outside, rec.totals.failed_outside);
     let summary = Summary {
         logical_requests,
@@ -512,7 +559,7 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         layer_retries,
         layer_gates,
         baseline_success_ratio: baseline,
-        capacity_per_s: ctx.capacity_per_sec * focus_share(rec, ctx, None),
+        capacity_per_s: capacity.run.unwrap_or(0.0) * focus_share(rec, ctx, None),
         aborted: info.aborted,
         event_digest: info.digest,
         completion_time_s: info.completion.map(|c| c as f64 / 1e9),
@@ -529,7 +576,13 @@ struct After {
     time_to_full_goodput_s: Option<f64>,
 }
 
-fn after_incident(rec: &Recorder, rows: &[TimeRow], ctx: &RunContext, baseline: f64) -> After {
+fn after_incident(
+    rec: &Recorder,
+    rows: &[TimeRow],
+    ctx: &RunContext,
+    capacity: &FocusCapacity,
+    baseline: f64,
+) -> After {
     let bucket = rec.bucket_len();
     let full = |b: usize| rec.len_of(b) == bucket;
     let svc = &rec.svc;
@@ -548,28 +601,27 @@ fn after_incident(rec: &Recorder, rows: &[TimeRow], ctx: &RunContext, baseline: 
         .filter(|(b, _)| *b >= first_after && full(*b))
         .filter_map(|(_, r)| r.load_ratio)
         .fold(None, max);
-    let peak_effective_load_ratio = (ctx.capacity_per_sec > 0.0)
-        .then(|| {
-            let secs = bucket as f64 / NS_PER_S as f64;
-            rows.iter()
-                .enumerate()
-                .filter(|(b, _)| full(*b))
-                .filter_map(|(b, r)| {
-                    let factor = factors.get(b).copied().unwrap_or(1.0);
-                    // No capacity at all (down, blackholed): nothing to
-                    // compare with; what arrived was turned away.
-                    (factor > 1e-9).then(|| {
-                        let let_in =
-                            r.dependency_attempts - refused_in(b).min(r.dependency_attempts);
-                        let let_in = let_in.saturating_sub(r.blackholed);
-                        let_in as f64
-                            / secs
-                            / (ctx.capacity_per_sec * factor * focus_share(rec, ctx, Some(b)))
-                    })
-                })
-                .fold(None, max)
-        })
-        .flatten();
+    let peak_effective_load_ratio = {
+        let secs = bucket as f64 / NS_PER_S as f64;
+        rows.iter()
+            .enumerate()
+            .filter(|(b, _)| full(*b))
+            .filter_map(|(b, r)| {
+                let cap = capacity.per_bucket.get(b).copied().flatten()?;
+                let factor = factors.get(b).copied().unwrap_or(1.0);
+                // No capacity at all (down, blackholed): nothing to
+                // compare with; what arrived was turned away.
+                if factor <= 1e-9 {
+                    return None;
+                }
+                // A measured hold already holds the slower own work.
+                let factor = if capacity.held { 1.0 } else { factor };
+                let let_in = r.dependency_attempts - refused_in(b).min(r.dependency_attempts);
+                let let_in = let_in.saturating_sub(r.blackholed);
+                Some(let_in as f64 / secs / (cap * factor * focus_share(rec, ctx, Some(b))))
+            })
+            .fold(None, max)
+    };
     let time_to_full_goodput_s = end.and_then(|end| {
         let healthy = |r: &TimeRow| {
             r.offered == 0
