@@ -623,22 +623,30 @@ fn after_incident(
             .fold(None, max)
     };
     let time_to_full_goodput_s = end.and_then(|end| {
-        let healthy = |r: &TimeRow| {
-            r.offered == 0
-                || r.succeeded as f64 >= ctx.recovery.threshold * baseline * r.offered as f64
+        let healthy = |offered: u64, succeeded: u64| {
+            offered == 0 || succeeded as f64 >= ctx.recovery.threshold * baseline * offered as f64
         };
-        let judged: Vec<usize> = (first_after..rows.len()).filter(|&b| full(b)).collect();
-        let last = *judged.last()?;
+        // Judged a whole second at a time (buckets of a second or more one
+        // by one): a 100 ms bucket holds too few requests for its success
+        // ratio to say anything, and requests that end in the next bucket
+        // would fail it by chance.
+        let span = NS_PER_S.div_ceil(bucket).max(1) as usize;
+        let spans: Vec<usize> = (first_after..rows.len())
+            .step_by(span)
+            .filter(|&b| b + span <= rows.len() && (b..b + span).all(full))
+            .collect();
+        spans.last()?;
         let mut settled = None;
-        for &b in judged.iter().rev() {
-            if healthy(&rows[b]) {
+        for &b in spans.iter().rev() {
+            let (offered, succeeded) = (rows[b..b + span].iter())
+                .fold((0, 0), |(o, s), r| (o + r.offered, s + r.succeeded));
+            if healthy(offered, succeeded) {
                 settled = Some(b);
             } else {
                 break;
             }
         }
         let b = settled?;
-        debug_assert!(b <= last);
         Some(((b as u64 * bucket).max(end) - end) as f64 / NS_PER_S as f64)
     });
     After {
