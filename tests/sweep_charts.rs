@@ -598,3 +598,77 @@ fn thirty_variants_over_time_get_thirty_styles() {
         assert_no_overlap(&c.svg, name);
     }
 }
+
+/// With 2 replicates the 95% CI half-width of a success rate (Student t,
+/// 1 degree of freedom) can be 2.697: drawn as it is, the band runs from
+/// −2.4 to 3.2 and fitting the axis to it flattens 0.71 against 0.26.
+/// Bands are clipped to what the figure can be (a fraction to 0–1,
+/// counts, ratios and times to 0 and up) and the axis fits the points
+/// and the clipped bands.
+#[test]
+fn ci_bands_are_clipped_to_the_figures_range() {
+    let mut csv = String::from(
+        "variant,replicates,success_rate_mean,success_rate_ci95,peak_load_ratio_mean,peak_load_ratio_ci95,sweep.layers.api.retry.max_attempts,sweep.layers.api.retry.backoff.base\n",
+    );
+    for (a, rate, ci) in [(2, 0.71, 0.14), (3, 0.26, 2.697)] {
+        for base in ["10ms", "22ms"] {
+            csv.push_str(&format!(
+                "max_attempts={a} base={base},2,{rate},{ci},0.4,3.1,{a},{base}\n"
+            ));
+        }
+    }
+    let d = ChartData::from_bytes(b"", b"", csv.as_bytes(), None).unwrap();
+    let charts = all_charts(&d).unwrap();
+    let sweep: Vec<&Chart> = charts
+        .iter()
+        .filter(|c| c.name.starts_with("sweep-"))
+        .collect();
+    assert_eq!(sweep.len(), 4);
+    for c in sweep {
+        // The y ticks: numbers left of the plot.
+        let labels = texts(&c.svg);
+        // (The plot's left edge: 18 pixels of margin and 84 of labels.)
+        let first_x = 100.0;
+        let y: Vec<f64> = labels
+            .iter()
+            .filter(|t| t.x1 < first_x)
+            .filter_map(|t| t.text.parse::<f64>().ok())
+            .collect();
+        assert!(y.len() >= 4, "{}: {y:?}", c.name);
+        let (lo, hi) = y
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
+                (a.min(v), b.max(v))
+            });
+        assert!(lo >= 0.0, "{}: {y:?}", c.name);
+        if c.name.starts_with("sweep-success_rate") {
+            assert!(hi <= 1.0, "{}: {y:?}", c.name);
+            // The points span most of the axis.
+            assert!(hi - lo <= 1.0);
+        } else {
+            // 0.4 + 3.1: the band's top, not its bottom at −2.7.
+            assert!((3.4..=4.0).contains(&hi), "{}: {y:?}", c.name);
+        }
+        // No band reaches outside the plot (its polygons' y within the
+        // ticks' span).
+        let doc = roxmltree::Document::parse(&c.svg).unwrap();
+        let tick_y = |v: f64| {
+            labels
+                .iter()
+                .find(|t| t.text.parse::<f64>().ok() == Some(v) && t.x1 < first_x)
+                .map(|t| (t.y0 + t.y1) / 2.0)
+                .unwrap()
+        };
+        let (top, bottom) = (tick_y(hi) - 40.0, tick_y(lo) + 2.0);
+        for n in doc.descendants().filter(|n| n.has_tag_name("polygon")) {
+            for p in n.attribute("points").unwrap().split_whitespace() {
+                let y: f64 = p.split_once(',').unwrap().1.parse().unwrap();
+                assert!(
+                    (top..=bottom).contains(&y),
+                    "{}: a polygon at y {y} outside {top}..{bottom}",
+                    c.name
+                );
+            }
+        }
+    }
+}
