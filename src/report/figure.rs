@@ -554,12 +554,12 @@ impl Drawable for Figure {
             let desc = TextStyle::from((FONT, z.desc).into_font())
                 .color(&BLACK)
                 .pos(Pos::new(HPos::Center, VPos::Top));
-            body.draw_text(
-                &self.x_desc,
-                &desc,
-                (centre, bottom + layout.height as i32 + 6),
-            )
-            .map_err(err)?;
+            let x_desc = match &layout.heading {
+                Some(h) => format!("{} ({h})", self.x_desc),
+                None => self.x_desc.clone(),
+            };
+            body.draw_text(&x_desc, &desc, (centre, bottom + layout.height as i32 + 6))
+                .map_err(err)?;
         }
 
         for s in &self.spans {
