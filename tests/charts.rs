@@ -1,7 +1,7 @@
 //! Charts and report.html: every chart is written as valid SVG and PNG for
 //! a run with several variants, the same seed gives the same bytes, and
 //! `stormsim plot` redraws byte-identical files from the CSV tables alone,
-//! sweep charts included.
+//! sweep charts included; and the notebook colours variants as they do.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -226,4 +226,34 @@ fn sweep_columns_give_sweep_charts() {
     let first = visuals(&out);
     stormsim().arg("plot").arg(&out).assert().success();
     assert_eq!(visuals(&out), first);
+}
+
+/// `notebooks/capacity-review.ipynb` colours variants as the charts do:
+/// its palette is the charts' (Paul Tol's "muted"), in their order.
+#[test]
+fn the_notebook_colours_variants_as_the_charts_do() {
+    let nb = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("notebooks/capacity-review.ipynb"),
+    )
+    .unwrap();
+    let cell: serde_json::Value = serde_json::from_str(&nb).unwrap();
+    let code: String = cell["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["source"].as_array().cloned().unwrap_or_default())
+        .filter_map(|l| l.as_str().map(str::to_string))
+        .collect();
+    let start = code.find("PALETTE = [").expect("a PALETTE list");
+    let list = &code[start..start + code[start..].find(']').unwrap()];
+    let hexes: Vec<String> = list
+        .split('"')
+        .filter(|s| s.starts_with('#'))
+        .map(str::to_ascii_lowercase)
+        .collect();
+    let want: Vec<String> = (0..stormsim::report::figure::PALETTE.len())
+        .map(stormsim::report::figure::css_colour)
+        .collect();
+    assert_eq!(hexes, want);
+    assert!(!code.contains("tab10"), "no other palette named");
 }

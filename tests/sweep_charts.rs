@@ -455,6 +455,11 @@ fn variant(v: usize) -> String {
 /// metastable replicate, every 11th one aborted, every 13th no verdict
 /// at all (no incident).
 fn run(variants: usize) -> ChartData {
+    run_of(&(0..variants).map(variant).collect::<Vec<_>>())
+}
+
+/// `run`'s tables for variants of these names.
+fn run_of(names: &[String]) -> ChartData {
     let mut ts = String::from(
         "variant,replicate,t_s,offered,dependency_attempts,goodput,latency_p50_ms,latency_p99_ms\n",
     );
@@ -463,8 +468,7 @@ fn run(variants: usize) -> ChartData {
     let mut by_variant = String::from(
         "variant,replicates,recovery_time_s_mean,recovery_time_s_ci95,recovered_fraction\n",
     );
-    for v in 0..variants {
-        let name = variant(v);
+    for (v, name) in names.iter().enumerate() {
         for r in 0..3 {
             for t in 0..120 {
                 let load = 100.0 + v as f64 * 3.0 + (t as f64 * 0.1).sin() * 20.0 + r as f64;
@@ -596,5 +600,183 @@ fn thirty_variants_over_time_get_thirty_styles() {
         let fills: BTreeSet<&String> = per_style.keys().map(|s| &s.1).collect();
         assert_eq!((shapes.len(), fills.len()), (5, 9), "{name}");
         assert_no_overlap(&c.svg, name);
+    }
+}
+
+/// A sweep's variant names: `max_attempts=1 base=10ms`, … for every
+/// combination of the fields' values (the names `stormsim run` gives).
+fn sweep_names(fields: &[(&str, &[&str])]) -> Vec<String> {
+    let mut names = vec![String::new()];
+    for (field, values) in fields {
+        names = names
+            .iter()
+            .flat_map(|n| {
+                values.iter().map(move |v| {
+                    let sep = if n.is_empty() { "" } else { " " };
+                    format!("{n}{sep}{field}={v}")
+                })
+            })
+            .collect();
+    }
+    names
+}
+
+const BASES_6: [&str; 6] = ["10ms", "22ms", "46ms", "100ms", "220ms", "1s"];
+
+/// The texts of a chart's legend: right of every number (the x axis's
+/// ticks end at the plot's right edge).
+fn legend_texts(svg: &str) -> Vec<String> {
+    let all = texts(svg);
+    let right = all
+        .iter()
+        .filter(|t| t.text.parse::<f64>().is_ok())
+        .map(|t| t.x1)
+        .fold(f64::NEG_INFINITY, f64::max);
+    all.into_iter()
+        .filter(|t| t.x0 > right)
+        .map(|t| t.text)
+        .collect()
+}
+
+/// The upright texts of a chart but its y axis's description and
+/// numbers (a tick label "0" is higher than wide): the recovery chart's
+/// variant names.
+fn upright_texts(svg: &str, y_desc: &str) -> Vec<String> {
+    texts(svg)
+        .into_iter()
+        .filter(|t| t.y1 - t.y0 > t.x1 - t.x0 && t.text != y_desc)
+        .filter(|t| t.text.parse::<f64>().is_err())
+        .map(|t| t.text)
+        .collect()
+}
+
+fn distinct(texts: &[String]) -> usize {
+    texts.iter().collect::<BTreeSet<_>>().len()
+}
+
+/// A 6 × 6 sweep's 36 variants (`max_attempts=1 base=10ms`, …): cut at
+/// their end, the time charts' legends read `max_attempts=1 base…` six
+/// times over. Every chart names the 36 apart: 36 distinct legend texts,
+/// 36 distinct names under the recovery chart, the fields' names moved
+/// into the legend's title and the axis's description.
+#[test]
+fn the_variants_of_a_two_field_sweep_keep_distinct_labels() {
+    let attempts = ["1", "2", "3", "4", "5", "6"];
+    let names = sweep_names(&[("max_attempts", &attempts), ("base", &BASES_6)]);
+    assert_eq!(names.len(), 36);
+    let charts = all_charts(&run_of(&names)).unwrap();
+    for name in ["load", "goodput", "amplification", "latency"] {
+        let c = chart(&charts, name);
+        let legend = legend_texts(&c.svg);
+        let labels: Vec<String> = legend
+            .iter()
+            .filter(|t| !t.starts_with("capacity") && !t.starts_with("offered"))
+            .cloned()
+            .collect();
+        assert_eq!(labels[0], "max_attempts, base", "{name}: the title");
+        assert_eq!(labels.len(), 37, "{name}: {legend:?}");
+        assert_eq!(distinct(&labels), 37, "{name}: {labels:?}");
+        assert!(labels.contains(&"4, 220ms".to_string()), "{labels:?}");
+        assert_no_overlap(&c.svg, name);
+    }
+    let c = chart(&charts, "recovery");
+    let labels = upright_texts(&c.svg, "recovery time (s)");
+    assert_eq!(labels.len(), 36, "{labels:?}");
+    assert_eq!(distinct(&labels), 36, "{labels:?}");
+    assert!(
+        texts(&c.svg)
+            .iter()
+            .any(|t| t.text == "variant (max_attempts, base)")
+    );
+    assert_no_overlap(&c.svg, "recovery");
+    // 60 variants of three fields: every name drawn is a different one
+    // (cut at the end, 12 texts told 60 variants).
+    let names = sweep_names(&[
+        ("max_attempts", &["1", "3"]),
+        ("base", &BASES_6),
+        ("timeout", &["50ms", "100ms", "200ms", "400ms", "800ms"]),
+    ]);
+    let charts = all_charts(&run_of(&names)).unwrap();
+    let c = chart(&charts, "recovery");
+    let labels = upright_texts(&c.svg, "recovery time (s)");
+    assert!(labels.len() >= 30, "{labels:?}");
+    assert_eq!(distinct(&labels), labels.len(), "{labels:?}");
+    assert_no_overlap(&c.svg, "recovery (60)");
+    let c = chart(&charts, "load");
+    let legend = legend_texts(&c.svg);
+    assert_eq!(distinct(&legend), legend.len(), "{legend:?}");
+}
+
+/// With 2 replicates the 95% CI half-width of a success rate (Student t,
+/// 1 degree of freedom) can be 2.697: drawn as it is, the band runs from
+/// −2.4 to 3.2 and fitting the axis to it flattens 0.71 against 0.26.
+/// Bands are clipped to what the figure can be (a fraction to 0–1,
+/// counts, ratios and times to 0 and up) and the axis fits the points
+/// and the clipped bands.
+#[test]
+fn ci_bands_are_clipped_to_the_figures_range() {
+    let mut csv = String::from(
+        "variant,replicates,success_rate_mean,success_rate_ci95,peak_load_ratio_mean,peak_load_ratio_ci95,sweep.layers.api.retry.max_attempts,sweep.layers.api.retry.backoff.base\n",
+    );
+    for (a, rate, ci) in [(2, 0.71, 0.14), (3, 0.26, 2.697)] {
+        for base in ["10ms", "22ms"] {
+            csv.push_str(&format!(
+                "max_attempts={a} base={base},2,{rate},{ci},0.4,3.1,{a},{base}\n"
+            ));
+        }
+    }
+    let d = ChartData::from_bytes(b"", b"", csv.as_bytes(), None).unwrap();
+    let charts = all_charts(&d).unwrap();
+    let sweep: Vec<&Chart> = charts
+        .iter()
+        .filter(|c| c.name.starts_with("sweep-"))
+        .collect();
+    assert_eq!(sweep.len(), 4);
+    for c in sweep {
+        // The y ticks: numbers left of the plot.
+        let labels = texts(&c.svg);
+        // (The plot's left edge: 18 pixels of margin and 84 of labels.)
+        let first_x = 100.0;
+        let y: Vec<f64> = labels
+            .iter()
+            .filter(|t| t.x1 < first_x)
+            .filter_map(|t| t.text.parse::<f64>().ok())
+            .collect();
+        assert!(y.len() >= 4, "{}: {y:?}", c.name);
+        let (lo, hi) = y
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
+                (a.min(v), b.max(v))
+            });
+        assert!(lo >= 0.0, "{}: {y:?}", c.name);
+        if c.name.starts_with("sweep-success_rate") {
+            assert!(hi <= 1.0, "{}: {y:?}", c.name);
+            // The points span most of the axis.
+            assert!(hi - lo <= 1.0);
+        } else {
+            // 0.4 + 3.1: the band's top, not its bottom at −2.7.
+            assert!((3.4..=4.0).contains(&hi), "{}: {y:?}", c.name);
+        }
+        // No band reaches outside the plot (its polygons' y within the
+        // ticks' span).
+        let doc = roxmltree::Document::parse(&c.svg).unwrap();
+        let tick_y = |v: f64| {
+            labels
+                .iter()
+                .find(|t| t.text.parse::<f64>().ok() == Some(v) && t.x1 < first_x)
+                .map(|t| (t.y0 + t.y1) / 2.0)
+                .unwrap()
+        };
+        let (top, bottom) = (tick_y(hi) - 40.0, tick_y(lo) + 2.0);
+        for n in doc.descendants().filter(|n| n.has_tag_name("polygon")) {
+            for p in n.attribute("points").unwrap().split_whitespace() {
+                let y: f64 = p.split_once(',').unwrap().1.parse().unwrap();
+                assert!(
+                    (top..=bottom).contains(&y),
+                    "{}: a polygon at y {y} outside {top}..{bottom}",
+                    c.name
+                );
+            }
+        }
     }
 }

@@ -303,3 +303,53 @@ fn a_search_without_grounds_names_no_best() {
     assert!(best.starts_with("# stormsim tune: no best"), "{best}");
     assert_eq!(best.lines().count(), 1, "{best}");
 }
+
+/// The command the console prints runs what the search ran: the search
+/// leaves a scenario's variants and sweep out, so the command does too
+/// (`--set 'variants=[]'`, `--set 'sweep={}'`); else each variant would
+/// run over the settings, and one that sets a tuned field would replace
+/// its value. The note names that variant.
+#[test]
+fn the_printed_command_runs_what_the_search_ran() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t");
+    let extra = [
+        "--set",
+        "variants=[{name: eager, set: {layers.api.retry.max_attempts: 8}}, {name: calm, set: {layers.api.retry.jitter: full}}]",
+        "--set",
+        "sweep={layers.api.retry.backoff.base: [1ms, 2ms]}",
+        "--set",
+        "tune.budget=4",
+        "--set",
+        "duration=5s",
+    ];
+    let console = tune(TIMEOUTS, &out, &extra);
+    let line = console
+        .lines()
+        .find(|l| l.trim_start().starts_with("stormsim run "))
+        .unwrap_or_else(|| panic!("{console}"));
+    assert!(
+        line.ends_with("--set 'variants=[]' --set 'sweep={}'"),
+        "{line}"
+    );
+    assert!(
+        console.contains("without the scenario's 2 variants and sweep")
+            && console.contains("variant `eager` sets layers.api.retry.max_attempts")
+            && !console.contains("`calm`"),
+        "{console}"
+    );
+    // Run as printed (over the same scenario): one variant, no sweep.
+    let sets: Vec<&str> = line
+        .split(" --set ")
+        .skip(1)
+        .map(|a| a.trim_matches('\''))
+        .collect();
+    let mut cmd = stormsim();
+    cmd.args(["validate", TIMEOUTS]).args(extra);
+    for s in &sets {
+        cmd.args(["--set", s]);
+    }
+    let o = cmd.output().unwrap();
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(said.contains("ok (1 variant"), "{said}");
+}

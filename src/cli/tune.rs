@@ -166,7 +166,23 @@ pub(super) fn tune(args: TuneArgs) -> i32 {
         }
     };
     if !args.quiet {
-        out!("{}", output::console_text(&outcome, &s.name, &file));
+        let left_out = output::LeftOut {
+            variants: s
+                .variants
+                .iter()
+                .map(|v| {
+                    (
+                        escape(&v.name).into_owned(),
+                        v.set.keys().cloned().collect(),
+                    )
+                })
+                .collect(),
+            sweep: s.sweep.keys().cloned().collect(),
+        };
+        out!(
+            "{}",
+            output::console_text(&outcome, &s.name, &file, &left_out)
+        );
         outln!("results: {}", dir.display());
     }
     if !outcome.violations.is_empty() {

@@ -4,14 +4,16 @@
 //! tick each). Durations and rates spanning more than ten times are drawn
 //! on a log axis, so that 10 ms, 100 ms and 1 s sit equally apart. Labels
 //! never overlap: measured in the embedded font, category labels too wide
-//! for their slot are turned upright (and cut with "…" past a length),
-//! and labels that would still touch a neighbour are thinned out.
+//! for their slot are turned upright (and past a length shortened so
+//! that they stay distinct: `labels`), and labels that would still touch
+//! a neighbour are thinned out.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::figure::{FONT, err, fit, nice_ticks, tick};
+use super::labels::shorten;
 
 /// What a swept value is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -143,34 +145,6 @@ pub fn category_axis(names: &[String]) -> XAxis {
     }
 }
 
-/// Labels that all begin alike with their shared beginning (up to a
-/// separator) replaced by "…", so that a cut label still tells itself
-/// from its neighbours: `retry-policy-07`, `retry-policy-12` become
-/// `…07`, `…12`. Unchanged when they share no such beginning.
-pub fn without_common_prefix(labels: &[String]) -> Vec<String> {
-    let Some(first) = labels.first() else {
-        return Vec::new();
-    };
-    let mut common = first.len();
-    for l in &labels[1..] {
-        common = common.min(
-            first
-                .char_indices()
-                .zip(l.chars())
-                .find(|((_, a), b)| a != b)
-                .map_or(first.len().min(l.len()), |((i, _), _)| i),
-        );
-    }
-    // Back to just after a separator.
-    let cut = first[..common]
-        .rfind(['-', '_', '.', ' ', '=', ',', '/'])
-        .map_or(0, |i| i + 1);
-    if labels.len() < 2 || cut < 4 {
-        return labels.to_vec();
-    }
-    labels.iter().map(|l| format!("…{}", &l[cut..])).collect()
-}
-
 /// Tick label size in pixels.
 pub const LABEL_PX: u32 = 16;
 /// The longest upright label, in pixels: longer ones are cut with "…".
@@ -185,9 +159,13 @@ pub struct Layout {
     pub upright: bool,
     /// Height of the label band below the axis, in pixels.
     pub height: u32,
-    /// The label of each tick as drawn (upright ones may lose a shared
-    /// beginning: `without_common_prefix`).
+    /// The label of each tick as drawn: upright ones too long are
+    /// shortened, staying distinct (`labels::shorten`).
     pub labels: Vec<String>,
+    /// What the shortened labels are values of, when their field names
+    /// were moved out of them (`max_attempts, base`): for the axis's
+    /// description.
+    pub heading: Option<String>,
 }
 
 /// Decides how to lay out the labels, given the pixel position of each
@@ -218,11 +196,8 @@ pub fn layout<DB: DrawingBackend>(
         && axis.ticks.iter().any(|t| t.label.parse::<f64>().is_err());
     let all: Vec<String> = axis.ticks.iter().map(|t| t.label.clone()).collect();
     if categorical && widest + GAP > slot {
-        let labels = if widest > f64::from(MAX_UPRIGHT) {
-            without_common_prefix(&all)
-        } else {
-            all
-        };
+        let short = shorten(&all, &|l: &str| size(l).0 <= MAX_UPRIGHT);
+        let (labels, heading) = (short.labels, short.heading);
         let longest = labels
             .iter()
             .map(|l| f64::from(size(l).0))
@@ -232,12 +207,14 @@ pub fn layout<DB: DrawingBackend>(
             upright: true,
             height: (longest + 10.0).ceil() as u32,
             labels,
+            heading,
         }
     } else {
         Layout {
             upright: false,
             height: (line + 10.0).ceil() as u32,
             labels: all,
+            heading: None,
         }
     }
 }
@@ -305,27 +282,6 @@ mod tests {
         assert_eq!(format_value(1.5, Unit::Duration), "1.5 s");
         assert_eq!(format_value(2000.0, Unit::Rate), "2000/s");
         assert_eq!(format_value(3.0, Unit::Number), "3");
-    }
-
-    #[test]
-    fn shared_beginnings_are_cut() {
-        let l = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert_eq!(
-            without_common_prefix(&l(&["retry-policy-07", "retry-policy-12"])),
-            l(&["…07", "…12"])
-        );
-        assert_eq!(
-            without_common_prefix(&l(&[
-                "max_attempts=1 jitter=none",
-                "max_attempts=2 jitter=none"
-            ])),
-            l(&["…1 jitter=none", "…2 jitter=none"])
-        );
-        assert_eq!(
-            without_common_prefix(&l(&["full", "fuller"])),
-            l(&["full", "fuller"])
-        );
-        assert_eq!(without_common_prefix(&l(&["a-b-c"])), l(&["a-b-c"]));
     }
 
     #[test]

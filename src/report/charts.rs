@@ -388,12 +388,12 @@ impl Drawable for RecoveryFigure {
             .color(&BLACK)
             .pos(Pos::new(HPos::Center, VPos::Top));
         let centre = (at(x0, 0.0).0 + at(x1, 0.0).0) / 2;
-        root.draw_text(
-            "variant",
-            &desc,
-            (centre, bottom + layout.height as i32 + 6),
-        )
-        .map_err(err)?;
+        let x_desc = match &layout.heading {
+            Some(h) => format!("variant ({h})"),
+            None => "variant".to_string(),
+        };
+        root.draw_text(&x_desc, &desc, (centre, bottom + layout.height as i32 + 6))
+            .map_err(err)?;
         let mut notes = Notes {
             area: root,
             style: TextStyle::from((FONT, 15).into_font()).color(&BLACK),

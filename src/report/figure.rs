@@ -224,6 +224,11 @@ pub struct Figure {
     /// The y axis spans the data (with a margin) rather than starting at
     /// 0: small differences between variants stay visible.
     pub fit_y: bool,
+    /// The values the figure can take (a fraction: 0 to 1; a count, a
+    /// ratio or a time: 0 and up). Bands are clipped to it (a 95% CI of
+    /// two replicates can be wider than the whole range) and the y axis
+    /// stays within it.
+    pub y_domain: Option<(f64, f64)>,
     /// What the legend's labels are (the fields whose values they give).
     pub legend_title: Option<String>,
     /// A note drawn in the plot area (for example "no data").
@@ -354,11 +359,23 @@ impl Figure {
         }
     }
 
+    /// `v` within `y_domain`.
+    fn clip(&self, v: f64) -> f64 {
+        match self.y_domain {
+            Some((lo, hi)) => v.clamp(lo, hi),
+            None => v,
+        }
+    }
+
     fn y_top(&self) -> f64 {
         let data = self.lines.iter().flat_map(|l| {
-            l.points
-                .iter()
-                .map(move |p| if l.band { p.max.max(p.mean) } else { p.mean })
+            l.points.iter().map(move |p| {
+                if l.band {
+                    self.clip(p.max).max(p.mean)
+                } else {
+                    p.mean
+                }
+            })
         });
         let top = finite_max(data.chain(self.hlines.iter().map(|h| h.y))).unwrap_or(0.0);
         if top > 0.0 { top * 1.12 } else { 1.0 }
@@ -372,7 +389,11 @@ impl Figure {
         }
         let values = self.lines.iter().flat_map(|l| {
             l.points.iter().flat_map(move |p| {
-                let band = if l.band { [p.min, p.max] } else { [p.mean; 2] };
+                let band = if l.band {
+                    [self.clip(p.min), self.clip(p.max)]
+                } else {
+                    [p.mean; 2]
+                };
                 [p.mean, band[0], band[1]]
             })
         });
@@ -390,13 +411,18 @@ impl Figure {
         } else {
             (hi.abs() * 0.05).max(1e-3)
         };
-        // Not below 0 for figures that cannot be negative.
+        // Not below 0 for figures that cannot be negative, nor outside
+        // the figure's domain.
         let y0 = if lo >= 0.0 {
             (lo - pad).max(0.0)
         } else {
             lo - pad
         };
-        (y0, hi + pad)
+        let (y0, y1) = (y0, hi + pad);
+        match self.y_domain {
+            Some((a, b)) if lo >= a && hi <= b => (y0.max(a), y1.min(b)),
+            _ => (y0, y1),
+        }
     }
 
     /// The legend: reference lines, then labelled lines (past what fits,
@@ -528,12 +554,12 @@ impl Drawable for Figure {
             let desc = TextStyle::from((FONT, z.desc).into_font())
                 .color(&BLACK)
                 .pos(Pos::new(HPos::Center, VPos::Top));
-            body.draw_text(
-                &self.x_desc,
-                &desc,
-                (centre, bottom + layout.height as i32 + 6),
-            )
-            .map_err(err)?;
+            let x_desc = match &layout.heading {
+                Some(h) => format!("{} ({h})", self.x_desc),
+                None => self.x_desc.clone(),
+            };
+            body.draw_text(&x_desc, &desc, (centre, bottom + layout.height as i32 + 6))
+                .map_err(err)?;
         }
 
         for s in &self.spans {
@@ -561,8 +587,9 @@ impl Drawable for Figure {
         for l in self.lines.iter().filter(|l| l.band) {
             stop_point()?;
             for run in runs(&l.points, self.max_gap) {
-                let mut poly: Vec<(f64, f64)> = run.iter().map(|p| (p.t, p.max)).collect();
-                poly.extend(run.iter().rev().map(|p| (p.t, p.min)));
+                let mut poly: Vec<(f64, f64)> =
+                    run.iter().map(|p| (p.t, self.clip(p.max))).collect();
+                poly.extend(run.iter().rev().map(|p| (p.t, self.clip(p.min))));
                 chart
                     .draw_series(std::iter::once(Polygon::new(
                         poly,
@@ -669,6 +696,46 @@ mod tests {
         // Few points: each marked; none: none.
         assert_eq!(marks(3, 5), [0, 1, 2]);
         assert!(marks(0, 0).is_empty());
+    }
+
+    #[test]
+    fn bands_are_clipped_to_the_domain_and_the_axis_fits_the_data() {
+        // Two replicates: a success rate's 95% CI half-width of 2.697
+        // (Student t, 1 degree of freedom) around 0.26; and 0.71 ± 0.1.
+        let p = |t, mean, ci| Point {
+            t,
+            mean,
+            min: mean - ci,
+            max: mean + ci,
+        };
+        let line = |points| Line {
+            label: String::new(),
+            colour: BLACK,
+            points,
+            band: true,
+            dashed: false,
+            marker: Default::default(),
+        };
+        let mut f = Figure {
+            lines: vec![
+                line(vec![p(0.0, 0.26, 2.697), p(1.0, 0.3, 0.0)]),
+                line(vec![p(0.0, 0.71, 0.1), p(1.0, 0.71, 0.1)]),
+            ],
+            fit_y: true,
+            ..Figure::default()
+        };
+        let (y0, y1) = f.y_bounds();
+        assert!(y0 < -2.0 && y1 > 2.9, "unclipped: {y0} {y1}");
+        f.y_domain = Some((0.0, 1.0));
+        assert_eq!(f.y_bounds(), (0.0, 1.0));
+        // Narrow bands: the axis fits the data, within the domain.
+        f.lines.remove(0);
+        let (y0, y1) = f.y_bounds();
+        assert!((0.59..0.61).contains(&y0) && (0.81..0.83).contains(&y1));
+        // From 0 (not fitted): the top is the clipped band's.
+        f.fit_y = false;
+        f.lines[0].points[0].max = 40.0;
+        assert!((f.y_top() - 1.12).abs() < 1e-9);
     }
 
     #[test]

@@ -1,14 +1,15 @@
 //! A chart's legend, drawn beside the plot (never over its points): a
 //! sample of each series' line and marker with its label, in one column
-//! or two, labels cut with "…" to the column's width; past what fits, the
-//! rest is one entry ("and N more").
+//! or two, labels too wide for the column shortened so that they stay
+//! distinct (`labels::shorten`: field names move into the legend's
+//! title); past what fits, the rest is one entry ("and N more").
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::axis::without_common_prefix;
 use super::figure::{FONT, err, fit};
+use super::labels::shorten;
 use super::styles::{Marker, draw_marker};
 
 /// One entry: its label and how its series is drawn.
@@ -44,32 +45,57 @@ struct Plan {
     label_w: u32,
     /// Entries drawn (the last one may be "and N more").
     shown: usize,
+    /// The title as drawn: the legend's own, and what the labels'
+    /// values are of when their field names were moved out.
+    title: Option<String>,
+    /// Every entry's label as drawn.
+    labels: Vec<String>,
 }
 
 impl Legend {
-    fn rows_in(&self, height: u32) -> usize {
-        let title = i32::from(self.title.is_some()) * ROW;
+    fn rows_in(height: u32, title: bool) -> usize {
+        let title = i32::from(title) * ROW;
         ((height as i32 - 2 * PAD - title) / ROW).max(1) as usize
     }
 
     fn plan<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Plan {
-        let rows = self.rows_in(area.dim_in_pixel().1);
+        let height = area.dim_in_pixel().1;
         let n = self.entries.len();
-        let columns = if n > rows { 2 } else { 1 };
-        let shown = n.min(rows * columns);
-        let cap = if columns == 1 {
-            ONE_COLUMN
-        } else {
-            TWO_COLUMNS
-        };
         let style = TextStyle::from((FONT, LABEL_PX).into_font());
-        let widest = self.entries[..shown]
+        let width = |t: &str| area.estimate_text_size(t, &style).map_or(0, |s| s.0);
+        let all: Vec<String> = self.entries.iter().map(|e| e.label.clone()).collect();
+        // The labels shortened to a column's width (one column, or two
+        // when the entries need more rows than one has), and the title
+        // with what the labels became values of.
+        let lay_out = |columns: usize| {
+            let cap = if columns == 1 {
+                ONE_COLUMN
+            } else {
+                TWO_COLUMNS
+            };
+            let short = shorten(&all, &|l: &str| width(l) <= cap);
+            let title = match (&self.title, short.heading) {
+                (Some(t), Some(h)) => Some(format!("{t} ({h})")),
+                (t, h) => t.clone().or(h),
+            };
+            (short.labels, title, cap)
+        };
+        let mut columns = if n > Self::rows_in(height, self.title.is_some()) {
+            2
+        } else {
+            1
+        };
+        let (mut labels, mut title, mut cap) = lay_out(columns);
+        let rows = Self::rows_in(height, title.is_some());
+        if columns == 1 && n > rows {
+            columns = 2;
+            (labels, title, cap) = lay_out(columns);
+        }
+        let shown = n.min(rows * columns);
+        let widest = labels[..shown]
             .iter()
-            .map(|e| area.estimate_text_size(&e.label, &style).map_or(0, |s| s.0))
-            .chain(std::iter::once(
-                area.estimate_text_size("and 99999 more", &style)
-                    .map_or(0, |s| s.0),
-            ))
+            .map(|l| width(l))
+            .chain(std::iter::once(width("and 99999 more")))
             .max()
             .unwrap_or(0);
         Plan {
@@ -77,6 +103,8 @@ impl Legend {
             rows,
             label_w: widest.min(cap),
             shown,
+            title,
+            labels,
         }
     }
 
@@ -101,28 +129,15 @@ impl Legend {
             .pos(Pos::new(HPos::Left, VPos::Center));
         let col_w = p.label_w as i32 + SAMPLE + 3 * PAD;
         let mut y0 = PAD + ROW / 2;
-        if let Some(t) = &self.title {
+        if let Some(t) = &p.title {
             let width = p.columns as u32 * col_w as u32;
             let t = fit(area, t, &font, width);
             area.draw_text(&t, &text, (PAD, y0)).map_err(err)?;
             y0 += ROW;
         }
-        let style = TextStyle::from(font.clone());
-        let labels: Vec<String> = self.entries[..p.shown]
-            .iter()
-            .map(|e| e.label.clone())
-            .collect();
-        let cut = labels.iter().any(|l| {
-            area.estimate_text_size(l, &style)
-                .is_ok_and(|(w, _)| w > p.label_w)
-        });
-        let labels = if cut {
-            without_common_prefix(&labels)
-        } else {
-            labels
-        };
+        let labels = &p.labels;
         let more = self.entries.len() - p.shown + usize::from(self.entries.len() > p.shown);
-        for (k, (e, label)) in self.entries[..p.shown].iter().zip(&labels).enumerate() {
+        for (k, (e, label)) in self.entries[..p.shown].iter().zip(labels).enumerate() {
             let (col, row) = (k / p.rows, k % p.rows);
             let x = PAD + col as i32 * col_w;
             let y = y0 + row as i32 * ROW;

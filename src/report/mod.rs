@@ -13,6 +13,7 @@ pub mod graph_data;
 pub mod graph_figure;
 pub mod graph_tables;
 pub mod html;
+pub mod labels;
 pub mod legend;
 pub mod output_dir;
 pub mod services_chart;

@@ -12,6 +12,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::chart_data::ChartData;
 use super::figure::{Drawable, FONT, Figure, HLine, Line, WIDTH, colour, err, fit, tick};
+use super::labels::shorten;
 
 /// The most panels drawn; past it, the services with the highest peak
 /// load ÷ capacity are drawn and a note names how many were left out.
@@ -85,18 +86,29 @@ impl Drawable for ServicesFigure {
         let width = |t: &str| -> Result<i32, String> {
             Ok(root.estimate_text_size(t, &label).map_err(err)?.0 as i32)
         };
-        let names: Vec<String> = self
-            .legend
+        // Too long, shortened alike (staying distinct), then cut.
+        let all: Vec<String> = self.legend.iter().map(|(n, _)| n.clone()).collect();
+        let short = shorten(&all, &|n: &str| width(n).is_ok_and(|w| w <= 300));
+        let names: Vec<String> = short
+            .labels
             .iter()
-            .map(|(n, _)| fit(root, n, &font, 300))
+            .map(|n| fit(root, n, &font, 300))
             .collect();
         let items: Vec<i32> = names
             .iter()
             .map(|n| Ok(30 + width(n)? + 22))
             .collect::<Result<_, String>>()?;
         let limit = w as i32 - 20;
-        let all_fit = 20 + items.iter().sum::<i32>() <= limit;
         let (y, mut x) = (54, 20i32);
+        // What the shortened names are values of, first.
+        if let Some(h) = short.heading {
+            let h = format!("{h}:");
+            let hw = width(&h)?;
+            root.draw(&Text::new(h, (x, y), label.clone()))
+                .map_err(err)?;
+            x += hw + 12;
+        }
+        let all_fit = x + items.iter().sum::<i32>() <= limit;
         for (i, ((name, (_, c)), item)) in names.iter().zip(&self.legend).zip(&items).enumerate() {
             let more = format!("… and {} more", self.legend.len() - i);
             if !all_fit && x + item + width(&more)? > limit {

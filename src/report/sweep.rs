@@ -12,19 +12,30 @@ use super::figure::{Figure, Line};
 use super::styles::{colour, marker};
 use crate::scenario::units::{parse_duration, parse_rate};
 
-/// The summary figures drawn against a swept field: (column, axis label).
-pub const FIGURES: [(&str, &str); 8] = [
-    ("amplification", "amplification (attempts per request, ×)"),
+/// Counts, ratios and times: 0 and up.
+const NOT_NEGATIVE: (f64, f64) = (0.0, f64::INFINITY);
+/// Fractions.
+const FRACTION: (f64, f64) = (0.0, 1.0);
+
+/// The summary figures drawn against a swept field: (column, axis label,
+/// the values it can take; its CI bands are clipped to them).
+pub const FIGURES: [(&str, &str, (f64, f64)); 8] = [
+    (
+        "amplification",
+        "amplification (attempts per request, ×)",
+        NOT_NEGATIVE,
+    ),
     (
         "dependency_attempts",
         "calls reaching the dependency (per run)",
+        NOT_NEGATIVE,
     ),
-    ("completion_time_s", "completion time (s)"),
-    ("peak_load_ratio", "peak load ÷ capacity (×)"),
-    ("success_rate", "success rate (fraction)"),
-    ("goodput", "goodput (requests per second)"),
-    ("latency_p99_ms", "p99 latency (ms)"),
-    ("recovery_time_s", "recovery time (s)"),
+    ("completion_time_s", "completion time (s)", NOT_NEGATIVE),
+    ("peak_load_ratio", "peak load ÷ capacity (×)", NOT_NEGATIVE),
+    ("success_rate", "success rate (fraction)", FRACTION),
+    ("goodput", "goodput (requests per second)", NOT_NEGATIVE),
+    ("latency_p99_ms", "p99 latency (ms)", NOT_NEGATIVE),
+    ("recovery_time_s", "recovery time (s)", NOT_NEGATIVE),
 ];
 
 /// A swept value as a number: plain, a duration (seconds) or a rate (/s).
@@ -156,7 +167,7 @@ pub fn sweep_figures(d: &ChartData) -> Vec<(String, String, Figure)> {
         for (row, &g) in group_of.iter().enumerate() {
             members[g].push(row);
         }
-        for (fig, y_desc) in FIGURES {
+        for (fig, y_desc, domain) in FIGURES {
             let (Some(mean_col), ci_col) =
                 (t.col(&format!("{fig}_mean")), t.col(&format!("{fig}_ci95")))
             else {
@@ -177,8 +188,8 @@ pub fn sweep_figures(d: &ChartData) -> Vec<(String, String, Figure)> {
                         Some(Point {
                             t: xs[r],
                             mean: m,
-                            min: m - ci,
-                            max: m + ci,
+                            min: (m - ci).clamp(domain.0, domain.1),
+                            max: (m + ci).clamp(domain.0, domain.1),
                         })
                     })
                     .collect();
@@ -205,6 +216,7 @@ pub fn sweep_figures(d: &ChartData) -> Vec<(String, String, Figure)> {
                 max_gap: f64::INFINITY,
                 x_axis: Some(axis.clone()),
                 fit_y: true,
+                y_domain: Some(domain),
                 legend_title: legend_title.clone(),
                 markers: true,
                 ..Figure::default()

@@ -189,9 +189,92 @@ fn achieved(o: &Outcome, c: &Candidate, st: &Standing) -> String {
 /// The most candidates the console lists.
 pub const SHOWN: usize = 10;
 
+/// What of the scenario a search left out (it searches the scenario
+/// itself): its variants, each with the paths it sets, and its swept
+/// paths. `stormsim run` would run them, each over the printed settings.
+#[derive(Clone, Debug, Default)]
+pub struct LeftOut {
+    pub variants: Vec<(String, Vec<String>)>,
+    pub sweep: Vec<String>,
+}
+
+/// Whether setting `a` sets `b` or a part of it, or the other way round
+/// (`layers.api.retry` and `layers.api.retry.max_attempts`).
+fn overlaps(a: &str, b: &str) -> bool {
+    let within = |x: &str, y: &str| x == y || x.strip_prefix(y).is_some_and(|r| r.starts_with('.'));
+    within(a, b) || within(b, a)
+}
+
+/// The `--set` arguments that run what the search ran: the best settings,
+/// and when the scenario has variants or a sweep, `variants=[]` and
+/// `sweep={}` (else each variant and sweep point would run over the
+/// settings, and one that sets a tuned field would replace its value);
+/// and a note saying so.
+fn run_command(o: &Outcome, c: &Candidate, left_out: &LeftOut) -> (Vec<String>, Option<String>) {
+    let mut args = set_args(o, c);
+    let mut dropped = Vec::new();
+    if !left_out.variants.is_empty() {
+        args.push("variants=[]".into());
+        dropped.push(plural(left_out.variants.len(), "variant"));
+    }
+    if !left_out.sweep.is_empty() {
+        args.push("sweep={}".into());
+        dropped.push("sweep".to_string());
+    }
+    if dropped.is_empty() {
+        return (args, None);
+    }
+    let tuned = |p: &str| o.space.paths.iter().any(|t| overlaps(t, p));
+    let mut clash: Vec<String> = left_out
+        .variants
+        .iter()
+        .filter_map(|(name, sets)| {
+            let hit: Vec<&str> = sets
+                .iter()
+                .map(String::as_str)
+                .filter(|p| tuned(p))
+                .collect();
+            (!hit.is_empty()).then(|| format!("variant `{name}` sets {}", hit.join(", ")))
+        })
+        .collect();
+    let swept: Vec<&str> = left_out
+        .sweep
+        .iter()
+        .map(String::as_str)
+        .filter(|p| tuned(p))
+        .collect();
+    if !swept.is_empty() {
+        clash.push(format!("the sweep sets {}", swept.join(", ")));
+    }
+    let mut note = format!(
+        "  (without the scenario's {}, as the search ran it",
+        dropped.join(" and ")
+    );
+    if clash.is_empty() {
+        note.push_str("; drop `--set 'variants=[]'` or `--set 'sweep={}'` to compare them over these settings)");
+    } else {
+        let _ = write!(
+            note,
+            "; kept, they would replace tuned values: {})",
+            clash.join("; ")
+        );
+    }
+    (args, Some(note))
+}
+
+/// `n` and `word`, plural when n is not 1.
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
 /// The console's account of a search: the schedule, the best candidates
-/// ranked, and the best settings as a command.
-pub fn console_text(o: &Outcome, scenario: &str, file: &str) -> String {
+/// ranked, and the best settings as a command (that runs what the search
+/// ran: see `run_command`).
+pub fn console_text(o: &Outcome, scenario: &str, file: &str, left_out: &LeftOut) -> String {
     let mut s = String::new();
     let rounds: Vec<String> = o
         .rounds
@@ -222,10 +305,10 @@ pub fn console_text(o: &Outcome, scenario: &str, file: &str) -> String {
         );
     }
     s.push_str("\n\n");
-    // The table: rank, candidate, a column per path (its last segment),
-    // runs, SLO, objective.
+    // The table: rank, candidate, a column per path (the shortest end of
+    // it that no other path shares), runs, SLO, objective.
     let mut head: Vec<String> = vec!["rank".into(), "candidate".into()];
-    head.extend(o.space.paths.iter().map(|p| short(p)));
+    head.extend(short_names(&o.space.paths));
     head.push("runs".into());
     if o.slo.is_some() {
         head.push("slo".into());
@@ -278,11 +361,12 @@ pub fn console_text(o: &Outcome, scenario: &str, file: &str) -> String {
         if let Some(close) = too_close(o) {
             let _ = writeln!(s, "{close}");
         }
-        let args: Vec<String> = set_args(o, c)
-            .iter()
-            .map(|a| format!("--set '{a}'"))
-            .collect();
+        let (args, note) = run_command(o, c, left_out);
+        let args: Vec<String> = args.iter().map(|a| format!("--set '{a}'")).collect();
         let _ = writeln!(s, "  stormsim run {file} {}", args.join(" "));
+        if let Some(note) = note {
+            let _ = writeln!(s, "{note}");
+        }
     }
     s
 }
@@ -306,15 +390,67 @@ fn too_close(o: &Outcome) -> Option<String> {
     })
 }
 
-/// The last segment of a dotted path (the console's column name).
-fn short(path: &str) -> String {
-    path.rsplit('.').next().unwrap_or(path).to_string()
+/// Each dotted path's shortest end (in whole segments) that no other of
+/// `paths` ends with: `max_attempts` alone, but `calls.retry.max_attempts`
+/// and `pg.retry.max_attempts` for two paths that both end in it (the
+/// console's column names). A path that is the end of another is given
+/// whole.
+fn short_names(paths: &[String]) -> Vec<String> {
+    let segments: Vec<Vec<&str>> = paths.iter().map(|p| p.split('.').collect()).collect();
+    let ends_with =
+        |q: &[&str], end: &[&str]| q.len() >= end.len() && q[q.len() - end.len()..] == *end;
+    segments
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            (1..=p.len())
+                .map(|k| &p[p.len() - k..])
+                .find(|end| {
+                    segments
+                        .iter()
+                        .enumerate()
+                        .all(|(j, q)| j == i || !ends_with(q, end))
+                })
+                .unwrap_or(p)
+                .join(".")
+        })
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn column_names_tell_paths_apart() {
+        let p = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            short_names(&p(&[
+                "clients.calls.retry.max_attempts",
+                "services.gw.calls.pg.retry.max_attempts",
+                "layers.api.retry.backoff.base",
+            ])),
+            p(&["calls.retry.max_attempts", "pg.retry.max_attempts", "base"])
+        );
+        // One path the end of another: given whole.
+        assert_eq!(
+            short_names(&p(&["retry.max_attempts", "api.retry.max_attempts"])),
+            p(&["retry.max_attempts", "api.retry.max_attempts"])
+        );
+        assert_eq!(short_names(&p(&["a.b"])), p(&["b"]));
+    }
+
+    #[test]
+    fn overlapping_paths() {
+        assert!(overlaps(
+            "layers.api.retry",
+            "layers.api.retry.max_attempts"
+        ));
+        assert!(overlaps("a.b", "a.b"));
+        assert!(!overlaps("a.b", "a.bc"));
+        assert!(!overlaps("a.b.c", "a.b.d"));
+    }
 
     #[test]
     fn yaml_values_read_back_as_written() {

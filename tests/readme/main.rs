@@ -1418,7 +1418,7 @@ fn charts() {
     .collect();
     let known: BTreeSet<String> = stormsim::report::sweep::FIGURES
         .iter()
-        .map(|(f, _)| f.to_string())
+        .map(|(f, _, _)| f.to_string())
         .collect();
     assert_eq!(figures, known, "the sweep figures the table lists");
     let mut seen = BTreeSet::new();
