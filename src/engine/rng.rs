@@ -29,6 +29,9 @@ pub enum Purpose {
     Balancer = 8,
     /// The candidates of `stormsim tune` (not a run's stream).
     Tune = 9,
+    /// An adaptive concurrency limiter's jitter (Envoy's minRTT interval,
+    /// Vegas's probes), per replica.
+    Adaptive = 10,
 }
 
 /// SplitMix64's output function: a fixed, well-mixed 64-bit bijection.
