@@ -203,8 +203,11 @@ mod tests {
             Purpose::Throttle,
             Purpose::Think,
             Purpose::Messages,
+            Purpose::Balancer,
+            Purpose::Tune,
+            Purpose::Adaptive,
         ];
-        assert_eq!(purposes.map(|p| p as u64), [1, 2, 3, 4, 5, 6, 7]);
+        assert_eq!(purposes.map(|p| p as u64), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     }
 
     #[test]

@@ -285,7 +285,7 @@ impl Checker {
             AdaptiveConfig::Aimd(c) => (c.min_limit, "min_limit", c.max_limit),
             AdaptiveConfig::Vegas(c) => (1, "1", c.max_limit),
         };
-        if lo <= MAX_LIMIT && hi <= MAX_LIMIT && hi >= 1 {
+        if lo <= MAX_LIMIT && (1..=MAX_LIMIT).contains(&hi) {
             self.check(lo <= hi, &at("max_limit"), || {
                 format!(
                     "max_limit ({hi}) is below {lo_name} ({lo}); expected max_limit >= {lo_name}"

@@ -27,14 +27,20 @@
 //! and a measurement made during an overload sees overloaded latencies
 //! as the no-load ones: the limit never recovers (envoy#38338).
 //!
-//! Envoy aggregates with an approximate histogram (circllhist); the
-//! percentile here is exact (the nearest rank). Envoy's timers fire on
+//! Envoy aggregates with an approximate histogram (circllhist) of
+//! constant size; here the percentile is the nearest rank of the samples
+//! kept, at most [`MAX_KEPT`] a window: past that, every second one, then
+//! every fourth (a systematic sample), so memory stays bounded however
+//! long a window or busy a replica. Envoy's timers fire on
 //! their own; here they run when the limiter is next asked (each arrival
 //! and each answer at the replica), in time order.
 
 use crate::engine::{Nanos, Stream};
 
 use super::Sample;
+
+/// The most samples a window keeps.
+pub const MAX_KEPT: usize = 1 << 16;
 
 /// The gradient controller's settings.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -84,6 +90,9 @@ pub struct Gradient {
     epoch: Nanos,
     min_rtt: Nanos,
     samples: Vec<Nanos>,
+    /// Samples seen in the window, and the stride of those kept.
+    seen: u64,
+    stride: u64,
     next_window: Option<Nanos>,
     next_min_rtt: Option<Nanos>,
     at_floor: u32,
@@ -100,6 +109,8 @@ impl Gradient {
             epoch: now,
             min_rtt: 0,
             samples: Vec::new(),
+            seen: 0,
+            stride: 1,
             next_window: Some(now.saturating_add(cfg.sample_interval)),
             next_min_rtt: None,
             at_floor: 0,
@@ -142,10 +153,34 @@ impl Gradient {
         if s.start < self.epoch {
             return;
         }
-        self.samples.push(s.rtt);
-        if self.measuring() && self.samples.len() as u64 >= u64::from(self.cfg.request_count) {
+        self.keep(s.rtt);
+        if self.measuring() && self.seen >= u64::from(self.cfg.request_count) {
             self.end_measurement(now, rng);
         }
+    }
+
+    /// Adds a sample to the window, one in `stride` once it is full.
+    fn keep(&mut self, rtt: Nanos) {
+        if self.seen.is_multiple_of(self.stride) {
+            if self.samples.len() >= MAX_KEPT {
+                let mut i = 0;
+                self.samples.retain(|_| {
+                    i += 1;
+                    i % 2 == 1
+                });
+                self.stride *= 2;
+            }
+            if self.seen.is_multiple_of(self.stride) {
+                self.samples.push(rtt);
+            }
+        }
+        self.seen += 1;
+    }
+
+    fn clear(&mut self) {
+        self.samples.clear();
+        self.seen = 0;
+        self.stride = 1;
     }
 
     fn on_min_rtt_timer(&mut self, t: Nanos) {
@@ -159,7 +194,7 @@ impl Gradient {
         }
         self.deferred = Some(self.limit);
         self.set_limit(self.cfg.min_concurrency, t);
-        self.samples.clear();
+        self.clear();
         self.epoch = t;
     }
 
@@ -211,7 +246,7 @@ impl Gradient {
         let rank = ((self.cfg.percentile * n as f64).ceil() as usize).clamp(1, n) - 1;
         let (_, v, _) = self.samples.select_nth_unstable(rank);
         let v = *v;
-        self.samples.clear();
+        self.clear();
         v
     }
 
@@ -317,6 +352,25 @@ mod tests {
             g.on_sample(1100 * MS, sample(999 * MS, (5 + i) * MS), &mut r);
         }
         assert!(g.measuring());
+    }
+
+    #[test]
+    fn a_busy_window_keeps_a_bounded_systematic_sample() {
+        let mut r = rng();
+        let mut g = Gradient::new(cfg(), 0);
+        for i in 0..4 {
+            g.on_sample(10 * MS, sample(i, 10 * MS), &mut r);
+        }
+        // 300 000 samples of 1..=300 000 µs in one window: at most
+        // MAX_KEPT kept, and their median that of all within 0.1%.
+        for i in 1..=300_000u64 {
+            g.on_sample(20 * MS, sample(15 * MS, i * 1000), &mut r);
+        }
+        assert!(g.samples.len() <= MAX_KEPT);
+        assert_eq!(g.seen, 300_000);
+        let median = g.aggregate() as f64;
+        assert!((median / 150_000_000.0 - 1.0).abs() < 1e-3, "{median}");
+        assert_eq!((g.seen, g.samples.len()), (0, 0));
     }
 
     #[test]
