@@ -108,6 +108,7 @@ pub fn violations(
                 + t.vanished
                 + t.errors
                 + t.shed
+                + t.limited
                 + t.queue_timeouts
                 + t.served
                 + t.cancelled

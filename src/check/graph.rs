@@ -25,6 +25,7 @@
 use serde::Serialize;
 
 use crate::engine::NS_PER_S;
+use crate::model::adaptive::AdaptiveConfig;
 use crate::model::topology::{EdgeId, ServiceId, Topology};
 use crate::scenario::graph::CLIENTS;
 use crate::scenario::locate::item_labels;
@@ -612,6 +613,34 @@ fn graph_findings(
                 rate(full)
             ),
             "keep the load below what a full replica completes, or shed early (a short queue, a queue timeout) so the workers never all stay busy",
+        );
+    }
+    for (i, svc) in t.services().iter().enumerate() {
+        let (Some(a), Some(workers)) = (svc.adaptive, svc.concurrency) else {
+            continue;
+        };
+        let floor = a.floor();
+        if floor < workers {
+            continue;
+        }
+        let (field, envoy) = match a {
+            AdaptiveConfig::Gradient(_) => (
+                "min_concurrency",
+                "; it is also the limit while Envoy measures the minimum RTT, so a measurement made in an overload takes overloaded latencies for normal ones and the limit never recovers (envoy#38338)",
+            ),
+            _ => ("min_limit", ""),
+        };
+        out.add(
+            Severity::Warning,
+            "adaptive-floor-never-limits",
+            &format!("{}.adaptive_concurrency.{field}", g.service_labels[i]),
+            format!(
+                "the {} limit of service `{}` never falls below {floor}, and a replica has {workers} workers: however slow it gets, it rejects nothing before all its workers are busy and up to {} requests queue, so it cannot shed an overload{envoy}",
+                a.kind(),
+                svc.name,
+                floor - workers
+            ),
+            &format!("set {field} below the workers ({workers}); Envoy's default min_concurrency is 3"),
         );
     }
     out.0.sort_by_key(|f| f.severity);

@@ -281,3 +281,47 @@ fn a_slowdown_that_falls_past_its_peak_is_a_warning() {
             .any(|f| f.code == "slowdown-sustains-overload")
     );
 }
+
+#[test]
+fn an_adaptive_floor_at_or_above_the_workers_is_a_warning() {
+    // postgres: 16 workers per replica.
+    let at = |line: &str| {
+        review(&edit(
+            "    service_time: { dist: exponential, mean: 4ms }\n    incidents:",
+            &format!("    service_time: {{ dist: exponential, mean: 4ms }}\n    adaptive_concurrency: {line}\n    incidents:"),
+        ))
+        .findings
+        .into_iter()
+        .filter(|f| f.code == "adaptive-floor-never-limits")
+        .collect::<Vec<_>>()
+    };
+    let f = at("{ kind: gradient, min_concurrency: 16 }");
+    assert_eq!(f.len(), 1);
+    assert_eq!(
+        f[0].path,
+        "services.postgres.adaptive_concurrency.min_concurrency"
+    );
+    assert_eq!(f[0].severity, Severity::Warning);
+    assert!(
+        f[0].message.contains("never falls below 16"),
+        "{}",
+        f[0].message
+    );
+    assert!(f[0].message.contains("envoy#38338"), "{}", f[0].message);
+    // Gradient2's default floor (20) is above 16 workers too.
+    let f = at("{ kind: gradient2 }");
+    assert_eq!(f.len(), 1);
+    assert_eq!(
+        f[0].path,
+        "services.postgres.adaptive_concurrency.min_limit"
+    );
+    assert!(
+        f[0].message.contains("up to 4 requests queue"),
+        "{}",
+        f[0].message
+    );
+    // Envoy's default (3) and Vegas (floor 1): nothing to say.
+    assert!(at("{ kind: gradient }").is_empty());
+    assert!(at("{ kind: vegas }").is_empty());
+    assert!(at("{ kind: gradient, min_concurrency: 15 }").is_empty());
+}

@@ -29,6 +29,9 @@ pub enum Purpose {
     Balancer = 8,
     /// The candidates of `stormsim tune` (not a run's stream).
     Tune = 9,
+    /// An adaptive concurrency limiter's jitter (Envoy's minRTT interval,
+    /// Vegas's probes), per replica.
+    Adaptive = 10,
 }
 
 /// SplitMix64's output function: a fixed, well-mixed 64-bit bijection.
@@ -200,8 +203,11 @@ mod tests {
             Purpose::Throttle,
             Purpose::Think,
             Purpose::Messages,
+            Purpose::Balancer,
+            Purpose::Tune,
+            Purpose::Adaptive,
         ];
-        assert_eq!(purposes.map(|p| p as u64), [1, 2, 3, 4, 5, 6, 7]);
+        assert_eq!(purposes.map(|p| p as u64), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     }
 
     #[test]

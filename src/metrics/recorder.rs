@@ -24,6 +24,8 @@ pub enum ServiceEvent {
     Vanished,
     Error,
     Shed,
+    /// Rejected by an adaptive concurrency limit.
+    Limited,
     QueueTimeout,
     Served,
     Cancelled,
@@ -39,6 +41,7 @@ impl ServiceEvent {
             ServiceEvent::Vanished => c.vanished += 1,
             ServiceEvent::Error => c.errors += 1,
             ServiceEvent::Shed => c.shed += 1,
+            ServiceEvent::Limited => c.limited += 1,
             ServiceEvent::QueueTimeout => c.queue_timeouts += 1,
             ServiceEvent::Served => c.served += 1,
             ServiceEvent::Cancelled => c.cancelled += 1,
@@ -641,6 +644,19 @@ impl Recorder {
     /// Service `s` autoscales: its replicas are recorded over time.
     pub fn autoscaled(&mut self, s: usize) {
         self.svc.autoscaled(s, self.bucket);
+    }
+
+    /// Service `s` has an adaptive concurrency limit on each of its
+    /// `replicas`, at `initial` from the start.
+    pub fn limited(&mut self, s: usize, replicas: u32, initial: u32) {
+        self.svc.limited(s, self.bucket, replicas, initial);
+    }
+
+    /// The limits of service `s`'s replicas add up to `sum` from `t` on.
+    pub fn limit_levels(&mut self, t: Nanos, s: usize, sum: u64) {
+        if let Some(Some(l)) = self.svc.limits.get_mut(s) {
+            l.sum.set(t, sum);
+        }
     }
 
     /// Autoscaled service `s` has `serving` replicas serving and wants

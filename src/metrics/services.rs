@@ -28,6 +28,8 @@ pub struct ServiceCounts {
     pub errors: u64,
     /// Shed because the queue was full.
     pub shed: u64,
+    /// Rejected at once by the replica's adaptive concurrency limit.
+    pub limited: u64,
     /// Dropped at the queue's head after waiting longer than its timeout.
     pub queue_timeouts: u64,
     /// Own work done (on a worker).
@@ -109,6 +111,25 @@ pub struct ServiceMetrics {
     pub scaled: Vec<Option<ScaleLevels>>,
     /// Per edge: its connection pools' counters (all zero without a pool).
     pub pools: Vec<PoolCounts>,
+    /// Per service: its replicas' adaptive concurrency limits over time
+    /// (`None`: no adaptive limit).
+    pub limits: Vec<Option<LimitLevels>>,
+}
+
+/// A service's adaptive concurrency limits over a run.
+#[derive(Clone, Debug)]
+pub struct LimitLevels {
+    /// The sum of its replicas' limits, integrated over time.
+    pub sum: Gauge,
+    /// Its replicas (every replica an autoscaler may start included).
+    pub replicas: u32,
+}
+
+impl LimitLevels {
+    /// The mean limit per replica over bucket `b` (of length `len`).
+    pub fn mean(&self, b: usize, len: Nanos) -> f64 {
+        ratio(self.sum.mean(b, len), f64::from(self.replicas.max(1)))
+    }
 }
 
 /// An autoscaled service's replicas over a run.
@@ -178,6 +199,7 @@ impl ServiceMetrics {
             replicas: Vec::new(),
             ejected: vec![[0; 2]; buckets * services],
             scaled: vec![None; services],
+            limits: vec![None; services],
             pools: vec![PoolCounts::default(); edges],
         }
     }
@@ -187,6 +209,17 @@ impl ServiceMetrics {
         let buckets = self.counts.len().checked_div(self.services).unwrap_or(0);
         if let Some(x) = self.scaled.get_mut(s) {
             *x = Some(ScaleLevels::new(bucket, buckets));
+        }
+    }
+
+    /// Service `s` has an adaptive concurrency limit on each of its
+    /// `replicas`, all at `initial` from the start.
+    pub fn limited(&mut self, s: usize, bucket: Nanos, replicas: u32, initial: u32) {
+        let buckets = self.counts.len().checked_div(self.services).unwrap_or(0);
+        if let Some(x) = self.limits.get_mut(s) {
+            let mut sum = Gauge::new(bucket, buckets);
+            sum.set(0, u64::from(initial) * u64::from(replicas));
+            *x = Some(LimitLevels { sum, replicas });
         }
     }
 
@@ -215,6 +248,9 @@ impl ServiceMetrics {
         }
         for l in self.scaled.iter_mut().flatten() {
             l.finish(end);
+        }
+        for l in self.limits.iter_mut().flatten() {
+            l.sum.advance(end);
         }
     }
 }
@@ -274,6 +310,9 @@ pub struct ServiceRow {
     /// bucket's end (serving, provisioning or not yet started); `None`
     /// for a fixed fleet.
     pub desired_replicas: Option<u32>,
+    /// A service with an adaptive concurrency limit: the mean of its
+    /// replicas' limits over the bucket; `None` without one.
+    pub concurrency_limit: Option<f64>,
 }
 
 /// One row of `services.csv` (without variant and replicate).
@@ -302,6 +341,10 @@ pub struct ServiceSummary {
     /// for their calls), and of them those not yet served.
     pub inside_at_end: u64,
     pub unserved_at_end: u64,
+    /// A service with an adaptive concurrency limit: the mean of its
+    /// replicas' limits over the run, and when the run ended.
+    pub concurrency_limit_mean: Option<f64>,
+    pub concurrency_limit_at_end: Option<f64>,
 }
 
 /// One row of `calls.csv` (without variant and replicate).
@@ -488,6 +531,11 @@ pub fn tabulate_graph(
                 .saturating_sub(ejected[1]),
                 ejected: ejected[0],
                 desired_replicas: scaled.map(|l| l.at_end[b][1]),
+                concurrency_limit: m
+                    .limits
+                    .get(s)
+                    .and_then(Option::as_ref)
+                    .map(|l| l.mean(b, len)),
             });
         }
     }
@@ -502,6 +550,7 @@ pub fn tabulate_graph(
                 t.vanished += c.vanished;
                 t.errors += c.errors;
                 t.shed += c.shed;
+                t.limited += c.limited;
                 t.queue_timeouts += c.queue_timeouts;
                 t.served += c.served;
                 t.cancelled += c.cancelled;
@@ -509,6 +558,7 @@ pub fn tabulate_graph(
             }
             let (wait_ns, waits) = m.queue_wait[s];
             let info = &services[s];
+            let limits = m.limits.get(s).and_then(Option::as_ref);
             // An autoscaled service: the mean share of its replicas serving.
             let share = m.scaled.get(s).and_then(Option::as_ref).map_or(1.0, |l| {
                 ratio(
@@ -536,6 +586,10 @@ pub fn tabulate_graph(
                 },
                 inside_at_end: m.inside[s].value(),
                 unserved_at_end: m.unserved_at_end[s],
+                concurrency_limit_mean: limits
+                    .map(|l| ratio(l.sum.total_secs(), run_secs * f64::from(l.replicas.max(1)))),
+                concurrency_limit_at_end: limits
+                    .map(|l| ratio(l.sum.value() as f64, f64::from(l.replicas.max(1)))),
             }
         })
         .collect();

@@ -3,6 +3,7 @@
 //! explicit topology. It knows nothing of files; it takes a `ModelConfig`
 //! and reports into a `metrics::Recorder`.
 
+pub mod adaptive;
 pub mod autoscale;
 pub mod backoff;
 pub mod balancer;

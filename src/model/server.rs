@@ -26,6 +26,7 @@ use std::collections::VecDeque;
 
 use crate::engine::{Nanos, Stream};
 
+use super::adaptive::AdaptiveConfig;
 use super::autoscale::AutoscaleConfig;
 use super::balancer::Balancer;
 use super::service::ServiceDist;
@@ -77,6 +78,9 @@ pub struct ServiceConfig {
     /// The replicas come and go with load (`model::autoscale`); `replicas`
     /// is then the most there can be (`max`).
     pub autoscale: Option<AutoscaleConfig>,
+    /// Each replica limits the requests it holds by an adaptive
+    /// concurrency limit (`model::adaptive`); `None`: no limit.
+    pub adaptive: Option<AdaptiveConfig>,
 }
 
 impl ServiceConfig {
@@ -106,6 +110,7 @@ impl ServiceConfig {
             balancer: Balancer::RoundRobin,
             slowdown: None,
             autoscale: None,
+            adaptive: None,
         }
     }
 

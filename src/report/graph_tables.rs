@@ -20,12 +20,13 @@ use crate::metrics::services::{
 
 use super::tables::{Layout, param_cells};
 
-fn count_cells(c: &ServiceCounts) -> [(&'static str, Cell); 9] {
+fn count_cells(c: &ServiceCounts) -> [(&'static str, Cell); 10] {
     [
         ("attempts", Cell::Int(c.attempts)),
         ("served", Cell::Int(c.served)),
         ("refused", Cell::Int(c.refused)),
         ("shed", Cell::Int(c.shed)),
+        ("limited", Cell::Int(c.limited)),
         ("vanished", Cell::Int(c.vanished)),
         ("errors", Cell::Int(c.errors)),
         ("queue_timeouts", Cell::Int(c.queue_timeouts)),
@@ -57,6 +58,8 @@ pub fn service_cells(s: &ServiceSummary) -> Vec<(&'static str, Cell)> {
         ("sojourn_mean_ms", opt(s.sojourn_mean_ms)),
         ("inside_at_end", Cell::Int(s.inside_at_end)),
         ("unserved_at_end", Cell::Int(s.unserved_at_end)),
+        ("concurrency_limit_mean", opt(s.concurrency_limit_mean)),
+        ("concurrency_limit_at_end", opt(s.concurrency_limit_at_end)),
     ]);
     cells
 }
@@ -78,9 +81,11 @@ pub fn service_row_cells(r: &ServiceRow) -> Vec<(&'static str, Cell)> {
             r.desired_replicas
                 .map_or(Cell::Missing, |d| Cell::Int(u64::from(d))),
         ),
+        ("concurrency_limit", opt(r.concurrency_limit)),
         ("served", Cell::Int(c.served)),
         ("refused", Cell::Int(c.refused)),
         ("shed", Cell::Int(c.shed)),
+        ("limited", Cell::Int(c.limited)),
         ("vanished", Cell::Int(c.vanished)),
         ("errors", Cell::Int(c.errors)),
         ("queue_timeouts", Cell::Int(c.queue_timeouts)),

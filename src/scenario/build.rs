@@ -392,6 +392,7 @@ fn graph(s: &Scenario) -> Topology {
         );
         cfg.replicas = svc.replicas.max(1);
         cfg.slowdown = svc.slowdown.as_ref().map(|sd| sd.to_model());
+        cfg.adaptive = svc.adaptive_concurrency.as_ref().map(|a| a.to_model());
         if let Some(a) = &svc.autoscale {
             let a = a.to_model(svc.replicas.max(1));
             // Every replica the fleet may have exists from the start; the
@@ -493,6 +494,7 @@ fn server(
         balancer: Balancer::RoundRobin,
         slowdown: None,
         autoscale: None,
+        adaptive: None,
     }
 }
 

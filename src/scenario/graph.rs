@@ -16,6 +16,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
+use super::adaptive::AdaptiveConcurrency;
 use super::fleet::{Autoscale, Slowdown};
 use super::types::{
     Breaker, Bulkhead, CancellationMode, DeadlineMode, Hedging, Idempotency, Incident, Layer,
@@ -76,6 +77,12 @@ with_server_fields! {server_struct! {
         /// the fleet starts.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub autoscale: Option<Autoscale>,
+        /// Each replica limits the requests it holds by a limit that adapts
+        /// to its latency, and rejects the others at once with a 503:
+        /// `{ kind: gradient }` (Envoy), `gradient2`, `vegas` or `aimd`
+        /// (Netflix concurrency-limits).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub adaptive_concurrency: Option<AdaptiveConcurrency>,
     } {
         /// The calls each request makes, in order; `parallel` sends a call
         /// together with the one before it.

@@ -133,6 +133,31 @@ pub fn estimate(s: &Scenario) -> Estimate {
             });
         }
     }
+    // Adaptive concurrency limits: one per replica; Envoy's keeps a
+    // window's samples, up to `MAX_KEPT`.
+    if s.is_graph() {
+        let names: Vec<&str> = s.services.iter().map(|x| x.name.as_str()).collect();
+        for (svc, label) in s.services.iter().zip(item_labels("services", &names)) {
+            let Some(a) = &svc.adaptive_concurrency else {
+                continue;
+            };
+            let each = match a.kind {
+                crate::scenario::adaptive::AdaptiveKind::Gradient => {
+                    crate::model::adaptive::gradient::MAX_KEPT as u64 * 8 + 256
+                }
+                _ => 256,
+            };
+            let count = u64::from(svc.slots().max(1));
+            parts.push(Part {
+                path: format!("{label}.adaptive_concurrency"),
+                how: format!(
+                    "{count} adaptive limits ({label}.replicas) × up to {} each",
+                    bytes_text(each)
+                ),
+                bytes: count.saturating_mul(each),
+            });
+        }
+    }
     // What grows with load, up to its guard rail.
     parts.push(Part {
         path: "limits.max_in_flight".into(),

@@ -2,6 +2,7 @@
 //! error locations, validation, overrides (`--set` and variants), and the
 //! translation into the model's configuration.
 
+pub mod adaptive;
 pub mod build;
 pub mod collect;
 pub mod defaults;

@@ -81,6 +81,9 @@ impl Checker {
             if let Some(a) = &svc.autoscale {
                 self.autoscale(a, &format!("{path}.autoscale"), svc.concurrency);
             }
+            if let Some(a) = &svc.adaptive_concurrency {
+                self.adaptive(a, &format!("{path}.adaptive_concurrency"));
+            }
         }
         // Each incident on a list or count of replicas is one per replica.
         let incidents: usize = services

@@ -33,6 +33,7 @@ mod edge;
 mod event;
 mod fleet;
 mod ids;
+mod limit;
 mod pool;
 mod service;
 
@@ -179,6 +180,10 @@ struct Job {
     /// What its calls inherit: a propagated deadline, the request's own.
     deadline: Nanos,
     req_deadline: Nanos,
+    /// Let in by its replica's adaptive concurrency limit and outstanding
+    /// there, with `inflight` outstanding once it was let in.
+    limited: bool,
+    inflight: u32,
 }
 
 /// One run of a model.
@@ -226,6 +231,10 @@ pub struct World<'a> {
     autoscalers: Vec<Option<super::autoscale::Autoscaler>>,
     /// Per replica: the pending `ReplicaReady` of a replica provisioning.
     ready_timers: Vec<Option<TimerId>>,
+    /// Per replica: its adaptive concurrency limit (`None`: none).
+    limiters: Vec<Option<limit::ReplicaLimit>>,
+    /// Per service: the sum of its replicas' limits last recorded.
+    limit_sums: Vec<u64>,
     rec: Recorder,
     next_req: u64,
 }
@@ -314,6 +323,16 @@ impl<'a> World<'a> {
                 .map(|s| s.autoscale.map(super::autoscale::Autoscaler::new))
                 .collect(),
             ready_timers: vec![None; topo.total_replicas()],
+            limiters: (0..topo.total_replicas())
+                .map(|r| {
+                    let (s, _) = topo.replica_of(ReplicaId(r as u32));
+                    topo.service(s).adaptive.as_ref().map(|a| {
+                        let rng = Stream::new(run_seed, Purpose::Adaptive, r as u64);
+                        limit::ReplicaLimit::new(a, rng)
+                    })
+                })
+                .collect(),
+            limit_sums: vec![0; services.len()],
             rec: {
                 let mut rec =
                     Recorder::with_services(cfg.duration, cfg.bucket, edges.len(), services.len());
@@ -343,6 +362,7 @@ impl<'a> World<'a> {
             self.q.schedule_at(inc.end, Event::IncidentEnd(i as u16));
         }
         self.start_fleets();
+        self.start_limits();
         self.start_clients();
         let sampled =
             self.gates.iter().any(LayerGates::any) || self.outliers.iter().any(Views::enabled);

@@ -79,6 +79,8 @@ impl World<'_> {
             children: Children::None,
             deadline,
             req_deadline: c.req_deadline,
+            limited: false,
+            inflight: 0,
         }));
         let replica = match self.conn_replica(caller, s) {
             Some(r) => {
@@ -127,6 +129,8 @@ impl World<'_> {
             children: Children::None,
             deadline: NEVER,
             req_deadline: NEVER,
+            limited: false,
+            inflight: 0,
         }));
         if self.admit(job, replica).is_none() {
             // Vanished: a connect into a blackhole fails.
@@ -145,7 +149,24 @@ impl World<'_> {
         self.job_mut(job).replica = replica;
         self.rec.replica_arrival(replica.index());
         let cfg = self.topo.service(s);
-        match self.servers[replica.index()].admit(cfg, &mut self.incident_rng[s.index()]) {
+        let admission = self.servers[replica.index()].admit(cfg, &mut self.incident_rng[s.index()]);
+        // The adaptive limit sees what the replica would take in (or shed
+        // from a full queue); not a pool's connect.
+        let asks = matches!(
+            admission,
+            Admission::Start | Admission::Queue | Admission::Shed
+        ) && self.job(job).conn.is_none();
+        let enters = admission != Admission::Shed;
+        if asks && self.limit_blocks(replica, job, enters) {
+            self.event(now, replica, ServiceEvent::Limited);
+            if focus {
+                self.rec.shed(now);
+            }
+            self.respond(job, Outcome::Failed(Failure::new(Cause::Status(503))), 0);
+            return Some(job);
+        }
+        let cfg = self.topo.service(s);
+        match admission {
             Admission::Refused => {
                 self.event(now, replica, ServiceEvent::Refused);
                 self.respond(job, Outcome::Failed(Failure::new(Cause::Connection)), 0);
@@ -294,10 +315,13 @@ impl World<'_> {
 
     /// `job` leaves its service's inside (answered, dropped, cancelled or
     /// lost): its time inside counts for Little's law.
-    fn left(&mut self, job: JobId) {
+    /// `dropped`: whether it failed; `None` when its caller cancelled it
+    /// (what its replica's adaptive limit learns from it).
+    fn left(&mut self, job: JobId, dropped: Option<bool>) {
         let j = self.job(job);
         let sojourn = self.q.now() - j.arrived;
         self.rec.service_left(j.service.index(), sojourn);
+        self.limit_left(job, dropped);
     }
 
     /// Replica `r`'s levels changed: its service's gauges follow (the sums
@@ -345,7 +369,7 @@ impl World<'_> {
         let releases = !has_calls || !self.topo.service(s).hold_worker;
         self.servers[r.index()].in_service -= 1;
         if !has_calls {
-            self.left(job);
+            self.left(job, Some(j.poison));
         }
         self.event(now, r, ServiceEvent::Served);
         if releases {
@@ -484,7 +508,7 @@ impl World<'_> {
         let r = j.replica;
         self.abandon_job_calls(job, None);
         self.servers[r.index()].calling -= 1;
-        self.left(job);
+        self.left(job, Some(outcome != Outcome::Success));
         if j.holds_worker {
             self.worker_freed(r, j.started);
             self.job_mut(job).holds_worker = false;
@@ -579,7 +603,7 @@ impl World<'_> {
                     self.rec.queue_timeout(now);
                 }
                 self.event(now, r, ServiceEvent::QueueTimeout);
-                self.left(job);
+                self.left(job, Some(true));
                 let status = cfg.queue_timeout_status;
                 self.respond(job, Outcome::Failed(Failure::new(Cause::Status(status))), 0);
                 continue;
@@ -597,7 +621,7 @@ impl World<'_> {
         let (s, r) = (j.service, j.replica);
         match j.state {
             JobState::Queued => {
-                self.left(job);
+                self.left(job, None);
                 self.job_mut(job).state = JobState::Cancelled;
                 self.servers[r.index()].queued -= 1;
                 self.rec.cancelled(now, 0);
@@ -605,7 +629,7 @@ impl World<'_> {
                 self.sync_gauges(r);
             }
             JobState::InService if self.topo.service(s).stop_on_cancel => {
-                self.left(job);
+                self.left(job, None);
                 self.worker_freed(r, j.started);
                 self.servers[r.index()].in_service -= 1;
                 self.rec.cancelled(now, now - j.started);
@@ -620,7 +644,7 @@ impl World<'_> {
                 }
             }
             JobState::Calling => {
-                self.left(job);
+                self.left(job, None);
                 self.abandon_job_calls(job, Some(by));
                 self.servers[r.index()].calling -= 1;
                 if j.holds_worker {
@@ -698,7 +722,7 @@ impl World<'_> {
                 self.finish_job(job);
             } else {
                 self.event(now, r, ServiceEvent::Reset);
-                self.left(job);
+                self.left(job, Some(true));
                 self.respond(job, reset, 0);
             }
         }
@@ -714,7 +738,7 @@ impl World<'_> {
                     self.worker_freed(r, j.started);
                     self.servers[r.index()].in_service -= 1;
                     self.event(now, r, ServiceEvent::Reset);
-                    self.left(job);
+                    self.left(job, Some(true));
                     let jm = self.job_mut(job);
                     jm.epoch = jm.epoch.wrapping_add(1); // its ServiceDone is now stale
                     jm.holds_worker = false;
@@ -737,7 +761,7 @@ impl World<'_> {
                     if j.holds_worker {
                         self.worker_freed(r, j.started);
                     }
-                    self.left(job);
+                    self.left(job, Some(true));
                     let jm = self.job_mut(job);
                     jm.children = Children::None;
                     jm.holds_worker = false;
