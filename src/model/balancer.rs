@@ -22,7 +22,10 @@
 //! `retry_other_replica`); the world widens the set when it is empty (see
 //! `World::pick_replica`). "In flight" is what the balancer sees of a
 //! replica: the requests inside it (queued, in service, waiting for their
-//! calls). Randomness comes from the service's own stream
+//! calls). Envoy counts a host's active requests from the caller's side
+//! instead (sent, not yet answered nor given up on), so a replica that
+//! swallows requests or delays its answers looks busy to Envoy and idle
+//! here; the README says what that changes. Randomness comes from the service's own stream
 //! (`Purpose::Balancer`), so balancing draws no number from any stream
 //! that existed before replicas.
 
