@@ -48,9 +48,20 @@ fn one_down(replicas: u32, balancer: Balancer, attempts: u32, secs: u64, rate: f
 /// Like `one_down`, but replica 0 suffers `effect` and the clients give
 /// each attempt `timeout`.
 fn one_bad(effect: Effect, secs: u64, timeout: Nanos) -> ModelConfig {
+    one_bad_behind(effect, secs, timeout, Balancer::RoundRobin, true)
+}
+
+/// Like `one_bad`, behind `balancer`, with or without outlier detection.
+fn one_bad_behind(
+    effect: Effect,
+    secs: u64,
+    timeout: Nanos,
+    balancer: Balancer,
+    outlier: bool,
+) -> ModelConfig {
     let mut backend = dependency(1000, ServiceDist::Constant(MS), 0);
     backend.replicas = 3;
-    backend.balancer = Balancer::RoundRobin;
+    backend.balancer = balancer;
     backend.incidents.push(Incident {
         start: 0,
         end: secs * S,
@@ -58,7 +69,7 @@ fn one_bad(effect: Effect, secs: u64, timeout: Nanos) -> ModelConfig {
         replica: Some(0),
     });
     let mut layer = retrying_layer("client", 1, Some(timeout));
-    layer.outlier = Some(OutlierConfig::default());
+    layer.outlier = outlier.then(OutlierConfig::default);
     config(300.0, secs * S, vec![layer], backend)
 }
 
@@ -162,6 +173,35 @@ fn p2c_prefers_the_idle_replica_exactly_when_it_draws_it() {
         healthy <= 6,
         "least requests sent {healthy} of {total} elsewhere"
     );
+}
+
+#[test]
+fn least_loaded_balancers_count_what_the_callers_still_wait_for() {
+    // Envoy's least-request balancers compare each host's active requests
+    // as the caller sees them (sent, not yet answered nor given up on). A
+    // replica that swallows every request holds about 300/s × 1/9 × 1 s
+    // ≈ 33 of them until the 1 s timeouts, the healthy ones a fraction of
+    // one (1 ms of work): p2c picks the blackhole only when both draws are
+    // it, 1/9; least requests only when it ties at none in flight.
+    for (balancer, want) in [(Balancer::P2c, 1.0 / 9.0), (Balancer::LeastRequests, 0.0)] {
+        let cfg = one_bad_behind(Effect::Blackhole, 60, S, balancer, false);
+        let rec = record(&cfg, 11);
+        let r = &rec.svc.replicas;
+        let total: u64 = r.iter().map(|x| x.counts.attempts).sum();
+        let lost = r[0].counts.attempts;
+        if want > 0.0 {
+            assert_binomial(lost, total, want, "p2c into the blackhole");
+        } else {
+            // Each timeout leaves it with nothing in flight, tied with the
+            // idle healthy ones, until one more is sent to it: about one
+            // a second (a server-side count would make it the least
+            // loaded always, and send it nearly everything).
+            assert!(
+                (30..=120).contains(&lost),
+                "least requests sent {lost} of {total} into it"
+            );
+        }
+    }
 }
 
 #[test]

@@ -270,7 +270,7 @@ pub(super) fn hop_findings(out: &mut Out, s: &Scenario, hop: &Hop, stack: &Stack
     let calls_per_s = stack.peak_offered_per_s * r.budgeted_calls_per_request;
     if retries
         && l.retry.jitter == Jitter::None
-        && (l.instances >= LARGE_FLEET_INSTANCES || calls_per_s >= LARGE_FLEET_CALLS_PER_S)
+        && (m.instances >= LARGE_FLEET_INSTANCES || calls_per_s >= LARGE_FLEET_CALLS_PER_S)
     {
         let what = if m.retry.backoff.delay(1) == 0 {
             "retries immediately, with no backoff and no jitter"
@@ -279,7 +279,7 @@ pub(super) fn hop_findings(out: &mut Out, s: &Scenario, hop: &Hop, stack: &Stack
         };
         out.add(Severity::Warning, "no-jitter", &format!("{rp}.jitter"), format!(
             "{who} {what} on a large fleet ({} instance(s), up to {} calls/s): failed calls retry in lockstep and hit {} together when it comes back",
-            l.instances, count(calls_per_s), hop.server
+            m.instances, count(calls_per_s), hop.server
         ), "set `jitter: full` (and an exponential backoff with a cap)");
     }
     // Unbounded attempts.

@@ -21,10 +21,13 @@
 //! detection, not already tried by this request when its call says
 //! `retry_other_replica`); the world widens the set when it is empty (see
 //! `World::pick_replica`). "In flight" is what the balancer sees of a
-//! replica: the requests inside it (queued, in service, waiting for their
-//! calls). Randomness comes from the service's own stream
-//! (`Purpose::Balancer`), so balancing draws no number from any stream
-//! that existed before replicas.
+//! replica, as Envoy's least-request balancers do (a host's `rq_active`):
+//! the requests its callers sent it and still wait for, neither answered
+//! nor given up on (`World::awaited`); a replica that swallows requests or
+//! delays its answers looks busy, one that fails fast looks idle.
+//! Randomness comes from the service's own stream (`Purpose::Balancer`),
+//! so balancing draws no number from any stream that existed before
+//! replicas.
 
 use crate::engine::Stream;
 

@@ -124,7 +124,6 @@ impl World<'_> {
             own_end,
             req_deadline: o.req_deadline,
             tried: 0,
-            vanished: 0,
             req: o.req,
             poison: o.poison,
             retry: RetryState {
@@ -185,7 +184,6 @@ impl World<'_> {
         call.throttle_passed = false;
         call.retry.attempts += 1;
         call.epoch = call.epoch.wrapping_add(1);
-        call.vanished = 0;
         call.state = CallState::Round;
         call.children = Children::None;
         (call.launched, call.queued, call.ok, call.failed, call.slots) = (0, 0, 0, 0, 0);
@@ -460,6 +458,7 @@ impl World<'_> {
         }
         if c.state == CallState::Probing {
             // The probe took too long: retry as if it said "not committed".
+            self.drop_lost_probe(id);
             self.call_mut(id).children = Children::None;
             return self.start_round(id);
         }
@@ -510,7 +509,8 @@ impl World<'_> {
     }
 
     /// The round of call `id` timed out: each replica that still had one
-    /// of its requests (or swallowed one) failed it, for the edge's
+    /// of its requests (answering late, or lost in a blackhole) failed it,
+    /// for the edge's
     /// outlier detection. With `last_only` (Envoy's hedge on per-try
     /// timeout, where earlier requests stay out and already counted), only
     /// the latest request counts.
@@ -541,14 +541,26 @@ impl World<'_> {
                 self.observe_timed_out(&job);
             }
         }
-        let s = self.topo.edge(c.edge).callee;
-        let mut vanished = c.vanished;
-        while vanished != 0 {
-            let k = vanished.trailing_zeros();
-            vanished &= vanished - 1;
-            self.observe_replica(c.edge, c.instance, self.topo.replica(s, k), true);
+    }
+
+    /// Call `id` stops waiting for its status probe: a probe a blackhole
+    /// swallowed is gone (one still running answers into a later epoch
+    /// and is dropped then).
+    fn drop_lost_probe(&mut self, id: CallId) {
+        let c = *self.call(id);
+        if c.state != CallState::Probing {
+            return;
         }
-        self.call_mut(id).vanished = 0;
+        let parent = Parent::Call {
+            call: id,
+            epoch: c.epoch,
+        };
+        if let Children::One(child @ Child::Job(j)) = c.children
+            && self.works_for(child, parent)
+            && self.job(j).vanished()
+        {
+            self.finish_job(j);
+        }
     }
 
     /// Ends the current round: bulkhead slots go back, and every request
@@ -603,6 +615,9 @@ impl World<'_> {
         if !self.works_for(child, parent) {
             return;
         }
+        if let Child::Job(j) = child {
+            self.unawait(j);
+        }
         if cancel {
             self.cancel(child, edge);
         } else {
@@ -654,6 +669,7 @@ impl World<'_> {
                 if self.call(c).state == CallState::Round {
                     self.close_round(c);
                 }
+                self.drop_lost_probe(c);
                 self.cancel_timers(c);
                 let call = self.calls.get_mut(c.0);
                 call.state = CallState::Done;

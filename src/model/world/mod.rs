@@ -112,9 +112,6 @@ struct Call {
     /// The callee's replicas this call has tried (bit r: replica r), for
     /// `retry_other_replica`.
     tried: u64,
-    /// The callee's replicas where a request of this round vanished (bit
-    /// r: replica r), for outlier detection when the round times out.
-    vanished: u64,
     /// The logical request this call serves.
     req: u64,
     /// A poison message's request: the leaf services always fail it.
@@ -139,6 +136,10 @@ enum JobState {
     Responding,
     /// Cancelled while queued; dropped when it reaches the queue's head.
     Cancelled,
+    /// Swallowed by a blackholed replica: nothing more happens to it, but
+    /// its caller waits for it (and its replica counts it as in flight)
+    /// until the caller gives up.
+    Vanished,
     Done,
 }
 
@@ -170,6 +171,9 @@ struct Job {
     outcome: Outcome,
     /// The replica of its service it is at.
     replica: ReplicaId,
+    /// Its caller counts it among the requests in flight to `replica`
+    /// (`World::awaited`): sent, neither answered nor given up on.
+    awaited: bool,
     /// A connect of this pool slot rather than a request (its caller
     /// fields are unused).
     conn: Option<ConnRef>,
@@ -186,6 +190,13 @@ struct Job {
     inflight: u32,
 }
 
+impl Job {
+    /// Swallowed by a blackhole, still awaited by its caller.
+    fn vanished(&self) -> bool {
+        self.state == JobState::Vanished
+    }
+}
+
 /// One run of a model.
 pub struct World<'a> {
     cfg: &'a ModelConfig,
@@ -197,6 +208,12 @@ pub struct World<'a> {
     lists: Slab<Vec<Child>>,
     /// Per replica (of every service, flat): its server's live state.
     servers: Vec<Server<JobId>>,
+    /// Per replica (flat, as `servers`): the requests in flight to it as
+    /// its callers see them (sent, neither answered nor given up on),
+    /// what Envoy's least-request balancers compare (a host's
+    /// `rq_active`): a replica that swallows requests or holds its answers
+    /// back looks busy, as it does to Envoy.
+    awaited: Vec<u32>,
     /// Per replica: the levels last reported (queued, busy, inside); per
     /// service: their sums over its replicas.
     synced: Vec<[u32; 3]>,
@@ -278,6 +295,7 @@ impl<'a> World<'a> {
             servers: (0..topo.total_replicas())
                 .map(|_| Server::default())
                 .collect(),
+            awaited: vec![0; topo.total_replicas()],
             synced: vec![[0; 3]; topo.total_replicas()],
             totals: vec![[0; 3]; services.len()],
             balancers: vec![BalancerState::default(); services.len()],

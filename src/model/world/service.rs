@@ -32,7 +32,8 @@ impl World<'_> {
     }
 
     /// A request (or a status probe) from the current round of call
-    /// `caller` reaches service `s`. `None` when the request vanished.
+    /// `caller` reaches service `s`; its job, which the caller's round
+    /// holds (also when a blackhole swallowed it).
     pub(super) fn arrive(&mut self, s: ServiceId, caller: CallId, probe: bool) -> Option<JobId> {
         let now = self.q.now();
         let focus = s == self.topo.focus();
@@ -73,6 +74,7 @@ impl World<'_> {
             work: 0,
             outcome: Outcome::Success,
             replica: self.topo.replica(s, 0),
+            awaited: false,
             conn: None,
             stage: 0,
             pending: 0,
@@ -123,6 +125,7 @@ impl World<'_> {
             work: 0,
             outcome: Outcome::Success,
             replica,
+            awaited: false,
             conn: Some(conn),
             stage: 0,
             pending: 0,
@@ -141,12 +144,17 @@ impl World<'_> {
     }
 
     /// Job `job` (just made) reaches `replica`: its server takes it, or
-    /// turns it away. `None` when it vanished.
+    /// turns it away. `None` when it was a connect that vanished.
     fn admit(&mut self, job: JobId, replica: ReplicaId) -> Option<JobId> {
         let now = self.q.now();
         let s = self.job(job).service;
         let focus = s == self.topo.focus();
-        self.job_mut(job).replica = replica;
+        let jm = self.job_mut(job);
+        jm.replica = replica;
+        if jm.conn.is_none() {
+            jm.awaited = true;
+            self.awaited[replica.index()] += 1;
+        }
         self.rec.replica_arrival(replica.index());
         let cfg = self.topo.service(s);
         let admission = self.servers[replica.index()].admit(cfg, &mut self.incident_rng[s.index()]);
@@ -176,15 +184,13 @@ impl World<'_> {
                 if focus {
                     self.rec.blackholed(now);
                 }
-                // Its caller learns only when it times out.
-                let j = *self.job(job);
-                let (_, k) = self.topo.replica_of(replica);
-                let caller = self.calls.get_mut(j.caller.0);
-                if j.conn.is_none() && !j.probe && caller.epoch == j.caller_epoch && k < 64 {
-                    caller.vanished |= 1u64 << k;
+                // Its caller learns only when it gives up: until then the
+                // request stays, lost, in its caller's round.
+                if self.job(job).conn.is_some() {
+                    self.finish_job(job);
+                    return None;
                 }
-                self.finish_job(job);
-                return None;
+                self.job_mut(job).state = JobState::Vanished;
             }
             Admission::Error(status) => {
                 self.event(now, replica, ServiceEvent::Error);
@@ -238,7 +244,18 @@ impl World<'_> {
         }
     }
 
+    /// `job`'s caller no longer waits for it (answered, or given up on):
+    /// its replica has one request fewer in flight.
+    pub(super) fn unawait(&mut self, job: JobId) {
+        let j = self.job_mut(job);
+        if std::mem::take(&mut j.awaited) {
+            let r = j.replica.index();
+            self.awaited[r] -= 1;
+        }
+    }
+
     pub(super) fn finish_job(&mut self, job: JobId) {
+        self.unawait(job);
         let j = self.job_mut(job);
         j.state = JobState::Done;
         j.epoch = j.epoch.wrapping_add(1);
@@ -664,6 +681,7 @@ impl World<'_> {
                     self.rec.ambiguous(now);
                 }
             }
+            JobState::Vanished => self.finish_job(job),
             JobState::Cancelled | JobState::Done => {}
         }
     }
@@ -672,6 +690,10 @@ impl World<'_> {
     /// calls run on as orphaned work.
     pub(super) fn orphan_job(&mut self, job: JobId, edge: EdgeId) {
         let j = *self.job(job);
+        if j.state == JobState::Vanished {
+            // Nobody waits for a lost request any more.
+            return self.finish_job(job);
+        }
         if j.orphaned_by.is_none() {
             self.job_mut(job).orphaned_by = Some(edge);
             if j.committed {
@@ -843,7 +865,7 @@ impl World<'_> {
         } else {
             2
         };
-        let servers = &self.servers;
+        let awaited = &self.awaited;
         self.topo.service(s).balancer.pick(
             n,
             &mut self.balancers[s.index()],
@@ -853,7 +875,7 @@ impl World<'_> {
                 1 => !ejected(r),
                 _ => true,
             } && serving(r),
-            |r| servers[(first + r) as usize].inside(),
+            |r| awaited[(first + r) as usize],
         )
     }
 
