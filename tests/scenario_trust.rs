@@ -940,4 +940,26 @@ fn a_field_set_twice_in_one_sweep_or_variant_is_refused() {
         + "sweep:\n  layers.api.timeout: [200ms, 500ms]\n  layers.api.retry.max_attempts: [2, 3]\n";
     let o = stormsim(&["validate", &file(dir.path(), "fine.yaml", &fine)]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // A variant and the sweep that set one field (by index and by name,
+    // or a field and a part of it): the sweep wins over the variant.
+    let both = BASE.to_string()
+        + "variants:\n  - { name: calm, set: { layers.0.retry: { max_attempts: 1 } } }\n  - { name: other, set: { layers.api.timeout: 1s } }\n\
+           sweep:\n  layers.api.retry.max_attempts: [2, 3]\n";
+    let f = file(dir.path(), "both.yaml", &both);
+    for cmd in ["validate", "run"] {
+        let out = dir.path().join("both-out");
+        let o = stormsim(
+            &[cmd, &f, "--out", out.to_str().unwrap()][..if cmd == "run" { 4 } else { 2 }],
+        );
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains(
+                "both.yaml:18:34: sweep.layers.api.retry.max_attempts: sweeps the same field as `variants.0.set.layers.0.retry` (variant `calm`)"
+            ),
+            "{}",
+            stderr(&o)
+        );
+        assert!(!stderr(&o).contains("variant `other`"), "{}", stderr(&o));
+        assert!(!out.exists());
+    }
 }
