@@ -963,3 +963,24 @@ fn a_field_set_twice_in_one_sweep_or_variant_is_refused() {
         assert!(!out.exists());
     }
 }
+
+/// `consumers.visibility_timeout: 0s` is valid (SQS takes it) but makes
+/// every received message visible again at once: `check` warns, `validate`
+/// accepts it.
+#[test]
+fn a_zero_visibility_timeout_is_a_warning_not_an_error() {
+    let f = "scenarios/queue-consumer-dlq.yaml";
+    let set = "consumers.visibility_timeout=0s";
+    let o = stormsim(&["check", f, "--set", set]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("warning zero-visibility-timeout [consumers.visibility_timeout]"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(!stdout(&stormsim(&["check", f])).contains("zero-visibility-timeout"));
+    assert_eq!(
+        stormsim(&["validate", f, "--set", set]).status.code(),
+        Some(0)
+    );
+}
