@@ -102,7 +102,13 @@ fn run_one_until(
         Some(occ) => occ_run(occ, seed, stop),
         None => {
             let (rec, info) = World::new(cfg, seed).run_until(stop);
-            (rec, info, cfg.run_context())
+            let mut ctx = cfg.run_context();
+            ctx.slo_latency = plan
+                .slo
+                .as_ref()
+                .and_then(|o| o.latency_p99_ms)
+                .map(|ms| (ms * 1e6) as crate::engine::Nanos);
+            (rec, info, ctx)
         }
     };
     let (rows, mut summary) = tabulate(&rec, &info, &ctx);
@@ -172,6 +178,7 @@ fn occ_run(occ: &OccConfig, seed: u64, stop: &AtomicBool) -> (Recorder, RunInfo,
     // No server with workers or a capacity: utilization and load ratios
     // are not applicable (empty), not 0.
     let ctx = RunContext {
+        slo_latency: None,
         capacity_per_sec: 0.0,
         concurrency: 0,
         recovery: RecoveryCriteria {

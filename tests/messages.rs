@@ -529,3 +529,70 @@ fn paths_with_control_characters_are_echoed_escaped() {
         stderr(&o)
     );
 }
+
+/// A flag's number that is not one (a word, a sign, a decimal) is refused
+/// in words: what the flag expects, never Rust's "invalid digit found in
+/// string" or a range written `0..=4294967295`, and `-1` is a value, not an
+/// unknown flag.
+#[test]
+fn flag_numbers_say_what_the_flag_expects() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = file(dir.path(), "base.yaml", BASE);
+    for (args, want) in [
+        (
+            vec!["run", &f, "--replicates", "abc"],
+            "'--replicates <REPLICATES>': expected a whole number from 0 to 4294967295",
+        ),
+        (
+            vec!["run", &f, "--seed", "-1"],
+            "'--seed <SEED>': expected a whole number from 0 to 18446744073709551615, not a negative one",
+        ),
+        (
+            vec!["run", &f, "--max-events", "1.5"],
+            "expected a whole number from 0 to 18446744073709551615 (digits only",
+        ),
+        (
+            vec!["tune", &f, "--budget", "-1"],
+            "'--budget <BUDGET>': expected a whole number from 0 to 4294967295, not a negative one",
+        ),
+        (vec!["run", &f, "--threads", "99999999999"], "--threads"),
+    ] {
+        let o = stormsim(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = stderr(&o);
+        assert!(err.contains(want), "{args:?}: {err}");
+        for leak in ["invalid digit", "..=", "number too large", "tip: to pass"] {
+            assert!(!err.contains(leak), "{args:?}: {err}");
+        }
+    }
+}
+
+/// An alias bomb is refused at once, and does not hide the file's other
+/// errors: the first field error and the bomb each get a message.
+#[test]
+fn an_alias_bomb_is_refused_cheaply_beside_the_other_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut src = String::from("name: bomb\nduration: 10x\na: &a [x, x, x, x, x, x, x, x, x]\n");
+    for (prev, cur) in ["a", "b", "c", "d", "e", "f", "g", "h"]
+        .iter()
+        .zip(["b", "c", "d", "e", "f", "g", "h", "i"])
+    {
+        src += &format!(
+            "{cur}: &{cur} [{}]\n",
+            vec![format!("*{prev}"); 9].join(", ")
+        );
+    }
+    let f = file(dir.path(), "bomb.yaml", &src);
+    let o = stormsim(&["validate", &f]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.contains("bomb.yaml:2:11: duration: duration `10x` has an unknown unit"),
+        "{err}"
+    );
+    assert!(
+        err.contains("anchors and aliases expand to too much data"),
+        "{err}"
+    );
+    assert!(err.contains("2 errors"), "{err}");
+}

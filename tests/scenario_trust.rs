@@ -784,7 +784,7 @@ fn requests_that_never_ended_are_named_and_silence_is_undecided() {
     let all = &column(&summary, "logical_requests")[0];
     assert!(
         console.contains(&format!("warning: variant base: {open} of {all} requests"))
-            && console.contains("the success rate counts only the requests that ended"),
+            && console.contains("count as failed in the success rates and the SLO"),
         "{console}"
     );
     // About 4000 requests arrived into the blackhole: far above 5%.
@@ -818,6 +818,92 @@ fn requests_that_never_ended_are_named_and_silence_is_undecided() {
     );
     let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
     assert_eq!(column(&summary, "recovered"), ["undecided"]);
+}
+
+/// A request still open when the run ends, that has waited longer than
+/// the recovery window, than any request that ended and than the SLO's
+/// latency objective, is hung: not succeeded in `success_rate`, in the
+/// figures outside incidents (once the incident it touched has been over
+/// that long) and in the SLO's verdict. One that started just before the
+/// end, or that is no older than requests that did end, is not judged.
+#[test]
+fn hung_requests_count_as_failed_and_fresh_ones_do_not() {
+    let dir = tempfile::tempdir().unwrap();
+    // 20 closed-loop clients: at the end each has exactly one request open.
+    let scenario = |incident: &str, service: &str| {
+        format!(
+            "name: hang\nduration: 60s\n\
+             clients: {{ arrival: {{ kind: closed, clients: 20, think: {{ dist: constant, value: 99ms }} }} }}\n\
+             layers: [ {{ name: a }} ]\n\
+             dependency: {{ concurrency: 100, service_time: {{ dist: constant, value: {service} }}{incident} }}\n\
+             slo: {{ success_rate: 0.999, latency_p99: 2s }}\n"
+        )
+    };
+    let run = |name: &str, src: &str| {
+        let f = file(dir.path(), &format!("{name}.yaml"), src);
+        let out = dir.path().join(name);
+        let o = stormsim(&["run", &f, "--out", out.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+        let int = |c: &str| column(&summary, c)[0].parse::<u64>().unwrap();
+        let rate = |c: &str| column(&summary, c)[0].parse::<f64>().unwrap();
+        let (ok, failed, open, hung) = (
+            int("succeeded"),
+            int("failed"),
+            int("in_flight_at_end"),
+            int("hung_at_end"),
+        );
+        assert_eq!(ok + failed + open, int("logical_requests"));
+        (
+            ok,
+            failed,
+            open,
+            hung,
+            rate("success_rate"),
+            rate("success_rate_outside_incidents"),
+            column(&summary, "slo_pass")[0].clone(),
+            stdout(&o),
+        )
+    };
+    // A blackhole from 10 s to 50 s, no timeout: every client is stuck in
+    // it from 10 s on, 50 s by the end, and the incident has been over
+    // for 10 s.
+    let (ok, failed, open, hung, rate, outside, pass, console) = run(
+        "blackhole",
+        &scenario(
+            ", incidents: [ { kind: blackhole, start: 10s, end: 50s } ]",
+            "1ms",
+        ),
+    );
+    assert_eq!((failed, open, hung), (0, 20, 20), "{console}");
+    assert!(ok > 1500, "{ok}");
+    let expected = ok as f64 / (ok + 20) as f64;
+    assert!((rate - expected).abs() < 1e-6, "{rate} vs {expected}");
+    assert!(outside < 1.0, "{outside}");
+    assert_eq!(pass, "false", "{console}");
+    assert!(
+        console.contains("FAIL  success_rate 0.99 < 0.999"),
+        "{console}"
+    );
+    // The blackhole starts 3 s before the end: the 20 open requests are
+    // younger than the recovery window (5 s) and the SLO's latency: not
+    // judged.
+    let (_, failed, open, hung, rate, outside, pass, _) = run(
+        "fresh",
+        &scenario(
+            ", incidents: [ { kind: blackhole, start: 57s, end: 60s } ]",
+            "1ms",
+        ),
+    );
+    assert_eq!((failed, open, hung), (0, 20, 0));
+    assert_eq!((rate, outside), (1.0, 1.0));
+    assert_eq!(pass, "true");
+    // Requests take 8 s each: those open at the end are up to 8 s old,
+    // older than the recovery window but no older than those that ended.
+    let (ok, failed, open, hung, rate, _, _, _) = run("slow", &scenario("", "8s"));
+    assert_eq!((failed, open, hung), (0, 20, 0));
+    assert!(ok >= 120, "{ok}");
+    assert_eq!(rate, 1.0);
 }
 
 /// Two keys of one `sweep`, or of one variant's `set`, that name the same
@@ -854,4 +940,47 @@ fn a_field_set_twice_in_one_sweep_or_variant_is_refused() {
         + "sweep:\n  layers.api.timeout: [200ms, 500ms]\n  layers.api.retry.max_attempts: [2, 3]\n";
     let o = stormsim(&["validate", &file(dir.path(), "fine.yaml", &fine)]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // A variant and the sweep that set one field (by index and by name,
+    // or a field and a part of it): the sweep wins over the variant.
+    let both = BASE.to_string()
+        + "variants:\n  - { name: calm, set: { layers.0.retry: { max_attempts: 1 } } }\n  - { name: other, set: { layers.api.timeout: 1s } }\n\
+           sweep:\n  layers.api.retry.max_attempts: [2, 3]\n";
+    let f = file(dir.path(), "both.yaml", &both);
+    for cmd in ["validate", "run"] {
+        let out = dir.path().join("both-out");
+        let o = stormsim(
+            &[cmd, &f, "--out", out.to_str().unwrap()][..if cmd == "run" { 4 } else { 2 }],
+        );
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains(
+                "both.yaml:18:34: sweep.layers.api.retry.max_attempts: sweeps the same field as `variants.0.set.layers.0.retry` (variant `calm`)"
+            ),
+            "{}",
+            stderr(&o)
+        );
+        assert!(!stderr(&o).contains("variant `other`"), "{}", stderr(&o));
+        assert!(!out.exists());
+    }
+}
+
+/// `consumers.visibility_timeout: 0s` is valid (SQS takes it) but makes
+/// every received message visible again at once: `check` warns, `validate`
+/// accepts it.
+#[test]
+fn a_zero_visibility_timeout_is_a_warning_not_an_error() {
+    let f = "scenarios/queue-consumer-dlq.yaml";
+    let set = "consumers.visibility_timeout=0s";
+    let o = stormsim(&["check", f, "--set", set]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("warning zero-visibility-timeout [consumers.visibility_timeout]"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(!stdout(&stormsim(&["check", f])).contains("zero-visibility-timeout"));
+    assert_eq!(
+        stormsim(&["validate", f, "--set", set]).status.code(),
+        Some(0)
+    );
 }

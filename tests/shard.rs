@@ -834,6 +834,39 @@ fn tampered_table_contents_are_refused() {
             Box::new(|d| set_cell(&d.join("summary.csv"), 2, "seed", "42")),
             "summary.csv: line 3, column 3 (seed): the run of variant",
         ),
+        // Numbers out of the range stormsim writes: negative counts,
+        // absurd figures, fractions above 1, counts that do not add up.
+        (
+            Box::new(|d| set_cell(&d.join("timeseries.csv"), 2, "offered", "-5")),
+            "timeseries.csv: line 3, column 4 (offered): expected a number of 0 or more",
+        ),
+        (
+            Box::new(|d| {
+                set_cell(
+                    &d.join("calls.csv"),
+                    1,
+                    "attempts",
+                    "9999999999999999999999",
+                )
+            }),
+            "calls.csv: line 2, column 7 (attempts): expected a number up to 10^15",
+        ),
+        (
+            Box::new(|d| set_cell(&d.join("summary.csv"), 1, "success_rate", "1.5")),
+            "summary.csv: line 2, column 7 (success_rate): expected a number from 0 to 1",
+        ),
+        (
+            Box::new(|d| set_cell(&d.join("replicas.csv"), 1, "attempts", "-0.25")),
+            "replicas.csv: line 2, column 5 (attempts): expected a number of 0 or more",
+        ),
+        (
+            Box::new(|d| set_cell(&d.join("summary.csv"), 1, "succeeded", "3")),
+            "summary.csv: line 2, column 4 (logical_requests): ",
+        ),
+        (
+            Box::new(|d| set_cell(&d.join("summary.csv"), 1, "failed", "0.5")),
+            "summary.csv: line 2, column 6 (failed): expected a whole number of requests",
+        ),
     ];
     for (i, (damage, message)) in cases.iter().enumerate() {
         let bad = t.join(format!("bad{i}"));

@@ -188,6 +188,20 @@ pub fn findings(
             "retry at one layer only (max_attempts: 1 elsewhere), or give the retrying layers a budget with `scope: shared`",
         );
     }
+    // SQS accepts a visibility timeout of 0 s: a received message is
+    // visible again at once, and every consumer redelivers it while its
+    // first handler still runs.
+    if let Some(c) = &s.consumers
+        && c.visibility_timeout.0 == 0
+    {
+        out.add(
+            Severity::Warning,
+            "zero-visibility-timeout",
+            "consumers.visibility_timeout",
+            "consumers.visibility_timeout is 0s: a received message is visible again at once, so it is delivered again while its handler still runs (a redelivery storm: valid in SQS, but every message is handled many times)".to_string(),
+            "set visibility_timeout longer than a handler takes (SQS default: 30s)",
+        );
+    }
     let first = "outermost layer's";
     time_budget_findings(
         &mut out,

@@ -236,21 +236,21 @@ struct RunArgs {
     #[arg(long = "set", value_name = "PATH=VALUE")]
     set: Vec<String>,
     /// Scenario seed (replaces `seed`).
-    #[arg(long)]
+    #[arg(long, value_parser = whole_u64, allow_negative_numbers = true)]
     seed: Option<u64>,
     /// Replicates per variant (replaces `replicates`).
-    #[arg(long)]
+    #[arg(long, value_parser = whole_u32, allow_negative_numbers = true)]
     replicates: Option<u32>,
     /// Worker threads, at most 4 per core (at least 64, at most 1024)
     /// (default: one per core, or RAYON_NUM_THREADS).
-    #[arg(long)]
+    #[arg(long, value_parser = whole_usize, allow_negative_numbers = true)]
     threads: Option<usize>,
     /// Guard rail: events per run (replaces `limits.max_events`).
-    #[arg(long)]
+    #[arg(long, value_parser = whole_u64, allow_negative_numbers = true)]
     max_events: Option<u64>,
     /// Guard rail: calls and dependency requests in flight at once
     /// (replaces `limits.max_in_flight`).
-    #[arg(long)]
+    #[arg(long, value_parser = whole_u64, allow_negative_numbers = true)]
     max_in_flight: Option<u64>,
     /// Print nothing but errors.
     #[arg(long, short, conflicts_with = "verbose")]
@@ -270,12 +270,44 @@ struct RunArgs {
     shard_from_env: bool,
     /// The number of shards, with --shard-from-env (Kubernetes does not
     /// export the Job's completions).
-    #[arg(long, value_name = "N", requires = "shard_from_env")]
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "shard_from_env",
+        value_parser = whole_usize,
+        allow_negative_numbers = true
+    )]
     shard_count: Option<usize>,
     /// Exit 1 when a variant misses the scenario's SLO (its `slo`
     /// section), after writing the results: for CI.
     #[arg(long)]
     fail_on_slo: bool,
+}
+
+/// A flag's whole number, refused in words a user reads (clap's own
+/// message is Rust's: "invalid digit found in string", "0..=4294967295").
+fn parse_whole(text: &str, max: u64) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(v) if v <= max => Ok(v),
+        _ if text.starts_with('-') => Err(format!(
+            "expected a whole number from 0 to {max}, not a negative one"
+        )),
+        _ => Err(format!(
+            "expected a whole number from 0 to {max} (digits only: no sign, unit, decimal point or exponent)"
+        )),
+    }
+}
+
+pub(crate) fn whole_u64(text: &str) -> Result<u64, String> {
+    parse_whole(text, u64::MAX)
+}
+
+pub(crate) fn whole_u32(text: &str) -> Result<u32, String> {
+    parse_whole(text, u64::from(u32::MAX)).map(|v| v as u32)
+}
+
+pub(crate) fn whole_usize(text: &str) -> Result<usize, String> {
+    parse_whole(text, u64::from(u32::MAX)).map(|v| v as usize)
 }
 
 /// Runs the command line and returns the process exit code.

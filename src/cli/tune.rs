@@ -30,14 +30,14 @@ pub(super) struct TuneArgs {
     #[arg(long = "set", value_name = "PATH=VALUE")]
     set: Vec<String>,
     /// Scenario seed (replaces `seed`).
-    #[arg(long)]
+    #[arg(long, value_parser = super::whole_u64, allow_negative_numbers = true)]
     seed: Option<u64>,
     /// The most runs to spend (replaces `tune.budget`).
-    #[arg(long)]
+    #[arg(long, value_parser = super::whole_u32, allow_negative_numbers = true)]
     budget: Option<u32>,
     /// Worker threads, at most 4 per core (at least 64, at most 1024)
     /// (default: one per core, or RAYON_NUM_THREADS).
-    #[arg(long)]
+    #[arg(long, value_parser = super::whole_usize, allow_negative_numbers = true)]
     threads: Option<usize>,
     /// Print nothing but errors.
     #[arg(long, short)]

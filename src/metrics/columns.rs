@@ -349,6 +349,7 @@ pub fn summary_cells(s: &Summary, layer_names: &[String]) -> Vec<(String, Cell)>
         ));
     }
     v.push(("in_flight_at_end".into(), Cell::Int(s.in_flight_at_end)));
+    v.push(("hung_at_end".into(), Cell::Int(s.hung_at_end)));
     for r in Reason::ALL {
         if r == Reason::PoolTimeout && !s.pools {
             continue;

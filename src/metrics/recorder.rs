@@ -165,6 +165,9 @@ pub struct Recorder {
     /// Per service and per call edge of the graph.
     pub svc: ServiceMetrics,
     open_requests: u64,
+    /// When each logical request still open at the end of the run
+    /// arrived (set by `finish_open`), sorted: what `hung` judges.
+    open_since: Vec<Nanos>,
     open_bucket: usize,
     /// The last bucket looked up, as (start, end, index): most records
     /// fall in the bucket of the one before, and a division costs more
@@ -243,6 +246,7 @@ impl Recorder {
             },
             svc: ServiceMetrics::new(bucket, n, services, layers),
             open_requests: 0,
+            open_since: Vec::new(),
             open_bucket: 0,
             last: Cell::new((0, 0, 0)),
         }
@@ -670,5 +674,40 @@ impl Recorder {
     /// Logical requests that have not ended.
     pub fn open_requests(&self) -> u64 {
         self.open_requests
+    }
+
+    /// The arrival times of the logical requests still open when the run
+    /// ended at `end` (one per open request; the model knows them).
+    pub fn finish_open(&mut self, mut since: Vec<Nanos>) {
+        since.sort_unstable();
+        self.open_since = since;
+    }
+
+    /// Of the requests open at `end`, those that had waited longer than
+    /// `bound` (`hung`): (all of them, those of the figures outside
+    /// incidents). Outside incidents, a request counts once it has waited
+    /// longer than `bound` since the last incident window its wait touched
+    /// closed (its arrival, if it touched none): the incident was over and
+    /// the request still had no answer.
+    pub fn hung(&self, end: Nanos, bound: Nanos) -> (u64, u64) {
+        let mut all = 0;
+        let mut outside = 0;
+        for &arrived in &self.open_since {
+            if end.saturating_sub(arrived) <= bound {
+                // Sorted: every later one arrived later still.
+                break;
+            }
+            all += 1;
+            let since = self
+                .excluded
+                .iter()
+                .filter(|&&(start, stop)| arrived < stop && end >= start)
+                .map(|&(_, stop)| stop)
+                .fold(arrived, Nanos::max);
+            if end.saturating_sub(since) > bound {
+                outside += 1;
+            }
+        }
+        (all, outside)
     }
 }

@@ -20,7 +20,7 @@
 //! buckets would look healthy), and its other figures cover only the time
 //! it reached.
 
-use crate::engine::{NS_PER_S, Nanos};
+use crate::engine::{NS_PER_S, NS_PER_US, Nanos};
 
 use super::abort::Abort;
 use super::criteria::RecoveryCriteria;
@@ -80,6 +80,10 @@ pub struct RunContext {
     /// The service the single-dependency columns describe (its index in
     /// `services`), if the run has services.
     pub focus: Option<usize>,
+    /// The SLO's latency objective, when it has one: a request open at the
+    /// end of the run is not called hung before it has waited this long
+    /// (`hung_bound`).
+    pub slo_latency: Option<Nanos>,
 }
 
 /// One row of `timeseries.csv` (without variant and replicate).
@@ -138,8 +142,12 @@ pub struct Summary {
     pub succeeded: u64,
     pub failed: u64,
     pub in_flight_at_end: u64,
-    /// Succeeded ÷ (succeeded + failed); `None` for an aborted run and when
-    /// no request ended.
+    /// Of `in_flight_at_end`, the requests that had waited longer than the
+    /// hung bound (`hung_bound`) when the run ended: they count as not
+    /// succeeded in the success rates and the SLO's verdict.
+    pub hung_at_end: u64,
+    /// Succeeded ÷ (succeeded + failed + hung at the end); `None` for an
+    /// aborted run and when no request ended.
     pub success_rate: Option<f64>,
     pub dependency_attempts: u64,
     pub retries: u64,
@@ -277,7 +285,23 @@ pub fn tabulate_services(rec: &Recorder, ctx: &RunContext, s: &Summary) -> Graph
     )
 }
 
-/// Computes the time series and the summary of one run.
+/// How long a request open at the end of the run must have waited to count
+/// as hung (not succeeded in the success rates and the SLO's verdict): the
+/// longest of the recovery window, the longest any request that ended took,
+/// and the SLO's latency objective. A request that started just before the
+/// end is never judged: it may yet have succeeded.
+pub fn hung_bound(rec: &Recorder, ctx: &RunContext) -> Nanos {
+    let longest_ended = if rec.latency.is_empty() {
+        0
+    } else {
+        rec.latency.max().saturating_mul(NS_PER_US)
+    };
+    ctx.recovery
+        .window
+        .max(longest_ended)
+        .max(ctx.slo_latency.unwrap_or(0))
+}
+
 /// The share of the focus service's replicas serving in bucket `b` (the
 /// run's mean with `None`) when it autoscales: its capacity and workers
 /// are that share of all its replicas'; 1 for a fixed fleet.
@@ -338,6 +362,7 @@ fn focus_capacity(rec: &Recorder, ctx: &RunContext) -> FocusCapacity {
     }
 }
 
+/// Computes the time series and the summary of one run.
 pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRow>, Summary) {
     let layers = rec.layers();
     let n = rec.buckets.len();
@@ -466,15 +491,20 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         (recovery_time_s, recovered, undecided) = (None, None, None);
     }
     let after = after_incident(rec, &rows, ctx, &capacity, baseline);
-    let (succeeded_out, failed_out) = (rec.totals.succeeded_outside, rec.totals.failed_outside);
+    let (hung, hung_out) = rec.hung(info.end, hung_bound(rec, ctx));
+    let (succeeded_out, failed_out) = (
+        rec.totals.succeeded_outside,
+        rec.totals.failed_outside + hung_out,
+    );
     let summary = Summary {
         logical_requests,
         succeeded,
         failed,
         in_flight_at_end: rec.open_requests(),
+        hung_at_end: hung,
         // None when no request ended: 0/0 is not 0%.
-        success_rate: (!aborted && succeeded + failed > 0)
-            .then(|| succeeded as f64 / (succeeded + failed) as f64),
+        success_rate: (!aborted && succeeded + failed + hung > 0)
+            .then(|| succeeded as f64 / (succeeded + failed + hung) as f64),
         dependency_attempts,
         retries,
         retry_ratio: (all_attempts > 0).then(|| retries as f64 / all_attempts as f64),
@@ -777,6 +807,7 @@ mod tests {
 
     fn ctx_of(c: RecoveryCriteria) -> RunContext {
         RunContext {
+            slo_latency: None,
             capacity_per_sec: 100.0,
             concurrency: 1,
             recovery: c,
@@ -1031,6 +1062,7 @@ mod tests {
             ..RunInfo::default()
         };
         let ctx = RunContext {
+            slo_latency: None,
             capacity_per_sec: 100.0,
             concurrency: 1,
             recovery: trigger(),

@@ -196,6 +196,7 @@ impl ModelConfig {
     pub fn run_context(&self) -> RunContext {
         let focus = self.topology.service(self.topology.focus());
         RunContext {
+            slo_latency: None,
             incident_windows: self.incident_windows(),
             capacity_factors: self
                 .topology

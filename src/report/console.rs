@@ -235,11 +235,12 @@ pub fn summary_text(scenario: &str, results: &[RunResult], slo: Option<&Objectiv
     s
 }
 
-/// Requests that had not ended when the run did are in no success rate
-/// (they have no outcome yet). Some are always in flight, more in a
-/// storm; more than 5% of a variant's requests means something held them
-/// (no timeout, no deadline, a long backoff, a run that ends inside the
-/// incident) and its success rate speaks only for the rest: say so.
+/// Requests that had not ended when the run did: some are always in
+/// flight, more in a storm; more than 5% of a variant's requests means
+/// something held them (no timeout, no deadline, a long backoff, a run that
+/// ends inside the incident): say so, and how many of them waited long
+/// enough to count as hung (not succeeded in the success rates and the
+/// SLO's verdict, `metrics::table::hung_bound`).
 fn unended_warnings<'a>(
     results: &[RunResult],
     variants: impl Iterator<Item = &'a str>,
@@ -247,12 +248,16 @@ fn unended_warnings<'a>(
     variants
         .filter_map(|name| {
             let runs = results.iter().filter(|r| r.variant == name && r.summary.aborted.is_none());
-            let (open, all) = runs.fold((0u64, 0u64), |(o, a), r| {
-                (o + r.summary.in_flight_at_end, a + r.summary.logical_requests)
+            let (open, hung, all) = runs.fold((0u64, 0u64, 0u64), |(o, h, a), r| {
+                (
+                    o + r.summary.in_flight_at_end,
+                    h + r.summary.hung_at_end,
+                    a + r.summary.logical_requests,
+                )
             });
             (all > 0 && open * 20 > all).then(|| {
                 format!(
-                    "warning: variant {name}: {open} of {all} requests ({:.1}%) had not ended when the run did (in_flight_at_end: held by no timeout or deadline, a long backoff, or an incident that lasts to the end); the success rate counts only the requests that ended",
+                    "warning: variant {name}: {open} of {all} requests ({:.1}%) had not ended when the run did (in_flight_at_end: held by no timeout or deadline, a long backoff, or an incident that lasts to the end); {hung} of them had waited longer than any request that ended and the recovery window (hung_at_end) and count as failed in the success rates and the SLO",
                     open as f64 * 100.0 / all as f64
                 )
             })

@@ -225,8 +225,13 @@ enum Col {
     Whole,
     /// A number of seconds from the start (`t_s`).
     Time,
-    /// A number, or empty.
+    /// A number from 0 to `MAX_FIGURE`, or empty.
     Number,
+    /// A fraction: a number from 0 to 1, or empty.
+    Fraction,
+    /// A budget's level: a number of either sign (a budget in debt) up to
+    /// `MAX_FIGURE` in size, or empty.
+    Level,
     /// `true`, `false`, or empty.
     Bool,
     /// A recovery verdict: `true`, `false`, `undecided` (the run ended too
@@ -252,8 +257,30 @@ fn column_kind(name: &str) -> Col {
         "aborted" | "slo_failed" | "call" => Col::Text,
         "service" | "caller" | "callee" => Col::Name,
         "event_digest" => Col::Digest,
+        n if is_fraction(n) => Col::Fraction,
+        n if n.starts_with("budget_level_") => Col::Level,
         _ => Col::Number,
     }
+}
+
+/// The largest figure a table may hold: no run within stormsim's limits
+/// counts, waits or sends this much, and it is exact as a float.
+const MAX_FIGURE: f64 = 1e15;
+
+/// Whether the column `name` holds a fraction (0 to 1): success rates,
+/// ratios of a part to its whole, fractions of runs and of breakers
+/// (with their `_mean` over a variant's runs).
+fn is_fraction(name: &str) -> bool {
+    let base = name.strip_suffix("_mean").unwrap_or(name);
+    matches!(
+        base,
+        "success_rate"
+            | "success_rate_outside_incidents"
+            | "retry_ratio"
+            | "baseline_success_ratio"
+            | "recovered_fraction"
+            | "slo_pass_fraction"
+    ) || base.starts_with("breaker_open_")
 }
 
 /// At most this many characters of a cell are quoted in a message.
@@ -290,10 +317,22 @@ fn cell_problem(col: Col, text: &str) -> Option<String> {
     }
     let bad = |what: &str| Some(format!("expected {what}, got {}", quoted(text)));
     match col {
-        Col::Number if !text.is_empty() && !is_number(text) => bad(
+        Col::Number | Col::Level if !text.is_empty() && !is_number(text) => bad(
             "a number (digits with at most six decimals, or empty for no value; no \
              exponent, inf or NaN)",
         ),
+        Col::Number | Col::Fraction if !text.is_empty() && text.starts_with('-') => {
+            bad("a number of 0 or more (stormsim writes no negative figure; empty for no value)")
+        }
+        Col::Number | Col::Level if text.parse::<f64>().is_ok_and(|v| v.abs() > MAX_FIGURE) => {
+            bad("a number up to 10^15 (no run within stormsim's limits reaches more)")
+        }
+        Col::Fraction if !text.is_empty() && !is_number(text) => bad(
+            "a number from 0 to 1 (a fraction: digits with at most six decimals, or empty for no value)",
+        ),
+        Col::Fraction if text.parse::<f64>().is_ok_and(|v| v > 1.0) => {
+            bad("a number from 0 to 1 (a fraction; or empty for no value)")
+        }
         Col::Time if !is_number(text) || text.starts_with('-') => {
             bad("a time in seconds from the start (a number, 0 or more)")
         }
@@ -595,6 +634,7 @@ impl<'a> TableCheck<'a> {
                         ),
                     ));
                 }
+                self.conservation(rec)?;
             }
             TableKind::ByVariant => {
                 let want = self.shape.replicates.to_string();
@@ -607,6 +647,52 @@ impl<'a> TableCheck<'a> {
                         ),
                     ));
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// A summary row's requests add up: `logical_requests = succeeded +
+    /// failed + in_flight_at_end` (each a whole number), and
+    /// `hung_at_end <= in_flight_at_end`, as in every run stormsim makes.
+    fn conservation(&self, rec: &StringRecord) -> Result<(), TableError> {
+        let names = [
+            "logical_requests",
+            "succeeded",
+            "failed",
+            "in_flight_at_end",
+            "hung_at_end",
+        ];
+        let mut v = [None; 5];
+        for (slot, name) in v.iter_mut().zip(names) {
+            let Some(i) = self.header.iter().position(|h| h == name) else {
+                continue;
+            };
+            let text = rec.get(i).unwrap_or("");
+            match text.parse::<u64>() {
+                Ok(n) => *slot = Some(n),
+                Err(_) => {
+                    return Err(self.error(
+                        Some(i),
+                        format!("expected a whole number of requests, got {}", quoted(text)),
+                    ));
+                }
+            }
+        }
+        if let [Some(all), Some(ok), Some(failed), Some(open), hung] = v {
+            if ok.checked_add(failed).and_then(|n| n.checked_add(open)) != Some(all) {
+                return Err(self.error(
+                    self.header.iter().position(|h| h == "logical_requests"),
+                    format!(
+                        "{all} logical requests, but succeeded + failed + in_flight_at_end = {ok} + {failed} + {open}: a run's requests always add up (the row was changed)"
+                    ),
+                ));
+            }
+            if hung.is_some_and(|h| h > open) {
+                return Err(self.error(
+                    self.header.iter().position(|h| h == "hung_at_end"),
+                    format!("more requests hung at the end than in flight ({open})"),
+                ));
             }
         }
         Ok(())

@@ -232,10 +232,6 @@ fn parse_file(
     if is_empty_document(src) {
         return Err(ScenarioError::new(label, EMPTY).into());
     }
-    let unread = |e: ScenarioError| Broken {
-        errors: e.into(),
-        repaired: None,
-    };
     let direct = serde_saphyr::from_str_with_options::<Scenario>(src, parse_options());
     if let Ok(s) = &direct
         && !s.has_preset()
@@ -265,11 +261,35 @@ fn parse_file(
         parse_value(src)
     };
     let Some(mut value) = value else {
-        // A YAML-level error: nothing after it can be read.
-        return Err(unread(match direct {
-            Err(e) => serde_error(&e, src, label),
-            Ok(_) => ScenarioError::new(label, "the file cannot be read as YAML"),
-        }));
+        // A YAML-level error: nothing after it can be read. The first
+        // field error serde met, and why the file cannot be read as a
+        // whole (an alias bomb, nesting too deep), each its own error: the
+        // one must not hide the other.
+        let mut errors = Vec::new();
+        if let Err(e) = &direct {
+            errors.push(serde_error(e, src, label));
+        }
+        let mut options = parse_options();
+        if first_wins {
+            options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::FirstWins;
+        }
+        if let Err(e) = serde_saphyr::from_str_with_options::<Value>(src, options)
+            && is_limit(&e)
+        {
+            let whole = serde_error(&e, src, label);
+            if !errors.contains(&whole) {
+                errors.push(whole);
+            }
+        }
+        if errors.is_empty() {
+            errors.push(ScenarioError::new(label, "the file cannot be read as YAML"));
+        }
+        let mut all = duplicates;
+        all.extend(errors);
+        return Err(Broken {
+            errors: ScenarioErrors::new(all),
+            repaired: None,
+        });
     };
     // Beside a preset or `from` a field may be missing on purpose
     // (`backoff: { base: 2s }` takes its kind from the preset): read the
@@ -490,6 +510,24 @@ fn is_empty_document(src: &str) -> bool {
         }
     }
     true
+}
+
+/// Whether `e` is a limit of the reader (an alias bomb, a budget, nesting
+/// too deep) rather than a mistake in the text.
+fn is_limit(e: &serde_saphyr::Error) -> bool {
+    use serde_saphyr::Error;
+    let mut e = e;
+    while let Error::AliasError { error, .. } | Error::WithSnippet { error, .. } = e {
+        e = error;
+    }
+    match e {
+        Error::AliasReplayLimitExceeded { .. }
+        | Error::AliasExpansionLimitExceeded { .. }
+        | Error::AliasReplayStackDepthExceeded { .. }
+        | Error::Budget { .. } => true,
+        Error::Message { msg, .. } => msg.contains("recursion limit"),
+        _ => false,
+    }
 }
 
 /// A serde-saphyr error as a one-line `ScenarioError` with its field path.

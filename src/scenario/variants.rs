@@ -121,6 +121,52 @@ fn overlapping_keys(base: &Scenario, keys: &[String]) -> Vec<Issue> {
     issues
 }
 
+/// Sweep keys that name a field a variant's `set` also sets (or a part of
+/// it, or the whole it is part of): the sweep applies on top of the
+/// variant, so the variant's value would silently never apply while its
+/// name says it does. An issue about each such sweep key, naming the
+/// variants' keys (the first few).
+fn swept_and_set(
+    base: &Scenario,
+    keys: &[String],
+    variants: &[super::types::Variant],
+) -> Vec<Issue> {
+    let mut issues = Vec::new();
+    for key in keys {
+        let k = normalize_path(base, key);
+        let clashes: Vec<String> = variants
+            .iter()
+            .enumerate()
+            .flat_map(|(i, v)| {
+                v.set
+                    .keys()
+                    .filter(|set| related(&normalize_path(base, set), &k))
+                    .map(move |set| format!("`variants.{i}.set.{set}` (variant `{}`)", v.name))
+            })
+            .collect();
+        if clashes.is_empty() {
+            continue;
+        }
+        let shown = clashes
+            .iter()
+            .take(3)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ");
+        let more = match clashes.len() {
+            n if n > 3 => format!(" and {} more", n - 3),
+            _ => String::new(),
+        };
+        issues.push(Issue {
+            path: key.clone(),
+            message: format!(
+                "sweeps the same field as {shown}{more}: the sweep applies on top of the variant, so the variant's value would never apply; keep one of them (sweep it, or set it in each variant)"
+            ),
+        });
+    }
+    issues
+}
+
 /// The key of `keys` that an issue at `path` is about (`keys` normalised
 /// against `s`), or the first key.
 fn key_for<'a>(s: &Scenario, keys: &'a [String], path: &str) -> Option<&'a String> {
@@ -252,6 +298,7 @@ fn expand(
     let keys: Vec<String> = s.sweep.keys().cloned().collect();
     let mut inner: Vec<Issue> = keys.iter().filter_map(|k| inner_path_problem(k)).collect();
     inner.extend(overlapping_keys(&base, &keys));
+    inner.extend(swept_and_set(&base, &keys, &s.variants));
     for issue in &inner {
         errors.push(loc.error(
             &format!("sweep.{}", issue.path),
