@@ -494,7 +494,7 @@ mod tests {
                     b.max_requeues_fraction = Some(2.0)
                 })),
                 "max_requeues_fraction",
-                "(0, 1]",
+                "[0, 1] (0: no per-call cap)",
             ),
             (
                 Box::new(budget(BudgetKind::Envoy, |b| {
