@@ -459,6 +459,13 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
             _ => b.unmodelled(&key, Some(e.key_pos), "a retries field stormsim does not know"),
         }
     }
+    if p.get("attempts").is_none() {
+        b.warn(
+            at.clone(),
+            Some(p.pos),
+            "no `attempts`: Istio reads 0, which turns retries off (retry.go); write `attempts` to retry",
+        );
+    }
     if attempts.0 == 0 {
         // retry.go: attempts ≤ 0 is no retry policy at all.
         b.set("retry.max_attempts", json!(1), attempts.1);

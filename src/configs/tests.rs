@@ -778,6 +778,23 @@ fn istio_routes_and_defaults() {
             "retry.retry_on=[]",
         ],
     );
+    // A retries block without attempts: no retries, and a warning.
+    let src = ISTIO.replace("      retries:\n        attempts: 2\n", "      retries:\n");
+    let p = import_text(
+        &src,
+        "vs.yaml",
+        Format::IstioVirtualservice,
+        &sel(Format::IstioVirtualservice, "inventory"),
+    )
+    .unwrap();
+    has(&p, &["retry.max_attempts=1.0", "retry.retry_on=[]"]);
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.message.contains("no `attempts`") && w.pos == Some((86, 9))),
+        "{:?}",
+        p.warnings
+    );
     // By destination host, short name; gRPC names, a back-off base.
     let p = import(Format::IstioVirtualservice, "inventory");
     has(
