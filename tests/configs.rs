@@ -14,7 +14,13 @@ fn fixtures() -> PathBuf {
 /// A folder with copies of the fixture files.
 fn workspace() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    for f in ["service-config.json", "envoy.yaml", "application.yml"] {
+    for f in [
+        "service-config.json",
+        "envoy.yaml",
+        "application.yml",
+        "virtualservice.yaml",
+        "serviceprofile.yaml",
+    ] {
         std::fs::copy(fixtures().join(f), dir.path().join(f)).unwrap();
     }
     dir
@@ -240,4 +246,96 @@ fn errors_exit_2_and_write_nothing() {
         "{stderr}"
     );
     assert!(out.stdout.is_empty());
+}
+
+/// Istio: `--host` and `--route`, the default policy printed with where
+/// each value comes from.
+#[test]
+fn import_an_istio_route_on_the_default_policy() {
+    let dir = workspace();
+    let out = stormsim(dir.path())
+        .args([
+            "import",
+            "virtualservice.yaml",
+            "--format",
+            "istio-virtualservice",
+            "--host",
+            "orders",
+            "--route",
+            "get-order",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(stdout.contains("- name: get-order\n"), "{stdout}");
+    assert!(stdout.contains("    max_attempts: 3 "), "{stdout}");
+    assert!(
+        stdout.contains("Istio's default 2 retries (retry.go)"),
+        "{stdout}"
+    );
+    assert!(out.stderr.is_empty(), "{}", stderr(&out));
+    // A selector key the format does not take.
+    let out = stormsim(dir.path())
+        .args([
+            "import",
+            "virtualservice.yaml",
+            "--format",
+            "istio-virtualservice",
+            "--instance",
+            "x",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("`instance` selects nothing in a istio-virtualservice file"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// Linkerd: a scenario layer `from` a ServiceProfile, a field beside it
+/// tuned, exported as the one line that changes.
+#[test]
+fn export_a_linkerd_route_from_a_scenario() {
+    let dir = workspace();
+    std::fs::write(
+        dir.path().join("best.yaml"),
+        "name: tuned\nduration: 1m\nclients:\n  arrival: { kind: poisson, rate: 100/s }\nlayers:\n  - name: orders\n    from: { file: serviceprofile.yaml, format: linkerd-serviceprofile, route: \"GET /orders/{id}\" }\n    total_timeout: 1200ms\n    retry: { budget: { kind: finagle, min_retries_per_sec: 2 } }\ndependency:\n  concurrency: 4\n  service_time: { dist: constant, value: 10ms }\n",
+    )
+    .unwrap();
+    stormsim(dir.path())
+        .args(["validate", "best.yaml"])
+        .assert()
+        .code(0);
+    let into = [
+        "serviceprofile.yaml",
+        "linkerd-serviceprofile",
+        "--route",
+        "GET /orders/{id}",
+    ];
+    let before = snapshot(dir.path());
+    let out = export(dir.path(), &into, &["--dry-run"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let diff = String::from_utf8(out.stdout).unwrap();
+    let changed: Vec<&str> = diff
+        .lines()
+        .filter(|l| {
+            (l.starts_with('-') || l.starts_with('+'))
+                && !l.starts_with("---")
+                && !l.starts_with("+++")
+        })
+        .collect();
+    assert_eq!(
+        changed,
+        [
+            "-      timeout: 800ms",
+            "+      timeout: 1.2s",
+            "-    minRetriesPerSecond: 5",
+            "+    minRetriesPerSecond: 2",
+        ],
+        "{diff}"
+    );
+    assert_eq!(snapshot(dir.path()), before);
 }

@@ -124,9 +124,13 @@ struct SelectorArgs {
     /// `pkg.Service` for the service's defaults).
     #[arg(long)]
     method: Option<String>,
-    /// envoy-route: the route's name, or its match prefix or path.
+    /// envoy-route: the route's name, or its match prefix or path;
+    /// istio-virtualservice, linkerd-serviceprofile: the route's name.
     #[arg(long)]
     route: Option<String>,
+    /// istio-virtualservice: the destination host (or one of `hosts`).
+    #[arg(long)]
+    host: Option<String>,
     /// resilience4j: the instance name.
     #[arg(long)]
     instance: Option<String>,
@@ -141,6 +145,7 @@ impl SelectorArgs {
         configs::Selector {
             method: self.method.clone(),
             route: self.route.clone(),
+            host: self.host.clone(),
             instance: self.instance.clone(),
             ignore: self.ignore.clone(),
         }
@@ -153,7 +158,7 @@ struct ImportArgs {
     file: PathBuf,
     #[command(flatten)]
     select: SelectorArgs,
-    /// The layer's name (default: from the method, route or instance).
+    /// The layer's name (default: from the method, route, host or instance).
     #[arg(long)]
     name: Option<String>,
 }

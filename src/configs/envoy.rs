@@ -53,7 +53,7 @@ const RATE_LIMITED_MAX_S: u64 = 300;
 /// the gRPC conditions read the status the response headers carry, which
 /// here is the dependency's status (503 UNAVAILABLE, 429
 /// RESOURCE_EXHAUSTED, 500 INTERNAL, as the grpc presets read them).
-const CONDITIONS: &[(&str, &[&str])] = &[
+pub(crate) const CONDITIONS: &[(&str, &[&str])] = &[
     ("5xx", &["timeout", "connection", "5xx"]),
     ("gateway-error", &["timeout", "502", "503", "504"]),
     ("reset", &["connection"]),
@@ -68,7 +68,7 @@ const CONDITIONS: &[(&str, &[&str])] = &[
 ];
 
 /// Conditions no simulated response meets (retrying them changes nothing).
-const INERT: &[&str] = &[
+pub(crate) const INERT: &[&str] = &[
     "envoy-ratelimited",
     "retriable-headers",
     "http3-post-connect-failure",
@@ -860,7 +860,7 @@ fn read_cluster(b: &mut Builder, doc: &Doc, name: Option<&str>) {
 
 /// The `retry_on` tokens and status codes that give the outcomes `want`,
 /// changing the file's tokens as little as possible.
-fn retry_on_tokens(
+pub(crate) fn retry_on_tokens(
     current: &[String],
     codes: &[u16],
     want: &[String],

@@ -1,6 +1,7 @@
 //! Retry settings read from, and written back to, the files where real
 //! systems keep them: a gRPC service config, an Envoy route configuration,
-//! a Spring Boot `application.yml` for Resilience4j (README, "Settings
+//! an Istio VirtualService, a Linkerd ServiceProfile, a Spring Boot
+//! `application.yml` for Resilience4j (README, "Settings
 //! from configuration files"; the formats' keys, units and defaults are in
 //! docs/sources/config-formats.md with their upstream sources).
 //!
@@ -24,7 +25,9 @@ pub mod durations;
 pub mod edit;
 pub mod envoy;
 pub mod grpc;
+pub mod istio;
 pub mod layer_yaml;
+pub mod linkerd;
 pub mod resilience4j;
 pub mod tree;
 pub mod write;
@@ -52,6 +55,12 @@ pub enum Format {
     /// Envoy route configuration (a bootstrap or an RDS file): the route's
     /// retry_policy and timeout, its cluster's circuit breakers.
     EnvoyRoute,
+    /// Istio `VirtualService`: an `http` route's `retries` and `timeout`
+    /// (Istio's default retry policy when `retries` is absent).
+    IstioVirtualservice,
+    /// Linkerd `ServiceProfile`: a route's `isRetryable` and `timeout`, the
+    /// profile's `retryBudget`.
+    LinkerdServiceprofile,
     /// Spring Boot `application.yml` with `resilience4j.retry` (and the
     /// circuit breaker, time limiter and bulkhead of the same instance).
     Resilience4j,
@@ -62,6 +71,8 @@ impl Format {
         match self {
             Format::GrpcServiceConfig => "grpc-service-config",
             Format::EnvoyRoute => "envoy-route",
+            Format::IstioVirtualservice => "istio-virtualservice",
+            Format::LinkerdServiceprofile => "linkerd-serviceprofile",
             Format::Resilience4j => "resilience4j",
         }
     }
@@ -69,7 +80,10 @@ impl Format {
     pub fn syntax(self) -> Syntax {
         match self {
             Format::GrpcServiceConfig => Syntax::Json,
-            Format::EnvoyRoute | Format::Resilience4j => Syntax::Yaml,
+            Format::EnvoyRoute
+            | Format::IstioVirtualservice
+            | Format::LinkerdServiceprofile
+            | Format::Resilience4j => Syntax::Yaml,
         }
     }
 
@@ -77,8 +91,22 @@ impl Format {
     pub fn selector_key(self) -> (&'static str, bool) {
         match self {
             Format::GrpcServiceConfig => ("method", true),
-            Format::EnvoyRoute => ("route", true),
+            Format::EnvoyRoute | Format::LinkerdServiceprofile => ("route", true),
+            Format::IstioVirtualservice => ("host", true),
             Format::Resilience4j => ("instance", true),
+        }
+    }
+
+    /// Every selector key this format takes (Istio: `host` and, to pick
+    /// one of the host's `http` routes, `route`).
+    pub fn selector_keys(self) -> &'static [&'static str] {
+        match self {
+            Format::IstioVirtualservice => &["host", "route"],
+            _ => match self.selector_key().0 {
+                "method" => &["method"],
+                "route" => &["route"],
+                _ => &["instance"],
+            },
         }
     }
 }
@@ -89,8 +117,8 @@ impl fmt::Display for Format {
     }
 }
 
-/// Which policy of the file: the key for the format (`method`, `route`,
-/// `instance`), and the unmodelled keys the user accepts being ignored.
+/// Which policy of the file: the keys for the format (`method`, `route`,
+/// `host`, `instance`), and the unmodelled keys the user accepts being ignored.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Selector {
@@ -98,9 +126,15 @@ pub struct Selector {
     /// service's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub method: Option<String>,
-    /// envoy-route: the route's `name`, or its match prefix or path.
+    /// envoy-route: the route's `name`, or its match prefix or path;
+    /// istio-virtualservice: the `http` route's `name`;
+    /// linkerd-serviceprofile: the route's `name`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub route: Option<String>,
+    /// istio-virtualservice: a destination host of the route, or one of
+    /// the VirtualService's `hosts`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     /// resilience4j: the instance name (its `baseConfig` is followed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instance: Option<String>,
@@ -116,7 +150,8 @@ impl Selector {
     pub fn value(&self, format: Format) -> Option<&str> {
         match format {
             Format::GrpcServiceConfig => self.method.as_deref(),
-            Format::EnvoyRoute => self.route.as_deref(),
+            Format::EnvoyRoute | Format::LinkerdServiceprofile => self.route.as_deref(),
+            Format::IstioVirtualservice => self.route.as_deref().or(self.host.as_deref()),
             Format::Resilience4j => self.instance.as_deref(),
         }
     }
@@ -124,14 +159,15 @@ impl Selector {
     /// Keys set that `format` does not take (a `route:` given for a gRPC
     /// file), by name.
     pub fn foreign_keys(&self, format: Format) -> Vec<&'static str> {
-        let own = format.selector_key().0;
+        let own = format.selector_keys();
         [
             ("method", self.method.is_some()),
             ("route", self.route.is_some()),
+            ("host", self.host.is_some()),
             ("instance", self.instance.is_some()),
         ]
         .into_iter()
-        .filter(|(k, set)| *set && *k != own)
+        .filter(|(k, set)| *set && !own.contains(k))
         .map(|(k, _)| k)
         .collect()
     }
@@ -399,6 +435,8 @@ pub(crate) fn import_doc(
     match format {
         Format::GrpcServiceConfig => grpc::read(doc, selector, &mut b),
         Format::EnvoyRoute => envoy::read(doc, selector, &mut b),
+        Format::IstioVirtualservice => istio::read(doc, selector, &mut b),
+        Format::LinkerdServiceprofile => linkerd::read(doc, selector, &mut b),
         Format::Resilience4j => resilience4j::read(doc, selector, &mut b),
     }
     if b.errors.is_empty() {

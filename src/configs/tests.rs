@@ -12,12 +12,22 @@ use super::*;
 const GRPC: &str = include_str!("../../tests/fixtures/configs/service-config.json");
 const ENVOY: &str = include_str!("../../tests/fixtures/configs/envoy.yaml");
 const R4J: &str = include_str!("../../tests/fixtures/configs/application.yml");
+const ISTIO: &str = include_str!("../../tests/fixtures/configs/virtualservice.yaml");
+const LINKERD: &str = include_str!("../../tests/fixtures/configs/serviceprofile.yaml");
 
 fn sel(format: Format, value: &str) -> Selector {
     let mut s = Selector::default();
     match format {
         Format::GrpcServiceConfig => s.method = Some(value.into()),
-        Format::EnvoyRoute => s.route = Some(value.into()),
+        Format::EnvoyRoute | Format::LinkerdServiceprofile => s.route = Some(value.into()),
+        // `HOST` or `HOST#ROUTE`.
+        Format::IstioVirtualservice => match value.split_once('#') {
+            Some((h, r)) => {
+                s.host = Some(h.into());
+                s.route = Some(r.into());
+            }
+            None => s.host = Some(value.into()),
+        },
         Format::Resilience4j => s.instance = Some(value.into()),
     }
     s
@@ -27,6 +37,8 @@ fn text(format: Format) -> &'static str {
     match format {
         Format::GrpcServiceConfig => GRPC,
         Format::EnvoyRoute => ENVOY,
+        Format::IstioVirtualservice => ISTIO,
+        Format::LinkerdServiceprofile => LINKERD,
         Format::Resilience4j => R4J,
     }
 }
@@ -396,6 +408,16 @@ fn import_then_export_is_the_identity() {
         (Format::EnvoyRoute, "/"),
         (Format::Resilience4j, "paymentService"),
         (Format::Resilience4j, "inventoryService"),
+        (
+            Format::IstioVirtualservice,
+            "orders.shop.svc.cluster.local#create-order",
+        ),
+        (Format::IstioVirtualservice, "orders#get-order"),
+        (Format::IstioVirtualservice, "orders#reports"),
+        (Format::IstioVirtualservice, "inventory"),
+        (Format::LinkerdServiceprofile, "GET /orders/{id}"),
+        (Format::LinkerdServiceprofile, "POST /orders"),
+        (Format::LinkerdServiceprofile, "GET /orders"),
     ];
     for (format, value) in cases {
         let p = import(format, value);
@@ -668,6 +690,12 @@ fn the_printed_layer_validates_in_a_scenario() {
         (Format::EnvoyRoute, "get-order"),
         (Format::Resilience4j, "paymentService"),
         (Format::Resilience4j, "inventoryService"),
+        (Format::IstioVirtualservice, "orders#create-order"),
+        (Format::IstioVirtualservice, "orders#get-order"),
+        (Format::IstioVirtualservice, "orders#reports"),
+        (Format::IstioVirtualservice, "inventory"),
+        (Format::LinkerdServiceprofile, "GET /orders/{id}"),
+        (Format::LinkerdServiceprofile, "POST /orders"),
     ] {
         let p = import(format, value);
         let layer = layer_yaml::layer_yaml(&p, "imported", &["header".into()]);
@@ -694,4 +722,412 @@ fn the_printed_layer_validates_in_a_scenario() {
             "{value}:\n{layer}"
         );
     }
+}
+
+#[test]
+fn istio_routes_and_defaults() {
+    let p = import(Format::IstioVirtualservice, "orders#create-order");
+    assert_eq!(p.selected, "VirtualService orders spec.http[0] (line 27)");
+    has(
+        &p,
+        &[
+            "total_timeout=\"3s\"",
+            "timeout=\"750ms\"",
+            "retry.max_attempts=4.0",
+            "retry.retry_on=[\"429\",\"502\",\"503\",\"504\",\"connection\",\"timeout\"]",
+            "retry.backoff.kind=\"exponential\"",
+            "retry.backoff.base=\"25ms\"",
+            "retry.backoff.cap=\"250ms\"",
+            "retry.backoff.multiplier=2.0",
+            "retry.jitter=\"full\"",
+            "retry.retry_after=\"ignore\"",
+        ],
+    );
+    lacks(&p, &["retry.budget", "bulkhead"]);
+    let o = &p.origins["retry.max_attempts"];
+    assert_eq!(
+        (o.key.as_str(), o.pos),
+        ("spec.http[0].retries.attempts", Some((42, 19)))
+    );
+    assert!(
+        p.warnings.iter().any(
+            |w| w.key == "spec.http[0].retries.retryRemoteLocalities" && w.pos == Some((45, 9))
+        ),
+        "{:?}",
+        p.warnings
+    );
+    // No retries block: Istio's default policy (retry.go), no route timeout.
+    let p = import(Format::IstioVirtualservice, "orders#get-order");
+    has(
+        &p,
+        &[
+            "retry.max_attempts=3.0",
+            "retry.retry_on=[\"503\",\"connection\"]",
+            "retry.backoff.base=\"25ms\"",
+        ],
+    );
+    lacks(&p, &["total_timeout", "timeout"]);
+    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+    // attempts: 0 turns retries off.
+    let p = import(Format::IstioVirtualservice, "orders#reports");
+    has(
+        &p,
+        &[
+            "total_timeout=\"30s\"",
+            "retry.max_attempts=1.0",
+            "retry.retry_on=[]",
+        ],
+    );
+    // A retries block without attempts: no retries, and a warning.
+    let src = ISTIO.replace("      retries:\n        attempts: 2\n", "      retries:\n");
+    let p = import_text(
+        &src,
+        "vs.yaml",
+        Format::IstioVirtualservice,
+        &sel(Format::IstioVirtualservice, "inventory"),
+    )
+    .unwrap();
+    has(&p, &["retry.max_attempts=1.0", "retry.retry_on=[]"]);
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.message.contains("no `attempts`") && w.pos == Some((86, 9))),
+        "{:?}",
+        p.warnings
+    );
+    // By destination host, short name; gRPC names, a back-off base.
+    let p = import(Format::IstioVirtualservice, "inventory");
+    has(
+        &p,
+        &[
+            "retry.max_attempts=3.0",
+            "retry.retry_on=[\"429\",\"503\"]",
+            "retry.backoff.base=\"50ms\"",
+            "retry.backoff.cap=\"500ms\"",
+        ],
+    );
+    assert!(
+        p.warnings.iter().any(|w| w.message.contains("`cancelled`")),
+        "{:?}",
+        p.warnings
+    );
+    // A host with several routes needs `route`.
+    let e = import_text(
+        ISTIO,
+        "vs.yaml",
+        Format::IstioVirtualservice,
+        &sel(Format::IstioVirtualservice, "orders"),
+    )
+    .unwrap_err();
+    assert!(
+        e[0].to_string().contains("has 3 http routes (`create-order`, `get-order`, `reports`); pick one with `route: NAME`"),
+        "{}",
+        e[0]
+    );
+}
+
+#[test]
+fn istio_unmodelled_settings_are_named_with_their_position() {
+    let src = ISTIO
+        .replace(
+            "      timeout: 3s\n",
+            "      timeout: 3s\n      fault:\n        abort: { percentage: { value: 1 }, httpStatus: 503 }\n",
+        )
+        .replace("        retryOn: gateway-error,connect-failure,refused-stream,429\n", "        retryOn: gateway-error,connect-failure,refused-stream,429,bogus\n");
+    let e = import_text(
+        &src,
+        "vs.yaml",
+        Format::IstioVirtualservice,
+        &sel(Format::IstioVirtualservice, "orders#create-order"),
+    )
+    .unwrap_err();
+    let lines: Vec<String> = e.iter().map(ToString::to_string).collect();
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    assert!(
+        lines[0].starts_with(
+            "vs.yaml:41:7: spec.http[0].fault: not modelled: injected delays or aborts"
+        ),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1].starts_with(
+            "vs.yaml:46:18: spec.http[0].retries.retryOn: `bogus` is neither a retry_on condition"
+        ),
+        "{}",
+        lines[1]
+    );
+    let e = import_text(
+        &ISTIO.replace("perTryTimeout: 750ms", "perTryTimeout: 500us"),
+        "vs.yaml",
+        Format::IstioVirtualservice,
+        &sel(Format::IstioVirtualservice, "orders#create-order"),
+    )
+    .unwrap_err();
+    assert!(
+        e[0].to_string().starts_with(
+            "vs.yaml:43:24: spec.http[0].retries.perTryTimeout: perTryTimeout must be at least 1ms"
+        ),
+        "{}",
+        e[0]
+    );
+}
+
+#[test]
+fn istio_export_changes_only_the_tuned_values() {
+    let out = export(
+        Format::IstioVirtualservice,
+        "orders#create-order",
+        &[
+            ("retry.max_attempts", json!(2)),
+            ("timeout", json!("1s")),
+            ("total_timeout", json!("2500ms")),
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        changed_lines(ISTIO, &out),
+        [
+            ("      timeout: 3s".into(), "      timeout: 2.5s".into()),
+            ("        attempts: 3".into(), "        attempts: 1".into()),
+            (
+                "        perTryTimeout: 750ms".into(),
+                "        perTryTimeout: 1s".into()
+            ),
+        ]
+    );
+    // retryOn: a status code joins the string as a bare number.
+    let out = export(
+        Format::IstioVirtualservice,
+        "orders#create-order",
+        &[(
+            "retry.retry_on",
+            json!(["timeout", "connection", 502, 503, 504]),
+        )],
+    )
+    .unwrap();
+    assert_eq!(
+        changed_lines(ISTIO, &out),
+        [(
+            "        retryOn: gateway-error,connect-failure,refused-stream,429".into(),
+            "        retryOn: gateway-error,connect-failure,refused-stream".into()
+        )]
+    );
+    // A route on Istio's default gets a retries block that keeps its retryOn.
+    let out = export(
+        Format::IstioVirtualservice,
+        "orders#get-order",
+        &[
+            ("retry.max_attempts", json!(5)),
+            ("retry.backoff.base", json!("100ms")),
+            ("retry.backoff.cap", json!("1s")),
+        ],
+    )
+    .unwrap();
+    assert!(
+        out.contains("            subset: v1\n      retries:\n        backoff: 100ms\n        attempts: 4\n    # Reports"),
+        "{out}"
+    );
+    let back = import_text(
+        &out,
+        "f",
+        Format::IstioVirtualservice,
+        &sel(Format::IstioVirtualservice, "orders#get-order"),
+    )
+    .unwrap();
+    has(
+        &back,
+        &[
+            "retry.max_attempts=5.0",
+            "retry.retry_on=[\"503\",\"connection\"]",
+            "retry.backoff.cap=\"1s\"",
+        ],
+    );
+    // What Istio cannot say.
+    let e = export(
+        Format::IstioVirtualservice,
+        "inventory",
+        &[("retry.backoff.cap", json!("2s"))],
+    )
+    .unwrap_err();
+    assert!(e[0].contains("10 × base"), "{e:?}");
+    let e = export(
+        Format::IstioVirtualservice,
+        "inventory",
+        &[("retry.budget", json!({"kind": "envoy"}))],
+    )
+    .unwrap_err();
+    assert!(
+        e[0].contains("holds no `retry.budget`") || e[0].contains("DestinationRule"),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn linkerd_routes_and_budget() {
+    let p = import(Format::LinkerdServiceprofile, "GET /orders/{id}");
+    assert_eq!(
+        p.selected,
+        "ServiceProfile orders.shop.svc.cluster.local spec.routes[0] (line 11)"
+    );
+    has(
+        &p,
+        &[
+            "total_timeout=\"800ms\"",
+            "retry.max_attempts=1000.0",
+            "retry.retry_on=[\"5xx\"]",
+            "retry.backoff.kind=\"constant\"",
+            "retry.backoff.base=\"0s\"",
+            "retry.jitter=\"none\"",
+            "retry.budget.kind=\"finagle\"",
+            "retry.budget.scope=\"instance\"",
+            "retry.budget.percent_can_retry=0.25",
+            "retry.budget.min_retries_per_sec=5.0",
+            "retry.budget.ttl=\"10s\"",
+            "retry.budget.max_requeues_fraction=0.0",
+        ],
+    );
+    lacks(&p, &["timeout"]);
+    assert_eq!(
+        p.origins["retry.budget.percent_can_retry"].pos,
+        Some((38, 17))
+    );
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.key == "spec.routes[0].condition" && w.pos == Some((12, 7))),
+        "{:?}",
+        p.warnings
+    );
+    let p = import(Format::LinkerdServiceprofile, "POST /orders");
+    has(&p, &["total_timeout=\"3s\"", "retry.max_attempts=1.0"]);
+    // The default timeout; a response class saying what the default says.
+    let p = import(Format::LinkerdServiceprofile, "GET /orders");
+    has(&p, &["total_timeout=\"10s\"", "retry.max_attempts=1000.0"]);
+    // Linkerd's default budget when the profile has none.
+    let src = LINKERD.split("  # At most").next().unwrap();
+    let p = import_text(
+        src,
+        "f",
+        Format::LinkerdServiceprofile,
+        &sel(Format::LinkerdServiceprofile, "GET /orders"),
+    )
+    .unwrap();
+    has(
+        &p,
+        &[
+            "retry.budget.percent_can_retry=0.2",
+            "retry.budget.min_retries_per_sec=10.0",
+            "retry.budget.ttl=\"10s\"",
+        ],
+    );
+    // A ratio the proxy rounds: 0.3 withdraws trunc(3.33) = 3.
+    let p = import_text(
+        &LINKERD.replace("retryRatio: 0.25", "retryRatio: 0.3"),
+        "f",
+        Format::LinkerdServiceprofile,
+        &sel(Format::LinkerdServiceprofile, "GET /orders"),
+    )
+    .unwrap();
+    let ratio = leaves(&p.fragment)["retry.budget.percent_can_retry"]
+        .as_f64()
+        .unwrap();
+    assert!((ratio - 1.0 / 3.0).abs() < 1e-12, "{ratio}");
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.message.contains("trunc(1 / 0.3) = 3")),
+        "{:?}",
+        p.warnings
+    );
+    // The layer validates with the budget (no per-call cap).
+    let layer = layer_yaml::layer_yaml(
+        &import(Format::LinkerdServiceprofile, "GET /orders"),
+        "x",
+        &[],
+    );
+    assert!(layer.contains("max_requeues_fraction: 0"), "{layer}");
+}
+
+#[test]
+fn linkerd_unmodelled_settings_are_named_with_their_position() {
+    let src = LINKERD
+        .replace("              min: 500\n", "              min: 502\n")
+        .replace(
+            "      isRetryable: false\n",
+            "      isRetryable: false\n      retryPolicy: always\n",
+        );
+    let e = import_text(
+        &src,
+        "sp.yaml",
+        Format::LinkerdServiceprofile,
+        &sel(Format::LinkerdServiceprofile, "GET /orders"),
+    )
+    .unwrap_err();
+    let lines: Vec<String> = e.iter().map(ToString::to_string).collect();
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    assert!(lines[0].starts_with("sp.yaml:31:11: spec.routes[2].responseClasses: not modelled: responseClasses[0], a response class"), "{}", lines[0]);
+    let e = import_text(
+        &src,
+        "sp.yaml",
+        Format::LinkerdServiceprofile,
+        &sel(Format::LinkerdServiceprofile, "POST /orders"),
+    )
+    .unwrap_err();
+    assert!(
+        e[0].to_string()
+            .starts_with("sp.yaml:23:7: spec.routes[1].retryPolicy: not modelled"),
+        "{}",
+        e[0]
+    );
+    let e = import_text(
+        LINKERD,
+        "sp.yaml",
+        Format::LinkerdServiceprofile,
+        &sel(Format::LinkerdServiceprofile, "PUT /orders"),
+    )
+    .unwrap_err();
+    assert!(e[0].to_string().contains("no route named `PUT /orders`; the routes are `GET /orders/{id}`, `POST /orders`, `GET /orders`"), "{}", e[0]);
+}
+
+#[test]
+fn linkerd_export_changes_only_the_tuned_values() {
+    let out = export(
+        Format::LinkerdServiceprofile,
+        "POST /orders",
+        &[
+            ("total_timeout", json!("2s")),
+            ("retry.max_attempts", json!(1000)),
+            ("retry.budget.percent_can_retry", json!(0.1)),
+            ("retry.budget.ttl", json!("20s")),
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        changed_lines(LINKERD, &out),
+        [
+            (
+                "      isRetryable: false".into(),
+                "      isRetryable: true".into()
+            ),
+            ("      timeout: 3s".into(), "      timeout: 2s".into()),
+            ("    retryRatio: 0.25".into(), "    retryRatio: 0.1".into()),
+            ("    ttl: 10s".into(), "    ttl: 20s".into()),
+        ]
+    );
+    let e = export(
+        Format::LinkerdServiceprofile,
+        "POST /orders",
+        &[("retry.max_attempts", json!(3))],
+    )
+    .unwrap_err();
+    assert!(e[0].contains("no per-request retry limit"), "{e:?}");
+    // A ratio the proxy cannot hold exactly is refused, nothing written.
+    let e = export(
+        Format::LinkerdServiceprofile,
+        "POST /orders",
+        &[("retry.budget.percent_can_retry", json!(0.3))],
+    )
+    .unwrap_err();
+    assert!(e[0].contains("cannot hold 0.3 exactly"), "{e:?}");
 }

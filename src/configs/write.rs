@@ -283,6 +283,8 @@ pub fn export_text(
     match format {
         Format::GrpcServiceConfig => super::grpc::write(&mut w, selector, &want, &changed),
         Format::EnvoyRoute => super::envoy::write(&mut w, selector, &want, &changed),
+        Format::IstioVirtualservice => super::istio::write(&mut w, selector, &want, &changed),
+        Format::LinkerdServiceprofile => super::linkerd::write(&mut w, selector, &want, &changed),
         Format::Resilience4j => super::resilience4j::write(&mut w, selector, &want, &changed),
     }
     let (edits, notes) = w

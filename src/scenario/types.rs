@@ -435,7 +435,7 @@ with_policy_fields! {policy_struct! {
     }
 }}
 
-/// `from: { file, format, method | route | instance, ignore }`.
+/// `from: { file, format, method | route | host | instance, ignore }`.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FromFile {
@@ -445,9 +445,13 @@ pub struct FromFile {
     /// grpc-service-config: `pkg.Service/Method`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub method: Option<String>,
-    /// envoy-route: the route's name or match prefix.
+    /// envoy-route: the route's name or match prefix; istio-virtualservice
+    /// and linkerd-serviceprofile: the route's name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub route: Option<String>,
+    /// istio-virtualservice: the destination host (or one of `hosts`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     /// resilience4j: the instance name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instance: Option<String>,
@@ -465,6 +469,7 @@ impl FromFile {
         crate::configs::Selector {
             method: self.method.clone(),
             route: self.route.clone(),
+            host: self.host.clone(),
             instance: self.instance.clone(),
             ignore: self.ignore.clone(),
         }

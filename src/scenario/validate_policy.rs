@@ -218,9 +218,14 @@ impl Checker {
             .max_requeues_fraction
             .filter(|_| allowed.max_requeues_fraction.is_some())
         {
-            self.fraction(v, &p("max_requeues_fraction"), "(0, 1]", |v| {
-                v > 0.0 && v <= 1.0
-            });
+            // 0: no per-call cap (Linkerd's proxy has none; the model's
+            // Finagle budget takes 0 as no cap).
+            self.fraction(
+                v,
+                &p("max_requeues_fraction"),
+                "[0, 1] (0: no per-call cap)",
+                |v| (0.0..=1.0).contains(&v),
+            );
         }
         if let Some(v) = b
             .budget_percent
@@ -489,7 +494,7 @@ mod tests {
                     b.max_requeues_fraction = Some(2.0)
                 })),
                 "max_requeues_fraction",
-                "(0, 1]",
+                "[0, 1] (0: no per-call cap)",
             ),
             (
                 Box::new(budget(BudgetKind::Envoy, |b| {

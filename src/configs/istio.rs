@@ -1,0 +1,619 @@
+//! `istio-virtualservice`: an Istio `VirtualService` (one or more YAML
+//! documents; other kinds in the file are skipped), one `spec.http[]`
+//! route picked by host and, when the host has several, by name.
+//!
+//! Istio turns the route into an Envoy route, so the simulated behaviour is
+//! Envoy's (`envoy.rs`); what Istio adds is its own defaults and spelling.
+//! Sources (docs/sources/config-formats.md §4): istio/istio
+//! `pilot/pkg/networking/core/route/retry/retry.go` (`DefaultPolicy`: with
+//! no `retries` block a route retries 2 times, `retry_on`
+//! `connect-failure,refused-stream,unavailable,cancelled,retriable-status-codes`
+//! with status 503, the `previous_hosts` predicate and 5 host selection
+//! attempts; `ConvertPolicy`: `attempts` ≤ 0 turns retries off, otherwise
+//! the default is the starting point and `attempts`, `retryOn`,
+//! `perTryTimeout` and `backoff` replace its fields; a bare number in
+//! `retryOn` that is an HTTP status is a retriable status code, and
+//! `retriable-status-codes` is added for it), istio/api
+//! `networking/v1alpha3/virtual_service.proto` (`HTTPRetry`: `attempts`,
+//! `perTryTimeout` at least 1 ms, `retryOn`, `retryRemoteLocalities`,
+//! `retryIgnorePreviousHosts`, `backoff`; `HTTPRoute.timeout`, disabled by
+//! default), and Envoy's back-off (`retry_state_impl.cc`: 25 ms base,
+//! 10 × base cap, full jitter).
+//!
+//! What maps to what:
+//!
+//! | VirtualService | layer |
+//! |---|---|
+//! | `http[].timeout` (none) | `total_timeout` |
+//! | `retries.attempts` (2 with no block; 0: off) | `retry.max_attempts` = attempts + 1 |
+//! | `retries.perTryTimeout` | `timeout` |
+//! | `retries.retryOn` (Envoy's conditions, gRPC names, status codes) | `retry.retry_on` |
+//! | `retries.backoff` (25 ms; cap 10 × base) | `retry.backoff` exponential × 2, `retry.jitter: full` |
+//!
+//! Circuit breakers and retry budgets live in a `DestinationRule`, not
+//! here: the layer's `retry.budget` and `bulkhead` are left to the
+//! scenario.
+
+use serde_json::{Map, Value, json};
+
+use super::durations::{go, parse_go};
+use super::edit::Lit;
+use super::envoy::{CONDITIONS, INERT, retry_on_tokens};
+use super::tree::{Doc, Node};
+use super::write::Writer;
+use super::{Builder, Finding, Origin, Selector, get_path, join, uint};
+use crate::scenario::units::Duration;
+
+/// `DefaultPolicy` (retry.go): 2 retries on these conditions, status 503.
+const DEFAULT_RETRIES: u64 = 2;
+const DEFAULT_RETRY_ON: &str =
+    "connect-failure,refused-stream,unavailable,cancelled,retriable-status-codes";
+const DEFAULT_CODES: &[u16] = &[503];
+/// Envoy's back-off base when `backoff` is absent (the cap is 10 × base).
+const BASE_INTERVAL_MS: u64 = 25;
+
+/// The status codes Go's `http.StatusText` knows (retry.go takes a number
+/// in `retryOn` as a status code only when it is one of these).
+fn is_http_status(c: u16) -> bool {
+    matches!(c,
+        100..=103 | 200..=208 | 226 | 300..=305 | 307 | 308 | 400..=418 | 421..=426
+        | 428 | 429 | 431 | 451 | 500..=508 | 510 | 511)
+}
+
+/// One `http` route of a VirtualService.
+pub(crate) struct HttpAt<'d> {
+    pub key: String,
+    pub node: &'d Node,
+    /// `metadata.name` of its VirtualService, for people.
+    pub vs: String,
+}
+
+fn host_matches(have: &str, want: &str) -> bool {
+    have == want || (!want.contains('.') && have.split('.').next() == Some(want))
+}
+
+/// The route the selector picks: among the `http` routes of every
+/// VirtualService whose `hosts` hold the host, or whose destinations go to
+/// it, the one named `route` (or the only one).
+pub(crate) fn select<'d>(
+    doc: &'d Doc,
+    host: &str,
+    route: Option<&str>,
+) -> Result<HttpAt<'d>, Finding> {
+    let mut all: Vec<(HttpAt<'d>, bool)> = Vec::new();
+    let mut seen_vs = false;
+    for root in &doc.roots {
+        if root.get("kind").and_then(Node::scalar) != Some("VirtualService") {
+            continue;
+        }
+        seen_vs = true;
+        let vs = root
+            .get("metadata")
+            .and_then(|m| m.get("name"))
+            .and_then(Node::scalar)
+            .unwrap_or("")
+            .to_string();
+        let Some(spec) = root.get("spec") else {
+            continue;
+        };
+        let hosts_match = spec
+            .get("hosts")
+            .map_or(&[][..], Node::items)
+            .iter()
+            .filter_map(Node::scalar)
+            .any(|h| host_matches(h, host));
+        for (i, h) in spec
+            .get("http")
+            .map_or(&[][..], Node::items)
+            .iter()
+            .enumerate()
+        {
+            let dest_match = h
+                .get("route")
+                .map_or(&[][..], Node::items)
+                .iter()
+                .filter_map(|d| d.get("destination")?.get("host")?.scalar())
+                .any(|d| host_matches(d, host));
+            all.push((
+                HttpAt {
+                    key: format!("spec.http[{i}]"),
+                    node: h,
+                    vs: vs.clone(),
+                },
+                hosts_match || dest_match,
+            ));
+        }
+    }
+    if !seen_vs {
+        return Err(Finding {
+            pos: None,
+            key: String::new(),
+            message: "no `kind: VirtualService` document in this file".into(),
+        });
+    }
+    let name = |h: &HttpAt| {
+        h.node
+            .get("name")
+            .and_then(Node::scalar)
+            .map(str::to_string)
+    };
+    let for_host: Vec<HttpAt> = all
+        .into_iter()
+        .filter(|(_, m)| *m)
+        .map(|(h, _)| h)
+        .collect();
+    if for_host.is_empty() {
+        return Err(Finding {
+            pos: None,
+            key: String::new(),
+            message: format!(
+                "no VirtualService route for host `{host}` (in `hosts` or a route's `destination.host`)"
+            ),
+        });
+    }
+    let names = |v: &[HttpAt]| -> String {
+        v.iter()
+            .map(|h| {
+                name(h).map_or(format!("unnamed (line {})", h.node.pos.0), |n| {
+                    format!("`{n}`")
+                })
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut hits: Vec<HttpAt> = match route {
+        Some(r) => {
+            let known = names(&for_host);
+            let hits: Vec<HttpAt> = for_host
+                .into_iter()
+                .filter(|h| name(h).as_deref() == Some(r))
+                .collect();
+            if hits.is_empty() {
+                return Err(Finding {
+                    pos: None,
+                    key: String::new(),
+                    message: format!(
+                        "no http route named `{r}` for host `{host}`; its routes are {known}"
+                    ),
+                });
+            }
+            hits
+        }
+        None => for_host,
+    };
+    if hits.len() == 1 {
+        return Ok(hits.remove(0));
+    }
+    Err(Finding {
+        pos: Some(hits[1].node.pos),
+        key: hits[1].key.clone(),
+        message: format!(
+            "host `{host}` has {} http routes ({}); pick one with `route: NAME` (a route's `name:`)",
+            hits.len(),
+            names(&hits)
+        ),
+    })
+}
+
+fn duration(b: &mut Builder, node: &Node, key: &str) -> Option<Duration> {
+    let d = node.scalar().and_then(|s| parse_go(s.trim()));
+    if d.is_none() {
+        b.error(
+            key,
+            Some(node.pos),
+            format!(
+                "expected a duration such as 2s or 500ms (Go), found {}",
+                node.describe()
+            ),
+        );
+    }
+    d
+}
+
+/// `retryOn` split as retry.go splits it: conditions, and status codes.
+fn split_retry_on(text: &str) -> (Vec<String>, Vec<u16>) {
+    let mut tokens = Vec::new();
+    let mut codes = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match part.parse::<u16>() {
+            Ok(c) if is_http_status(c) => codes.push(c),
+            _ => tokens.push(part.to_string()),
+        }
+    }
+    if !codes.is_empty() && !tokens.iter().any(|t| t == "retriable-status-codes") {
+        tokens.push("retriable-status-codes".into());
+    }
+    (tokens, codes)
+}
+
+/// The simulated outcomes of conditions and codes; `at` is where they
+/// are written (`None`: Istio's default, which is not checked again).
+fn outcomes(
+    b: &mut Builder,
+    tokens: &[String],
+    codes: &[u16],
+    at: Option<(&str, &Node)>,
+) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::new();
+    let mut push = |v: Value| {
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    };
+    for t in tokens {
+        if INERT.contains(&t.as_str()) {
+            if let Some((key, node)) = at {
+                b.warn(
+                    key,
+                    Some(node.pos),
+                    format!("`{t}`: no simulated response meets it, so it changes nothing"),
+                );
+            }
+            continue;
+        }
+        let Some((_, outs)) = CONDITIONS.iter().find(|(c, _)| c == t) else {
+            if let Some((key, node)) = at {
+                b.error(
+                    key,
+                    Some(node.pos),
+                    format!(
+                        "`{t}` is neither a retry_on condition Envoy knows nor an HTTP status code"
+                    ),
+                );
+            }
+            continue;
+        };
+        if t == "retriable-status-codes" {
+            for c in codes {
+                push(json!(c));
+            }
+        }
+        for o in *outs {
+            push(o.parse::<u16>().map_or(json!(o), |n| json!(n)));
+        }
+    }
+    out
+}
+
+pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
+    let Some(host) = sel.host.as_deref() else {
+        b.error("", None, "which route? a VirtualService needs `host: NAME` (a destination host, or one of `hosts`), and `route: NAME` when the host has several http routes");
+        return;
+    };
+    let r = match select(doc, host, sel.route.as_deref()) {
+        Ok(r) => r,
+        Err(f) => {
+            b.errors.push(f);
+            return;
+        }
+    };
+    b.policy.selected = format!("VirtualService {} {} (line {})", r.vs, r.key, r.node.pos.0);
+    let mut retries = None;
+    b.absent("total_timeout");
+    for e in r.node.entries() {
+        let key = join(&r.key, &e.key);
+        match e.key.as_str() {
+            "name" | "match" | "route" | "headers" | "rewrite" | "corsPolicy" => {}
+            "timeout" => {
+                if let Some(d) = duration(b, &e.value, &key)
+                    && d.0 > 0
+                {
+                    b.set("total_timeout", json!(d.to_string()), Origin { key, pos: Some(e.value.pos) });
+                }
+            }
+            "retries" => retries = Some((key, &e.value)),
+            "mirror" | "mirrors" | "mirrorPercentage" | "mirrorPercent" | "mirror_percent" => b.warn(
+                key,
+                Some(e.key_pos),
+                "not simulated: a mirrored copy goes elsewhere and its answer is dropped, so this route's attempts do not change",
+            ),
+            "fault" => b.unmodelled(&key, Some(e.key_pos), "injected delays or aborts"),
+            "redirect" | "directResponse" | "delegate" => b.error(
+                key,
+                Some(e.key_pos),
+                "this route does not forward to a destination (a redirect, a direct response or a delegate)",
+            ),
+            _ => b.unmodelled(&key, Some(e.key_pos), "an http route field stormsim does not know"),
+        }
+    }
+    b.absent("timeout");
+    b.set(
+        "retry.jitter",
+        json!("full"),
+        Origin {
+            key: "Envoy: random() % ceiling".into(),
+            pos: None,
+        },
+    );
+    for f in [
+        "retry.retry_after_cap",
+        "retry.retry_after_jitter",
+        "retry.max_elapsed",
+        "retry.backoff.throttle_base",
+    ] {
+        b.absent(f);
+    }
+    b.set(
+        "retry.backoff.truncate_ms",
+        json!(false),
+        Origin {
+            key: "Envoy".into(),
+            pos: None,
+        },
+    );
+    b.set(
+        "retry.retry_after",
+        json!("ignore"),
+        Origin {
+            key: "Istio sets no rate-limited back-off".into(),
+            pos: None,
+        },
+    );
+    b.set(
+        "retry.backoff.kind",
+        json!("exponential"),
+        Origin {
+            key: "Envoy: JitteredExponentialBackOffStrategy".into(),
+            pos: None,
+        },
+    );
+    b.set(
+        "retry.backoff.multiplier",
+        json!(2),
+        Origin {
+            key: "Envoy: doubles".into(),
+            pos: None,
+        },
+    );
+    let (dtokens, dcodes) = split_retry_on(DEFAULT_RETRY_ON);
+    let mut base = (
+        Duration::from_millis(BASE_INTERVAL_MS),
+        Origin {
+            key: "Envoy's default base_interval".into(),
+            pos: None,
+        },
+    );
+    let Some((at, p)) = retries else {
+        let outs = outcomes(b, &dtokens, DEFAULT_CODES, None);
+        b.set(
+            "retry.max_attempts",
+            json!(DEFAULT_RETRIES + 1),
+            Origin {
+                key: format!(
+                    "{}: no retries, Istio's default 2 retries (retry.go)",
+                    r.key
+                ),
+                pos: None,
+            },
+        );
+        b.set(
+            "retry.retry_on",
+            Value::Array(outs),
+            Origin {
+                key: "Istio's default retryOn (retry.go)".into(),
+                pos: None,
+            },
+        );
+        set_backoff(b, base);
+        return;
+    };
+    if !p.is_map() {
+        b.error(at, Some(p.pos), "expected a retries mapping");
+        return;
+    }
+    let mut attempts = (
+        0,
+        Origin {
+            key: format!("{at}.attempts (absent: 0, no retries)"),
+            pos: None,
+        },
+    );
+    let mut retry_on = (
+        outcomes(b, &dtokens, &dcodes, None),
+        Origin {
+            key: "Istio's default retryOn (retry.go)".into(),
+            pos: None,
+        },
+    );
+    let mut per_try = None;
+    for e in p.entries() {
+        let key = join(&at, &e.key);
+        let o = Origin {
+            key: key.clone(),
+            pos: Some(e.value.pos),
+        };
+        match e.key.as_str() {
+            "attempts" => {
+                if let Some(n) = uint(b, &e.value, &key, 0, 999) {
+                    attempts = (n, o);
+                }
+            }
+            "perTryTimeout" => {
+                if let Some(d) = duration(b, &e.value, &key) {
+                    if d < Duration::from_millis(1) {
+                        b.error(key, Some(e.value.pos), "perTryTimeout must be at least 1ms (Istio's validation)");
+                    } else {
+                        per_try = Some((d, o));
+                    }
+                }
+            }
+            "retryOn" => {
+                let (tokens, codes) = split_retry_on(e.value.scalar().unwrap_or(""));
+                let outs = outcomes(b, &tokens, &codes, Some((&key, &e.value)));
+                retry_on = (outs, o);
+            }
+            "backoff" => {
+                if let Some(d) = duration(b, &e.value, &key) {
+                    if d.0 == 0 {
+                        b.error(key, Some(e.value.pos), "backoff must be greater than 0 (Envoy's base_interval)");
+                    } else {
+                        base = (d, o);
+                    }
+                }
+            }
+            "retryRemoteLocalities" | "retryIgnorePreviousHosts" => b.warn(
+                key,
+                Some(e.key_pos),
+                "not simulated: a layer's dependency is one host, so where a retry goes changes nothing",
+            ),
+            _ => b.unmodelled(&key, Some(e.key_pos), "a retries field stormsim does not know"),
+        }
+    }
+    if p.get("attempts").is_none() {
+        b.warn(
+            at.clone(),
+            Some(p.pos),
+            "no `attempts`: Istio reads 0, which turns retries off (retry.go); write `attempts` to retry",
+        );
+    }
+    if attempts.0 == 0 {
+        // retry.go: attempts ≤ 0 is no retry policy at all.
+        b.set("retry.max_attempts", json!(1), attempts.1);
+        b.set(
+            "retry.retry_on",
+            json!([]),
+            Origin {
+                key: format!("{at}: retries off"),
+                pos: None,
+            },
+        );
+        if let Some((_, o)) = per_try {
+            b.warn(
+                o.key,
+                o.pos,
+                "no effect: with attempts 0 Istio sets no retry policy, so no per-try timeout",
+            );
+        }
+    } else {
+        b.set("retry.max_attempts", json!(attempts.0 + 1), attempts.1);
+        b.set("retry.retry_on", Value::Array(retry_on.0), retry_on.1);
+        if let Some((d, o)) = per_try {
+            b.set("timeout", json!(d.to_string()), o);
+        }
+    }
+    set_backoff(b, base);
+}
+
+fn set_backoff(b: &mut Builder, (base, origin): (Duration, Origin)) {
+    b.set("retry.backoff.base", json!(base.to_string()), origin);
+    b.set(
+        "retry.backoff.cap",
+        json!(Duration(base.0.saturating_mul(10)).to_string()),
+        Origin {
+            key: "Envoy: max_interval 10 × base_interval".into(),
+            pos: None,
+        },
+    );
+}
+
+// ---------------------------------------------------------------- export
+
+pub(crate) fn write(
+    w: &mut Writer<'_>,
+    sel: &Selector,
+    wanted: &Map<String, Value>,
+    changed: &[String],
+) {
+    let Ok(r) = select(
+        w.doc,
+        sel.host.as_deref().unwrap_or(""),
+        sel.route.as_deref(),
+    ) else {
+        return;
+    };
+    let node = r.node;
+    let retries = node.get("retries");
+    let want = |p: &str| get_path(wanted, p).filter(|v| !v.is_null());
+    let dur = |p: &str| {
+        want(p)
+            .and_then(Value::as_str)
+            .and_then(|s| crate::scenario::units::parse_duration(s).ok())
+    };
+    let mut did_backoff = false;
+    // A retries block Istio reads without `attempts` turns retries off: one
+    // added for another field takes the attempts too.
+    let needs_block = changed
+        .iter()
+        .any(|l| l == "timeout" || l == "retry.retry_on" || l.starts_with("retry.backoff"));
+    if retries.is_none() && needs_block && !changed.iter().any(|l| l == "retry.max_attempts") {
+        let n = want("retry.max_attempts")
+            .and_then(Value::as_u64)
+            .unwrap_or(DEFAULT_RETRIES + 1);
+        w.put(
+            node,
+            &r.key,
+            &["retries", "attempts"],
+            Lit::Bare(n.saturating_sub(1).to_string()),
+        )
+        .ok();
+    }
+    for leaf in changed {
+        let leaf = leaf.as_str();
+        let res = match leaf {
+            "total_timeout" => {
+                let d = dur(leaf).unwrap_or(Duration(0));
+                w.put(node, &r.key, &["timeout"], Lit::Str(go(d)))
+            }
+            "timeout" => match dur(leaf) {
+                Some(d) => w.put(node, &r.key, &["retries", "perTryTimeout"], Lit::Str(go(d))),
+                None => w.refuse_leaf(leaf, "stormsim does not remove a perTryTimeout; delete it by hand"),
+            },
+            "retry.max_attempts" => match want(leaf).and_then(Value::as_u64) {
+                Some(n) if n >= 1 => {
+                    if retries.is_none() {
+                        w.note("the route had no retries block (Istio's default policy): one is added, and the default retryOn still applies".into());
+                    }
+                    w.put(node, &r.key, &["retries", "attempts"], Lit::Bare((n - 1).to_string()))
+                }
+                _ => w.refuse_leaf(leaf, "missing"),
+            },
+            "retry.retry_on" => {
+                let wanted_list: Vec<String> = want(leaf)
+                    .and_then(Value::as_array)
+                    .map(|a| a.iter().map(|v| v.to_string().trim_matches('"').to_string()).collect())
+                    .unwrap_or_default();
+                let current = retries
+                    .and_then(|p| p.get("retryOn"))
+                    .and_then(Node::scalar)
+                    .unwrap_or(DEFAULT_RETRY_ON);
+                let (cur_tokens, mut cur_codes) = split_retry_on(current);
+                if retries.and_then(|p| p.get("retryOn")).is_none() {
+                    cur_codes = DEFAULT_CODES.to_vec();
+                }
+                match retry_on_tokens(&cur_tokens, &cur_codes, &wanted_list) {
+                    Ok((tokens, codes)) => {
+                        let mut parts: Vec<String> = tokens
+                            .into_iter()
+                            .filter(|t| t != "retriable-status-codes")
+                            .collect();
+                        parts.extend(codes.iter().map(u16::to_string));
+                        if parts.is_empty() {
+                            w.refuse_leaf(leaf, "an empty retryOn means Istio's default; retry nothing with attempts: 0 (retry.max_attempts: 1)")
+                        } else {
+                            w.put(node, &r.key, &["retries", "retryOn"], Lit::Str(parts.join(",")))
+                        }
+                    }
+                    Err(e) => w.refuse_leaf(leaf, &e),
+                }
+            }
+            "retry.backoff.base" | "retry.backoff.cap" => {
+                if did_backoff {
+                    Ok(())
+                } else {
+                    did_backoff = true;
+                    let base = dur("retry.backoff.base").unwrap_or(Duration::from_millis(BASE_INTERVAL_MS));
+                    let cap = dur("retry.backoff.cap").unwrap_or(Duration(base.0 * 10));
+                    if cap.0 != base.0.saturating_mul(10) {
+                        w.refuse_leaf("retry.backoff.cap", "Istio sets only the base interval; Envoy caps the back-off at 10 × base")
+                    } else {
+                        w.put(node, &r.key, &["retries", "backoff"], Lit::Str(go(base)))
+                    }
+                }
+            }
+            _ => w.refuse_leaf(leaf, "fixed by Istio and Envoy (exponential back-off doubling, full jitter); circuit breakers live in a DestinationRule"),
+        };
+        if let Err(e) = res {
+            w.refuse_leaf(leaf, &e).ok();
+        }
+    }
+}
