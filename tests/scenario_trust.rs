@@ -333,9 +333,11 @@ fn defaults_follow_the_users_values() {
     assert_eq!((b.base(), b.cap()), (10 * NS_PER_MS, 10 * NS_PER_MS));
     let p = policies(BASE, &["layers.api.retry.backoff.kind=constant"]);
     assert_eq!(p[0].1.retry.backoff.delay(3), 100 * NS_PER_MS);
-    // A variant's value and a sweep point's, together.
+    // A sweep point's value under each variant (a variant may not set
+    // the swept field itself: that is refused, see
+    // `a_field_set_twice_in_one_sweep_or_variant_is_refused`).
     let src = format!(
-        "{BASE}variants:\n  slow: {{ layers.api.retry.backoff.base: 10s }}\n  fast: {{}}\nsweep:\n  layers.api.retry.backoff.base: [20s, 1ms]\n"
+        "{BASE}variants:\n  slow: {{ layers.api.retry.max_attempts: 5 }}\n  fast: {{}}\nsweep:\n  layers.api.retry.backoff.base: [20s, 1ms]\n"
     );
     let p = policies(&src, &[]);
     let caps: Vec<u64> = p.iter().map(|(_, c)| c.retry.backoff.cap()).collect();
