@@ -94,9 +94,33 @@ pub fn unsafe_char_in(name: &str) -> Option<String> {
     Some(format!("U+{:04X}, {kind}", c as u32))
 }
 
+/// What a spreadsheet would do with `name` as the first thing in a CSV
+/// cell: a name that starts with `=`, `+`, `-` or `@` is read as a formula
+/// when the table is opened (CSV injection, OWASP "CSV Injection"), so
+/// names stormsim writes into its tables are refused when they do.
+pub fn formula_start(name: &str) -> Option<String> {
+    let c = name
+        .chars()
+        .next()
+        .filter(|c| matches!(c, '=' | '+' | '-' | '@'))?;
+    Some(format!(
+        "starts with `{c}`, which a spreadsheet opening the CSV tables reads as a formula; expected a name that starts with a letter or a digit"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_that_a_spreadsheet_reads_as_formulas() {
+        for bad in ["=1+1", "+x", "-x", "@SUM(A1)"] {
+            assert!(formula_start(bad).is_some(), "{bad}");
+        }
+        for ok in ["api", "x=1", "1-a", ""] {
+            assert!(formula_start(ok).is_none(), "{ok}");
+        }
+    }
 
     #[test]
     fn escapes_controls_bidi_and_invisible_characters() {

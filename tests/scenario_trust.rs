@@ -986,3 +986,32 @@ fn a_zero_visibility_timeout_is_a_warning_not_an_error() {
         Some(0)
     );
 }
+
+/// A name stormsim writes into its CSV tables (the scenario's, a layer's,
+/// a service's, a call's, a variant's) may not start with what a
+/// spreadsheet reads as a formula (`=`, `+`, `-`, `@`): opening
+/// `summary.csv` would run it.
+#[test]
+fn names_a_spreadsheet_would_run_are_refused() {
+    use stormsim::scenario::load_str;
+    for (src, at) in [
+        (
+            BASE.replacen("name: base", "name: \"=cmd\"", 1),
+            "name: name `=cmd` starts with `=`",
+        ),
+        (
+            format!("{BASE}variants:\n  - {{ name: \"@SUM(A1)\" }}\n"),
+            "variants.0.name: variant name `@SUM(A1)` starts with `@`",
+        ),
+        (
+            BASE.replace("- name: api", "- name: \"-api\""),
+            "layers.-api.name: layer name `-api` starts with `-`",
+        ),
+    ] {
+        let e = load_str(&src, "f.yaml")
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(at), "{e}");
+    }
+}

@@ -13,7 +13,7 @@ use super::types::{
 };
 use super::units::Duration;
 use super::validate_hops::Probe;
-use crate::escape::unsafe_char_in;
+use crate::escape::{formula_start, unsafe_char_in};
 
 pub const MAX_LAYERS: usize = 16;
 pub const MAX_REPLICATES: u32 = 10_000;
@@ -151,6 +151,8 @@ impl Checker {
     fn top_level(&mut self, s: &Scenario) {
         if let Some(bad) = unsafe_char_in(&s.name) {
             self.push("name", unsafe_name(&format!("name `{}`", s.name), &bad));
+        } else if let Some(why) = formula_start(&s.name) {
+            self.push("name", format!("name `{}` {why}", s.name));
         } else {
             self.check(usable_folder_name(&s.name), "name", || {
             format!(
@@ -359,6 +361,8 @@ impl Checker {
     ) {
         if let Some(bad) = unsafe_char_in(n) {
             self.push(path, unsafe_name(&format!("{what} name `{n}`"), &bad));
+        } else if let Some(why) = formula_start(n) {
+            self.push(path, format!("{what} name `{n}` {why}"));
         } else if n.chars().all(|c| c.is_ascii_digit()) && !n.is_empty() {
             self.push(path, format!(
                 "{what} name `{n}` is a number, which a field path reads as an index; expected a name with a letter, such as api"
@@ -782,6 +786,8 @@ impl Checker {
                     path,
                     unsafe_name(&format!("variant name `{}`", v.name), &bad),
                 );
+            } else if let Some(why) = formula_start(&v.name) {
+                self.push(path, format!("variant name `{}` {why}", v.name));
             } else if v.name.trim().is_empty() {
                 self.push(path, "variant name is empty; expected a name");
             } else if !seen.insert(v.name.as_str()) {
