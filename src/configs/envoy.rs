@@ -390,6 +390,20 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
             },
         ),
     }
+    envoy_retry_mechanics(b);
+    let per_try = policy
+        .as_ref()
+        .is_some_and(|(_, p)| p.get("per_try_timeout").is_some());
+    read_policy(b, policy);
+    read_hedge(b, hedge, per_try);
+    read_cluster(b, doc, cluster_name);
+}
+
+/// What Envoy's retry mechanism fixes whatever the route says (also
+/// under an Istio route, which Envoy runs): no layer timeout of its own,
+/// full jitter (`random() % ceiling`), no Retry-After cap or jitter, no
+/// elapsed bound, and backoffs not truncated to whole milliseconds.
+pub(super) fn envoy_retry_mechanics(b: &mut Builder) {
     b.absent("timeout");
     b.set(
         "retry.jitter",
@@ -415,12 +429,6 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
             pos: None,
         },
     );
-    let per_try = policy
-        .as_ref()
-        .is_some_and(|(_, p)| p.get("per_try_timeout").is_some());
-    read_policy(b, policy);
-    read_hedge(b, hedge, per_try);
-    read_cluster(b, doc, cluster_name);
 }
 
 fn read_policy(b: &mut Builder, policy: Option<(String, &Node)>) {

@@ -316,31 +316,7 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
             _ => b.unmodelled(&key, Some(e.key_pos), "an http route field stormsim does not know"),
         }
     }
-    b.absent("timeout");
-    b.set(
-        "retry.jitter",
-        json!("full"),
-        Origin {
-            key: "Envoy: random() % ceiling".into(),
-            pos: None,
-        },
-    );
-    for f in [
-        "retry.retry_after_cap",
-        "retry.retry_after_jitter",
-        "retry.max_elapsed",
-        "retry.backoff.throttle_base",
-    ] {
-        b.absent(f);
-    }
-    b.set(
-        "retry.backoff.truncate_ms",
-        json!(false),
-        Origin {
-            key: "Envoy".into(),
-            pos: None,
-        },
-    );
+    super::envoy::envoy_retry_mechanics(b);
     b.set(
         "retry.retry_after",
         json!("ignore"),

@@ -510,10 +510,9 @@ impl World<'_> {
 
     /// The round of call `id` timed out: each replica that still had one
     /// of its requests (answering late, or lost in a blackhole) failed it,
-    /// for the edge's
-    /// outlier detection. With `last_only` (Envoy's hedge on per-try
-    /// timeout, where earlier requests stay out and already counted), only
-    /// the latest request counts.
+    /// for the edge's outlier detection. With `last_only` (Envoy's hedge on
+    /// per-try timeout, where earlier requests stay out and already
+    /// counted), only the latest request counts.
     fn observe_round_timed_out(&mut self, id: CallId, last_only: bool) {
         let c = *self.call(id);
         if self.policy(c.edge).outlier.is_none() {
@@ -543,9 +542,10 @@ impl World<'_> {
         }
     }
 
-    /// Call `id` stops waiting for its status probe: a probe a blackhole
-    /// swallowed is gone (one still running answers into a later epoch
-    /// and is dropped then).
+    /// Call `id` stops waiting for its status probe: the probe's replica
+    /// no longer counts it in flight, and a probe a blackhole swallowed is
+    /// gone (one still running answers into a later epoch and is dropped
+    /// then).
     fn drop_lost_probe(&mut self, id: CallId) {
         let c = *self.call(id);
         if c.state != CallState::Probing {
@@ -557,9 +557,11 @@ impl World<'_> {
         };
         if let Children::One(child @ Child::Job(j)) = c.children
             && self.works_for(child, parent)
-            && self.job(j).vanished()
         {
-            self.finish_job(j);
+            self.unawait(j);
+            if self.job(j).vanished() {
+                self.finish_job(j);
+            }
         }
     }
 
