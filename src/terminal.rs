@@ -14,6 +14,13 @@
 //! line breaks stay, other control, bidirectional and invisible characters
 //! are written as `\u{..}`), so a path, name or value from input cannot
 //! act on the terminal, whichever message echoes it.
+//!
+//! Messages on stderr also say an operating system's error in words only:
+//! Rust writes an `io::Error` as "No such file or directory (os error 2)",
+//! and the number means nothing to a reader. [`plain_os_errors`] drops
+//! the "(os error N)" and starts the words in lower case, as the rest of a
+//! message after a colon ("cannot lock out: no such file or directory"),
+//! whichever error type carried the `io::Error` into the message.
 
 use std::fmt;
 use std::io::{self, Write};
@@ -52,10 +59,54 @@ pub fn print_raw(bytes: &[u8]) {
 
 /// Writes `args` (escaped) to stderr, ignoring a failure.
 pub fn eprint(args: fmt::Arguments<'_>) {
-    let text = args.to_string();
+    let text = plain_os_errors(args.to_string());
     let _ = io::stderr()
         .lock()
         .write_all(escape_lines(&text).as_bytes());
+}
+
+/// `text` with every operating system error said in words only: each
+/// " (os error N)" dropped, and the words before it ("No such file or
+/// directory", back to the colon that introduces them) started in lower
+/// case.
+pub fn plain_os_errors(text: String) -> String {
+    const MARK: &str = " (os error ";
+    if !text.contains(MARK) {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find(MARK) {
+        let after = &rest[at + MARK.len()..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 || !after[digits..].starts_with(')') {
+            out.push_str(&rest[..at + MARK.len()]);
+            rest = after;
+            continue;
+        }
+        let words = &rest[..at];
+        let start = words.rfind(": ").map_or(0, |i| i + 2);
+        out.push_str(&words[..start]);
+        out.push_str(&lower_first(&words[start..]));
+        rest = &after[digits + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `words` with its first letter in lower case when it starts a sentence
+/// ("No such file" → "no such file"), not when it is an acronym ("EOF").
+fn lower_first(words: &str) -> String {
+    let mut chars = words.chars();
+    match (chars.next(), chars.next()) {
+        (Some(first), Some(second)) if first.is_ascii_uppercase() && second.is_lowercase() => {
+            let mut out = String::with_capacity(words.len());
+            out.push(first.to_ascii_lowercase());
+            out.push_str(&words[1..]);
+            out
+        }
+        _ => words.to_string(),
+    }
 }
 
 /// The exit code of a command that would exit with `code`, once stdout is
@@ -119,3 +170,32 @@ macro_rules! errln {
 }
 
 pub(crate) use {errln, errout, out, outln};
+
+#[cfg(test)]
+mod tests {
+    use super::plain_os_errors;
+
+    #[test]
+    fn os_errors_are_said_in_words_only() {
+        let io = std::io::Error::from_raw_os_error(2);
+        let said = plain_os_errors(format!("error: cannot lock out/x (lock file out/.l): {io}"));
+        assert_eq!(
+            said,
+            "error: cannot lock out/x (lock file out/.l): no such file or directory"
+        );
+        let two = plain_os_errors(format!(
+            "a: {}; b: {}",
+            std::io::Error::from_raw_os_error(13),
+            std::io::Error::from_raw_os_error(28)
+        ));
+        assert_eq!(two, "a: permission denied; b: no space left on device");
+        // Not an errno: kept as written.
+        let kept = "x (os error two) and (os error 5";
+        assert_eq!(plain_os_errors(kept.to_string()), kept);
+        // An acronym stays as it is.
+        assert_eq!(
+            plain_os_errors("m: EOF reached (os error 5)".to_string()),
+            "m: EOF reached"
+        );
+    }
+}

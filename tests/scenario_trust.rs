@@ -106,12 +106,12 @@ fn type_errors_speak_the_users_words() {
         (
             "dependency.concurrency=[1]",
             "dependency.concurrency",
-            "expected a whole number from 0 to 4294967295, found a list",
+            "expected a whole number (at most 4294967295), found a list",
         ),
         (
             "dependency.concurrency=-1",
             "dependency.concurrency",
-            "expected a whole number from 0 to 4294967295, found `-1`",
+            "expected a whole number (at most 4294967295), found `-1`",
         ),
         ("name=[1]", "name", "expected text, found a list"),
         (
@@ -132,7 +132,7 @@ fn type_errors_speak_the_users_words() {
         (
             "dependency.overload.status=70000",
             "dependency.overload.status",
-            "expected a whole number from 0 to 65535",
+            "expected a whole number (at most 65535)",
         ),
         (
             "layers.api.from={file: x, format: bogus}",
@@ -291,7 +291,7 @@ fn null_unsets_a_field() {
     ]);
     let e = stderr(&o);
     assert!(
-        e.contains("<--set>: dependency.concurrency: expected a whole number from 0 to 4294967295, found nothing (null); null removes only a field that has a default"),
+        e.contains("<--set>: dependency.concurrency: expected a whole number (at most 4294967295), found nothing (null); null removes only a field that has a default"),
         "{e}"
     );
     assert!(
@@ -1014,4 +1014,75 @@ fn names_a_spreadsheet_would_run_are_refused() {
             .to_string();
         assert!(e.contains(at), "{e}");
     }
+}
+
+/// `stormsim import --name` is held to the rule of a layer's name, so what
+/// it prints pastes into a scenario: a control character, a formula start
+/// or a number is refused with exit 2 and nothing on stdout; a default
+/// name made from a numeric route is still a usable name.
+#[test]
+fn import_names_follow_the_layer_name_rule() {
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/configs/application.yml");
+    let fixture = fixture.to_str().unwrap();
+    for (name, why) in [
+        ("bad\u{1b}[31mname", "contains U+001B, a control character"),
+        ("=cmd", "starts with `=`"),
+        ("42", "is a number"),
+        ("a.b", "not usable in field paths"),
+    ] {
+        let o = stormsim(&[
+            "import",
+            fixture,
+            "--format",
+            "resilience4j",
+            "--instance",
+            "paymentService",
+            "--name",
+            name,
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{name}: {}", stderr(&o));
+        assert!(stdout(&o).is_empty(), "{name}");
+        assert!(
+            stderr(&o).contains("error: --name: layer name `"),
+            "{}",
+            stderr(&o)
+        );
+        assert!(stderr(&o).contains(why), "{name}: {}", stderr(&o));
+    }
+    let o = stormsim(&[
+        "import",
+        fixture,
+        "--format",
+        "resilience4j",
+        "--instance",
+        "paymentService",
+        "--name",
+        "payments_v2",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("- name: payments_v2\n"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+/// An operating system's error is said in words, never as "(os error N)".
+#[test]
+fn os_errors_are_said_in_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/quickstart.yaml");
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "mine").unwrap();
+    let out = file.join("sub");
+    let o = stormsim(&[
+        "run",
+        scenario.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("os error"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&file).unwrap(), b"mine");
 }

@@ -371,6 +371,14 @@ fn print_located(errors: &[ScenarioError], warning: bool) {
 
 /// `stormsim import`: the file's policy as a layer, on stdout.
 fn import(args: ImportArgs) -> i32 {
+    if let Some(problem) = args
+        .name
+        .as_deref()
+        .and_then(|n| scenario::validate::item_name_problem("layer", n))
+    {
+        errln!("error: --name: {problem}");
+        return 2;
+    }
     let label = args.file.display().to_string();
     let selector = args.select.selector();
     let format = args.select.format;
@@ -402,6 +410,9 @@ fn import(args: ImportArgs) -> i32 {
         let slug = slug.trim_matches('-').to_string();
         if slug.is_empty() {
             "imported".into()
+        } else if scenario::validate::item_name_problem("layer", &slug).is_some() {
+            // A route named `2`: a number is not a layer name.
+            format!("imported-{slug}")
         } else {
             slug
         }

@@ -810,7 +810,7 @@ mod tests {
         let e = one(&src);
         assert_eq!(
             e.to_string(),
-            "x.yaml:6:16: dependency.concurrency: expected a whole number from 0 to 4294967295, found `lots`"
+            "x.yaml:6:16: dependency.concurrency: expected a whole number (at most 4294967295), found `lots`"
         );
     }
 

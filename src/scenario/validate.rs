@@ -359,18 +359,8 @@ impl Checker {
         path: &str,
         seen: &mut HashSet<&'a str>,
     ) {
-        if let Some(bad) = unsafe_char_in(n) {
-            self.push(path, unsafe_name(&format!("{what} name `{n}`"), &bad));
-        } else if let Some(why) = formula_start(n) {
-            self.push(path, format!("{what} name `{n}` {why}"));
-        } else if n.chars().all(|c| c.is_ascii_digit()) && !n.is_empty() {
-            self.push(path, format!(
-                "{what} name `{n}` is a number, which a field path reads as an index; expected a name with a letter, such as api"
-            ));
-        } else if !usable_layer_name(n) {
-            self.push(path, format!(
-                "{what} name `{n}` is not usable in field paths; expected a non-empty name without `.`, brackets or spaces"
-            ));
+        if let Some(problem) = item_name_problem(what, n) {
+            self.push(path, problem);
         } else if !seen.insert(n) {
             self.push(
                 path,
@@ -810,6 +800,30 @@ fn usable_folder_name(name: &str) -> bool {
 /// The message about a name that holds an unsafe character: names end up
 /// on terminals, in tables and in folder names, where such a character
 /// could hide or rewrite what is shown.
+/// What is wrong with `n` as the name of a layer, service or call
+/// (`what`), if anything: a name is shown in tables and terminals and
+/// stands in field paths, so it holds no control or invisible characters,
+/// does not start as a spreadsheet formula, is not a number (a path reads
+/// that as an index) and has no `.`, brackets or spaces. `stormsim
+/// import --name` is held to the same rule, so what it prints pastes.
+pub fn item_name_problem(what: &str, n: &str) -> Option<String> {
+    if let Some(bad) = unsafe_char_in(n) {
+        Some(unsafe_name(&format!("{what} name `{n}`"), &bad))
+    } else if let Some(why) = formula_start(n) {
+        Some(format!("{what} name `{n}` {why}"))
+    } else if n.chars().all(|c| c.is_ascii_digit()) && !n.is_empty() {
+        Some(format!(
+            "{what} name `{n}` is a number, which a field path reads as an index; expected a name with a letter, such as api"
+        ))
+    } else if !usable_layer_name(n) {
+        Some(format!(
+            "{what} name `{n}` is not usable in field paths; expected a non-empty name without `.`, brackets or spaces"
+        ))
+    } else {
+        None
+    }
+}
+
 pub(super) fn unsafe_name(what: &str, bad: &str) -> String {
     format!(
         "{what} contains {bad}; expected a name without control or invisible formatting characters (they could rewrite what a terminal or a table shows)"

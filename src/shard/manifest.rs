@@ -90,7 +90,13 @@ impl Manifest {
             // serde_json says "… at line L column C": as a location first.
             let text = e.to_string();
             let suffix = format!(" at line {} column {}", e.line(), e.column());
-            let what = text.strip_suffix(&suffix).unwrap_or(&text);
+            let what = match e.classify() {
+                // serde_json says "EOF while parsing an object".
+                serde_json::error::Category::Eof => {
+                    "the file ends before its JSON does (was it cut short?)"
+                }
+                _ => text.strip_suffix(&suffix).unwrap_or(&text),
+            };
             format!(
                 "{shown}:{}:{}: not a valid shard manifest: {what}",
                 e.line(),
