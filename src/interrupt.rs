@@ -8,7 +8,10 @@
 //! lock files it knows of. The commands that write (`run`, `merge`,
 //! `plot`) install the handler first thing, before reading anything, so a
 //! signal at any moment ends them with [`EXIT_CODE`] and a message; their
-//! reading and chart drawing poll the flag too. Commands that write nothing
+//! reading and chart drawing poll the flag too. While a command only reads
+//! and checks its input ([`reading`]: a scenario with a sweep of 100 000
+//! points takes seconds to check), there is nothing to finish and nothing
+//! to save, so the first signal quits at once. Commands that write nothing
 //! (`validate`, `check`, ...) do not install the handler and keep the
 //! default: they die at once.
 
@@ -25,6 +28,26 @@ static CLEANUP: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 /// Raised while an output folder is being swapped into place: a second
 /// signal then waits for the swap rather than quit halfway through it.
 static CRITICAL: AtomicBool = AtomicBool::new(false);
+/// Raised while a command only reads its input: a signal quits at once.
+static READING: AtomicBool = AtomicBool::new(false);
+
+/// What to say when a signal ends [`reading`].
+static READING_MESSAGE: Mutex<String> = Mutex::new(String::new());
+
+/// Runs `f` (reading and checking the input, nothing written yet) with
+/// the first signal quitting at once, as a second one would: there is no
+/// safe point to wait for. `message` is what the command then says (its
+/// usual words for a stop: "interrupted: nothing was written"). Staging
+/// folders and locks taken before are removed on the way out.
+pub fn reading<T>(message: &str, f: impl FnOnce() -> T) -> T {
+    if let Ok(mut m) = READING_MESSAGE.lock() {
+        *m = message.to_string();
+    }
+    READING.store(true, Ordering::SeqCst);
+    let out = f();
+    READING.store(false, Ordering::SeqCst);
+    out
+}
 
 /// Runs `f` (a few renames) with quitting at once held off: the second
 /// signal then lets it finish. A stop asked for during `f` is still seen
@@ -40,6 +63,16 @@ pub fn uninterrupted<T>(f: impl FnOnce() -> T) -> T {
 pub fn install() {
     // An error means a handler is already set, ours or the embedder's.
     let _ = ctrlc::set_handler(|| {
+        if READING.load(Ordering::SeqCst) && !CRITICAL.load(Ordering::SeqCst) {
+            REQUESTED.store(true, Ordering::SeqCst);
+            remove_staging();
+            let said = READING_MESSAGE
+                .lock()
+                .map(|m| m.clone())
+                .unwrap_or_default();
+            crate::terminal::errln!("\n{said}");
+            std::process::exit(EXIT_CODE);
+        }
         if REQUESTED.swap(true, Ordering::SeqCst) {
             if CRITICAL.load(Ordering::SeqCst) {
                 crate::terminal::errln!(

@@ -409,3 +409,51 @@ fn sigterm_while_drawing_a_large_sweep_stops_plot() {
     );
     assert!(tree(&out) == before, "plot changed the folder");
 }
+
+/// While `run` only reads and checks its scenario (a sweep of 100 000
+/// points takes seconds to check), there is no safe point to wait for:
+/// the first signal quits at once, says so, and nothing is written.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_signal_while_reading_a_large_sweep_quits_at_once() {
+    let root = tempfile::tempdir().unwrap();
+    let file = root.path().join("big.yaml");
+    let list = |n: u32| {
+        (1..=n)
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    std::fs::write(
+        &file,
+        format!(
+            "name: big\nduration: 2s\n\
+             dependency: {{ concurrency: 8, service_time: {{ dist: exponential, mean: 20ms }} }}\n\
+             clients: {{ arrival: {{ kind: poisson, rate: 50/s }} }}\n\
+             layers:\n  - {{ name: api, timeout: 1s, retry: {{ max_attempts: 3 }} }}\n\
+             sweep:\n  layers.api.retry.max_attempts: [{}]\n  dependency.concurrency: [{}]\n  \
+             layers.api.timeout: [100ms, 200ms, 300ms, 400ms, 500ms, 600ms, 700ms, 800ms, 900ms, 1s]\n",
+            list(100),
+            list(100)
+        ),
+    )
+    .unwrap();
+    let out = root.path().join("out");
+    let (code, stderr) = sigterm_early(&[
+        "run".as_ref(),
+        file.as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert_eq!(code, interrupt::EXIT_CODE, "{stderr}");
+    assert!(
+        stderr.contains("interrupted: nothing was written (stopped while reading the scenario)"),
+        "{stderr}"
+    );
+    assert!(!out.exists());
+    assert!(
+        leftovers(root.path()).is_empty(),
+        "{:?}",
+        leftovers(root.path())
+    );
+}

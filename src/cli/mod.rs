@@ -668,7 +668,10 @@ fn merge(args: MergeArgs) -> i32 {
             interrupt::EXIT_CODE
         }
     };
-    let plan = match shard::merge::plan(&args.dirs) {
+    let plan = match interrupt::reading(
+        "interrupted: nothing was written (stopped while reading the shards)",
+        || shard::merge::plan(&args.dirs),
+    ) {
         Ok(p) => p,
         Err(e) => return merge_failed(e, None),
     };
@@ -813,7 +816,14 @@ fn plot(args: PlotArgs) -> i32 {
             return e.exit_code();
         }
     };
-    let files = match report::ChartData::from_dir(dir).and_then(|d| report::visual_files(&d)) {
+    let data = interrupt::reading(
+        &format!(
+            "interrupted: nothing was changed in {} (charts/ and report.html not redrawn; stopped while reading the run)",
+            dir.display()
+        ),
+        || report::ChartData::from_dir(dir),
+    );
+    let files = match data.and_then(|d| report::visual_files(&d)) {
         Ok(f) => f,
         Err(report::ReportError::Table(e)) => {
             errln!("error: cannot read the run in {}: {e}", dir.display());

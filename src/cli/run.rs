@@ -31,7 +31,10 @@ use crate::workers;
 pub(super) fn run(args: RunArgs) -> i32 {
     // First thing: a signal from now on ends the command with a message.
     interrupt::install();
-    let settings = match Settings::from_args(&args) {
+    let settings = match interrupt::reading(
+        "interrupted: nothing was written (stopped while reading the scenario)",
+        || Settings::from_args(&args),
+    ) {
         Ok(s) => s,
         Err(e) => return e.report(),
     };

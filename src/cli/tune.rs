@@ -60,7 +60,10 @@ pub(super) fn tune(args: TuneArgs) -> i32 {
     if let Some(b) = args.budget {
         sets.push(format!("tune.budget={b}"));
     }
-    let s = match load(Some(&args.file), &sets) {
+    let s = match interrupt::reading(
+        "interrupted: nothing was written (stopped while reading the scenario)",
+        || load(Some(&args.file), &sets),
+    ) {
         Ok(s) => s,
         Err(e) => return report_errors(&e),
     };
