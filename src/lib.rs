@@ -18,6 +18,7 @@ pub mod fuzz;
 pub mod input_file;
 pub mod interrupt;
 pub mod invariants;
+pub mod memory_gate;
 pub mod metrics;
 pub mod model;
 pub mod report;

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rayon::prelude::*;
 
 use crate::invariants;
+use crate::memory_gate::MemoryGate;
 use crate::metrics::recorder::MAX_BUCKETS;
 use crate::metrics::shape::{RunShape, VariantShape};
 use crate::metrics::slo::Objectives;
@@ -38,6 +39,10 @@ pub struct VariantPlan {
     pub params: Vec<(String, String)>,
     /// The scenario's SLO, which every run is judged against.
     pub slo: Option<Objectives>,
+    /// The memory one of its runs allocates from its start
+    /// (`scenario::memory::Estimate::at_start`): runs in parallel are
+    /// admitted by it ([`MemoryGate`]).
+    pub memory: u64,
 }
 
 pub use crate::metrics::run::{RunResult, replicate_seed};
@@ -47,6 +52,7 @@ pub fn plan(s: &Scenario) -> Result<Vec<VariantPlan>, ScenarioErrors> {
     Ok(scenario::expand_all(s)?
         .into_iter()
         .map(|e| VariantPlan {
+            memory: scenario::memory::estimate(&e.scenario).at_start(),
             config: scenario::to_model(&e.scenario),
             occ: scenario::to_occ(&e.scenario),
             slo: scenario::slo::objectives(&e.scenario),
@@ -267,13 +273,17 @@ fn run_each<T: Send>(
     stop: &AtomicBool,
     keep: impl Fn(RunResult) -> T + Sync,
 ) -> Vec<Option<T>> {
+    let gate = MemoryGate::for_this_process();
     items
         .par_iter()
         .map(|&(v, r)| {
             if stop.load(Ordering::Relaxed) {
                 return None;
             }
-            let result = run_one_until(&variants[v], v, r, scenario_seed, stop);
+            let plan = &variants[v];
+            let result = gate.admit(plan.memory, || {
+                run_one_until(plan, v, r, scenario_seed, stop)
+            });
             if result.summary.aborted == Some(Abort::Interrupted) {
                 return None;
             }

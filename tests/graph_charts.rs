@@ -99,6 +99,7 @@ fn draw() -> Drawn {
             occ: None,
             params: Vec::new(),
             slo: None,
+            memory: 0,
         })
         .collect();
     let results = runner::run_all(&plans, 2, 11, &|_| {});

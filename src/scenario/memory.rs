@@ -53,6 +53,9 @@ pub struct Part {
     /// How the size comes about, in words.
     pub how: String,
     pub bytes: u64,
+    /// Whether it grows with load up to a guard rail (requests in flight,
+    /// records per request) rather than being allocated from the start.
+    pub grows: bool,
 }
 
 /// The estimate of one run, largest part first.
@@ -60,6 +63,19 @@ pub struct Part {
 pub struct Estimate {
     pub bytes: u64,
     pub parts: Vec<Part>,
+}
+
+impl Estimate {
+    /// What the run allocates from its start, whatever its load: the
+    /// parts that do not grow. Runs held in memory at once are admitted
+    /// by this (`runner`), so that runs that each fit do not together
+    /// exhaust the machine.
+    pub fn at_start(&self) -> u64 {
+        self.parts
+            .iter()
+            .filter(|p| !p.grows)
+            .fold(0u64, |t, p| t.saturating_add(p.bytes))
+    }
 }
 
 /// The memory one run of `s` needs (see the module documentation).
@@ -70,6 +86,7 @@ pub fn estimate(s: &Scenario) -> Estimate {
             path: "occ.clients".into(),
             how: format!("{} clients", o.clients),
             bytes: u64::from(o.clients) * OCC_CLIENT_BYTES,
+            grows: false,
         });
         // Its length is known only when it ends: the most buckets.
         let max = crate::metrics::recorder::MAX_BUCKETS as u64;
@@ -77,6 +94,7 @@ pub fn estimate(s: &Scenario) -> Estimate {
             path: "bucket".into(),
             how: format!("up to {max} time buckets"),
             bytes: Recorder::state_bytes(max, 1, 1),
+            grows: false,
         });
         return total(parts);
     }
@@ -89,7 +107,29 @@ pub fn estimate(s: &Scenario) -> Estimate {
             m.topology.edges().len()
         ),
         bytes: Recorder::state_bytes(m.duration, m.bucket, m.topology.edges().len()),
+        grows: false,
     });
+    // Per service and bucket: its counters and gauges while the run goes,
+    // then a row of `services_timeseries.csv` kept with the run's results.
+    let services = m.topology.services().len();
+    if services > 0 {
+        let state = crate::metrics::services::ServiceMetrics::state_bytes(
+            buckets,
+            services,
+            m.topology.edges().len(),
+        );
+        let rows = buckets
+            .saturating_mul(services as u64)
+            .saturating_mul(std::mem::size_of::<crate::metrics::services::ServiceRow>() as u64);
+        parts.push(Part {
+            path: "bucket".into(),
+            how: format!(
+                "{buckets} time buckets (duration / bucket) × {services} service(s): counters and rows of services_timeseries.csv"
+            ),
+            bytes: state.saturating_add(rows),
+            grows: false,
+        });
+    }
     let labels = edge_labels(s);
     for (l, label) in m.topology.edges().iter().map(|e| &e.policy).zip(&labels) {
         for (what, count, each) in gates::state_bytes(l) {
@@ -113,6 +153,7 @@ pub fn estimate(s: &Scenario) -> Estimate {
                 path,
                 how,
                 bytes: count.saturating_mul(each),
+                grows: false,
             });
         }
     }
@@ -130,6 +171,7 @@ pub fn estimate(s: &Scenario) -> Estimate {
                     bytes_text(each)
                 ),
                 bytes: count.saturating_mul(each),
+                grows: false,
             });
         }
     }
@@ -155,6 +197,7 @@ pub fn estimate(s: &Scenario) -> Estimate {
                     bytes_text(each)
                 ),
                 bytes: count.saturating_mul(each),
+                grows: false,
             });
         }
     }
@@ -166,13 +209,14 @@ pub fn estimate(s: &Scenario) -> Estimate {
             m.limits.max_in_flight
         ),
         bytes: m.limits.max_in_flight.saturating_mul(IN_FLIGHT_BYTES),
+        grows: true,
     });
-    let services = m.topology.services().len() as u64;
     if s.is_graph() {
         parts.push(Part {
             path: "services".into(),
             how: format!("{services} services' servers and random streams"),
-            bytes: services * SERVICE_BYTES,
+            bytes: services as u64 * SERVICE_BYTES,
+            grows: false,
         });
     }
     if let Some(c) = m.closed {
@@ -180,6 +224,7 @@ pub fn estimate(s: &Scenario) -> Estimate {
             path: "clients.arrival.clients".into(),
             how: format!("{} closed-loop clients", c.clients),
             bytes: u64::from(c.clients) * CLIENT_BYTES,
+            grows: false,
         });
     }
     // A record per message; a commit count per request at each service
@@ -222,6 +267,7 @@ pub fn estimate(s: &Scenario) -> Estimate {
             },
             how: format!("about {requests} logical requests over the run ({field}: {what})"),
             bytes: requests.saturating_mul(each),
+            grows: true,
         });
     }
     total(parts)
@@ -317,6 +363,50 @@ mod tests {
 
     fn with(extra: &str) -> Result<Scenario, crate::scenario::ScenarioErrors> {
         load_str(&format!("{MINIMAL}{extra}"), "x.yaml")
+    }
+
+    /// A graph of 100 services over 100 000 buckets: every service keeps
+    /// counters and a row of services_timeseries.csv per bucket, counted
+    /// exactly (it aborted the process on a failed allocation of 1.76 GB
+    /// when only the chain's series were counted); the file's rows are
+    /// refused beyond the row limit.
+    #[test]
+    fn every_services_series_is_counted() {
+        use crate::metrics::services::{ServiceMetrics, ServiceRow};
+        let graph = |services: usize, duration: &str| {
+            let mut src = format!(
+                "name: g\nduration: {duration}\nbucket: 1s\nreplicates: 1\n\
+                 clients: {{ arrival: {{ kind: poisson, rate: 10/s }}, calls: {{ to: s0, timeout: 1s }} }}\nservices:\n"
+            );
+            for i in 0..services {
+                src.push_str(&format!(
+                    "  - {{ name: s{i}, concurrency: 4, service_time: {{ dist: constant, value: 1ms }} }}\n"
+                ));
+            }
+            src
+        };
+        let s = load_str(&graph(100, "10000s"), "g.yaml").unwrap();
+        let e = estimate(&s);
+        let part = e
+            .parts
+            .iter()
+            .find(|p| p.how.contains("× 100 service(s)"))
+            .expect("the services' series are a part");
+        let rows = 10_000u64 * 100;
+        assert_eq!(
+            part.bytes,
+            ServiceMetrics::state_bytes(10_000, 100, 1)
+                + rows * std::mem::size_of::<ServiceRow>() as u64
+        );
+        assert!(!part.grows);
+        assert!(e.at_start() >= part.bytes && e.at_start() < e.bytes);
+        let err = load_str(&graph(100, "100000s"), "g.yaml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("the run would write 10000000 rows of services_timeseries.csv"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -43,18 +43,40 @@ pub fn timeseries_rows_issue<'a>(
     runs: impl Iterator<Item = &'a Scenario>,
     replicates: u32,
 ) -> Option<Issue> {
-    let (mut variants, mut rows) = (0u64, 0u64);
+    let (mut variants, mut rows, mut service_rows) = (0u64, 0u64, 0u64);
     for s in runs {
         variants += 1;
-        rows = rows.saturating_add(buckets(s).saturating_mul(replicates as u64));
+        let per_run = buckets(s).saturating_mul(replicates as u64);
+        rows = rows.saturating_add(per_run);
+        service_rows = service_rows.saturating_add(per_run.saturating_mul(service_count(s)));
     }
-    (rows > MAX_TIMESERIES_ROWS).then(|| Issue {
-        path: "replicates".into(),
+    let runs = variants * replicates as u64;
+    if rows > MAX_TIMESERIES_ROWS {
+        return Some(Issue {
+            path: "replicates".into(),
+            message: format!(
+                "the run would write {rows} rows of timeseries.csv ({runs} runs, one row per bucket each); expected at most {MAX_TIMESERIES_ROWS}: use fewer replicates or sweep points, or a longer bucket"
+            ),
+        });
+    }
+    (service_rows > MAX_TIMESERIES_ROWS).then(|| Issue {
+        path: "bucket".into(),
         message: format!(
-            "the run would write {rows} rows of timeseries.csv ({} runs, one row per bucket each); expected at most {MAX_TIMESERIES_ROWS}: use fewer replicates or sweep points, or a longer bucket",
-            variants * replicates as u64
+            "the run would write {service_rows} rows of services_timeseries.csv ({runs} runs, one row per bucket and service each); expected at most {MAX_TIMESERIES_ROWS}: use a longer bucket, fewer services, or fewer replicates or sweep points"
         ),
     })
+}
+
+/// The services a run of `s` writes rows of `services_timeseries.csv`
+/// for: a graph's services, or a chain's one dependency.
+fn service_count(s: &Scenario) -> u64 {
+    if s.occ.is_some() {
+        0
+    } else if s.is_graph() {
+        s.services.len() as u64
+    } else {
+        1
+    }
 }
 
 /// One semantic problem: the field path and what was expected.
