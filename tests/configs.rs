@@ -339,3 +339,54 @@ fn export_a_linkerd_route_from_a_scenario() {
     );
     assert_eq!(snapshot(dir.path()), before);
 }
+
+/// The edited file stays the user's, however it is shared: its owner,
+/// group and mode, and its inode when another name (a hard link) shares
+/// it, so that every name sees the change.
+#[test]
+fn export_keeps_the_files_owner_mode_and_links() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let dir = workspace();
+    let p = dir.path();
+    std::fs::write(p.join("best.yaml"), "layers.orders.retry.max_attempts: 3\n").unwrap();
+    let original = std::fs::read_to_string(p.join("service-config.json")).unwrap();
+    let edited = original.replace("\"maxAttempts\": 4,", "\"maxAttempts\": 3,");
+    // Alone, with an unusual mode (and, under root, another owner); then
+    // with a second hard link.
+    for linked in [false, true] {
+        let file = p.join("service-config.json");
+        std::fs::write(&file, &original).unwrap();
+        let _ = std::fs::remove_file(p.join("other-name.json"));
+        if linked {
+            std::fs::hard_link(&file, p.join("other-name.json")).unwrap();
+        }
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let is_root = std::fs::metadata(p).unwrap().uid() == 0
+            && std::os::unix::fs::chown(&file, Some(65534), Some(65534)).is_ok();
+        let before = std::fs::metadata(&file).unwrap();
+        let out = export(p, &GRPC_CREATE_ORDER, &[]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let after = std::fs::metadata(&file).unwrap();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), edited);
+        assert_eq!(after.mode(), before.mode(), "linked {linked}");
+        assert_eq!(after.mode() & 0o777, 0o640);
+        assert_eq!((after.uid(), after.gid()), (before.uid(), before.gid()));
+        if is_root {
+            assert_eq!((after.uid(), after.gid()), (65534, 65534));
+        }
+        if linked {
+            assert_eq!(after.ino(), before.ino(), "the hard link was broken");
+            assert_eq!(
+                std::fs::read_to_string(p.join("other-name.json")).unwrap(),
+                edited
+            );
+            assert_eq!(after.nlink(), 2);
+        }
+        // No temporary file left beside it.
+        let names: Vec<String> = std::fs::read_dir(p)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(!names.iter().any(|n| n.ends_with(".tmp")), "{names:?}");
+    }
+}
