@@ -515,4 +515,33 @@ fn a_layers_configuration_file_is_an_input_even_with_force() {
             .stderr(contains("the input").and(contains("service-config.json")));
         assert_eq!(tree(&deploy), before, "{args:?} touched the folder");
     }
+    // `merge` knows the `from` paths only as the scenario wrote them
+    // (relative to a scenario file it never sees): it refuses every folder
+    // they can name, here a sibling of the scenario's folder and the
+    // scenario's own folder, with the config beside the scenario.
+    let beside = root.path().join("beside");
+    fs::create_dir_all(&beside).unwrap();
+    fs::copy(&config, beside.join("service-config.json")).unwrap();
+    let own = fs::read_to_string(scen.join("orders.yaml"))
+        .unwrap()
+        .replace("../deploy/service-config.json", "service-config.json");
+    fs::write(beside.join("orders.yaml"), own).unwrap();
+    for (scenario, shard, out) in [
+        ("scen/orders.yaml", "sh0", "deploy"),
+        ("beside/orders.yaml", "sh1", "beside"),
+    ] {
+        stormsim()
+            .current_dir(root.path())
+            .args(["run", scenario, "--shard", "0/1", "--out", shard, "--quiet"])
+            .assert()
+            .code(0);
+        let before = tree(&root.path().join(out));
+        stormsim()
+            .current_dir(root.path())
+            .args(["merge", shard, "--out", out, "--force"])
+            .assert()
+            .code(2)
+            .stderr(contains("layer `api` reads").and(contains("service-config.json")));
+        assert_eq!(tree(&root.path().join(out)), before, "merge touched {out}");
+    }
 }

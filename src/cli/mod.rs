@@ -685,6 +685,16 @@ fn merge(args: MergeArgs) -> i32 {
             }
         },
     };
+    if let Some((layer, file, inside)) = shard::merge::from_file_inside(&plan, &out_path) {
+        errln!(
+            "error: the output folder {} holds {}, which the scenario's layer `{layer}` reads \
+             (from: {file}); merge will not replace that folder, even with --force: \
+             choose another output folder",
+            out_path.display(),
+            inside.display()
+        );
+        return 2;
+    }
     let inputs = plan.shard_dirs();
     let out = match OutputDir::prepare(
         &out_path,
