@@ -345,6 +345,54 @@ fn a_run_into_a_folder_of_shard_folders_keeps_them() {
     assert!(root.join("shard-0-of-2/manifest.json").is_file());
     assert!(root.join("shard-1-of-2/manifest.json").is_file());
     assert!(root.join("summary.csv").is_file());
+    // A shard written over them would carry them inside it, where merge
+    // does not look: refused, before simulating, with the way out.
+    let before = tree(&root);
+    for shard in ["0/2", "1/3"] {
+        refused_before_simulating(
+            run_verbose(
+                t,
+                &[
+                    q(&quickstart()),
+                    "--shard",
+                    shard,
+                    "--out",
+                    "output/quickstart",
+                    "--force",
+                ],
+            ),
+            "holds shard folders",
+        );
+        assert_eq!(tree(&root), before);
+    }
+    // Shard folders nested in one (an older stormsim put them there):
+    // merge says which shards it found where, and where the others are.
+    let nested = t.join("nested");
+    copy_tree(&root.join("shard-0-of-2"), &nested);
+    copy_tree(&root.join("shard-1-of-2"), &nested.join("s1"));
+    stormsim()
+        .current_dir(t)
+        .args(["merge", "nested", "--out", "merged"])
+        .assert()
+        .code(2)
+        .stderr(contains("missing shard 1 of 2"))
+        .stderr(contains("found shard 0 in nested"))
+        .stderr(contains("give them too: nested/s1"));
+}
+
+fn q(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Copies the files of `from` (one level of folders deep) into `to`.
+fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for e in fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_file() {
+            fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
+        }
+    }
 }
 
 /// The marker lists every file and folder stormsim wrote, with its kind:

@@ -233,6 +233,35 @@ impl Settings {
     /// Takes the output folder (refusing a user's folder, an input, a
     /// symlink, a file), before any run.
     fn prepare_output(&self) -> Result<OutputDir, OutputError> {
+        // A shard folder is never written over a folder of shard folders:
+        // they would be carried inside it, where `merge` does not look.
+        if self.shard.is_some() {
+            let inner: Vec<String> = std::fs::read_dir(&self.out_path)
+                .into_iter()
+                .flatten()
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| {
+                    std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir())
+                        && p.join(shard::MANIFEST).is_file()
+                })
+                .map(|p| p.display().to_string())
+                .collect();
+            if !inner.is_empty() {
+                let mut inner = inner;
+                inner.sort();
+                return Err(OutputError::Refused(format!(
+                    "{} holds shard folders ({}); a shard folder written there would \
+                     carry them inside it, where merge does not look: give this shard a \
+                     folder of its own beside them (--out {})",
+                    self.out_path.display(),
+                    inner.iter().take(5).cloned().collect::<Vec<_>>().join(", "),
+                    self.out_path
+                        .join(self.shard.map_or_else(String::new, |s| s.folder_name()))
+                        .display()
+                )));
+            }
+        }
         OutputDir::prepare(
             &self.out_path,
             Options {

@@ -609,12 +609,38 @@ fn check_manifests(shards: &[Shard]) -> Result<(), String> {
         } else {
             String::new()
         };
+        let found: Vec<String> = by_index
+            .iter()
+            .take(LISTED)
+            .map(|(i, v)| format!("shard {i} in {}", dirs_of(v.iter().copied())))
+            .collect();
+        // Shard folders inside a shard folder (written there by an older
+        // stormsim, or moved there) are not read: say where they are.
+        let nested: Vec<String> = shards
+            .iter()
+            .filter_map(|s| std::fs::read_dir(&s.dir).ok())
+            .flatten()
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.is_dir() && p.join(MANIFEST).is_file())
+            .take(LISTED)
+            .map(|p| p.display().to_string())
+            .collect();
+        let nested = if nested.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; shard folders inside a shard folder are not read, give them too: {}",
+                nested.join(", ")
+            )
+        };
         return Err(format!(
             "missing shard{} {}{more} of {n} (expected one folder for each of shards 0 to {}; \
-             their default folder is shard-I-of-{n})",
+             their default folder is shard-I-of-{n}); found {}{nested}",
             if missing_count == 1 { "" } else { "s" },
             missing.join(", "),
-            n - 1
+            n - 1,
+            found.join(", ")
         ));
     }
     // Each shard holds exactly the items the rule gives it, named as in
