@@ -390,3 +390,88 @@ fn export_keeps_the_files_owner_mode_and_links() {
         assert!(!names.iter().any(|n| n.ends_with(".tmp")), "{names:?}");
     }
 }
+
+/// A key written twice in a JSON configuration file (a JSON reader keeps
+/// one of them without a word) is refused, at any depth, with the file,
+/// the line and column of the second one and its key path, for `import`,
+/// `export` and a scenario's `from`; a YAML file's likewise.
+#[test]
+fn a_key_written_twice_is_refused_wherever_it_is() {
+    let dir = workspace();
+    let p = dir.path();
+    std::fs::write(p.join("best.yaml"), "layers.orders.retry.max_attempts: 3\n").unwrap();
+    let cases: [(&str, &str, &str, &str); 3] = [
+        (
+            "{\"methodConfig\": [],\n \"methodConfig\": []}\n",
+            "dup.json:2:2:",
+            "`methodConfig`",
+            "orders.v1.Orders/CreateOrder",
+        ),
+        (
+            "{\"methodConfig\": [{\"name\": [{\"service\": \"orders.v1.Orders\"}],\n  \"timeout\": \"1s\", \"timeout\": \"2s\"}]}\n",
+            "dup.json:2:20:",
+            "`methodConfig[0].timeout`",
+            "orders.v1.Orders/CreateOrder",
+        ),
+        (
+            "{\"methodConfig\": [{\"name\": [{\"service\": \"orders.v1.Orders\", \"service\": \"x\"}]}]}\n",
+            "dup.json:1:61:",
+            "`methodConfig[0].name[0].service`",
+            "orders.v1.Orders/CreateOrder",
+        ),
+    ];
+    for (text, at, key, method) in cases {
+        std::fs::write(p.join("dup.json"), text).unwrap();
+        let import = stormsim(p)
+            .args([
+                "import",
+                "dup.json",
+                "--format",
+                "grpc-service-config",
+                "--method",
+                method,
+            ])
+            .output()
+            .unwrap();
+        let into = ["dup.json", "grpc-service-config", "--method", method];
+        let exported = export(p, &into, &[]);
+        std::fs::write(
+            p.join("s.yaml"),
+            format!(
+                "name: s\nduration: 1s\nclients: {{ arrival: {{ kind: poisson, rate: 1/s }} }}\n\
+                 layers:\n  - name: a\n    from: {{ file: dup.json, format: grpc-service-config, method: {method} }}\n\
+                 dependency: {{ concurrency: 1, service_time: {{ dist: constant, value: 1ms }} }}\n"
+            ),
+        )
+        .unwrap();
+        let check = stormsim(p).args(["check", "s.yaml"]).output().unwrap();
+        for out in [import, exported, check] {
+            let e = stderr(&out);
+            assert_eq!(out.status.code(), Some(2), "{e}");
+            assert!(
+                e.contains(at) && e.contains(key) && e.contains("duplicate key"),
+                "{e}"
+            );
+        }
+        assert_eq!(std::fs::read_to_string(p.join("dup.json")).unwrap(), text);
+    }
+    // YAML refuses it too.
+    std::fs::write(
+        p.join("dup.yaml"),
+        "resilience4j:\n  retry:\n    instances:\n      pay:\n        maxAttempts: 3\n        maxAttempts: 4\n",
+    )
+    .unwrap();
+    let out = stormsim(p)
+        .args([
+            "import",
+            "dup.yaml",
+            "--format",
+            "resilience4j",
+            "--instance",
+            "pay",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("dup.yaml:6:"), "{}", stderr(&out));
+}
