@@ -475,3 +475,133 @@ fn a_key_written_twice_is_refused_wherever_it_is() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("dup.yaml:6:"), "{}", stderr(&out));
 }
+
+/// Every layer `import` prints loads once pasted under `layers:` of a
+/// scenario: for every fixture file and every policy it holds, and for
+/// each fixture with every value of a kind (durations, numbers) set to
+/// zero in turn. An import that cannot give a loadable layer refuses
+/// (exit 2) at the setting's line and column, printing nothing.
+#[test]
+fn every_imported_layer_loads_in_a_scenario() {
+    let cases: [(&str, &str, &str, &[&str]); 5] = [
+        (
+            "service-config.json",
+            "grpc-service-config",
+            "--method",
+            &[
+                "orders.v1.Orders/CreateOrder",
+                "orders.v1.Orders/CancelOrder",
+                "orders.v1.Orders/GetOrder",
+                "orders.v1.Orders",
+                "other.v1.Other/Thing",
+            ],
+        ),
+        (
+            "envoy.yaml",
+            "envoy-route",
+            "--route",
+            &["create-order", "get-order"],
+        ),
+        (
+            "virtualservice.yaml",
+            "istio-virtualservice",
+            "--route",
+            &["create-order", "get-order", "reports"],
+        ),
+        (
+            "serviceprofile.yaml",
+            "linkerd-serviceprofile",
+            "--route",
+            &["GET /orders/{id}", "POST /orders", "GET /orders"],
+        ),
+        (
+            "application.yml",
+            "resilience4j",
+            "--instance",
+            &["paymentService", "inventoryService"],
+        ),
+    ];
+    let dir = workspace();
+    let p = dir.path();
+    let mut loaded = 0;
+    let mut refused = 0;
+    for (file, format, flag, values) in cases {
+        let original = std::fs::read_to_string(fixtures().join(file)).unwrap();
+        // The file as it is, then with each duration or number set to zero.
+        let mut texts = vec![original.clone()];
+        let re = regex_lite_zeroes(&original);
+        texts.extend(re);
+        for text in &texts {
+            std::fs::write(p.join(file), text).unwrap();
+            for value in values {
+                let out = stormsim(p)
+                    .args(["import", file, "--format", format, flag, value])
+                    .output()
+                    .unwrap();
+                let e = stderr(&out);
+                if out.status.code() == Some(2) {
+                    assert!(out.stdout.is_empty(), "{file} {value}: printed and refused");
+                    assert!(
+                        e.lines().any(|l| l.starts_with(&format!("{file}:"))
+                            || l.starts_with(&format!("error: {file}:"))),
+                        "{file} {value}: {e}"
+                    );
+                    refused += 1;
+                    continue;
+                }
+                assert_eq!(out.status.code(), Some(0), "{file} {value}: {e}");
+                let layer = String::from_utf8(out.stdout).unwrap();
+                std::fs::write(
+                    p.join("pasted.yaml"),
+                    format!(
+                        "name: pasted\nduration: 1m\nclients:\n  arrival: {{ kind: poisson, rate: 10/s }}\n\
+                         layers:\n{layer}\
+                         dependency: {{ concurrency: 4, service_time: {{ dist: constant, value: 10ms }} }}\n"
+                    ),
+                )
+                .unwrap();
+                let check = stormsim(p).args(["check", "pasted.yaml"]).output().unwrap();
+                assert_eq!(
+                    check.status.code(),
+                    Some(0),
+                    "{file} {value}: the printed layer does not load:\n{layer}\n{}",
+                    stderr(&check)
+                );
+                loaded += 1;
+            }
+        }
+    }
+    assert!(
+        loaded > 20 && refused > 0,
+        "loaded {loaded}, refused {refused}"
+    );
+}
+
+/// `text` with each duration or plain number value (after a `:`) set to
+/// zero, one at a time.
+fn regex_lite_zeroes(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while let Some(k) = text[i..].find(": ") {
+        let start = i + k + 2;
+        let quoted = bytes.get(start) == Some(&b'"');
+        let from = start + usize::from(quoted);
+        let mut end = from;
+        while end < bytes.len() && (bytes[end].is_ascii_digit() || bytes[end] == b'.') {
+            end += 1;
+        }
+        if end > from {
+            let mut unit_end = end;
+            while unit_end < bytes.len() && bytes[unit_end].is_ascii_alphabetic() {
+                unit_end += 1;
+            }
+            let unit = &text[end..unit_end];
+            if matches!(unit, "" | "s" | "ms") {
+                out.push(format!("{}0{}", &text[..from], &text[end..]));
+            }
+        }
+        i = start;
+    }
+    out
+}

@@ -426,10 +426,13 @@ fn import(args: ImportArgs) -> i32 {
         "paste under `layers:`; or keep it in sync with `from: { file, format, ... }` on the layer"
             .to_string(),
     ];
-    out!(
-        "{}",
-        configs::layer_yaml::layer_yaml(&policy, &name, &header)
-    );
+    let text = configs::layer_yaml::layer_yaml(&policy, &name, &header);
+    // Never print a layer that would not load once pasted.
+    if let Err(e) = configs::layer_yaml::check_loads(&text, &policy, &name, &label) {
+        print_located(&e, false);
+        return 2;
+    }
+    out!("{text}");
     0
 }
 
