@@ -165,8 +165,27 @@ impl Settings {
                 sets.push(format!("{path}={v}"));
             }
         }
-        let scenario = load(args.file.as_deref(), &sets).map_err(SettingsError::Scenario)?;
-        let plans = runner::plan(&scenario).map_err(SettingsError::Scenario)?;
+        // An error in a flag's value names the flag, not `<--set>`.
+        let by_flag = |mut e: scenario::ScenarioErrors| {
+            for err in &mut e.0 {
+                let flag = match err.path.as_deref() {
+                    Some("seed") if args.seed.is_some() => "--seed",
+                    Some("replicates") if args.replicates.is_some() => "--replicates",
+                    Some("limits.max_events") if args.max_events.is_some() => "--max-events",
+                    Some("limits.max_in_flight") if args.max_in_flight.is_some() => {
+                        "--max-in-flight"
+                    }
+                    _ => continue,
+                };
+                if err.file == scenario::error::SET_LABEL {
+                    err.file = flag.to_string();
+                    err.path = None;
+                }
+            }
+            SettingsError::Scenario(e)
+        };
+        let scenario = load(args.file.as_deref(), &sets).map_err(by_flag)?;
+        let plans = runner::plan(&scenario).map_err(by_flag)?;
         let slo = scenario::slo::objectives(&scenario);
         let label = args.file.as_ref().map_or_else(
             || DEFAULT_LABEL.to_string(),
