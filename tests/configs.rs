@@ -339,3 +339,269 @@ fn export_a_linkerd_route_from_a_scenario() {
     );
     assert_eq!(snapshot(dir.path()), before);
 }
+
+/// The edited file stays the user's, however it is shared: its owner,
+/// group and mode, and its inode when another name (a hard link) shares
+/// it, so that every name sees the change.
+#[test]
+fn export_keeps_the_files_owner_mode_and_links() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let dir = workspace();
+    let p = dir.path();
+    std::fs::write(p.join("best.yaml"), "layers.orders.retry.max_attempts: 3\n").unwrap();
+    let original = std::fs::read_to_string(p.join("service-config.json")).unwrap();
+    let edited = original.replace("\"maxAttempts\": 4,", "\"maxAttempts\": 3,");
+    // Alone, with an unusual mode (and, under root, another owner); then
+    // with a second hard link.
+    for linked in [false, true] {
+        let file = p.join("service-config.json");
+        std::fs::write(&file, &original).unwrap();
+        let _ = std::fs::remove_file(p.join("other-name.json"));
+        if linked {
+            std::fs::hard_link(&file, p.join("other-name.json")).unwrap();
+        }
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let is_root = std::fs::metadata(p).unwrap().uid() == 0
+            && std::os::unix::fs::chown(&file, Some(65534), Some(65534)).is_ok();
+        let before = std::fs::metadata(&file).unwrap();
+        let out = export(p, &GRPC_CREATE_ORDER, &[]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let after = std::fs::metadata(&file).unwrap();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), edited);
+        assert_eq!(after.mode(), before.mode(), "linked {linked}");
+        assert_eq!(after.mode() & 0o777, 0o640);
+        assert_eq!((after.uid(), after.gid()), (before.uid(), before.gid()));
+        if is_root {
+            assert_eq!((after.uid(), after.gid()), (65534, 65534));
+        }
+        if linked {
+            assert_eq!(after.ino(), before.ino(), "the hard link was broken");
+            assert_eq!(
+                std::fs::read_to_string(p.join("other-name.json")).unwrap(),
+                edited
+            );
+            assert_eq!(after.nlink(), 2);
+        }
+        // No temporary file left beside it.
+        let names: Vec<String> = std::fs::read_dir(p)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(!names.iter().any(|n| n.ends_with(".tmp")), "{names:?}");
+    }
+}
+
+/// A key written twice in a JSON configuration file (a JSON reader keeps
+/// one of them without a word) is refused, at any depth, with the file,
+/// the line and column of the second one and its key path, for `import`,
+/// `export` and a scenario's `from`; a YAML file's likewise.
+#[test]
+fn a_key_written_twice_is_refused_wherever_it_is() {
+    let dir = workspace();
+    let p = dir.path();
+    std::fs::write(p.join("best.yaml"), "layers.orders.retry.max_attempts: 3\n").unwrap();
+    let cases: [(&str, &str, &str, &str); 3] = [
+        (
+            "{\"methodConfig\": [],\n \"methodConfig\": []}\n",
+            "dup.json:2:2:",
+            "`methodConfig`",
+            "orders.v1.Orders/CreateOrder",
+        ),
+        (
+            "{\"methodConfig\": [{\"name\": [{\"service\": \"orders.v1.Orders\"}],\n  \"timeout\": \"1s\", \"timeout\": \"2s\"}]}\n",
+            "dup.json:2:20:",
+            "`methodConfig[0].timeout`",
+            "orders.v1.Orders/CreateOrder",
+        ),
+        (
+            "{\"methodConfig\": [{\"name\": [{\"service\": \"orders.v1.Orders\", \"service\": \"x\"}]}]}\n",
+            "dup.json:1:61:",
+            "`methodConfig[0].name[0].service`",
+            "orders.v1.Orders/CreateOrder",
+        ),
+    ];
+    for (text, at, key, method) in cases {
+        std::fs::write(p.join("dup.json"), text).unwrap();
+        let import = stormsim(p)
+            .args([
+                "import",
+                "dup.json",
+                "--format",
+                "grpc-service-config",
+                "--method",
+                method,
+            ])
+            .output()
+            .unwrap();
+        let into = ["dup.json", "grpc-service-config", "--method", method];
+        let exported = export(p, &into, &[]);
+        std::fs::write(
+            p.join("s.yaml"),
+            format!(
+                "name: s\nduration: 1s\nclients: {{ arrival: {{ kind: poisson, rate: 1/s }} }}\n\
+                 layers:\n  - name: a\n    from: {{ file: dup.json, format: grpc-service-config, method: {method} }}\n\
+                 dependency: {{ concurrency: 1, service_time: {{ dist: constant, value: 1ms }} }}\n"
+            ),
+        )
+        .unwrap();
+        let check = stormsim(p).args(["check", "s.yaml"]).output().unwrap();
+        for out in [import, exported, check] {
+            let e = stderr(&out);
+            assert_eq!(out.status.code(), Some(2), "{e}");
+            assert!(
+                e.contains(at) && e.contains(key) && e.contains("duplicate key"),
+                "{e}"
+            );
+        }
+        assert_eq!(std::fs::read_to_string(p.join("dup.json")).unwrap(), text);
+    }
+    // YAML refuses it too.
+    std::fs::write(
+        p.join("dup.yaml"),
+        "resilience4j:\n  retry:\n    instances:\n      pay:\n        maxAttempts: 3\n        maxAttempts: 4\n",
+    )
+    .unwrap();
+    let out = stormsim(p)
+        .args([
+            "import",
+            "dup.yaml",
+            "--format",
+            "resilience4j",
+            "--instance",
+            "pay",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("dup.yaml:6:"), "{}", stderr(&out));
+}
+
+/// Every layer `import` prints loads once pasted under `layers:` of a
+/// scenario: for every fixture file and every policy it holds, and for
+/// each fixture with every value of a kind (durations, numbers) set to
+/// zero in turn. An import that cannot give a loadable layer refuses
+/// (exit 2) at the setting's line and column, printing nothing.
+#[test]
+fn every_imported_layer_loads_in_a_scenario() {
+    let cases: [(&str, &str, &str, &[&str]); 5] = [
+        (
+            "service-config.json",
+            "grpc-service-config",
+            "--method",
+            &[
+                "orders.v1.Orders/CreateOrder",
+                "orders.v1.Orders/CancelOrder",
+                "orders.v1.Orders/GetOrder",
+                "orders.v1.Orders",
+                "other.v1.Other/Thing",
+            ],
+        ),
+        (
+            "envoy.yaml",
+            "envoy-route",
+            "--route",
+            &["create-order", "get-order"],
+        ),
+        (
+            "virtualservice.yaml",
+            "istio-virtualservice",
+            "--route",
+            &["create-order", "get-order", "reports"],
+        ),
+        (
+            "serviceprofile.yaml",
+            "linkerd-serviceprofile",
+            "--route",
+            &["GET /orders/{id}", "POST /orders", "GET /orders"],
+        ),
+        (
+            "application.yml",
+            "resilience4j",
+            "--instance",
+            &["paymentService", "inventoryService"],
+        ),
+    ];
+    let dir = workspace();
+    let p = dir.path();
+    let mut loaded = 0;
+    let mut refused = 0;
+    for (file, format, flag, values) in cases {
+        let original = std::fs::read_to_string(fixtures().join(file)).unwrap();
+        // The file as it is, then with each duration or number set to zero.
+        let mut texts = vec![original.clone()];
+        let re = regex_lite_zeroes(&original);
+        texts.extend(re);
+        for text in &texts {
+            std::fs::write(p.join(file), text).unwrap();
+            for value in values {
+                let out = stormsim(p)
+                    .args(["import", file, "--format", format, flag, value])
+                    .output()
+                    .unwrap();
+                let e = stderr(&out);
+                if out.status.code() == Some(2) {
+                    assert!(out.stdout.is_empty(), "{file} {value}: printed and refused");
+                    assert!(
+                        e.lines().any(|l| l.starts_with(&format!("{file}:"))
+                            || l.starts_with(&format!("error: {file}:"))),
+                        "{file} {value}: {e}"
+                    );
+                    refused += 1;
+                    continue;
+                }
+                assert_eq!(out.status.code(), Some(0), "{file} {value}: {e}");
+                let layer = String::from_utf8(out.stdout).unwrap();
+                std::fs::write(
+                    p.join("pasted.yaml"),
+                    format!(
+                        "name: pasted\nduration: 1m\nclients:\n  arrival: {{ kind: poisson, rate: 10/s }}\n\
+                         layers:\n{layer}\
+                         dependency: {{ concurrency: 4, service_time: {{ dist: constant, value: 10ms }} }}\n"
+                    ),
+                )
+                .unwrap();
+                let check = stormsim(p).args(["check", "pasted.yaml"]).output().unwrap();
+                assert_eq!(
+                    check.status.code(),
+                    Some(0),
+                    "{file} {value}: the printed layer does not load:\n{layer}\n{}",
+                    stderr(&check)
+                );
+                loaded += 1;
+            }
+        }
+    }
+    assert!(
+        loaded > 20 && refused > 0,
+        "loaded {loaded}, refused {refused}"
+    );
+}
+
+/// `text` with each duration or plain number value (after a `:`) set to
+/// zero, one at a time.
+fn regex_lite_zeroes(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while let Some(k) = text[i..].find(": ") {
+        let start = i + k + 2;
+        let quoted = bytes.get(start) == Some(&b'"');
+        let from = start + usize::from(quoted);
+        let mut end = from;
+        while end < bytes.len() && (bytes[end].is_ascii_digit() || bytes[end] == b'.') {
+            end += 1;
+        }
+        if end > from {
+            let mut unit_end = end;
+            while unit_end < bytes.len() && bytes[unit_end].is_ascii_alphabetic() {
+                unit_end += 1;
+            }
+            let unit = &text[end..unit_end];
+            if matches!(unit, "" | "s" | "ms") {
+                out.push(format!("{}0{}", &text[..from], &text[end..]));
+            }
+        }
+        i = start;
+    }
+    out
+}

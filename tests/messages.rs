@@ -596,3 +596,97 @@ fn an_alias_bomb_is_refused_cheaply_beside_the_other_errors() {
     );
     assert!(err.contains("2 errors"), "{err}");
 }
+
+/// Messages about files in the way say what the file is and what to do:
+/// a lock file that is a symbolic link, a file where a folder of `--out`
+/// should be, an oversized `.stormsim` marker; a flag's bad value names
+/// the flag; a number of hundreds of digits is not echoed whole.
+#[test]
+fn messages_say_what_is_in_the_way_and_what_to_do() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let s = file(t, "s.yaml", BASE);
+    let out = |o: &Output| (o.status.code(), stderr(o));
+    // The lock of `o` (FNV-1a 64 of the folder name) is a symbolic link.
+    let fnv = b"o".iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    let lock = t.join(format!(".stormsim-lock-{fnv:016x}"));
+    std::os::unix::fs::symlink(t.join("elsewhere"), &lock).unwrap();
+    let (code, e) = out(&stormsim(&[
+        "run",
+        &s,
+        "--out",
+        t.join("o").to_str().unwrap(),
+        "--quiet",
+    ]));
+    assert_eq!(code, Some(2), "{e}");
+    assert!(
+        e.contains("is a symbolic link") && e.contains("remove"),
+        "{e}"
+    );
+    assert!(!e.contains("Too many levels"), "{e}");
+    assert!(!t.join("o").exists());
+    // A file on the way to --out.
+    file(t, "plain", "x");
+    let deep = t.join("plain/sub/o");
+    let (code, e) = out(&stormsim(&[
+        "run",
+        &s,
+        "--out",
+        deep.to_str().unwrap(),
+        "--quiet",
+    ]));
+    assert_eq!(code, Some(2), "{e}");
+    assert!(
+        e.contains(&format!(
+            "{} is a file, not a folder",
+            t.join("plain").display()
+        )),
+        "{e}"
+    );
+    // --replicates 0 names the flag.
+    let (code, e) = out(&stormsim(&[
+        "run",
+        &s,
+        "--replicates",
+        "0",
+        "--out",
+        t.join("r").to_str().unwrap(),
+    ]));
+    assert_eq!(code, Some(2), "{e}");
+    assert!(
+        e.contains("--replicates: ") && !e.contains("<--set>"),
+        "{e}"
+    );
+    // A 300-digit number is cut.
+    let big = BASE.replace(
+        "max_attempts: 3",
+        &format!("max_attempts: {}", "7".repeat(300)),
+    );
+    let b = file(t, "big.yaml", &big);
+    let (code, e) = out(&stormsim(&["check", &b]));
+    assert_eq!(code, Some(2), "{e}");
+    assert!(
+        !e.contains(&"7".repeat(30)) && e.contains(&"7".repeat(20)),
+        "{e}"
+    );
+    // plot on a folder whose marker is oversized.
+    let run = t.join("run");
+    let (code, e) = out(&stormsim(&[
+        "run",
+        &s,
+        "--out",
+        run.to_str().unwrap(),
+        "--quiet",
+    ]));
+    assert_eq!(code, Some(0), "{e}");
+    let marker = std::fs::OpenOptions::new()
+        .append(true)
+        .open(run.join(".stormsim"))
+        .unwrap();
+    marker.set_len(2 << 20).unwrap();
+    let (code, e) = out(&stormsim(&["plot", run.to_str().unwrap()]));
+    assert_eq!(code, Some(2), "{e}");
+    assert!(e.contains("too large to be stormsim's marker"), "{e}");
+}

@@ -345,6 +345,54 @@ fn a_run_into_a_folder_of_shard_folders_keeps_them() {
     assert!(root.join("shard-0-of-2/manifest.json").is_file());
     assert!(root.join("shard-1-of-2/manifest.json").is_file());
     assert!(root.join("summary.csv").is_file());
+    // A shard written over them would carry them inside it, where merge
+    // does not look: refused, before simulating, with the way out.
+    let before = tree(&root);
+    for shard in ["0/2", "1/3"] {
+        refused_before_simulating(
+            run_verbose(
+                t,
+                &[
+                    q(&quickstart()),
+                    "--shard",
+                    shard,
+                    "--out",
+                    "output/quickstart",
+                    "--force",
+                ],
+            ),
+            "holds shard folders",
+        );
+        assert_eq!(tree(&root), before);
+    }
+    // Shard folders nested in one (an older stormsim put them there):
+    // merge says which shards it found where, and where the others are.
+    let nested = t.join("nested");
+    copy_tree(&root.join("shard-0-of-2"), &nested);
+    copy_tree(&root.join("shard-1-of-2"), &nested.join("s1"));
+    stormsim()
+        .current_dir(t)
+        .args(["merge", "nested", "--out", "merged"])
+        .assert()
+        .code(2)
+        .stderr(contains("missing shard 1 of 2"))
+        .stderr(contains("found shard 0 in nested"))
+        .stderr(contains("give them too: nested/s1"));
+}
+
+fn q(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Copies the files of `from` (one level of folders deep) into `to`.
+fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for e in fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_file() {
+            fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
+        }
+    }
 }
 
 /// The marker lists every file and folder stormsim wrote, with its kind:
@@ -514,5 +562,34 @@ fn a_layers_configuration_file_is_an_input_even_with_force() {
             .code(2)
             .stderr(contains("the input").and(contains("service-config.json")));
         assert_eq!(tree(&deploy), before, "{args:?} touched the folder");
+    }
+    // `merge` knows the `from` paths only as the scenario wrote them
+    // (relative to a scenario file it never sees): it refuses every folder
+    // they can name, here a sibling of the scenario's folder and the
+    // scenario's own folder, with the config beside the scenario.
+    let beside = root.path().join("beside");
+    fs::create_dir_all(&beside).unwrap();
+    fs::copy(&config, beside.join("service-config.json")).unwrap();
+    let own = fs::read_to_string(scen.join("orders.yaml"))
+        .unwrap()
+        .replace("../deploy/service-config.json", "service-config.json");
+    fs::write(beside.join("orders.yaml"), own).unwrap();
+    for (scenario, shard, out) in [
+        ("scen/orders.yaml", "sh0", "deploy"),
+        ("beside/orders.yaml", "sh1", "beside"),
+    ] {
+        stormsim()
+            .current_dir(root.path())
+            .args(["run", scenario, "--shard", "0/1", "--out", shard, "--quiet"])
+            .assert()
+            .code(0);
+        let before = tree(&root.path().join(out));
+        stormsim()
+            .current_dir(root.path())
+            .args(["merge", shard, "--out", out, "--force"])
+            .assert()
+            .code(2)
+            .stderr(contains("layer `api` reads").and(contains("service-config.json")));
+        assert_eq!(tree(&root.path().join(out)), before, "merge touched {out}");
     }
 }

@@ -233,6 +233,26 @@ fn merge_refuses_missing_duplicate_and_mismatched_shards() {
         .stderr(contains("shard 0 of 3 given twice"))
         .stderr(contains("s0-copy"));
 
+    // A key written twice in a manifest (serde_json would keep the
+    // last): refused with its position and path, at any depth.
+    for (from, to, key) in [
+        ("\"shard\": 1,", "\"shard\": 1,\n  \"shard\": 1,", "`shard`"),
+        ("\"rows\":", "\"rows\": 1, \"rows\":", "`items.0.rows`"),
+    ] {
+        let twice = t.join("twice");
+        let _ = fs::remove_dir_all(&twice);
+        copy_dir(&s[1], &twice);
+        let m = twice.join("manifest.json");
+        let text = fs::read_to_string(&m).unwrap().replacen(from, to, 1);
+        assert!(text.contains(to), "{text}");
+        fs::write(&m, text).unwrap();
+        merge(&[s[0].clone(), twice.clone(), s[2].clone()], &out)
+            .code(2)
+            .stderr(contains("manifest.json:"))
+            .stderr(contains(format!("the key {key} appears twice")));
+        assert!(!out.exists());
+    }
+
     // Another scenario (another seed).
     let other = t.join("other-seed");
     run(&other, &["--shard", "2/3", "--seed", "12"]);

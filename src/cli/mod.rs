@@ -426,10 +426,13 @@ fn import(args: ImportArgs) -> i32 {
         "paste under `layers:`; or keep it in sync with `from: { file, format, ... }` on the layer"
             .to_string(),
     ];
-    out!(
-        "{}",
-        configs::layer_yaml::layer_yaml(&policy, &name, &header)
-    );
+    let text = configs::layer_yaml::layer_yaml(&policy, &name, &header);
+    // Never print a layer that would not load once pasted.
+    if let Err(e) = configs::layer_yaml::check_loads(&text, &policy, &name, &label) {
+        print_located(&e, false);
+        return 2;
+    }
+    out!("{text}");
     0
 }
 
@@ -685,6 +688,16 @@ fn merge(args: MergeArgs) -> i32 {
             }
         },
     };
+    if let Some((layer, file, inside)) = shard::merge::from_file_inside(&plan, &out_path) {
+        errln!(
+            "error: the output folder {} holds {}, which the scenario's layer `{layer}` reads \
+             (from: {file}); merge will not replace that folder, even with --force: \
+             choose another output folder",
+            out_path.display(),
+            inside.display()
+        );
+        return 2;
+    }
     let inputs = plan.shard_dirs();
     let out = match OutputDir::prepare(
         &out_path,

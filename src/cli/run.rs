@@ -165,8 +165,27 @@ impl Settings {
                 sets.push(format!("{path}={v}"));
             }
         }
-        let scenario = load(args.file.as_deref(), &sets).map_err(SettingsError::Scenario)?;
-        let plans = runner::plan(&scenario).map_err(SettingsError::Scenario)?;
+        // An error in a flag's value names the flag, not `<--set>`.
+        let by_flag = |mut e: scenario::ScenarioErrors| {
+            for err in &mut e.0 {
+                let flag = match err.path.as_deref() {
+                    Some("seed") if args.seed.is_some() => "--seed",
+                    Some("replicates") if args.replicates.is_some() => "--replicates",
+                    Some("limits.max_events") if args.max_events.is_some() => "--max-events",
+                    Some("limits.max_in_flight") if args.max_in_flight.is_some() => {
+                        "--max-in-flight"
+                    }
+                    _ => continue,
+                };
+                if err.file == scenario::error::SET_LABEL {
+                    err.file = flag.to_string();
+                    err.path = None;
+                }
+            }
+            SettingsError::Scenario(e)
+        };
+        let scenario = load(args.file.as_deref(), &sets).map_err(by_flag)?;
+        let plans = runner::plan(&scenario).map_err(by_flag)?;
         let slo = scenario::slo::objectives(&scenario);
         let label = args.file.as_ref().map_or_else(
             || DEFAULT_LABEL.to_string(),
@@ -233,6 +252,35 @@ impl Settings {
     /// Takes the output folder (refusing a user's folder, an input, a
     /// symlink, a file), before any run.
     fn prepare_output(&self) -> Result<OutputDir, OutputError> {
+        // A shard folder is never written over a folder of shard folders:
+        // they would be carried inside it, where `merge` does not look.
+        if self.shard.is_some() {
+            let inner: Vec<String> = std::fs::read_dir(&self.out_path)
+                .into_iter()
+                .flatten()
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| {
+                    std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir())
+                        && p.join(shard::MANIFEST).is_file()
+                })
+                .map(|p| p.display().to_string())
+                .collect();
+            if !inner.is_empty() {
+                let mut inner = inner;
+                inner.sort();
+                return Err(OutputError::Refused(format!(
+                    "{} holds shard folders ({}); a shard folder written there would \
+                     carry them inside it, where merge does not look: give this shard a \
+                     folder of its own beside them (--out {})",
+                    self.out_path.display(),
+                    inner.iter().take(5).cloned().collect::<Vec<_>>().join(", "),
+                    self.out_path
+                        .join(self.shard.map_or_else(String::new, |s| s.folder_name()))
+                        .display()
+                )));
+            }
+        }
         OutputDir::prepare(
             &self.out_path,
             Options {

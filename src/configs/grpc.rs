@@ -20,6 +20,14 @@
 //! | `perAttemptRecvTimeout` | `timeout` |
 //! | `hedgingPolicy` | `hedging` (`delay`, `max_attempts`, `non_fatal`) |
 //! | `retryThrottling` | `retry.budget: { kind: token_bucket }` (per channel: `scope: instance`) |
+//!
+//! A `timeout` of `0s` is not "no deadline": gRPC applies it as a deadline
+//! that has already passed (grpc-go `stream.go`, `newClientStream`: `if
+//! mc.Timeout != nil && *mc.Timeout >= 0 { ctx, cancel =
+//! context.WithTimeout(ctx, *mc.Timeout) }`), so every call fails at once
+//! with DEADLINE_EXCEEDED. A layer cannot say that (`total_timeout` must be
+//! positive), so `import` refuses it at its position
+//! (`layer_yaml::check_loads`), like any value the scenario refuses.
 
 use serde_json::{Map, Value, json};
 

@@ -125,3 +125,59 @@ fn emit(policy: &Policy, map: &Map<String, Value>, prefix: &str, indent: usize, 
         }
     }
 }
+
+/// Checks that `text` (the layer `name` that [`layer_yaml`] printed for
+/// `policy`, read from the file `label`) loads when pasted under
+/// `layers:` of a scenario, so that `import` never prints a layer the
+/// scenario format refuses. A field the scenario refuses is reported at
+/// the setting of the file it came from (its line, column and key path),
+/// when the policy knows it.
+pub fn check_loads(
+    text: &str,
+    policy: &Policy,
+    name: &str,
+    label: &str,
+) -> Result<(), Vec<crate::scenario::ScenarioError>> {
+    use crate::scenario::ScenarioError;
+    let scenario = format!(
+        "name: import-check\nduration: 1m\nclients:\n  arrival: {{ kind: poisson, rate: 1/s }}\n\
+         layers:\n{text}\
+         dependency: {{ concurrency: 1, service_time: {{ dist: constant, value: 1ms }} }}\n"
+    );
+    let Err(errors) = crate::scenario::load_str(&scenario, "<import>") else {
+        return Ok(());
+    };
+    let prefix = format!("layers.{name}.");
+    Err(errors
+        .0
+        .into_iter()
+        .map(|e| {
+            let field = e.path.as_deref().and_then(|p| p.strip_prefix(&prefix));
+            // The origin of the field, or of the nearest field above it.
+            let origin = field.and_then(|f| {
+                let mut f = f;
+                loop {
+                    if let Some(o) = policy.origins.get(f) {
+                        return Some(o);
+                    }
+                    f = &f[..f.rfind('.')?];
+                }
+            });
+            let what = field.unwrap_or("the layer");
+            let message = format!(
+                "gives the layer's `{what}` a value a scenario refuses ({}); \
+                 nothing was printed: change the setting in the file",
+                e.message
+            );
+            let mut out = ScenarioError::new(label, message);
+            if let Some(o) = origin {
+                out = out.with_path(o.key.clone());
+                if let Some((line, column)) = o.pos {
+                    out.line = Some(line);
+                    out.column = Some(column);
+                }
+            }
+            out
+        })
+        .collect())
+}

@@ -419,6 +419,37 @@ mod yaml {
 
     /// Hands a finished node to its parent (or to the document list).
     fn attach(stack: &mut [Frame], roots: &mut Vec<Node>, node: Node) -> Result<(), SyntaxError> {
+        // A key given twice in one mapping: YAML forbids it, and a reader
+        // would silently keep one of the two.
+        if let Some((
+            Frame::Map {
+                entries, key: None, ..
+            },
+            parents,
+        )) = stack.split_last()
+            && let Kind::Scalar { text, .. } = &node.kind
+            && text != "<<"
+            && let Some(first) = entries.iter().find(|e| e.key == *text)
+        {
+            let mut path: Vec<String> = parents
+                .iter()
+                .map(|f| match f {
+                    Frame::Map { key, .. } => key.as_ref().map_or(String::new(), |k| k.0.clone()),
+                    Frame::Seq { items, .. } => format!("[{}]", items.len()),
+                })
+                .collect();
+            path.push(text.clone());
+            return Err(err(
+                Some(node.pos),
+                format!(
+                    "duplicate key `{}` (first at line {}, column {}): a reader would \
+                     silently keep only one of them; remove or merge one",
+                    crate::escape::escape(&super::json::key_path(&path)),
+                    first.key_pos.0,
+                    first.key_pos.1
+                ),
+            ));
+        }
         match stack.last_mut() {
             None => roots.push(node),
             Some(Frame::Seq { items, end, .. }) => {
@@ -494,6 +525,9 @@ mod json {
         at: usize,
         lines: Lines,
         nodes: usize,
+        /// The keys and indexes down to the value being read, for the
+        /// message about a duplicate key.
+        path: Vec<String>,
     }
 
     pub fn parse(text: &str) -> Result<Node, SyntaxError> {
@@ -503,6 +537,7 @@ mod json {
             at: 0,
             lines: Lines::new(text),
             nodes: 0,
+            path: Vec::new(),
         };
         // A byte order mark is allowed before the value.
         if text.starts_with('\u{FEFF}') {
@@ -515,6 +550,18 @@ mod json {
             return Err(p.error("text after the end of the JSON value"));
         }
         Ok(node)
+    }
+
+    /// `a.b[0].c`, as the readers name a value.
+    pub(super) fn key_path(parts: &[String]) -> String {
+        let mut out = String::new();
+        for p in parts {
+            if !out.is_empty() && !p.starts_with('[') {
+                out.push('.');
+            }
+            out.push_str(p);
+        }
+        out
     }
 
     impl P<'_> {
@@ -576,13 +623,33 @@ mod json {
                         let key_start = self.at;
                         let key = self.string()?;
                         let key_span = key_start..self.at;
+                        // JSON readers keep one of two equal keys (most the
+                        // last) and drop the other without a word: refused,
+                        // as YAML's duplicate keys are.
+                        if let Some(first) = entries.iter().find(|e: &&Entry| e.key == key) {
+                            let mut path = self.path.clone();
+                            path.push(key.clone());
+                            return Err(SyntaxError {
+                                pos: Some(self.pos(key_start)),
+                                message: format!(
+                                    "duplicate key `{}` (first at line {}, column {}): \
+                                     a JSON reader would silently keep only one of them; \
+                                     remove or merge one",
+                                    crate::escape::escape(&key_path(&path)),
+                                    first.key_pos.0,
+                                    first.key_pos.1
+                                ),
+                            });
+                        }
                         self.blank()?;
                         if self.bytes.get(self.at) != Some(&b':') {
                             return Err(self.error("expected `:` after the key"));
                         }
                         self.at += 1;
                         self.blank()?;
+                        self.path.push(key.clone());
                         let value = self.value(depth + 1)?;
+                        self.path.pop();
                         entries.push(Entry {
                             key,
                             key_pos: self.pos(key_start),
@@ -618,7 +685,9 @@ mod json {
                             self.at += 1;
                             break;
                         }
+                        self.path.push(format!("[{}]", items.len()));
                         items.push(self.value(depth + 1)?);
+                        self.path.pop();
                         self.blank()?;
                         match self.bytes.get(self.at) {
                             Some(b',') => self.at += 1,

@@ -9,7 +9,8 @@
 //! (`edit`), and the edited text is read again: it must give exactly the
 //! tuned values, or nothing is written. The file is replaced atomically
 //! (a temporary file beside it, then a rename), and only if it did not
-//! change while stormsim was working; no other file is ever touched.
+//! change while stormsim was working; it keeps its owner, group, mode and
+//! hard links ([`replace_file`]); no other file is ever touched.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -456,22 +457,38 @@ pub fn wanted_from_best(
     Ok(Wanted::Sets(picked))
 }
 
-/// Replaces `path` with `text`, atomically: a temporary file in the same
-/// folder, flushed, then renamed over the original (following a symbolic
-/// link to the file it names). Refuses when the file no longer holds
-/// `expected` (someone changed it meanwhile).
+/// Replaces `path` with `text` (following a symbolic link to the file it
+/// names), keeping what makes it the user's file: its owner, group and
+/// mode, and its identity (inode) when other names share it. Refuses when
+/// the file no longer holds `expected` (someone changed it meanwhile).
+///
+/// Normally atomically: a temporary file in the same folder, given the
+/// original's owner, group and mode, flushed, then renamed over the
+/// original. Two cases write the new content into the file itself
+/// instead (it was fully prepared and read back before this is called,
+/// so only the write itself remains): the file has other hard links
+/// (a rename would give this name a new inode and leave the others
+/// holding the old text), or the new file cannot be given the original's
+/// owner (not run by root: only the owner may keep the file theirs). An
+/// in-place write cut short by a crash can leave the file partly
+/// written; a rename cannot, but it would break the links or hand the
+/// file to another owner, which the user did not ask for.
 pub fn replace_file(path: &Path, expected: &str, text: &str) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
     let real: PathBuf =
         std::fs::canonicalize(path).map_err(|e| format!("cannot find the file: {e}"))?;
     let now = std::fs::read(&real).map_err(|e| format!("cannot read the file again: {e}"))?;
     if now != expected.as_bytes() {
         return Err("the file changed while stormsim was editing it; nothing was written".into());
     }
+    let meta = std::fs::metadata(&real).map_err(|e| format!("cannot read the file again: {e}"))?;
+    if meta.nlink() > 1 {
+        return write_in_place(&real, text);
+    }
     let dir = real.parent().unwrap_or(Path::new("."));
     let name = real
         .file_name()
         .map_or("file".into(), |n| n.to_string_lossy().into_owned());
-    let perms = std::fs::metadata(&real).map(|m| m.permissions()).ok();
     for n in 0..100u32 {
         let tmp = dir.join(format!(".{name}.stormsim-{}-{n}.tmp", std::process::id()));
         let file = std::fs::OpenOptions::new()
@@ -483,13 +500,23 @@ pub fn replace_file(path: &Path, expected: &str, text: &str) -> Result<(), Strin
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(format!("cannot write beside the file: {e}")),
         };
+        let fresh = file
+            .metadata()
+            .map_err(|e| format!("cannot write beside the file: {e}"))?;
+        let same_owner = fresh.uid() == meta.uid() && fresh.gid() == meta.gid();
+        if !same_owner
+            && std::os::unix::fs::fchown(&file, Some(meta.uid()), Some(meta.gid())).is_err()
+        {
+            // Not allowed to give the file to its owner: keep the
+            // original file, and so its owner, by writing into it.
+            drop(file);
+            let _ = std::fs::remove_file(&tmp);
+            return write_in_place(&real, text);
+        }
         let written = file
             .write_all(text.as_bytes())
+            .and_then(|()| file.set_permissions(meta.permissions()))
             .and_then(|()| file.sync_all())
-            .and_then(|()| match &perms {
-                Some(p) => std::fs::set_permissions(&tmp, p.clone()),
-                None => Ok(()),
-            })
             .and_then(|()| std::fs::rename(&tmp, &real));
         return written.map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
@@ -497,6 +524,19 @@ pub fn replace_file(path: &Path, expected: &str, text: &str) -> Result<(), Strin
         });
     }
     Err("cannot create a temporary file beside the file".into())
+}
+
+/// Writes `text` into the file `real` itself (its inode, owner, group
+/// and mode unchanged): see [`replace_file`].
+fn write_in_place(real: &Path, text: &str) -> Result<(), String> {
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(real)
+        .map_err(|e| format!("cannot write the file: {e}"))?;
+    file.write_all(text.as_bytes())
+        .and_then(|()| file.set_len(text.len() as u64))
+        .and_then(|()| file.sync_all())
+        .map_err(|e| format!("cannot write the file: {e}"))
 }
 
 /// The file a layer's `from` names.

@@ -434,10 +434,30 @@ fn check_kind(target: &Path, mode: Mode) -> Result<bool, OutputError> {
             Mode::Folder => Ok(false),
             Mode::Entries(_) => Err(OutputError::Refused(format!("{shown}: no such folder"))),
         },
-        Err(e) => Err(OutputError::Refused(format!(
-            "cannot use {shown} as the output folder: {e}"
-        ))),
+        Err(e) => Err(OutputError::Refused(match file_on_the_way(target) {
+            Some(file) => format!(
+                "cannot use {shown} as the output folder: {} is a file, not a folder; \
+                 nothing was written: choose another output folder",
+                file.display()
+            ),
+            None => format!("cannot use {shown} as the output folder: {e}"),
+        })),
     }
+}
+
+/// The first part of `path` that exists and is not a folder (so that no
+/// folder can be made below it), if one is.
+fn file_on_the_way(path: &Path) -> Option<PathBuf> {
+    let mut parts: Vec<&Path> = path
+        .ancestors()
+        .skip(1)
+        .filter(|a| !a.as_os_str().is_empty())
+        .collect();
+    parts.reverse();
+    parts
+        .into_iter()
+        .find(|a| fs::metadata(a).is_ok_and(|m| !m.is_dir()))
+        .map(Path::to_path_buf)
 }
 
 /// Refuses a target that is, holds or lies inside an input, or a folder
@@ -528,12 +548,27 @@ fn refusal(target: &Path, mode: Mode, foreign: &[String]) -> OutputError {
              to replace the folder and everything in it",
             shown_list(foreign)
         ),
-        Mode::Entries(_) => format!(
-            "{shown} holds {} that stormsim did not write (its {MARKER} marker does \
-             not list them); nothing was written. Move them away, or pass --force to \
-             replace them",
-            shown_list(foreign)
-        ),
+        Mode::Entries(_) => {
+            let marker = target.join(MARKER);
+            let why = match fs::symlink_metadata(&marker) {
+                Err(_) => format!("it has no {MARKER} marker"),
+                Ok(m) if !m.is_file() => format!("its {MARKER} is not a file"),
+                Ok(m) if m.len() > MAX_MARKER_BYTES => format!(
+                    "its {MARKER} file is too large to be stormsim's marker ({} bytes; a \
+                     marker is at most {MAX_MARKER_BYTES})",
+                    m.len()
+                ),
+                Ok(_) if marked_entries(target).is_none() => {
+                    format!("its {MARKER} file is not a stormsim marker")
+                }
+                Ok(_) => format!("its {MARKER} marker does not list them"),
+            };
+            format!(
+                "{shown} holds {} that stormsim did not write ({why}); nothing was \
+                 written. Move them away, or pass --force to replace them",
+                shown_list(foreign)
+            )
+        }
     })
 }
 
@@ -627,10 +662,18 @@ impl OutputDir {
         }
 
         let created = create_parents(&parent).map_err(|e| {
-            OutputError::Refused(format!(
-                "cannot create the folder {} for {shown}: {e}",
-                parent.display()
-            ))
+            OutputError::Refused(match file_on_the_way(target) {
+                Some(file) => format!(
+                    "cannot create the folder {} for {shown}: {} is a file, not a folder; \
+                     nothing was written: choose another output folder",
+                    parent.display(),
+                    file.display()
+                ),
+                None => format!(
+                    "cannot create the folder {} for {shown}: {e}",
+                    parent.display()
+                ),
+            })
         })?;
         let mut out = OutputDir {
             target: target.to_path_buf(),
@@ -655,10 +698,26 @@ impl OutputDir {
                  nothing was written: wait for it to finish, or choose another folder",
                 lock.display()
             )),
-            LockError::Io(lock, e) => OutputError::Refused(format!(
-                "cannot lock {shown} (lock file {}): {e}",
-                lock.display()
-            )),
+            LockError::Io(lock, e) => {
+                let what = match fs::symlink_metadata(&lock) {
+                    Ok(m) if m.file_type().is_symlink() => {
+                        "it is a symbolic link, and stormsim's lock files are plain files \
+                         it makes itself"
+                            .to_string()
+                    }
+                    Ok(m) if !m.is_file() => {
+                        "it is not a plain file, as stormsim's lock files are".to_string()
+                    }
+                    _ => e.to_string(),
+                };
+                OutputError::Refused(format!(
+                    "cannot lock {shown}: its lock file {} cannot be used ({what}); \
+                     nothing was written. If no stormsim command is writing {shown}, \
+                     remove {} and try again",
+                    lock.display(),
+                    lock.display()
+                ))
+            }
         })?);
         // Again, now that no other stormsim command can change it.
         if check_kind(target, opts.mode)? {

@@ -73,8 +73,41 @@ impl fmt::Display for ScenarioError {
         if let Some(path) = &self.path {
             write!(f, ": {}", escape(path))?;
         }
-        write!(f, ": {}", escape(&self.message))
+        write!(f, ": {}", escape(&shorten_numbers(&self.message)))
     }
+}
+
+/// Digits of a number a message shows, at most (more are cut, with `…`).
+const NUMBER_SHOWN: usize = 20;
+
+/// `message` with every number written with more than [`NUMBER_SHOWN`]
+/// digits (a 300-digit value echoed back) cut to its first
+/// [`NUMBER_SHOWN`] characters and `…`.
+pub(crate) fn shorten_numbers(message: &str) -> std::borrow::Cow<'_, str> {
+    let is_part = |c: char| c.is_ascii_digit() || c == '.';
+    let mut out = String::new();
+    let mut rest = message;
+    let mut changed = false;
+    while let Some(start) = rest.find(|c: char| c.is_ascii_digit()) {
+        let len = rest[start..]
+            .find(|c: char| !is_part(c))
+            .unwrap_or(rest.len() - start);
+        let run = &rest[start..start + len];
+        out.push_str(&rest[..start]);
+        if len > NUMBER_SHOWN + 4 {
+            out.push_str(&run[..NUMBER_SHOWN]);
+            out.push('…');
+            changed = true;
+        } else {
+            out.push_str(run);
+        }
+        rest = &rest[start + len..];
+    }
+    if !changed {
+        return std::borrow::Cow::Borrowed(message);
+    }
+    out.push_str(rest);
+    std::borrow::Cow::Owned(out)
 }
 
 /// Turns a possibly multi-line message into one line.
@@ -183,6 +216,23 @@ impl ScenarioErrors {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_numbers_are_cut_in_messages() {
+        let long = "1".repeat(300);
+        let e = ScenarioError::new("f.yaml", format!("{long}.5 is too large; 12345 is not"));
+        assert_eq!(
+            e.to_string(),
+            format!("f.yaml: {}… is too large; 12345 is not", "1".repeat(20))
+        );
+        // Up to 24 characters stay whole.
+        let n = "9".repeat(24);
+        assert_eq!(shorten_numbers(&n), n.as_str());
+        assert_eq!(
+            shorten_numbers(&format!("x{n}9y")),
+            format!("x{}…y", &n[..20])
+        );
+    }
 
     #[test]
     fn renders_one_line_with_all_parts() {

@@ -23,6 +23,18 @@ pub fn locate(text: &[u8], path: &[String]) -> (usize, usize) {
     line_column(text, found)
 }
 
+/// The first key that appears twice in one object of `text` (a JSON
+/// document serde_json has read: it keeps the last of two equal keys
+/// without a word), as its path (`items.3.rows`) and the 1-based line
+/// and column of the second one.
+pub fn duplicate_key(text: &[u8]) -> Option<(String, (usize, usize))> {
+    let mut s = Scanner { text, at: 0 };
+    s.space();
+    let mut path = Vec::new();
+    let at = s.duplicate(&mut path)?;
+    Some((path.join("."), line_column(text, at)))
+}
+
 fn line_column(text: &[u8], at: usize) -> (usize, usize) {
     let before = &text[..at.min(text.len())];
     let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
@@ -95,6 +107,72 @@ impl Scanner<'_> {
                 {
                     self.at += 1;
                 }
+            }
+        }
+    }
+
+    /// Skips one value like [`Scanner::value`], returning the position
+    /// of the first repeated key in it (its path left in `path`).
+    fn duplicate(&mut self, path: &mut Vec<String>) -> Option<usize> {
+        match self.peek() {
+            Some(b'{') => {
+                self.at += 1;
+                let mut keys: Vec<String> = Vec::new();
+                loop {
+                    self.space();
+                    match self.peek() {
+                        Some(b'"') => {
+                            let key_at = self.at;
+                            let key = self.string();
+                            path.push(key.clone());
+                            if keys.contains(&key) {
+                                return Some(key_at);
+                            }
+                            self.space();
+                            if self.peek() == Some(b':') {
+                                self.at += 1;
+                            }
+                            self.space();
+                            if let Some(at) = self.duplicate(path) {
+                                return Some(at);
+                            }
+                            path.pop();
+                            keys.push(key);
+                        }
+                        Some(b',') => self.at += 1,
+                        Some(b'}') => {
+                            self.at += 1;
+                            return None;
+                        }
+                        _ => return None,
+                    }
+                }
+            }
+            Some(b'[') => {
+                self.at += 1;
+                let mut i = 0usize;
+                loop {
+                    self.space();
+                    match self.peek() {
+                        Some(b',') => self.at += 1,
+                        Some(b']') | None => {
+                            self.at += 1;
+                            return None;
+                        }
+                        Some(_) => {
+                            path.push(i.to_string());
+                            if let Some(at) = self.duplicate(path) {
+                                return Some(at);
+                            }
+                            path.pop();
+                            i += 1;
+                        }
+                    }
+                }
+            }
+            _ => {
+                self.value();
+                None
             }
         }
     }
@@ -180,6 +258,26 @@ mod tests {
             .map(str::to_string)
             .collect();
         locate(text.as_bytes(), &parts)
+    }
+
+    #[test]
+    fn finds_the_first_repeated_key_at_any_depth() {
+        let dup = |t: &str| duplicate_key(t.as_bytes());
+        assert_eq!(dup("{\"a\": 1, \"b\": {\"a\": 2}}"), None);
+        assert_eq!(dup("[1, {\"x\": [\"a\", \"a\"]}]"), None);
+        assert_eq!(
+            dup("{\"shard\": 0,\n \"shard\": 1}"),
+            Some(("shard".to_string(), (2, 2)))
+        );
+        assert_eq!(
+            dup("{\"items\": [{\"a\": 1}, {\"a\": 1, \"b\": {}, \"a\": 2}]}"),
+            Some(("items.1.a".to_string(), (1, 40)))
+        );
+        // Equal after unescaping.
+        assert_eq!(
+            dup("{\"k\": 1, \"\\u006b\": 2}"),
+            Some(("k".to_string(), (1, 10)))
+        );
     }
 
     #[test]

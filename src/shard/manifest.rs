@@ -103,6 +103,14 @@ impl Manifest {
                 e.column().max(1)
             )
         })?;
+        // serde_json keeps the last of two equal keys without a word.
+        if let Some((key, (line, column))) = json_position::duplicate_key(&bytes) {
+            return Err(format!(
+                "{shown}:{line}:{column}: not a valid shard manifest: the key `{}` \
+                 appears twice",
+                crate::escape::escape(&key)
+            ));
+        }
         Manifest::from_value(&value).map_err(|e| {
             let (line, column) = json_position::locate(&bytes, &e.path);
             format!("{shown}:{line}:{column}: {e}")

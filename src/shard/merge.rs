@@ -109,6 +109,57 @@ impl Plan {
     pub fn shard_dirs(&self) -> Vec<PathBuf> {
         self.shards.iter().map(|s| s.dir.clone()).collect()
     }
+
+    /// The configuration files the scenario's layers read (`from`), as
+    /// (layer, file relative to the scenario file).
+    pub fn from_files(&self) -> Vec<(String, String)> {
+        self.loaded
+            .layers
+            .iter()
+            .filter_map(|l| l.from.as_ref().map(|f| (l.name.clone(), f.file.clone())))
+            .collect()
+    }
+}
+
+/// The file among the scenario's `from` files (see [`Plan::from_files`])
+/// that the folder `out` holds, if any, as (layer, `from` path, the file
+/// in `out`). A merge does not know where the scenario file is (a shard
+/// folder keeps its `from` paths as written, relative to it), so every
+/// place the path can name inside `out` counts: the path itself below
+/// `out` (the scenario beside it), and, where one of its folders is named
+/// like `out`, the rest of the path below `out` (`../deploy/x.json` with
+/// `out` = `deploy`). Replacing such a folder would delete a file the
+/// scenario needs to run again, even with `--force`, as `run` refuses.
+pub fn from_file_inside(plan: &Plan, out: &Path) -> Option<(String, String, PathBuf)> {
+    use std::path::Component;
+    let out = out.canonicalize().ok()?;
+    let out_name = out.file_name()?;
+    for (layer, file) in plan.from_files() {
+        let path = Path::new(&file);
+        if path.is_absolute() {
+            if path.canonicalize().is_ok_and(|p| p.starts_with(&out)) {
+                return Some((layer, file.clone(), path.to_path_buf()));
+            }
+            continue;
+        }
+        let parts: Vec<&std::ffi::OsStr> = path
+            .components()
+            .filter_map(|c| match c {
+                Component::Normal(n) => Some(n),
+                _ => None,
+            })
+            .collect();
+        for i in 0..parts.len() {
+            if i > 0 && parts[i - 1] != out_name {
+                continue;
+            }
+            let candidate: PathBuf = parts[i..].iter().fold(out.clone(), |p, c| p.join(c));
+            if std::fs::symlink_metadata(&candidate).is_ok() {
+                return Some((layer, file.clone(), candidate));
+            }
+        }
+    }
+    None
 }
 
 /// The shard folders named by `dirs`: a shard folder (with a
@@ -558,12 +609,38 @@ fn check_manifests(shards: &[Shard]) -> Result<(), String> {
         } else {
             String::new()
         };
+        let found: Vec<String> = by_index
+            .iter()
+            .take(LISTED)
+            .map(|(i, v)| format!("shard {i} in {}", dirs_of(v.iter().copied())))
+            .collect();
+        // Shard folders inside a shard folder (written there by an older
+        // stormsim, or moved there) are not read: say where they are.
+        let nested: Vec<String> = shards
+            .iter()
+            .filter_map(|s| std::fs::read_dir(&s.dir).ok())
+            .flatten()
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.is_dir() && p.join(MANIFEST).is_file())
+            .take(LISTED)
+            .map(|p| p.display().to_string())
+            .collect();
+        let nested = if nested.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; shard folders inside a shard folder are not read, give them too: {}",
+                nested.join(", ")
+            )
+        };
         return Err(format!(
             "missing shard{} {}{more} of {n} (expected one folder for each of shards 0 to {}; \
-             their default folder is shard-I-of-{n})",
+             their default folder is shard-I-of-{n}); found {}{nested}",
             if missing_count == 1 { "" } else { "s" },
             missing.join(", "),
-            n - 1
+            n - 1,
+            found.join(", ")
         ));
     }
     // Each shard holds exactly the items the rule gives it, named as in
