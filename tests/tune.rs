@@ -353,3 +353,66 @@ fn the_printed_command_runs_what_the_search_ran() {
     let said = String::from_utf8_lossy(&o.stdout);
     assert!(said.contains("ok (1 variant"), "{said}");
 }
+
+/// A candidate a guard rail stopped has figures over only the time its
+/// stopped run reached: it is shown as ABORTED, never ranked nor chosen,
+/// the search says it is incomplete (how many, which limit, how to raise
+/// it) and exits 1 as `run` does; with every candidate stopped there is
+/// no best.yaml and the message says why.
+#[test]
+fn candidates_a_guard_rail_stopped_are_not_ranked_and_the_search_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let search = |out: &Path, max_events: &str| {
+        stormsim()
+            .args(["tune", TIMEOUTS, "--out"])
+            .arg(out)
+            .args(["--budget", "8", "--set", "duration=10s", "--set"])
+            .arg(format!("limits.max_events={max_events}"))
+            .output()
+            .unwrap()
+    };
+    // 2 attempts stay within 40 000 events; 3, 6 and 8 do not.
+    let out = dir.path().join("some");
+    let o = search(&out, "40000");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_eq!(o.status.code(), Some(1), "{stdout}\n{stderr}");
+    let table = rows(&out);
+    let stopped: Vec<_> = table.iter().filter(|r| !r["aborted"].is_empty()).collect();
+    assert_eq!(stopped.len(), 3, "{table:?}");
+    for r in &stopped {
+        assert_eq!(r["rank"], "", "a stopped candidate is not ranked: {r:?}");
+        assert!(r["aborted"].contains("limits.max_events"), "{r:?}");
+    }
+    assert_eq!(table[0]["rank"], "1");
+    assert_eq!(table[0]["set.layers.api.retry.max_attempts"], "2");
+    let best = fs::read_to_string(out.join("best.yaml")).unwrap();
+    assert!(best.contains("layers.api.retry.max_attempts: 2"), "{best}");
+    assert!(stdout.contains("best: c"), "{stdout}");
+    assert_eq!(stdout.matches("ABORTED  ").count(), 3, "{stdout}");
+    assert!(
+        stderr.contains("3 of 4 candidates")
+            && stderr.contains("limits.max_events")
+            && stderr.contains("--set 'limits.max_events=N'")
+            && stderr.contains("the search is incomplete"),
+        "{stderr}"
+    );
+    // Every candidate stopped: nothing to choose from.
+    let out = dir.path().join("all");
+    let o = search(&out, "1000");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_eq!(o.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(!out.join("best.yaml").exists());
+    assert!(rows(&out).iter().all(|r| r["rank"].is_empty()));
+    assert!(!stdout.contains("best: c"), "{stdout}");
+    assert!(
+        stdout.contains("a guard rail stopped every candidate"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("no best.yaml was written"), "{stderr}");
+}

@@ -142,10 +142,14 @@ pub(super) fn tune(args: TuneArgs) -> i32 {
         let csv = output::tune_csv(&outcome)
             .map_err(|e| OutputError::Io(format!("cannot write tune.csv: {e}")))?;
         out.write("tune.csv", &csv)?;
-        out.write(
-            "best.yaml",
-            output::best_yaml(&outcome, &s.name, s.seed, &file).as_bytes(),
-        )?;
+        // With no candidate that reached its end there is nothing to
+        // choose from: no best.yaml (the console says why).
+        if outcome.ranked.iter().any(|(c, _)| c.finished()) {
+            out.write(
+                "best.yaml",
+                output::best_yaml(&outcome, &s.name, s.seed, &file).as_bytes(),
+            )?;
+        }
         let (svg, png) = Pareto::of(&outcome).files().map_err(|m| {
             if m == crate::report::figure::STOPPED {
                 OutputError::Interrupted
@@ -193,6 +197,28 @@ pub(super) fn tune(args: TuneArgs) -> i32 {
             errln!(
                 "error: candidate c{c}, replicate {r} broke stormsim's invariants (a bug in stormsim; please report it with the scenario): {}",
                 broken.join("; ")
+            );
+        }
+        return 1;
+    }
+    // As `run` does when a guard rail stopped runs: say so on stderr, exit 1.
+    let stopped = outcome.stopped().count();
+    if stopped > 0 {
+        for line in output::stopped_lines(&outcome) {
+            errln!("error: guard rail: {line}");
+        }
+        let ran = outcome
+            .ranked
+            .iter()
+            .filter(|(c, _)| c.invalid.is_none())
+            .count();
+        if stopped == ran {
+            errln!(
+                "error: the search is incomplete: a guard rail stopped every candidate, so none is ranked and no best.yaml was written (see the `aborted` column of tune.csv)"
+            );
+        } else {
+            errln!(
+                "error: the search is incomplete: {stopped} of {ran} candidates hit a guard rail and stopped early; they are not ranked and the best is chosen among the rest (see the `aborted` column of tune.csv)"
             );
         }
         return 1;
