@@ -416,3 +416,48 @@ fn candidates_a_guard_rail_stopped_are_not_ranked_and_the_search_fails() {
     );
     assert!(stderr.contains("no best.yaml was written"), "{stderr}");
 }
+
+/// A `--set` on a field the search sets in every candidate changes nothing
+/// there: tune says so, naming the field, whichever way the path is
+/// written (by layer name or index, the field or a section holding it);
+/// a `--set` on another field, or on the space itself, is not warned about.
+#[test]
+fn a_set_on_a_searched_field_is_warned_about() {
+    let dir = tempfile::tempdir().unwrap();
+    let stderr = |sets: &[&str]| {
+        let mut cmd = stormsim();
+        cmd.args(["tune", TIMEOUTS, "--out"])
+            .arg(dir.path().join("w"))
+            .args(["--force", "--budget", "1", "-q", "--set", "duration=2s"]);
+        for s in sets {
+            cmd.args(["--set", s]);
+        }
+        let o = cmd.output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stderr).unwrap()
+    };
+    for set in [
+        "layers.api.retry.max_attempts=7",
+        "layers.0.retry.max_attempts=7",
+    ] {
+        let e = stderr(&[set]);
+        assert!(
+            e.contains("warning: --set")
+                && e.contains("has no effect")
+                && e.contains("layers.api.retry.max_attempts"),
+            "{set}: {e}"
+        );
+    }
+    let e = stderr(&[
+        "layers.api.retry={max_attempts: 7, backoff: {kind: constant, base: 2ms}, jitter: none, retry_on: [timeout]}",
+    ]);
+    assert!(
+        e.contains("replaced in part") && e.contains("layers.api.retry.max_attempts"),
+        "{e}"
+    );
+    let e = stderr(&[
+        "layers.api.retry.backoff.base=2ms",
+        "tune.space.layers.api.retry.max_attempts=[3]",
+    ]);
+    assert!(!e.contains("warning"), "{e}");
+}
