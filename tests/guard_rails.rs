@@ -189,3 +189,68 @@ fn a_fan_out_below_a_fan_out_stops_at_the_guard_rail() {
         "{stderr}"
     );
 }
+
+/// A variant some of whose runs a guard rail stopped: its figures in
+/// summary_by_variant.csv (and the console's) are over the runs that
+/// reached their end, never an average with a stopped run's partial
+/// figures, and the console flags every per-variant row that shows them.
+#[test]
+fn a_partly_stopped_variant_is_figured_over_its_finished_runs_and_flagged() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("g");
+    let o = Command::cargo_bin("stormsim")
+        .unwrap()
+        .args(["run", "scenarios/quickstart.yaml", "--out"])
+        .arg(&out)
+        .args(["--max-events", "30000"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let stdout = String::from_utf8(o.stdout).unwrap();
+    let table = |name: &str| -> Vec<std::collections::BTreeMap<String, String>> {
+        let mut r = csv::Reader::from_path(out.join(name)).unwrap();
+        let h: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
+        r.records()
+            .map(|x| {
+                h.iter()
+                    .cloned()
+                    .zip(x.unwrap().iter().map(String::from))
+                    .collect()
+            })
+            .collect()
+    };
+    let runs = table("summary.csv");
+    let by_variant = table("summary_by_variant.csv");
+    let mut partly = 0;
+    for v in &by_variant {
+        let mine: Vec<_> = runs
+            .iter()
+            .filter(|r| r["variant"] == v["variant"])
+            .collect();
+        let finished: Vec<_> = mine.iter().filter(|r| r["aborted"].is_empty()).collect();
+        assert_eq!(v["aborted_runs"], (mine.len() - finished.len()).to_string());
+        if finished.is_empty() || finished.len() == mine.len() {
+            continue;
+        }
+        partly += 1;
+        for fig in ["goodput", "refused", "peak_load_ratio", "amplification"] {
+            let mean = finished
+                .iter()
+                .map(|r| r[fig].parse::<f64>().unwrap())
+                .sum::<f64>()
+                / finished.len() as f64;
+            let got: f64 = v[&format!("{fig}_mean")].parse().unwrap();
+            assert!(
+                (got - mean).abs() <= 1e-6 * mean.abs().max(1.0),
+                "{fig}: {got} vs {mean}"
+            );
+        }
+        let after = stdout
+            .lines()
+            .skip_while(|l| !l.starts_with("after incident"))
+            .find(|l| l.starts_with(v["variant"].as_str()))
+            .unwrap();
+        assert!(after.contains("ABORTED: figures over the"), "{stdout}");
+    }
+    assert_eq!(partly, 1, "{stdout}");
+}

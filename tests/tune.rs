@@ -353,3 +353,111 @@ fn the_printed_command_runs_what_the_search_ran() {
     let said = String::from_utf8_lossy(&o.stdout);
     assert!(said.contains("ok (1 variant"), "{said}");
 }
+
+/// A candidate a guard rail stopped has figures over only the time its
+/// stopped run reached: it is shown as ABORTED, never ranked nor chosen,
+/// the search says it is incomplete (how many, which limit, how to raise
+/// it) and exits 1 as `run` does; with every candidate stopped there is
+/// no best.yaml and the message says why.
+#[test]
+fn candidates_a_guard_rail_stopped_are_not_ranked_and_the_search_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let search = |out: &Path, max_events: &str| {
+        stormsim()
+            .args(["tune", TIMEOUTS, "--out"])
+            .arg(out)
+            .args(["--budget", "8", "--set", "duration=10s", "--set"])
+            .arg(format!("limits.max_events={max_events}"))
+            .output()
+            .unwrap()
+    };
+    // 2 attempts stay within 40 000 events; 3, 6 and 8 do not.
+    let out = dir.path().join("some");
+    let o = search(&out, "40000");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_eq!(o.status.code(), Some(1), "{stdout}\n{stderr}");
+    let table = rows(&out);
+    let stopped: Vec<_> = table.iter().filter(|r| !r["aborted"].is_empty()).collect();
+    assert_eq!(stopped.len(), 3, "{table:?}");
+    for r in &stopped {
+        assert_eq!(r["rank"], "", "a stopped candidate is not ranked: {r:?}");
+        assert!(r["aborted"].contains("limits.max_events"), "{r:?}");
+    }
+    assert_eq!(table[0]["rank"], "1");
+    assert_eq!(table[0]["set.layers.api.retry.max_attempts"], "2");
+    let best = fs::read_to_string(out.join("best.yaml")).unwrap();
+    assert!(best.contains("layers.api.retry.max_attempts: 2"), "{best}");
+    assert!(stdout.contains("best: c"), "{stdout}");
+    assert_eq!(stdout.matches("ABORTED  ").count(), 3, "{stdout}");
+    assert!(
+        stderr.contains("3 of 4 candidates")
+            && stderr.contains("limits.max_events")
+            && stderr.contains("--set 'limits.max_events=N'")
+            && stderr.contains("the search is incomplete"),
+        "{stderr}"
+    );
+    // Every candidate stopped: nothing to choose from.
+    let out = dir.path().join("all");
+    let o = search(&out, "1000");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_eq!(o.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(!out.join("best.yaml").exists());
+    assert!(rows(&out).iter().all(|r| r["rank"].is_empty()));
+    assert!(!stdout.contains("best: c"), "{stdout}");
+    assert!(
+        stdout.contains("a guard rail stopped every candidate"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("no best.yaml was written"), "{stderr}");
+}
+
+/// A `--set` on a field the search sets in every candidate changes nothing
+/// there: tune says so, naming the field, whichever way the path is
+/// written (by layer name or index, the field or a section holding it);
+/// a `--set` on another field, or on the space itself, is not warned about.
+#[test]
+fn a_set_on_a_searched_field_is_warned_about() {
+    let dir = tempfile::tempdir().unwrap();
+    let stderr = |sets: &[&str]| {
+        let mut cmd = stormsim();
+        cmd.args(["tune", TIMEOUTS, "--out"])
+            .arg(dir.path().join("w"))
+            .args(["--force", "--budget", "1", "-q", "--set", "duration=2s"]);
+        for s in sets {
+            cmd.args(["--set", s]);
+        }
+        let o = cmd.output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stderr).unwrap()
+    };
+    for set in [
+        "layers.api.retry.max_attempts=7",
+        "layers.0.retry.max_attempts=7",
+    ] {
+        let e = stderr(&[set]);
+        assert!(
+            e.contains("warning: --set")
+                && e.contains("has no effect")
+                && e.contains("layers.api.retry.max_attempts"),
+            "{set}: {e}"
+        );
+    }
+    let e = stderr(&[
+        "layers.api.retry={max_attempts: 7, backoff: {kind: constant, base: 2ms}, jitter: none, retry_on: [timeout]}",
+    ]);
+    assert!(
+        e.contains("replaced in part") && e.contains("layers.api.retry.max_attempts"),
+        "{e}"
+    );
+    let e = stderr(&[
+        "layers.api.retry.backoff.base=2ms",
+        "tune.space.layers.api.retry.max_attempts=[3]",
+    ]);
+    assert!(!e.contains("warning"), "{e}");
+}

@@ -88,6 +88,9 @@ pub(super) fn tune(args: TuneArgs) -> i32 {
             unused.join(" and ")
         );
     }
+    for w in searched_sets(&s, &args.set) {
+        errln!("warning: {}", escape(&w));
+    }
     let out_path = match &args.out {
         Some(out) => out.clone(),
         None => match output_dir::default_folder(&s.name) {
@@ -142,10 +145,14 @@ pub(super) fn tune(args: TuneArgs) -> i32 {
         let csv = output::tune_csv(&outcome)
             .map_err(|e| OutputError::Io(format!("cannot write tune.csv: {e}")))?;
         out.write("tune.csv", &csv)?;
-        out.write(
-            "best.yaml",
-            output::best_yaml(&outcome, &s.name, s.seed, &file).as_bytes(),
-        )?;
+        // With no candidate that reached its end there is nothing to
+        // choose from: no best.yaml (the console says why).
+        if outcome.ranked.iter().any(|(c, _)| c.finished()) {
+            out.write(
+                "best.yaml",
+                output::best_yaml(&outcome, &s.name, s.seed, &file).as_bytes(),
+            )?;
+        }
         let (svg, png) = Pareto::of(&outcome).files().map_err(|m| {
             if m == crate::report::figure::STOPPED {
                 OutputError::Interrupted
@@ -197,6 +204,28 @@ pub(super) fn tune(args: TuneArgs) -> i32 {
         }
         return 1;
     }
+    // As `run` does when a guard rail stopped runs: say so on stderr, exit 1.
+    let stopped = outcome.stopped().count();
+    if stopped > 0 {
+        for line in output::stopped_lines(&outcome) {
+            errln!("error: guard rail: {line}");
+        }
+        let ran = outcome
+            .ranked
+            .iter()
+            .filter(|(c, _)| c.invalid.is_none())
+            .count();
+        if stopped == ran {
+            errln!(
+                "error: the search is incomplete: a guard rail stopped every candidate, so none is ranked and no best.yaml was written (see the `aborted` column of tune.csv)"
+            );
+        } else {
+            errln!(
+                "error: the search is incomplete: {stopped} of {ran} candidates hit a guard rail and stopped early; they are not ranked and the best is chosen among the rest (see the `aborted` column of tune.csv)"
+            );
+        }
+        return 1;
+    }
     0
 }
 
@@ -206,4 +235,44 @@ fn plural(n: usize, word: &str) -> String {
     } else {
         format!("{n} {word}s")
     }
+}
+
+/// The `--set` overrides on a field `tune.space` searches (or a part of
+/// one, or a section holding one): the search replaces the value in every
+/// candidate, so the override changes nothing there; one sentence each.
+fn searched_sets(s: &scenario::Scenario, sets: &[String]) -> Vec<String> {
+    use crate::scenario::variants::normalize_path;
+    let Some(t) = &s.tune else {
+        return Vec::new();
+    };
+    let within = |x: &str, y: &str| x == y || x.strip_prefix(y).is_some_and(|r| r.starts_with('.'));
+    let searched: Vec<(String, String)> = t
+        .space
+        .keys()
+        .map(|k| (k.clone(), normalize_path(s, k)))
+        .collect();
+    sets.iter()
+        .filter_map(|arg| arg.split_once('=').map(|(p, _)| p.trim()))
+        .filter(|p| !p.starts_with("tune.") && *p != "tune")
+        .filter_map(|path| {
+            let norm = normalize_path(s, path);
+            let hit: Vec<&str> = searched
+                .iter()
+                .filter(|(_, n)| within(&norm, n) || within(n, &norm))
+                .map(|(k, _)| k.as_str())
+                .collect();
+            let whole = searched.iter().any(|(_, n)| within(&norm, n));
+            (!hit.is_empty()).then(|| {
+                let what = if whole {
+                    format!("has no effect: tune.space searches {}, and every candidate sets it", hit.join(", "))
+                } else {
+                    format!("is replaced in part: tune.space searches {} within it, and every candidate sets that", hit.join(", "))
+                };
+                format!(
+                    "--set {path} {what} (to fix a value, make it the only one in the space: --set 'tune.space.{}=[VALUE]')",
+                    hit[0]
+                )
+            })
+        })
+        .collect()
 }

@@ -4,7 +4,9 @@
 //! Missing values (a run with no recovery, say) are left out of both.
 //! `recovered` becomes `recovered_fraction`: the share of replicates that
 //! recovered (among those with a verdict: not the `undecided` ones). `aborted` becomes
-//! `aborted_runs`: the replicates a guard rail stopped early. `slo_pass`
+//! `aborted_runs`: the replicates a guard rail stopped early; the other
+//! figures are then over the replicates that reached their end (over the
+//! stopped ones, flagged so, when none did). `slo_pass`
 //! and `slo_failed` become the variant's verdict (`slo::aggregate`):
 //! `slo_pass`, `slo_pass_fraction` and `slo_failed`. Swept values
 //! (`sweep.<path>`) are carried through as they are.
@@ -47,11 +49,22 @@ pub fn mean_ci(values: &[f64]) -> Option<(f64, Option<f64>)> {
 
 /// Aggregates the summary rows of one variant (all with the same columns)
 /// into `replicates` then `<col>_mean, <col>_ci95` for every numeric column.
-pub fn aggregate(rows: &[Vec<(String, Cell)>]) -> Vec<(String, Cell)> {
-    let mut out = vec![("replicates".to_string(), Cell::Int(rows.len() as u64))];
-    let Some(first) = rows.first() else {
+pub fn aggregate(all: &[Vec<(String, Cell)>]) -> Vec<(String, Cell)> {
+    let mut out = vec![("replicates".to_string(), Cell::Int(all.len() as u64))];
+    let Some(first) = all.first() else {
         return out;
     };
+    // A run a guard rail stopped has figures over only the time it
+    // reached: the figures are over the runs that reached their end, when
+    // there are any (`aborted_runs` says how many were left out); when
+    // every run was stopped, over those, flagged by `aborted_runs`.
+    let stopped_col = first.iter().position(|(n, _)| n == "aborted");
+    let is_stopped = |r: &Vec<(String, Cell)>| {
+        stopped_col.is_some_and(|j| matches!(r.get(j).map(|c| &c.1), Some(Cell::Text(_))))
+    };
+    let finished: Vec<Vec<(String, Cell)>> =
+        all.iter().filter(|r| !is_stopped(r)).cloned().collect();
+    let rows: &[Vec<(String, Cell)>] = if finished.is_empty() { all } else { &finished };
     for (i, (name, cell)) in first.iter().enumerate() {
         if name.starts_with("sweep.") {
             // The swept value: the same in every replicate of a variant.
@@ -59,13 +72,14 @@ pub fn aggregate(rows: &[Vec<(String, Cell)>]) -> Vec<(String, Cell)> {
             continue;
         }
         if name == "slo_pass" {
-            // With `slo_failed` after it: the variant's verdict.
+            // With `slo_failed` after it: the variant's verdict, over every
+            // run (a stopped run fails the SLO).
             let failed: Vec<Cell> = first
                 .iter()
                 .position(|(n, _)| n == "slo_failed")
-                .map(|j| rows.iter().map(|r| r[j].1.clone()).collect())
+                .map(|j| all.iter().map(|r| r[j].1.clone()).collect())
                 .unwrap_or_default();
-            let passes: Vec<Cell> = rows.iter().map(|r| r[i].1.clone()).collect();
+            let passes: Vec<Cell> = all.iter().map(|r| r[i].1.clone()).collect();
             out.extend(super::slo::aggregate(&passes, &failed));
             continue;
         }
@@ -73,7 +87,7 @@ pub fn aggregate(rows: &[Vec<(String, Cell)>]) -> Vec<(String, Cell)> {
             continue;
         }
         if name == "aborted" {
-            let n = rows
+            let n = all
                 .iter()
                 .filter(|r| matches!(r[i].1, Cell::Text(_)))
                 .count();
@@ -150,7 +164,11 @@ mod tests {
             ]
         );
         assert_eq!(agg[1].1, Cell::Float(0.5), "of the runs with a verdict");
-        assert_eq!(agg[2].1, Cell::Float(3.0));
+        assert_eq!(
+            agg[2].1,
+            Cell::Float(2.0),
+            "over the runs that reached their end"
+        );
         assert_eq!(agg[4].1, Cell::Int(1), "one run stopped early");
     }
 }

@@ -127,6 +127,34 @@ fn after_text(s: &mut String, agg: &[(String, Vec<(String, Cell)>)], width: usiz
             full,
             mean_text(cells, "refused", |v| format!("{v:.0}")),
         );
+        if let Some(flag) = stopped_flag(cells) {
+            // The row's end: the figures' alignment is kept.
+            if s.ends_with('\n') {
+                s.pop();
+            }
+            let _ = writeln!(s, "  {flag}");
+        }
+    }
+}
+
+/// How a variant's figures stand to the runs a guard rail stopped: None
+/// when none was; else which runs they are over (summary_by_variant's
+/// means leave stopped runs out unless every run was stopped).
+fn stopped_flag(cells: &[(String, Cell)]) -> Option<String> {
+    let runs = get(cells, "replicates").unwrap_or(0.0) as usize;
+    let aborted = get(cells, "aborted_runs").unwrap_or(0.0) as usize;
+    match aborted {
+        0 => None,
+        a if a >= runs => Some(format!(
+            "ABORTED: all {runs} runs stopped early; figures only up to the stop"
+        )),
+        a if runs - a == 1 => Some(format!(
+            "{a} of {runs} ABORTED: figures over the 1 run that reached its end"
+        )),
+        a => Some(format!(
+            "{a} of {runs} ABORTED: figures over the {} runs that reached their end",
+            runs - a
+        )),
     }
 }
 
@@ -213,6 +241,11 @@ pub fn summary_text(scenario: &str, results: &[RunResult], slo: Option<&Objectiv
     if let Some(slo) = slo {
         slo_text(&mut s, &agg, slo, width);
     }
+    for (name, cells) in &agg {
+        if let Some(flag) = stopped_flag(cells) {
+            let _ = writeln!(s, "note: {name}: {flag}");
+        }
+    }
     for r in results {
         if let Some(why) = &r.summary.aborted {
             let _ = writeln!(
@@ -225,8 +258,9 @@ pub fn summary_text(scenario: &str, results: &[RunResult], slo: Option<&Objectiv
     if aborted_runs > 0 {
         let _ = writeln!(
             s,
-            "warning: aborted runs have no success rate or recovery verdict; their other \
-             figures cover only the time before the stop"
+            "warning: aborted runs have no success rate or recovery verdict; a variant's \
+             figures leave them out (when all its runs stopped, they cover only the time \
+             before the stop)"
         );
     }
     for line in unended_warnings(results, agg.iter().map(|(n, _)| n.as_str())) {

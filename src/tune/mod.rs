@@ -23,6 +23,7 @@ use std::sync::atomic::AtomicBool;
 use serde_json::Value;
 
 use crate::metrics::Summary;
+use crate::metrics::abort::Abort;
 use crate::metrics::columns::{Cell, summary_cells};
 use crate::metrics::slo::{Objectives, aggregate};
 use crate::runner::{self, Interrupted, RunResult, VariantPlan};
@@ -46,6 +47,20 @@ pub struct Candidate {
     pub round: usize,
     /// The summaries of its runs, replicate 0 first.
     pub runs: Vec<Summary>,
+}
+
+impl Candidate {
+    /// Why a guard rail stopped one of its runs, if one did (the first
+    /// such run's reason). Such a candidate is not ranked: its figures
+    /// cover only the time its stopped run reached.
+    pub fn aborted(&self) -> Option<Abort> {
+        self.runs.iter().find_map(|s| s.aborted)
+    }
+
+    /// Whether it ran and every run reached its end: it can be ranked.
+    pub fn finished(&self) -> bool {
+        self.invalid.is_none() && self.aborted().is_none()
+    }
 }
 
 /// Where a candidate stands: the figures it is ranked by.
@@ -72,7 +87,8 @@ pub struct Outcome {
     pub direction: Direction,
     pub slo: Option<Objectives>,
     pub rounds: Vec<Round>,
-    /// Every candidate, best first (invalid ones last).
+    /// Every candidate, best first: those a guard rail stopped after the
+    /// ranked ones (they are not ranked), invalid ones last.
     pub ranked: Vec<(Candidate, Standing)>,
     /// Runs spent.
     pub runs: u64,
@@ -87,9 +103,17 @@ impl Outcome {
     /// could measure, `recovery_time_s` without an incident say, has no
     /// best: every candidate would be as good as any other).
     pub fn best(&self) -> Option<&(Candidate, Standing)> {
-        self.ranked.first().filter(|(c, st)| {
-            c.invalid.is_none() && (st.objective.is_some() || st.slo_pass == Some(true))
-        })
+        self.ranked
+            .first()
+            .filter(|(c, st)| c.finished() && (st.objective.is_some() || st.slo_pass == Some(true)))
+    }
+
+    /// The candidates a guard rail stopped (some run of theirs), in rank
+    /// order.
+    pub fn stopped(&self) -> impl Iterator<Item = (&Candidate, Abort)> {
+        self.ranked
+            .iter()
+            .filter_map(|(c, _)| c.aborted().map(|a| (c, a)))
     }
 }
 
@@ -256,7 +280,18 @@ pub fn search(
                 .map(|&d| standing(&candidates[valid[d]].runs, &figure, slo.as_ref()))
                 .collect();
             let mut order: Vec<usize> = (0..alive.len()).collect();
-            order.sort_by(|&a, &b| better(&st[a], &st[b], direction).then(a.cmp(&b)));
+            // A candidate a guard rail stopped goes on only when too few
+            // finished ones are left to fill the round.
+            let stopped: Vec<bool> = alive
+                .iter()
+                .map(|&d| candidates[valid[d]].aborted().is_some())
+                .collect();
+            order.sort_by(|&a, &b| {
+                stopped[a]
+                    .cmp(&stopped[b])
+                    .then_with(|| better(&st[a], &st[b], direction))
+                    .then(a.cmp(&b))
+            });
             order.truncate(round.candidates as usize);
             let mut kept: Vec<usize> = order.into_iter().map(|i| alive[i]).collect();
             kept.sort_unstable();
@@ -293,6 +328,7 @@ pub fn search(
         a.invalid
             .is_some()
             .cmp(&b.invalid.is_some())
+            .then(a.aborted().is_some().cmp(&b.aborted().is_some()))
             .then(b.round.cmp(&a.round))
             .then_with(|| better(sa, sb, direction))
             .then(a.id.cmp(&b.id))

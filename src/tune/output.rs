@@ -8,6 +8,7 @@ use std::fmt::Write;
 use serde_json::Value;
 
 use super::{Candidate, Outcome, Standing, figure_of};
+use crate::metrics::abort::Abort;
 use crate::metrics::columns::format_float;
 use crate::scenario::tune::show;
 
@@ -59,11 +60,12 @@ pub fn tune_csv(o: &Outcome) -> Result<Vec<u8>, csv::Error> {
     header.push(format!("{}_mean", figs[0]));
     header.push(format!("{}_ci95", figs[0]));
     header.extend(figs[1..].iter().map(|f| format!("{f}_mean")));
+    header.push("aborted".into());
     header.push("invalid".into());
     w.write_record(&header)?;
     for (i, (c, st)) in o.ranked.iter().enumerate() {
         let mut row: Vec<String> = vec![
-            if c.invalid.is_none() {
+            if c.finished() {
                 (i + 1).to_string()
             } else {
                 String::new()
@@ -85,6 +87,7 @@ pub fn tune_csv(o: &Outcome) -> Result<Vec<u8>, csv::Error> {
         row.push(opt(st.objective));
         row.push(opt(st.objective_ci95));
         row.extend(figs[1..].iter().map(|f| opt(mean(c, f))));
+        row.push(c.aborted().map_or(String::new(), |a| a.to_string()));
         row.push(c.invalid.clone().unwrap_or_default());
         w.write_record(&row)?;
     }
@@ -123,6 +126,11 @@ pub fn set_args(o: &Outcome, c: &Candidate) -> Vec<String> {
 /// Why a search whose candidates ran names no best (`Outcome::best`).
 fn no_best(o: &Outcome) -> Option<String> {
     let ran = o.ranked.first().is_some_and(|(c, _)| c.invalid.is_none());
+    if ran && o.best().is_none() && !o.ranked.iter().any(|(c, _)| c.finished()) {
+        return Some(
+            "no best: a guard rail stopped every candidate that ran, so none can be ranked".into(),
+        );
+    }
     (ran && o.best().is_none()).then(|| {
         format!(
             "no best: no run of any candidate had a value of {} (and none met an SLO)",
@@ -318,7 +326,7 @@ pub fn console_text(o: &Outcome, scenario: &str, file: &str, left_out: &LeftOut)
     for (i, (c, st)) in o
         .ranked
         .iter()
-        .filter(|(c, _)| c.invalid.is_none())
+        .filter(|(c, _)| c.finished())
         .take(SHOWN)
         .enumerate()
     {
@@ -339,6 +347,19 @@ pub fn console_text(o: &Outcome, scenario: &str, file: &str, left_out: &LeftOut)
         row.push(fig);
         rows.push(row);
     }
+    // Candidates a guard rail stopped: shown, not ranked (their figures
+    // cover only the time the stopped run reached).
+    let stopped: Vec<(&Candidate, Abort)> = o.stopped().collect();
+    for (c, _) in stopped.iter().take(SHOWN) {
+        let mut row = vec!["-".to_string(), format!("c{}", c.id)];
+        row.extend(c.values.iter().map(show));
+        row.push(c.runs.len().to_string());
+        if o.slo.is_some() {
+            row.push("ABORTED".into());
+        }
+        row.push(if o.slo.is_some() { "-" } else { "ABORTED" }.into());
+        rows.push(row);
+    }
     let widths: Vec<usize> = (0..rows[0].len())
         .map(|k| rows.iter().map(|r| r[k].chars().count()).max().unwrap_or(0))
         .collect();
@@ -350,11 +371,26 @@ pub fn console_text(o: &Outcome, scenario: &str, file: &str, left_out: &LeftOut)
             .collect();
         let _ = writeln!(s, "{}", line.join("  ").trim_end());
     }
-    if valid > SHOWN {
-        let _ = writeln!(s, "... {} more in tune.csv", valid - SHOWN);
+    let finished = valid - stopped.len();
+    if finished > SHOWN {
+        let _ = writeln!(s, "... {} more in tune.csv", finished - SHOWN);
+    }
+    if stopped.len() > SHOWN {
+        let _ = writeln!(
+            s,
+            "... {} more stopped candidates in tune.csv",
+            stopped.len() - SHOWN
+        );
+    }
+    for line in stopped_lines(o) {
+        let _ = writeln!(s, "ABORTED, not ranked: {line}");
     }
     if let Some(why) = no_best(o) {
-        let _ = writeln!(s, "\n{why}; choose an objective this scenario measures");
+        if o.ranked.iter().any(|(c, _)| c.finished()) {
+            let _ = writeln!(s, "\n{why}; choose an objective this scenario measures");
+        } else {
+            let _ = writeln!(s, "\n{why}; no best.yaml was written");
+        }
     }
     if let Some((c, st)) = o.best() {
         let _ = writeln!(s, "\nbest: c{} ({})", c.id, achieved(o, c, st));
@@ -371,10 +407,41 @@ pub fn console_text(o: &Outcome, scenario: &str, file: &str, left_out: &LeftOut)
     s
 }
 
+/// What a guard rail stopped, one line per reason: how many candidates
+/// (and which), why, and how to lift the limit. Empty when every run
+/// reached its end.
+pub fn stopped_lines(o: &Outcome) -> Vec<String> {
+    let ran = o.ranked.iter().filter(|(c, _)| c.invalid.is_none()).count();
+    let mut by_reason: Vec<(Abort, Vec<usize>)> = Vec::new();
+    for (c, why) in o.stopped() {
+        match by_reason.iter_mut().find(|(a, _)| *a == why) {
+            Some((_, ids)) => ids.push(c.id),
+            None => by_reason.push((why, vec![c.id])),
+        }
+    }
+    by_reason
+        .into_iter()
+        .map(|(why, ids)| {
+            let mut named: Vec<String> = ids.iter().take(SHOWN).map(|i| format!("c{i}")).collect();
+            if ids.len() > SHOWN {
+                named.push("...".into());
+            }
+            let advice = why.limit_field().map_or(String::new(), |(field, _)| {
+                format!("; raise it in the scenario or with --set '{field}=N'")
+            });
+            format!(
+                "{} of {ran} candidates ({}) stopped early: {why}{advice}",
+                ids.len(),
+                named.join(", ")
+            )
+        })
+        .collect()
+}
+
 /// A caution when the best candidate's lead over the runner-up of its
 /// round is within their 95% confidence intervals.
 fn too_close(o: &Outcome) -> Option<String> {
-    let mut valid = o.ranked.iter().filter(|(c, _)| c.invalid.is_none());
+    let mut valid = o.ranked.iter().filter(|(c, _)| c.finished());
     let (a, sa) = valid.next()?;
     let (b, sb) = valid.next()?;
     if a.round != b.round || sa.slo_pass != sb.slo_pass {

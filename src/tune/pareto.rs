@@ -49,7 +49,7 @@ impl Pareto {
         let dots: Vec<Dot> = o
             .ranked
             .iter()
-            .filter(|(c, _)| c.invalid.is_none())
+            .filter(|(c, _)| c.finished())
             .filter_map(|(c, st)| {
                 Some(Dot {
                     id: c.id,
