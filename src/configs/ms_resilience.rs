@@ -377,6 +377,10 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
         key: format!("{what} (default)"),
         pos: None,
     };
+    let fixed = |what: &str| Origin {
+        key: what.to_string(),
+        pos: None,
+    };
 
     // Retry.
     match s.get("retry:maxretryattempts") {
@@ -412,7 +416,7 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
     if let (Some((kind, ko)), Some((jit, jo)), Some((delay, dorg))) = (kind, jitter, delay) {
         b.set("retry.backoff.base", json!(delay.to_string()), dorg);
         b.absent("retry.backoff.throttle_base");
-        b.set("retry.backoff.truncate_ms", json!(false), def("Polly"));
+        b.set("retry.backoff.truncate_ms", json!(false), fixed("Polly"));
         let kind_name = match kind {
             BackoffType::Constant => "constant",
             BackoffType::Linear => "linear",
@@ -521,18 +525,18 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
     b.set(
         "breaker.kind",
         json!("time"),
-        def("Polly: sampling over a duration"),
+        fixed("Polly: failures sampled over a duration"),
     );
     b.set(
         "breaker.scope",
         json!("instance"),
-        def("one pipeline per named client and process"),
+        fixed("one pipeline per named client and process"),
     );
-    b.set("breaker.blocks", json!("all"), def("Polly"));
+    b.set("breaker.blocks", json!("all"), fixed("Polly"));
     b.set(
         "breaker.probes",
         json!(1),
-        def("Polly: one trial call half-open"),
+        fixed("Polly: one trial call half-open"),
     );
     b.absent("breaker.window_calls");
     match s.get("circuitbreaker:failureratio") {
