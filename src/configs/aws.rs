@@ -192,9 +192,9 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
     }
     let key = |e: &Entry| format!("[{}].{}", section.key, e.key);
     let settings = &section.value;
-    let mut seen: Vec<&Entry> = Vec::new();
+    let mut seen: std::collections::BTreeMap<String, &Entry> = std::collections::BTreeMap::new();
     for e in settings.entries() {
-        if let Some(first) = seen.iter().find(|s| s.key.eq_ignore_ascii_case(&e.key)) {
+        if let Some(first) = seen.get(&e.key.to_ascii_lowercase()) {
             b.error(
                 key(e),
                 Some(e.key_pos),
@@ -204,7 +204,7 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
                 ),
             );
         } else {
-            seen.push(e);
+            seen.insert(e.key.to_ascii_lowercase(), e);
         }
         let lower = e.key.to_ascii_lowercase();
         if let Some((_, why)) = NEAR_RETRIES.iter().find(|(k, _)| *k == lower) {

@@ -46,6 +46,8 @@
 //! | `S:TotalRequestTimeout:Timeout` (30 s) | `total_timeout` |
 //! | `S:CircuitBreaker:FailureRatio`, `MinimumThroughput`, `SamplingDuration`, `BreakDuration` | `breaker` (`time`, one probe) |
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use serde_json::{Map, Value, json};
 
 use super::durations::{parse_timespan, timespan};
@@ -139,6 +141,7 @@ impl<'d> File<'d> {
     /// The sections with a `Retry` below them, for the error that lists them.
     fn candidates(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
+        let mut seen: BTreeSet<String> = BTreeSet::new();
         let all = self
             .maps
             .iter()
@@ -149,7 +152,7 @@ impl<'d> File<'d> {
                 && i > 0
             {
                 let s = segs[..i].join(":");
-                if !out.iter().any(|o| o.eq_ignore_ascii_case(&s)) {
+                if seen.insert(s.to_lowercase()) {
                     out.push(s);
                 }
             }
@@ -314,20 +317,20 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
     };
     let file = File::new(doc);
     // A key given twice (in any case) stops .NET's JSON provider.
-    let mut seen: Vec<(Vec<String>, &Prop)> = Vec::new();
+    let mut seen: BTreeMap<Vec<String>, &Prop> = BTreeMap::new();
     for p in &file.props {
-        let l = lower(&p.segs);
-        if let Some((_, first)) = seen.iter().find(|(s, _)| *s == l) {
-            b.error(
+        match seen.get(&lower(&p.segs)) {
+            Some(first) => b.error(
                 key_of(p),
                 Some(p.key_pos),
                 format!(
                     "the key is given twice (first at line {}); .NET's JSON configuration provider refuses the file",
                     first.key_pos.0
                 ),
-            );
-        } else {
-            seen.push((l, p));
+            ),
+            None => {
+                seen.insert(lower(&p.segs), p);
+            }
         }
     }
     if !file.has_section(&section) {

@@ -198,24 +198,39 @@ impl Node {
     }
 }
 
-/// Byte offset → (line, column) for one text.
+/// Byte offset → (line, column) for one text. Readers ask in increasing
+/// order, so the column is counted on from the last answer on the same
+/// line: a minified file of one long line costs linear time, not
+/// quadratic.
 pub struct Lines {
     starts: Vec<usize>,
+    /// The last (byte, column) answered.
+    last: std::cell::Cell<(usize, usize)>,
 }
 
 impl Lines {
     pub fn new(text: &str) -> Self {
         let mut starts = vec![0];
         starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
-        Lines { starts }
+        Lines {
+            starts,
+            last: std::cell::Cell::new((0, 0)),
+        }
     }
 
     pub fn pos(&self, text: &str, byte: usize) -> Pos {
+        let byte = byte.min(text.len());
         let line = self.starts.partition_point(|&s| s <= byte).max(1);
         let start = self.starts[line - 1];
-        let col = text
-            .get(start..byte.min(text.len()))
-            .map_or(0, |s| s.chars().count());
+        let (last_byte, last_col) = self.last.get();
+        let (from, base) =
+            if last_byte >= start && last_byte <= byte && text.is_char_boundary(last_byte) {
+                (last_byte, last_col)
+            } else {
+                (start, 0)
+            };
+        let col = base + text.get(from..byte).map_or(0, |s| s.chars().count());
+        self.last.set((byte, col));
         let clamp = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
         (clamp(line), clamp(col + 1))
     }
@@ -741,6 +756,7 @@ mod json {
                             return Err(self.error("expected a quoted key or `}`"));
                         }
                         let key_start = self.at;
+                        let key_pos = self.pos(key_start);
                         let key = self.string()?;
                         let key_span = key_start..self.at;
                         self.blank()?;
@@ -752,7 +768,7 @@ mod json {
                         let value = self.value(depth + 1)?;
                         entries.push(Entry {
                             key,
-                            key_pos: self.pos(key_start),
+                            key_pos,
                             key_span,
                             value,
                         });
