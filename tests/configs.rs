@@ -20,6 +20,8 @@ fn workspace() -> tempfile::TempDir {
         "application.yml",
         "virtualservice.yaml",
         "serviceprofile.yaml",
+        "appsettings.json",
+        "aws-config",
     ] {
         std::fs::copy(fixtures().join(f), dir.path().join(f)).unwrap();
     }
@@ -604,4 +606,89 @@ fn regex_lite_zeroes(text: &str) -> Vec<String> {
         i = start;
     }
     out
+
+/// ms-resilience: a scenario layer `from` an appsettings.json section
+/// (selected in another case), a field beside it overriding one leaf; the
+/// resolved scenario shows the file's values and keeps `from`.
+#[test]
+fn a_layer_from_an_appsettings_section() {
+    let dir = workspace();
+    std::fs::write(
+        dir.path().join("s.yaml"),
+        "name: dotnet\nduration: 10s\nclients:\n  arrival: { kind: poisson, rate: 50/s }\nlayers:\n  - name: inventory\n    from: { file: appsettings.json, format: ms-resilience, section: httpclients:inventory:resilience }\n    retry: { max_attempts: 3 }\ndependency:\n  concurrency: 8\n  service_time: { dist: constant, value: 10ms }\n",
+    )
+    .unwrap();
+    let out = stormsim(dir.path())
+        .args(["run", "s.yaml", "--out", "out", "--quiet"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let resolved = std::fs::read_to_string(dir.path().join("out/scenario.resolved.yaml")).unwrap();
+    for want in [
+        "format: ms-resilience",
+        "section: httpclients:inventory:resilience",
+        "resolved: true",
+        "max_attempts: 3",
+        "base: 500ms",
+        "cap: 5s",
+        "jitter: polly_v2",
+        "timeout: 2s",
+        "total_timeout: 20s",
+        "failure_ratio: 0.2",
+    ] {
+        assert!(resolved.contains(want), "{want}:\n{resolved}");
+    }
+    // A bad TimeSpan in the file: exit 2, the file's own line and column.
+    let bad = std::fs::read_to_string(dir.path().join("appsettings.json"))
+        .unwrap()
+        .replace("\"Delay\": \"00:00:00.500\"", "\"Delay\": \"500ms\"");
+    std::fs::write(dir.path().join("appsettings.json"), bad).unwrap();
+    let out = stormsim(dir.path())
+        .args(["validate", "s.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("appsettings.json:24:20: HttpClients:Inventory:Resilience:Retry:Delay: expected a .NET TimeSpan string"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// aws-config: an export that writes the file (and no other), comments
+/// kept; a profile that is not there is exit 2 with nothing written.
+#[test]
+fn export_into_an_aws_profile() {
+    let dir = workspace();
+    std::fs::write(
+        dir.path().join("best.yaml"),
+        "layers.orders.retry.max_attempts: 6\n",
+    )
+    .unwrap();
+    let into = ["aws-config", "aws-config", "--profile", "orders-prod"];
+    let out = export(dir.path(), &into, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let after = std::fs::read_to_string(dir.path().join("aws-config")).unwrap();
+    let before = std::fs::read_to_string(fixtures().join("aws-config")).unwrap();
+    assert_eq!(
+        after,
+        before.replace("max_attempts = 4", "max_attempts = 6")
+    );
+    assert!(
+        stderr(&out).contains("wrote aws-config"),
+        "{}",
+        stderr(&out)
+    );
+    let snap = snapshot(dir.path());
+    let into = ["aws-config", "aws-config", "--profile", "orders"];
+    let out = export(dir.path(), &into, &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains(
+            "no profile `orders`; the profiles are default, orders-prod, batch, legacy-tools, dev"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(snapshot(dir.path()), snap);
 }

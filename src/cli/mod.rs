@@ -68,8 +68,8 @@ enum Command {
     /// extension).
     Schema,
     /// Read the retry settings of one method, route or instance from a
-    /// configuration file (gRPC service config, Envoy route, Resilience4j)
-    /// and print them as a layer to paste into a scenario.
+    /// configuration file (gRPC service config, Envoy route, Istio, Linkerd,
+    /// Resilience4j, appsettings.json, AWS config) and print them as a layer to paste into a scenario.
     Import(ImportArgs),
     /// Write tuned settings (a scenario's layer, or dotted paths to values)
     /// back into a configuration file as a minimal edit, and print the diff.
@@ -134,6 +134,13 @@ struct SelectorArgs {
     /// resilience4j: the instance name.
     #[arg(long)]
     instance: Option<String>,
+    /// ms-resilience: the configuration section path, `:` between keys
+    /// (`HttpClients:Orders:Resilience`).
+    #[arg(long)]
+    section: Option<String>,
+    /// aws-config: the profile (`default`, or NAME of `[profile NAME]`).
+    #[arg(long)]
+    profile: Option<String>,
     /// A setting stormsim does not model that may be left out all the same
     /// (its key name, or the key path an error shows). Repeatable.
     #[arg(long, value_name = "KEY")]
@@ -147,6 +154,8 @@ impl SelectorArgs {
             route: self.route.clone(),
             host: self.host.clone(),
             instance: self.instance.clone(),
+            section: self.section.clone(),
+            profile: self.profile.clone(),
             ignore: self.ignore.clone(),
         }
     }

@@ -250,8 +250,10 @@ pub fn spring(d: Duration, style: SpringStyle) -> String {
     }
 }
 
-/// .NET `TimeSpan.Parse` (invariant culture): `[-][d.]hh:mm[:ss[.fffffff]]`,
-/// or a whole number of days.
+/// .NET `TimeSpan.Parse` (invariant culture): `[d.]hh:mm[:ss[.fffffff]]`
+/// (hours to 23, minutes and seconds to 59, one or two digits each; at
+/// most seven decimals), `d:hh:mm:ss[.fffffff]`, or a whole number of
+/// days. Negative spans are refused (no retry setting takes one).
 pub fn parse_timespan(text: &str) -> Option<Duration> {
     let t = text.trim();
     if t.starts_with('-') {
@@ -268,6 +270,11 @@ pub fn parse_timespan(text: &str) -> Option<Duration> {
         None => return None,
     };
     let parts: Vec<&str> = clock.split(':').collect();
+    // `d:hh:mm:ss[.fffffff]`, the general ("g") form, is read too.
+    let (days, parts) = match (days, parts.len()) {
+        (None, 4) => (Some(parts[0]), parts[1..].to_vec()),
+        _ => (days, parts),
+    };
     if !(2..=3).contains(&parts.len()) {
         return None;
     }
@@ -384,6 +391,17 @@ mod tests {
         assert_eq!(parse_timespan("2"), Some(Duration(2 * D)));
         assert_eq!(parse_timespan("00:01"), Some(ms(60_000)));
         assert_eq!(parse_timespan("00:00:60"), None);
+        assert_eq!(parse_timespan("2.5:00:00"), Some(Duration(2 * D + 5 * H)));
+        assert_eq!(
+            parse_timespan("1:02:00:00.25"),
+            Some(Duration(D + 2 * H + 250 * MS))
+        );
+        assert_eq!(parse_timespan("0:0:2"), Some(ms(2000)));
+        assert_eq!(parse_timespan("24:00:00"), None);
+        assert_eq!(parse_timespan("00:00:00.12345678"), None);
+        assert_eq!(parse_timespan("-00:00:01"), None);
+        assert_eq!(parse_timespan("1.2.00:00:00"), None);
+        assert_eq!(parse_timespan("00:00:02 "), Some(ms(2000)));
         assert_eq!(parse_timespan("2s"), None);
         assert_eq!(timespan(ms(2000)), "00:00:02");
         assert_eq!(timespan(ms(1500)), "00:00:01.5");

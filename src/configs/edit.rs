@@ -82,6 +82,7 @@ pub fn render(lit: &Lit, syntax: Syntax, style: Option<Style>) -> String {
     match (lit, syntax) {
         (Lit::Bare(b), _) => b.clone(),
         (Lit::Str(s), Syntax::Json) => json_string(s),
+        (Lit::Str(s), Syntax::Ini) => s.clone(),
         (Lit::Str(s), Syntax::Yaml) => match style {
             Some(Style::Single) if !s.contains('\n') => format!("'{}'", s.replace('\'', "''")),
             Some(Style::Double) => json_string(s),
@@ -185,6 +186,7 @@ impl Ins {
 fn key_text(syntax: Syntax, k: &str) -> String {
     match syntax {
         Syntax::Json => json_string(k),
+        Syntax::Ini => k.to_string(),
         Syntax::Yaml if yaml_plain_ok(k) => k.to_string(),
         Syntax::Yaml => json_string(k),
     }
@@ -238,6 +240,9 @@ pub fn insert(
     else {
         return Err("not a mapping".into());
     };
+    if syntax == Syntax::Ini {
+        return ini_insert(text, map, have, entries);
+    }
     if *flow {
         let items: Vec<String> = entries
             .iter()
@@ -291,6 +296,41 @@ pub fn insert(
     Ok(Edit {
         range: at..at,
         text: lines,
+    })
+}
+
+/// INI: `key = value` lines after the section's last setting (or its
+/// header), at the indentation of its settings.
+fn ini_insert(
+    text: &str,
+    map: &Node,
+    have: &[super::tree::Entry],
+    entries: &[(String, Ins)],
+) -> Result<Edit, String> {
+    let col = have.first().map_or(0, |e| e.key_pos.1 as usize - 1);
+    let mut lines = String::new();
+    for (k, v) in entries {
+        match v {
+            Ins::Leaf(l) => {
+                lines += &format!(
+                    "{}{k} = {}\n",
+                    " ".repeat(col),
+                    render(l, Syntax::Ini, None)
+                );
+            }
+            Ins::Map(_) => return Err(format!("`{k}`: an INI section holds no nested settings")),
+        }
+    }
+    let end = map.span.end;
+    Ok(match text[end..].find('\n') {
+        Some(i) => Edit {
+            range: end + i + 1..end + i + 1,
+            text: lines,
+        },
+        None => Edit {
+            range: text.len()..text.len(),
+            text: format!("\n{}", lines.trim_end_matches('\n')),
+        },
     })
 }
 

@@ -1,7 +1,9 @@
 //! Retry settings read from, and written back to, the files where real
 //! systems keep them: a gRPC service config, an Envoy route configuration,
 //! an Istio VirtualService, a Linkerd ServiceProfile, a Spring Boot
-//! `application.yml` for Resilience4j (README, "Settings
+//! `application.yml` for Resilience4j, an `appsettings.json` for
+//! Microsoft.Extensions.Http.Resilience, the AWS SDKs' shared `config`
+//! file (README, "Settings
 //! from configuration files"; the formats' keys, units and defaults are in
 //! docs/sources/config-formats.md with their upstream sources).
 //!
@@ -21,6 +23,7 @@
 //! This module knows files and the scenario format's layer fields; the
 //! model knows nothing of it.
 
+pub mod aws;
 pub mod durations;
 pub mod edit;
 pub mod envoy;
@@ -28,6 +31,7 @@ pub mod grpc;
 pub mod istio;
 pub mod layer_yaml;
 pub mod linkerd;
+pub mod ms_resilience;
 pub mod resilience4j;
 pub mod tree;
 pub mod write;
@@ -64,6 +68,13 @@ pub enum Format {
     /// Spring Boot `application.yml` with `resilience4j.retry` (and the
     /// circuit breaker, time limiter and bulkhead of the same instance).
     Resilience4j,
+    /// `appsettings.json` with the options of
+    /// Microsoft.Extensions.Http.Resilience's standard resilience handler
+    /// (Polly v8): Retry, AttemptTimeout, TotalRequestTimeout, CircuitBreaker.
+    MsResilience,
+    /// The AWS SDKs' shared config file (`~/.aws/config`): a profile's
+    /// `retry_mode` and `max_attempts`.
+    AwsConfig,
 }
 
 impl Format {
@@ -74,12 +85,15 @@ impl Format {
             Format::IstioVirtualservice => "istio-virtualservice",
             Format::LinkerdServiceprofile => "linkerd-serviceprofile",
             Format::Resilience4j => "resilience4j",
+            Format::MsResilience => "ms-resilience",
+            Format::AwsConfig => "aws-config",
         }
     }
 
     pub fn syntax(self) -> Syntax {
         match self {
-            Format::GrpcServiceConfig => Syntax::Json,
+            Format::GrpcServiceConfig | Format::MsResilience => Syntax::Json,
+            Format::AwsConfig => Syntax::Ini,
             Format::EnvoyRoute
             | Format::IstioVirtualservice
             | Format::LinkerdServiceprofile
@@ -94,6 +108,8 @@ impl Format {
             Format::EnvoyRoute | Format::LinkerdServiceprofile => ("route", true),
             Format::IstioVirtualservice => ("host", true),
             Format::Resilience4j => ("instance", true),
+            Format::MsResilience => ("section", true),
+            Format::AwsConfig => ("profile", true),
         }
     }
 
@@ -105,6 +121,8 @@ impl Format {
             _ => match self.selector_key().0 {
                 "method" => &["method"],
                 "route" => &["route"],
+                "section" => &["section"],
+                "profile" => &["profile"],
                 _ => &["instance"],
             },
         }
@@ -138,6 +156,14 @@ pub struct Selector {
     /// resilience4j: the instance name (its `baseConfig` is followed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instance: Option<String>,
+    /// ms-resilience: the configuration section path, `:` between keys
+    /// (`HttpClients:Orders:Resilience`), compared without regard to case
+    /// as .NET's configuration does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub section: Option<String>,
+    /// aws-config: the profile (`default`, or NAME of `[profile NAME]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
     /// Keys of the file stormsim does not model that may be left out of the
     /// simulation all the same (by key name, or by the dotted key path an
     /// error shows).
@@ -153,6 +179,8 @@ impl Selector {
             Format::EnvoyRoute | Format::LinkerdServiceprofile => self.route.as_deref(),
             Format::IstioVirtualservice => self.route.as_deref().or(self.host.as_deref()),
             Format::Resilience4j => self.instance.as_deref(),
+            Format::MsResilience => self.section.as_deref(),
+            Format::AwsConfig => self.profile.as_deref(),
         }
     }
 
@@ -165,6 +193,8 @@ impl Selector {
             ("route", self.route.is_some()),
             ("host", self.host.is_some()),
             ("instance", self.instance.is_some()),
+            ("section", self.section.is_some()),
+            ("profile", self.profile.is_some()),
         ]
         .into_iter()
         .filter(|(k, set)| *set && !own.contains(k))
@@ -263,7 +293,7 @@ impl<'a> Builder<'a> {
     /// A setting that can change results and that stormsim does not model:
     /// an error, unless the user's `ignore` names it (then a warning).
     pub fn unmodelled(&mut self, key: &str, pos: Option<Pos>, what: &str) {
-        let name = key.rsplit(['.', '[']).next().unwrap_or(key);
+        let name = key.rsplit(['.', '[', ':']).next().unwrap_or(key);
         let name = name.trim_end_matches(']');
         if self.ignore.iter().any(|i| i == key || i == name) {
             self.warn(
@@ -398,6 +428,7 @@ fn parse(text: &str, label: &str, format: Format) -> Result<Doc, Vec<ScenarioErr
                 match format.syntax() {
                     Syntax::Json => "JSON",
                     Syntax::Yaml => "YAML",
+                    Syntax::Ini => "INI",
                 },
                 e.message
             ),
@@ -438,6 +469,8 @@ pub(crate) fn import_doc(
         Format::IstioVirtualservice => istio::read(doc, selector, &mut b),
         Format::LinkerdServiceprofile => linkerd::read(doc, selector, &mut b),
         Format::Resilience4j => resilience4j::read(doc, selector, &mut b),
+        Format::MsResilience => ms_resilience::read(doc, selector, &mut b),
+        Format::AwsConfig => aws::read(doc, selector, &mut b),
     }
     if b.errors.is_empty() {
         Ok(b.policy)

@@ -14,6 +14,8 @@ const ENVOY: &str = include_str!("../../tests/fixtures/configs/envoy.yaml");
 const R4J: &str = include_str!("../../tests/fixtures/configs/application.yml");
 const ISTIO: &str = include_str!("../../tests/fixtures/configs/virtualservice.yaml");
 const LINKERD: &str = include_str!("../../tests/fixtures/configs/serviceprofile.yaml");
+const MS: &str = include_str!("../../tests/fixtures/configs/appsettings.json");
+const AWS: &str = include_str!("../../tests/fixtures/configs/aws-config");
 
 fn sel(format: Format, value: &str) -> Selector {
     let mut s = Selector::default();
@@ -29,6 +31,8 @@ fn sel(format: Format, value: &str) -> Selector {
             None => s.host = Some(value.into()),
         },
         Format::Resilience4j => s.instance = Some(value.into()),
+        Format::MsResilience => s.section = Some(value.into()),
+        Format::AwsConfig => s.profile = Some(value.into()),
     }
     s
 }
@@ -40,6 +44,8 @@ fn text(format: Format) -> &'static str {
         Format::IstioVirtualservice => ISTIO,
         Format::LinkerdServiceprofile => LINKERD,
         Format::Resilience4j => R4J,
+        Format::MsResilience => MS,
+        Format::AwsConfig => AWS,
     }
 }
 
@@ -418,6 +424,14 @@ fn import_then_export_is_the_identity() {
         (Format::LinkerdServiceprofile, "GET /orders/{id}"),
         (Format::LinkerdServiceprofile, "POST /orders"),
         (Format::LinkerdServiceprofile, "GET /orders"),
+        (Format::MsResilience, "HttpClients:Inventory:Resilience"),
+        (Format::MsResilience, "httpclients:payments:resilience"),
+        (Format::MsResilience, "Resilience:Standard"),
+        (Format::AwsConfig, "orders-prod"),
+        (Format::AwsConfig, "batch"),
+        (Format::AwsConfig, "legacy-tools"),
+        (Format::AwsConfig, "dev"),
+        (Format::AwsConfig, "default"),
     ];
     for (format, value) in cases {
         let p = import(format, value);
@@ -696,6 +710,11 @@ fn the_printed_layer_validates_in_a_scenario() {
         (Format::IstioVirtualservice, "inventory"),
         (Format::LinkerdServiceprofile, "GET /orders/{id}"),
         (Format::LinkerdServiceprofile, "POST /orders"),
+        (Format::MsResilience, "HttpClients:Inventory:Resilience"),
+        (Format::MsResilience, "HttpClients:Payments:Resilience"),
+        (Format::AwsConfig, "orders-prod"),
+        (Format::AwsConfig, "batch"),
+        (Format::AwsConfig, "legacy-tools"),
     ] {
         let p = import(format, value);
         let layer = layer_yaml::layer_yaml(&p, "imported", &["header".into()]);
@@ -1130,4 +1149,595 @@ fn linkerd_export_changes_only_the_tuned_values() {
     )
     .unwrap_err();
     assert!(e[0].contains("cannot hold 0.3 exactly"), "{e:?}");
+}
+
+// ------------------------------------------------------------ ms-resilience
+
+/// Reads `text` as an appsettings.json, section `section`: the errors as
+/// `line:col: key: message` lines.
+fn ms_errors(text: &str, section: &str) -> Vec<String> {
+    match import_text(
+        text,
+        "f",
+        Format::MsResilience,
+        &sel(Format::MsResilience, section),
+    ) {
+        Ok(p) => panic!("expected errors, got {:?}", shown(&p)),
+        Err(e) => e.iter().map(ToString::to_string).collect(),
+    }
+}
+
+#[test]
+fn ms_resilience_sections_case_and_colon_keys() {
+    let p = import(Format::MsResilience, "HttpClients:Inventory:Resilience");
+    assert_eq!(p.selected, "section HttpClients:Inventory:Resilience");
+    has(
+        &p,
+        &[
+            "retry.max_attempts=6.0",
+            "retry.backoff.kind=\"exponential\"",
+            "retry.backoff.base=\"500ms\"",
+            "retry.backoff.multiplier=2.0",
+            "retry.backoff.cap=\"5s\"",
+            "retry.jitter=\"polly_v2\"",
+            "retry.retry_after=\"exact\"",
+            "retry.retry_on=[\"408\",\"429\",\"5xx\",\"connection\",\"timeout\"]",
+            "timeout=\"2s\"",
+            "total_timeout=\"20s\"",
+            "breaker.kind=\"time\"",
+            "breaker.failure_ratio=0.2",
+            "breaker.min_calls=50.0",
+            "breaker.window=\"10s\"",
+            "breaker.open_for=\"15s\"",
+            "breaker.probes=1.0",
+        ],
+    );
+    let o = &p.origins["retry.backoff.base"];
+    assert_eq!(
+        (o.key.as_str(), o.pos),
+        (
+            "HttpClients:Inventory:Resilience:Retry:Delay",
+            Some((24, 20))
+        )
+    );
+    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+    // Keys in any case (as .NET compares them), a number as a string, the
+    // backoff type as its number, the section path in another case.
+    let p = import(Format::MsResilience, "HTTPCLIENTS:payments:Resilience");
+    has(
+        &p,
+        &[
+            "retry.max_attempts=3.0",
+            "retry.backoff.kind=\"constant\"",
+            "retry.backoff.base=\"1s\"",
+            "retry.jitter=\"none\"",
+            "timeout=\"5s\"",
+            "total_timeout=\"30s\"",
+            "breaker.failure_ratio=0.1",
+        ],
+    );
+    lacks(&p, &["retry.backoff.cap", "retry.backoff.multiplier"]);
+    // A key that holds `:` itself.
+    let p = import(Format::MsResilience, "Resilience:Standard");
+    has(&p, &["retry.max_attempts=5.0"]);
+    assert_eq!(p.origins["retry.max_attempts"].pos, Some((55, 49)));
+}
+
+/// An empty section is the standard handler's defaults: exactly the
+/// `ms-http-standard` preset (the fields it names; the breaker's scope and
+/// blocks are the defaults a preset leaves to stormsim).
+#[test]
+fn ms_resilience_defaults_are_the_ms_http_standard_preset() {
+    let p = import_text(
+        "{ \"Http\": { \"Resilience\": { } } }",
+        "f",
+        Format::MsResilience,
+        &sel(Format::MsResilience, "Http:Resilience"),
+    )
+    .unwrap();
+    let preset = crate::scenario::presets::find("ms-http-standard")
+        .and_then(|p| p.fragment())
+        .unwrap();
+    let owned: Vec<String> = preset.keys().cloned().collect();
+    let a = write::canonical(&p.fragment, "f").unwrap();
+    let b = write::canonical(&preset, "f").unwrap();
+    assert_eq!(changed_leaves(&a, &b, &owned), Vec::<String>::new());
+    assert_eq!(
+        p.origins["retry.max_attempts"].key,
+        "Retry:MaxRetryAttempts 3 (default)"
+    );
+}
+
+#[test]
+fn ms_resilience_backoff_types_and_jitter() {
+    let file = |retry: &str| format!("{{ \"R\": {{ \"Retry\": {{ {retry} }} }} }}");
+    let cases = [
+        (
+            "\"BackoffType\": \"linear\", \"UseJitter\": true",
+            "retry.backoff.kind=\"linear\"",
+            "retry.jitter.proportional=0.25",
+        ),
+        (
+            "\"BackoffType\": 1, \"UseJitter\": \"False\"",
+            "retry.backoff.kind=\"linear\"",
+            "retry.jitter=\"none\"",
+        ),
+        (
+            "\"BackoffType\": \"2\"",
+            "retry.backoff.kind=\"exponential\"",
+            "retry.jitter=\"polly_v2\"",
+        ),
+        (
+            "\"BackoffType\": \"CONSTANT\"",
+            "retry.backoff.kind=\"constant\"",
+            "retry.jitter.proportional=0.25",
+        ),
+        (
+            "\"ShouldRetryAfterHeader\": false",
+            "retry.retry_after=\"ignore\"",
+            "retry.backoff.kind=\"exponential\"",
+        ),
+        (
+            "\"Delay\": \"0:0:0.25\", \"MaxDelay\": \"2.5:00:00\"",
+            "retry.backoff.base=\"250ms\"",
+            "retry.backoff.cap=\"2d5h\"",
+        ),
+    ];
+    for (retry, a, b) in cases {
+        let text = file(retry);
+        let p = import_text(
+            &text,
+            "f",
+            Format::MsResilience,
+            &sel(Format::MsResilience, "r"),
+        )
+        .unwrap_or_else(|e| panic!("{retry}: {e:?}"));
+        has(&p, &[a, b]);
+    }
+}
+
+#[test]
+fn ms_resilience_bad_values_are_named_with_their_position() {
+    let e = ms_errors(
+        "{\n  \"R\": {\n    \"Retry\": { \"Delay\": \"2s\" }\n  }\n}\n",
+        "R",
+    );
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert!(
+        e[0].starts_with(
+            "f:3:25: R:Retry:Delay: expected a .NET TimeSpan string such as \"00:00:02\""
+        ),
+        "{e:?}"
+    );
+    let e = ms_errors(
+        "{ \"R\": { \"Retry\": { \"BackoffType\": \"Exponentail\" } } }",
+        "R",
+    );
+    assert!(e[0].contains("f:1:36: R:Retry:BackoffType: expected a DelayBackoffType: Constant, Linear or Exponential (or 0, 1, 2), found `Exponentail`"), "{e:?}");
+    let e = ms_errors("{ \"R\": { \"Retry\": { \"BackoffType\": 3 } } }", "R");
+    assert!(e[0].contains("expected a DelayBackoffType"), "{e:?}");
+    // Polly's validation ranges.
+    let e = ms_errors(
+        "{ \"R\": { \"Retry\": { \"Delay\": \"1.00:00:01\" } } }",
+        "R",
+    );
+    assert!(
+        e[0].contains("1.00:00:01 is outside 00:00:00 to 1.00:00:00"),
+        "{e:?}"
+    );
+    let e = ms_errors("{ \"R\": { \"Retry\": { \"MaxRetryAttempts\": 0 } } }", "R");
+    assert!(
+        e[0].contains("expected a whole number from 1 to 999, found `0`"),
+        "{e:?}"
+    );
+    let e = ms_errors(
+        "{ \"R\": { \"CircuitBreaker\": { \"BreakDuration\": \"00:00:00.1\" } } }",
+        "R",
+    );
+    assert!(
+        e[0].contains("00:00:00.1 is outside 00:00:00.5 to 1.00:00:00"),
+        "{e:?}"
+    );
+    // The standard handler's own validation.
+    let e = ms_errors(
+        "{ \"R\": { \"AttemptTimeout\": { \"Timeout\": \"00:01:00\" } } }",
+        "R",
+    );
+    assert_eq!(e.len(), 2, "{e:?}");
+    assert!(e[0].contains("R:AttemptTimeout:Timeout: AttemptTimeout 00:01:00 is longer than TotalRequestTimeout 00:00:30"), "{e:?}");
+    assert!(
+        e[1].contains("SamplingDuration 00:00:30 is less than twice AttemptTimeout 00:01:00"),
+        "{e:?}"
+    );
+    // A key given twice, in another case.
+    let e = ms_errors(
+        "{ \"R\": { \"Retry\": { \"Delay\": \"00:00:01\" } },\n  \"r\": { \"retry\": { \"delay\": \"00:00:02\" } } }",
+        "R",
+    );
+    assert!(
+        e[0].contains("f:2:21: r:retry:delay: the key is given twice (first at line 1)"),
+        "{e:?}"
+    );
+    // A missing section lists the sections that have a Retry.
+    let e = ms_errors(MS, "HttpClients:Orders:Resilience");
+    assert_eq!(
+        e,
+        [
+            "f: no configuration section `HttpClients:Orders:Resilience`; the sections with a Retry are HttpClients:Inventory:Resilience, HttpClients:Payments:resilience, HttpClients:Reports:Resilience, Resilience:Standard"
+        ]
+    );
+    let e = ms_errors(MS, "");
+    assert!(e[0].contains("which section?"), "{e:?}");
+}
+
+#[test]
+fn ms_resilience_unmodelled_settings_are_named_with_their_position() {
+    let e = ms_errors(MS, "HttpClients:Reports:Resilience");
+    assert_eq!(e.len(), 2, "{e:?}");
+    assert!(e[0].starts_with("f:48:42: HttpClients:Reports:Resilience:RateLimiter:DefaultRateLimiterOptions:PermitLimit: not modelled: the standard handler's concurrency limiter"), "{e:?}");
+    assert!(e[1].starts_with("f:48:62: HttpClients:Reports:Resilience:RateLimiter:DefaultRateLimiterOptions:QueueLimit"), "{e:?}");
+    // Listed in `ignore`: warnings, with the misspelt option and the name.
+    let mut s = sel(Format::MsResilience, "HttpClients:Reports:Resilience");
+    s.ignore = vec!["PermitLimit".into(), "QueueLimit".into()];
+    let p = import_text(MS, "f", Format::MsResilience, &s).unwrap();
+    let w: Vec<String> = p
+        .warnings
+        .iter()
+        .map(|f| f.located("f").to_string())
+        .collect();
+    assert_eq!(w.len(), 4, "{w:?}");
+    assert!(
+        w.iter().any(|x| x
+            .starts_with("f:50:20: HttpClients:Reports:Resilience:Retry:Name: a strategy's name")),
+        "{w:?}"
+    );
+    assert!(
+        w.iter().any(|x| x.starts_with(
+            "f:50:45: HttpClients:Reports:Resilience:Retry:MaxRetryAttempt: not an option"
+        )),
+        "{w:?}"
+    );
+    // The misspelt option is not read: the default stands.
+    has(&p, &["retry.max_attempts=4.0"]);
+}
+
+#[test]
+fn ms_resilience_export_changes_only_the_tuned_values() {
+    let out = export(
+        Format::MsResilience,
+        "HttpClients:Inventory:Resilience",
+        &[
+            ("retry.max_attempts", json!(4)),
+            ("retry.backoff.base", json!("250ms")),
+            ("retry.backoff.cap", json!("5s")), // unchanged: not touched
+            ("timeout", json!("1500ms")),
+            ("breaker.failure_ratio", json!(0.3)),
+            ("breaker.open_for", json!("1m")),
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        changed_lines(MS, &out),
+        [
+            (
+                "          \"MaxRetryAttempts\": 5,".into(),
+                "          \"MaxRetryAttempts\": 3,".into()
+            ),
+            (
+                "          \"Delay\": \"00:00:00.500\",".into(),
+                "          \"Delay\": \"00:00:00.25\",".into()
+            ),
+            (
+                "        \"AttemptTimeout\": { \"Timeout\": \"00:00:02\" },".into(),
+                "        \"AttemptTimeout\": { \"Timeout\": \"00:00:01.5\" },".into()
+            ),
+            (
+                "          \"FailureRatio\": 0.2,".into(),
+                "          \"FailureRatio\": 0.3,".into()
+            ),
+            (
+                "          \"BreakDuration\": \"00:00:15\",".into(),
+                "          \"BreakDuration\": \"00:01:00\",".into()
+            ),
+        ]
+    );
+    // Comments and trailing commas are kept: the edited file is read again.
+    assert!(out.contains("\"Polly\": \"Warning\", // resilience events are noisy"));
+    let back = import_text(
+        &out,
+        "f",
+        Format::MsResilience,
+        &sel(Format::MsResilience, "HttpClients:Inventory:Resilience"),
+    )
+    .unwrap();
+    has(
+        &back,
+        &[
+            "retry.max_attempts=4.0",
+            "retry.backoff.base=\"250ms\"",
+            "timeout=\"1500ms\"",
+            "breaker.open_for=\"1m\"",
+        ],
+    );
+    // Keys written in the file's case; a numeric BackoffType stays a
+    // number; a missing option is added to its object.
+    let out = export(
+        Format::MsResilience,
+        "HttpClients:Payments:Resilience",
+        &[
+            ("retry.backoff.kind", json!("linear")),
+            ("retry.jitter", json!({ "proportional": 0.25 })),
+            ("total_timeout", json!("12s")),
+        ],
+    )
+    .unwrap();
+    let added = "\n        \"TotalRequestTimeout\": { \"Timeout\": \"00:00:12\" },";
+    assert_eq!(
+        changed_lines(MS, &out.replace(added, "")),
+        [(
+            "        \"retry\": { \"maxRetryAttempts\": \"2\", \"backoffType\": 0, \"useJitter\": false, \"delay\": \"00:00:01\" },".into(),
+            "        \"retry\": { \"maxRetryAttempts\": \"2\", \"backoffType\": 1, \"useJitter\": true, \"delay\": \"00:00:01\" },".into()
+        )]
+    );
+    assert!(out.contains("        \"attemptTimeout\": { \"timeout\": \"00:00:05\" },\n        \"TotalRequestTimeout\": { \"Timeout\": \"00:00:12\" },\n      }"), "{out}");
+}
+
+#[test]
+fn ms_resilience_export_refuses_what_polly_cannot_say() {
+    let cases: [(&str, &str, Value, &str); 5] = [
+        (
+            "HttpClients:Inventory:Resilience",
+            "retry.jitter",
+            json!("full"),
+            "Polly's jitter is UseJitter",
+        ),
+        (
+            "HttpClients:Inventory:Resilience",
+            "retry.backoff.multiplier",
+            json!(3),
+            "doubles (multiplier 2)",
+        ),
+        (
+            "HttpClients:Inventory:Resilience",
+            "retry.max_attempts",
+            json!(1),
+            "MaxRetryAttempts is at least 1",
+        ),
+        (
+            "HttpClients:Inventory:Resilience",
+            "retry.retry_on",
+            json!(["5xx"]),
+            "HttpClientResiliencePredicates",
+        ),
+        (
+            "Resilience:Standard",
+            "retry.backoff.base",
+            json!("1s"),
+            "the section Resilience:Standard is not an object of its own in this file",
+        ),
+    ];
+    for (section, path, v, why) in cases {
+        let e = export(Format::MsResilience, section, &[(path, v)]).unwrap_err();
+        assert!(e.iter().any(|x| x.contains(why)), "{path}: {e:?}");
+    }
+}
+
+// --------------------------------------------------------------- aws-config
+
+fn aws_errors(text: &str, profile: &str) -> Vec<String> {
+    match import_text(
+        text,
+        "f",
+        Format::AwsConfig,
+        &sel(Format::AwsConfig, profile),
+    ) {
+        Ok(p) => panic!("expected errors, got {:?}", shown(&p)),
+        Err(e) => e.iter().map(ToString::to_string).collect(),
+    }
+}
+
+#[test]
+fn aws_profiles_onto_the_presets() {
+    let p = import(Format::AwsConfig, "orders-prod");
+    assert_eq!(p.selected, "[profile orders-prod] (line 8)");
+    has(
+        &p,
+        &[
+            "retry.max_attempts=4.0",
+            "retry.backoff.base=\"1s\"",
+            "retry.backoff.cap=\"20s\"",
+            "retry.jitter=\"full\"",
+            "retry.budget.kind=\"aws_quota\"",
+            "retry.budget.retry_cost=5.0",
+        ],
+    );
+    lacks(&p, &["throttle"]);
+    assert_eq!(p.origins["retry.max_attempts"].pos, Some((14, 16)));
+    assert_eq!(
+        p.origins["retry.jitter"].key,
+        "[profile orders-prod].retry_mode (aws-standard-2.0 preset)"
+    );
+    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+    let p = import(Format::AwsConfig, "batch");
+    has(
+        &p,
+        &["retry.max_attempts=3.0", "throttle.kind=\"aws_adaptive\""],
+    );
+    assert_eq!(p.warnings.len(), 1);
+    assert_eq!(p.warnings[0].key, "[profile batch].defaults_mode");
+    let p = import(Format::AwsConfig, "legacy-tools");
+    has(
+        &p,
+        &[
+            "retry.max_attempts=5.0",
+            "retry.retry_on=[\"429\",\"500\",\"503\",\"509\",\"connection\",\"timeout\"]",
+        ],
+    );
+    lacks(&p, &["retry.budget", "retry.backoff.cap"]);
+    assert_eq!(p.warnings[0].pos, Some((26, 1)));
+    // No retry_mode: standard, with a warning; region and SSO keys are
+    // left out silently.
+    let p = import(Format::AwsConfig, "dev");
+    has(
+        &p,
+        &["retry.max_attempts=3.0", "retry.budget.capacity=500.0"],
+    );
+    assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);
+    assert!(p.warnings[0].message.contains("no retry_mode"));
+    // defaults_mode other than legacy selects standard, said so.
+    let p = import_text(
+        "[profile x]\ndefaults_mode = standard\n",
+        "f",
+        Format::AwsConfig,
+        &sel(Format::AwsConfig, "x"),
+    )
+    .unwrap();
+    assert_eq!(
+        p.origins["retry.jitter"].key,
+        "[profile x].defaults_mode standard: standard retries (aws-standard-2.0 preset)"
+    );
+}
+
+#[test]
+fn aws_errors_are_named_with_their_position() {
+    let e = aws_errors(AWS, "staging");
+    assert_eq!(
+        e,
+        [
+            "f: no profile `staging`; the profiles are default, orders-prod, batch, legacy-tools, dev"
+        ]
+    );
+    let e = aws_errors(
+        "[default]\nregion = x\n[staging]\nretry_mode = standard\n",
+        "staging",
+    );
+    assert!(e[0].contains("[staging] at line 3 is the credentials file's form: in the config file a named profile is [profile staging]"), "{e:?}");
+    let e = aws_errors("[profile a]\nretry_mode = Standard\n", "a");
+    assert_eq!(
+        e,
+        ["f:2:14: [profile a].retry_mode: expected legacy, standard or adaptive, found `Standard`"]
+    );
+    let e = aws_errors(
+        "[profile a]\nretry_mode = standard\nmax_attempts = 0\n",
+        "a",
+    );
+    assert_eq!(
+        e,
+        ["f:3:16: [profile a].max_attempts: expected a whole number from 1 to 1000, found `0`"]
+    );
+    let e = aws_errors("[profile a]\nmax_attempts = 3 # three\n", "a");
+    assert!(e[0].contains("found `3 # three`"), "{e:?}");
+    let e = aws_errors("[profile a]\nmax_attempts = 3\nMax_Attempts = 4\n", "a");
+    assert!(e[0].starts_with("f:3:1: [profile a].Max_Attempts: `Max_Attempts` is given twice in the profile (first at line 2)"), "{e:?}");
+    let e = aws_errors("[profile a]\nregion = x\n[profile a]\nregion = y\n", "a");
+    assert!(e[0].contains("has two sections (lines 1 and 3)"), "{e:?}");
+    let e = aws_errors("region = x\n[profile a]\n", "a");
+    assert_eq!(
+        e,
+        ["f:1:1: not valid INI: a setting before the first [section] header"]
+    );
+    let e = aws_errors(AWS, "");
+    assert!(e[0].contains("`profile:"), "{e:?}");
+}
+
+#[test]
+fn aws_export_changes_only_the_tuned_values() {
+    // max_attempts in place.
+    let out = export(
+        Format::AwsConfig,
+        "orders-prod",
+        &[("retry.max_attempts", json!(6))],
+    )
+    .unwrap();
+    assert_eq!(
+        changed_lines(AWS, &out),
+        [("max_attempts = 4".into(), "max_attempts = 6".into())]
+    );
+    // Adaptive retries: the throttle of aws-adaptive; max_attempts stays.
+    let out = export(
+        Format::AwsConfig,
+        "orders-prod",
+        &[("throttle", json!({ "kind": "aws_adaptive" }))],
+    )
+    .unwrap();
+    assert_eq!(
+        changed_lines(AWS, &out),
+        [(
+            "retry_mode = standard".into(),
+            "retry_mode = adaptive".into()
+        )]
+    );
+    // legacy -> standard with three attempts: the mode only (standard's
+    // default is 3).
+    let standard = crate::scenario::presets::find("aws-standard-2.0")
+        .and_then(|p| p.fragment())
+        .unwrap();
+    let mut layer = standard.clone();
+    layer.insert("name".into(), json!("x"));
+    let layer: crate::scenario::types::Layer =
+        serde_json::from_value(Value::Object(layer)).unwrap();
+    let Value::Object(m) = serde_json::to_value(&layer).unwrap() else {
+        panic!()
+    };
+    let e = export_text(
+        AWS,
+        "f",
+        Format::AwsConfig,
+        &sel(Format::AwsConfig, "legacy-tools"),
+        &Wanted::Layer(m),
+    )
+    .unwrap();
+    assert_eq!(
+        changed_lines(AWS, &e.after),
+        [("retry_mode = legacy".into(), "retry_mode = standard".into())]
+    );
+    // A key the profile lacks is added after its last setting (here
+    // after the indented s3 block), comments kept.
+    let out = export(
+        Format::AwsConfig,
+        "dev",
+        &[("retry.max_attempts", json!(5))],
+    )
+    .unwrap();
+    assert_eq!(out, format!("{AWS}max_attempts = 5\n"));
+    let out = export(
+        Format::AwsConfig,
+        "orders-prod",
+        &[
+            ("retry.backoff.base", json!("50ms")),
+            ("retry.backoff.throttle_base", json!("1s")),
+            ("retry.retry_after", json!("aws_clamp")),
+            ("retry.budget.retry_cost", json!(14)),
+            ("retry.budget.timeout_cost", json!(14)),
+        ],
+    );
+    // aws-standard-2.1 is not a retry_mode.
+    let e = out.unwrap_err();
+    assert!(
+        e[0].contains("holds only retry_mode and max_attempts"),
+        "{e:?}"
+    );
+    let legacy = export(
+        Format::AwsConfig,
+        "batch",
+        &[
+            ("retry.max_attempts", json!(2)),
+            ("throttle", Value::Null),
+            ("retry.budget", Value::Null),
+            (
+                "retry.retry_on",
+                json!(["timeout", "connection", 429, 500, 503, 509]),
+            ),
+            ("retry.backoff.cap", Value::Null),
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        changed_lines(AWS, &legacy.replace("max_attempts = 2\n", "")),
+        [("retry_mode = adaptive".into(), "retry_mode = legacy".into())]
+    );
+    assert!(
+        legacy.contains("retry_mode = legacy\ndefaults_mode = in-region\nmax_attempts = 2\n"),
+        "{legacy}"
+    );
 }

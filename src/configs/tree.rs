@@ -15,7 +15,14 @@
 //! `Microsoft.Extensions.Configuration.Json/JsonConfigurationFileParser.cs`:
 //! `CommentHandling = JsonCommentHandling.Skip, AllowTrailingCommas = true`).
 //!
-//! Both readers are bounded: nesting deeper than [`MAX_DEPTH`] or more than
+//! INI (the AWS SDKs' shared `config` file) is read line by line as
+//! Python's `configparser` reads it for botocore (`[section]` headers,
+//! `key = value` or `key: value`, `#` and `;` comment lines, indented
+//! lines continuing the value above); the root is a mapping of sections,
+//! each a mapping of its keys, in file order, repeats kept (the reader
+//! decides about them).
+//!
+//! The readers are bounded: nesting deeper than [`MAX_DEPTH`] or more than
 //! [`MAX_NODES`] nodes (aliases counted as they expand) is an error, never
 //! a stack overflow or unbounded memory.
 
@@ -79,6 +86,7 @@ pub struct Entry {
 pub enum Syntax {
     Json,
     Yaml,
+    Ini,
 }
 
 /// A parsed file: its text, syntax, and one root per document.
@@ -190,24 +198,39 @@ impl Node {
     }
 }
 
-/// Byte offset → (line, column) for one text.
+/// Byte offset → (line, column) for one text. Readers ask in increasing
+/// order, so the column is counted on from the last answer on the same
+/// line: a minified file of one long line costs linear time, not
+/// quadratic.
 pub struct Lines {
     starts: Vec<usize>,
+    /// The last (byte, column) answered.
+    last: std::cell::Cell<(usize, usize)>,
 }
 
 impl Lines {
     pub fn new(text: &str) -> Self {
         let mut starts = vec![0];
         starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
-        Lines { starts }
+        Lines {
+            starts,
+            last: std::cell::Cell::new((0, 0)),
+        }
     }
 
     pub fn pos(&self, text: &str, byte: usize) -> Pos {
+        let byte = byte.min(text.len());
         let line = self.starts.partition_point(|&s| s <= byte).max(1);
         let start = self.starts[line - 1];
-        let col = text
-            .get(start..byte.min(text.len()))
-            .map_or(0, |s| s.chars().count());
+        let (last_byte, last_col) = self.last.get();
+        let (from, base) =
+            if last_byte >= start && last_byte <= byte && text.is_char_boundary(last_byte) {
+                (last_byte, last_col)
+            } else {
+                (start, 0)
+            };
+        let col = base + text.get(from..byte).map_or(0, |s| s.chars().count());
+        self.last.set((byte, col));
         let clamp = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
         (clamp(line), clamp(col + 1))
     }
@@ -227,6 +250,7 @@ impl Doc {
         let roots = match syntax {
             Syntax::Json => vec![json::parse(text)?],
             Syntax::Yaml => yaml::parse(text)?,
+            Syntax::Ini => vec![ini::parse(text)?],
         };
         Ok(Doc {
             syntax,
@@ -514,6 +538,164 @@ mod yaml {
     }
 }
 
+// ------------------------------------------------------------------ INI
+
+mod ini {
+    use super::*;
+
+    struct Section {
+        key: String,
+        key_span: Range<usize>,
+        key_pos: Pos,
+        /// The header's text (`[profile x]`).
+        header: Range<usize>,
+        entries: Vec<Entry>,
+    }
+
+    fn scalar(text: &str, span: Range<usize>, pos: Pos) -> Node {
+        Node {
+            kind: Kind::Scalar {
+                text: text.to_string(),
+                style: Style::Plain,
+            },
+            span,
+            pos,
+            aliased: false,
+        }
+    }
+
+    pub fn parse(text: &str) -> Result<Node, SyntaxError> {
+        let lines = Lines::new(text);
+        let mut sections: Vec<Section> = Vec::new();
+        let mut nodes = 0usize;
+        let mut at = 0usize;
+        // A byte order mark is allowed before the first line.
+        if text.starts_with('\u{FEFF}') {
+            at = 3;
+        }
+        while at < text.len() {
+            let end = text[at..].find('\n').map_or(text.len(), |i| at + i);
+            let line = &text[at..end];
+            let line = line.strip_suffix('\r').unwrap_or(line);
+            let trimmed = line.trim_start();
+            let lead = line.len() - trimmed.len();
+            let start = at + lead;
+            let pos = lines.pos(text, start);
+            at = end + 1;
+            let body = trimmed.trim_end();
+            if body.is_empty() || body.starts_with('#') || body.starts_with(';') {
+                continue;
+            }
+            nodes += 1;
+            if nodes > MAX_NODES {
+                return Err(SyntaxError {
+                    pos: Some(pos),
+                    message: format!(
+                        "more than {MAX_NODES} lines of settings: not a configuration file stormsim reads"
+                    ),
+                });
+            }
+            // An indented line continues the value of the key above.
+            if lead > 0
+                && let Some(e) = sections.last_mut().and_then(|s| s.entries.last_mut())
+            {
+                let stop = start + body.len();
+                e.value.span.end = stop;
+                if let Kind::Scalar { text: t, .. } = &mut e.value.kind {
+                    t.push('\n');
+                    t.push_str(body);
+                }
+                continue;
+            }
+            if body.starts_with('[') {
+                let Some(inner) = body.strip_prefix('[').and_then(|b| b.strip_suffix(']')) else {
+                    return Err(SyntaxError {
+                        pos: Some(pos),
+                        message: "a section header without its closing `]`".into(),
+                    });
+                };
+                let key = inner.trim();
+                let key_start = start + 1 + (inner.len() - inner.trim_start().len());
+                sections.push(Section {
+                    key: key.to_string(),
+                    key_span: key_start..key_start + key.len(),
+                    key_pos: lines.pos(text, key_start),
+                    header: start..start + body.len(),
+                    entries: Vec::new(),
+                });
+                continue;
+            }
+            let Some(section) = sections.last_mut() else {
+                return Err(SyntaxError {
+                    pos: Some(pos),
+                    message: "a setting before the first [section] header".into(),
+                });
+            };
+            let Some(d) = body.find(['=', ':']) else {
+                return Err(SyntaxError {
+                    pos: Some(pos),
+                    message: format!(
+                        "expected `key = value`, found `{}`",
+                        body.chars().take(40).collect::<String>()
+                    ),
+                });
+            };
+            let key = body[..d].trim_end();
+            if key.is_empty() {
+                return Err(SyntaxError {
+                    pos: Some(pos),
+                    message: "a setting without a key".into(),
+                });
+            }
+            let rest = &body[d + 1..];
+            let value = rest.trim();
+            let v_start = start + d + 1 + (rest.len() - rest.trim_start().len());
+            section.entries.push(Entry {
+                key: key.to_string(),
+                key_span: start..start + key.len(),
+                key_pos: pos,
+                value: scalar(
+                    value,
+                    v_start..v_start + value.len(),
+                    lines.pos(text, v_start),
+                ),
+            });
+        }
+        let entries = sections
+            .into_iter()
+            .map(|s| {
+                let stop = s
+                    .entries
+                    .last()
+                    .map_or(s.header.end, |e| e.value.span.end.max(e.key_span.end));
+                Entry {
+                    key: s.key,
+                    key_pos: s.key_pos,
+                    key_span: s.key_span,
+                    value: Node {
+                        kind: Kind::Map {
+                            entries: s.entries,
+                            flow: false,
+                        },
+                        span: s.header.start..stop,
+                        pos: lines.pos(text, s.header.start),
+                        aliased: false,
+                    },
+                }
+            })
+            .collect();
+        Ok(Node {
+            kind: Kind::Map {
+                entries,
+                flow: false,
+            },
+            span: 0..text.len(),
+            pos: (1, 1),
+            aliased: false,
+        })
+    }
+}
+
 // ----------------------------------------------------------------- JSON
 
 mod json {
@@ -621,6 +803,7 @@ mod json {
                             return Err(self.error("expected a quoted key or `}`"));
                         }
                         let key_start = self.at;
+                        let key_pos = self.pos(key_start);
                         let key = self.string()?;
                         let key_span = key_start..self.at;
                         // JSON readers keep one of two equal keys (most the
@@ -652,7 +835,7 @@ mod json {
                         self.path.pop();
                         entries.push(Entry {
                             key,
-                            key_pos: self.pos(key_start),
+                            key_pos,
                             key_span,
                             value,
                         });
@@ -870,6 +1053,36 @@ mod tests {
         }
         let e = Doc::parse(&src, Syntax::Yaml).unwrap_err();
         assert!(e.message.contains("nodes"), "{e:?}");
+    }
+
+    #[test]
+    fn ini_sections_keys_comments_and_continuations() {
+        let src = "# top\n[default]\nregion = eu-west-1\n; note\n[profile ci]\nretry_mode=adaptive\ns3 =\n  max_concurrent_requests = 20\nmax_attempts : 7\n";
+        let doc = Doc::parse(src, Syntax::Ini).unwrap();
+        let root = &doc.roots[0];
+        let keys: Vec<&str> = root.entries().iter().map(|e| e.key.as_str()).collect();
+        assert_eq!(keys, ["default", "profile ci"]);
+        let ci = root.get("profile ci").unwrap();
+        let mode = ci.get("retry_mode").unwrap();
+        assert_eq!((mode.scalar(), mode.pos), (Some("adaptive"), (6, 12)));
+        assert_eq!(&src[mode.span.clone()], "adaptive");
+        let s3 = ci.get("s3").unwrap();
+        assert_eq!(&src[s3.span.clone()], "\n  max_concurrent_requests = 20");
+        assert_eq!(s3.scalar(), Some("\nmax_concurrent_requests = 20"));
+        let max = ci.get("max_attempts").unwrap();
+        assert_eq!((max.scalar(), max.pos), (Some("7"), (9, 16)));
+        assert_eq!(ci.span.end, src.len() - 1);
+        for (bad, pos) in [
+            ("region = x\n", (1, 1)),
+            ("[default\n", (1, 1)),
+            ("[a]\nnokey\n", (2, 1)),
+        ] {
+            assert_eq!(
+                Doc::parse(bad, Syntax::Ini).unwrap_err().pos,
+                Some(pos),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -201,7 +201,7 @@ pub struct Exported {
 /// A layer fragment as the scenario format has it once read and written
 /// again, so that two spellings of one value (`0.1s`, `100ms`) compare
 /// equal.
-fn canonical(
+pub(crate) fn canonical(
     fragment: &Map<String, Value>,
     label: &str,
 ) -> Result<Map<String, Value>, Vec<ScenarioError>> {
@@ -287,6 +287,8 @@ pub fn export_text(
         Format::IstioVirtualservice => super::istio::write(&mut w, selector, &want, &changed),
         Format::LinkerdServiceprofile => super::linkerd::write(&mut w, selector, &want, &changed),
         Format::Resilience4j => super::resilience4j::write(&mut w, selector, &want, &changed),
+        Format::MsResilience => super::ms_resilience::write(&mut w, selector, &want, &changed),
+        Format::AwsConfig => super::aws::write(&mut w, selector, &want, &changed),
     }
     let (edits, notes) = w
         .finish()

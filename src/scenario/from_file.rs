@@ -56,7 +56,7 @@ pub fn fill_from_layers(
             Err(e) => {
                 errors.push(located(
                     format!(
-                        "expected {{ file, format, method | route | host | instance, ignore }}: {}",
+                        "expected {{ file, format, method | route | host | instance | section | profile, ignore }}: {}",
                         super::suggest::serde_words(&strip_position(&e.to_string()))
                     ),
                     &path,

@@ -435,7 +435,7 @@ with_policy_fields! {policy_struct! {
     }
 }}
 
-/// `from: { file, format, method | route | host | instance, ignore }`.
+/// `from: { file, format, method | route | host | instance | section | profile, ignore }`.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FromFile {
@@ -455,6 +455,13 @@ pub struct FromFile {
     /// resilience4j: the instance name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instance: Option<String>,
+    /// ms-resilience: the configuration section path
+    /// (`HttpClients:Orders:Resilience`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub section: Option<String>,
+    /// aws-config: the profile (`default`, or NAME of `[profile NAME]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
     /// Unmodelled keys of the file to leave out all the same.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ignore: Vec<String>,
@@ -471,6 +478,8 @@ impl FromFile {
             route: self.route.clone(),
             host: self.host.clone(),
             instance: self.instance.clone(),
+            section: self.section.clone(),
+            profile: self.profile.clone(),
             ignore: self.ignore.clone(),
         }
     }
