@@ -38,6 +38,9 @@ pub struct CacheConfig {
     pub ttl: Option<Nanos>,
     /// One miss per key in flight; the others wait for it.
     pub coalesce: bool,
+    /// It starts holding the `capacity` most popular keys (filled at time
+    /// 0, the most popular the most recently used); else empty.
+    pub warm: bool,
 }
 
 /// Keys 0..n with P(k) ∝ 1 ÷ (k + 1)^s, by Hörmann and Derflinger's
@@ -216,6 +219,18 @@ impl<T: Copy> Cache<T> {
             flights_open: 0,
             counts: CacheCounts::default(),
         }
+        .warmed()
+    }
+
+    /// Filled with the most popular keys, when the cache starts warm.
+    fn warmed(mut self) -> Self {
+        if self.cfg.warm {
+            let n = self.cfg.capacity.min(self.cfg.keys).max(1);
+            for k in (0..n).rev() {
+                self.fill(k, 0);
+            }
+        }
+        self
     }
 
     /// The key a request asks for, drawn from `rng`.
@@ -509,6 +524,7 @@ mod tests {
             capacity,
             ttl: None,
             coalesce: false,
+            warm: false,
         }
     }
 
@@ -585,6 +601,11 @@ mod tests {
         c.flush(false);
         c.fill(2, 0);
         assert_eq!(c.recency(), vec![2]);
+        let warm: Cache<u32> = Cache::new(CacheConfig {
+            warm: true,
+            ..cfg(10, 3)
+        });
+        assert_eq!(warm.recency(), vec![0, 1, 2]);
     }
 
     #[test]
@@ -652,6 +673,7 @@ mod tests {
                 capacity: 6,
                 ttl: Some(50),
                 coalesce,
+                warm: false,
             });
             let mut list: Vec<(u32, Nanos)> = Vec::new();
             let mut in_flight = vec![0u32; 20];
@@ -716,6 +738,7 @@ mod tests {
                 capacity: cap,
                 ttl: None,
                 coalesce: false,
+                warm: false,
             });
             let mut rng = Stream::new(11, Purpose::CacheKeys, u64::from(keys));
             let warm = 50_000;
