@@ -676,7 +676,7 @@ mod tests {
                 warm: false,
             });
             let mut list: Vec<(u32, Nanos)> = Vec::new();
-            let mut in_flight = vec![0u32; 20];
+            let mut in_flight = [0u32; 20];
             let mut now = 0;
             for i in 0..20_000 {
                 now += rng.below(5) as Nanos;
