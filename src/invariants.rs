@@ -16,7 +16,10 @@
 //!   queue's head, served, cancelled, lost in a crash, or still waiting);
 //! - per call edge: calls ended (succeeded + failed) never exceed calls
 //!   made, and the attempts sent on the edges into a service (plus status
-//!   probes) are the requests that arrived there.
+//!   probes) are the requests that arrived there;
+//! - per service with a cache: every request served (its own work done)
+//!   looked its key up once, a hit, a miss or coalesced (a pool's connect,
+//!   a status probe and a poison message look nothing up).
 //!
 //! `stormsim run` turns a violation into a bug report with the seed,
 //! variant and scenario needed to reproduce it (`bug_report`).
@@ -127,6 +130,22 @@ pub fn violations(
             .filter(|e| topo.edges()[e.edge].callee == id)
             .map(|e| e.attempts + e.pool.connects)
             .sum();
+        if let Some(c) = &svc.cache {
+            let connects: u64 = graph
+                .edges
+                .iter()
+                .filter(|e| topo.edges()[e.edge].callee == id)
+                .map(|e| e.pool.connects)
+                .sum();
+            let lookups = c.lookups();
+            let exact = cfg.consumers.is_none();
+            if lookups > t.served || (exact && lookups + connects + summary.probes < t.served) {
+                found.push(format!(
+                    "lookups of the cache of service {name} are not conserved: {} hits + {} misses + {} coalesced = {lookups}, but {} requests were served ({connects} of them connects)",
+                    c.hits, c.misses, c.coalesced, t.served
+                ));
+            }
+        }
         if t.attempts < sent || t.attempts > sent + summary.probes {
             found.push(format!(
                 "service {name} received {} requests, but its callers sent {sent} attempts (and {} status probes in all)",

@@ -32,6 +32,9 @@ pub enum Purpose {
     /// An adaptive concurrency limiter's jitter (Envoy's minRTT interval,
     /// Vegas's probes), per replica.
     Adaptive = 10,
+    /// The key a logical request asks a cache for (one stream per request
+    /// and cache, so a retry asks for the same key).
+    CacheKeys = 11,
 }
 
 /// SplitMix64's output function: a fixed, well-mixed 64-bit bijection.
@@ -206,8 +209,12 @@ mod tests {
             Purpose::Balancer,
             Purpose::Tune,
             Purpose::Adaptive,
+            Purpose::CacheKeys,
         ];
-        assert_eq!(purposes.map(|p| p as u64), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+        assert_eq!(
+            purposes.map(|p| p as u64),
+            [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]
+        );
     }
 
     #[test]

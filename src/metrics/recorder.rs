@@ -17,6 +17,14 @@ use crate::engine::{NS_PER_US, Nanos};
 use super::gauge::Gauge;
 use super::services::{ReplicaCounts, ServiceCounts, ServiceMetrics};
 
+/// What a cache lookup found (see `metrics::services::CacheCounts`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheLookup {
+    Hit,
+    Miss,
+    Coalesced,
+}
+
 /// What became of a request at a service (see `metrics::services`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ServiceEvent {
@@ -654,6 +662,27 @@ impl Recorder {
     /// `replicas`, at `initial` from the start.
     pub fn limited(&mut self, s: usize, replicas: u32, initial: u32) {
         self.svc.limited(s, self.bucket, replicas, initial);
+    }
+
+    /// Service `s` has a cache: its lookups are recorded.
+    pub fn cached(&mut self, s: usize) {
+        self.svc.cached(s);
+    }
+
+    /// A lookup of service `s`'s cache at `t`: a hit, a miss, or coalesced
+    /// (waits for a miss in flight).
+    #[inline]
+    pub fn cache_lookup(&mut self, t: Nanos, s: usize, what: CacheLookup) {
+        let b = self.b(t);
+        if let Some(Some(per)) = self.svc.caches.get_mut(s)
+            && let Some(c) = per.get_mut(b)
+        {
+            match what {
+                CacheLookup::Hit => c.hits += 1,
+                CacheLookup::Miss => c.misses += 1,
+                CacheLookup::Coalesced => c.coalesced += 1,
+            }
+        }
     }
 
     /// The limits of service `s`'s replicas add up to `sum` from `t` on.

@@ -114,6 +114,38 @@ pub struct ServiceMetrics {
     /// Per service: its replicas' adaptive concurrency limits over time
     /// (`None`: no adaptive limit).
     pub limits: Vec<Option<LimitLevels>>,
+    /// Per service with a cache: per bucket, its lookups
+    /// (`None`: no cache).
+    pub caches: Vec<Option<Vec<CacheCounts>>>,
+}
+
+/// What a cache's lookups found: hits (answered by the cache), misses
+/// (sent to the service's calls) and coalesced (waited for a miss of the
+/// same key in flight).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheCounts {
+    pub hits: u64,
+    pub misses: u64,
+    pub coalesced: u64,
+}
+
+impl CacheCounts {
+    /// Every lookup: hits + misses + coalesced.
+    pub fn lookups(&self) -> u64 {
+        self.hits + self.misses + self.coalesced
+    }
+
+    /// Hits ÷ lookups; `None` without a lookup.
+    pub fn hit_ratio(&self) -> Option<f64> {
+        let n = self.lookups();
+        (n > 0).then(|| self.hits as f64 / n as f64)
+    }
+
+    fn add(&mut self, o: &CacheCounts) {
+        self.hits += o.hits;
+        self.misses += o.misses;
+        self.coalesced += o.coalesced;
+    }
 }
 
 /// A service's adaptive concurrency limits over a run.
@@ -200,6 +232,7 @@ impl ServiceMetrics {
             ejected: vec![[0; 2]; buckets * services],
             scaled: vec![None; services],
             limits: vec![None; services],
+            caches: vec![None; services],
             pools: vec![PoolCounts::default(); edges],
         }
     }
@@ -220,6 +253,14 @@ impl ServiceMetrics {
             let mut sum = Gauge::new(bucket, buckets);
             sum.set(0, u64::from(initial) * u64::from(replicas));
             *x = Some(LimitLevels { sum, replicas });
+        }
+    }
+
+    /// Service `s` has a cache: its lookups are counted per bucket.
+    pub fn cached(&mut self, s: usize) {
+        let buckets = self.counts.len().checked_div(self.services).unwrap_or(0);
+        if let Some(x) = self.caches.get_mut(s) {
+            *x = Some(vec![CacheCounts::default(); buckets]);
         }
     }
 
@@ -313,6 +354,9 @@ pub struct ServiceRow {
     /// A service with an adaptive concurrency limit: the mean of its
     /// replicas' limits over the bucket; `None` without one.
     pub concurrency_limit: Option<f64>,
+    /// A service with a cache: its lookups in the bucket; `None` without
+    /// one.
+    pub cache: Option<CacheCounts>,
 }
 
 /// One row of `services.csv` (without variant and replicate).
@@ -345,6 +389,9 @@ pub struct ServiceSummary {
     /// replicas' limits over the run, and when the run ended.
     pub concurrency_limit_mean: Option<f64>,
     pub concurrency_limit_at_end: Option<f64>,
+    /// A service with a cache: its lookups over the run; `None` without
+    /// one.
+    pub cache: Option<CacheCounts>,
 }
 
 /// One row of `calls.csv` (without variant and replicate).
@@ -536,6 +583,11 @@ pub fn tabulate_graph(
                     .get(s)
                     .and_then(Option::as_ref)
                     .map(|l| l.mean(b, len)),
+                cache: m
+                    .caches
+                    .get(s)
+                    .and_then(Option::as_ref)
+                    .and_then(|c| c.get(b).copied()),
             });
         }
     }
@@ -590,6 +642,13 @@ pub fn tabulate_graph(
                     .map(|l| ratio(l.sum.total_secs(), run_secs * f64::from(l.replicas.max(1)))),
                 concurrency_limit_at_end: limits
                     .map(|l| ratio(l.sum.value() as f64, f64::from(l.replicas.max(1)))),
+                cache: m.caches.get(s).and_then(Option::as_ref).map(|per| {
+                    let mut t = CacheCounts::default();
+                    for c in per {
+                        t.add(c);
+                    }
+                    t
+                }),
             }
         })
         .collect();

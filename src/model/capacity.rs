@@ -9,8 +9,8 @@
 //! swallowed); the product of the `brownout` fractions under way; times
 //! the warm-up ramp, from `warmup_from` to 1 over `warmup`, that starts
 //! at the end of every `down`, `blackhole` or `brownout` (the last one
-//! ended restarts it). Error bursts and added latency leave capacity
-//! whole.
+//! ended restarts it). Error bursts, added latency and a cache flush
+//! leave capacity whole.
 
 use crate::engine::Nanos;
 
@@ -56,7 +56,7 @@ fn replica_factor_at(cfg: &ServiceConfig, r: Option<u32>, t: f64) -> f64 {
             match inc.effect {
                 Effect::Down | Effect::Blackhole => return 0.0,
                 Effect::Brownout { capacity } => f *= capacity,
-                Effect::Errors { .. } | Effect::Latency { .. } => {}
+                Effect::Errors { .. } | Effect::Latency { .. } | Effect::Flush => {}
             }
         }
         if inc.effect.needs_warmup() && inc.end as f64 <= t {
@@ -76,9 +76,12 @@ fn replica_factor_at(cfg: &ServiceConfig, r: Option<u32>, t: f64) -> f64 {
 
 /// Whether capacity ever differs from nominal.
 pub fn varies(cfg: &ServiceConfig) -> bool {
-    cfg.incidents
-        .iter()
-        .any(|i| !matches!(i.effect, Effect::Errors { .. } | Effect::Latency { .. }))
+    cfg.incidents.iter().any(|i| {
+        !matches!(
+            i.effect,
+            Effect::Errors { .. } | Effect::Latency { .. } | Effect::Flush
+        )
+    })
 }
 
 /// The mean of [`factor_at`] over `[from, to)`, exactly: between the

@@ -10,6 +10,7 @@ pub mod balancer;
 pub mod breaker;
 pub mod budget;
 pub mod bulkhead;
+pub mod cache;
 pub mod capacity;
 pub mod config;
 pub mod gates;

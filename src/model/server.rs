@@ -29,6 +29,7 @@ use crate::engine::{Nanos, Stream};
 use super::adaptive::AdaptiveConfig;
 use super::autoscale::AutoscaleConfig;
 use super::balancer::Balancer;
+use super::cache::CacheConfig;
 use super::service::ServiceDist;
 use super::slowdown::Slowdown;
 use super::topology::EdgeId;
@@ -81,6 +82,9 @@ pub struct ServiceConfig {
     /// Each replica limits the requests it holds by an adaptive
     /// concurrency limit (`model::adaptive`); `None`: no limit.
     pub adaptive: Option<AdaptiveConfig>,
+    /// An LRU cache in front of the service's calls (`model::cache`);
+    /// `None`: none.
+    pub cache: Option<CacheConfig>,
 }
 
 impl ServiceConfig {
@@ -111,6 +115,7 @@ impl ServiceConfig {
             slowdown: None,
             autoscale: None,
             adaptive: None,
+            cache: None,
         }
     }
 
@@ -178,9 +183,19 @@ impl Incident {
 pub enum Effect {
     Down,
     Blackhole,
-    Brownout { capacity: f64 },
-    Errors { rate: f64, status: u16 },
-    Latency { add: Nanos },
+    Brownout {
+        capacity: f64,
+    },
+    Errors {
+        rate: f64,
+        status: u16,
+    },
+    Latency {
+        add: Nanos,
+    },
+    /// The service's cache is emptied at the start and stores nothing
+    /// until the end (`model::cache`); the server itself is untouched.
+    Flush,
 }
 
 impl Effect {
@@ -345,6 +360,7 @@ impl<J> Server<J> {
             Effect::Errors { .. } => self.errors = None,
             Effect::Latency { add } if starts => self.latency_add += add,
             Effect::Latency { add } => self.latency_add -= add,
+            Effect::Flush => {}
         }
         if !starts && effect.needs_warmup() {
             self.warming = true;

@@ -7,7 +7,10 @@
 //! - `replicas.csv`: one row per run and replica of a service.
 //!
 //! Every row starts with `variant, replicate` and ends with the run's
-//! `sweep.<path>` columns, as in `summary.csv`.
+//! `sweep.<path>` columns, as in `summary.csv`. The cache columns
+//! (`hits, misses, coalesced, hit_ratio`) are there only when a service of
+//! the results has a cache, so the tables of a scenario without one keep
+//! their columns.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -15,7 +18,7 @@ use crate::interrupt::{POLL_ROWS, Stopped};
 use crate::metrics::Cell;
 use crate::metrics::RunResult;
 use crate::metrics::services::{
-    EdgeSummary, ReplicaRow, ServiceCounts, ServiceRow, ServiceSummary,
+    CacheCounts, EdgeSummary, ReplicaRow, ServiceCounts, ServiceRow, ServiceSummary,
 };
 
 use super::tables::{Layout, param_cells};
@@ -39,9 +42,28 @@ fn opt(v: Option<f64>) -> Cell {
     v.map_or(Cell::Missing, Cell::Float)
 }
 
+/// The cache columns of a service's row (empty cells without a cache).
+fn cache_cells(c: Option<&CacheCounts>) -> [(&'static str, Cell); 4] {
+    let int = |v: fn(&CacheCounts) -> u64| c.map_or(Cell::Missing, |c| Cell::Int(v(c)));
+    [
+        ("hits", int(|c| c.hits)),
+        ("misses", int(|c| c.misses)),
+        ("coalesced", int(|c| c.coalesced)),
+        ("hit_ratio", opt(c.and_then(CacheCounts::hit_ratio))),
+    ]
+}
+
+/// Whether a service of these results has a cache (the tables then have
+/// the cache columns).
+fn any_cache(results: &[RunResult]) -> bool {
+    results
+        .iter()
+        .any(|r| r.graph.services.iter().any(|s| s.cache.is_some()))
+}
+
 /// The cells of one `services.csv` row, after `variant, replicate,
-/// service`.
-pub fn service_cells(s: &ServiceSummary) -> Vec<(&'static str, Cell)> {
+/// service`; `caches`: with the cache columns.
+pub fn service_cells(s: &ServiceSummary, caches: bool) -> Vec<(&'static str, Cell)> {
     let mut cells: Vec<(&'static str, Cell)> = count_cells(&s.totals).into();
     cells.extend([
         ("amplification", opt(s.amplification)),
@@ -61,14 +83,17 @@ pub fn service_cells(s: &ServiceSummary) -> Vec<(&'static str, Cell)> {
         ("concurrency_limit_mean", opt(s.concurrency_limit_mean)),
         ("concurrency_limit_at_end", opt(s.concurrency_limit_at_end)),
     ]);
+    if caches {
+        cells.extend(cache_cells(s.cache.as_ref()));
+    }
     cells
 }
 
 /// The cells of one `services_timeseries.csv` row, after `variant,
-/// replicate, t_s, service`.
-pub fn service_row_cells(r: &ServiceRow) -> Vec<(&'static str, Cell)> {
+/// replicate, t_s, service`; `caches`: with the cache columns.
+pub fn service_row_cells(r: &ServiceRow, caches: bool) -> Vec<(&'static str, Cell)> {
     let c = &r.counts;
-    vec![
+    let mut cells = vec![
         ("attempts", Cell::Int(c.attempts)),
         ("load_ratio", opt(r.load_ratio)),
         ("utilization", opt(r.utilization)),
@@ -89,7 +114,11 @@ pub fn service_row_cells(r: &ServiceRow) -> Vec<(&'static str, Cell)> {
         ("vanished", Cell::Int(c.vanished)),
         ("errors", Cell::Int(c.errors)),
         ("queue_timeouts", Cell::Int(c.queue_timeouts)),
-    ]
+    ];
+    if caches {
+        cells.extend(cache_cells(r.cache.as_ref()));
+    }
+    cells
 }
 
 /// The cells of one `calls.csv` row, after `variant, replicate, caller,
@@ -169,6 +198,7 @@ fn services_csv(
     results: &[RunResult],
     stop: &AtomicBool,
 ) -> Result<Vec<u8>, Stopped> {
+    let caches = any_cache(results);
     let rows = results.iter().flat_map(|r| {
         let sweep = param_cells(r, &layout.params);
         r.graph.services.iter().map(move |s| {
@@ -177,12 +207,12 @@ fn services_csv(
                 r.replicate.to_string(),
                 r.services[s.service].name.clone(),
             ];
-            (lead, service_cells(s), sweep.clone())
+            (lead, service_cells(s, caches), sweep.clone())
         })
     });
     table(
         &["variant", "replicate", "service"],
-        service_cells(&ServiceSummary::default()),
+        service_cells(&ServiceSummary::default(), caches),
         &layout.params,
         rows,
         stop,
@@ -195,6 +225,7 @@ fn services_timeseries_csv(
     results: &[RunResult],
     stop: &AtomicBool,
 ) -> Result<Vec<u8>, Stopped> {
+    let caches = any_cache(results);
     let rows = results.iter().flat_map(|r| {
         let sweep = param_cells(r, &layout.params);
         r.graph.rows.iter().map(move |row| {
@@ -204,12 +235,12 @@ fn services_timeseries_csv(
                 Cell::Float(row.t_s).render(),
                 r.services[row.service].name.clone(),
             ];
-            (lead, service_row_cells(row), sweep.clone())
+            (lead, service_row_cells(row, caches), sweep.clone())
         })
     });
     table(
         &["variant", "replicate", "t_s", "service"],
-        service_row_cells(&ServiceRow::default()),
+        service_row_cells(&ServiceRow::default(), caches),
         &layout.params,
         rows,
         stop,

@@ -393,6 +393,7 @@ fn graph(s: &Scenario) -> Topology {
         cfg.replicas = svc.replicas.max(1);
         cfg.slowdown = svc.slowdown.as_ref().map(|sd| sd.to_model());
         cfg.adaptive = svc.adaptive_concurrency.as_ref().map(|a| a.to_model());
+        cfg.cache = svc.cache.as_ref().map(|c| c.to_model());
         if let Some(a) = &svc.autoscale {
             let a = a.to_model(svc.replicas.max(1));
             // Every replica the fleet may have exists from the start; the
@@ -495,6 +496,7 @@ fn server(
         slowdown: None,
         autoscale: None,
         adaptive: None,
+        cache: None,
     }
 }
 
@@ -527,6 +529,7 @@ fn incident(i: &Incident) -> Vec<ModelIncident> {
         IncidentKind::Latency => Effect::Latency {
             add: i.add.map_or(0, Duration::ns),
         },
+        IncidentKind::Flush => Effect::Flush,
     };
     let one = |replica| ModelIncident {
         start: i.start.ns(),

@@ -17,6 +17,7 @@ use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
 use super::adaptive::AdaptiveConcurrency;
+use super::cache::Cache;
 use super::fleet::{Autoscale, Slowdown};
 use super::types::{
     Breaker, Bulkhead, CancellationMode, DeadlineMode, Hedging, Idempotency, Incident, Layer,
@@ -83,6 +84,11 @@ with_server_fields! {server_struct! {
         /// (Netflix concurrency-limits).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub adaptive_concurrency: Option<AdaptiveConcurrency>,
+        /// An LRU cache of keyed requests in front of the service's calls:
+        /// `{ keys: 10000, exponent: 1, capacity: 1000 }`; hits are
+        /// answered here, misses go to the calls (the hit ratio follows).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub cache: Option<Cache>,
     } {
         /// The calls each request makes, in order; `parallel` sends a call
         /// together with the one before it.

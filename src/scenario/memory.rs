@@ -201,6 +201,22 @@ pub fn estimate(s: &Scenario) -> Estimate {
             });
         }
     }
+    // Caches: per key its state, per entry its place in the LRU list.
+    if s.is_graph() {
+        let names: Vec<&str> = s.services.iter().map(|x| x.name.as_str()).collect();
+        for (svc, label) in s.services.iter().zip(item_labels("services", &names)) {
+            let Some(c) = &svc.cache else { continue };
+            let entries = u64::from(c.capacity.min(c.keys));
+            parts.push(Part {
+                path: format!("{label}.cache"),
+                how: format!(
+                    "{} keys ({label}.cache.keys) × 16 B and {entries} entries × 40 B",
+                    c.keys
+                ),
+                bytes: u64::from(c.keys) * 16 + entries * 40,
+            });
+        }
+    }
     // What grows with load, up to its guard rail.
     parts.push(Part {
         path: "limits.max_in_flight".into(),

@@ -4,6 +4,7 @@
 
 pub mod adaptive;
 pub mod build;
+pub mod cache;
 pub mod collect;
 pub mod defaults;
 pub mod error;

@@ -1336,6 +1336,9 @@ pub enum IncidentKind {
     Errors,
     /// `add` is added to every response.
     Latency,
+    /// The service's cache is emptied at `start` and stores nothing until
+    /// `end` (a cache restarting).
+    Flush,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]

@@ -483,6 +483,7 @@ impl Checker {
             1,
             run,
         );
+        self.flushes(&d.incidents, "dependency.incidents", false);
     }
 
     /// A server (a chain's dependency, a graph's service) at `path`: its
@@ -615,7 +616,7 @@ impl Checker {
         }
         let kind = incident_name(inc.kind);
         let needed: &[&str] = match inc.kind {
-            IncidentKind::Down | IncidentKind::Blackhole => &[],
+            IncidentKind::Down | IncidentKind::Blackhole | IncidentKind::Flush => &[],
             IncidentKind::Brownout => &["capacity"],
             IncidentKind::Errors => &["rate"],
             IncidentKind::Latency => &["add"],
@@ -912,6 +913,7 @@ fn incident_name(k: IncidentKind) -> &'static str {
         IncidentKind::Brownout => "brownout",
         IncidentKind::Errors => "errors",
         IncidentKind::Latency => "latency",
+        IncidentKind::Flush => "flush",
     }
 }
 
@@ -922,6 +924,7 @@ fn incident_shape(k: IncidentKind) -> &'static str {
         IncidentKind::Brownout => "{ kind: brownout, start, end, capacity: 0.3 }",
         IncidentKind::Errors => "{ kind: errors, start, end, rate: 0.5, status: 503 }",
         IncidentKind::Latency => "{ kind: latency, start, end, add: 400ms }",
+        IncidentKind::Flush => "{ kind: flush, start, end }",
     }
 }
 

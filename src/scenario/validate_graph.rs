@@ -11,7 +11,7 @@ use std::collections::{HashMap, HashSet};
 use super::graph::{CLIENTS, Call, Service};
 use super::locate::item_labels;
 use super::suggest::did_you_mean;
-use super::types::Scenario;
+use super::types::{Scenario, SideEffects};
 use super::validate::Checker;
 use super::validate_hops::Probe;
 
@@ -84,6 +84,15 @@ impl Checker {
             if let Some(a) = &svc.adaptive_concurrency {
                 self.adaptive(a, &format!("{path}.adaptive_concurrency"));
             }
+            if let Some(c) = &svc.cache {
+                let writes = svc.side_effects != SideEffects::Read;
+                self.cache(c, &format!("{path}.cache"), svc.calls.len(), writes);
+            }
+            self.flushes(
+                &svc.incidents,
+                &format!("{path}.incidents"),
+                svc.cache.is_some(),
+            );
         }
         // Each incident on a list or count of replicas is one per replica.
         let incidents: usize = services

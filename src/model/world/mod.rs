@@ -28,6 +28,7 @@
 //! delivered and holds no memory.
 
 mod broker;
+mod cache;
 mod clients;
 mod edge;
 mod event;
@@ -188,6 +189,8 @@ struct Job {
     /// there, with `inflight` outstanding once it was let in.
     limited: bool,
     inflight: u32,
+    /// What it is to its service's cache.
+    cache: cache::CacheRole,
 }
 
 impl Job {
@@ -252,6 +255,11 @@ pub struct World<'a> {
     limiters: Vec<Option<limit::ReplicaLimit>>,
     /// Per service: the sum of its replicas' limits last recorded.
     limit_sums: Vec<u64>,
+    /// Per service: its cache (`None`: none); a waiting request is named
+    /// by its job and the job's epoch.
+    caches: Vec<Option<super::cache::Cache<(JobId, u32)>>>,
+    /// The run's seed (the streams drawn per request derive from it).
+    run_seed: u64,
     rec: Recorder,
     next_req: u64,
 }
@@ -351,6 +359,11 @@ impl<'a> World<'a> {
                 })
                 .collect(),
             limit_sums: vec![0; services.len()],
+            caches: services
+                .iter()
+                .map(|s| s.cache.map(super::cache::Cache::new))
+                .collect(),
+            run_seed,
             rec: {
                 let mut rec =
                     Recorder::with_services(cfg.duration, cfg.bucket, edges.len(), services.len());
@@ -381,6 +394,7 @@ impl<'a> World<'a> {
         }
         self.start_fleets();
         self.start_limits();
+        self.start_caches();
         self.start_clients();
         let sampled =
             self.gates.iter().any(LayerGates::any) || self.outliers.iter().any(Views::enabled);

@@ -13,9 +13,11 @@
 use crate::engine::Nanos;
 use crate::engine::time::from_f64_ns;
 
+use super::super::cache::Lookup;
 use super::super::outcome::{Cause, Failure, Outcome};
-use super::super::server::{Admission, Phase, Server, SideEffects};
+use super::super::server::{Admission, Effect, Phase, Server, SideEffects};
 use super::super::topology::{EdgeId, ReplicaId, ServiceId};
+use super::cache::CacheRole;
 use super::edge::Opening;
 use super::{CallId, Child, Children, ConnRef, Event, Job, JobId, JobState, NEVER, Parent, World};
 use crate::metrics::recorder::ServiceEvent;
@@ -27,7 +29,7 @@ impl World<'_> {
     }
 
     #[inline]
-    fn job_mut(&mut self, id: JobId) -> &mut Job {
+    pub(super) fn job_mut(&mut self, id: JobId) -> &mut Job {
         self.jobs.get_mut(id.0)
     }
 
@@ -83,6 +85,7 @@ impl World<'_> {
             req_deadline: c.req_deadline,
             limited: false,
             inflight: 0,
+            cache: CacheRole::None,
         }));
         let replica = match self.conn_replica(caller, s) {
             Some(r) => {
@@ -134,6 +137,7 @@ impl World<'_> {
             req_deadline: NEVER,
             limited: false,
             inflight: 0,
+            cache: CacheRole::None,
         }));
         if self.admit(job, replica).is_none() {
             // Vanished: a connect into a blackhole fails.
@@ -382,7 +386,17 @@ impl World<'_> {
         let s = j.service;
         let now = self.q.now();
         let r = j.replica;
-        let has_calls = !self.topo.stages(s).is_empty() && !j.probe && j.conn.is_none();
+        let mut has_calls = !self.topo.stages(s).is_empty() && !j.probe && j.conn.is_none();
+        // A cache answers a hit itself; a request that joins a miss in
+        // flight waits for it as for its calls.
+        let mut joined = false;
+        if has_calls {
+            match self.cache_lookup(job) {
+                Some(Lookup::Hit) => has_calls = false,
+                Some(Lookup::Joined) => joined = true,
+                _ => {}
+            }
+        }
         let releases = !has_calls || !self.topo.service(s).hold_worker;
         self.servers[r.index()].in_service -= 1;
         if !has_calls {
@@ -407,6 +421,9 @@ impl World<'_> {
             }
             self.sync_gauges(r);
             self.job_mut(job).state = JobState::Calling;
+            if joined {
+                return;
+            }
             return self.start_stage(job, 0);
         }
         let outcome = if j.conn.is_some() {
@@ -520,7 +537,7 @@ impl World<'_> {
 
     /// `job`'s calls are over (or one failed): it gives its worker back
     /// and answers.
-    fn job_finished(&mut self, job: JobId, outcome: Outcome) {
+    pub(super) fn job_finished(&mut self, job: JobId, outcome: Outcome) {
         let j = *self.job(job);
         let r = j.replica;
         self.abandon_job_calls(job, None);
@@ -534,6 +551,7 @@ impl World<'_> {
         self.sync_gauges(r);
         let add = self.servers[r.index()].latency_add();
         self.respond(job, outcome, add);
+        self.cache_miss_done(&j, outcome);
     }
 
     /// Stops waiting for `job`'s calls still out: each is cancelled or
@@ -673,6 +691,9 @@ impl World<'_> {
                     self.start_next_queued(r);
                 }
                 self.sync_gauges(r);
+                // A miss cancelled: those waiting for it fail.
+                let f = Outcome::Failed(Failure::new(Cause::Status(503)));
+                self.cache_miss_done(&j, f);
             }
             // Its answer is on the way and will find nobody waiting.
             JobState::Responding => {
@@ -718,6 +739,9 @@ impl World<'_> {
 
     pub(super) fn on_incident(&mut self, i: usize, starts: bool) {
         let (s, inc) = self.incidents[i];
+        if inc.effect == Effect::Flush {
+            return self.cache_flush(s, starts);
+        }
         let now = self.q.now();
         for k in 0..self.topo.replica_count(s) {
             if !inc.hits(k) {
@@ -789,6 +813,7 @@ impl World<'_> {
                     jm.holds_worker = false;
                     jm.epoch = jm.epoch.wrapping_add(1);
                     self.respond(job, reset, 0);
+                    self.cache_miss_done(&j, reset);
                 }
                 _ => {}
             }
