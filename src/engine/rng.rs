@@ -32,6 +32,10 @@ pub enum Purpose {
     /// An adaptive concurrency limiter's jitter (Envoy's minRTT interval,
     /// Vegas's probes), per replica.
     Adaptive = 10,
+    // 11 is another stream's (taken on a parallel branch): never reuse it.
+    /// Each logical request's priority class (`model::priority`), drawn
+    /// once when it starts.
+    Priority = 12,
 }
 
 /// SplitMix64's output function: a fixed, well-mixed 64-bit bijection.
@@ -206,8 +210,12 @@ mod tests {
             Purpose::Balancer,
             Purpose::Tune,
             Purpose::Adaptive,
+            Purpose::Priority,
         ];
-        assert_eq!(purposes.map(|p| p as u64), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+        assert_eq!(
+            purposes.map(|p| p as u64),
+            [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12]
+        );
     }
 
     #[test]

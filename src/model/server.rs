@@ -29,6 +29,7 @@ use crate::engine::{Nanos, Stream};
 use super::adaptive::AdaptiveConfig;
 use super::autoscale::AutoscaleConfig;
 use super::balancer::Balancer;
+use super::priority::ShedThresholds;
 use super::service::ServiceDist;
 use super::slowdown::Slowdown;
 use super::topology::EdgeId;
@@ -81,6 +82,9 @@ pub struct ServiceConfig {
     /// Each replica limits the requests it holds by an adaptive
     /// concurrency limit (`model::adaptive`); `None`: no limit.
     pub adaptive: Option<AdaptiveConfig>,
+    /// Per priority class, the queue length from which a request of that
+    /// class is shed (`model::priority`); empty: no priority shedding.
+    pub shed_by_priority: ShedThresholds,
 }
 
 impl ServiceConfig {
@@ -111,6 +115,7 @@ impl ServiceConfig {
             slowdown: None,
             autoscale: None,
             adaptive: None,
+            shed_by_priority: ShedThresholds::default(),
         }
     }
 
