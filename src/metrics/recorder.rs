@@ -243,6 +243,15 @@ impl Recorder {
             .saturating_add(layers as u64 * 16)
     }
 
+    /// The memory one priority class's counters take (`with_classes`):
+    /// its counts and its latency histogram.
+    pub fn class_bytes() -> u64 {
+        static BYTES: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+        *BYTES.get_or_init(|| {
+            histogram(3).distinct_values() as u64 * 8 + std::mem::size_of::<ClassCounts>() as u64
+        })
+    }
+
     pub fn new(duration: Nanos, bucket: Nanos, layers: usize) -> Self {
         Recorder::with_services(duration, bucket, layers, 0)
     }
