@@ -47,6 +47,7 @@ fn mmc(c: u32, rho: f64, secs: u64) -> ModelConfig {
             max_events: u64::MAX,
             max_in_flight: u64::MAX,
         },
+        classes: Default::default(),
     }
 }
 

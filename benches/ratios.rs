@@ -119,6 +119,7 @@ fn model(secs: u64, layer: CallPolicy) -> ModelConfig {
             max_events: u64::MAX,
             max_in_flight: u64::MAX,
         },
+        classes: Default::default(),
     }
 }
 

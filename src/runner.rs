@@ -120,6 +120,7 @@ fn run_one_until(
     let (rows, mut summary) = tabulate(&rec, &info, &ctx);
     summary.slo = plan.slo.as_ref().map(|o| o.judge(&summary));
     let graph = tabulate_services(&rec, &ctx, &summary);
+    let classes = crate::metrics::classes::tabulate_classes(&rec, cfg.classes.classes());
     // The OCC workload records its own shape (no dependency, no deadline).
     let violations = match plan.occ {
         Some(_) => Vec::new(),
@@ -137,6 +138,7 @@ fn run_one_until(
         services: ctx.services,
         edges: ctx.edges,
         graph,
+        classes,
         violations,
     }
 }

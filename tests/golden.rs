@@ -1,7 +1,8 @@
 //! Golden results: every bundled scenario's `summary.csv` (which carries
 //! each run's `events` and `event_digest`), a digest of its
 //! `timeseries.csv` and digests of its graph tables (`services.csv`,
-//! `services_timeseries.csv`, `calls.csv`, `replicas.csv`, in
+//! `services_timeseries.csv`, `calls.csv`, `replicas.csv`, and
+//! `classes.csv` where the clients send priority classes, in
 //! `graph.fnv1a64`), compared byte for byte with the files under
 //! `tests/golden/`. A change of engine or model that is meant to keep
 //! results (a faster queue, a redesign) must keep these; a change of
@@ -80,10 +81,14 @@ fn bundled_scenarios_keep_their_results() {
             .success();
         let summary = fs::read_to_string(out.join("summary.csv")).unwrap();
         let timeseries = fnv(&fs::read(out.join("timeseries.csv")).unwrap());
-        let graph: String = GRAPH_TABLES
+        let mut graph: String = GRAPH_TABLES
             .iter()
             .map(|t| format!("{t} {}\n", fnv(&fs::read(out.join(t)).unwrap())))
             .collect();
+        // Written only when the clients send priority classes.
+        if let Ok(classes) = fs::read(out.join("classes.csv")) {
+            graph.push_str(&format!("classes.csv {}\n", fnv(&classes)));
+        }
         let dir = golden_dir(&scenario);
         let want_graph = fs::read_to_string(dir.join("graph.fnv1a64")).ok();
         let want_summary = fs::read_to_string(dir.join("summary.csv")).ok();

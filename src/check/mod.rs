@@ -11,6 +11,7 @@
 mod amplification;
 mod findings;
 pub mod graph;
+mod priority;
 mod render;
 mod timing;
 pub mod variants;
@@ -146,9 +147,17 @@ fn peak_rate(s: &Scenario) -> f64 {
 
 /// Reviews a loaded (validated) scenario.
 pub fn check(s: &Scenario) -> Report {
-    if s.is_graph() {
-        return graph::check_graph(s);
-    }
+    let mut report = if s.is_graph() {
+        graph::check_graph(s)
+    } else {
+        check_chain(s)
+    };
+    report.findings.extend(priority::findings(s));
+    report
+}
+
+/// Reviews a chain of layers in front of one dependency.
+fn check_chain(s: &Scenario) -> Report {
     let model = to_model(s);
     let secs = |ns: u64| ns as f64 / NS_PER_S as f64;
     let chain = model.topology.entry_chain();

@@ -443,6 +443,9 @@ fn write_folder(
     for (name, bytes) in [&services, &services_ts, &calls, &replicas] {
         out.write(name, bytes)?;
     }
+    if let Some(classes) = report::graph_tables::classes_csv(&layout, results, stop)? {
+        out.write("classes.csv", &classes)?;
+    }
     out.write("scenario.resolved.yaml", resolved.as_bytes())?;
     // Charts are drawn from the tables as written, read back and checked as
     // `stormsim plot` reads them, against the shape of the runs made (the

@@ -35,6 +35,9 @@ pub enum Purpose {
     /// The key a logical request asks a cache for (one stream per request
     /// and cache, so a retry asks for the same key).
     CacheKeys = 11,
+    /// Each logical request's priority class (`model::priority`), drawn
+    /// once when it starts.
+    Priority = 12,
 }
 
 /// SplitMix64's output function: a fixed, well-mixed 64-bit bijection.
@@ -210,10 +213,11 @@ mod tests {
             Purpose::Tune,
             Purpose::Adaptive,
             Purpose::CacheKeys,
+            Purpose::Priority,
         ];
         assert_eq!(
             purposes.map(|p| p as u64),
-            [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]
+            [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
         );
     }
 

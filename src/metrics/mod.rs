@@ -4,6 +4,7 @@
 
 pub mod abort;
 pub mod aggregate;
+pub mod classes;
 pub mod columns;
 pub mod criteria;
 pub mod gauge;
@@ -16,6 +17,7 @@ pub mod slo;
 pub mod table;
 
 pub use abort::Abort;
+pub use classes::ClassRow;
 pub use columns::Cell;
 pub use criteria::RecoveryCriteria;
 pub use reason::Reason;

@@ -172,6 +172,8 @@ pub struct Recorder {
     pub totals: Totals,
     /// Per service and per call edge of the graph.
     pub svc: ServiceMetrics,
+    /// Per priority class of the clients (empty without classes).
+    pub classes: Vec<ClassCounts>,
     open_requests: u64,
     /// When each logical request still open at the end of the run
     /// arrived (set by `finish_open`), sorted: what `hung` judges.
@@ -181,6 +183,35 @@ pub struct Recorder {
     /// fall in the bucket of the one before, and a division costs more
     /// than the rest of a record.
     last: Cell<(Nanos, Nanos, usize)>,
+}
+
+/// What became of the logical requests of one priority class.
+#[derive(Clone, Debug)]
+pub struct ClassCounts {
+    /// Logical requests started.
+    pub requests: u64,
+    pub succeeded: u64,
+    /// Ended failed, not by a priority shed.
+    pub failed: u64,
+    /// Ended failed with a priority shed as their last answer.
+    pub shed: u64,
+    /// Attempts of the class shed by priority at any service.
+    pub shed_attempts: u64,
+    /// Latency of the requests that ended, in microseconds.
+    pub latency: Histogram<u64>,
+}
+
+impl ClassCounts {
+    fn new() -> Self {
+        ClassCounts {
+            requests: 0,
+            succeeded: 0,
+            failed: 0,
+            shed: 0,
+            shed_attempts: 0,
+            latency: histogram(3),
+        }
+    }
 }
 
 /// The most buckets a run records: every bucket costs up to a few KiB of
@@ -220,6 +251,15 @@ impl Recorder {
             .saturating_add(layers as u64 * 16)
     }
 
+    /// The memory one priority class's counters take (`with_classes`):
+    /// its counts and its latency histogram.
+    pub fn class_bytes() -> u64 {
+        static BYTES: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+        *BYTES.get_or_init(|| {
+            histogram(3).distinct_values() as u64 * 8 + std::mem::size_of::<ClassCounts>() as u64
+        })
+    }
+
     pub fn new(duration: Nanos, bucket: Nanos, layers: usize) -> Self {
         Recorder::with_services(duration, bucket, layers, 0)
     }
@@ -253,6 +293,7 @@ impl Recorder {
                 ..Totals::default()
             },
             svc: ServiceMetrics::new(bucket, n, services, layers),
+            classes: Vec::new(),
             open_requests: 0,
             open_since: Vec::new(),
             open_bucket: 0,
@@ -612,6 +653,42 @@ impl Recorder {
     #[inline]
     pub fn call_done(&mut self, edge: usize, ok: bool) {
         self.svc.edge_outcomes[edge][usize::from(!ok)] += 1;
+    }
+
+    /// Sizes the per-class counters (`classes` priority classes; none
+    /// kept for fewer than one).
+    pub fn with_classes(&mut self, classes: usize) {
+        self.classes = (0..classes).map(|_| ClassCounts::new()).collect();
+    }
+
+    /// A logical request of priority class `class` started.
+    #[inline]
+    pub fn class_offered(&mut self, class: u8) {
+        if let Some(c) = self.classes.get_mut(class as usize) {
+            c.requests += 1;
+        }
+    }
+
+    /// A logical request of `class` ended after `latency`: succeeded, or
+    /// failed (`shed`: its last answer was a priority shed).
+    #[inline]
+    pub fn class_done(&mut self, class: u8, latency: Nanos, failed: bool, shed: bool) {
+        if let Some(c) = self.classes.get_mut(class as usize) {
+            match (failed, shed) {
+                (false, _) => c.succeeded += 1,
+                (true, true) => c.shed += 1,
+                (true, false) => c.failed += 1,
+            }
+            c.latency.saturating_record((latency / NS_PER_US).max(1));
+        }
+    }
+
+    /// A service shed an attempt of `class` by priority.
+    #[inline]
+    pub fn class_shed_attempt(&mut self, class: u8) {
+        if let Some(c) = self.classes.get_mut(class as usize) {
+            c.shed_attempts += 1;
+        }
     }
 
     /// Sizes the per-replica counters (`replicas` of all services).

@@ -5,7 +5,7 @@
 //! run's shape (`super::shape`), never from the runner itself.
 
 use crate::engine::derive_seed;
-use crate::metrics::{EdgeInfo, GraphTables, ServiceInfo, Summary, TimeRow};
+use crate::metrics::{ClassRow, EdgeInfo, GraphTables, ServiceInfo, Summary, TimeRow};
 
 /// The outcome of one (variant, replicate).
 #[derive(Clone, Debug)]
@@ -22,6 +22,8 @@ pub struct RunResult {
     pub services: Vec<ServiceInfo>,
     pub edges: Vec<EdgeInfo>,
     pub graph: GraphTables,
+    /// Per priority class of the clients (empty without classes).
+    pub classes: Vec<ClassRow>,
     /// Invariants this run broke (`invariants`): a bug in stormsim.
     pub violations: Vec<String>,
 }

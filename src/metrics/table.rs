@@ -252,7 +252,7 @@ fn ratio(a: f64, b: f64) -> f64 {
     if b == 0.0 { 0.0 } else { a / b }
 }
 
-fn us_to_ms(us: u64) -> f64 {
+pub(super) fn us_to_ms(us: u64) -> f64 {
     us as f64 / 1000.0
 }
 

@@ -39,6 +39,8 @@ pub struct ModelConfig {
     /// How recovery is judged; passed through to the metrics.
     pub recovery: RecoveryCriteria,
     pub limits: Limits,
+    /// The clients' priority classes (empty: requests carry none).
+    pub classes: super::priority::ClassMix,
 }
 
 /// N clients, each issuing its next logical request a think time after its

@@ -18,6 +18,7 @@ pub mod occ;
 pub mod outcome;
 pub mod outlier;
 pub mod pool;
+pub mod priority;
 pub mod rate;
 pub mod retry;
 pub mod server;

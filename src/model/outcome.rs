@@ -31,11 +31,14 @@ pub enum Cause {
 }
 
 /// A failed attempt or call. `retry_after` is the server's Retry-After
-/// value, if it sent one (`0` = none).
+/// value, if it sent one (`0` = none); `by_priority`: a service shed it
+/// for its priority class (`model::priority`), what the per-class
+/// figures count as shed when a logical request ends with it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Failure {
     pub cause: Cause,
     pub retry_after: Nanos,
+    pub by_priority: bool,
 }
 
 impl Failure {
@@ -43,6 +46,7 @@ impl Failure {
         Failure {
             cause,
             retry_after: 0,
+            by_priority: false,
         }
     }
 }

@@ -285,6 +285,7 @@ mod tests {
         Failure {
             cause: Cause::Status(503),
             retry_after: ra,
+            by_priority: false,
         }
     }
 

@@ -30,6 +30,7 @@ use super::adaptive::AdaptiveConfig;
 use super::autoscale::AutoscaleConfig;
 use super::balancer::Balancer;
 use super::cache::CacheConfig;
+use super::priority::ShedThresholds;
 use super::service::ServiceDist;
 use super::slowdown::Slowdown;
 use super::topology::EdgeId;
@@ -85,6 +86,9 @@ pub struct ServiceConfig {
     /// An LRU cache in front of the service's calls (`model::cache`);
     /// `None`: none.
     pub cache: Option<CacheConfig>,
+    /// Per priority class, the queue length from which a request of that
+    /// class is shed (`model::priority`); empty: no priority shedding.
+    pub shed_by_priority: ShedThresholds,
 }
 
 impl ServiceConfig {
@@ -116,6 +120,7 @@ impl ServiceConfig {
             autoscale: None,
             adaptive: None,
             cache: None,
+            shed_by_priority: ShedThresholds::default(),
         }
     }
 

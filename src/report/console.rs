@@ -158,6 +158,52 @@ fn stopped_flag(cells: &[(String, Cell)]) -> Option<String> {
     }
 }
 
+/// Per priority class (when the clients send classes), one row per
+/// variant: each class's success rate and the share of its requests shed
+/// by priority, means over the replicates (README, "Priority classes and
+/// shedding").
+fn classes_text<'a>(
+    s: &mut String,
+    results: &[RunResult],
+    variants: impl Iterator<Item = &'a str>,
+    width: usize,
+) {
+    let Some(first) = results.iter().find(|r| !r.classes.is_empty()) else {
+        return;
+    };
+    let names: Vec<&str> = first.classes.iter().map(|c| c.class.as_str()).collect();
+    let width = width.max("by class".len());
+    let col = |n: &str| n.len().max(22);
+    let _ = write!(s, "{:<width$}", "by class");
+    for n in &names {
+        let _ = write!(s, "  {:>w$}", n, w = col(n));
+    }
+    let _ = writeln!(s);
+    for variant in variants {
+        let _ = write!(s, "{variant:<width$}");
+        for (k, n) in names.iter().enumerate() {
+            let rows: Vec<_> = results
+                .iter()
+                .filter(|r| r.variant == variant)
+                .filter_map(|r| r.classes.get(k))
+                .collect();
+            let rates: Vec<f64> = rows.iter().filter_map(|c| c.success_rate).collect();
+            let shed: Vec<f64> = rows
+                .iter()
+                .filter(|c| c.requests > 0)
+                .map(|c| c.shed as f64 / c.requests as f64)
+                .collect();
+            let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+            let cell = match (mean(&rates), mean(&shed)) {
+                (Some(ok), Some(sh)) => format!("{:.2}% ok, {:.1}% shed", ok * 100.0, sh * 100.0),
+                _ => NOT_APPLICABLE.to_string(),
+            };
+            let _ = write!(s, "  {:>w$}", cell, w = col(n));
+        }
+        let _ = writeln!(s);
+    }
+}
+
 /// The variants' verdicts against the SLO, best first.
 fn slo_text(s: &mut String, agg: &[(String, Vec<(String, Cell)>)], slo: &Objectives, width: usize) {
     let _ = writeln!(s, "SLO: {}", slo.describe());
@@ -232,6 +278,7 @@ pub fn summary_text(scenario: &str, results: &[RunResult], slo: Option<&Objectiv
             recovery_text(cells, runs, aborted, undecided_of(results, name)),
         );
     }
+    classes_text(&mut s, results, agg.iter().map(|(n, _)| n.as_str()), width);
     if results
         .iter()
         .any(|r| r.summary.recovered.is_some() || r.summary.undecided.is_some())

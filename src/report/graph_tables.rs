@@ -4,7 +4,9 @@
 //! - `services.csv`: one row per run and service;
 //! - `services_timeseries.csv`: one row per run, time bucket and service;
 //! - `calls.csv`: one row per run and call edge;
-//! - `replicas.csv`: one row per run and replica of a service.
+//! - `replicas.csv`: one row per run and replica of a service;
+//! - `classes.csv`: one row per run and priority class of the clients,
+//!   written only when the clients send classes.
 //!
 //! Every row starts with `variant, replicate` and ends with the run's
 //! `sweep.<path>` columns, as in `summary.csv`. The cache columns
@@ -17,6 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::interrupt::{POLL_ROWS, Stopped};
 use crate::metrics::Cell;
 use crate::metrics::RunResult;
+use crate::metrics::classes::ClassRow;
 use crate::metrics::services::{
     CacheCounts, EdgeSummary, ReplicaRow, ServiceCounts, ServiceRow, ServiceSummary,
 };
@@ -301,6 +304,47 @@ fn replicas_csv(
         rows,
         stop,
     )
+}
+
+/// The cells of one `classes.csv` row, after `variant, replicate, class`.
+pub fn class_cells(c: &ClassRow) -> Vec<(&'static str, Cell)> {
+    vec![
+        ("share", Cell::Float(c.share)),
+        ("requests", Cell::Int(c.requests)),
+        ("succeeded", Cell::Int(c.succeeded)),
+        ("failed", Cell::Int(c.failed)),
+        ("shed", Cell::Int(c.shed)),
+        ("open_at_end", Cell::Int(c.open_at_end)),
+        ("shed_attempts", Cell::Int(c.shed_attempts)),
+        ("success_rate", opt(c.success_rate)),
+        ("latency_p99_ms", opt(c.latency_p99_ms)),
+    ]
+}
+
+/// `classes.csv`; `None` when no run has priority classes.
+pub fn classes_csv(
+    layout: &Layout,
+    results: &[RunResult],
+    stop: &AtomicBool,
+) -> Result<Option<Vec<u8>>, Stopped> {
+    if results.iter().all(|r| r.classes.is_empty()) {
+        return Ok(None);
+    }
+    let rows = results.iter().flat_map(|r| {
+        let sweep = param_cells(r, &layout.params);
+        r.classes.iter().map(move |c| {
+            let lead = vec![r.variant.clone(), r.replicate.to_string(), c.class.clone()];
+            (lead, class_cells(c), sweep.clone())
+        })
+    });
+    table(
+        &["variant", "replicate", "class"],
+        class_cells(&ClassRow::default()),
+        &layout.params,
+        rows,
+        stop,
+    )
+    .map(Some)
 }
 
 /// The four graph tables of these results, as (file name, bytes).

@@ -28,6 +28,7 @@ use std::collections::HashMap;
 
 use super::defaults::{DEFAULT_ERROR_STATUS, DEFAULT_MULTIPLIER, fill_breaker};
 use super::graph::{BalancerKind, CLIENTS, Call, DEPENDENCY};
+use super::priority::thresholds;
 use super::types::{
     ArrivalKind, Backoff, BackoffKind, Breaker, BreakerBlocks, BreakerKind, Budget, BudgetKind,
     CancellationMode, DeadlineMode, Dependency, Discipline, DistKind, Idempotency, Incident,
@@ -67,7 +68,9 @@ pub fn to_model(s: &Scenario) -> ModelConfig {
         } else {
             s.layers.iter().map(layer).collect()
         };
-        Topology::chain(layers, dependency(&s.dependency))
+        let mut dep = dependency(&s.dependency);
+        dep.shed_by_priority = thresholds(s, &s.dependency.shed_by_priority);
+        Topology::chain(layers, dep)
     };
     ModelConfig {
         duration: s.duration.ns(),
@@ -102,6 +105,7 @@ pub fn to_model(s: &Scenario) -> ModelConfig {
             max_events: s.limits.max_events,
             max_in_flight: s.limits.max_in_flight,
         },
+        classes: super::priority::class_mix(s),
     }
 }
 
@@ -391,6 +395,7 @@ fn graph(s: &Scenario) -> Topology {
             &svc.server_fields(),
         );
         cfg.replicas = svc.replicas.max(1);
+        cfg.shed_by_priority = thresholds(s, &svc.shed_by_priority);
         cfg.slowdown = svc.slowdown.as_ref().map(|sd| sd.to_model());
         cfg.adaptive = svc.adaptive_concurrency.as_ref().map(|a| a.to_model());
         cfg.cache = svc.cache.as_ref().map(|c| c.to_model());
@@ -497,6 +502,7 @@ fn server(
         autoscale: None,
         adaptive: None,
         cache: None,
+        shed_by_priority: Default::default(),
     }
 }
 

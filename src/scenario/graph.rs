@@ -19,6 +19,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use super::adaptive::AdaptiveConcurrency;
 use super::cache::Cache;
 use super::fleet::{Autoscale, Slowdown};
+use super::priority::ShedByPriority;
 use super::types::{
     Breaker, Bulkhead, CancellationMode, DeadlineMode, Hedging, Idempotency, Incident, Layer,
     OnCancel, Overload, Queue, Recovery, Retry, Scenario, ServerFields, ServiceTime, SideEffects,

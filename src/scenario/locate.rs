@@ -316,6 +316,7 @@ fn close(frames: &mut Vec<Frame>, segs: &mut Vec<Seg>, nodes: &mut [Node], end: 
 fn named_list(segs: &[Seg]) -> Option<bool> {
     match segs {
         [Seg::Key(l)] if l == "layers" || l == "services" => Some(false),
+        [Seg::Key(c), Seg::Key(l)] if c == "clients" && l == "classes" => Some(false),
         [Seg::Key(s), Seg::Index(_), Seg::Key(c)] if s == "services" && c == "calls" => Some(true),
         _ => None,
     }

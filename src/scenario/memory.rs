@@ -9,7 +9,7 @@
 //! call, two gauges, four latency histograms: `metrics::recorder`), the
 //! state of every budget, throttle, breaker and bulkhead (one per instance
 //! of each layer or call, or one per layer or call when shared:
-//! `model::gates`), every connection pool (one per caller instance, its
+//! `model::gates`), the counters of each priority class, every connection pool (one per caller instance, its
 //! slots: `model::pool`), every service of a graph, the closed-loop clients (an
 //! event each), and what grows with every logical request by design: a
 //! commit counter per request at each server that writes, a record per
@@ -130,6 +130,18 @@ pub fn estimate(s: &Scenario) -> Estimate {
             grows: false,
         });
     }
+    if !m.classes.is_empty() {
+        let n = m.classes.len() as u64;
+        parts.push(Part {
+            path: "clients.classes".into(),
+            how: format!(
+                "{n} priority classes × {} each (counts and a latency histogram)",
+                bytes_text(Recorder::class_bytes())
+            ),
+            bytes: n * Recorder::class_bytes(),
+            grows: false,
+        });
+    }
     let labels = edge_labels(s);
     for (l, label) in m.topology.edges().iter().map(|e| &e.policy).zip(&labels) {
         for (what, count, each) in gates::state_bytes(l) {
@@ -214,6 +226,7 @@ pub fn estimate(s: &Scenario) -> Estimate {
                     c.keys
                 ),
                 bytes: u64::from(c.keys) * 16 + entries * 40,
+                grows: false,
             });
         }
     }

@@ -20,6 +20,7 @@ pub mod locate;
 pub mod memory;
 pub mod overrides;
 pub mod presets;
+pub mod priority;
 pub mod resolved;
 pub mod schema;
 pub mod slo;

@@ -13,6 +13,7 @@ use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::graph::{Call, Service};
+use super::priority::{PriorityClass, ShedByPriority};
 use super::units::{Duration, Rate};
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, JsonSchema)]
@@ -212,6 +213,12 @@ pub struct Clients {
     )]
     #[schemars(schema_with = "super::graph::entry_call_schema")]
     pub calls: Option<Call>,
+    /// The priority classes the clients send, most important first, each
+    /// with its share of the logical requests (the shares sum to 1):
+    /// `[{ name: critical, share: 0.2 }, { name: background, share: 0.8 }]`.
+    /// Absent: requests carry no class.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<PriorityClass>,
 }
 
 impl Default for Clients {
@@ -228,6 +235,7 @@ impl Default for Clients {
             schedule: Vec::new(),
             deadline: None,
             calls: None,
+            classes: Vec::new(),
         }
     }
 }
@@ -1111,6 +1119,12 @@ macro_rules! with_server_fields {
             /// `stop` and free the worker.
             #[serde(default)]
             on_cancel: OnCancel,
+            /// Priority shedding: per class of `clients.classes`, the queue
+            /// length (per replica) from which a request of that class is
+            /// shed at once rather than queued (`{ background: 50 }`); a class
+            /// not named is never shed this way.
+            #[serde(default, skip_serializing_if = "ShedByPriority::is_empty")]
+            shed_by_priority: ShedByPriority,
         );
     };
 }
@@ -1190,6 +1204,7 @@ impl Default for Dependency {
             idempotency: Idempotency::default(),
             dedupe_cost: default_dedupe_cost(),
             on_cancel: OnCancel::default(),
+            shed_by_priority: ShedByPriority::new(),
         }
     }
 }

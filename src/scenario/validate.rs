@@ -116,6 +116,7 @@ pub fn validate(s: &Scenario) -> Vec<Issue> {
         }
         c.not_a_graph(s);
     }
+    c.priority(s);
     c.analysis(s);
     c.variants(s);
     c.issues

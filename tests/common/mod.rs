@@ -42,6 +42,7 @@ pub fn config(
             max_events: u64::MAX,
             max_in_flight: u64::MAX,
         },
+        classes: Default::default(),
     }
 }
 

@@ -20,10 +20,11 @@ pub struct Written {
     pub line: usize,
 }
 
-/// Mappings whose keys are dotted paths or free (`set`, `sweep`): their
-/// keys are not fields of the format.
+/// Mappings whose keys are dotted paths or free (`set`, `sweep`, a
+/// server's `shed_by_priority`, keyed by class name): their keys are not
+/// fields of the format.
 fn free_form(path: &str) -> bool {
-    path == "sweep" || path.ends_with(".set")
+    path == "sweep" || path.ends_with(".set") || path.ends_with(".shed_by_priority")
 }
 
 fn key_of(content: &str) -> Option<(&str, &str)> {

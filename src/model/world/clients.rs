@@ -56,6 +56,8 @@ impl World<'_> {
     ) {
         let now = self.q.now();
         self.rec.offered(now);
+        let class = self.cfg.classes.draw(&mut self.priority);
+        self.rec.class_offered(class);
         let req = self.next_req;
         self.next_req += 1;
         for &s in &self.writers {
@@ -69,6 +71,7 @@ impl World<'_> {
             deadline,
             orphaned_by: None,
             req,
+            class,
             req_deadline: deadline,
             poison,
         });

@@ -53,6 +53,7 @@ pub(super) struct Opening {
     pub deadline: Nanos,
     pub orphaned_by: Option<EdgeId>,
     pub req: u64,
+    pub class: u8,
     pub req_deadline: Nanos,
     pub poison: bool,
 }
@@ -125,6 +126,7 @@ impl World<'_> {
             req_deadline: o.req_deadline,
             tried: 0,
             req: o.req,
+            class: o.class,
             poison: o.poison,
             retry: RetryState {
                 started: now,
@@ -307,6 +309,7 @@ impl World<'_> {
                     deadline,
                     orphaned_by: c.orphaned_by,
                     req: c.req,
+                    class: c.class,
                     req_deadline: c.req_deadline,
                     poison: c.poison,
                 });
@@ -870,6 +873,9 @@ impl World<'_> {
                     Outcome::Failed(f) => Some(f.cause.reason()),
                 };
                 self.rec.request_done(now, now - c.retry.started, failure);
+                let shed = matches!(outcome, Outcome::Failed(f) if f.by_priority);
+                self.rec
+                    .class_done(c.class, now - c.retry.started, failure.is_some(), shed);
                 if let Some(client) = client {
                     self.client_done(client);
                 }

@@ -113,8 +113,9 @@ struct Call {
     /// The callee's replicas this call has tried (bit r: replica r), for
     /// `retry_other_replica`.
     tried: u64,
-    /// The logical request this call serves.
+    /// The logical request this call serves, and its priority class.
     req: u64,
+    class: u8,
     /// A poison message's request: the leaf services always fail it.
     poison: bool,
     retry: RetryState,
@@ -165,6 +166,8 @@ struct Job {
     caller: CallId,
     caller_epoch: u32,
     req: u64,
+    /// Its logical request's priority class.
+    class: u8,
     arrived: Nanos,
     started: Nanos,
     /// Worker time of its own work.
@@ -234,6 +237,8 @@ pub struct World<'a> {
     messages: Stream,
     arrivals: Stream,
     think: Stream,
+    /// Each logical request's priority class.
+    priority: Stream,
     /// Per service: service times, and error bursts.
     work_rng: Vec<Stream>,
     incident_rng: Vec<Stream>,
@@ -324,6 +329,7 @@ impl<'a> World<'a> {
             messages: Stream::new(run_seed, Purpose::Messages, 0),
             arrivals: Stream::new(run_seed, Purpose::Arrivals, 0),
             think: Stream::new(run_seed, Purpose::Think, 0),
+            priority: Stream::new(run_seed, Purpose::Priority, 0),
             work_rng: stream(Purpose::ServiceTimes, services.len()),
             incident_rng: stream(Purpose::Incidents, services.len()),
             jitter: stream(Purpose::Jitter, edges.len()),
@@ -369,6 +375,7 @@ impl<'a> World<'a> {
                     Recorder::with_services(cfg.duration, cfg.bucket, edges.len(), services.len());
                 rec.exclude(cfg.incident_windows());
                 rec.with_replicas(topo.total_replicas());
+                rec.with_classes(cfg.classes.len());
                 rec
             },
             next_req: 0,

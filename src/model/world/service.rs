@@ -71,6 +71,7 @@ impl World<'_> {
             caller,
             caller_epoch: c.epoch,
             req: c.req,
+            class: c.class,
             arrived: now,
             started: now,
             work: 0,
@@ -123,6 +124,7 @@ impl World<'_> {
             caller: CallId(0),
             caller_epoch: 0,
             req: 0,
+            class: 0,
             arrived: now,
             started: now,
             work: 0,
@@ -168,6 +170,27 @@ impl World<'_> {
             admission,
             Admission::Start | Admission::Queue | Admission::Shed
         ) && self.job(job).conn.is_none();
+        if admission == Admission::Queue && self.job(job).conn.is_none() {
+            let class = self.job(job).class;
+            let cfg = self.topo.service(s);
+            if cfg
+                .shed_by_priority
+                .sheds(class, self.servers[replica.index()].queued)
+            {
+                self.event(now, replica, ServiceEvent::Shed);
+                if focus {
+                    self.rec.shed(now);
+                }
+                self.rec.class_shed_attempt(class);
+                let f = Failure {
+                    cause: Cause::Status(cfg.shed_status),
+                    retry_after: cfg.shed_retry_after,
+                    by_priority: true,
+                };
+                self.respond(job, Outcome::Failed(f), 0);
+                return Some(job);
+            }
+        }
         let enters = admission != Admission::Shed;
         if asks && self.limit_blocks(replica, job, enters) {
             self.event(now, replica, ServiceEvent::Limited);
@@ -215,6 +238,7 @@ impl World<'_> {
                 let f = Failure {
                     cause: Cause::Status(cfg.shed_status),
                     retry_after: cfg.shed_retry_after,
+                    by_priority: false,
                 };
                 self.respond(job, Outcome::Failed(f), 0);
             }
@@ -484,6 +508,7 @@ impl World<'_> {
                 deadline: j.deadline,
                 orphaned_by: j.orphaned_by,
                 req: j.req,
+                class: j.class,
                 req_deadline: j.req_deadline,
                 poison: j.poison,
             });

@@ -188,6 +188,7 @@ fn aws_standard_2_1() {
     let f = Failure {
         cause: Cause::Status(503),
         retry_after: 10 * NS_PER_S,
+        by_priority: false,
     };
     match decide(&l.retry, f, &mut st, 0, u64::MAX, &mut rng) {
         Decision::RetryAfter(s) => assert!((5 * NS_PER_S..=5050 * NS_PER_MS).contains(&s), "{s}"),
