@@ -606,6 +606,7 @@ fn regex_lite_zeroes(text: &str) -> Vec<String> {
         i = start;
     }
     out
+}
 
 /// ms-resilience: a scenario layer `from` an appsettings.json section
 /// (selected in another case), a field beside it overriding one leaf; the

@@ -96,6 +96,6 @@ fn the_value_corpus_replays_cleanly() {
 fn value_inputs_decode_as_they_did() {
     assert_eq!(
         describe_sets(b"\x00\x00\x05\x00\x00\x01\x05"),
-        "stormsim run scenarios/quickstart.yaml --set 'replicates.aimd=-16'"
+        "stormsim run scenarios/quickstart.yaml --set 'replicates.status_probe=-16'"
     );
 }
