@@ -58,7 +58,7 @@ fn a_full_disk_on_stdout_is_an_error_not_a_panic() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
         assert!(
-            err.contains("error: cannot write to standard output: No space left on device"),
+            err.contains("error: cannot write to standard output: no space left on device"),
             "{args:?}: {err}"
         );
         assert!(!err.contains("panicked"), "{args:?}: {err}");
