@@ -1086,3 +1086,28 @@ fn os_errors_are_said_in_words() {
     assert!(!stderr(&o).contains("os error"), "{}", stderr(&o));
     assert_eq!(std::fs::read(&file).unwrap(), b"mine");
 }
+
+/// A status that answers a failure (an errors incident, an overload, a
+/// queue timeout, a poison message) must be an error: a 2xx there counted
+/// as a failure an answer every client reads as a success.
+#[test]
+fn a_failure_answers_with_an_error_status() {
+    use stormsim::scenario::load_str;
+    for (extra, at) in [
+        (
+            "  overload: { status: 200 }\n",
+            "dependency.overload.status: status 200 is not an error status",
+        ),
+        (
+            "  queue: { capacity: 10, timeout: 1s, timeout_status: 302 }\n",
+            "dependency.queue.timeout_status: status 302 is not an error status",
+        ),
+    ] {
+        let src = BASE.replacen("dependency:\n", &format!("dependency:\n{extra}"), 1);
+        let e = load_str(&src, "f.yaml")
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(at), "{e}");
+    }
+}

@@ -255,7 +255,7 @@ struct RunArgs {
     /// Replicates per variant (replaces `replicates`).
     #[arg(long, value_parser = whole_u32, allow_negative_numbers = true)]
     replicates: Option<u32>,
-    /// Worker threads, at most 4 per core (at least 64, at most 1024)
+    /// Worker threads (default: one per core): up to 4 per core, or up to 64 on a machine with fewer than 16 cores; never more than 1024
     /// (default: one per core, or RAYON_NUM_THREADS).
     #[arg(long, value_parser = whole_usize, allow_negative_numbers = true)]
     threads: Option<usize>,

@@ -35,7 +35,7 @@ pub(super) struct TuneArgs {
     /// The most runs to spend (replaces `tune.budget`).
     #[arg(long, value_parser = super::whole_u32, allow_negative_numbers = true)]
     budget: Option<u32>,
-    /// Worker threads, at most 4 per core (at least 64, at most 1024)
+    /// Worker threads (default: one per core): up to 4 per core, or up to 64 on a machine with fewer than 16 cores; never more than 1024
     /// (default: one per core, or RAYON_NUM_THREADS).
     #[arg(long, value_parser = super::whole_usize, allow_negative_numbers = true)]
     threads: Option<usize>,

@@ -161,6 +161,15 @@ impl Checker {
         });
     }
 
+    /// A status a failure answers with: an HTTP error (4xx or 5xx). A 2xx
+    /// or 3xx there would count as a failure an answer every client reads
+    /// as a success.
+    pub(super) fn error_status(&mut self, code: u16, path: &str) {
+        self.check((400..=599).contains(&code), path, || {
+            format!("status {code} is not an error status; expected 400-599 (a failure answers with a 4xx or a 5xx)")
+        });
+    }
+
     pub(super) fn fraction(&mut self, v: f64, path: &str, range: &str, ok: impl Fn(f64) -> bool) {
         if self.finite(v, path) {
             self.check(ok(v), path, || {
@@ -522,11 +531,11 @@ impl Checker {
         if let Some(t) = f.queue.timeout {
             self.positive(t, &format!("{path}.queue.timeout"), "queue timeout");
         }
-        self.status(
+        self.error_status(
             f.queue.timeout_status,
             &format!("{path}.queue.timeout_status"),
         );
-        self.status(f.overload.status, &format!("{path}.overload.status"));
+        self.error_status(f.overload.status, &format!("{path}.overload.status"));
         if let Some(ra) = f.overload.retry_after {
             self.positive(ra, &format!("{path}.overload.retry_after"), "retry_after");
         }
@@ -660,7 +669,7 @@ impl Checker {
             });
         }
         if let Some(s) = inc.status {
-            self.status(s, &format!("{path}.status"));
+            self.error_status(s, &format!("{path}.status"));
         }
         if let Some(add) = inc.add {
             self.positive(add, &format!("{path}.add"), "add");
@@ -1121,7 +1130,12 @@ mod tests {
         expect(
             |s| s.dependency.overload.status = 600,
             "dependency.overload.status",
-            "100-599",
+            "400-599",
+        );
+        expect(
+            |s| s.dependency.overload.status = 204,
+            "dependency.overload.status",
+            "not an error status",
         );
         expect(
             |s| s.dependency.overload.retry_after = Some(Duration(0)),
@@ -1156,7 +1170,7 @@ mod tests {
         expect(
             |s| s.dependency.incidents[3].status = Some(99),
             "dependency.incidents.3.status",
-            "100-599",
+            "400-599",
         );
         expect(
             |s| s.dependency.incidents[4].add = Some(Duration(0)),

@@ -205,11 +205,11 @@ impl Checker {
             || format!("poison is {}; expected a fraction in [0, 1]", c.poison),
         );
         self.check(
-            (100..=599).contains(&c.poison_status),
+            (400..=599).contains(&c.poison_status),
             "consumers.poison_status",
             || {
                 format!(
-                    "status {} is not an HTTP status code; expected 100-599",
+                    "status {} is not an error status; expected 400-599 (a poison message fails with a 4xx or a 5xx)",
                     c.poison_status
                 )
             },
