@@ -187,47 +187,42 @@ pub fn estimate(s: &Scenario) -> Estimate {
             });
         }
     }
-    // Adaptive concurrency limits: one per replica; Envoy's keeps a
-    // window's samples, up to `MAX_KEPT`.
+    // Per service of a graph: its adaptive concurrency limits (one per
+    // replica; Envoy's keeps a window's samples, up to `MAX_KEPT`) and its
+    // cache (per key its state, per entry its place in the LRU list).
     if s.is_graph() {
         let names: Vec<&str> = s.services.iter().map(|x| x.name.as_str()).collect();
         for (svc, label) in s.services.iter().zip(item_labels("services", &names)) {
-            let Some(a) = &svc.adaptive_concurrency else {
-                continue;
-            };
-            let each = match a.kind {
-                crate::scenario::adaptive::AdaptiveKind::Gradient => {
-                    crate::model::adaptive::gradient::MAX_KEPT as u64 * 8 + 256
-                }
-                _ => 256,
-            };
-            let count = u64::from(svc.slots().max(1));
-            parts.push(Part {
-                path: format!("{label}.adaptive_concurrency"),
-                how: format!(
-                    "{count} adaptive limits ({label}.replicas) × up to {} each",
-                    bytes_text(each)
-                ),
-                bytes: count.saturating_mul(each),
-                grows: false,
-            });
-        }
-    }
-    // Caches: per key its state, per entry its place in the LRU list.
-    if s.is_graph() {
-        let names: Vec<&str> = s.services.iter().map(|x| x.name.as_str()).collect();
-        for (svc, label) in s.services.iter().zip(item_labels("services", &names)) {
-            let Some(c) = &svc.cache else { continue };
-            let entries = u64::from(c.capacity.min(c.keys));
-            parts.push(Part {
-                path: format!("{label}.cache"),
-                how: format!(
-                    "{} keys ({label}.cache.keys) × 16 B and {entries} entries × 40 B",
-                    c.keys
-                ),
-                bytes: u64::from(c.keys) * 16 + entries * 40,
-                grows: false,
-            });
+            if let Some(a) = &svc.adaptive_concurrency {
+                let each = match a.kind {
+                    crate::scenario::adaptive::AdaptiveKind::Gradient => {
+                        crate::model::adaptive::gradient::MAX_KEPT as u64 * 8 + 256
+                    }
+                    _ => 256,
+                };
+                let count = u64::from(svc.slots().max(1));
+                parts.push(Part {
+                    path: format!("{label}.adaptive_concurrency"),
+                    how: format!(
+                        "{count} adaptive limits ({label}.replicas) × up to {} each",
+                        bytes_text(each)
+                    ),
+                    bytes: count.saturating_mul(each),
+                    grows: false,
+                });
+            }
+            if let Some(c) = &svc.cache {
+                let entries = u64::from(c.capacity.min(c.keys));
+                parts.push(Part {
+                    path: format!("{label}.cache"),
+                    how: format!(
+                        "{} keys ({label}.cache.keys) × 16 B and {entries} entries × 40 B",
+                        c.keys
+                    ),
+                    bytes: u64::from(c.keys) * 16 + entries * 40,
+                    grows: false,
+                });
+            }
         }
     }
     // What grows with load, up to its guard rail.
