@@ -648,3 +648,94 @@ fn export_call_errors_exit_2_and_write_nothing() {
     assert_eq!(snapshot(dir.path()), before_sets);
     let _ = before;
 }
+
+/// The balancing of a call is the called service's `balancer`: a cluster
+/// that balances otherwise is an error at its `lb_policy`, naming the
+/// balancer to set; with that balancer the call loads.
+#[test]
+fn a_clusters_lb_policy_must_be_the_services_balancer() {
+    let root =
+        workspace(&graph(FROM_ORDERS).replace("replicas: 4", "replicas: 4\n    balancer: p2c"));
+    let out = stormsim(root.path())
+        .args(["validate", "scen/mesh.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let (line, col) = position("lb_policy: ROUND_ROBIN");
+    let want = format!(
+        "envoy-mesh.yaml:{line}:{col}: clusters[0].lb_policy: not modelled: the cluster balances by ROUND_ROBIN, stormsim's `balancer: round_robin`, but the service called balances by `p2c`: set `balancer: round_robin` on it"
+    );
+    assert!(
+        stderr(&out).contains(&want),
+        "{}\nwanted {want}",
+        stderr(&out)
+    );
+    // LEAST_REQUEST is p2c.
+    let text = std::fs::read_to_string(root.path().join("deploy/envoy-mesh.yaml"))
+        .unwrap()
+        .replace("lb_policy: ROUND_ROBIN", "lb_policy: LEAST_REQUEST");
+    std::fs::write(root.path().join("deploy/envoy-mesh.yaml"), text).unwrap();
+    let out = stormsim(root.path())
+        .args(["validate", "scen/mesh.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+#[test]
+fn istio_and_grpc_on_a_call() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/configs");
+    let import = |args: &[&str]| stormsim(&dir).arg("import").args(args).output().unwrap();
+    // Istio's default policy (no retries block) avoids the hosts tried.
+    let out = import(&[
+        "virtualservice.yaml",
+        "--format",
+        "istio-virtualservice",
+        "--host",
+        "orders.shop.svc.cluster.local",
+        "--route",
+        "get-order",
+        "--to",
+        "orders",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("  retry_other_replica: true                 # Istio's default retry policy: the previous_hosts predicate (retry.go)"),
+        "{}",
+        stdout(&out)
+    );
+    // The same route as a layer has no such field.
+    let out = import(&[
+        "virtualservice.yaml",
+        "--format",
+        "istio-virtualservice",
+        "--host",
+        "orders.shop.svc.cluster.local",
+        "--route",
+        "get-order",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        !stdout(&out).contains("retry_other_replica"),
+        "{}",
+        stdout(&out)
+    );
+    // A gRPC client's load balancing, on a call: an error at its key.
+    let out = import(&[
+        "service-config.json",
+        "--format",
+        "grpc-service-config",
+        "--method",
+        "orders.v1.Orders/CreateOrder",
+        "--to",
+        "orders",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out)
+            .contains("service-config.json:2:3: loadBalancingConfig: not modelled: on a call"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(out.stdout.is_empty());
+}

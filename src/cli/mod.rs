@@ -422,6 +422,7 @@ fn import(args: ImportArgs) -> i32 {
     if args.to.is_some() {
         selector.target = configs::Target::Call {
             replicas: args.select.replicas,
+            balancer: None,
         };
     }
     let format = args.select.format;
@@ -516,9 +517,10 @@ fn export(args: ExportArgs) -> i32 {
     let wanted = match wanted_from_best(&args.best, pick, &args.into) {
         Ok((w, target)) => {
             selector.target = match (target, args.select.replicas) {
-                (configs::Target::Call { .. }, Some(n)) => {
-                    configs::Target::Call { replicas: Some(n) }
-                }
+                (configs::Target::Call { balancer, .. }, Some(n)) => configs::Target::Call {
+                    replicas: Some(n),
+                    balancer,
+                },
                 (t, _) => t,
             };
             w

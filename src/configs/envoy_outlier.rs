@@ -1,15 +1,17 @@
 //! `envoy-route` read for a call edge of a services graph (the callee may
 //! have several replicas): the route cluster's `outlier_detection` as the
 //! call's `outlier_detection`, and the settings of the cluster that decide
-//! which replicas a call may use (active health checks, the load
-//! balancer's panic threshold). On a chain's layer, which calls one host,
+//! which replicas a call may use (its `lb_policy`, which must be the
+//! called service's `balancer`; active health checks; the load balancer's
+//! panic threshold). On a chain's layer, which calls one host,
 //! `envoy.rs` refuses `outlier_detection` as before.
 //!
 //! Sources (docs/sources/config-formats.md §2): envoyproxy/envoy
 //! `api/envoy/config/cluster/v3/outlier_detection.proto` (every key, its
 //! default and its validation), `docs/root/intro/arch_overview/upstream/outlier.rst`
 //! (the ejection algorithm), `api/envoy/config/cluster/v3/cluster.proto`
-//! (`CommonLbConfig.healthy_panic_threshold`, 50 % by default).
+//! (`CommonLbConfig.healthy_panic_threshold`, 50 % by default; `lb_policy`,
+//! ROUND_ROBIN by default; `LeastRequestLbConfig.choice_count`, 2).
 //!
 //! | Envoy `outlier_detection` | call |
 //! |---|---|
@@ -29,6 +31,7 @@ use super::edit::Lit;
 use super::tree::Node;
 use super::write::Writer;
 use super::{Builder, Origin, Target, get_path, join, number, uint};
+use crate::scenario::graph::BalancerKind;
 use crate::scenario::units::{Duration, parse_duration};
 
 /// Envoy's defaults (outlier_detection.proto).
@@ -62,13 +65,14 @@ impl<T> Read<T> {
 /// the service a call goes to. `None`: the route's cluster is not in the
 /// file (Envoy's defaults: no outlier detection).
 pub(crate) fn read_cluster(b: &mut Builder, cluster: Option<(&str, &Node)>) {
-    let Target::Call { replicas } = b.target else {
+    let Target::Call { replicas, balancer } = b.target else {
         return;
     };
     let Some((ckey, c)) = cluster else {
         b.absent("outlier_detection");
         return;
     };
+    lb_policy(b, ckey, c, replicas, balancer);
     for e in c.entries() {
         let key = join(ckey, &e.key);
         if e.key == "health_checks" && !e.value.items().is_empty() {
@@ -414,6 +418,90 @@ fn panic_threshold(b: &mut Builder, ckey: &str, c: &Node, replicas: Option<u32>)
                 super::fmt_num(percent)
             ),
         );
+    }
+}
+
+/// The cluster's load balancer against the called service's `balancer`:
+/// the balancing is the service's in stormsim (shared by its callers), so
+/// a cluster that balances otherwise is an error when the service is
+/// known, and a reminder when it is not. One replica: nothing to balance.
+fn lb_policy(
+    b: &mut Builder,
+    ckey: &str,
+    c: &Node,
+    replicas: Option<u32>,
+    callee: Option<BalancerKind>,
+) {
+    if replicas == Some(1) {
+        return;
+    }
+    let entry = c.entry("lb_policy");
+    let name = entry
+        .and_then(|e| e.value.scalar())
+        .unwrap_or("ROUND_ROBIN");
+    let key = join(ckey, "lb_policy");
+    let pos = Some(entry.map_or(c.pos, |e| e.key_pos));
+    if let Some(e) = c.entry("load_balancing_policy") {
+        b.unmodelled(
+            &join(ckey, "load_balancing_policy"),
+            Some(e.key_pos),
+            "a load balancer given as a typed extension (stormsim balances by round_robin, random, least_requests or p2c)",
+        );
+        return;
+    }
+    let choice = c
+        .get("least_request_lb_config")
+        .and_then(|l| l.get("choice_count"))
+        .and_then(|n| n.get("value").or(Some(n)))
+        .and_then(Node::scalar)
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .unwrap_or(2);
+    let ours = match name {
+        "ROUND_ROBIN" => Some(BalancerKind::RoundRobin),
+        "RANDOM" => Some(BalancerKind::Random),
+        "LEAST_REQUEST" if choice == 2 => Some(BalancerKind::P2c),
+        _ => None,
+    };
+    let default = if entry.is_none() {
+        " (Envoy's default)"
+    } else {
+        ""
+    };
+    match (ours, callee) {
+        (None, _) => b.unmodelled(
+            &key,
+            pos,
+            &format!("the load balancer {name}{default} (stormsim balances by round_robin, random, least_requests or p2c: Envoy's ROUND_ROBIN, RANDOM, and LEAST_REQUEST with its default choice_count 2)"),
+        ),
+        (Some(o), Some(theirs)) if o != theirs => b.unmodelled(
+            &key,
+            pos,
+            &format!(
+                "the cluster balances by {name}{default}, stormsim's `balancer: {}`, but the service called balances by `{}`: set `balancer: {}` on it",
+                kind_name(o),
+                kind_name(theirs),
+                kind_name(o)
+            ),
+        ),
+        (Some(o), None) => b.warn(
+            key,
+            pos,
+            format!(
+                "the replicas a call goes to are picked by the called service's `balancer`: {name}{default} is `balancer: {}`",
+                kind_name(o)
+            ),
+        ),
+        _ => {}
+    }
+}
+
+/// A balancer as the scenario format spells it.
+fn kind_name(k: BalancerKind) -> &'static str {
+    match k {
+        BalancerKind::RoundRobin => "round_robin",
+        BalancerKind::Random => "random",
+        BalancerKind::LeastRequests => "least_requests",
+        BalancerKind::P2c => "p2c",
     }
 }
 

@@ -187,9 +187,13 @@ pub enum Target {
     #[default]
     Layer,
     /// A call edge of a services graph to a service with `replicas`
-    /// replicas (with `autoscale`, its `max`); `None`: not known (`import
-    /// --to` without `--replicas`), so any count is possible.
-    Call { replicas: Option<u32> },
+    /// replicas (with `autoscale`, its `max`) behind `balancer`; `None`:
+    /// not known (`import --to` without `--replicas`), so any count or
+    /// balancer is possible.
+    Call {
+        replicas: Option<u32>,
+        balancer: Option<crate::scenario::graph::BalancerKind>,
+    },
 }
 
 impl Target {

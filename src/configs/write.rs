@@ -389,6 +389,7 @@ fn policies(s: &crate::scenario::Scenario) -> Vec<(String, String, Value, Option
         ));
     }
     let replicas = |to: &str| s.services.iter().find(|x| x.name == to).map(|x| x.slots());
+    let balancer = |to: &str| s.services.iter().find(|x| x.name == to).map(|x| x.balancer);
     if let Some(c) = &s.clients.calls {
         out.push((
             "clients.calls".into(),
@@ -397,6 +398,7 @@ fn policies(s: &crate::scenario::Scenario) -> Vec<(String, String, Value, Option
             c.from.as_ref().map(|f| f.file.clone()),
             Target::Call {
                 replicas: replicas(&c.to),
+                balancer: balancer(&c.to),
             },
         ));
     }
@@ -409,6 +411,7 @@ fn policies(s: &crate::scenario::Scenario) -> Vec<(String, String, Value, Option
                 c.from.as_ref().map(|f| f.file.clone()),
                 Target::Call {
                     replicas: replicas(&c.to),
+                    balancer: balancer(&c.to),
                 },
             ));
         }
@@ -588,7 +591,10 @@ pub fn wanted_from_best(
         )]);
     }
     let target = if chosen.1 {
-        Target::Call { replicas: None }
+        Target::Call {
+            replicas: None,
+            balancer: None,
+        }
     } else {
         Target::Layer
     };

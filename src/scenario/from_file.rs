@@ -53,6 +53,19 @@ fn slots(services: &[Value], name: &str) -> Option<u32> {
     n.and_then(|n| u32::try_from(n).ok())
 }
 
+/// The balancer of a service of a JSON scenario (`round_robin` when it
+/// names none); `None` when no service has that name or its `balancer` is
+/// not one (a later error says so).
+fn balancer(services: &[Value], name: &str) -> Option<crate::scenario::graph::BalancerKind> {
+    let svc = services
+        .iter()
+        .find(|s| s.get("name").and_then(Value::as_str) == Some(name))?;
+    match svc.get("balancer") {
+        None => Some(crate::scenario::graph::BalancerKind::RoundRobin),
+        Some(b) => serde_json::from_value(b.clone()).ok(),
+    }
+}
+
 /// Every layer and call of `scenario` (a JSON scenario), in file order.
 fn sites(scenario: &mut Value) -> Vec<Site<'_>> {
     let Value::Object(root) = scenario else {
@@ -63,7 +76,7 @@ fn sites(scenario: &mut Value) -> Vec<Site<'_>> {
             .iter()
             .map(|s| {
                 let mut light = Map::new();
-                for k in ["name", "replicas", "autoscale"] {
+                for k in ["name", "replicas", "autoscale", "balancer"] {
                     if let Some(v) = s.get(k) {
                         light.insert(k.into(), v.clone());
                     }
@@ -73,10 +86,12 @@ fn sites(scenario: &mut Value) -> Vec<Site<'_>> {
             .collect(),
         _ => Vec::new(),
     };
-    let call_target = |to: Option<&Value>| Target::Call {
-        replicas: to
-            .and_then(Value::as_str)
-            .and_then(|name| slots(&services, name)),
+    let call_target = |to: Option<&Value>| {
+        let to = to.and_then(Value::as_str);
+        Target::Call {
+            replicas: to.and_then(|name| slots(&services, name)),
+            balancer: to.and_then(|name| balancer(&services, name)),
+        }
     };
     let mut out = Vec::new();
     let mut layers = None;
