@@ -397,6 +397,8 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
     read_policy(b, policy);
     read_hedge(b, hedge, per_try);
     read_cluster(b, doc, cluster_name);
+    let found = cluster_name.and_then(|n| cluster(doc, n));
+    super::envoy_outlier::read_cluster(b, found.as_ref().map(|(k, c)| (k.as_str(), *c)));
 }
 
 /// What Envoy's retry mechanism fixes whatever the route says (also
@@ -485,6 +487,16 @@ fn read_policy(b: &mut Builder, policy: Option<(String, &Node)>) {
         pos: None,
     };
     let mut cap = None;
+    if b.target.is_call() {
+        b.set(
+            "retry_other_replica",
+            json!(false),
+            Origin {
+                key: format!("{at}: no retry_host_predicate previous_hosts"),
+                pos: None,
+            },
+        );
+    }
     b.set(
         "retry.max_attempts",
         json!(2),
@@ -563,6 +575,17 @@ fn read_policy(b: &mut Builder, policy: Option<(String, &Node)>) {
                     }
                 }
             }
+            "retry_host_predicate" if b.target.is_call() => host_predicates(b, &key, &e.value),
+            "host_selection_retry_max_attempts" if b.target.is_call() => {
+                if uint(b, &e.value, &key, 1, u64::from(u32::MAX)).is_some() {
+                    b.warn(key, Some(e.key_pos), "not simulated as such: with retry_other_replica a retry never goes to a replica the call already tried while another is left (as if host selection were re-drawn as often as it takes)");
+                }
+            }
+            "retry_priority" | "retry_options_predicates" if b.target.is_call() => b.warn(
+                key,
+                Some(e.key_pos),
+                "not simulated: the replicas of a service have no priorities or options to choose by",
+            ),
             "retry_host_predicate" | "host_selection_retry_max_attempts" | "retry_priority" | "retry_options_predicates" => b.warn(
                 key,
                 Some(e.key_pos),
@@ -614,6 +637,38 @@ fn read_policy(b: &mut Builder, policy: Option<(String, &Node)>) {
     );
     b.set("retry.backoff.base", json!(base.to_string()), base_origin);
     b.set("retry.backoff.cap", json!(cap.to_string()), cap_origin);
+}
+
+/// `retry_host_predicate` on a call: `previous_hosts` is the call's
+/// `retry_other_replica`; the other predicates pick hosts by what the
+/// simulated replicas do not have (canary flags, metadata).
+fn host_predicates(b: &mut Builder, key: &str, list: &Node) {
+    for (i, p) in list.items().iter().enumerate() {
+        let pkey = join(key, &format!("[{i}]"));
+        match p.get("name").and_then(Node::scalar) {
+            Some("envoy.retry_host_predicates.previous_hosts") => b.set(
+                "retry_other_replica",
+                json!(true),
+                Origin {
+                    key: join(&pkey, "name"),
+                    pos: Some(p.pos),
+                },
+            ),
+            Some(
+                "envoy.retry_host_predicates.omit_canary_hosts"
+                | "envoy.retry_host_predicates.omit_host_metadata",
+            ) => b.warn(
+                pkey,
+                Some(p.pos),
+                "not simulated: replicas carry no canary flag or metadata to omit",
+            ),
+            _ => b.unmodelled(
+                &pkey,
+                Some(p.pos),
+                "a retry host predicate stormsim does not know",
+            ),
+        }
+    }
 }
 
 fn read_hedge(b: &mut Builder, hedge: Option<(String, &Node)>, per_try: bool) {
@@ -720,7 +775,7 @@ fn read_cluster(b: &mut Builder, doc: &Doc, name: Option<&str>) {
     };
     for e in c.entries() {
         let key = join(&ckey, &e.key);
-        if e.key == "outlier_detection" {
+        if e.key == "outlier_detection" && !b.target.is_call() {
             b.unmodelled(
                 &key,
                 Some(e.key_pos),
@@ -1112,6 +1167,14 @@ pub(crate) fn write(
                 &akey,
                 &["hedge_policy", "hedge_on_per_try_timeout"],
                 Lit::Bare(on.to_string()),
+            )
+        } else if leaf.starts_with("outlier_detection") {
+            let c = cluster_node.as_ref().map(|(k, c)| (k.as_str(), *c));
+            super::envoy_outlier::write(w, c, leaf, wanted, changed)
+        } else if leaf == "retry_other_replica" {
+            w.refuse_leaf(
+                leaf,
+                "a retry_host_predicate is a list of typed extensions: add or remove envoy.retry_host_predicates.previous_hosts by hand",
             )
         } else if leaf.starts_with("retry.budget") || leaf.starts_with("bulkhead") {
             match &cluster_node {
