@@ -712,6 +712,16 @@ fn report_to_output(e: report::ReportError) -> OutputError {
 
 /// Says why an output folder was not written (`done`: what had happened
 /// before, for an interruption) and returns the exit code.
+/// What an output folder found and cleaned up of a command stopped
+/// outright before (`note:` lines on stderr), unless `--quiet`.
+fn print_notes(out: &OutputDir, quiet: bool) {
+    if !quiet {
+        for n in out.notes() {
+            errln!("note: {}", escape(n));
+        }
+    }
+}
+
 fn output_failed(e: OutputError, out: &Path, not_written: &str, done: &str) -> i32 {
     let code = e.exit_code();
     match &e {
@@ -792,6 +802,7 @@ fn merge(args: MergeArgs) -> i32 {
         Ok(out) => out,
         Err(e) => return output_failed(e, &out_path, not_written, "the shards were read"),
     };
+    print_notes(&out, args.quiet);
     let merged = match shard::merge::merge(&plan) {
         Ok(m) => m,
         Err(e) => {
@@ -911,6 +922,7 @@ fn plot(args: PlotArgs) -> i32 {
             return e.exit_code();
         }
     };
+    print_notes(&out, args.quiet);
     let data = interrupt::reading(
         &format!(
             "interrupted: nothing was changed in {} (charts/ and report.html not redrawn; stopped while reading the run)",

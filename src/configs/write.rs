@@ -590,6 +590,43 @@ pub fn wanted_from_best(
             },
         )]);
     }
+    // Each value read as its field of a layer (or call), on its own: one
+    // that is not (a duration `banana`, a negative count) is an error of
+    // this file, at its line and column, not of the file it would be
+    // written into. (A value valid alone but not with the other file's is
+    // that file's error, found when the values are written into it.)
+    let prefix = match (chosen.1, chosen.0.split_once('.')) {
+        (false, _) => format!("layers.{}", chosen.0),
+        (true, Some((svc, call))) => format!("services.{svc}.calls.{call}"),
+        (true, None) => "clients.calls".to_string(),
+    };
+    let index = crate::scenario::locate::LocationIndex::build(&text);
+    let mut errors = Vec::new();
+    for (field, v) in &picked {
+        let mut one = Map::new();
+        super::set_path(&mut one, field, v.clone());
+        if let Err(e) = canonical(&one, &label) {
+            let key = format!("{prefix}.{field}");
+            // A field this one needs beside it (a backoff's `kind`) is
+            // the other file's to give.
+            for mut e in e
+                .into_iter()
+                .filter(|e| !e.message.contains("missing field `"))
+            {
+                e.path = Some(key.clone());
+                if let Some(m) = e.message.strip_prefix("the tuned values are not a layer: ") {
+                    e.message = m.to_string();
+                }
+                if let Some((line, col)) = index.position(&key) {
+                    e = e.at(line, col);
+                }
+                errors.push(e);
+            }
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
     let target = if chosen.1 {
         Target::Call {
             replicas: None,
