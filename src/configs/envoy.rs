@@ -30,8 +30,8 @@
 use serde_json::{Map, Value, json};
 
 use super::durations::{parse_proto, proto};
-use super::edit::Lit;
-use super::tree::{Doc, Node};
+use super::edit::{self, Lit};
+use super::tree::{Doc, Kind, Node, Style};
 use super::write::Writer;
 use super::{Builder, Finding, Origin, Selector, boolean, get_path, join, num, number, uint};
 use crate::scenario::units::Duration;
@@ -1020,15 +1020,35 @@ pub(crate) fn write(
     };
     let akey = join(&r.key, "route");
     // The retry policy in force: the route's, else the virtual host's.
-    let (pbase, pkey, pnode): (&Node, String, &str) = if action.get("retry_policy").is_some() {
-        (action, akey.clone(), "retry_policy")
-    } else if r.vhost.get("retry_policy").is_some() {
-        w.note(format!("the retry policy is the virtual host's ({}): the change applies to every route of it without one of its own", r.vhost_key));
-        (r.vhost, r.vhost_key.clone(), "retry_policy")
-    } else {
-        (action, akey.clone(), "retry_policy")
-    };
-    let policy = pbase.get(pnode);
+    // Changes are always written to the route: a route's retry_policy
+    // replaces the virtual host's whole (Envoy does not merge them), so an
+    // inherited policy is first copied to the route, complete, and the
+    // other routes of the virtual host keep the one they had.
+    let (pbase, pkey, pnode): (&Node, String, &str) = (action, akey.clone(), "retry_policy");
+    let policy = action
+        .get("retry_policy")
+        .or_else(|| r.vhost.get("retry_policy"));
+    let edits_policy = changed.iter().any(|l| {
+        matches!(
+            l.as_str(),
+            "timeout" | "retry.max_attempts" | "retry.retry_on"
+        ) || l.starts_with("retry.backoff.")
+    });
+    if action.get("retry_policy").is_none()
+        && edits_policy
+        && let Some(vp) = r.vhost.get("retry_policy")
+    {
+        let vkey = join(&r.vhost_key, "retry_policy");
+        w.note(format!(
+            "the route had no retry_policy of its own: the virtual host's ({vkey}, line {}) is copied to it with the change, so the virtual host's other routes keep theirs",
+            vp.pos.0
+        ));
+        let mut keys = vec!["retry_policy".to_string()];
+        if let Err(e) = copy_policy(w, action, &akey, &mut keys, vp) {
+            w.refuse(&vkey, &e);
+            return;
+        }
+    }
     let want = |p: &str| get_path(wanted, p).filter(|v| !v.is_null());
     let dur = |p: &str| {
         want(p)
@@ -1189,6 +1209,71 @@ pub(crate) fn write(
         };
         if let Err(e) = r {
             w.refuse_leaf(leaf, &e).ok();
+        }
+    }
+}
+
+/// Adds `node` (a mapping of the virtual host's retry policy) below
+/// `base` at `keys`, value by value, as the file wrote them.
+fn copy_policy<'d>(
+    w: &mut Writer<'d>,
+    base: &'d Node,
+    base_key: &str,
+    keys: &mut Vec<String>,
+    node: &Node,
+) -> Result<(), String> {
+    for e in node.entries() {
+        keys.push(e.key.clone());
+        let lit = match &e.value.kind {
+            Kind::Map { entries, .. } if !entries.is_empty() => {
+                copy_policy(w, base, base_key, keys, &e.value)?;
+                keys.pop();
+                continue;
+            }
+            Kind::Scalar {
+                text,
+                style: Style::Block,
+            } => Lit::Str(text.clone()),
+            Kind::Scalar { .. } => {
+                let raw = &w.doc.text[e.value.span.clone()];
+                if raw.contains('\n') {
+                    Lit::Str(e.value.scalar().unwrap_or_default().to_string())
+                } else {
+                    Lit::Bare(raw.to_string())
+                }
+            }
+            _ => Lit::Bare(flow(&e.value)),
+        };
+        let k: Vec<&str> = keys.iter().map(String::as_str).collect();
+        w.put(base, base_key, &k, lit)?;
+        keys.pop();
+    }
+    Ok(())
+}
+
+/// `node` written on one line (a flow collection, or JSON).
+fn flow(node: &Node) -> String {
+    match &node.kind {
+        Kind::Map { entries, .. } => {
+            let inner: Vec<String> = entries
+                .iter()
+                .map(|e| format!("{}: {}", edit::json_string(&e.key), flow(&e.value)))
+                .collect();
+            format!("{{{}}}", inner.join(", "))
+        }
+        Kind::Seq { items, .. } => {
+            let inner: Vec<String> = items.iter().map(flow).collect();
+            format!("[{}]", inner.join(", "))
+        }
+        Kind::Scalar { text, style } => {
+            let bare = *style == Style::Plain
+                && (text.parse::<f64>().is_ok()
+                    || matches!(text.as_str(), "true" | "false" | "null"));
+            if bare {
+                text.clone()
+            } else {
+                edit::json_string(text)
+            }
         }
     }
 }
