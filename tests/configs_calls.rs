@@ -30,6 +30,25 @@ fn stdout(o: &Output) -> String {
 }
 
 /// The 1-based line and column of the first `needle` in the fixture.
+/// `stormsim export best.yaml --into envoy-mesh.yaml --format envoy-route
+/// --route orders-api EXTRA...` in `dir`.
+fn export_orders_api(dir: &Path, extra: &[&str]) -> Output {
+    stormsim(dir)
+        .args([
+            "export",
+            "best.yaml",
+            "--into",
+            "envoy-mesh.yaml",
+            "--format",
+            "envoy-route",
+            "--route",
+            "orders-api",
+        ])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
 fn position(needle: &str) -> (usize, usize) {
     let text = std::fs::read_to_string(fixture()).unwrap();
     let at = text
@@ -422,22 +441,7 @@ fn import_to_a_service_export_a_call_and_import_again() {
     let scenario = graph("").replace("      - to: orders\n", &pasted);
     std::fs::write(dir.path().join("best.yaml"), &scenario).unwrap();
     let export = |dir: &Path, extra: &[&str]| {
-        stormsim(dir)
-            .args([
-                "export",
-                "best.yaml",
-                "--into",
-                "envoy-mesh.yaml",
-                "--format",
-                "envoy-route",
-                "--route",
-                "orders-api",
-                "--call",
-                "gateway.orders",
-            ])
-            .args(extra)
-            .output()
-            .unwrap()
+        export_orders_api(dir, &[&["--call", "gateway.orders"], extra].concat())
     };
     let out = export(dir.path(), &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -505,20 +509,7 @@ fn import_to_a_service_export_a_call_and_import_again() {
     );
     let with_from = with_from.replace("consecutive_5xx: 4", "consecutive_5xx: 6");
     std::fs::write(dir.path().join("best.yaml"), with_from).unwrap();
-    let out = stormsim(dir.path())
-        .args([
-            "export",
-            "best.yaml",
-            "--into",
-            "envoy-mesh.yaml",
-            "--format",
-            "envoy-route",
-            "--route",
-            "orders-api",
-            "--dry-run",
-        ])
-        .output()
-        .unwrap();
+    let out = export_orders_api(dir.path(), &["--dry-run"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
         stdout(&out).contains("+        consecutive_5xx: 6\n"),
@@ -587,23 +578,7 @@ fn export_call_errors_exit_2_and_write_nothing() {
     )
     .unwrap();
     let before = snapshot(dir.path());
-    let run = |call: &str| {
-        stormsim(dir.path())
-            .args([
-                "export",
-                "best.yaml",
-                "--into",
-                "envoy-mesh.yaml",
-                "--format",
-                "envoy-route",
-                "--route",
-                "orders-api",
-                "--call",
-                call,
-            ])
-            .output()
-            .unwrap()
-    };
+    let run = |call: &str| export_orders_api(dir.path(), &["--call", call]);
     let out = run("gateway.nowhere");
     assert_eq!(out.status.code(), Some(2));
     assert!(
@@ -624,21 +599,7 @@ fn export_call_errors_exit_2_and_write_nothing() {
     )
     .unwrap();
     let before_sets = snapshot(dir.path());
-    let out = stormsim(dir.path())
-        .args([
-            "export",
-            "best.yaml",
-            "--into",
-            "envoy-mesh.yaml",
-            "--format",
-            "envoy-route",
-            "--route",
-            "orders-api",
-            "--replicas",
-            "4",
-        ])
-        .output()
-        .unwrap();
+    let out = export_orders_api(dir.path(), &["--replicas", "4"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("retry_other_replica: cannot be written to this file"),

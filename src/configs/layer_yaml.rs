@@ -47,35 +47,29 @@ pub fn call_yaml(policy: &Policy, to: &str, name: Option<&str>, header: &[String
 
 /// The fragment's keys in the order a `Call` serialises its fields.
 fn in_call_order(fragment: &Map<String, Value>) -> Map<String, Value> {
-    let mut m = fragment.clone();
-    m.insert("to".into(), Value::String("x".into()));
-    let order: Option<Map<String, Value>> = serde_json::from_value::<Call>(Value::Object(m))
-        .ok()
-        .and_then(|c| serde_json::to_value(c).ok())
-        .and_then(|v| match v {
-            Value::Object(m) => Some(m),
-            _ => None,
-        });
-    match order {
-        Some(o) => reorder(fragment, &o),
-        None => fragment.clone(),
-    }
+    in_serialised_order::<Call>(fragment, "to")
 }
 
 /// The fragment's keys in the order a `Layer` serialises its fields.
 fn in_layer_order(fragment: &Map<String, Value>) -> Map<String, Value> {
+    in_serialised_order::<Layer>(fragment, "name")
+}
+
+/// The fragment's keys in the order `T` serialises its fields, read with a
+/// placeholder for the one field `T` requires (`required`); the fragment
+/// as it is when it does not read as a `T`.
+fn in_serialised_order<T>(fragment: &Map<String, Value>, required: &str) -> Map<String, Value>
+where
+    T: serde::de::DeserializeOwned + serde::Serialize,
+{
     let mut m = fragment.clone();
-    m.insert("name".into(), Value::String("x".into()));
-    let order: Option<Map<String, Value>> = serde_json::from_value::<Layer>(Value::Object(m))
+    m.insert(required.into(), Value::String("x".into()));
+    let order = serde_json::from_value::<T>(Value::Object(m))
         .ok()
-        .and_then(|l| serde_json::to_value(l).ok())
-        .and_then(|v| match v {
-            Value::Object(m) => Some(m),
-            _ => None,
-        });
+        .and_then(|t| serde_json::to_value(t).ok());
     match order {
-        Some(o) => reorder(fragment, &o),
-        None => fragment.clone(),
+        Some(Value::Object(o)) => reorder(fragment, &o),
+        _ => fragment.clone(),
     }
 }
 
