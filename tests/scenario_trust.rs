@@ -674,7 +674,7 @@ fn a_run_too_short_after_the_incident_has_no_verdict() {
     );
     assert!(!console.contains("metastable"), "{console}");
     assert!(
-        console.contains("FAIL  recovery_within undecided > 10s"),
+        console.contains("undecided  recovery_within undecided > 10s"),
         "{console}"
     );
     let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
@@ -1156,5 +1156,80 @@ fn a_failure_answers_with_an_error_status() {
             .unwrap_err()
             .to_string();
         assert!(e.contains(at), "{e}");
+    }
+}
+
+/// A ratio of nothing (no request ended, none offered before the
+/// trigger) is empty in `summary.csv` and `n/a` on the console, and an
+/// objective judged on it is `undecided`, never a value: missed (nothing
+/// showed it met), so `--fail-on-slo` exits 1, and the console says
+/// `undecided`, not `FAIL`.
+#[test]
+fn ratios_of_nothing_are_empty_and_their_objectives_undecided() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = |duration: &str, bucket: &str, rate: &str, incident: &str| {
+        format!(
+            "name: nothing\nseed: 1\nduration: {duration}\nbucket: {bucket}\n\
+             clients: {{ arrival: {{ kind: poisson, rate: {rate} }} }}\n\
+             layers: [ {{ name: api }} ]\n\
+             dependency: {{ concurrency: 4, service_time: {{ dist: constant, value: 20ms }}{incident} }}\n\
+             slo: {{ success_rate: 0.99 }}\n"
+        )
+    };
+    let cases = [
+        // A blackhole from t=0, no timeout: nothing ever ends.
+        (
+            "blackhole",
+            scenario(
+                "10s",
+                "1s",
+                "50/s",
+                ", incidents: [ { kind: blackhole, start: 0s, end: 10s } ]",
+            ),
+        ),
+        // Shorter than the first request's arrival (a second apart).
+        ("instant", scenario("1ms", "1ms", "1/s", "")),
+    ];
+    for (name, src) in &cases {
+        let f = file(dir.path(), &format!("{name}.yaml"), src);
+        let out = dir.path().join(name);
+        let o = stormsim(&["run", &f, "--out", out.to_str().unwrap(), "--fail-on-slo"]);
+        assert_eq!(o.status.code(), Some(1), "{name}: {}", stderr(&o));
+        let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+        for c in [
+            "success_rate",
+            "success_rate_outside_incidents",
+            "baseline_success_ratio",
+        ] {
+            assert_eq!(column(&summary, c), [""], "{name}: {c}");
+        }
+        assert_eq!(column(&summary, "slo_pass"), ["false"], "{name}");
+        assert_eq!(
+            column(&summary, "slo_failed"),
+            ["success_rate undecided < 0.99"],
+            "{name}"
+        );
+        let console = stdout(&o);
+        let row = console.lines().nth(2).unwrap_or_default();
+        assert!(
+            row.starts_with("base ") && row.contains(" n/a "),
+            "{name}: {console}"
+        );
+        assert!(
+            console.contains("1. base     undecided  success_rate undecided < 0.99 in 1 of 1 runs"),
+            "{name}: {console}"
+        );
+        assert!(
+            !console.contains("FAIL") && !console.contains("none <"),
+            "{console}"
+        );
+        assert!(
+            stderr(&o).contains("variant base missed the SLO: success_rate undecided < 0.99"),
+            "{}",
+            stderr(&o)
+        );
+        // Without --fail-on-slo the run itself succeeds.
+        let o = stormsim(&["run", &f, "--out", out.to_str().unwrap(), "--force"]);
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", stderr(&o));
     }
 }

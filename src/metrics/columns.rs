@@ -438,7 +438,7 @@ pub fn summary_cells(s: &Summary, layer_names: &[String]) -> Vec<(String, Cell)>
     v.extend([
         (
             "baseline_success_ratio".into(),
-            Cell::Float(s.baseline_success_ratio),
+            Cell::opt_f(s.baseline_success_ratio),
         ),
         ("capacity_per_s".into(), Cell::Float(s.capacity_per_s)),
         (

@@ -12,9 +12,12 @@
 //!   tell, `undecided`; without a trigger there is nothing to recover
 //!   from, and it is met).
 //!
-//! A figure that has no value misses its objective (`none`: nothing ended
-//! outside the incidents, say), and a run stopped by a guard rail misses
-//! the SLO as a whole (`aborted`). `slo_failed` lists the objectives
+//! A figure that has no value (a ratio of nothing: nothing ended outside
+//! the incidents, say) is `undecided`, like a recovery too short to tell:
+//! nothing showed the objective met, so it counts as missed (`slo_pass`
+//! false, `--fail-on-slo` exits 1) and reads `success_rate undecided <
+//! 0.99`, never a value. A run stopped by a guard rail misses the SLO as
+//! a whole (`aborted`). `slo_failed` lists the objectives
 //! missed as `<objective> <measured> <op> <target>`, separated by `; `
 //! (`success_rate 0.9912 < 0.999; recovery_within never > 60s`; a
 //! measured value to 4 significant digits, more where needed to tell it
@@ -121,7 +124,8 @@ pub enum Measured {
     Never,
     /// The run ended too soon after the trigger to tell.
     Undecided,
-    /// No value (nothing ended outside the incidents).
+    /// No value: written by stormsim before missing figures read
+    /// `undecided` (tables read back).
     None,
 }
 
@@ -263,7 +267,10 @@ impl Objectives {
             if !met {
                 misses.push(Miss {
                     objective: o,
-                    measured: measured.map_or(Measured::None, Measured::Value),
+                    // No value (nothing ended outside the incidents, no
+                    // full bucket after the trigger): nothing showed it
+                    // met or missed.
+                    measured: measured.map_or(Measured::Undecided, Measured::Value),
                     target,
                 });
             }

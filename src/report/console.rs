@@ -204,6 +204,16 @@ fn classes_text<'a>(
     }
 }
 
+/// How a variant that did not pass reads: `undecided` when every
+/// objective it missed had no figure to judge (`<objective> undecided
+/// ...`: nothing showed it met or missed), else `FAIL`.
+fn slo_miss_word(failed: &str) -> &'static str {
+    let mut entries = failed.split("; ").filter(|e| !e.is_empty()).peekable();
+    let undecided = entries.peek().is_some()
+        && entries.all(|e| e.split_whitespace().nth(1) == Some("undecided"));
+    if undecided { "undecided" } else { "FAIL" }
+}
+
 /// The variants' verdicts against the SLO, best first.
 fn slo_text(s: &mut String, agg: &[(String, Vec<(String, Cell)>)], slo: &Objectives, width: usize) {
     let _ = writeln!(s, "SLO: {}", slo.describe());
@@ -220,7 +230,7 @@ fn slo_text(s: &mut String, agg: &[(String, Vec<(String, Cell)>)], slo: &Objecti
                 .iter()
                 .find(|(n, _)| n == "slo_failed")
                 .map_or(String::new(), |(_, c)| c.render());
-            format!("FAIL  {failed}")
+            format!("{}  {failed}", slo_miss_word(&failed))
         };
         let _ = writeln!(s, "{rank:>digits$}. {name:<width$}  {verdict}");
     }
