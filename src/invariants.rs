@@ -19,11 +19,15 @@
 //!   probes) are the requests that arrived there;
 //! - per service with a cache: every request served (its own work done)
 //!   looked its key up once, a hit, a miss or coalesced (a pool's connect,
-//!   a status probe and a poison message look nothing up).
+//!   a status probe and a poison message look nothing up);
+//! - per priority class of the clients (`class_violations`): its requests
+//!   = succeeded + failed + shed + still open, and the classes add up to
+//!   the run's logical requests, successes, failures and open requests.
 //!
 //! `stormsim run` turns a violation into a bug report with the seed,
 //! variant and scenario needed to reproduce it (`bug_report`).
 
+use crate::metrics::classes::ClassRow;
 use crate::metrics::{GraphTables, Summary, TimeRow};
 use crate::model::ModelConfig;
 
@@ -176,6 +180,48 @@ pub fn violations(
     found
 }
 
+/// The invariants the priority classes (`classes.csv` rows) of a run
+/// with summary `summary` break, one sentence each (empty when all hold,
+/// and for a run without classes).
+pub fn class_violations(summary: &Summary, classes: &[ClassRow]) -> Vec<String> {
+    let mut found = Vec::new();
+    if classes.is_empty() {
+        return found;
+    }
+    for c in classes {
+        let settled = c.succeeded + c.failed + c.shed + c.open_at_end;
+        if c.requests != settled {
+            found.push(format!(
+                "requests of priority class {} are not conserved: {} started, but {} succeeded + {} failed + {} shed + {} still open = {settled}",
+                c.class, c.requests, c.succeeded, c.failed, c.shed, c.open_at_end
+            ));
+        }
+    }
+    let sum = |f: fn(&ClassRow) -> u64| classes.iter().map(f).sum::<u64>();
+    let s = summary;
+    for (what, classes, run) in [
+        ("logical requests", sum(|c| c.requests), s.logical_requests),
+        ("successes", sum(|c| c.succeeded), s.succeeded),
+        (
+            "failures (shed included)",
+            sum(|c| c.failed + c.shed),
+            s.failed,
+        ),
+        (
+            "requests open at the end",
+            sum(|c| c.open_at_end),
+            s.in_flight_at_end,
+        ),
+    ] {
+        if classes != run {
+            found.push(format!(
+                "the priority classes' {what} add up to {classes}, but the run has {run}"
+            ));
+        }
+    }
+    found
+}
+
 /// What `stormsim run` prints when a run breaks an invariant: everything
 /// needed to reproduce it.
 pub fn bug_report(
@@ -252,5 +298,48 @@ mod tests {
         assert!(v[5].contains("ended"), "{}", v[5]);
         let report = bug_report("t.yaml", "base", 0, 1, &v);
         assert!(report.contains("stormsim run t.yaml --seed 1 --replicates 1 (variant `base`)"));
+    }
+
+    #[test]
+    fn priority_classes_are_conserved_and_a_doctored_class_is_caught() {
+        let src = format!(
+            "{}  classes: [{{ name: critical, share: 0.2 }}, {{ name: background, share: 0.8 }}]\n",
+            SRC.split("layers:").next().unwrap()
+        ) + "layers:"
+            + SRC.split("layers:").nth(1).unwrap();
+        let s = load_str(&src, "t.yaml").unwrap();
+        let plans = runner::plan(&s).unwrap();
+        let r = runner::run_one(&plans[0], 0, 0, s.seed);
+        assert_eq!(r.classes.len(), 2);
+        assert!(
+            r.classes.iter().all(|c| c.requests > 500),
+            "{:?}",
+            r.classes
+        );
+        assert!(r.summary.failed > 0, "the outage fails some requests");
+        assert_eq!(
+            class_violations(&r.summary, &r.classes),
+            Vec::<String>::new()
+        );
+        assert!(r.violations.is_empty(), "{:?}", r.violations);
+        assert!(class_violations(&r.summary, &[]).is_empty(), "no classes");
+        // One more success in a class: that class and the run's sum of
+        // successes are both off.
+        let mut classes = r.classes.clone();
+        classes[1].succeeded += 1;
+        let v = class_violations(&r.summary, &classes);
+        assert_eq!(v.len(), 2, "{v:#?}");
+        assert!(v[0].starts_with("requests of priority class background are not conserved"));
+        assert!(v[1].starts_with("the priority classes' successes add up to"));
+        // A failure counted as a success: the class still adds up, but
+        // the run's successes and failures do not.
+        let mut classes = r.classes.clone();
+        let k = classes.iter().position(|c| c.failed > 0).unwrap();
+        classes[k].failed -= 1;
+        classes[k].succeeded += 1;
+        let v = class_violations(&r.summary, &classes);
+        assert_eq!(v.len(), 2, "{v:#?}");
+        assert!(v[0].starts_with("the priority classes' successes"));
+        assert!(v[1].starts_with("the priority classes' failures"));
     }
 }

@@ -124,7 +124,11 @@ fn run_one_until(
     // The OCC workload records its own shape (no dependency, no deadline).
     let violations = match plan.occ {
         Some(_) => Vec::new(),
-        None => invariants::violations(cfg, &summary, &rows, &graph),
+        None => {
+            let mut v = invariants::violations(cfg, &summary, &rows, &graph);
+            v.extend(invariants::class_violations(&summary, &classes));
+            v
+        }
     };
     RunResult {
         variant: plan.name.clone(),

@@ -257,3 +257,101 @@ fn the_notebook_colours_variants_as_the_charts_do() {
     assert_eq!(hexes, want);
     assert!(!code.contains("tab10"), "no other palette named");
 }
+
+/// An api of replicas of 10 workers at 10 ms (1000/s each) under 1500/s,
+/// with a brownout to half its capacity over [20 s, 30 s): autoscaled from
+/// 2 (target 0.5, a decision every 5 s, serving 10 s later) or a fixed
+/// fleet of 2.
+const CHANGING: &str = "name: changing
+seed: 4
+duration: 60s
+bucket: 5s
+clients:
+  arrival: { kind: poisson, rate: 1500/s }
+  calls: { to: api, timeout: 1s }
+services:
+  - name: api
+    replicas: 2
+    concurrency: 10
+    service_time: { dist: constant, value: 10ms }
+    queue: { capacity: 200 }
+    incidents:
+      - { kind: brownout, start: 20s, end: 30s, capacity: 0.5 }
+    autoscale: { target_utilization: 0.5, min: 2, max: 8, interval: 5s, provision: 10s }
+variants:
+  - { name: autoscaled, set: {} }
+  - { name: fixed, set: { services.api.autoscale: null } }
+";
+
+#[test]
+fn the_load_chart_draws_capacity_as_it_changes() {
+    use stormsim::report::ChartData;
+    use stormsim::report::charts::load_figure;
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("changing.yaml");
+    fs::write(&file, CHANGING).unwrap();
+    let out = tmp.path().join("out");
+    stormsim()
+        .arg("run")
+        .arg(&file)
+        .args(["--quiet", "--out"])
+        .arg(&out)
+        .assert()
+        .success();
+    let d = ChartData::from_dir(&out).unwrap();
+    let f = load_figure(&d);
+    // The two variants' load, the legend's capacity entry, then each
+    // variant's capacity as a step line (two points per bucket).
+    assert!(f.hlines.is_empty(), "no flat capacity line");
+    let caps: Vec<_> = f.lines.iter().filter(|l| l.dashed).collect();
+    assert_eq!(
+        caps.len(),
+        3,
+        "{:?}",
+        f.lines.iter().map(|l| &l.label).collect::<Vec<_>>()
+    );
+    assert!(caps[0].points.is_empty() && caps[0].label.starts_with("capacity"));
+    let per_bucket = |l: &stormsim::report::figure::Line| -> Vec<(f64, f64)> {
+        l.points.chunks(2).map(|p| (p[0].t, p[0].mean)).collect()
+    };
+    // The fixed fleet: 2 × 1000/s, half of it in the brownout.
+    let fixed = per_bucket(caps[2]);
+    assert_eq!(fixed.len(), 12);
+    for (t, c) in &fixed {
+        let want = if (20.0..30.0).contains(t) {
+            1000.0
+        } else {
+            2000.0
+        };
+        assert_eq!(*c, want, "fixed fleet at {t} s");
+    }
+    // Autoscaled: 1000/s per replica serving at the bucket's end (the
+    // table's `replicas`), halved in the brownout.
+    let table = fs::read_to_string(out.join("services_timeseries.csv")).unwrap();
+    let mut lines = table.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (v, t_s, replicas) = (col("variant"), col("t_s"), col("replicas"));
+    let serving: Vec<(f64, f64)> = lines
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|r| r[v] == "autoscaled")
+        .map(|r| (r[t_s].parse().unwrap(), r[replicas].parse().unwrap()))
+        .collect();
+    let scaled = per_bucket(caps[1]);
+    assert_eq!(scaled.len(), serving.len());
+    for ((t, c), (t2, r)) in scaled.iter().zip(&serving) {
+        assert_eq!(t, t2);
+        let factor = if (20.0..30.0).contains(t) { 0.5 } else { 1.0 };
+        assert_eq!(*c, 1000.0 * r * factor, "autoscaled at {t} s");
+    }
+    // It did scale: 1500/s on 2 replicas is u = 0.75 against 0.5.
+    assert!(serving.last().unwrap().1 > 2.0, "{serving:?}");
+    // Nothing serves before a decision (5 s) plus provision (10 s).
+    assert!(
+        serving
+            .iter()
+            .filter(|(t, _)| *t < 10.0)
+            .all(|(_, r)| *r == 2.0),
+        "{serving:?}"
+    );
+}

@@ -735,3 +735,41 @@ fn an_error_in_best_yaml_is_reported_in_best_yaml() {
     let o = export(d, &GRPC_CREATE_ORDER, &["--dry-run"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
+
+/// Resilience4j's properties refuse a `maxAttempts` below 1 when they are
+/// bound (`InstanceProperties.setMaxAttempts` throws), so the application
+/// never starts: import refuses it at its position, rather than reading it
+/// as the default of 3, and prints nothing.
+#[test]
+fn a_resilience4j_max_attempts_below_one_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    for value in ["0", "-1"] {
+        std::fs::write(
+            p.join("application.yml"),
+            format!(
+                "# payments\nresilience4j:\n  retry:\n    instances:\n      pay:\n        maxAttempts: {value}\n        waitDuration: 100ms\n"
+            ),
+        )
+        .unwrap();
+        let out = stormsim(p)
+            .args([
+                "import",
+                "application.yml",
+                "--format",
+                "resilience4j",
+                "--instance",
+                "pay",
+            ])
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{value}: {err}");
+        assert!(out.stdout.is_empty(), "{value}: printed a layer");
+        assert!(
+            err.contains("application.yml:6:22: resilience4j.retry.instances.pay.maxAttempts:")
+                && err.contains("greater than or equal to 1"),
+            "{value}: {err}"
+        );
+    }
+}

@@ -99,3 +99,57 @@ fn check_flags_retried_writes_without_a_key() {
         scenario::apply_set(&s, "dependency.idempotency", serde_json::json!("key")).unwrap();
     assert!(!has(&keyed));
 }
+
+#[test]
+fn adaptive_limits_shed_the_storm_unless_the_floor_is_too_high() {
+    let r = run_file("scenarios/adaptive-limits.yaml", 1);
+    let outside = |name: &str| {
+        variant(&r, name)
+            .summary
+            .success_rate_outside_incidents
+            .unwrap()
+    };
+    let none = variant(&r, "no-limit");
+    assert_eq!(
+        none.summary.recovered,
+        Some(false),
+        "the storm outlives the incident"
+    );
+    assert!(outside("no-limit") < 0.5, "{}", outside("no-limit"));
+    // Envoy's gradient controller and AIMD shed it: the api recovers.
+    for v in ["gradient", "aimd"] {
+        assert_eq!(variant(&r, v).summary.recovered, Some(true), "{v}");
+        assert!(outside(v) > 0.99, "{v}: {}", outside(v));
+    }
+    // A floor above what the api holds never limits: the run is the one
+    // without a limit, request for request.
+    let high = variant(&r, "gradient-high-floor");
+    assert_eq!(high.summary.succeeded, none.summary.succeeded);
+    assert_eq!(high.summary.failed, none.summary.failed);
+    assert_eq!(
+        high.summary.dependency_attempts,
+        none.summary.dependency_attempts
+    );
+    let per_bucket = |res: &RunResult| -> Vec<(u64, u64, u64)> {
+        res.rows
+            .iter()
+            .map(|b| (b.attempts, b.succeeded, b.failed))
+            .collect()
+    };
+    assert_eq!(per_bucket(high), per_bucket(none));
+    // Gradient's limit falls during the incident and is back at its
+    // maximum after it.
+    let api = |res: &RunResult, from: f64, to: f64| {
+        let limits: Vec<f64> = res
+            .graph
+            .rows
+            .iter()
+            .filter(|row| res.services[row.service].name == "api" && (from..to).contains(&row.t_s))
+            .filter_map(|row| row.concurrency_limit)
+            .collect();
+        limits.iter().sum::<f64>() / limits.len() as f64
+    };
+    let g = variant(&r, "gradient");
+    assert!(api(g, 65.0, 90.0) < 100.0, "{}", api(g, 65.0, 90.0));
+    assert!(api(g, 120.0, 200.0) > 900.0, "{}", api(g, 120.0, 200.0));
+}

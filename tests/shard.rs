@@ -7,6 +7,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
+use predicates::prelude::PredicateBooleanExt;
 use predicates::str::contains;
 
 const SCENARIO: &str = "scenarios/capacity-sweep.yaml";
@@ -1064,4 +1065,106 @@ fn merge_names_what_is_wrong_with_its_inputs() {
             manifest.display()
         ),
     );
+}
+
+/// Priority classes in two of three variants (the third's runs have no
+/// class rows), a shed threshold on the api.
+const CLASSES: &str = "name: classes-shards
+seed: 3
+duration: 6s
+bucket: 1s
+replicates: 2
+clients:
+  arrival: { kind: poisson, rate: 400/s }
+  deadline: 2s
+  classes:
+    - { name: critical, share: 0.3 }
+    - { name: background, share: 0.7 }
+  calls:
+    to: api
+    timeout: 500ms
+    retry: { max_attempts: 2 }
+services:
+  - name: api
+    concurrency: 4
+    queue: { capacity: 40 }
+    service_time: { dist: exponential, mean: 10ms }
+    shed_by_priority: { background: 5 }
+variants:
+  - { name: shed, set: {} }
+  - { name: no-classes, set: { clients.classes: null, services.api.shed_by_priority: null } }
+  - { name: no-shed, set: { services.api.shed_by_priority: null } }
+";
+
+#[test]
+fn classes_go_through_shards_and_merge_byte_identically() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("classes.yaml");
+    fs::write(&file, CLASSES).unwrap();
+    let run = |out: &Path, extra: &[&str]| {
+        stormsim()
+            .arg("run")
+            .arg(&file)
+            .args(["--quiet", "--out"])
+            .arg(out)
+            .args(extra)
+            .assert()
+            .success();
+    };
+    let full = tmp.path().join("full");
+    run(&full, &[]);
+    let expected = tree(&full);
+    let classes = String::from_utf8(expected["classes.csv"].clone()).unwrap();
+    // Two classes × two replicates × the two variants with classes.
+    assert_eq!(classes.lines().count(), 1 + 8, "{classes}");
+    assert!(!classes.contains("no-classes"), "{classes}");
+    let report = String::from_utf8(expected["report.html"].clone()).unwrap();
+    assert!(report.contains("<h2 id=\"classes\">Priority classes</h2>"));
+    for n in [2, 3, 6] {
+        let base = tmp.path().join(format!("n{n}"));
+        let dirs: Vec<PathBuf> = (0..n)
+            .map(|i| {
+                let d = base.join(format!("shard-{i}"));
+                run(&d, &["--shard", &format!("{i}/{n}")]);
+                d
+            })
+            .collect();
+        // Each shard has classes.csv, with its own runs' rows only (the
+        // header alone in a shard of `no-classes` runs).
+        let rows: usize = dirs
+            .iter()
+            .map(|d| {
+                fs::read_to_string(d.join("classes.csv"))
+                    .unwrap()
+                    .lines()
+                    .count()
+                    - 1
+            })
+            .sum();
+        assert_eq!(rows, 8, "N = {n}");
+        let merged = base.join("merged");
+        merge(&dirs, &merged).success();
+        let got = tree(&merged);
+        assert_eq!(
+            got.keys().collect::<Vec<_>>(),
+            expected.keys().collect::<Vec<_>>(),
+            "N = {n}: the same files"
+        );
+        for (path, bytes) in &expected {
+            assert!(got[path] == *bytes, "N = {n}: {path} differs");
+        }
+    }
+    // A shard whose classes.csv lost a row is refused, nothing written.
+    let dirs: Vec<PathBuf> = (0..2)
+        .map(|i| tmp.path().join("n2").join(format!("shard-{i}")))
+        .collect();
+    let path = dirs[0].join("classes.csv");
+    let text = fs::read_to_string(&path).unwrap();
+    let cut: Vec<&str> = text.lines().collect();
+    fs::write(&path, format!("{}\n", cut[..cut.len() - 1].join("\n"))).unwrap();
+    let out = tmp.path().join("cut");
+    merge(&dirs, &out)
+        .code(2)
+        .stderr(contains("classes.csv").and(contains("the file was cut or changed")));
+    assert!(!out.exists());
 }

@@ -9,6 +9,7 @@
 //! "Workflow") as findings with a severity and a one-line fix.
 
 mod amplification;
+mod capacity;
 mod findings;
 pub mod graph;
 mod priority;
@@ -153,6 +154,7 @@ pub fn check(s: &Scenario) -> Report {
         check_chain(s)
     };
     report.findings.extend(priority::findings(s));
+    report.findings.extend(capacity::findings(s));
     report
 }
 

@@ -444,8 +444,9 @@ fn write_folder(
     for (name, bytes) in [&services, &services_ts, &calls, &replicas] {
         out.write(name, bytes)?;
     }
-    if let Some(classes) = report::graph_tables::classes_csv(&layout, results, stop)? {
-        out.write("classes.csv", &classes)?;
+    let classes = report::graph_tables::classes_csv(&layout, results, stop)?;
+    if let Some(classes) = &classes {
+        out.write("classes.csv", classes)?;
     }
     out.write("scenario.resolved.yaml", resolved.as_bytes())?;
     // Charts are drawn from the tables as written, read back and checked as
@@ -467,6 +468,7 @@ fn write_folder(
             calls: &calls.1[..],
         })
     })
+    .and_then(|d| d.with_classes(classes.as_deref()))
     .map_err(report_to_output)?;
     for (path, bytes) in report::visual_files(&data).map_err(report_to_output)? {
         out.write(&path, &bytes)?;
@@ -531,6 +533,7 @@ fn write_shard(
                     r.graph.rows.len(),
                     r.graph.edges.len(),
                     r.graph.replicas.len(),
+                    r.classes.len(),
                 ],
             })
             .collect(),
@@ -545,6 +548,10 @@ fn write_shard(
     for (name, bytes) in report::graph_tables::all(&layout, results) {
         out.write(name, &bytes)?;
     }
+    out.write(
+        shard::GRAPH_TABLES[shard::CLASSES],
+        &report::graph_tables::classes_table(&layout, results, interrupt::flag())?,
+    )?;
     out.write("scenario.resolved.yaml", resolved.as_bytes())?;
     out.write(shard::MANIFEST, manifest.to_json().as_bytes())?;
     out.commit()

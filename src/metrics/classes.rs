@@ -46,7 +46,9 @@ pub fn tabulate_classes(rec: &Recorder, classes: &[(String, f64)]) -> Vec<ClassR
                 succeeded: c.succeeded,
                 failed: c.failed,
                 shed: c.shed,
-                open_at_end: c.requests - ended,
+                // More ended than started is a bug the invariants report
+                // (`invariants::class_violations`), not a panic.
+                open_at_end: c.requests.saturating_sub(ended),
                 shed_attempts: c.shed_attempts,
                 success_rate: (ended > 0).then(|| c.succeeded as f64 / ended as f64),
                 latency_p99_ms: (!c.latency.is_empty())

@@ -18,6 +18,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use super::ReportError;
+use super::capacity_series::CapacityModels;
 use super::graph_data::{GraphData, GraphSources};
 use super::shape::RunShape;
 use super::table_check::{Runs, TableCheck, TableError, TableKind};
@@ -167,6 +168,12 @@ pub struct ChartData {
     /// the folder they were read from (for messages): the graph tables
     /// are checked the same way. `None`: read as they are (tests).
     pub checked: Option<Checked>,
+    /// What the capacity of each bucket is computed from, for the
+    /// services whose capacity changes (from the scenario: `None` without
+    /// one, or when none changes).
+    pub capacity: Option<CapacityModels>,
+    /// `classes.csv`, when the run has priority classes.
+    pub classes: Option<Table>,
 }
 
 /// What a `ChartData`'s tables were checked against.
@@ -463,6 +470,19 @@ impl ChartData {
                 Err(e) => Err(ReportError::Table(format!("{}: {e}", path.display()))),
             }
         };
+        // classes.csv: only a run whose clients send priority classes has
+        // one.
+        let classes_path = dir.join("classes.csv");
+        let data = match input_file::read_capped(&classes_path, MAX_SUMMARY_BYTES) {
+            Ok(bytes) => data.with_classes(Some(&bytes))?,
+            Err(InputError::NotFound) => data,
+            Err(e) => {
+                return Err(ReportError::Table(format!(
+                    "{}: {e}",
+                    classes_path.display()
+                )));
+            }
+        };
         let services = open_graph("services.csv", MAX_SUMMARY_BYTES)?;
         let calls = open_graph("calls.csv", MAX_SUMMARY_BYTES)?;
         let timeseries = open_graph("services_timeseries.csv", MAX_TIMESERIES_BYTES)?;
@@ -493,6 +513,26 @@ impl ChartData {
         }
     }
 
+    /// Adds `classes.csv` (its bytes; `None`: the run has no classes),
+    /// checked like the other tables when they were.
+    pub fn with_classes(mut self, classes: Option<&[u8]>) -> Result<ChartData, ReportError> {
+        if let Some(bytes) = classes {
+            let check = self.checked.as_ref().map(|c| c.check(TableKind::Classes));
+            let label = self
+                .checked
+                .as_ref()
+                .map_or_else(|| "classes.csv".to_string(), |c| c.label("classes.csv"));
+            let table = Table::parse_checked(bytes, check).map_err(|e| match e {
+                ReportError::Table(m) if !m.starts_with(&label) => {
+                    ReportError::Table(format!("{label}: {m}"))
+                }
+                other => other,
+            })?;
+            self.classes = Some(table);
+        }
+        Ok(self)
+    }
+
     /// Adds the services graph read from its three tables (bytes, or
     /// any reader: each is streamed once), checked like the others when
     /// they were.
@@ -507,6 +547,7 @@ impl ChartData {
             n,
             self.bucket_s,
             self.checked.as_ref(),
+            self.capacity.as_ref(),
         )?);
         Ok(self)
     }
@@ -638,6 +679,7 @@ impl ChartData {
                 variant_series(v, acc, capacity)
             })
             .collect();
+        data.capacity = scenario.and_then(|s| CapacityModels::of(s, &seen, variants.len()));
         data.index = seen;
         data.variants = variants;
         data.summary = summary;

@@ -1,5 +1,7 @@
 //! The charts of a run, drawn from `ChartData` (the tables read back):
-//! `load`, `amplification`, `goodput`, `latency`, `recovery`; `services`
+//! `load`, `amplification`, `goodput`, `latency`, `recovery`; `limits`
+//! when a service has an adaptive concurrency limit (`limits_chart`);
+//! `services`
 //! and `graph` when the run's graph has more than one service (see
 //! `services_chart` and `graph_figure`); the sweep charts when the
 //! tables carry `sweep.*` columns, and the stability maps when exactly
@@ -13,11 +15,11 @@ use rayon::prelude::*;
 
 use super::ReportError;
 use super::axis;
+use super::capacity_lines::{self, Capacity};
 use super::chart_data::{ChartData, Point, Row, Table, parse_num};
-use super::figure::{
-    Drawable, FONT, Figure, HLine, Line, STOPPED, colour, err, render, stop_point, tick,
-};
+use super::figure::{Drawable, FONT, Figure, Line, STOPPED, colour, err, render, stop_point, tick};
 use super::graph_figure::{GraphFigure, storm_graph};
+use super::limits_chart::limits_figure;
 use super::services_chart::{ServicesFigure, services_figure};
 use super::stability::{StabilityMap, stability_maps};
 use super::styles::marker;
@@ -44,7 +46,7 @@ impl Chart {
     }
 }
 
-fn time_figure(d: &ChartData, title: &str, y_desc: &str) -> Figure {
+pub(super) fn time_figure(d: &ChartData, title: &str, y_desc: &str) -> Figure {
     let t_end = d.t_end();
     // A missing bucket is a gap in the line; the points of a thinned
     // series lie a group of buckets apart.
@@ -62,7 +64,7 @@ fn time_figure(d: &ChartData, title: &str, y_desc: &str) -> Figure {
     }
 }
 
-fn line(i: usize, points: &[Point], label: String, band: bool) -> Line {
+pub(super) fn line(i: usize, points: &[Point], label: String, band: bool) -> Line {
     Line {
         label,
         colour: colour(i),
@@ -89,31 +91,32 @@ pub fn load_figure(d: &ChartData) -> Figure {
     for (i, s) in d.series.iter().enumerate() {
         f.lines.push(line(i, &s.load, s.name.clone(), true));
     }
-    let caps: Vec<(usize, f64)> = d
+    empty_note(&mut f);
+    // The dependency's capacity per bucket where it changes, else its
+    // nominal capacity (summary.csv).
+    let graph = d.graph.as_ref();
+    let caps: Vec<(usize, Capacity)> = d
         .series
         .iter()
         .enumerate()
-        .filter_map(|(i, s)| s.capacity_per_s.map(|c| (i, c)))
+        .filter_map(|(i, s)| {
+            let changing = graph.zip(d.capacity.as_ref()).and_then(|(g, m)| {
+                let name = m.focus(i)?;
+                let at = g.services.iter().position(|n| n == name)?;
+                g.capacity
+                    .get(at)?
+                    .get(i)
+                    .filter(|p| !p.is_empty())
+                    .cloned()
+            });
+            match changing {
+                Some(p) => Some((i, Capacity::Buckets(p))),
+                None => s.capacity_per_s.map(|c| (i, Capacity::Flat(c))),
+            }
+        })
         .collect();
-    let same = caps.windows(2).all(|w| (w[0].1 - w[1].1).abs() < 1e-9);
-    if same {
-        if let Some(&(_, c)) = caps.first() {
-            f.hlines.push(HLine {
-                y: c,
-                label: format!("capacity ({}/s)", tick(c)),
-                colour: BLACK,
-            });
-        }
-    } else {
-        for (i, c) in caps {
-            f.hlines.push(HLine {
-                y: c,
-                label: format!("capacity {} ({}/s)", d.series[i].name, tick(c)),
-                colour: colour(i),
-            });
-        }
-    }
-    empty_note(&mut f);
+    let width = d.bucket_s * graph.map_or(1, |g| g.group.max(1)) as f64;
+    capacity_lines::draw(&mut f, caps, width, &d.variants, true);
     f
 }
 
@@ -528,6 +531,13 @@ pub fn all_charts(d: &ChartData) -> Result<Vec<Chart>, ReportError> {
             Job::Recovery(recovery_figure(d)),
         ),
     ];
+    if let Some(f) = limits_figure(d) {
+        jobs.push((
+            "limits".into(),
+            "Adaptive concurrency limits over time".into(),
+            Job::Lines(Box::new(f)),
+        ));
+    }
     if let Some(f) = services_figure(d) {
         jobs.push((
             GRAPH_CHARTS[0].into(),

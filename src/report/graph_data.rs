@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use std::io::Read;
 
 use super::ReportError;
+use super::capacity_series::CapacityModels;
 use super::chart_data::{
     Checked, Point, Series, decimate, group_for, parse_num, push, reduce, table_error,
 };
@@ -130,6 +131,14 @@ pub struct GraphData {
     /// `[service][variant]`: attempts per second at the service over time
     /// (mean over replicates, min–max band).
     pub load: Vec<Vec<Vec<Point>>>,
+    /// `[service][variant]`: the capacity per second the service had in
+    /// each bucket (mean over replicates), for the services whose capacity
+    /// changes (`super::capacity_series`); empty for the others.
+    pub capacity: Vec<Vec<Vec<Point>>>,
+    /// `[service][variant]`: the adaptive concurrency limit over time (the
+    /// `concurrency_limit` column, mean over replicates); empty for a
+    /// service without one.
+    pub limit: Vec<Vec<Vec<Point>>>,
     /// Buckets per point of the most thinned series (1: none thinned).
     pub group: usize,
 }
@@ -208,13 +217,15 @@ impl Names {
 impl GraphData {
     /// Reads the three tables. `variants` maps a variant's name to its
     /// index (`ChartData::index`, `n` variants); attempts are turned into
-    /// rates over buckets of `bucket_s` seconds.
+    /// rates over buckets of `bucket_s` seconds; the capacity per bucket of
+    /// the services `models` holds is computed from their rows.
     pub fn read(
         sources: GraphSources<impl Read, impl Read, impl Read>,
         variants: &HashMap<String, usize>,
         n: usize,
         bucket_s: f64,
         checked: Option<&Checked>,
+        models: Option<&CapacityModels>,
     ) -> Result<GraphData, ReportError> {
         let variant_of = |rec: &csv::StringRecord, col: Option<usize>| {
             col.and_then(|i| rec.get(i))
@@ -286,6 +297,8 @@ impl GraphData {
 
         // `[service][variant]`, grown as services appear.
         let mut load: Vec<Vec<Series>> = Vec::new();
+        let mut capacity: Vec<Vec<Series>> = Vec::new();
+        let mut limit: Vec<Vec<Series>> = Vec::new();
         rows(
             TableKind::ServicesTimeseries,
             sources.timeseries,
@@ -308,6 +321,20 @@ impl GraphData {
                 }
                 let rate = parse_num(text("attempts")).map(|a| a / bucket_s);
                 push(&mut load[s][v], t, rate);
+                let limit_now = parse_num(text("concurrency_limit"));
+                if limit_now.is_some() {
+                    if limit.len() <= s {
+                        limit.resize_with(s + 1, || vec![Series::new(); n]);
+                    }
+                    push(&mut limit[s][v], t, limit_now);
+                }
+                if let Some(m) = models.and_then(|m| m.get(v, name)) {
+                    if capacity.len() <= s {
+                        capacity.resize_with(s + 1, || vec![Series::new(); n]);
+                    }
+                    let cap = m.at(t, parse_num(text("replicas")), limit_now);
+                    push(&mut capacity[s][v], t, cap);
+                }
                 Ok(())
             },
         )?;
@@ -329,6 +356,15 @@ impl GraphData {
                     .collect()
             })
             .collect();
+        let thin = |mut series: Vec<Vec<Series>>| -> Vec<Vec<Vec<Point>>> {
+            series.resize_with(count, || vec![Series::new(); n]);
+            series
+                .iter()
+                .map(|per_variant| per_variant.iter().map(|s| decimate(reduce(s))).collect())
+                .collect()
+        };
+        let capacity = thin(capacity);
+        let limit = thin(limit);
         let service_figures = figures
             .into_iter()
             .map(|row| {
@@ -375,6 +411,8 @@ impl GraphData {
             service_figures,
             call_figures,
             load,
+            capacity,
+            limit,
             group,
         })
     }
@@ -435,6 +473,7 @@ mod tests {
             &index,
             2,
             2.0,
+            None,
             None,
         )
     }

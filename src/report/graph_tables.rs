@@ -330,6 +330,17 @@ pub fn classes_csv(
     if results.iter().all(|r| r.classes.is_empty()) {
         return Ok(None);
     }
+    classes_table(layout, results, stop).map(Some)
+}
+
+/// The rows of `classes.csv` of these results, under its header even when
+/// none has classes (a shard's: the merge writes `classes.csv` when some
+/// run has them).
+pub fn classes_table(
+    layout: &Layout,
+    results: &[RunResult],
+    stop: &AtomicBool,
+) -> Result<Vec<u8>, Stopped> {
     let rows = results.iter().flat_map(|r| {
         let sweep = param_cells(r, &layout.params);
         r.classes.iter().map(move |c| {
@@ -344,7 +355,6 @@ pub fn classes_csv(
         rows,
         stop,
     )
-    .map(Some)
 }
 
 /// The four graph tables of these results, as (file name, bytes).

@@ -3,7 +3,9 @@
 //! the metastability verdicts in words, one table comparing the variants
 //! (ranked best first) from `summary_by_variant.csv`, the charts, the services graph (when the run
 //! has more than one service: its two charts and compact tables of
-//! `services.csv` and `calls.csv`) and a short guide to reading them.
+//! `services.csv` and `calls.csv`), the priority classes (when the clients
+//! send some: `classes.csv`, see `classes_table`) and a short guide to
+//! reading them.
 
 use std::fmt::Write;
 
@@ -192,12 +194,12 @@ fn figure(h: &mut String, c: &Chart) {
 }
 
 /// A number of the services tables: "–" when absent.
-fn num(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
+pub(super) fn num(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
     v.map_or("–".to_string(), f)
 }
 
 /// The variant's name with its colour.
-fn swatch(i: usize, name: &str) -> String {
+pub(super) fn swatch(i: usize, name: &str) -> String {
     format!(
         "<span class=\"sw\" style=\"background:{}\"></span>{}",
         css_colour(i),
@@ -207,7 +209,7 @@ fn swatch(i: usize, name: &str) -> String {
 
 /// The first cell of a group of `n` rows, spanning them (nothing in the
 /// group's other rows).
-fn first_cell(k: usize, n: usize, html: &str) -> String {
+pub(super) fn first_cell(k: usize, n: usize, html: &str) -> String {
     match (k, n) {
         (0, 1) => format!("<td class=\"l\">{html}</td>"),
         (0, n) => format!("<td class=\"l\" rowspan=\"{n}\">{html}</td>"),
@@ -348,6 +350,7 @@ pub fn report_html(d: &ChartData, charts: &[Chart]) -> Result<String, crate::int
         }
         services_tables(&mut h, d, g);
     }
+    super::classes_table::classes_section(&mut h, d);
     comparison_table(&mut h, d)?;
 
     h.push_str(HOW_TO_READ);
@@ -496,7 +499,7 @@ fn slo_section(h: &mut String, d: &ChartData) {
 }
 
 const HOW_TO_READ: &str = "<h2>How to read this</h2>\n<ul>\n\
-<li><b>Load</b>: requests per second that reach the dependency, against its nominal capacity (dashed). Above the line, work queues up or is shed; shaded bands are the incidents. A line that stays above capacity after the incident is a retry storm that feeds itself.</li>\n\
+<li><b>Load</b>: requests per second that reach the dependency, against its capacity (dashed: flat when it never changes, else stepping bucket by bucket with the replicas an autoscaler has serving, the share an incident leaves and an adaptive limit below the workers). Above the line, work queues up or is shed; shaded bands are the incidents. A line that stays above capacity after the incident is a retry storm that feeds itself.</li>\n\
 <li><b>Amplification</b>: dependency attempts per logical request in each second. 1× means no retries; during an outage it climbs towards the product of the layers' attempts.</li>\n\
 <li><b>Goodput</b>: requests that succeeded per second, with the offered load (dashed) for reference. Recovery is goodput returning to the offered load.</li>\n\
 <li><b>Latency</b>: p50 (solid) and p99 (dashed) of the requests that ended in each second, success or failure.</li>\n\

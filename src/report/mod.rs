@@ -4,8 +4,11 @@
 //! that carry them); knows nothing of the model.
 
 pub mod axis;
+pub mod capacity_lines;
+pub mod capacity_series;
 pub mod chart_data;
 pub mod charts;
+pub mod classes_table;
 pub mod console;
 pub mod figure;
 pub mod folder_lock;
@@ -15,6 +18,7 @@ pub mod graph_tables;
 pub mod html;
 pub mod labels;
 pub mod legend;
+pub mod limits_chart;
 pub mod output_dir;
 pub mod services_chart;
 pub mod shape;

@@ -10,8 +10,9 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use super::capacity_lines::{self, Capacity, Drawn};
 use super::chart_data::ChartData;
-use super::figure::{Drawable, FONT, Figure, HLine, Line, WIDTH, colour, err, fit, tick};
+use super::figure::{Drawable, FONT, Figure, Line, WIDTH, colour, err, fit, tick};
 use super::labels::shorten;
 
 /// The most panels drawn; past it, the services with the highest peak
@@ -196,45 +197,40 @@ pub fn services_figure(d: &ChartData) -> Option<ServicesFigure> {
                     marker: Default::default(),
                 });
             }
-            // Capacity per variant that has one; one black line when all
-            // agree.
-            let caps: Vec<(usize, f64)> = g
+            if f.lines.iter().all(|l| l.points.is_empty()) {
+                f.note = Some("no data".into());
+            }
+            // Capacity per variant that has one, per bucket where it
+            // changes; one black line when all agree.
+            let caps: Vec<(usize, Capacity)> = g
                 .service_figures
                 .iter()
                 .enumerate()
                 .filter_map(|(v, figs)| {
-                    figs.get(s)
-                        .and_then(|x| x.capacity_per_s)
-                        .filter(|c| *c > 0.0)
-                        .map(|c| (v, c))
+                    let changing = g
+                        .capacity
+                        .get(s)
+                        .and_then(|c| c.get(v))
+                        .filter(|p| !p.is_empty());
+                    match changing {
+                        Some(p) => Some((v, Capacity::Buckets(p.clone()))),
+                        None => figs
+                            .get(s)
+                            .and_then(|x| x.capacity_per_s)
+                            .map(|c| (v, Capacity::Flat(c))),
+                    }
                 })
                 .collect();
-            let same = caps.windows(2).all(|w| (w[0].1 - w[1].1).abs() < 1e-9);
-            f.title = match caps.first() {
-                None => format!("{name}: no capacity limit"),
-                Some(&(_, c)) if same => format!("{name}: capacity {}/s (dashed)", tick(c)),
-                Some(_) => format!("{name}: capacity per variant (dashed)"),
+            let width = d.bucket_s * g.group.max(1) as f64;
+            f.title = match capacity_lines::draw(&mut f, caps, width, &d.variants, false) {
+                Drawn::Nothing => format!("{name}: no capacity limit"),
+                Drawn::Flat(c) => format!("{name}: capacity {}/s (dashed)", tick(c)),
+                Drawn::FlatPerVariant => format!("{name}: capacity per variant (dashed)"),
+                Drawn::Changing => format!("{name}: capacity per bucket (dashed)"),
+                Drawn::ChangingPerVariant => {
+                    format!("{name}: capacity per bucket and variant (dashed)")
+                }
             };
-            if same {
-                if let Some(&(_, c)) = caps.first() {
-                    f.hlines.push(HLine {
-                        y: c,
-                        label: String::new(),
-                        colour: BLACK,
-                    });
-                }
-            } else {
-                for (v, c) in caps {
-                    f.hlines.push(HLine {
-                        y: c,
-                        label: String::new(),
-                        colour: colour(v),
-                    });
-                }
-            }
-            if f.lines.iter().all(|l| l.points.is_empty()) {
-                f.note = Some("no data".into());
-            }
             f
         })
         .collect();

@@ -45,6 +45,7 @@ pub enum TableKind {
     ServicesTimeseries,
     Calls,
     Replicas,
+    Classes,
 }
 
 /// The contract columns of `timeseries.csv` (README.md, "Outputs"), first
@@ -125,6 +126,7 @@ impl TableKind {
             TableKind::ServicesTimeseries => "services_timeseries.csv",
             TableKind::Calls => "calls.csv",
             TableKind::Replicas => "replicas.csv",
+            TableKind::Classes => "classes.csv",
         }
     }
 
@@ -138,6 +140,7 @@ impl TableKind {
             TableKind::ServicesTimeseries => &["variant", "replicate", "t_s", "service"],
             TableKind::Calls => &["variant", "replicate", "caller", "callee", "call"],
             TableKind::Replicas => &["variant", "replicate", "service", "replica"],
+            TableKind::Classes => &["variant", "replicate", "class"],
         }
     }
 
@@ -167,6 +170,15 @@ impl TableKind {
                 "orphaned_attempts",
             ],
             TableKind::Replicas => &["attempts"],
+            TableKind::Classes => &[
+                "requests",
+                "succeeded",
+                "failed",
+                "shed",
+                "open_at_end",
+                "success_rate",
+                "latency_p99_ms",
+            ],
         }
     }
 
@@ -177,7 +189,8 @@ impl TableKind {
             TableKind::Services
             | TableKind::ServicesTimeseries
             | TableKind::Calls
-            | TableKind::Replicas => PerRun::Any,
+            | TableKind::Replicas
+            | TableKind::Classes => PerRun::Any,
         }
     }
 }
@@ -255,7 +268,7 @@ fn column_kind(name: &str) -> Col {
         "recovered" => Col::Verdict,
         "slo_pass" => Col::Bool,
         "aborted" | "slo_failed" | "call" => Col::Text,
-        "service" | "caller" | "callee" => Col::Name,
+        "service" | "caller" | "callee" | "class" => Col::Name,
         "event_digest" => Col::Digest,
         n if is_fraction(n) => Col::Fraction,
         n if n.starts_with("budget_level_") => Col::Level,
@@ -597,10 +610,13 @@ impl<'a> TableCheck<'a> {
                 }
             }
             TableKind::ServicesTimeseries => self.service_bucket(rec)?,
-            TableKind::Services | TableKind::Calls | TableKind::Replicas => {
-                // One row per service (per call edge, per replica) of the run.
+            TableKind::Services | TableKind::Calls | TableKind::Replicas | TableKind::Classes => {
+                // One row per service (per call edge, per replica, per
+                // priority class) of the run.
                 let key = match self.kind {
-                    TableKind::Services => rec.get(2).unwrap_or("").to_string(),
+                    TableKind::Services | TableKind::Classes => {
+                        rec.get(2).unwrap_or("").to_string()
+                    }
                     TableKind::Replicas => {
                         rec.iter().skip(2).take(2).collect::<Vec<_>>().join("\u{0}")
                     }
@@ -614,6 +630,7 @@ impl<'a> TableCheck<'a> {
                             match self.kind {
                                 TableKind::Services => "service",
                                 TableKind::Replicas => "replica",
+                                TableKind::Classes => "priority class",
                                 _ => "call",
                             },
                             self.describe(self.at)

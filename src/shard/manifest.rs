@@ -40,8 +40,9 @@ pub struct ManifestItem {
     pub rows: usize,
     /// Its rows in the shard's graph tables, in the order of
     /// [`super::GRAPH_TABLES`] (`services.csv`,
-    /// `services_timeseries.csv`, `calls.csv`).
-    pub graph_rows: [usize; 4],
+    /// `services_timeseries.csv`, `calls.csv`, `replicas.csv`,
+    /// `classes.csv`).
+    pub graph_rows: [usize; 5],
 }
 
 /// `manifest.json` of a shard folder.
@@ -282,14 +283,14 @@ impl<'a> Obj<'a> {
         }
     }
 
-    /// Four row counts, each bounded like `rows`.
-    fn graph_rows(&self, key: &str) -> Result<[usize; 4], FieldError> {
+    /// Five row counts, each bounded like `rows`.
+    fn graph_rows(&self, key: &str) -> Result<[usize; 5], FieldError> {
         let list = self
             .get(key)?
             .as_array()
-            .filter(|l| l.len() == 4)
-            .ok_or_else(|| self.error(key, "expected a list of four row counts"))?;
-        let mut out = [0usize; 4];
+            .filter(|l| l.len() == 5)
+            .ok_or_else(|| self.error(key, "expected a list of five row counts"))?;
+        let mut out = [0usize; 5];
         for (i, v) in list.iter().enumerate() {
             out[i] = v
                 .as_u64()
@@ -417,8 +418,8 @@ mod tests {
             "items_total": 4,
             "rule": RULE,
             "items": [
-                {"item": 1, "variant_index": 0, "variant": "a", "replicate": 1, "rows": 10, "graph_rows": [1, 10, 1, 1]},
-                {"item": 3, "variant_index": 1, "variant": "b", "replicate": 1, "rows": 10, "graph_rows": [1, 10, 1, 1]}
+                {"item": 1, "variant_index": 0, "variant": "a", "replicate": 1, "rows": 10, "graph_rows": [1, 10, 1, 1, 0]},
+                {"item": 3, "variant_index": 1, "variant": "b", "replicate": 1, "rows": 10, "graph_rows": [1, 10, 1, 1, 0]}
             ]
         })
     }

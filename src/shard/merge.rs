@@ -31,7 +31,8 @@ use crate::report::{self, tables};
 use crate::scenario::{self, Scenario, validate::MAX_TIMESERIES_ROWS};
 
 use super::{
-    EXACT_SUMMARY, GRAPH_TABLES, MANIFEST, Manifest, ShardSpec, decode_cell, scenario_digest,
+    CLASSES, EXACT_SUMMARY, GRAPH_TABLES, MANIFEST, Manifest, ShardSpec, decode_cell,
+    scenario_digest,
 };
 
 /// Why a merge failed.
@@ -110,13 +111,14 @@ impl Plan {
         self.shards.iter().map(|s| s.dir.clone()).collect()
     }
 
-    /// The configuration files the scenario's layers read (`from`), as
-    /// (layer, file relative to the scenario file).
+    /// The configuration files the scenario's layers and calls read
+    /// (`from`), as (what reads it: ``layer `api` ``, file relative to the
+    /// scenario file).
     pub fn from_files(&self) -> Vec<(String, String)> {
         self.loaded
-            .layers
-            .iter()
-            .filter_map(|l| l.from.as_ref().map(|f| (l.name.clone(), f.file.clone())))
+            .from_files()
+            .into_iter()
+            .map(|(who, f)| (who, f.file.clone()))
             .collect()
     }
 }
@@ -343,7 +345,7 @@ struct ItemData {
     summary: Range<usize>,
     exact: Vec<(String, Cell)>,
     /// Its rows in each graph table.
-    graph: [Range<usize>; 4],
+    graph: [Range<usize>; GRAPH_TABLES.len()],
 }
 
 /// Merges checked shard folders: reads their tables and builds the
@@ -408,9 +410,12 @@ pub fn merge(plan: &Plan) -> Result<Merged, MergeError> {
         items.iter().map(|i| &tables[i.shard].1[i.summary.clone()]),
     );
     drop(tables);
+    // classes.csv only when some run has classes, as an unsharded run.
+    let has_classes = items.iter().any(|i| !i.graph[CLASSES].is_empty());
     let graph: Vec<(String, Vec<u8>)> = GRAPH_TABLES
         .iter()
         .enumerate()
+        .filter(|&(t, _)| t != CLASSES || has_classes)
         .map(|(t, name)| {
             let mut out = graph_headers[t].clone().unwrap_or_default();
             for i in &items {
@@ -450,7 +455,8 @@ pub fn merge(plan: &Plan) -> Result<Merged, MergeError> {
         services: table(0),
         timeseries: table(1),
         calls: table(2),
-    })?;
+    })?
+    .with_classes(has_classes.then(|| table(CLASSES)))?;
     let visuals = report::visual_files(&data)?;
 
     let mut files = vec![
@@ -811,6 +817,7 @@ fn read_shard(shard: &Shard, index: usize, plan_shape: &RunShape) -> Result<Shar
         TableKind::ServicesTimeseries,
         TableKind::Calls,
         TableKind::Replicas,
+        TableKind::Classes,
     ];
     for (t, file) in GRAPH_TABLES.iter().enumerate() {
         let rows: u64 = m.items.iter().map(|i| i.graph_rows[t] as u64).sum();
@@ -936,7 +943,7 @@ fn read_shard(shard: &Shard, index: usize, plan_shape: &RunShape) -> Result<Shar
                 ),
             ));
         }
-        let mut graph_ranges: [Range<usize>; 4] = [0..0, 0..0, 0..0, 0..0];
+        let mut graph_ranges: [Range<usize>; GRAPH_TABLES.len()] = Default::default();
         for (t, records) in graph_split.iter_mut().enumerate() {
             let mut range: Option<Range<usize>> = None;
             let mut rows = 0usize;

@@ -35,18 +35,24 @@ use crate::metrics::Cell;
 pub const MANIFEST: &str = "manifest.json";
 /// The typed, full-precision summary cells of a shard.
 pub const EXACT_SUMMARY: &str = "summary.exact.csv";
-/// The `format` field of a manifest (4: `services_timeseries.csv` has
+/// The `format` field of a manifest (5: a shard carries `classes.csv`,
+/// and `graph_rows` counts its rows too; 4: `services_timeseries.csv` has
 /// `ejected`, and `replicas` counts the replicas serving).
-pub const FORMAT: &str = "stormsim-shard/4";
+pub const FORMAT: &str = "stormsim-shard/5";
 
 /// The graph tables a shard carries (rows of its runs only), in the order
-/// of a manifest item's `graph_rows`.
-pub const GRAPH_TABLES: [&str; 4] = [
+/// of a manifest item's `graph_rows`. A shard always has `classes.csv`
+/// (its header alone when its runs have no priority classes); the merge
+/// writes it when some run has classes, as an unsharded run does.
+pub const GRAPH_TABLES: [&str; 5] = [
     "services.csv",
     "services_timeseries.csv",
     "calls.csv",
     "replicas.csv",
+    "classes.csv",
 ];
+/// The index of `classes.csv` in [`GRAPH_TABLES`].
+pub const CLASSES: usize = 4;
 /// The most shards a run may be split into: the bound `stormsim merge`
 /// puts on a manifest's `shards` (the most runs a run can have), so that a
 /// shard `run` writes is always one `merge` takes.

@@ -1437,6 +1437,11 @@ fn charts() {
         (NESTED, "nested-layers"),
         // A sweep of two fields: its stability map.
         (STABILITY, "stability-map"),
+        // Adaptive limits: the `limits` chart.
+        (
+            "stormsim run scenarios/adaptive-limits.yaml",
+            "adaptive-limits",
+        ),
     ] {
         let dir = run_ok(cmd).folder(name).join("charts");
         for e in std::fs::read_dir(dir).unwrap() {
