@@ -733,10 +733,19 @@ fn ratios_of_nothing_are_not_applicable() {
         "amplification_api",
         "deliveries_per_message",
         "work_per_message",
+        "baseline_success_ratio",
     ] {
         assert_eq!(column(&summary, c), [""], "{c}");
     }
     assert_eq!(column(&summary, "logical_requests"), ["0"]);
+    let by_variant = std::fs::read_to_string(out.join("summary_by_variant.csv")).unwrap();
+    for c in [
+        "success_rate_mean",
+        "amplification_mean",
+        "baseline_success_ratio_mean",
+    ] {
+        assert_eq!(column(&by_variant, c), [""], "{c}");
+    }
     // OCC: no workers, no capacity.
     let f = file(
         dir.path(),
@@ -751,6 +760,7 @@ fn ratios_of_nothing_are_not_applicable() {
         "dependency_utilization",
         "peak_load_ratio",
         "peak_load_ratio_after",
+        "capacity_per_s",
     ] {
         assert_eq!(column(&summary, c), [""], "{c}");
     }
@@ -1159,11 +1169,13 @@ fn a_failure_answers_with_an_error_status() {
     }
 }
 
-/// A ratio of nothing (no request ended, none offered before the
-/// trigger) is empty in `summary.csv` and `n/a` on the console, and an
-/// objective judged on it is `undecided`, never a value: missed (nothing
-/// showed it met), so `--fail-on-slo` exits 1, and the console says
-/// `undecided`, not `FAIL`.
+/// A ratio of nothing (no request ended and none hung, none offered
+/// before the trigger) is empty in `summary.csv` and
+/// `summary_by_variant.csv` and `n/a` on the console, and an objective
+/// judged on it is `undecided`, never a value: missed (nothing showed it
+/// met), so `--fail-on-slo` exits 1, and the console says `undecided`, not
+/// `FAIL`. A run whose every request hung earned its 0: a hung request
+/// counts as failed.
 #[test]
 fn ratios_of_nothing_are_empty_and_their_objectives_undecided() {
     let dir = tempfile::tempdir().unwrap();
@@ -1176,31 +1188,35 @@ fn ratios_of_nothing_are_empty_and_their_objectives_undecided() {
              slo: {{ success_rate: 0.99 }}\n"
         )
     };
+    let blackhole =
+        |end: &str| format!(", incidents: [ {{ kind: blackhole, start: 0s, end: {end} }} ]");
     let cases = [
-        // A blackhole from t=0, no timeout: nothing ever ends.
+        // A blackhole from t=0, no timeout, a run shorter than the
+        // recovery window: nothing ends, nothing is old enough to hang.
         (
             "blackhole",
-            scenario(
-                "10s",
-                "1s",
-                "50/s",
-                ", incidents: [ { kind: blackhole, start: 0s, end: 10s } ]",
-            ),
+            scenario("3s", "1s", "50/s", &blackhole("3s")),
+            "",
         ),
-        // Shorter than the first request's arrival (a second apart).
-        ("instant", scenario("1ms", "1ms", "1/s", "")),
+        // Shorter than the first request's arrival.
+        ("instant", scenario("1ms", "1ms", "1/s", ""), ""),
+        // Ten seconds of it: the requests older than the recovery window
+        // hung, and count as failed: 0, earned. Outside the incident
+        // nothing ended: undecided.
+        (
+            "hung",
+            scenario("10s", "1s", "50/s", &blackhole("10s")),
+            "0",
+        ),
     ];
-    for (name, src) in &cases {
+    for (name, src, success) in &cases {
         let f = file(dir.path(), &format!("{name}.yaml"), src);
         let out = dir.path().join(name);
         let o = stormsim(&["run", &f, "--out", out.to_str().unwrap(), "--fail-on-slo"]);
         assert_eq!(o.status.code(), Some(1), "{name}: {}", stderr(&o));
         let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
-        for c in [
-            "success_rate",
-            "success_rate_outside_incidents",
-            "baseline_success_ratio",
-        ] {
+        assert_eq!(column(&summary, "success_rate"), [*success], "{name}");
+        for c in ["success_rate_outside_incidents", "baseline_success_ratio"] {
             assert_eq!(column(&summary, c), [""], "{name}: {c}");
         }
         assert_eq!(column(&summary, "slo_pass"), ["false"], "{name}");
@@ -1209,10 +1225,27 @@ fn ratios_of_nothing_are_empty_and_their_objectives_undecided() {
             ["success_rate undecided < 0.99"],
             "{name}"
         );
+        let by_variant = std::fs::read_to_string(out.join("summary_by_variant.csv")).unwrap();
+        assert_eq!(
+            column(&by_variant, "success_rate_mean"),
+            [*success],
+            "{name}"
+        );
+        for c in [
+            "success_rate_outside_incidents_mean",
+            "baseline_success_ratio_mean",
+        ] {
+            assert_eq!(column(&by_variant, c), [""], "{name}: {c}");
+        }
         let console = stdout(&o);
         let row = console.lines().nth(2).unwrap_or_default();
+        let shown = if success.is_empty() {
+            " n/a "
+        } else {
+            " 0.00% "
+        };
         assert!(
-            row.starts_with("base ") && row.contains(" n/a "),
+            row.starts_with("base ") && row.contains(shown),
             "{name}: {console}"
         );
         assert!(
@@ -1227,6 +1260,11 @@ fn ratios_of_nothing_are_empty_and_their_objectives_undecided() {
             stderr(&o).contains("variant base missed the SLO: success_rate undecided < 0.99"),
             "{}",
             stderr(&o)
+        );
+        let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+        assert!(
+            html.contains("<td class=\"metastable\">undecided</td>"),
+            "{name}"
         );
         // Without --fail-on-slo the run itself succeeds.
         let o = stormsim(&["run", &f, "--out", out.to_str().unwrap(), "--force"]);

@@ -156,7 +156,9 @@ pub struct Summary {
     pub retry_ratio: Option<f64>,
     pub retry_delay_p50_ms: Option<f64>,
     pub retry_delay_p99_ms: Option<f64>,
-    pub amplification: f64,
+    /// Dependency attempts ÷ logical requests; `None` without a logical
+    /// request (0/0 is not 0).
+    pub amplification: Option<f64>,
     /// The highest full bucket's dependency attempts ÷ logical requests;
     /// `None` when no full bucket had a request.
     pub peak_amplification: Option<f64>,
@@ -168,7 +170,9 @@ pub struct Summary {
     /// `None` without workers (an OCC run).
     pub dependency_utilization: Option<f64>,
     pub dependency_queue_wait_mean_ms: Option<f64>,
-    pub peak_load_ratio: f64,
+    /// The largest `load_ratio` of a full bucket; `None` when no full
+    /// bucket has one (no capacity, or a run shorter than a bucket).
+    pub peak_load_ratio: Option<f64>,
     /// `None` without a trigger, and for an aborted run.
     pub recovery_time_s: Option<f64>,
     /// `None` without a trigger, for a run too short to judge
@@ -245,7 +249,9 @@ pub struct Summary {
     /// `None` when no request was offered in a full bucket before it: a
     /// ratio of nothing (recovery is then judged against 1.0).
     pub baseline_success_ratio: Option<f64>,
-    pub capacity_per_s: f64,
+    /// The focus service's capacity, requests per second; `None` without
+    /// one (an OCC run, unlimited workers).
+    pub capacity_per_s: Option<f64>,
     pub aborted: Option<Abort>,
     pub event_digest: u64,
     /// OCC workloads: the time of the last event (the blog's completion time).
@@ -377,8 +383,10 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         let secs = len as f64 / NS_PER_S as f64;
         let busy = rec.busy.mean(b, len);
         let share = focus_share(rec, ctx, Some(b));
-        let utilization =
-            (ctx.concurrency > 0).then(|| ratio(busy, ctx.concurrency as f64 * share));
+        // None without workers, nor with none serving in the bucket (an
+        // autoscaled fleet at zero): busy time of no worker time.
+        let workers = ctx.concurrency as f64 * share;
+        let utilization = (workers > 0.0).then(|| busy / workers);
         rows.push(TimeRow {
             t_s: (b as u64 * rec.bucket_len()) as f64 / NS_PER_S as f64,
             offered: c.offered,
@@ -412,13 +420,18 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
             processed: c.processed,
             dead_lettered: c.dead_lettered,
             layer_orphaned: rec.layer_orphaned[b * layers..(b + 1) * layers].to_vec(),
-            load_ratio: capacity.per_bucket[b].map(|cap| {
-                let load = ratio(ratio(c.dependency_attempts as f64, secs), cap * share);
-                match utilization {
-                    Some(u) if capacity.held => load.max(u),
-                    _ => load,
-                }
-            }),
+            // None without a capacity in the bucket: attempts against no
+            // capacity are no ratio.
+            load_ratio: capacity.per_bucket[b]
+                .map(|cap| cap * share)
+                .filter(|&cap| cap > 0.0)
+                .map(|cap| {
+                    let load = ratio(c.dependency_attempts as f64, secs) / cap;
+                    match utilization {
+                        Some(u) if capacity.held => load.max(u),
+                        _ => load,
+                    }
+                }),
             layer_attempts: rec.layer_attempts[b * layers..(b + 1) * layers].to_vec(),
             layer_retries: rec.layer_retries[b * layers..(b + 1) * layers].to_vec(),
             layer_gates: (0..layers)
@@ -484,7 +497,7 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         .enumerate()
         .filter(|(b, _)| full(*b))
         .filter_map(|(_, r)| r.load_ratio)
-        .fold(0.0, f64::max);
+        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
     let hist_ms = |h: &hdrhistogram::Histogram<u64>, q: f64| {
         (!h.is_empty()).then(|| us_to_ms(h.value_at_quantile(q)))
     };
@@ -506,28 +519,31 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         failed,
         in_flight_at_end: rec.open_requests(),
         hung_at_end: hung,
-        // None when no request ended: 0/0 is not 0%, and requests held
-        // open (hung) with none that ended are a ratio of nothing too.
-        success_rate: (!aborted && succeeded + failed > 0)
+        // None when no request ended and none hung: 0/0 is not 0%. A hung
+        // request counts as failed (it waited past the bound), so a run
+        // whose every request hung earned its 0.
+        success_rate: (!aborted && succeeded + failed + hung > 0)
             .then(|| succeeded as f64 / (succeeded + failed + hung) as f64),
         dependency_attempts,
         retries,
         retry_ratio: (all_attempts > 0).then(|| retries as f64 / all_attempts as f64),
         retry_delay_p50_ms: hist_ms(&rec.retry_delay, 0.5),
         retry_delay_p99_ms: hist_ms(&rec.retry_delay, 0.99),
-        amplification: ratio(dependency_attempts as f64, logical_requests as f64),
+        amplification: (logical_requests > 0)
+            .then(|| dependency_attempts as f64 / logical_requests as f64),
         peak_amplification,
         goodput: succeeded as f64 / run_secs,
         latency_mean_ms: (!rec.latency.is_empty()).then(|| rec.latency.mean() / 1000.0),
         latency_p50_ms: hist_ms(&rec.latency, 0.5),
         latency_p99_ms: hist_ms(&rec.latency, 0.99),
         latency_p999_ms: hist_ms(&rec.latency, 0.999),
-        dependency_utilization: (ctx.concurrency > 0).then(|| {
-            ratio(
-                rec.busy.total_secs(),
-                run_secs * ctx.concurrency as f64 * focus_share(rec, ctx, None),
-            )
-        }),
+        // None without workers, nor with none serving over the whole run
+        // (an autoscaled fleet at zero): busy time of no worker time.
+        dependency_utilization: Some(
+            run_secs * ctx.concurrency as f64 * focus_share(rec, ctx, None),
+        )
+        .filter(|&workers| workers > 0.0)
+        .map(|workers| rec.busy.total_secs() / workers),
         dependency_queue_wait_mean_ms: (rec.totals.queue_wait_count > 0).then(|| {
             rec.totals.queue_wait_sum_ns as f64 / rec.totals.queue_wait_count as f64 / 1e6
         }),
@@ -538,7 +554,7 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         orphaned_work_s: rec.totals.orphaned_work_ns as f64 / 1e9,
         events: info.events,
         refused: after.refused,
-        success_rate_outside_incidents: (!aborted && succeeded_out + rec.totals.failed_outside > 0)
+        success_rate_outside_incidents: (!aborted && succeeded_out + failed_out > 0)
             .then(|| succeeded_out as f64 / (succeeded_out + failed_out) as f64),
         // A run stopped by a guard rail never reached "after" (nor the
         // rest of its time outside the incidents).
@@ -594,7 +610,10 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         layer_retries,
         layer_gates,
         baseline_success_ratio: baseline,
-        capacity_per_s: capacity.run.unwrap_or(0.0) * focus_share(rec, ctx, None),
+        capacity_per_s: capacity
+            .run
+            .map(|c| c * focus_share(rec, ctx, None))
+            .filter(|&c| c > 0.0),
         aborted: info.aborted,
         event_digest: info.digest,
         completion_time_s: info.completion.map(|c| c as f64 / 1e9),

@@ -83,10 +83,11 @@ fn undecided_of(results: &[RunResult], name: &str) -> (usize, Option<Undecided>)
     (first.map_or(0, |_| 1 + runs.count()), first)
 }
 
-/// A figure's mean over replicates, formatted, or `-` when no replicate
-/// has it.
+/// A figure's mean over replicates, formatted, or `n/a` when no
+/// replicate has it (a ratio of nothing: no request ended outside the
+/// incidents, no full bucket after the trigger).
 fn mean_text(cells: &[(String, Cell)], name: &str, show: impl Fn(f64) -> String) -> String {
-    get(cells, &format!("{name}_mean")).map_or_else(|| "-".to_string(), show)
+    get(cells, &format!("{name}_mean")).map_or_else(|| NOT_APPLICABLE.to_string(), show)
 }
 
 /// The figures after the incident, one row per variant (README, "After
@@ -204,16 +205,6 @@ fn classes_text<'a>(
     }
 }
 
-/// How a variant that did not pass reads: `undecided` when every
-/// objective it missed had no figure to judge (`<objective> undecided
-/// ...`: nothing showed it met or missed), else `FAIL`.
-fn slo_miss_word(failed: &str) -> &'static str {
-    let mut entries = failed.split("; ").filter(|e| !e.is_empty()).peekable();
-    let undecided = entries.peek().is_some()
-        && entries.all(|e| e.split_whitespace().nth(1) == Some("undecided"));
-    if undecided { "undecided" } else { "FAIL" }
-}
-
 /// The variants' verdicts against the SLO, best first.
 fn slo_text(s: &mut String, agg: &[(String, Vec<(String, Cell)>)], slo: &Objectives, width: usize) {
     let _ = writeln!(s, "SLO: {}", slo.describe());
@@ -230,7 +221,7 @@ fn slo_text(s: &mut String, agg: &[(String, Vec<(String, Cell)>)], slo: &Objecti
                 .iter()
                 .find(|(n, _)| n == "slo_failed")
                 .map_or(String::new(), |(_, c)| c.render());
-            format!("{}  {failed}", slo_miss_word(&failed))
+            format!("{}  {failed}", crate::metrics::slo::miss_word(&failed))
         };
         let _ = writeln!(s, "{rank:>digits$}. {name:<width$}  {verdict}");
     }
@@ -303,6 +294,9 @@ pub fn summary_text(scenario: &str, results: &[RunResult], slo: Option<&Objectiv
             let _ = writeln!(s, "note: {name}: {flag}");
         }
     }
+    for line in partial_notes(results, agg.iter().map(|(n, _)| n.as_str())) {
+        let _ = writeln!(s, "{line}");
+    }
     for r in results {
         if let Some(why) = &r.summary.aborted {
             let _ = writeln!(
@@ -324,6 +318,49 @@ pub fn summary_text(scenario: &str, results: &[RunResult], slo: Option<&Objectiv
         let _ = writeln!(s, "{line}");
     }
     s
+}
+
+/// The success rates a variant's mean is over only some of its runs for:
+/// a run in which no request ended (outside the incidents, for the second)
+/// has none, and `summary_by_variant.csv`'s mean is over the runs that
+/// have one. One line per variant and figure, when some (not all) of its
+/// runs that reached their end have no value.
+fn partial_notes<'a>(
+    results: &[RunResult],
+    variants: impl Iterator<Item = &'a str>,
+) -> Vec<String> {
+    type Figure = fn(&crate::metrics::table::Summary) -> Option<f64>;
+    const FIGURES: [(&str, &str, Figure); 2] = [
+        ("success_rate", "no request ended", |s| s.success_rate),
+        (
+            "success_rate_outside_incidents",
+            "no request ended outside the incidents",
+            |s| s.success_rate_outside_incidents,
+        ),
+    ];
+    let mut out = Vec::new();
+    for name in variants {
+        let runs: Vec<_> = results
+            .iter()
+            .filter(|r| r.variant == name && r.summary.aborted.is_none())
+            .collect();
+        for (column, why, figure) in FIGURES {
+            let missing = runs.iter().filter(|r| figure(&r.summary).is_none()).count();
+            if missing == 0 || missing == runs.len() {
+                continue;
+            }
+            let (n, with) = (runs.len(), runs.len() - missing);
+            let over = if with == 1 {
+                "the 1 run that has one".to_string()
+            } else {
+                format!("the {with} runs that have one")
+            };
+            out.push(format!(
+                "note: {name}: {column} has no value in {missing} of {n} runs ({why}); its mean is over {over}"
+            ));
+        }
+    }
+    out
 }
 
 /// Requests that had not ended when the run did: some are always in

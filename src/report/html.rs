@@ -16,6 +16,10 @@ use super::graph_data::{CallFigures, GraphData, ServiceFigures};
 use super::graph_figure::times;
 use super::sweep::sweep_columns;
 
+/// A figure without a value (a ratio of nothing: no request ended, no
+/// capacity), as every table of the page shows it.
+pub(super) const NOT_APPLICABLE: &str = "n/a";
+
 /// The figures shown per variant: (column stem, label, unit suffix).
 const ROWS: [(&str, &str, &str); 19] = [
     ("success_rate", "success rate", ""),
@@ -170,7 +174,8 @@ figure svg{max-width:100%;height:auto;border:1px solid #eee}\
 
 fn cell(d: &ChartData, row: &Row, stem: &str, unit: &str) -> (String, String) {
     let t = &d.by_variant;
-    let fmt = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{}{unit}", tick(v)));
+    let fmt =
+        |v: Option<f64>| v.map_or(NOT_APPLICABLE.to_string(), |v| format!("{}{unit}", tick(v)));
     (
         fmt(t.num(row, &format!("{stem}_mean"))),
         t.num(row, &format!("{stem}_ci95"))
@@ -193,9 +198,9 @@ fn figure(h: &mut String, c: &Chart) {
     );
 }
 
-/// A number of the services tables: "–" when absent.
+/// A number of the services tables: `n/a` when absent.
 pub(super) fn num(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
-    v.map_or("–".to_string(), f)
+    v.map_or(NOT_APPLICABLE.to_string(), f)
 }
 
 /// The variant's name with its colour.
@@ -444,7 +449,9 @@ fn comparison_table(h: &mut String, d: &ChartData) -> Result<(), crate::interrup
         }
         let recovered = t
             .num(row, "recovered_fraction")
-            .map_or("–".to_string(), |f| format!("{}%", tick(f * 100.0)));
+            .map_or(NOT_APPLICABLE.to_string(), |f| {
+                format!("{}%", tick(f * 100.0))
+            });
         let aborted = t.num(row, "aborted_runs").filter(|a| *a > 0.0);
         let _ = writeln!(
             h,
@@ -489,9 +496,16 @@ fn slo_section(h: &mut String, d: &ChartData) {
             css_colour(d.variant_index(name)),
             escape(name),
             if pass { "" } else { " class=\"metastable\"" },
-            if pass { "pass" } else { "FAIL" },
+            if pass {
+                "pass"
+            } else {
+                crate::metrics::slo::miss_word(t.text(row, "slo_failed"))
+            },
             t.num(row, "slo_pass_fraction")
-                .map_or("–".to_string(), |f| format!("{}%", tick(f * 100.0))),
+                .map_or(NOT_APPLICABLE.to_string(), |f| format!(
+                    "{}%",
+                    tick(f * 100.0)
+                )),
             escape(t.text(row, "slo_failed"))
         );
     }
