@@ -1271,3 +1271,181 @@ fn ratios_of_nothing_are_empty_and_their_objectives_undecided() {
         assert_eq!(o.status.code(), Some(0), "{name}: {}", stderr(&o));
     }
 }
+
+/// A sweep of many variants prints at most 40 rows per console table and
+/// per table of `report.html` (the SLO's and the comparison best first),
+/// then one line that says how many more there are and which CSV has them
+/// all; a sweep of exactly 40 prints every row and no such line.
+#[test]
+fn huge_sweeps_print_at_most_40_rows_per_table() {
+    let dir = tempfile::tempdir().unwrap();
+    // Clients → api → db. A blackhole at db without a timeout for the
+    // first second: every variant
+    // has requests that never end (a warning each), a recovery verdict
+    // (the after-incident table) and an SLO verdict.
+    let scenario = |n: usize| {
+        let values: Vec<String> = (1..=n).map(|c| c.to_string()).collect();
+        format!(
+            "name: many\nseed: 1\nduration: 3s\nbucket: 1s\n\
+             analysis: {{ recovery_window: 1s, service: db }}\n\
+             clients:\n  arrival: {{ kind: poisson, rate: 20/s }}\n  \
+             classes: [ {{ name: critical, share: 0.5 }}, {{ name: background, share: 0.5 }} ]\n  \
+             calls: {{ to: api }}\n\
+             services:\n\
+             \x20 - {{ name: api, concurrency: 100, service_time: {{ dist: constant, value: 1ms }}, calls: [ {{ to: db }} ] }}\n\
+             \x20 - {{ name: db, concurrency: 4, service_time: {{ dist: constant, value: 1ms }}, \
+             incidents: [ {{ kind: blackhole, start: 0s, end: 1s }} ] }}\n\
+             slo: {{ success_rate: 0.5 }}\n\
+             sweep:\n  services.db.concurrency: [{}]\n",
+            values.join(", ")
+        )
+    };
+    let sections = ["variant ", "by class", "after incident", "SLO: "];
+    for (n, more) in [(100, Some(60)), (40, None)] {
+        let f = file(dir.path(), &format!("many{n}.yaml"), &scenario(n));
+        let out = dir.path().join(format!("many{n}"));
+        let o = stormsim(&["run", &f, "--out", out.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(0), "{n}: {}", stderr(&o));
+        let console = stdout(&o);
+        let lines: Vec<&str> = console.lines().collect();
+        let mut starts: Vec<usize> = sections
+            .iter()
+            .map(|h| {
+                lines
+                    .iter()
+                    .position(|l| l.starts_with(h))
+                    .unwrap_or_else(|| panic!("{n}: no {h:?} table: {console}"))
+            })
+            .collect();
+        let first_note = lines
+            .iter()
+            .position(|l| l.starts_with("warning: "))
+            .unwrap_or_else(|| panic!("{n}: no warning: {console}"));
+        starts.push(first_note);
+        for (k, h) in sections.iter().enumerate() {
+            let body = &lines[starts[k] + 1..starts[k + 1]];
+            let rows = body.iter().filter(|l| !l.starts_with('…')).count();
+            // The summary has one row per variant, the classes one, the
+            // others one.
+            assert_eq!(rows, n.min(40), "{n}: {h:?}: {console}");
+            let file = if *h == "by class" {
+                "classes.csv"
+            } else {
+                "summary_by_variant.csv"
+            };
+            let expected: Vec<String> = more
+                .iter()
+                .map(|m| format!("… and {m} more variants in {file}"))
+                .collect();
+            let said: Vec<&&str> = body.iter().filter(|l| l.starts_with('…')).collect();
+            assert_eq!(said, expected.iter().collect::<Vec<_>>(), "{n}: {h:?}");
+        }
+        // The SLO's verdicts best first: ranks 1 to 40.
+        let slo = &lines[starts[3] + 1..starts[3] + 1 + n.min(40)];
+        for (i, row) in slo.iter().enumerate() {
+            assert!(
+                row.trim_start().starts_with(&format!("{}. ", i + 1)),
+                "{n}: {row}"
+            );
+        }
+        let warnings = &lines[first_note..];
+        assert_eq!(
+            warnings
+                .iter()
+                .filter(|l| l.starts_with("warning: variant "))
+                .count(),
+            n.min(40),
+            "{n}: {console}"
+        );
+        let said: Vec<&&str> = warnings.iter().filter(|l| l.starts_with('…')).collect();
+        let expected: Vec<String> = more
+            .iter()
+            .map(|m| {
+                format!(
+                    "… and {m} more variants with requests that had not ended in summary.csv (in_flight_at_end)"
+                )
+            })
+            .collect();
+        assert_eq!(said, expected.iter().collect::<Vec<_>>(), "{n}: {console}");
+        // report.html: the comparison, the SLO's table, the recovery list
+        // and the classes (40 per class).
+        let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+        let part = |from: &str, to: &str| {
+            let start = html.find(from).unwrap_or_else(|| panic!("{n}: no {from}"));
+            let len = html[start..].find(to).unwrap();
+            &html[start..start + len]
+        };
+        for (from, to, row, per, file) in [
+            (
+                "<table id=\"comparison-table\">",
+                "</table>",
+                "<tr><td>",
+                1,
+                "summary_by_variant.csv",
+            ),
+            (
+                "<h2>Against the SLO</h2>",
+                "</table>",
+                "<tr><td>",
+                1,
+                "summary_by_variant.csv",
+            ),
+            (
+                "<h2>Does it recover?</h2>",
+                "</ul>",
+                "<li>",
+                1,
+                "summary_by_variant.csv",
+            ),
+            (
+                "<table id=\"classes-table\">",
+                "</table>",
+                "<tr><td",
+                2,
+                "classes.csv",
+            ),
+            // Per service and per call: api and db; clients.api and
+            // api.db.
+            (
+                "<table id=\"services-table\">",
+                "</table>",
+                "<tr><td",
+                2,
+                "services.csv",
+            ),
+            (
+                "<table id=\"calls-table\">",
+                "</table>",
+                "<tr><td",
+                2,
+                "calls.csv",
+            ),
+        ] {
+            assert_eq!(
+                part(from, to).matches(row).count(),
+                per * n.min(40),
+                "{n}: {from}"
+            );
+            // Between the table's end and the next section or table.
+            let after = &html[html.find(from).unwrap()..];
+            let after = &after[after.find(to).unwrap() + to.len()..];
+            let next = ["<h2", "<table"].map(|t| after.find(t).unwrap_or(after.len()));
+            let after = &after[..next[0].min(next[1])];
+            let notes: Vec<&str> = after
+                .lines()
+                .filter(|l| l.starts_with("<p class=\"more\">"))
+                .collect();
+            let expected: Vec<String> = more
+                .iter()
+                .map(|m| {
+                    format!("<p class=\"more\">… and {m} more variants in <code>{file}</code></p>")
+                })
+                .collect();
+            assert_eq!(notes, expected, "{n}: {from}");
+        }
+        if more.is_none() {
+            assert!(!console.contains('…'), "{console}");
+            assert!(!html.contains("class=\"more\""));
+        }
+    }
+}

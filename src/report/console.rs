@@ -9,10 +9,22 @@ use crate::metrics::slo::Objectives;
 use crate::metrics::table::Undecided;
 
 use super::tables::by_variant;
+use super::{MAX_TABLE_ROWS, more_rows};
 use crate::metrics::RunResult;
 
 /// A ratio with nothing to divide by (0/0).
 const NOT_APPLICABLE: &str = "n/a";
+
+/// Writes `lines`, at most [`MAX_TABLE_ROWS`] of them, then the line that
+/// says how many more there are (`what` in `file`).
+fn capped(s: &mut String, lines: &[String], what: &str, file: &str) {
+    for line in lines.iter().take(MAX_TABLE_ROWS) {
+        let _ = writeln!(s, "{line}");
+    }
+    if let Some(more) = more_rows(lines.len(), what, file) {
+        let _ = writeln!(s, "{more}");
+    }
+}
 
 fn get(cells: &[(String, Cell)], name: &str) -> Option<f64> {
     cells
@@ -105,7 +117,7 @@ fn after_text(s: &mut String, agg: &[(String, Vec<(String, Cell)>)], width: usiz
         "full goodput",
         "refused"
     );
-    for (name, cells) in agg {
+    for (name, cells) in agg.iter().take(MAX_TABLE_ROWS) {
         let full = match (
             get(cells, "time_to_full_goodput_s_mean"),
             get(cells, "recovered_fraction"),
@@ -135,6 +147,9 @@ fn after_text(s: &mut String, agg: &[(String, Vec<(String, Cell)>)], width: usiz
             }
             let _ = writeln!(s, "  {flag}");
         }
+    }
+    if let Some(more) = more_rows(agg.len(), "variants", "summary_by_variant.csv") {
+        let _ = writeln!(s, "{more}");
     }
 }
 
@@ -166,7 +181,7 @@ fn stopped_flag(cells: &[(String, Cell)]) -> Option<String> {
 fn classes_text<'a>(
     s: &mut String,
     results: &[RunResult],
-    variants: impl Iterator<Item = &'a str>,
+    variants: impl ExactSizeIterator<Item = &'a str>,
     width: usize,
 ) {
     let Some(first) = results.iter().find(|r| !r.classes.is_empty()) else {
@@ -180,7 +195,8 @@ fn classes_text<'a>(
         let _ = write!(s, "  {:>w$}", n, w = col(n));
     }
     let _ = writeln!(s);
-    for variant in variants {
+    let total = variants.len();
+    for variant in variants.take(MAX_TABLE_ROWS) {
         let _ = write!(s, "{variant:<width$}");
         for (k, n) in names.iter().enumerate() {
             let rows: Vec<_> = results
@@ -203,6 +219,9 @@ fn classes_text<'a>(
         }
         let _ = writeln!(s);
     }
+    if let Some(more) = more_rows(total, "variants", "classes.csv") {
+        let _ = writeln!(s, "{more}");
+    }
 }
 
 /// The variants' verdicts against the SLO, best first.
@@ -212,7 +231,7 @@ fn slo_text(s: &mut String, agg: &[(String, Vec<(String, Cell)>)], slo: &Objecti
     let mut ranked: Vec<&(String, Vec<(String, Cell)>)> = agg.iter().collect();
     ranked.sort_by_key(|(_, cells)| rank(cells));
     let digits = agg.len().to_string().len();
-    for (name, cells) in ranked {
+    for (name, cells) in ranked.iter().take(MAX_TABLE_ROWS) {
         let rank = rank(cells);
         let verdict = if get(cells, "slo_pass") == Some(1.0) {
             "pass".to_string()
@@ -224,6 +243,9 @@ fn slo_text(s: &mut String, agg: &[(String, Vec<(String, Cell)>)], slo: &Objecti
             format!("{}  {failed}", crate::metrics::slo::miss_word(&failed))
         };
         let _ = writeln!(s, "{rank:>digits$}. {name:<width$}  {verdict}");
+    }
+    if let Some(more) = more_rows(agg.len(), "variants", "summary_by_variant.csv") {
+        let _ = writeln!(s, "{more}");
     }
 }
 
@@ -255,7 +277,7 @@ pub fn summary_text(scenario: &str, results: &[RunResult], slo: Option<&Objectiv
         "{:<width$}  {:>13}  {:>12}  {:>14}  {:>14}  {:>20}",
         "variant", "amplification", "success rate", "peak load/cap", "goodput (/s)", "recovery"
     );
-    for (name, cells) in &agg {
+    for (name, cells) in agg.iter().take(MAX_TABLE_ROWS) {
         let f = |n: &str| get(cells, n);
         let runs = f("replicates").unwrap_or(0.0) as usize;
         let aborted = f("aborted_runs").unwrap_or(0.0) as usize;
@@ -279,6 +301,9 @@ pub fn summary_text(scenario: &str, results: &[RunResult], slo: Option<&Objectiv
             recovery_text(cells, runs, aborted, undecided_of(results, name)),
         );
     }
+    if let Some(more) = more_rows(agg.len(), "variants", "summary_by_variant.csv") {
+        let _ = writeln!(s, "{more}");
+    }
     classes_text(&mut s, results, agg.iter().map(|(n, _)| n.as_str()), width);
     if results
         .iter()
@@ -289,23 +314,34 @@ pub fn summary_text(scenario: &str, results: &[RunResult], slo: Option<&Objectiv
     if let Some(slo) = slo {
         slo_text(&mut s, &agg, slo, width);
     }
-    for (name, cells) in &agg {
-        if let Some(flag) = stopped_flag(cells) {
-            let _ = writeln!(s, "note: {name}: {flag}");
-        }
-    }
-    for line in partial_notes(results, agg.iter().map(|(n, _)| n.as_str())) {
-        let _ = writeln!(s, "{line}");
-    }
-    for r in results {
-        if let Some(why) = &r.summary.aborted {
-            let _ = writeln!(
-                s,
+    let stopped: Vec<String> = agg
+        .iter()
+        .filter_map(|(name, cells)| Some(format!("note: {name}: {}", stopped_flag(cells)?)))
+        .collect();
+    capped(
+        &mut s,
+        &stopped,
+        "variants with runs stopped early",
+        "summary_by_variant.csv (aborted_runs)",
+    );
+    let partial = partial_notes(results, agg.iter().map(|(n, _)| n.as_str()));
+    capped(
+        &mut s,
+        &partial,
+        "figures without a value in some runs",
+        "summary.csv",
+    );
+    let aborted: Vec<String> = results
+        .iter()
+        .filter_map(|r| {
+            let why = r.summary.aborted.as_ref()?;
+            Some(format!(
                 "warning: {} replicate {} was aborted: {why}",
                 r.variant, r.replicate
-            );
-        }
-    }
+            ))
+        })
+        .collect();
+    capped(&mut s, &aborted, "aborted runs", "summary.csv (aborted)");
     if aborted_runs > 0 {
         let _ = writeln!(
             s,
@@ -314,9 +350,13 @@ pub fn summary_text(scenario: &str, results: &[RunResult], slo: Option<&Objectiv
              before the stop)"
         );
     }
-    for line in unended_warnings(results, agg.iter().map(|(n, _)| n.as_str())) {
-        let _ = writeln!(s, "{line}");
-    }
+    let unended = unended_warnings(results, agg.iter().map(|(n, _)| n.as_str()));
+    capped(
+        &mut s,
+        &unended,
+        "variants with requests that had not ended",
+        "summary.csv (in_flight_at_end)",
+    );
     s
 }
 
