@@ -14,7 +14,9 @@
 //!   service, waiting for their calls), then go off. No request is lost.
 //!
 //! The autoscaler's metric is the busy workers of the serving replicas,
-//! kept by difference as the replicas' gauges are synced.
+//! kept by difference as the replicas' gauges are synced; a replica that
+//! started serving after the last decision (`serving_since`) is kept apart
+//! until the next one, as it has no full sample yet.
 
 use super::super::server::Phase;
 use super::super::topology::{ReplicaId, ServiceId};
@@ -39,7 +41,7 @@ impl World<'_> {
             }
             let serving = cfg.initial.min(n);
             if let Some(a) = self.autoscalers[s].as_mut() {
-                a.level(0, 0, i64::from(serving) * i64::from(workers));
+                a.level(0, 0, i64::from(serving) * i64::from(workers), false);
             }
             self.rec.autoscaled(s);
             self.rec.scale_levels(0, s, serving, serving);
@@ -61,11 +63,21 @@ impl World<'_> {
         let serving = self.in_phase(s, Phase::Serving);
         let provisioning = self.in_phase(s, Phase::Provisioning);
         let current = serving + provisioning;
+        let Some(last) = self.autoscalers[s.index()]
+            .as_ref()
+            .map(|a| a.last_decision())
+        else {
+            return;
+        };
+        let fresh = (0..self.topo.replica_count(s))
+            .map(|k| self.topo.replica(s, k).index())
+            .filter(|&r| self.servers[r].phase == Phase::Serving && self.serving_since[r] > last)
+            .count() as u32;
         let Some(a) = self.autoscalers[s.index()].as_mut() else {
             return;
         };
         let cfg = *a.config();
-        let desired = a.decide(now, current, serving);
+        let desired = a.decide(now, current, serving, fresh);
         let n = self.topo.replica_count(s);
         if desired > current {
             let mut add = desired - current;
@@ -143,8 +155,10 @@ impl World<'_> {
         server.phase = Phase::Serving;
         let busy = i64::from(server.busy);
         let workers = i64::from(self.topo.service(s).concurrency.unwrap_or(0));
+        self.serving_since[r.index()] = now;
         if let Some(a) = self.autoscalers[s.index()].as_mut() {
-            a.level(now, busy, workers);
+            let fresh = now > a.last_decision();
+            a.level(now, busy, workers, fresh);
         }
     }
 
@@ -156,8 +170,10 @@ impl World<'_> {
         server.phase = Phase::Draining;
         let busy = i64::from(server.busy);
         let workers = i64::from(self.topo.service(s).concurrency.unwrap_or(0));
+        let since = self.serving_since[r.index()];
         if let Some(a) = self.autoscalers[s.index()].as_mut() {
-            a.level(now, -busy, -workers);
+            let fresh = since > a.last_decision();
+            a.level(now, -busy, -workers, fresh);
         }
         self.drained_if_empty(r);
     }
@@ -184,7 +200,8 @@ impl World<'_> {
             return;
         };
         if self.servers[r.index()].phase == Phase::Serving {
-            a.level(self.q.now(), delta, 0);
+            let fresh = self.serving_since[r.index()] > a.last_decision();
+            a.level(self.q.now(), delta, 0, fresh);
         }
         self.drained_if_empty(r);
     }
