@@ -693,3 +693,83 @@ fn export_into_an_aws_profile() {
     );
     assert_eq!(snapshot(dir.path()), snap);
 }
+
+/// A value of best.yaml that is not a value of its field (a duration
+/// `banana`, a negative count) is an error of best.yaml, at its line,
+/// column and path, not of the file it would be written into; nothing
+/// is written. Values valid alone whose companions the other file gives
+/// (a backoff's `base` without its `kind`) are not errors.
+#[test]
+fn an_error_in_best_yaml_is_reported_in_best_yaml() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::copy(
+        fixtures().join("service-config.json"),
+        d.join("service-config.json"),
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("best.yaml"),
+        "# stormsim tune: the best\nlayers.api.retry.max_attempts: -3\nlayers.api.timeout: banana\n",
+    )
+    .unwrap();
+    let before = snapshot(d);
+    let o = export(d, &GRPC_CREATE_ORDER, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("best.yaml:2:32: layers.api.retry.max_attempts: expected a whole number"),
+        "{e}"
+    );
+    assert!(
+        e.contains("best.yaml:3:21: layers.api.timeout: invalid duration `banana`"),
+        "{e}"
+    );
+    assert!(!e.contains("service-config.json"), "{e}");
+    assert!(snapshot(d) == before, "something was written");
+    std::fs::write(
+        d.join("best.yaml"),
+        "layers.api.retry.backoff.base: 20ms\nlayers.api.timeout: 2s\n",
+    )
+    .unwrap();
+    let o = export(d, &GRPC_CREATE_ORDER, &["--dry-run"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+/// Resilience4j's properties refuse a `maxAttempts` below 1 when they are
+/// bound (`InstanceProperties.setMaxAttempts` throws), so the application
+/// never starts: import refuses it at its position, rather than reading it
+/// as the default of 3, and prints nothing.
+#[test]
+fn a_resilience4j_max_attempts_below_one_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    for value in ["0", "-1"] {
+        std::fs::write(
+            p.join("application.yml"),
+            format!(
+                "# payments\nresilience4j:\n  retry:\n    instances:\n      pay:\n        maxAttempts: {value}\n        waitDuration: 100ms\n"
+            ),
+        )
+        .unwrap();
+        let out = stormsim(p)
+            .args([
+                "import",
+                "application.yml",
+                "--format",
+                "resilience4j",
+                "--instance",
+                "pay",
+            ])
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{value}: {err}");
+        assert!(out.stdout.is_empty(), "{value}: printed a layer");
+        assert!(
+            err.contains("application.yml:6:22: resilience4j.retry.instances.pay.maxAttempts:")
+                && err.contains("greater than or equal to 1"),
+            "{value}: {err}"
+        );
+    }
+}

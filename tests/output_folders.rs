@@ -593,3 +593,245 @@ fn a_layers_configuration_file_is_an_input_even_with_force() {
         assert_eq!(tree(&root.path().join(out)), before, "merge touched {out}");
     }
 }
+
+/// `stormsim` as a user that permission bits apply to: this user, or,
+/// when the tests run as root (whom permission bits do not stop), the
+/// user `nobody` (uid and gid 65534), so that the case is tested there
+/// too. `None` (with the reason printed) only if that user cannot be
+/// taken.
+fn unprivileged(cwd: &Path) -> Option<impl Fn(&[&str]) -> assert_cmd::assert::Assert> {
+    use std::os::unix::fs::MetadataExt;
+    use std::os::unix::process::CommandExt;
+    let probe = cwd.join(".whoami");
+    fs::write(&probe, "").unwrap();
+    let root = fs::metadata(&probe).unwrap().uid() == 0;
+    fs::remove_file(&probe).unwrap();
+    let make = move |args: &[&str]| {
+        let mut c = StdCommand::new(BIN);
+        c.current_dir(cwd).env("CI", "1").args(args);
+        if root {
+            c.uid(65534).gid(65534);
+        }
+        c
+    };
+    if root && make(&["--version"]).output().is_err() {
+        eprintln!("skipped: running as root and cannot run a command as uid 65534 (no CAP_SETUID)");
+        return None;
+    }
+    Some(move |args: &[&str]| Command::from_std(make(args)).assert())
+}
+
+/// An output folder stormsim cannot replace (read-only, a read-only
+/// folder inside it) or whose parent it cannot write in is refused
+/// before simulating (exit 2), naming the folder; nothing changes. As
+/// root, the commands run as `nobody`, for whom the bits hold.
+#[test]
+#[cfg(unix)]
+fn a_folder_that_cannot_be_written_is_refused_before_simulating() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let mode = |p: &Path, m: u32| fs::set_permissions(p, fs::Permissions::from_mode(m)).unwrap();
+    mode(t, 0o777);
+    fs::copy(quickstart(), t.join("q.yaml")).unwrap();
+    mode(&t.join("q.yaml"), 0o644);
+    let Some(stormsim) = unprivileged(t) else {
+        return;
+    };
+    let run = |out: &str| stormsim(&["run", "q.yaml", "--out", out, "--verbose"]);
+    run("out").success();
+    let refused = |a: assert_cmd::assert::Assert, message: &str| {
+        let before = tree(t);
+        refused_before_simulating(a, message);
+        assert!(tree(t) == before, "something changed");
+    };
+    // The folder itself.
+    mode(&t.join("out"), 0o555);
+    refused(
+        run("out"),
+        "cannot write out: it is read-only for this user (permission denied); nothing was written",
+    );
+    refused(
+        stormsim(&["plot", "out"]),
+        "cannot write out: it is read-only",
+    );
+    mode(&t.join("out"), 0o755);
+    // A folder inside it, which replacing it would have to empty.
+    mode(&t.join("out/charts"), 0o555);
+    refused(
+        run("out"),
+        "cannot write out: the folder charts inside it is read-only for this user",
+    );
+    refused(
+        stormsim(&["plot", "out"]),
+        "the folder charts inside it is read-only",
+    );
+    mode(&t.join("out/charts"), 0o755);
+    // The folder that would hold it.
+    fs::create_dir(t.join("locked")).unwrap();
+    mode(&t.join("locked"), 0o555);
+    refused(
+        run("locked/out"),
+        "cannot write locked/out: the folder that holds it,",
+    );
+    refused(run("locked/out"), "locked, is read-only for this user");
+    mode(&t.join("locked"), 0o777);
+    // Writable again: the run replaces it.
+    run("out").success();
+    run("locked/out").success();
+}
+
+/// The work folders `.stormsim-<hash>-<pid>-<n>` beside `dir`.
+fn work_folders(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".stormsim-") && !n.starts_with(".stormsim-lock-"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// A run killed outright (SIGKILL) leaves its work folder and its lock
+/// behind. The next command into that folder takes the lock over, says
+/// what it found, puts back what the killed one had moved aside, removes
+/// the work folder, and runs; files of the user's, even beside them with
+/// names like stormsim's, are left alone.
+#[test]
+#[cfg(unix)]
+fn what_a_killed_run_left_is_cleaned_up_by_the_next() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let q = quickstart();
+    let q = q.to_str().unwrap();
+    run_quiet(t, &[q, "--out", "out"]).success();
+    let before_kill = tree(&t.join("out"));
+    // The user's: a file and a folder whose names look like stormsim's.
+    fs::write(t.join(".stormsim-notes"), "mine").unwrap();
+    fs::create_dir(t.join(".stormsim-1-2-3")).unwrap();
+    fs::write(t.join(".stormsim-1-2-3/keep.txt"), "mine").unwrap();
+    let mut child = StdCommand::new(BIN)
+        .current_dir(t)
+        .args([
+            "run",
+            q,
+            "--out",
+            "out",
+            "--replicates",
+            "2000",
+            "--verbose",
+        ])
+        .env("CI", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    assert!(line.starts_with("run 1/"), "{line}");
+    let pid = child.id();
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let left = work_folders(t);
+    let work = format!("-{pid}-0");
+    assert!(
+        left.iter().any(|n| n.ends_with(&work)),
+        "the killed run left no work folder: {left:?}"
+    );
+    assert!(
+        fs::read_dir(t).unwrap().any(|e| e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .starts_with(".stormsim-lock-")),
+        "the killed run left no lock"
+    );
+    assert!(tree(&t.join("out")) == before_kill, "the folder changed");
+    // The next run says so, cleans up and runs.
+    let a = stormsim()
+        .current_dir(t)
+        .args(["run", q, "--out", "out"])
+        .env("CI", "1")
+        .assert()
+        .success();
+    let e = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+    assert!(
+        e.contains(&format!(
+            "note: a stormsim command (process {pid}) was stopped outright while writing out (killed?); removed its work folder .stormsim-"
+        )),
+        "{e}"
+    );
+    assert_eq!(work_folders(t), [".stormsim-1-2-3", ".stormsim-notes"]);
+    assert_eq!(
+        fs::read_to_string(t.join(".stormsim-notes")).unwrap(),
+        "mine"
+    );
+    assert!(t.join(".stormsim-1-2-3/keep.txt").is_file());
+    assert!(t.join("out/summary.csv").is_file());
+
+    // Killed in the middle of its swap: the old folder moved aside into
+    // the work folder, the new one not yet in place. Made by hand (the
+    // window is a few renames wide), with the id of a process that has
+    // ended. The next command puts the old folder back first.
+    let mut gone = StdCommand::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    run_quiet(t, &[q, "--out", "swap"]).success();
+    let lock_and_work = |before: &[String]| -> String {
+        let now = work_folders(t);
+        now.into_iter()
+            .find(|n| !before.contains(n))
+            .unwrap_or_default()
+    };
+    // The work folder's name for `swap`, from a run of it killed at once.
+    let mut quick = StdCommand::new(BIN)
+        .current_dir(t)
+        .args([
+            "run",
+            q,
+            "--out",
+            "swap",
+            "--replicates",
+            "2000",
+            "--verbose",
+        ])
+        .env("CI", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(quick.stderr.take().unwrap());
+    stderr.read_line(&mut String::new()).unwrap();
+    let before = vec![".stormsim-1-2-3".to_string(), ".stormsim-notes".to_string()];
+    let name = lock_and_work(&before);
+    quick.kill().unwrap();
+    quick.wait().unwrap();
+    let hash = name.split('-').nth(1).unwrap().to_string();
+    fs::remove_dir_all(t.join(&name)).unwrap();
+    let work = t.join(format!(".stormsim-{hash}-{dead}-0"));
+    fs::create_dir_all(work.join("new/swap")).unwrap();
+    fs::write(work.join("new/swap/summary.csv"), "half").unwrap();
+    fs::write(t.join("swap/mine.txt"), "the user's, inside").unwrap();
+    let swapped = tree(&t.join("swap"));
+    fs::rename(t.join("swap"), work.join("old")).unwrap();
+    // A folder the user made inside a folder of that name is not one
+    // stormsim made: kept.
+    stormsim()
+        .current_dir(t)
+        .args(["run", q, "--out", "swap"])
+        .env("CI", "1")
+        .assert()
+        .code(2)
+        .stderr(contains("after putting back"))
+        .stderr(contains(
+            "holds files stormsim did not write (\"mine.txt\")",
+        ));
+    // Put back as it was, the user's file included; the run into it is
+    // refused for that file, as it would have been before.
+    assert!(tree(&t.join("swap")) == swapped, "not put back as it was");
+    assert!(!work.exists());
+    fs::remove_file(t.join("swap/mine.txt")).unwrap();
+    run_quiet(t, &[q, "--out", "swap"]).success();
+    assert_eq!(work_folders(t), before);
+}

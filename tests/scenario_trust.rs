@@ -966,6 +966,53 @@ fn a_field_set_twice_in_one_sweep_or_variant_is_refused() {
     }
 }
 
+/// A sweep entry that repeats an earlier one, as written (`[8, 8]`) or
+/// once read (`1s` and `1000ms`, `200/s` and `12000/m`), would make the
+/// same runs twice (under one name, or two): refused by `validate` and by
+/// `run` before anything is simulated, at the repeated entry's line and
+/// column, naming the earlier one; nothing written.
+#[test]
+fn a_repeated_sweep_value_is_refused_before_simulating() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "dependency.concurrency: [4, 8, 8]",
+            "14:41: sweep.dependency.concurrency: sweep value 8 is given twice (entries 1 and 2)",
+        ),
+        (
+            "layers.api.timeout: [1s, 250ms, 1000ms]",
+            "14:42: sweep.layers.api.timeout: sweep value 1000ms is the same as 1s (entry 0) once read",
+        ),
+        (
+            "clients.arrival.rate: [200/s, 12000/m]",
+            "14:40: sweep.clients.arrival.rate: sweep value 12000/m is the same as 200/s (entry 0) once read",
+        ),
+    ];
+    for (i, (sweep, expected)) in cases.iter().enumerate() {
+        let src = format!("{BASE}sweep: {{ {sweep} }}\n");
+        let f = file(dir.path(), &format!("repeat{i}.yaml"), &src);
+        let out = dir.path().join(format!("out{i}"));
+        for args in [
+            vec!["validate", f.as_str()],
+            vec!["run", f.as_str(), "--out", out.to_str().unwrap()],
+        ] {
+            let o = stormsim(&args);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+            let e = stderr(&o);
+            assert!(
+                e.contains(&format!("repeat{i}.yaml:{expected}")),
+                "{args:?}: {e}"
+            );
+            assert_eq!(e.matches("sweep value").count(), 1, "{e}");
+            assert!(!out.exists());
+        }
+    }
+    // Different values that read differently are fine.
+    let fine = format!("{BASE}sweep: {{ layers.api.timeout: [1s, 1001ms] }}\n");
+    let o = stormsim(&["validate", &file(dir.path(), "fine.yaml", &fine)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
 /// `consumers.visibility_timeout: 0s` is valid (SQS takes it) but makes
 /// every received message visible again at once: `check` warns, `validate`
 /// accepts it.

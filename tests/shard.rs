@@ -323,6 +323,51 @@ fn bad_shard_arguments_are_refused() {
             .code(2);
     }
     assert!(!out.exists());
+    // More shards than `merge` takes (its bound on a manifest's `shards`):
+    // refused by `run` too, from the flag or the environment, before
+    // simulating, rather than written and refused by the merge.
+    let too_many =
+        "more than `stormsim merge` takes (at most 2000000, the most runs a run can have)";
+    for bad in [
+        "5/18446744073709551615",
+        "0/2000001",
+        "5/99999999999999999999999",
+    ] {
+        stormsim()
+            .arg("run")
+            .arg(scenario())
+            .args(["--quiet", "--shard", bad, "--out"])
+            .arg(&out)
+            .assert()
+            .code(2)
+            .stderr(contains(too_many));
+    }
+    from_env(
+        &out,
+        &[("JOB_COMPLETION_INDEX", "0")],
+        &["--shard-count", "2000001"],
+    )
+    .code(2)
+    .stderr(contains(too_many));
+    from_env(
+        &out,
+        &[
+            ("SLURM_ARRAY_TASK_ID", "0"),
+            ("SLURM_ARRAY_TASK_COUNT", "4000000"),
+        ],
+        &[],
+    )
+    .code(2)
+    .stderr(contains(too_many));
+    assert!(!out.exists());
+    // The bound itself is a shard count `run` takes.
+    stormsim()
+        .arg("run")
+        .arg(scenario())
+        .args(["--quiet", "--shard", "0/2000000", "--out"])
+        .arg(&out)
+        .assert()
+        .success();
 }
 
 /// Environment variables and extra arguments of a case.

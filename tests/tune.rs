@@ -461,3 +461,48 @@ fn a_set_on_a_searched_field_is_warned_about() {
     ]);
     assert!(!e.contains("warning"), "{e}");
 }
+
+/// `--quiet` means what it means for `run`: nothing but errors. The note
+/// that the search leaves a scenario's variants and sweep out is printed
+/// without it, and neither it nor anything else with it (nothing on
+/// stdout, nothing on stderr, as `run -q` on the same file).
+#[test]
+fn quiet_prints_nothing_but_errors_as_run_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = fs::read_to_string(TIMEOUTS).unwrap()
+        + "variants:\n  - { name: a, set: {} }\n  - { name: b, set: { layers.api.retry.max_attempts: 3 } }\n";
+    let file = dir.path().join("s.yaml");
+    fs::write(&file, src).unwrap();
+    let cmd = |args: &[&str]| {
+        stormsim()
+            .arg(args[0])
+            .arg(&file)
+            .args(["--set", "duration=2s", "--out"])
+            .arg(dir.path().join(args[0]))
+            .args(&args[1..])
+            .args(["--force"])
+            .output()
+            .unwrap()
+    };
+    let loud = cmd(&["tune", "--budget", "1"]);
+    assert!(
+        loud.status.success(),
+        "{}",
+        String::from_utf8_lossy(&loud.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&loud.stderr).contains("note: tune searches the scenario itself"),
+        "{}",
+        String::from_utf8_lossy(&loud.stderr)
+    );
+    for args in [&["tune", "--budget", "1", "-q"][..], &["run", "-q"][..]] {
+        let o = cmd(args);
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_eq!(String::from_utf8_lossy(&o.stdout), "", "{args:?}");
+        assert_eq!(String::from_utf8_lossy(&o.stderr), "", "{args:?}");
+    }
+}

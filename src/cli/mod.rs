@@ -145,6 +145,11 @@ struct SelectorArgs {
     /// (its key name, or the key path an error shows). Repeatable.
     #[arg(long, value_name = "KEY")]
     ignore: Vec<String>,
+    /// For a call (import --to, export --call): the replicas of the
+    /// service called, which decide whether Envoy's success-rate ejection
+    /// can run (default: taken from the scenario, else not known).
+    #[arg(long, value_name = "N")]
+    replicas: Option<u32>,
 }
 
 impl SelectorArgs {
@@ -157,6 +162,7 @@ impl SelectorArgs {
             section: self.section.clone(),
             profile: self.profile.clone(),
             ignore: self.ignore.clone(),
+            target: configs::Target::Layer,
         }
     }
 }
@@ -167,9 +173,17 @@ struct ImportArgs {
     file: PathBuf,
     #[command(flatten)]
     select: SelectorArgs,
-    /// The layer's name (default: from the method, route, host or instance).
+    /// The layer's name (default: from the method, route, host or
+    /// instance); with --to, the call's `name` (default: none, the call is
+    /// named by the service it calls).
     #[arg(long)]
     name: Option<String>,
+    /// Print a call edge to the service SERVICE, to paste under a
+    /// service's `calls:` (or as `clients.calls`), instead of a layer: the
+    /// file is read for a call (an Envoy cluster's outlier_detection, a
+    /// retry's previous_hosts predicate).
+    #[arg(long, value_name = "SERVICE")]
+    to: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -183,10 +197,15 @@ struct ExportArgs {
     into: PathBuf,
     #[command(flatten)]
     select: SelectorArgs,
-    /// The layer of best.yaml to write (default: the one whose `from`
-    /// names the file, or the only one).
-    #[arg(long)]
+    /// The layer of best.yaml to write (default: the layer or call whose
+    /// `from` names the file, or the only layer).
+    #[arg(long, conflicts_with = "call")]
     layer: Option<String>,
+    /// The call edge of best.yaml to write: CALLER.CALL (the service and
+    /// the call's name, as in `services.CALLER.calls.CALL` paths), or
+    /// `clients` for the clients' call.
+    #[arg(long, value_name = "CALLER.CALL")]
+    call: Option<String>,
     /// Print the diff only; change nothing.
     #[arg(long)]
     dry_run: bool,
@@ -378,18 +397,34 @@ fn print_located(errors: &[ScenarioError], warning: bool) {
     }
 }
 
-/// `stormsim import`: the file's policy as a layer, on stdout.
+/// `stormsim import`: the file's policy as a layer (or, with `--to`, a
+/// call edge), on stdout.
 fn import(args: ImportArgs) -> i32 {
+    let what = if args.to.is_some() { "call" } else { "layer" };
     if let Some(problem) = args
         .name
         .as_deref()
-        .and_then(|n| scenario::validate::item_name_problem("layer", n))
+        .and_then(|n| scenario::validate::item_name_problem(what, n))
     {
         errln!("error: --name: {problem}");
         return 2;
     }
+    if let Some(problem) = args
+        .to
+        .as_deref()
+        .and_then(|n| scenario::validate::item_name_problem("service", n))
+    {
+        errln!("error: --to: {problem}");
+        return 2;
+    }
     let label = args.file.display().to_string();
-    let selector = args.select.selector();
+    let mut selector = args.select.selector();
+    if args.to.is_some() {
+        selector.target = configs::Target::Call {
+            replicas: args.select.replicas,
+            balancer: None,
+        };
+    }
     let format = args.select.format;
     let policy = match configs::import_file(&args.file, format, &selector) {
         Ok(p) => p,
@@ -400,6 +435,34 @@ fn import(args: ImportArgs) -> i32 {
     };
     let warnings: Vec<ScenarioError> = policy.warnings.iter().map(|f| f.located(&label)).collect();
     print_located(&warnings, true);
+    let source = format!(
+        "imported by stormsim from {} ({format}), {}",
+        escape(&label),
+        escape(&policy.selected)
+    );
+    if let Some(to) = &args.to {
+        let header = vec![
+            source,
+            "paste under a service's `calls:` (or as `clients.calls`); or keep it in sync with `from: { file, format, ... }` on the call"
+                .to_string(),
+        ];
+        let name = args.name.as_deref();
+        let text = configs::layer_yaml::call_yaml(&policy, to, name, &header);
+        // Never print a call that would not load once pasted.
+        if let Err(e) = configs::layer_yaml::check_call_loads(
+            &text,
+            &policy,
+            to,
+            name,
+            args.select.replicas,
+            &label,
+        ) {
+            print_located(&e, false);
+            return 2;
+        }
+        out!("{text}");
+        return 0;
+    }
     let name = args.name.clone().unwrap_or_else(|| {
         let raw = selector.value(format).unwrap_or("imported");
         let last = raw
@@ -427,11 +490,7 @@ fn import(args: ImportArgs) -> i32 {
         }
     });
     let header = vec![
-        format!(
-            "imported by stormsim from {} ({format}), {}",
-            escape(&label),
-            escape(&policy.selected)
-        ),
+        source,
         "paste under `layers:`; or keep it in sync with `from: { file, format, ... }` on the layer"
             .to_string(),
     ];
@@ -449,9 +508,23 @@ fn import(args: ImportArgs) -> i32 {
 fn export(args: ExportArgs) -> i32 {
     use configs::write::{export_text, replace_file, unified_diff, wanted_from_best};
     let label = args.into.display().to_string();
-    let selector = args.select.selector();
-    let wanted = match wanted_from_best(&args.best, args.layer.as_deref(), &args.into) {
-        Ok(w) => w,
+    let mut selector = args.select.selector();
+    let pick = match (&args.layer, &args.call) {
+        (Some(l), _) => Some(configs::write::Pick::Layer(l)),
+        (None, Some(c)) => Some(configs::write::Pick::Call(c)),
+        (None, None) => None,
+    };
+    let wanted = match wanted_from_best(&args.best, pick, &args.into) {
+        Ok((w, target)) => {
+            selector.target = match (target, args.select.replicas) {
+                (configs::Target::Call { balancer, .. }, Some(n)) => configs::Target::Call {
+                    replicas: Some(n),
+                    balancer,
+                },
+                (t, _) => t,
+            };
+            w
+        }
         Err(e) => {
             print_located(&e, false);
             return 2;
@@ -639,6 +712,16 @@ fn report_to_output(e: report::ReportError) -> OutputError {
 
 /// Says why an output folder was not written (`done`: what had happened
 /// before, for an interruption) and returns the exit code.
+/// What an output folder found and cleaned up of a command stopped
+/// outright before (`note:` lines on stderr), unless `--quiet`.
+fn print_notes(out: &OutputDir, quiet: bool) {
+    if !quiet {
+        for n in out.notes() {
+            errln!("note: {}", escape(n));
+        }
+    }
+}
+
 fn output_failed(e: OutputError, out: &Path, not_written: &str, done: &str) -> i32 {
     let code = e.exit_code();
     match &e {
@@ -697,9 +780,9 @@ fn merge(args: MergeArgs) -> i32 {
             }
         },
     };
-    if let Some((layer, file, inside)) = shard::merge::from_file_inside(&plan, &out_path) {
+    if let Some((who, file, inside)) = shard::merge::from_file_inside(&plan, &out_path) {
         errln!(
-            "error: the output folder {} holds {}, which the scenario's layer `{layer}` reads \
+            "error: the output folder {} holds {}, which the scenario's {who} reads \
              (from: {file}); merge will not replace that folder, even with --force: \
              choose another output folder",
             out_path.display(),
@@ -719,6 +802,7 @@ fn merge(args: MergeArgs) -> i32 {
         Ok(out) => out,
         Err(e) => return output_failed(e, &out_path, not_written, "the shards were read"),
     };
+    print_notes(&out, args.quiet);
     let merged = match shard::merge::merge(&plan) {
         Ok(m) => m,
         Err(e) => {
@@ -838,6 +922,7 @@ fn plot(args: PlotArgs) -> i32 {
             return e.exit_code();
         }
     };
+    print_notes(&out, args.quiet);
     let data = interrupt::reading(
         &format!(
             "interrupted: nothing was changed in {} (charts/ and report.html not redrawn; stopped while reading the run)",

@@ -50,6 +50,7 @@ pub(super) fn run(args: RunArgs) -> i32 {
             );
         }
     };
+    super::print_notes(&out, settings.quiet);
     let results = match settings.simulate() {
         Ok(r) => r,
         Err(stopped) => {

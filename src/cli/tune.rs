@@ -82,7 +82,7 @@ pub(super) fn tune(args: TuneArgs) -> i32 {
         .filter(|&(n, _)| n > 0)
         .map(|(n, w)| plural(n, w))
         .collect();
-    if !unused.is_empty() {
+    if !unused.is_empty() && !args.quiet {
         errln!(
             "note: tune searches the scenario itself; its {} are not used (`stormsim run` compares them)",
             unused.join(" and ")
@@ -113,6 +113,7 @@ pub(super) fn tune(args: TuneArgs) -> i32 {
         Ok(out) => out,
         Err(e) => return output_failed(e, &out_path, NOT_WRITTEN, "no run had started"),
     };
+    super::print_notes(&out, args.quiet);
     let planned = schedule::cost(&schedule::schedule(
         t.budget as u64,
         tune::Space::of(t).ok().and_then(|sp| sp.size()),

@@ -46,7 +46,7 @@ pub fn apply(text: &str, mut edits: Vec<Edit>) -> Result<String, String> {
     Ok(out)
 }
 
-fn json_string(s: &str) -> String {
+pub(crate) fn json_string(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))
 }
 

@@ -30,8 +30,8 @@
 use serde_json::{Map, Value, json};
 
 use super::durations::{parse_proto, proto};
-use super::edit::Lit;
-use super::tree::{Doc, Node};
+use super::edit::{self, Lit};
+use super::tree::{Doc, Kind, Node, Style};
 use super::write::Writer;
 use super::{Builder, Finding, Origin, Selector, boolean, get_path, join, num, number, uint};
 use crate::scenario::units::Duration;
@@ -397,6 +397,8 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
     read_policy(b, policy);
     read_hedge(b, hedge, per_try);
     read_cluster(b, doc, cluster_name);
+    let found = cluster_name.and_then(|n| cluster(doc, n));
+    super::envoy_outlier::read_cluster(b, found.as_ref().map(|(k, c)| (k.as_str(), *c)));
 }
 
 /// What Envoy's retry mechanism fixes whatever the route says (also
@@ -485,6 +487,16 @@ fn read_policy(b: &mut Builder, policy: Option<(String, &Node)>) {
         pos: None,
     };
     let mut cap = None;
+    if b.target.is_call() {
+        b.set(
+            "retry_other_replica",
+            json!(false),
+            Origin {
+                key: format!("{at}: no retry_host_predicate previous_hosts"),
+                pos: None,
+            },
+        );
+    }
     b.set(
         "retry.max_attempts",
         json!(2),
@@ -563,6 +575,17 @@ fn read_policy(b: &mut Builder, policy: Option<(String, &Node)>) {
                     }
                 }
             }
+            "retry_host_predicate" if b.target.is_call() => host_predicates(b, &key, &e.value),
+            "host_selection_retry_max_attempts" if b.target.is_call() => {
+                if uint(b, &e.value, &key, 1, u64::from(u32::MAX)).is_some() {
+                    b.warn(key, Some(e.key_pos), "not simulated as such: with retry_other_replica a retry never goes to a replica the call already tried while another is left (as if host selection were re-drawn as often as it takes)");
+                }
+            }
+            "retry_priority" | "retry_options_predicates" if b.target.is_call() => b.warn(
+                key,
+                Some(e.key_pos),
+                "not simulated: the replicas of a service have no priorities or options to choose by",
+            ),
             "retry_host_predicate" | "host_selection_retry_max_attempts" | "retry_priority" | "retry_options_predicates" => b.warn(
                 key,
                 Some(e.key_pos),
@@ -614,6 +637,38 @@ fn read_policy(b: &mut Builder, policy: Option<(String, &Node)>) {
     );
     b.set("retry.backoff.base", json!(base.to_string()), base_origin);
     b.set("retry.backoff.cap", json!(cap.to_string()), cap_origin);
+}
+
+/// `retry_host_predicate` on a call: `previous_hosts` is the call's
+/// `retry_other_replica`; the other predicates pick hosts by what the
+/// simulated replicas do not have (canary flags, metadata).
+fn host_predicates(b: &mut Builder, key: &str, list: &Node) {
+    for (i, p) in list.items().iter().enumerate() {
+        let pkey = join(key, &format!("[{i}]"));
+        match p.get("name").and_then(Node::scalar) {
+            Some("envoy.retry_host_predicates.previous_hosts") => b.set(
+                "retry_other_replica",
+                json!(true),
+                Origin {
+                    key: join(&pkey, "name"),
+                    pos: Some(p.pos),
+                },
+            ),
+            Some(
+                "envoy.retry_host_predicates.omit_canary_hosts"
+                | "envoy.retry_host_predicates.omit_host_metadata",
+            ) => b.warn(
+                pkey,
+                Some(p.pos),
+                "not simulated: replicas carry no canary flag or metadata to omit",
+            ),
+            _ => b.unmodelled(
+                &pkey,
+                Some(p.pos),
+                "a retry host predicate stormsim does not know",
+            ),
+        }
+    }
 }
 
 fn read_hedge(b: &mut Builder, hedge: Option<(String, &Node)>, per_try: bool) {
@@ -720,7 +775,7 @@ fn read_cluster(b: &mut Builder, doc: &Doc, name: Option<&str>) {
     };
     for e in c.entries() {
         let key = join(&ckey, &e.key);
-        if e.key == "outlier_detection" {
+        if e.key == "outlier_detection" && !b.target.is_call() {
             b.unmodelled(
                 &key,
                 Some(e.key_pos),
@@ -965,15 +1020,35 @@ pub(crate) fn write(
     };
     let akey = join(&r.key, "route");
     // The retry policy in force: the route's, else the virtual host's.
-    let (pbase, pkey, pnode): (&Node, String, &str) = if action.get("retry_policy").is_some() {
-        (action, akey.clone(), "retry_policy")
-    } else if r.vhost.get("retry_policy").is_some() {
-        w.note(format!("the retry policy is the virtual host's ({}): the change applies to every route of it without one of its own", r.vhost_key));
-        (r.vhost, r.vhost_key.clone(), "retry_policy")
-    } else {
-        (action, akey.clone(), "retry_policy")
-    };
-    let policy = pbase.get(pnode);
+    // Changes are always written to the route: a route's retry_policy
+    // replaces the virtual host's whole (Envoy does not merge them), so an
+    // inherited policy is first copied to the route, complete, and the
+    // other routes of the virtual host keep the one they had.
+    let (pbase, pkey, pnode): (&Node, String, &str) = (action, akey.clone(), "retry_policy");
+    let policy = action
+        .get("retry_policy")
+        .or_else(|| r.vhost.get("retry_policy"));
+    let edits_policy = changed.iter().any(|l| {
+        matches!(
+            l.as_str(),
+            "timeout" | "retry.max_attempts" | "retry.retry_on"
+        ) || l.starts_with("retry.backoff.")
+    });
+    if action.get("retry_policy").is_none()
+        && edits_policy
+        && let Some(vp) = r.vhost.get("retry_policy")
+    {
+        let vkey = join(&r.vhost_key, "retry_policy");
+        w.note(format!(
+            "the route had no retry_policy of its own: the virtual host's ({vkey}, line {}) is copied to it with the change, so the virtual host's other routes keep theirs",
+            vp.pos.0
+        ));
+        let mut keys = vec!["retry_policy".to_string()];
+        if let Err(e) = copy_policy(w, action, &akey, &mut keys, vp) {
+            w.refuse(&vkey, &e);
+            return;
+        }
+    }
     let want = |p: &str| get_path(wanted, p).filter(|v| !v.is_null());
     let dur = |p: &str| {
         want(p)
@@ -1113,6 +1188,14 @@ pub(crate) fn write(
                 &["hedge_policy", "hedge_on_per_try_timeout"],
                 Lit::Bare(on.to_string()),
             )
+        } else if leaf.starts_with("outlier_detection") {
+            let c = cluster_node.as_ref().map(|(k, c)| (k.as_str(), *c));
+            super::envoy_outlier::write(w, c, leaf, wanted, changed)
+        } else if leaf == "retry_other_replica" {
+            w.refuse_leaf(
+                leaf,
+                "a retry_host_predicate is a list of typed extensions: add or remove envoy.retry_host_predicates.previous_hosts by hand",
+            )
         } else if leaf.starts_with("retry.budget") || leaf.starts_with("bulkhead") {
             match &cluster_node {
                 None => w.refuse_leaf(leaf, "the route's cluster is not in this file, so its circuit breakers cannot be edited here"),
@@ -1126,6 +1209,71 @@ pub(crate) fn write(
         };
         if let Err(e) = r {
             w.refuse_leaf(leaf, &e).ok();
+        }
+    }
+}
+
+/// Adds `node` (a mapping of the virtual host's retry policy) below
+/// `base` at `keys`, value by value, as the file wrote them.
+fn copy_policy<'d>(
+    w: &mut Writer<'d>,
+    base: &'d Node,
+    base_key: &str,
+    keys: &mut Vec<String>,
+    node: &Node,
+) -> Result<(), String> {
+    for e in node.entries() {
+        keys.push(e.key.clone());
+        let lit = match &e.value.kind {
+            Kind::Map { entries, .. } if !entries.is_empty() => {
+                copy_policy(w, base, base_key, keys, &e.value)?;
+                keys.pop();
+                continue;
+            }
+            Kind::Scalar {
+                text,
+                style: Style::Block,
+            } => Lit::Str(text.clone()),
+            Kind::Scalar { .. } => {
+                let raw = &w.doc.text[e.value.span.clone()];
+                if raw.contains('\n') {
+                    Lit::Str(e.value.scalar().unwrap_or_default().to_string())
+                } else {
+                    Lit::Bare(raw.to_string())
+                }
+            }
+            _ => Lit::Bare(flow(&e.value)),
+        };
+        let k: Vec<&str> = keys.iter().map(String::as_str).collect();
+        w.put(base, base_key, &k, lit)?;
+        keys.pop();
+    }
+    Ok(())
+}
+
+/// `node` written on one line (a flow collection, or JSON).
+fn flow(node: &Node) -> String {
+    match &node.kind {
+        Kind::Map { entries, .. } => {
+            let inner: Vec<String> = entries
+                .iter()
+                .map(|e| format!("{}: {}", edit::json_string(&e.key), flow(&e.value)))
+                .collect();
+            format!("{{{}}}", inner.join(", "))
+        }
+        Kind::Seq { items, .. } => {
+            let inner: Vec<String> = items.iter().map(flow).collect();
+            format!("[{}]", inner.join(", "))
+        }
+        Kind::Scalar { text, style } => {
+            let bare = *style == Style::Plain
+                && (text.parse::<f64>().is_ok()
+                    || matches!(text.as_str(), "true" | "false" | "null"));
+            if bare {
+                text.clone()
+            } else {
+                edit::json_string(text)
+            }
         }
     }
 }

@@ -156,6 +156,11 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
     for e in selected.root.entries() {
         match e.key.as_str() {
             "methodConfig" | "retryThrottling" => {}
+            "loadBalancingConfig" | "loadBalancingPolicy" | "healthCheckConfig" if b.target.is_call() => b.unmodelled(
+                &e.key,
+                Some(e.key_pos),
+                "on a call, the replicas a request goes to are chosen by the called service's `balancer`, and no health check takes one out: set the `balancer` that matches",
+            ),
             "loadBalancingConfig" | "loadBalancingPolicy" | "healthCheckConfig" => b.warn(
                 e.key.clone(),
                 Some(e.key_pos),

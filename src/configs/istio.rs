@@ -371,12 +371,29 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
             },
         );
         set_backoff(b, base);
+        other_replica(
+            b,
+            true,
+            Origin {
+                key: "Istio's default retry policy: the previous_hosts predicate (retry.go)".into(),
+                pos: None,
+            },
+        );
         return;
     };
     if !p.is_map() {
         b.error(at, Some(p.pos), "expected a retries mapping");
         return;
     }
+    // ConvertPolicy starts from the default policy, previous_hosts
+    // included; `retryIgnorePreviousHosts` replaces it.
+    let mut previous_hosts = (
+        true,
+        Origin {
+            key: format!("{at}.retryIgnorePreviousHosts (default true: previous_hosts, retry.go)"),
+            pos: None,
+        },
+    );
     let mut attempts = (
         0,
         Origin {
@@ -427,6 +444,16 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
                     }
                 }
             }
+            "retryIgnorePreviousHosts" if b.target.is_call() => {
+                if let Some(v) = super::boolean(b, &e.value, &key) {
+                    previous_hosts = (v, o);
+                }
+            }
+            "retryRemoteLocalities" if b.target.is_call() => b.warn(
+                key,
+                Some(e.key_pos),
+                "not simulated: the replicas of a service are in no localities to prefer",
+            ),
             "retryRemoteLocalities" | "retryIgnorePreviousHosts" => b.warn(
                 key,
                 Some(e.key_pos),
@@ -460,14 +487,32 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
                 "no effect: with attempts 0 Istio sets no retry policy, so no per-try timeout",
             );
         }
+        other_replica(
+            b,
+            false,
+            Origin {
+                key: format!("{at}: retries off"),
+                pos: None,
+            },
+        );
     } else {
         b.set("retry.max_attempts", json!(attempts.0 + 1), attempts.1);
         b.set("retry.retry_on", Value::Array(retry_on.0), retry_on.1);
         if let Some((d, o)) = per_try {
             b.set("timeout", json!(d.to_string()), o);
         }
+        other_replica(b, previous_hosts.0, previous_hosts.1);
     }
     set_backoff(b, base);
+}
+
+/// On a call edge: whether a retry avoids the replicas already tried
+/// (Envoy's `previous_hosts` predicate, which Istio sets unless
+/// `retryIgnorePreviousHosts: false`).
+fn other_replica(b: &mut Builder, on: bool, origin: Origin) {
+    if b.target.is_call() {
+        b.set("retry_other_replica", json!(on), origin);
+    }
 }
 
 fn set_backoff(b: &mut Builder, (base, origin): (Duration, Origin)) {
@@ -586,7 +631,11 @@ pub(crate) fn write(
                     }
                 }
             }
-            _ => w.refuse_leaf(leaf, "fixed by Istio and Envoy (exponential back-off doubling, full jitter); circuit breakers live in a DestinationRule"),
+            "retry_other_replica" => match (retries, want(leaf).and_then(Value::as_bool).unwrap_or(false)) {
+                (Some(_), on) => w.put(node, &r.key, &["retries", "retryIgnorePreviousHosts"], Lit::Bare(on.to_string())),
+                (None, _) => w.refuse_leaf(leaf, "the route has no retries block (Istio's default policy avoids the hosts tried): add one by hand"),
+            },
+            _ => w.refuse_leaf(leaf, "fixed by Istio and Envoy (exponential back-off doubling, full jitter); circuit breakers and outlier detection live in a DestinationRule"),
         };
         if let Err(e) = res {
             w.refuse_leaf(leaf, &e).ok();

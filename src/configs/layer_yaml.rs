@@ -1,13 +1,15 @@
 //! `stormsim import` output: an imported policy as a layer to paste under
-//! `layers:` of a scenario, in the scenario format's field order, each
-//! value with a comment saying where in the file it came from (or that it
-//! is the format's default, or fixed by the system).
+//! `layers:` of a scenario (or, with `--to`, as a call edge to paste under
+//! a service's `calls:`), in the scenario format's field order, each value
+//! with a comment saying where in the file it came from (or that it is the
+//! format's default, or fixed by the system).
 
 use serde_json::{Map, Value};
 
 use super::Policy;
 use super::edit::{Lit, render};
 use super::tree::Syntax;
+use crate::scenario::graph::Call;
 use crate::scenario::types::Layer;
 
 /// The column comments start at.
@@ -26,20 +28,48 @@ pub fn layer_yaml(policy: &Policy, name: &str, header: &[String]) -> String {
     out
 }
 
+/// The call edge to the service `to` (named `name` when given) as YAML
+/// text: a sequence item (`- to: ...`) with the policy's fields, two
+/// spaces in.
+pub fn call_yaml(policy: &Policy, to: &str, name: Option<&str>, header: &[String]) -> String {
+    let mut out = String::new();
+    for h in header {
+        out += &format!("# {h}\n");
+    }
+    out += &format!("- to: {}\n", scalar(&Value::String(to.to_string())));
+    if let Some(n) = name {
+        out += &format!("  name: {}\n", scalar(&Value::String(n.to_string())));
+    }
+    let ordered = in_call_order(&policy.fragment);
+    emit(policy, &ordered, "", 2, &mut out);
+    out
+}
+
+/// The fragment's keys in the order a `Call` serialises its fields.
+fn in_call_order(fragment: &Map<String, Value>) -> Map<String, Value> {
+    in_serialised_order::<Call>(fragment, "to")
+}
+
 /// The fragment's keys in the order a `Layer` serialises its fields.
 fn in_layer_order(fragment: &Map<String, Value>) -> Map<String, Value> {
+    in_serialised_order::<Layer>(fragment, "name")
+}
+
+/// The fragment's keys in the order `T` serialises its fields, read with a
+/// placeholder for the one field `T` requires (`required`); the fragment
+/// as it is when it does not read as a `T`.
+fn in_serialised_order<T>(fragment: &Map<String, Value>, required: &str) -> Map<String, Value>
+where
+    T: serde::de::DeserializeOwned + serde::Serialize,
+{
     let mut m = fragment.clone();
-    m.insert("name".into(), Value::String("x".into()));
-    let order: Option<Map<String, Value>> = serde_json::from_value::<Layer>(Value::Object(m))
+    m.insert(required.into(), Value::String("x".into()));
+    let order = serde_json::from_value::<T>(Value::Object(m))
         .ok()
-        .and_then(|l| serde_json::to_value(l).ok())
-        .and_then(|v| match v {
-            Value::Object(m) => Some(m),
-            _ => None,
-        });
+        .and_then(|t| serde_json::to_value(t).ok());
     match order {
-        Some(o) => reorder(fragment, &o),
-        None => fragment.clone(),
+        Some(Value::Object(o)) => reorder(fragment, &o),
+        _ => fragment.clone(),
     }
 }
 
@@ -138,21 +168,81 @@ pub fn check_loads(
     name: &str,
     label: &str,
 ) -> Result<(), Vec<crate::scenario::ScenarioError>> {
-    use crate::scenario::ScenarioError;
     let scenario = format!(
         "name: import-check\nduration: 1m\nclients:\n  arrival: {{ kind: poisson, rate: 1/s }}\n\
          layers:\n{text}\
          dependency: {{ concurrency: 1, service_time: {{ dist: constant, value: 1ms }} }}\n"
     );
-    let Err(errors) = crate::scenario::load_str(&scenario, "<import>") else {
+    refused(
+        &scenario,
+        policy,
+        &format!("layers.{name}."),
+        "layer",
+        label,
+    )
+}
+
+/// As [`check_loads`], for the call edge `text` that [`call_yaml`]
+/// printed: pasted under the `calls:` of a service calling `to`, a
+/// service with `replicas` replicas (1 when not known).
+pub fn check_call_loads(
+    text: &str,
+    policy: &Policy,
+    to: &str,
+    name: Option<&str>,
+    replicas: Option<u32>,
+    label: &str,
+) -> Result<(), Vec<crate::scenario::ScenarioError>> {
+    let caller = if to == "import-caller" {
+        "import-caller-2"
+    } else {
+        "import-caller"
+    };
+    let indented: String = text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| format!("      {l}\n"))
+        .collect();
+    let callee = scalar(&Value::String(to.to_string()));
+    let scenario = format!(
+        "name: import-check\nduration: 1m\nclients:\n  arrival: {{ kind: poisson, rate: 1/s }}\n  calls: {caller}\n\
+         services:\n  - name: {caller}\n    calls:\n{indented}\
+         \x20 - name: {callee}\n    replicas: {}\n    concurrency: 1\n    service_time: {{ dist: constant, value: 1ms }}\n",
+        replicas.unwrap_or(1).max(1)
+    );
+    let call = name.unwrap_or(to);
+    let segment = if crate::scenario::locate::usable_layer_name(call) {
+        call.to_string()
+    } else {
+        "0".to_string()
+    };
+    refused(
+        &scenario,
+        policy,
+        &format!("services.{caller}.calls.{segment}."),
+        "call",
+        label,
+    )
+}
+
+/// The errors of loading `scenario`, each about a field below `prefix`
+/// located at the setting of the file it came from.
+fn refused(
+    scenario: &str,
+    policy: &Policy,
+    prefix: &str,
+    what_it_is: &str,
+    label: &str,
+) -> Result<(), Vec<crate::scenario::ScenarioError>> {
+    use crate::scenario::ScenarioError;
+    let Err(errors) = crate::scenario::load_str(scenario, "<import>") else {
         return Ok(());
     };
-    let prefix = format!("layers.{name}.");
     Err(errors
         .0
         .into_iter()
         .map(|e| {
-            let field = e.path.as_deref().and_then(|p| p.strip_prefix(&prefix));
+            let field = e.path.as_deref().and_then(|p| p.strip_prefix(prefix));
             // The origin of the field, or of the nearest field above it.
             let origin = field.and_then(|f| {
                 let mut f = f;
@@ -163,12 +253,18 @@ pub fn check_loads(
                     f = &f[..f.rfind('.')?];
                 }
             });
-            let what = field.unwrap_or("the layer");
-            let message = format!(
-                "gives the layer's `{what}` a value a scenario refuses ({}); \
-                 nothing was printed: change the setting in the file",
-                e.message
-            );
+            let message = match field {
+                Some(f) => format!(
+                    "gives the {what_it_is}'s `{f}` a value a scenario refuses ({}); \
+                     nothing was printed: change the setting in the file",
+                    e.message
+                ),
+                None => format!(
+                    "gives the {what_it_is} a value a scenario refuses ({}); \
+                     nothing was printed: change the setting in the file",
+                    e.message
+                ),
+            };
             let mut out = ScenarioError::new(label, message);
             if let Some(o) = origin {
                 out = out.with_path(o.key.clone());

@@ -27,6 +27,7 @@ pub mod aws;
 pub mod durations;
 pub mod edit;
 pub mod envoy;
+pub mod envoy_outlier;
 pub mod grpc;
 pub mod istio;
 pub mod layer_yaml;
@@ -169,6 +170,36 @@ pub struct Selector {
     /// error shows).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ignore: Vec<String>,
+    /// What the policy is for: a chain's layer, or a call edge of a
+    /// services graph (not a key of the file's selector: where `from`
+    /// stands, or `import --to`, decides it).
+    #[serde(skip)]
+    pub target: Target,
+}
+
+/// What an imported policy is for. A layer calls one host, so what a
+/// configuration says about several hosts (where a retry goes, which
+/// hosts are ejected) changes nothing; a call edge goes to a service that
+/// may have several replicas, and then it does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Target {
+    /// A chain's layer.
+    #[default]
+    Layer,
+    /// A call edge of a services graph to a service with `replicas`
+    /// replicas (with `autoscale`, its `max`) behind `balancer`; `None`:
+    /// not known (`import --to` without `--replicas`), so any count or
+    /// balancer is possible.
+    Call {
+        replicas: Option<u32>,
+        balancer: Option<crate::scenario::graph::BalancerKind>,
+    },
+}
+
+impl Target {
+    pub fn is_call(self) -> bool {
+        matches!(self, Target::Call { .. })
+    }
 }
 
 impl Selector {
@@ -252,6 +283,8 @@ pub(crate) struct Builder<'a> {
     pub policy: Policy,
     pub errors: Vec<Finding>,
     ignore: &'a [String],
+    /// What the policy is for (a layer, a call edge).
+    pub target: Target,
 }
 
 impl<'a> Builder<'a> {
@@ -260,6 +293,7 @@ impl<'a> Builder<'a> {
             policy: Policy::default(),
             errors: Vec::new(),
             ignore: &selector.ignore,
+            target: selector.target,
         }
     }
 

@@ -488,17 +488,26 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
     for (props, _) in &chain {
         check_known(b, props, &known, HARMLESS, "retry");
     }
-    // maxAttempts: 0 means "not set" (CommonRetryConfigurationProperties).
+    // maxAttempts below 1 fails the binding: the properties' setter
+    // throws "maxAttempts must be greater than or equal to 1"
+    // (CommonRetryConfigurationProperties.InstanceProperties).
     let attempts = chain
         .iter()
-        .find_map(|(p, _)| {
-            p.get("maxAttempts")
-                .filter(|p| p.node.scalar() != Some("0"))
-        })
+        .find_map(|(p, _)| p.get("maxAttempts"))
         .cloned();
     match attempts {
         Some(p) => {
-            if let Some(n) = uint(b, p.node, &key_of(&p), 1, 1000) {
+            if p.node
+                .scalar()
+                .and_then(|s| s.trim().parse::<i64>().ok())
+                .is_some_and(|n| n < 1)
+            {
+                b.error(
+                    key_of(&p),
+                    Some(p.node.pos),
+                    "Resilience4j refuses it: maxAttempts must be greater than or equal to 1 (the binding fails at startup)",
+                );
+            } else if let Some(n) = uint(b, p.node, &key_of(&p), 1, 1000) {
                 b.set(
                     "retry.max_attempts",
                     json!(n),

@@ -635,7 +635,9 @@ fn envoy_export_changes_only_the_tuned_values() {
         &back,
         &["retry.retry_on=[\"429\",\"502\",\"503\",\"504\",\"connection\",\"timeout\"]"],
     );
-    // The virtual host's policy is edited where it is, with a note.
+    // A route on the virtual host's policy gets a complete copy of it,
+    // with the change: the virtual host's is left to its other routes
+    // (a route's retry_policy replaces the virtual host's whole).
     let e = export_text(
         ENVOY,
         "f",
@@ -644,14 +646,41 @@ fn envoy_export_changes_only_the_tuned_values() {
         &Wanted::Sets(vec![("retry.max_attempts".into(), json!(2))]),
     )
     .unwrap();
-    assert_eq!(
-        changed_lines(ENVOY, &e.after),
-        [(
-            "                        num_retries: 2".into(),
-            "                        num_retries: 1".into()
-        )]
+    let added = "                            retry_policy:\n                              retry_on: 5xx\n                              num_retries: 1\n";
+    assert!(
+        e.after
+            .contains(&format!("hedge_on_per_try_timeout: true\n{added}")),
+        "{}",
+        e.after
     );
+    assert_eq!(e.after.replacen(added, "", 1), ENVOY);
     assert!(e.notes[0].contains("virtual host"), "{:?}", e.notes);
+    let get = |text: &str, route: &str| {
+        let p = import_text(
+            text,
+            "f",
+            Format::EnvoyRoute,
+            &sel(Format::EnvoyRoute, route),
+        )
+        .unwrap();
+        serde_json::to_string(&p.fragment).unwrap()
+    };
+    let back = import_text(
+        &e.after,
+        "f",
+        Format::EnvoyRoute,
+        &sel(Format::EnvoyRoute, "get-order"),
+    )
+    .unwrap();
+    has(
+        &back,
+        &[
+            "retry.max_attempts=2.0",
+            "retry.retry_on=[\"5xx\",\"connection\",\"timeout\"]",
+        ],
+    );
+    assert_eq!(get(&e.after, "/"), get(ENVOY, "/"));
+    assert_eq!(get(&e.after, "create-order"), get(ENVOY, "create-order"));
 }
 
 #[test]

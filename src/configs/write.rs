@@ -19,8 +19,9 @@ use serde_json::{Map, Value};
 
 use super::edit::{self, Edit, Ins, Lit};
 use super::tree::{Doc, Node};
-use super::{Finding, Format, Selector, changed_leaves, import_doc, join, parse, set_path};
+use super::{Finding, Format, Selector, Target, changed_leaves, import_doc, join, parse, set_path};
 use crate::scenario::ScenarioError;
+use crate::scenario::graph::Call;
 use crate::scenario::types::Layer;
 
 /// Where a value lives in the file: its node, or the mapping it would be
@@ -198,16 +199,16 @@ pub struct Exported {
     pub notes: Vec<String>,
 }
 
-/// A layer fragment as the scenario format has it once read and written
-/// again, so that two spellings of one value (`0.1s`, `100ms`) compare
-/// equal.
+/// A layer (or call) fragment as the scenario format has it once read and
+/// written again, so that two spellings of one value (`0.1s`, `100ms`)
+/// compare equal. A fragment with the fields only a call edge has
+/// (`outlier_detection`, `retry_other_replica`: read for a call) is read
+/// as a call.
 pub(crate) fn canonical(
     fragment: &Map<String, Value>,
     label: &str,
 ) -> Result<Map<String, Value>, Vec<ScenarioError>> {
-    let mut m = fragment.clone();
-    m.insert("name".into(), Value::String("layer".into()));
-    let layer: Layer = serde_json::from_value(Value::Object(m)).map_err(|e| {
+    let refused = |e: serde_json::Error| {
         vec![ScenarioError::new(
             label,
             format!(
@@ -215,7 +216,28 @@ pub(crate) fn canonical(
                 crate::scenario::suggest::serde_words(&e.to_string())
             ),
         )]
-    })?;
+    };
+    let call_only = ["outlier_detection", "retry_other_replica"];
+    let is_call = call_only.iter().any(|k| fragment.contains_key(*k));
+    let mut m = fragment.clone();
+    let (layer, extra) = if is_call {
+        m.insert("to".into(), Value::String("service".into()));
+        let call: Call = serde_json::from_value(Value::Object(m)).map_err(refused)?;
+        let mut extra = Map::new();
+        extra.insert(
+            "retry_other_replica".into(),
+            Value::Bool(call.retry_other_replica),
+        );
+        extra.insert(
+            "outlier_detection".into(),
+            serde_json::to_value(&call.outlier_detection).unwrap_or(Value::Null),
+        );
+        (call.to_layer("layer"), extra)
+    } else {
+        m.insert("name".into(), Value::String("layer".into()));
+        let layer: Layer = serde_json::from_value(Value::Object(m)).map_err(refused)?;
+        (layer, Map::new())
+    };
     let mut layer = layer;
     if let Some(b) = layer.retry.budget.as_mut() {
         crate::scenario::defaults::fill_budget(b);
@@ -224,7 +246,10 @@ pub(crate) fn canonical(
         crate::scenario::defaults::fill_breaker(b);
     }
     match serde_json::to_value(&layer) {
-        Ok(Value::Object(m)) => Ok(m),
+        Ok(Value::Object(mut m)) => {
+            m.extend(extra);
+            Ok(m)
+        }
         _ => Err(vec![ScenarioError::new(
             label,
             "the tuned values are not a layer",
@@ -340,13 +365,69 @@ pub fn unified_diff(before: &str, after: &str, label: &str) -> String {
         .to_string()
 }
 
-/// Reads `best.yaml`: a scenario (and which of its layers), or a mapping of
-/// dotted paths to values.
+/// Which policy of `best.yaml` to write: a layer, or a call edge
+/// (`CALLER.CALL`, or `clients` for the clients' entry call).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pick<'a> {
+    Layer(&'a str),
+    Call(&'a str),
+}
+
+/// The policy objects of a scenario that `export` can write: each as
+/// (`layers.NAME` or `services.S.calls.C` / `clients.calls`, its `--layer`
+/// or `--call` name, the serialised object, its `from` file, what it is
+/// for).
+fn policies(s: &crate::scenario::Scenario) -> Vec<(String, String, Value, Option<String>, Target)> {
+    let mut out = Vec::new();
+    for l in &s.layers {
+        out.push((
+            format!("layers.{}", l.name),
+            l.name.clone(),
+            serde_json::to_value(l).unwrap_or(Value::Null),
+            from_file(l).map(str::to_string),
+            Target::Layer,
+        ));
+    }
+    let replicas = |to: &str| s.services.iter().find(|x| x.name == to).map(|x| x.slots());
+    let balancer = |to: &str| s.services.iter().find(|x| x.name == to).map(|x| x.balancer);
+    if let Some(c) = &s.clients.calls {
+        out.push((
+            "clients.calls".into(),
+            crate::scenario::graph::CLIENTS.to_string(),
+            serde_json::to_value(c).unwrap_or(Value::Null),
+            c.from.as_ref().map(|f| f.file.clone()),
+            Target::Call {
+                replicas: replicas(&c.to),
+                balancer: balancer(&c.to),
+            },
+        ));
+    }
+    for svc in &s.services {
+        for c in &svc.calls {
+            out.push((
+                format!("services.{}.calls.{}", svc.name, c.label()),
+                format!("{}.{}", svc.name, c.label()),
+                serde_json::to_value(c).unwrap_or(Value::Null),
+                c.from.as_ref().map(|f| f.file.clone()),
+                Target::Call {
+                    replicas: replicas(&c.to),
+                    balancer: balancer(&c.to),
+                },
+            ));
+        }
+    }
+    out
+}
+
+/// Reads `best.yaml`: a scenario (and which of its layers or calls), or a
+/// mapping of dotted paths to values. Also says what the policy is for (a
+/// layer, or a call and the replicas of the service it calls when the
+/// scenario says).
 pub fn wanted_from_best(
     best: &Path,
-    layer: Option<&str>,
+    pick: Option<Pick<'_>>,
     into: &Path,
-) -> Result<Wanted, Vec<ScenarioError>> {
+) -> Result<(Wanted, Target), Vec<ScenarioError>> {
     let label = best.display().to_string();
     let text = super::read_file(best, &label).map_err(|e| vec![e])?;
     let value: Value =
@@ -366,97 +447,195 @@ pub fn wanted_from_best(
             "expected a scenario or a mapping of dotted paths to values (layers.NAME.retry.max_attempts: 4)",
         )]);
     };
-    let is_scenario = map
-        .keys()
-        .any(|k| matches!(k.as_str(), "name" | "duration" | "layers" | "dependency"));
+    let is_scenario = map.keys().any(|k| {
+        matches!(
+            k.as_str(),
+            "name" | "duration" | "layers" | "dependency" | "services"
+        )
+    });
     if is_scenario {
         let s = crate::scenario::load_file(best).map_err(|e| e.0)?;
-        let names: Vec<&str> = s.layers.iter().map(|l| l.name.as_str()).collect();
-        let pick = match layer {
-            Some(n) => s.layers.iter().find(|l| l.name == n),
+        let all = policies(&s);
+        let layer_names: Vec<&str> = all
+            .iter()
+            .filter(|p| p.4 == Target::Layer)
+            .map(|p| p.1.as_str())
+            .collect();
+        let call_names: Vec<&str> = all
+            .iter()
+            .filter(|p| p.4 != Target::Layer)
+            .map(|p| p.1.as_str())
+            .collect();
+        let found = match pick {
+            Some(Pick::Layer(n)) => all.iter().find(|p| p.4 == Target::Layer && p.1 == n),
+            Some(Pick::Call(n)) => all.iter().find(|p| p.4 != Target::Layer && p.1 == n),
             None => {
                 let into_abs = std::fs::canonicalize(into).ok();
                 let dir = best.parent().unwrap_or(Path::new(""));
-                let from_this = s.layers.iter().filter(|l| {
-                    from_file(l).is_some_and(|f| {
-                        into_abs.is_some() && std::fs::canonicalize(dir.join(f)).ok() == into_abs
+                let from_this: Vec<_> = all
+                    .iter()
+                    .filter(|p| {
+                        p.3.as_ref().is_some_and(|f| {
+                            into_abs.is_some()
+                                && std::fs::canonicalize(dir.join(f)).ok() == into_abs
+                        })
                     })
-                });
-                let v: Vec<&Layer> = from_this.collect();
-                match (v.len(), s.layers.len()) {
-                    (1, _) => Some(v[0]),
-                    (_, 1) => s.layers.first(),
+                    .collect();
+                match (from_this.len(), s.layers.len(), s.is_graph()) {
+                    (1, ..) => Some(from_this[0]),
+                    (_, 1, false) => all.first(),
                     _ => None,
                 }
             }
         };
-        let Some(l) = pick else {
+        let Some((_, _, v, _, target)) = found else {
+            let names = |what: &str, v: &[&str]| {
+                if v.is_empty() {
+                    format!("the scenario has no {what}")
+                } else {
+                    format!("the {what} are {}", v.join(", "))
+                }
+            };
             return Err(vec![ScenarioError::new(
                 &label,
-                match layer {
-                    Some(n) => format!("no layer `{n}`; the layers are {}", names.join(", ")),
-                    None => format!("which layer? pick one of {} with --layer", names.join(", ")),
+                match pick {
+                    Some(Pick::Layer(n)) => {
+                        format!("no layer `{n}`; {}", names("layers", &layer_names))
+                    }
+                    Some(Pick::Call(n)) => format!(
+                        "no call `{n}` (CALLER.CALL, or `clients` for the clients' call); {}",
+                        names("calls", &call_names)
+                    ),
+                    None if s.is_graph() => format!(
+                        "which call? pick one of {} with --call (no call's `from` names {})",
+                        call_names.join(", "),
+                        into.display()
+                    ),
+                    None => format!(
+                        "which layer? pick one of {} with --layer",
+                        layer_names.join(", ")
+                    ),
                 },
             )]);
         };
-        return match serde_json::to_value(l) {
-            Ok(Value::Object(m)) => Ok(Wanted::Layer(m)),
+        return match v {
+            Value::Object(m) => Ok((Wanted::Layer(m.clone()), *target)),
             _ => Err(vec![ScenarioError::new(&label, "the layer cannot be read")]),
         };
     }
-    // Dotted paths: layers.NAME.FIELD...
+    // Dotted paths: layers.NAME.FIELD..., services.S.calls.C.FIELD...,
+    // clients.calls.FIELD...
     let mut sets = Vec::new();
-    let mut names: Vec<String> = Vec::new();
+    let mut names: Vec<(String, bool)> = Vec::new();
     let mut errors = Vec::new();
+    let below = "expected a path below layers.NAME, services.SERVICE.calls.CALL or clients.calls";
     for (k, v) in &map {
-        let Some(rest) = k.strip_prefix("layers.") else {
-            errors.push(
-                ScenarioError::new(&label, "expected a path below layers.NAME")
-                    .with_path(k.clone()),
-            );
+        let split = if let Some(rest) = k.strip_prefix("layers.") {
+            rest.split_once('.').map(|(n, f)| (n.to_string(), false, f))
+        } else if let Some(field) = k.strip_prefix("clients.calls.") {
+            Some((crate::scenario::graph::CLIENTS.to_string(), true, field))
+        } else if let Some(rest) = k.strip_prefix("services.") {
+            rest.split_once(".calls.").and_then(|(svc, r)| {
+                r.split_once('.')
+                    .map(|(call, f)| (format!("{svc}.{call}"), true, f))
+            })
+        } else {
+            None
+        };
+        let Some((name, is_call, field)) = split else {
+            errors.push(ScenarioError::new(&label, below).with_path(k.clone()));
             continue;
         };
-        let Some((name, field)) = rest.split_once('.') else {
-            errors.push(
-                ScenarioError::new(&label, "expected a path below layers.NAME")
-                    .with_path(k.clone()),
-            );
-            continue;
-        };
-        if !names.iter().any(|n| n == name) {
-            names.push(name.to_string());
+        if !names.iter().any(|(n, c)| *n == name && *c == is_call) {
+            names.push((name.clone(), is_call));
         }
-        sets.push((name.to_string(), field.to_string(), v.clone()));
+        sets.push((name, is_call, field.to_string(), v.clone()));
     }
     if !errors.is_empty() {
         return Err(errors);
     }
-    let name = match (layer, names.len()) {
-        (Some(n), _) => n.to_string(),
+    let shown = |n: &(String, bool)| {
+        if n.1 {
+            format!("call {}", n.0)
+        } else {
+            format!("layer {}", n.0)
+        }
+    };
+    let chosen: (String, bool) = match (pick, names.len()) {
+        (Some(Pick::Layer(n)), _) => (n.to_string(), false),
+        (Some(Pick::Call(n)), _) => (n.to_string(), true),
         (None, 1) => names[0].clone(),
         (None, 0) => return Err(vec![ScenarioError::new(&label, "no values to export")]),
         (None, _) => {
             return Err(vec![ScenarioError::new(
                 &label,
                 format!(
-                    "values for several layers ({}); pick one with --layer",
-                    names.join(", ")
+                    "values for several layers or calls ({}); pick one with --layer or --call",
+                    names.iter().map(shown).collect::<Vec<_>>().join(", ")
                 ),
             )]);
         }
     };
     let picked: Vec<(String, Value)> = sets
         .into_iter()
-        .filter(|(n, ..)| *n == name)
-        .map(|(_, f, v)| (f, v))
+        .filter(|(n, c, ..)| *n == chosen.0 && *c == chosen.1)
+        .map(|(_, _, f, v)| (f, v))
         .collect();
     if picked.is_empty() {
         return Err(vec![ScenarioError::new(
             &label,
-            format!("no values for layer `{name}`"),
+            match chosen.1 {
+                true => format!("no values for call `{}`", chosen.0),
+                false => format!("no values for layer `{}`", chosen.0),
+            },
         )]);
     }
-    Ok(Wanted::Sets(picked))
+    // Each value read as its field of a layer (or call), on its own: one
+    // that is not (a duration `banana`, a negative count) is an error of
+    // this file, at its line and column, not of the file it would be
+    // written into. (A value valid alone but not with the other file's is
+    // that file's error, found when the values are written into it.)
+    let prefix = match (chosen.1, chosen.0.split_once('.')) {
+        (false, _) => format!("layers.{}", chosen.0),
+        (true, Some((svc, call))) => format!("services.{svc}.calls.{call}"),
+        (true, None) => "clients.calls".to_string(),
+    };
+    let index = crate::scenario::locate::LocationIndex::build(&text);
+    let mut errors = Vec::new();
+    for (field, v) in &picked {
+        let mut one = Map::new();
+        super::set_path(&mut one, field, v.clone());
+        if let Err(e) = canonical(&one, &label) {
+            let key = format!("{prefix}.{field}");
+            // A field this one needs beside it (a backoff's `kind`) is
+            // the other file's to give.
+            for mut e in e
+                .into_iter()
+                .filter(|e| !e.message.contains("missing field `"))
+            {
+                e.path = Some(key.clone());
+                if let Some(m) = e.message.strip_prefix("the tuned values are not a layer: ") {
+                    e.message = m.to_string();
+                }
+                if let Some((line, col)) = index.position(&key) {
+                    e = e.at(line, col);
+                }
+                errors.push(e);
+            }
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let target = if chosen.1 {
+        Target::Call {
+            replicas: None,
+            balancer: None,
+        }
+    } else {
+        Target::Layer
+    };
+    Ok((Wanted::Sets(picked), target))
 }
 
 /// Replaces `path` with `text` (following a symbolic link to the file it

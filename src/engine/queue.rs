@@ -776,6 +776,59 @@ mod tests {
         assert_eq!(got, vec![(101, 1), (103, 3), (104, 9)]);
     }
 
+    /// A timer at a registered delay waits in its lane and never touches
+    /// the heap; any other delay goes to the heap. At most `MAX_LANES`
+    /// lanes exist, and registering a delay twice makes no second lane.
+    #[test]
+    fn timers_at_a_lanes_delay_never_touch_the_heap() {
+        let mut q = EventQueue::new();
+        for d in 0..=MAX_LANES as u64 {
+            q.add_lane(100 + d); // the last one is past MAX_LANES
+        }
+        q.add_lane(100);
+        assert_eq!(q.lanes.len(), MAX_LANES);
+        q.advance_to(1_000);
+        for d in 0..MAX_LANES as u64 {
+            q.schedule_in(100 + d, Ev(1));
+            q.schedule_at(1_000 + 100 + d, Ev(1));
+        }
+        assert_eq!(q.heap.len(), 0, "every lane delay waits in its lane");
+        q.schedule_in(100 + MAX_LANES as u64, Ev(2)); // the unregistered delay
+        q.schedule_in(99, Ev(2));
+        q.schedule_at(1_100, Ev(2)); // a lane's delay, but given as a time: still its lane
+        assert_eq!(q.heap.len(), 2);
+        assert_eq!(q.pending(), 2 * MAX_LANES + 3);
+        let mut last = 0;
+        while q.pop_before(u64::MAX).is_some() {
+            assert!(q.now() >= last);
+            last = q.now();
+        }
+        assert_eq!(q.events(), 2 * MAX_LANES as u64 + 3);
+    }
+
+    /// The heap is rebuilt without its cancelled entries exactly when they
+    /// outnumber the live ones by more than `SLACK`, not one earlier.
+    #[test]
+    fn the_heap_drops_cancelled_entries_past_the_slack() {
+        let mut q = EventQueue::new();
+        q.add_lane(1_000);
+        let ids: Vec<TimerId> = (0..100).map(|t| q.schedule_at(t, Ev(1))).collect();
+        for _ in 0..5 {
+            q.schedule_in(1_000, Ev(2)); // lane events: held, never in the heap
+        }
+        assert_eq!((q.slots(), q.pending(), q.held()), (105, 105, 105));
+        // Cancelled c of 100: rebuilt once c > (100 - c) + 64, at c = 83.
+        for (c, id) in ids.iter().enumerate().take(82) {
+            assert!(q.cancel(*id));
+            assert_eq!(q.heap.len(), 100, "after {} cancellations", c + 1);
+        }
+        // The 82 cancelled heap entries are still held; their slots are free.
+        assert_eq!((q.slots(), q.pending(), q.held()), (105, 23, 105));
+        assert!(q.cancel(ids[82]));
+        assert_eq!(q.heap.len(), 17);
+        assert_eq!((q.dead, q.pending(), q.held(), q.slots()), (0, 22, 22, 105));
+    }
+
     /// Long timeouts that are all cancelled, interleaved with short-lived
     /// events: what the queue holds follows what is pending, not what was
     /// ever scheduled, with lanes and on the heap alone.

@@ -44,6 +44,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn seconds_and_milliseconds_of_nanoseconds() {
+        assert_eq!(secs(2_500_000_000), 2.5);
+        assert_eq!(secs(NS_PER_MS), 0.001);
+        assert_eq!(millis(1_500_000), 1.5);
+        assert_eq!(millis(3 * NS_PER_S), 3000.0);
+        assert_eq!((secs(0), millis(0)), (0.0, 0.0));
+    }
+
+    #[test]
     fn rounding_matches_f64_round() {
         for x in [
             0.0,

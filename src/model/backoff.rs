@@ -212,6 +212,22 @@ mod tests {
         (1..=n).map(|i| b.delay(i) / MS).collect()
     }
 
+    /// Millisecond steps (Resilience4j) stop at the cap: a delay that has
+    /// reached it stays there, even with a multiplier below 1, which the
+    /// scenario format accepts (it only asks for a multiplier above 0).
+    #[test]
+    fn a_truncated_delay_at_the_cap_stays_there() {
+        let b = Backoff::Exponential {
+            base: 1_000 * MS,
+            multiplier: 0.5,
+            cap: 1_000 * MS,
+            truncate_ms: true,
+        };
+        assert_eq!(seq(b, 4), vec![1_000, 1_000, 1_000, 1_000]);
+        let below = b.with_base(999 * MS);
+        assert_eq!(seq(below, 4), vec![999, 499, 249, 124]);
+    }
+
     #[test]
     fn exact_sequences_without_jitter() {
         assert_eq!(

@@ -104,7 +104,9 @@ impl CapacityModels {
     /// name to its index (of `n`). `None` when no service's capacity can
     /// change, or the run has too many variants.
     pub fn of(s: &Scenario, index: &HashMap<String, usize>, n: usize) -> Option<CapacityModels> {
-        if s.occ.is_some() {
+        // The run's variant count is known: a sweep past the cap is not
+        // expanded at all.
+        if s.occ.is_some() || n > MAX_VARIANTS {
             return None;
         }
         let expanded = scenario::expand_all(s).ok()?;

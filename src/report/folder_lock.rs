@@ -7,7 +7,10 @@
 //! It is taken before any work starts and never waited for: the second
 //! command is refused at once. The holder removes the file when it is
 //! done; the lock dies with its process, so a file left by a killed
-//! command is taken over by the next one. A holder checks, once locked,
+//! command is taken over by the next one, which learns from the file's
+//! line which process left it ([`FolderLock::stale_holder`]), so that
+//! what that process left can be cleaned up (`super::output_dir`). A
+//! holder checks, once locked,
 //! that the file is still the one at the path (its previous holder may
 //! have removed it in between), so two commands never both hold it.
 
@@ -32,6 +35,10 @@ pub enum LockError {
 pub struct FolderLock {
     path: PathBuf,
     file: Held,
+    /// The process named in the file when it was taken, if another: a
+    /// holder removes the file when done, so it was stopped outright
+    /// (SIGKILL, a crash, a power cut) while writing the folder.
+    stale: Option<u32>,
 }
 
 /// The locked file.
@@ -112,6 +119,7 @@ impl FolderLock {
                 continue;
             }
             interrupt::register_cleanup(&path);
+            let stale = previous_holder(&mut file).filter(|&p| p != std::process::id());
             // For whoever looks: which process holds it.
             let _ = file.set_len(0);
             let _ = writeln!(
@@ -120,7 +128,7 @@ impl FolderLock {
                 std::process::id(),
                 name.to_string_lossy()
             );
-            return Ok(FolderLock { path, file });
+            return Ok(FolderLock { path, file, stale });
         }
         Err(io_err(io::Error::other(
             "the lock file kept changing under us",
@@ -130,6 +138,52 @@ impl FolderLock {
     /// The lock file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The process that held the lock before and stopped without
+    /// releasing it cleanly (its line was still in the file), if any.
+    pub fn stale_holder(&self) -> Option<u32> {
+        self.stale
+    }
+}
+
+/// The process a lock file names (`stormsim (process N) is writing ...`),
+/// read from its start (a few bytes: the file is never trusted).
+fn previous_holder(file: &mut File) -> Option<u32> {
+    use std::io::{Read, Seek};
+    let mut head = [0u8; 64];
+    file.seek(io::SeekFrom::Start(0)).ok()?;
+    let n = file.read(&mut head);
+    // Back to the start, where the new holder writes its line.
+    file.seek(io::SeekFrom::Start(0)).ok()?;
+    let n = n.ok()?;
+    let text = std::str::from_utf8(&head[..n]).ok()?;
+    let rest = text.strip_prefix("stormsim (process ")?;
+    let digits = &rest[..rest.find(')')?];
+    digits.parse().ok()
+}
+
+/// Whether the process `pid` is alive on this machine (`kill(pid, 0)`):
+/// one that exists but may not be signalled counts as alive; anything
+/// that is not a plain process id does too (never a process group).
+pub fn process_alive(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        use nix::errno::Errno;
+        use nix::sys::signal::kill;
+        use nix::unistd::Pid;
+        let Ok(raw) = i32::try_from(pid) else {
+            return true;
+        };
+        if raw <= 0 {
+            return true;
+        }
+        !matches!(kill(Pid::from_raw(raw), None), Err(Errno::ESRCH))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        true
     }
 }
 

@@ -150,6 +150,9 @@ pub struct OutputDir {
     /// again (when still empty) if nothing is committed.
     created: Vec<PathBuf>,
     committed: bool,
+    /// What was found and cleaned up of a command stopped outright
+    /// before: for the console.
+    notes: Vec<String>,
 }
 
 /// The default output folder of a scenario: `output/<name>`, refused when
@@ -503,6 +506,114 @@ fn check_inputs(target: &Path, dest: &Path, opts: Options<'_>) -> Result<(), Out
     Ok(())
 }
 
+/// Whether this process may make and remove entries in the folder `dir`
+/// (write and search permission: root passes unless the file system is
+/// read-only), and if not, why.
+fn writable(dir: &Path) -> Result<(), io::Error> {
+    #[cfg(unix)]
+    {
+        // access(2) checks the real user, which is the effective one:
+        // stormsim is never installed set-user-ID.
+        use nix::unistd::{AccessFlags, access};
+        access(dir, AccessFlags::W_OK | AccessFlags::X_OK).map_err(io::Error::from)
+    }
+    #[cfg(not(unix))]
+    {
+        match fs::metadata(dir) {
+            Ok(m) if m.permissions().readonly() => {
+                Err(io::Error::from(io::ErrorKind::PermissionDenied))
+            }
+            Ok(_) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Why a folder cannot be written, in words: `is read-only for this user
+/// (permission denied)`.
+fn unwritable_words(e: &io::Error) -> String {
+    match e.raw_os_error() {
+        #[cfg(unix)]
+        Some(code) if code == nix::errno::Errno::EROFS as i32 => {
+            "is on a read-only file system".to_string()
+        }
+        _ if e.kind() == io::ErrorKind::PermissionDenied => {
+            "is read-only for this user (permission denied)".to_string()
+        }
+        _ => format!("cannot be written ({e})"),
+    }
+}
+
+/// Refuses, before any work, an output stormsim could not put in place:
+/// a parent folder it cannot write in (the work folder, the lock and the
+/// swap live there), an existing folder it cannot replace (moving a
+/// folder rewrites its `..`: its own write permission is needed) or write
+/// into (`plot`), and the folders inside it that the swap moves or
+/// empties (every folder of what is replaced, at any depth; a shard
+/// folder a replacement carries over, itself only).
+fn check_writable(
+    target: &Path,
+    parent: &Path,
+    dest: &Path,
+    mode: Mode,
+) -> Result<(), OutputError> {
+    let shown = target.display();
+    let refuse = |what: String, e: &io::Error| {
+        OutputError::Refused(format!(
+            "cannot write {shown}: {what} {}; nothing was written: choose another folder \
+             with --out, or make it writable",
+            unwritable_words(e)
+        ))
+    };
+    if let Err(e) = writable(parent) {
+        return Err(refuse(
+            format!("the folder that holds it, {},", parent.display()),
+            &e,
+        ));
+    }
+    let Ok(meta) = fs::symlink_metadata(dest) else {
+        return Ok(());
+    };
+    if !meta.is_dir() {
+        return Ok(());
+    }
+    if let Err(e) = writable(dest) {
+        return Err(refuse("it".to_string(), &e));
+    }
+    // The folders the swap moves or removes: every folder inside (what it
+    // holds is deleted once replaced), a carried one itself only (it is
+    // moved, not emptied).
+    let tops: Vec<PathBuf> = match mode {
+        Mode::Folder => fs::read_dir(dest)
+            .map(|entries| entries.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default(),
+        Mode::Entries(names) => names.iter().map(|n| dest.join(n)).collect(),
+    };
+    let mut stack: Vec<(PathBuf, bool)> = tops
+        .into_iter()
+        .map(|p| {
+            let carried = mode == Mode::Folder && is_carried(&p);
+            (p, carried)
+        })
+        .collect();
+    while let Some((dir, carried)) = stack.pop() {
+        if !fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+            continue;
+        }
+        if let Err(e) = writable(&dir) {
+            let rel = dir.strip_prefix(dest).unwrap_or(&dir);
+            return Err(refuse(
+                format!("the folder {} inside it", rel.display()),
+                &e,
+            ));
+        }
+        if !carried && let Ok(entries) = fs::read_dir(&dir) {
+            stack.extend(entries.flatten().map(|e| (e.path(), false)));
+        }
+    }
+    Ok(())
+}
+
 /// Refuses a folder holding what stormsim did not write (without force).
 fn check_owned(target: &Path, dest: &Path, mode: Mode, force: bool) -> Result<(), OutputError> {
     if force {
@@ -619,6 +730,175 @@ fn make_work_folder(dir: &Path, tag: &str) -> io::Result<PathBuf> {
     }
 }
 
+/// The process id in the name of a work folder `.stormsim-<tag>-<pid>-<n>`.
+fn work_folder_pid(name: &OsStr, tag: &str) -> Option<u32> {
+    let rest = name
+        .to_str()?
+        .strip_prefix(".stormsim-")?
+        .strip_prefix(tag)?
+        .strip_prefix('-')?;
+    let (pid, n) = rest.split_once('-')?;
+    let digits = |t: &str| !t.is_empty() && t.len() <= 20 && t.bytes().all(|b| b.is_ascii_digit());
+    (digits(pid) && digits(n)).then(|| pid.parse().ok())?
+}
+
+/// The work folders of tag `tag` in `dir`, with the process that made
+/// each.
+fn work_folders(dir: &Path, tag: &str) -> Vec<(PathBuf, u32)> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<(PathBuf, u32)> = entries
+        .flatten()
+        .filter_map(|e| Some((e.path(), work_folder_pid(&e.file_name(), tag)?)))
+        .filter(|(p, _)| fs::symlink_metadata(p).is_ok_and(|m| m.is_dir()))
+        .collect();
+    found.sort();
+    found
+}
+
+/// What a command stopped outright (SIGKILL, a crash, a power cut) while
+/// writing `target` left behind, found once its lock is held: its work
+/// folders, which no live command can be using (they are made only under
+/// the lock, and a command removes its own before it releases the lock).
+/// Each is put right and removed ([`recover`]); one whose process still
+/// runs (a reused process id) is left alone. `stale` is the process the
+/// lock file named. One sentence per finding.
+fn clean_leftovers(
+    home: &Path,
+    tag: &str,
+    dest: &Path,
+    mode: Mode,
+    target: &Path,
+    stale: Option<u32>,
+) -> Vec<String> {
+    let own = std::process::id();
+    let mut found: Vec<(PathBuf, u32, Mode)> = work_folders(home, tag)
+        .into_iter()
+        .map(|(p, pid)| (p, pid, mode))
+        .collect();
+    // A `plot` of this folder holds the same lock.
+    if mode == Mode::Folder {
+        found.extend(
+            work_folders(dest, "plot")
+                .into_iter()
+                .map(|(p, pid)| (p, pid, Mode::Entries(VISUALS))),
+        );
+    }
+    let shown = target.display();
+    let mut notes = Vec::new();
+    for (work, pid, kind) in found {
+        let name = work.file_name().unwrap_or_default().to_string_lossy();
+        let place = work.parent().unwrap_or(Path::new(".")).display();
+        if pid != own && super::folder_lock::process_alive(pid) {
+            notes.push(format!(
+                "{name} in {place} is the work folder of a stormsim command (process {pid}) that \
+                 is not writing {shown} but still runs (or another process has its id); left as it is"
+            ));
+            continue;
+        }
+        let owner = match kind {
+            Mode::Folder => dest,
+            Mode::Entries(_) => work.parent().unwrap_or(dest),
+        };
+        let what = match recover(&work, owner, kind) {
+            Ok(done) => format!("removed its work folder {name} in {place}{done}"),
+            Err(why) => format!("its work folder {name} in {place} is left as it is: {why}"),
+        };
+        notes.push(format!(
+            "a stormsim command (process {pid}) was stopped outright while writing {shown} \
+             (killed?); {what}"
+        ));
+    }
+    if notes.is_empty()
+        && let Some(pid) = stale
+    {
+        notes.push(format!(
+            "the lock of {shown} was left by a stormsim command (process {pid}) stopped \
+             outright (killed?); taken over"
+        ));
+    }
+    notes
+}
+
+/// Puts right what the work folder `work` of a stopped command holds,
+/// then removes it: in `old/`, what it had moved aside to swap in its
+/// results goes back where it was when nothing has taken its place (the
+/// whole folder `dest`, or the entries `plot` replaces), shard folders
+/// are carried over as a finished replacement does; `new/` holds only
+/// what it was writing. Returns what was put back (`, after putting back
+/// ...`, or nothing), or, when `old/` still holds what stormsim did not
+/// write (or a carried folder that could not be put back), why it is
+/// kept: nothing of the user's is ever deleted.
+fn recover(work: &Path, dest: &Path, mode: Mode) -> Result<String, String> {
+    // Only what stormsim makes in a work folder: a folder of that name
+    // holding anything else is not one of its own.
+    let entries = fs::read_dir(work).map_err(|e| e.to_string())?;
+    let other: Vec<String> = entries
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "new" && n != "old")
+        .collect();
+    if !other.is_empty() {
+        return Err(format!(
+            "it holds what stormsim never puts in a work folder ({})",
+            shown_list(&other)
+        ));
+    }
+    let old = work.join("old");
+    let mut put_back: Vec<String> = Vec::new();
+    if fs::symlink_metadata(&old).is_ok_and(|m| m.is_dir()) {
+        let absent = |p: &Path| fs::symlink_metadata(p).is_err();
+        if mode == Mode::Folder && absent(dest) {
+            fs::rename(&old, dest)
+                .map_err(|e| format!("cannot put back {}: {e}", dest.display()))?;
+            put_back.push(dest.display().to_string());
+        } else {
+            let entries = fs::read_dir(&old).map_err(|e| e.to_string())?;
+            for entry in entries.flatten() {
+                let (from, to) = (entry.path(), dest.join(entry.file_name()));
+                let wanted = mode != Mode::Folder || is_carried(&from);
+                if wanted && absent(&to) {
+                    fs::rename(&from, &to)
+                        .map_err(|e| format!("cannot put back {}: {e}", to.display()))?;
+                    put_back.push(to.display().to_string());
+                }
+            }
+        }
+        if fs::symlink_metadata(&old).is_ok() {
+            let marked = match mode {
+                Mode::Folder => marked_entries(&old),
+                Mode::Entries(_) => marked_entries(dest),
+            };
+            let mut kept = foreign_in(&old, Mode::Folder, marked).map_err(|e| e.to_string())?;
+            if let Ok(entries) = fs::read_dir(&old) {
+                kept.extend(
+                    entries
+                        .flatten()
+                        .filter(|e| is_carried(&e.path()))
+                        .map(|e| e.file_name().to_string_lossy().into_owned()),
+                );
+            }
+            if !kept.is_empty() {
+                return Err(format!(
+                    "its old/ holds what stormsim did not write or could not put back ({}): \
+                     move what you need out of it, then delete it",
+                    shown_list(&kept)
+                ));
+            }
+        }
+    }
+    fs::remove_dir_all(work).map_err(|e| format!("cannot remove it: {e}"))?;
+    Ok(if put_back.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ", after putting back {} (moved aside to make room for its results)",
+            put_back.join(", ")
+        )
+    })
+}
+
 impl OutputDir {
     /// Decides everything about writing `target` before the work starts:
     /// see the module's documentation. A refusal leaves nothing behind.
@@ -685,6 +965,7 @@ impl OutputDir {
             lock: None,
             created,
             committed: false,
+            notes: Vec::new(),
         };
         // From here on, dropping `out` removes what was made.
         let parent = parent
@@ -692,6 +973,7 @@ impl OutputDir {
             .map_err(|e| io_error(parent.display(), &e))?;
         out.dest = parent.join(&name);
         check_inputs(target, &out.dest, opts)?;
+        check_writable(target, &parent, &out.dest, opts.mode)?;
         out.lock = Some(FolderLock::acquire(&parent, &name).map_err(|e| match e {
             LockError::Held(lock) => OutputError::Refused(format!(
                 "another stormsim command is writing {shown} (it holds the lock {}); \
@@ -719,10 +1001,6 @@ impl OutputDir {
                 ))
             }
         })?);
-        // Again, now that no other stormsim command can change it.
-        if check_kind(target, opts.mode)? {
-            check_owned(target, &out.dest, opts.mode, opts.force)?;
-        }
         let (home, tag) = match opts.mode {
             Mode::Folder => (
                 parent,
@@ -730,6 +1008,25 @@ impl OutputDir {
             ),
             Mode::Entries(_) => (out.dest.clone(), "plot".to_string()),
         };
+        // What a command stopped outright left, first: the folder may
+        // have to be put back.
+        let stale = out.lock.as_ref().and_then(FolderLock::stale_holder);
+        out.notes = clean_leftovers(&home, &tag, &out.dest, opts.mode, target, stale);
+        // Again, now that no other stormsim command can change it.
+        let again = check_kind(target, opts.mode).and_then(|exists| {
+            if exists {
+                check_owned(target, &out.dest, opts.mode, opts.force)
+            } else {
+                Ok(())
+            }
+        });
+        if let Err(e) = again {
+            // What was put right stays so: said before the refusal.
+            for n in &out.notes {
+                crate::terminal::errln!("note: {}", crate::escape::escape(n));
+            }
+            return Err(e);
+        }
         out.work = make_work_folder(&home, &tag).map_err(|e| {
             OutputError::Refused(format!(
                 "cannot create a work folder in {}: {e}",
@@ -755,6 +1052,13 @@ impl OutputDir {
             Mode::Entries(_) => new,
         };
         Ok(out)
+    }
+
+    /// What was found and cleaned up of a stormsim command that was
+    /// stopped outright while writing this folder (one sentence each),
+    /// for the console.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
     }
 
     /// Writes one file (a relative path of plain names; subfolders are

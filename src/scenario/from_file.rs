@@ -1,21 +1,152 @@
-//! `from: { file, format, ... }` on a layer: the layer's policy read from a
-//! configuration file of the system (`crate::configs`), then the fields
-//! written beside `from` laid over it leaf by leaf, exactly as beside a
-//! preset (`presets::fill_layer`); a preset on the same layer fills what
-//! both leave out. The file is relative to the scenario file. A layer
-//! whose `from` says `resolved: true` (as `scenario.resolved.yaml` writes
-//! it) already holds the file's values: the file is not read again.
+//! `from: { file, format, ... }` on a layer or a call edge: the policy read
+//! from a configuration file of the system (`crate::configs`), then the
+//! fields written beside `from` laid over it leaf by leaf, exactly as
+//! beside a preset (`presets::fill_layer`); a preset on the same layer or
+//! call fills what both leave out. The file is relative to the scenario
+//! file. On a call edge the file is read for a call
+//! (`configs::Target::Call`, with the replicas of the service called), so
+//! that what it says about several hosts (an Envoy cluster's outlier
+//! detection, a retry's host predicate) is read too. A `from` that says
+//! `resolved: true` (as `scenario.resolved.yaml` writes it) already holds
+//! the file's values: the file is not read again.
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::error::ScenarioError;
-use super::locate::{LocationIndex, layer_labels};
+use super::locate::{LocationIndex, item_labels, layer_labels};
 use super::presets;
 use super::types::FromFile;
+use crate::configs::Target;
 
-/// Merges the file of every layer with a `from` into the layer (a JSON
+/// One policy object of a JSON scenario that may carry a `from`: its field
+/// path (`layers.api`, `services.gateway.calls.orders`, `clients.calls`),
+/// what it is for, and the object.
+struct Site<'v> {
+    at: String,
+    target: Target,
+    map: &'v mut Map<String, Value>,
+}
+
+/// The name of a JSON list item (`name`, or for a call the service it
+/// calls), "" when it has none.
+fn item_name(v: &Value, fallback: &str) -> String {
+    v.get("name")
+        .or_else(|| v.get(fallback))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string()
+}
+
+/// The replicas a service of a JSON scenario may have: `autoscale.max`,
+/// else `replicas` (default 1); `None` when no service has that name or
+/// the count is not a number yet (a later error says so).
+fn slots(services: &[Value], name: &str) -> Option<u32> {
+    let svc = services
+        .iter()
+        .find(|s| s.get("name").and_then(Value::as_str) == Some(name))?;
+    let n = match svc.get("autoscale").and_then(|a| a.get("max")) {
+        Some(max) => max.as_u64(),
+        None => svc.get("replicas").map_or(Some(1), Value::as_u64),
+    };
+    n.and_then(|n| u32::try_from(n).ok())
+}
+
+/// The balancer of a service of a JSON scenario (`round_robin` when it
+/// names none); `None` when no service has that name or its `balancer` is
+/// not one (a later error says so).
+fn balancer(services: &[Value], name: &str) -> Option<crate::scenario::graph::BalancerKind> {
+    let svc = services
+        .iter()
+        .find(|s| s.get("name").and_then(Value::as_str) == Some(name))?;
+    match svc.get("balancer") {
+        None => Some(crate::scenario::graph::BalancerKind::RoundRobin),
+        Some(b) => serde_json::from_value(b.clone()).ok(),
+    }
+}
+
+/// Every layer and call of `scenario` (a JSON scenario), in file order.
+fn sites(scenario: &mut Value) -> Vec<Site<'_>> {
+    let Value::Object(root) = scenario else {
+        return Vec::new();
+    };
+    let services: Vec<Value> = match root.get("services") {
+        Some(Value::Array(list)) => list
+            .iter()
+            .map(|s| {
+                let mut light = Map::new();
+                for k in ["name", "replicas", "autoscale", "balancer"] {
+                    if let Some(v) = s.get(k) {
+                        light.insert(k.into(), v.clone());
+                    }
+                }
+                Value::Object(light)
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let call_target = |to: Option<&Value>| {
+        let to = to.and_then(Value::as_str);
+        Target::Call {
+            replicas: to.and_then(|name| slots(&services, name)),
+            balancer: to.and_then(|name| balancer(&services, name)),
+        }
+    };
+    let mut out = Vec::new();
+    let mut layers = None;
+    let mut entry = None;
+    let mut graph = None;
+    for (key, value) in root.iter_mut() {
+        match (key.as_str(), value) {
+            ("layers", Value::Array(list)) => layers = Some(list),
+            ("clients", Value::Object(clients)) => entry = clients.get_mut("calls"),
+            ("services", Value::Array(list)) => graph = Some(list),
+            _ => {}
+        }
+    }
+    if let Some(list) = layers {
+        let names: Vec<String> = list.iter().map(|l| item_name(l, "name")).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        for (layer, at) in list.iter_mut().zip(layer_labels(&names)) {
+            if let Value::Object(map) = layer {
+                out.push(Site {
+                    at,
+                    target: Target::Layer,
+                    map,
+                });
+            }
+        }
+    }
+    if let Some(Value::Object(map)) = entry {
+        out.push(Site {
+            at: "clients.calls".into(),
+            target: call_target(map.get("to")),
+            map,
+        });
+    }
+    if let Some(list) = graph {
+        let names: Vec<String> = list.iter().map(|s| item_name(s, "name")).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        for (svc, spath) in list.iter_mut().zip(item_labels("services", &names)) {
+            let Some(Value::Array(calls)) = svc.get_mut("calls") else {
+                continue;
+            };
+            let names: Vec<String> = calls.iter().map(|c| item_name(c, "to")).collect();
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            let labels = item_labels(&format!("{spath}.calls"), &names);
+            for (call, at) in calls.iter_mut().zip(labels) {
+                if let Value::Object(map) = call {
+                    let target = call_target(map.get("to"));
+                    out.push(Site { at, target, map });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Merges the file of every layer and call with a `from` into it (a JSON
 /// scenario). Returns the errors (in the scenario, about `from` itself; in
 /// the configuration file, about what it says); warnings go to `warnings`.
 pub fn fill_from_layers(
@@ -26,22 +157,7 @@ pub fn fill_from_layers(
     warnings: &mut Vec<String>,
 ) -> Vec<ScenarioError> {
     let mut errors = Vec::new();
-    let Some(Value::Array(layers)) = scenario.get_mut("layers") else {
-        return errors;
-    };
-    let names: Vec<String> = layers
-        .iter()
-        .map(|l| {
-            l.get("name")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string()
-        })
-        .collect();
-    let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    let labels = layer_labels(&names);
-    for (layer, at) in layers.iter_mut().zip(&labels) {
-        let Value::Object(map) = layer else { continue };
+    for Site { at, target, map } in sites(scenario) {
         let Some(raw) = map.get("from") else { continue };
         let path = format!("{at}.from");
         let located = |message: String, p: &str| {
@@ -79,7 +195,9 @@ pub fn fill_from_layers(
                 continue;
             }
         };
-        match crate::configs::import_text(&text, &file_label, from.format, &from.selector()) {
+        let mut selector = from.selector();
+        selector.target = target;
+        match crate::configs::import_text(&text, &file_label, from.format, &selector) {
             Ok(policy) => {
                 for w in &policy.warnings {
                     warnings.push(format!("{} (from {at})", w.located(&file_label)));
@@ -101,6 +219,11 @@ pub fn fill_from_layers(
     errors
 }
 
+/// Whether any layer or call of `scenario` (a JSON scenario) has a `from`.
+pub fn has_from(scenario: &mut Value) -> bool {
+    sites(scenario).iter().any(|s| s.map.contains_key("from"))
+}
+
 /// Where `from.file` is: relative to the scenario's folder `dir`.
 fn config_path(dir: Option<&Path>, from: &FromFile) -> PathBuf {
     match dir {
@@ -109,13 +232,13 @@ fn config_path(dir: Option<&Path>, from: &FromFile) -> PathBuf {
     }
 }
 
-/// Every file a scenario read: the scenario file itself and each layer's
-/// `from.file` (relative to the scenario's folder). A command's output must
-/// never be, hold or lie inside one of them.
+/// Every file a scenario read: the scenario file itself and the
+/// `from.file` of each layer and call (relative to the scenario's folder).
+/// A command's output must never be, hold or lie inside one of them.
 pub fn input_files(s: &super::Scenario, scenario_file: Option<&Path>) -> Vec<PathBuf> {
     let dir = scenario_file.and_then(Path::parent);
     let mut files: Vec<PathBuf> = scenario_file.iter().map(|f| f.to_path_buf()).collect();
-    for from in s.layers.iter().filter_map(|l| l.from.as_ref()) {
+    for (_, from) in s.from_files() {
         let file = config_path(dir, from);
         if !files.contains(&file) {
             files.push(file);

@@ -21,10 +21,10 @@ use super::cache::Cache;
 use super::fleet::{Autoscale, Slowdown};
 use super::priority::ShedByPriority;
 use super::types::{
-    Breaker, Bulkhead, CancellationMode, DeadlineMode, Hedging, Idempotency, Incident, Layer,
-    OnCancel, Overload, Queue, Recovery, Retry, Scenario, ServerFields, ServiceTime, SideEffects,
-    Throttle, default_dedupe_cost, is_false, one, policy_struct, server_struct, with_policy_fields,
-    with_server_fields,
+    Breaker, Bulkhead, CancellationMode, DeadlineMode, FromFile, Hedging, Idempotency, Incident,
+    Layer, OnCancel, Overload, Queue, Recovery, Retry, Scenario, ServerFields, ServiceTime,
+    SideEffects, Throttle, default_dedupe_cost, is_false, one, policy_struct, server_struct,
+    with_policy_fields, with_server_fields,
 };
 use super::units::Duration;
 
@@ -111,6 +111,11 @@ with_policy_fields! {policy_struct! {
         /// service called): `services.gateway.calls.NAME` in paths.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub name: Option<String>,
+        /// The policy as a configuration file of the system sets it (README,
+        /// "Settings from configuration files"); the fields written beside it
+        /// override the file's, leaf by leaf, as with a preset.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub from: Option<FromFile>,
         /// Sent together with the call before it, not after it.
         #[serde(default, skip_serializing_if = "is_false")]
         pub parallel: bool,
@@ -286,6 +291,32 @@ impl Scenario {
                 .iter()
                 .chain(self.services.iter().flat_map(|s| &s.calls))
                 .any(|c| c.preset.is_some())
+    }
+
+    /// Every `from` of the scenario's layers and calls, in file order, with
+    /// what holds it for people: ``layer `api` `` or
+    /// ``call `services.gateway.calls.orders` ``.
+    pub fn from_files(&self) -> Vec<(String, &FromFile)> {
+        use super::locate::item_labels;
+        let mut out: Vec<(String, &FromFile)> = self
+            .layers
+            .iter()
+            .filter_map(|l| l.from.as_ref().map(|f| (format!("layer `{}`", l.name), f)))
+            .collect();
+        if let Some(f) = self.clients.calls.as_ref().and_then(|c| c.from.as_ref()) {
+            out.push(("call `clients.calls`".into(), f));
+        }
+        let names: Vec<&str> = self.services.iter().map(|s| s.name.as_str()).collect();
+        for (svc, spath) in self.services.iter().zip(item_labels("services", &names)) {
+            let calls: Vec<&str> = svc.calls.iter().map(Call::label).collect();
+            let labels = item_labels(&format!("{spath}.calls"), &calls);
+            for (call, at) in svc.calls.iter().zip(labels) {
+                if let Some(f) = &call.from {
+                    out.push((format!("call `{at}`"), f));
+                }
+            }
+        }
+        out
     }
 
     /// The index of the service the classic single-dependency columns

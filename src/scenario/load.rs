@@ -235,7 +235,7 @@ fn parse_file(
     let direct = serde_saphyr::from_str_with_options::<Scenario>(src, parse_options());
     if let Ok(s) = &direct
         && !s.has_preset()
-        && !s.layers.iter().any(|l| l.from.is_some())
+        && s.from_files().is_empty()
     {
         return Ok(s.clone());
     }
@@ -295,7 +295,7 @@ fn parse_file(
     // (`backoff: { base: 2s }` takes its kind from the preset): read the
     // merged scenario. The file's values come first, then the preset's.
     let from_errors = super::from_file::fill_from_layers(&mut value, dir, label, index, warnings);
-    let with_presets = presets::has_preset(&mut value) || has_from_layer(&value);
+    let with_presets = presets::has_preset(&mut value) || super::from_file::has_from(&mut value);
     if with_presets {
         presets::for_preset_policies(&mut value, |_| true, presets::fill_layer);
     }
@@ -486,12 +486,6 @@ fn parse_value_first_wins(src: &str) -> Option<Value> {
     let mut options = parse_options();
     options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::FirstWins;
     serde_saphyr::from_str_with_options(src, options).ok()
-}
-
-fn has_from_layer(v: &Value) -> bool {
-    v.get("layers")
-        .and_then(Value::as_array)
-        .is_some_and(|ls| ls.iter().any(|l| l.get("from").is_some()))
 }
 
 /// Whether `src` holds no YAML node at all (only blanks, comments or

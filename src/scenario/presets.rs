@@ -157,7 +157,14 @@ pub fn names() -> Vec<&'static str> {
 }
 
 /// Mappings whose fields merge one by one (the others are single values).
-const STRUCT_KEYS: &[&str] = &["retry", "backoff", "budget", "throttle", "breaker"];
+const STRUCT_KEYS: &[&str] = &[
+    "retry",
+    "backoff",
+    "budget",
+    "throttle",
+    "breaker",
+    "outlier_detection",
+];
 
 /// Policy fields a preset defines as absent when it does not name them,
 /// by the mapping they belong to. `truncate_ms` is a flag (absent = false).

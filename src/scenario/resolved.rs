@@ -14,10 +14,18 @@ pub fn resolved_yaml(s: &Scenario) -> String {
     fill_derived(&mut full);
     // Every value read from a file is written out: the file is not read
     // again when this scenario is.
-    for l in &mut full.layers {
-        if let Some(f) = l.from.as_mut() {
-            f.resolved = true;
-        }
+    let calls = full
+        .clients
+        .calls
+        .iter_mut()
+        .chain(full.services.iter_mut().flat_map(|s| s.calls.iter_mut()));
+    let froms = full
+        .layers
+        .iter_mut()
+        .filter_map(|l| l.from.as_mut())
+        .chain(calls.filter_map(|c| c.from.as_mut()));
+    for f in froms {
+        f.resolved = true;
     }
     let body = if full.has_preset() {
         // Beside a preset, an absent option must be written as `null` (and a

@@ -489,6 +489,7 @@ impl FromFile {
             section: self.section.clone(),
             profile: self.profile.clone(),
             ignore: self.ignore.clone(),
+            target: crate::configs::Target::Layer,
         }
     }
 }

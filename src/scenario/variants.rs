@@ -495,6 +495,29 @@ impl<F: Fn(Vec<Issue>) -> Vec<Issue>> Sweep<'_, F> {
         let (mut found, mut shown) = (0usize, 0usize);
         for (ki, key) in self.keys.iter().enumerate() {
             let values = self.s.sweep[key].as_array().cloned().unwrap_or_default();
+            for (j, first, written) in repeated_values(self.base, key, &values) {
+                found += 1;
+                if shown < MAX_SWEEP_ERRORS {
+                    shown += 1;
+                    let (v, f) = (value_text(&values[j]), value_text(&values[first]));
+                    let message = if written {
+                        format!(
+                            "sweep value {v} is given twice (entries {first} and {j}): its \
+                             points would be the same runs under the same names; remove one"
+                        )
+                    } else {
+                        format!(
+                            "sweep value {v} is the same as {f} (entry {first}) once read: its \
+                             points would be the same runs as those of {f}; remove one"
+                        )
+                    };
+                    errors.push(self.loc.error(
+                        &format!("sweep.{key}"),
+                        Some(&entry_path(key, j)),
+                        message,
+                    ));
+                }
+            }
             for (j, value) in values.iter().enumerate() {
                 let text = value_text(value);
                 let mut said: Vec<String> = Vec::new();
@@ -610,6 +633,53 @@ impl<F: Fn(Vec<Issue>) -> Vec<Issue>> Sweep<'_, F> {
         }
         (out, errors, Omitted::exactly(found - shown))
     }
+}
+
+/// The entries of the swept `key` that repeat an earlier one: (entry,
+/// the earlier entry, whether it is written the same). An entry repeats another when it is written
+/// the same (it would name its points the same: `8` and `8`, `1s` and
+/// `"1s"`), or when it gives the scenario the same value once read (`1s`
+/// and `1000ms`, `200/s` and `12000/m`): its points would be the same
+/// runs as the other's. Entries that cannot be applied are left to the
+/// errors about them. Linear in the entries (a hash of each applied
+/// scenario; equal hashes are compared in full).
+fn repeated_values(base: &Scenario, key: &str, values: &[Value]) -> Vec<(usize, usize, bool)> {
+    use std::collections::HashMap;
+    let applied = |v: &Value| -> Option<Scenario> {
+        apply_overrides(base, &[(key.to_string(), v.clone())]).ok()
+    };
+    let digest = |sc: &Scenario| -> Option<u64> {
+        serde_json::to_vec(sc)
+            .ok()
+            .map(|b| crate::shard::fnv1a64(&b))
+    };
+    let mut by_text: HashMap<String, usize> = HashMap::new();
+    let mut by_value: HashMap<u64, Vec<usize>> = HashMap::new();
+    let mut out = Vec::new();
+    for (j, v) in values.iter().enumerate() {
+        if let Some(&first) = by_text.get(&value_text(v)) {
+            out.push((j, first, true));
+            continue;
+        }
+        by_text.insert(value_text(v), j);
+        let Some(sc) = applied(v) else {
+            continue;
+        };
+        let Some(h) = digest(&sc) else {
+            continue;
+        };
+        let same = by_value.get(&h).and_then(|earlier| {
+            earlier
+                .iter()
+                .copied()
+                .find(|&i| applied(&values[i]).is_some_and(|o| o == sc))
+        });
+        match same {
+            Some(first) => out.push((j, first, false)),
+            None => by_value.entry(h).or_default().push(j),
+        }
+    }
+    out
 }
 
 /// The index of each key's value at grid point `p` (the first key varying

@@ -111,13 +111,14 @@ impl Plan {
         self.shards.iter().map(|s| s.dir.clone()).collect()
     }
 
-    /// The configuration files the scenario's layers read (`from`), as
-    /// (layer, file relative to the scenario file).
+    /// The configuration files the scenario's layers and calls read
+    /// (`from`), as (what reads it: ``layer `api` ``, file relative to the
+    /// scenario file).
     pub fn from_files(&self) -> Vec<(String, String)> {
         self.loaded
-            .layers
-            .iter()
-            .filter_map(|l| l.from.as_ref().map(|f| (l.name.clone(), f.file.clone())))
+            .from_files()
+            .into_iter()
+            .map(|(who, f)| (who, f.file.clone()))
             .collect()
     }
 }

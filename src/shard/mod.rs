@@ -53,6 +53,10 @@ pub const GRAPH_TABLES: [&str; 5] = [
 ];
 /// The index of `classes.csv` in [`GRAPH_TABLES`].
 pub const CLASSES: usize = 4;
+/// The most shards a run may be split into: the bound `stormsim merge`
+/// puts on a manifest's `shards` (the most runs a run can have), so that a
+/// shard `run` writes is always one `merge` takes.
+pub const MAX_SHARDS: u64 = manifest::MAX_ITEMS;
 /// How items are shared out, as written in every manifest.
 pub const RULE: &str =
     "item k = variant_index * replicates + replicate belongs to shard k mod shards";
@@ -65,10 +69,16 @@ pub struct ShardSpec {
 }
 
 impl ShardSpec {
-    /// A shard, checked: `count ≥ 1` and `index < count`.
+    /// A shard, checked: `1 ≤ count ≤` [`MAX_SHARDS`] and `index < count`.
     pub fn new(index: usize, count: usize) -> Result<ShardSpec, String> {
         if count == 0 {
             return Err("the number of shards must be at least 1".into());
+        }
+        if count as u64 > MAX_SHARDS {
+            return Err(format!(
+                "{count} shards are more than `stormsim merge` takes (at most {MAX_SHARDS}, \
+                 the most runs a run can have)"
+            ));
         }
         if index >= count {
             return Err(format!(
@@ -114,10 +124,18 @@ impl FromStr for ShardSpec {
             .trim()
             .parse()
             .map_err(|_| format!("shard index `{i}` is not a whole number (expected I/N)"))?;
-        let n: usize = n
-            .trim()
-            .parse()
-            .map_err(|_| format!("shard count `{n}` is not a whole number (expected I/N)"))?;
+        let n: usize = n.trim().parse().map_err(|_| {
+            let t = n.trim();
+            if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+                format!(
+                    "shard count {} is more than `stormsim merge` takes (at most {MAX_SHARDS}, \
+                     the most runs a run can have)",
+                    crate::scenario::error::shorten_numbers(t)
+                )
+            } else {
+                format!("shard count `{n}` is not a whole number (expected I/N)")
+            }
+        })?;
         ShardSpec::new(i, n)
     }
 }
