@@ -8,8 +8,10 @@
 //! The rule and its defaults, from the Kubernetes documentation
 //! ("Horizontal Pod Autoscaling", kubernetes.io/docs/tasks/run-application/
 //! horizontal-pod-autoscale/, and the `autoscaling/v2` API reference of
-//! `HPAScalingRules`), and the controller (`pkg/controller/podautoscaler`,
-//! `replica_calculator.go`, `horizontal.go`):
+//! `HPAScalingRules`), and the controller (kubernetes/kubernetes
+//! `pkg/controller/podautoscaler/replica_calculator.go`: `groupPods` and
+//! `GetResourceReplicas`; `horizontal.go`); what was read there is in
+//! docs/sources/topology-and-configs.md §3.1:
 //!
 //! - desired = ceil(current × metric ÷ target), evaluated every sync
 //!   period (`--horizontal-pod-autoscaler-sync-period`, default 15 s:
@@ -18,14 +20,18 @@
 //!   (`--horizontal-pod-autoscaler-tolerance`, default 0.1);
 //! - only pods with a full sample count at their utilization. In
 //!   `groupPods` a pod not yet ready, or (for CPU, within its
-//!   initialization period) whose metric window does not lie wholly after
-//!   its last readiness transition, is set aside; `GetResourceReplicas`
-//!   computes the ratio over the others, and when that ratio asks to scale
-//!   up, it puts the set-aside pods back at 0% use and computes the ratio
-//!   again over all of them; on a scale-down they stay out. Here a replica
-//!   still provisioning, or one that started serving after the last
-//!   decision (it did not serve the whole interval: its sample is not a
-//!   full window), is set aside the same way. So a replica that became
+//!   initialization period, `--horizontal-pod-autoscaler-cpu-initialization-period`,
+//!   default 5 min) one whose metric window does not lie wholly after its
+//!   last readiness transition, is set aside (`ignoredPods`);
+//!   `GetResourceReplicas` computes the ratio over the others, and when
+//!   that ratio asks to scale up (above 1), it puts the set-aside pods
+//!   back at 0% use and computes the ratio again over all of them; on a
+//!   scale-down they stay out and the count is ceil(ratio × the others).
+//!   Here the metric's window is the interval since the last decision, so
+//!   a replica still provisioning, or one that started serving after the
+//!   last decision (its sample is not a full window), is set aside the
+//!   same way; upstream's `missingPods` (running, no metric at all) have
+//!   no counterpart, as every serving replica is measured. So a replica that became
 //!   ready a second before a decision is not counted at the old replicas'
 //!   utilization, and the recommendation does not jump when `provision`
 //!   moves across the decision grid. If the second ratio is within the
