@@ -274,3 +274,59 @@ fn the_storm_scenarios_peak_fleet_does_not_jump_when_provision_moves_by_a_second
     let hi = peaks.iter().map(|p| p.0).max().unwrap();
     assert!(hi - lo <= 1, "{peaks:?}");
 }
+
+#[test]
+fn utilization_stays_within_one_while_a_busy_replica_drains() {
+    // 10 idle replicas of 10 workers; about 100 requests of 30 s arrive
+    // from 14 s to 15 s (round robin: about 10 per replica). The decision
+    // at 15 s sees u = (about 100 busy × 0.5 s) ÷ (100 workers × 15 s) ≈
+    // 0.03 and keeps ceil(10 × 0.03 ÷ 0.5) = 1 replica: 9 drain, each with
+    // its workers busy until about 45 s. Over the workers of the replicas
+    // serving alone that read about 100 ÷ 10 = 10; over those serving or
+    // draining it is at most 1.
+    let yaml = "name: drain
+seed: 4
+duration: 60s
+bucket: 1s
+clients:
+  arrival: { kind: poisson, rate: 0.001/s }
+  schedule:
+    - { at: 14s, rate: 100/s, for: 1s }
+  calls: app
+services:
+  - name: app
+    replicas: 10
+    concurrency: 10
+    queue: { capacity: 1000 }
+    service_time: { dist: constant, value: 30s }
+    autoscale: { target_utilization: 0.5, min: 1, max: 10, interval: 15s, provision: 10s, scale_in_delay: 15s }
+";
+    let cfg = to_model(&load_str(yaml, "drain.yaml").unwrap_or_else(|e| panic!("{e}")));
+    let (rec, info) = World::new(&cfg, 4).run();
+    let ctx = cfg.run_context();
+    let (ts, s) = tabulate(&rec, &info, &ctx);
+    assert_conserved(&s);
+    let g = tabulate_services(&rec, &ctx, &s);
+    assert_eq!(g.rows[15].replicas, 1, "{:?}", g.rows[15]);
+    // From 16 s to 43 s more workers are busy than the one serving
+    // replica has: the draining ones are working.
+    for r in &g.rows[16..44] {
+        let busy = r.in_flight - r.queue_depth;
+        assert!(busy > 50.0, "t = {}: {busy} busy", r.t_s);
+        assert_eq!(r.replicas, 1);
+    }
+    for r in &g.rows {
+        let u = r.utilization.unwrap();
+        assert!((0.0..=1.0 + 1e-9).contains(&u), "t = {}: {u}", r.t_s);
+    }
+    for r in &ts {
+        let u = r.utilization.unwrap();
+        assert!((0.0..=1.0 + 1e-9).contains(&u), "t = {}: {u}", r.t_s);
+    }
+    // While they all work, all 100 workers are busy: about 1.
+    assert!(g.rows[20].utilization.unwrap() > 0.8, "{:?}", g.rows[20]);
+    let u = g.services[0].utilization.unwrap();
+    assert!(u > 0.0 && u <= 1.0, "{u}");
+    let u = s.dependency_utilization.unwrap();
+    assert!(u > 0.0 && u <= 1.0, "{u}");
+}

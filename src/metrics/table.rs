@@ -302,20 +302,35 @@ pub fn hung_bound(rec: &Recorder, ctx: &RunContext) -> Nanos {
         .max(ctx.slo_latency.unwrap_or(0))
 }
 
-/// The share of the focus service's replicas serving in bucket `b` (the
-/// run's mean with `None`) when it autoscales: its capacity and workers
-/// are that share of all its replicas'; 1 for a fixed fleet.
-fn focus_share(rec: &Recorder, ctx: &RunContext, b: Option<usize>) -> f64 {
-    let Some(f) = ctx.focus else { return 1.0 };
+/// The shares of the focus service's replicas serving, and serving or
+/// draining, in bucket `b` (the run's mean with `None`) when it
+/// autoscales: its capacity is the first share of all its replicas', its
+/// workers that may be busy the second (a draining replica works through
+/// what it holds, so the utilization stays within [0, 1]); 1 and 1 for a
+/// fixed fleet.
+fn focus_share(rec: &Recorder, ctx: &RunContext, b: Option<usize>) -> (f64, f64) {
+    let Some(f) = ctx.focus else {
+        return (1.0, 1.0);
+    };
     let Some(Some(l)) = rec.svc.scaled.get(f) else {
-        return 1.0;
+        return (1.0, 1.0);
     };
     let slots = ctx.services.get(f).map_or(1, |s| s.replicas.max(1)) as f64;
     match b {
-        Some(b) => ratio(l.serving.mean(b, rec.len_of(b)), slots),
+        Some(b) => {
+            let len = rec.len_of(b);
+            (
+                ratio(l.serving.mean(b, len), slots),
+                ratio(l.working.mean(b, len), slots),
+            )
+        }
         None => {
             let run: Nanos = (0..rec.buckets.len()).map(|b| rec.len_of(b)).sum();
-            ratio(l.serving.total_secs(), slots * run as f64 / NS_PER_S as f64)
+            let slot_secs = slots * run as f64 / NS_PER_S as f64;
+            (
+                ratio(l.serving.total_secs(), slot_secs),
+                ratio(l.working.total_secs(), slot_secs),
+            )
         }
     }
 }
@@ -372,9 +387,9 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         let len = rec.len_of(b);
         let secs = len as f64 / NS_PER_S as f64;
         let busy = rec.busy.mean(b, len);
-        let share = focus_share(rec, ctx, Some(b));
+        let (share, working) = focus_share(rec, ctx, Some(b));
         let utilization =
-            (ctx.concurrency > 0).then(|| ratio(busy, ctx.concurrency as f64 * share));
+            (ctx.concurrency > 0).then(|| ratio(busy, ctx.concurrency as f64 * working));
         rows.push(TimeRow {
             t_s: (b as u64 * rec.bucket_len()) as f64 / NS_PER_S as f64,
             offered: c.offered,
@@ -520,7 +535,7 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         dependency_utilization: (ctx.concurrency > 0).then(|| {
             ratio(
                 rec.busy.total_secs(),
-                run_secs * ctx.concurrency as f64 * focus_share(rec, ctx, None),
+                run_secs * ctx.concurrency as f64 * focus_share(rec, ctx, None).1,
             )
         }),
         dependency_queue_wait_mean_ms: (rec.totals.queue_wait_count > 0).then(|| {
@@ -589,7 +604,7 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         layer_retries,
         layer_gates,
         baseline_success_ratio: baseline,
-        capacity_per_s: capacity.run.unwrap_or(0.0) * focus_share(rec, ctx, None),
+        capacity_per_s: capacity.run.unwrap_or(0.0) * focus_share(rec, ctx, None).0,
         aborted: info.aborted,
         event_digest: info.digest,
         completion_time_s: info.completion.map(|c| c as f64 / 1e9),
@@ -648,7 +663,7 @@ fn after_incident(
                 let factor = if capacity.held { 1.0 } else { factor };
                 let let_in = r.dependency_attempts - refused_in(b).min(r.dependency_attempts);
                 let let_in = let_in.saturating_sub(r.blackholed);
-                Some(let_in as f64 / secs / (cap * factor * focus_share(rec, ctx, Some(b))))
+                Some(let_in as f64 / secs / (cap * factor * focus_share(rec, ctx, Some(b)).0))
             })
             .fold(None, max)
     };

@@ -44,7 +44,7 @@ impl World<'_> {
                 a.level(0, 0, i64::from(serving) * i64::from(workers), false);
             }
             self.rec.autoscaled(s);
-            self.rec.scale_levels(0, s, serving, serving);
+            self.rec.scale_levels(0, s, serving, serving, serving);
             if cfg.interval < self.cfg.duration {
                 self.q.schedule_at(cfg.interval, Event::Autoscale(s as u16));
             }
@@ -121,8 +121,7 @@ impl World<'_> {
                 }
             }
         }
-        let serving = self.in_phase(s, Phase::Serving);
-        self.rec.scale_levels(now, s.index(), serving, desired);
+        self.record_levels(s, desired);
         let next = now.saturating_add(cfg.interval);
         if next < self.cfg.duration {
             self.q.schedule_at(next, Event::Autoscale(s.0));
@@ -134,17 +133,28 @@ impl World<'_> {
         if self.servers[r.index()].phase == Phase::Provisioning {
             self.make_serving(r);
             let (s, _) = self.topo.replica_of(r);
-            let serving = self.in_phase(s, Phase::Serving);
-            let desired = self
-                .rec
-                .svc
-                .scaled
-                .get(s.index())
-                .and_then(Option::as_ref)
-                .map_or(serving, |l| l.desired());
-            self.rec
-                .scale_levels(self.q.now(), s.index(), serving, desired);
+            self.record_levels(s, self.desired_now(s));
         }
+    }
+
+    /// The replicas `s`'s autoscaler wants now (its serving ones when it
+    /// has none recorded).
+    fn desired_now(&self, s: ServiceId) -> u32 {
+        self.rec
+            .svc
+            .scaled
+            .get(s.index())
+            .and_then(Option::as_ref)
+            .map_or_else(|| self.in_phase(s, Phase::Serving), |l| l.desired())
+    }
+
+    /// Records `s`'s replicas serving, serving or draining, and `desired`
+    /// from now on.
+    fn record_levels(&mut self, s: ServiceId, desired: u32) {
+        let serving = self.in_phase(s, Phase::Serving);
+        let working = serving + self.in_phase(s, Phase::Draining);
+        self.rec
+            .scale_levels(self.q.now(), s.index(), serving, working, desired);
     }
 
     /// Replica `r` starts serving: its workers count for its autoscaler.
@@ -190,6 +200,8 @@ impl World<'_> {
             self.finish_job(job);
         }
         self.servers[r.index()].phase = Phase::Off;
+        let (s, _) = self.topo.replica_of(r);
+        self.record_levels(s, self.desired_now(s));
     }
 
     /// Replica `r`'s busy workers changed by `delta`: its autoscaler's
