@@ -15,6 +15,7 @@ pub mod configs;
 pub mod engine;
 pub mod escape;
 pub mod fuzz;
+pub mod human;
 pub mod input_file;
 pub mod interrupt;
 pub mod invariants;

@@ -254,3 +254,71 @@ fn a_partly_stopped_variant_is_figured_over_its_finished_runs_and_flagged() {
     }
     assert_eq!(partly, 1, "{stdout}");
 }
+
+/// A cache's state per key (16 B each, allocated when the run starts) is
+/// in the memory estimate: a key space too large for a run is refused
+/// before anything runs, with the estimate and the field, exit 2; one
+/// that fits loads.
+#[test]
+fn a_huge_cache_key_space_is_refused_with_the_estimate() {
+    let yaml = |keys: u64| {
+        format!(
+            "name: keys
+duration: 10s
+clients:
+  arrival: {{ kind: poisson, rate: 10/s }}
+  calls: {{ to: app, timeout: 1s }}
+services:
+  - name: app
+    concurrency: 8
+    service_time: {{ dist: constant, value: 1ms }}
+    cache: {{ keys: {keys}, capacity: 1000 }}
+    calls:
+      - to: db
+  - name: db
+    concurrency: 8
+    service_time: {{ dist: constant, value: 5ms }}
+"
+        )
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("keys.yaml");
+    // 1 000 000 000 keys × 16 B = 16 GB, more than the 4 GB a run may use
+    // (about 17 GB with the 1 GB that limits.max_in_flight's default
+    // allows to grow: 5 000 000 × 200 B).
+    std::fs::write(&file, yaml(1_000_000_000)).unwrap();
+    let o = Command::cargo_bin("stormsim")
+        .unwrap()
+        .arg("validate")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "keys.yaml:10:20: services.app.cache.keys: one run would need about 17.0 GB of memory"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "services.app.cache.keys: 1000000000 keys (services.app.cache.keys) × 16 B of state each and 1000 entries × 40 B = 16.0 GB"
+        ),
+        "{stderr}"
+    );
+    // 20 000 000 keys (320 MB) fit.
+    std::fs::write(&file, yaml(20_000_000)).unwrap();
+    let o = Command::cargo_bin("stormsim")
+        .unwrap()
+        .arg("validate")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

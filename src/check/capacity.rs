@@ -6,9 +6,11 @@
 //!   autoscaler stops at `max` with every worker busier than it aims for,
 //!   or, past 100%, a queue that only grows.
 //! - `autoscale-slower-than-incident`: a decision interval plus the
-//!   provisioning delay at least as long as an incident of the service, or
-//!   a spike of the offered load: the replicas asked for during it serve
-//!   only after it is over (they help only if a retry storm outlives it).
+//!   provisioning delay (the latest a replica asked for serves after the
+//!   need arises: the next decision up to an interval later, then
+//!   provision) at least as long as an incident of the service, or a spike
+//!   of the offered load: the replicas asked for during it may serve only
+//!   after it is over (they help only if a retry storm outlives it).
 //! - `cache-flush-overloads-callee`: after a flush (or a cold start) every
 //!   request to a cache misses, and a callee behind it that completes
 //!   fewer requests per second than that miss load queues them: a cache
@@ -173,8 +175,10 @@ fn autoscale(
             "autoscale-slower-than-incident",
             &format!("{label}.autoscale.provision"),
             format!(
-                "service `{name}` serves a replica it asks for at the earliest interval + provision = {} s after the need arises, and {what} lasts {} s: the replicas it asks for serve only once it is over, so they save nothing unless a retry storm outlives it",
+                "service `{name}` serves a replica it asks for up to interval + provision = {} s after the need arises (its next decision up to {} s later, then {} s to provision), and {what} lasts {} s: at the latest the replicas it asks for serve only once it is over, so they save nothing unless a retry storm outlives it",
                 super::findings::count(delay),
+                super::findings::count(a.interval as f64 / 1e9),
+                super::findings::count(a.provision as f64 / 1e9),
                 super::findings::count(len)
             ),
             "keep headroom for it (a higher min, a lower target), shorten provision (a warm pool), or cap the retries (a retry budget) so the incident ends when it ends",
@@ -356,6 +360,17 @@ services:
             "{}",
             f[0].message
         );
+        // 75 s is the latest a replica asked for can serve (the next
+        // decision up to an interval later, then provision), and the text
+        // says so.
+        assert!(
+            f[0].message.contains(
+                "up to interval + provision = 75 s after the need arises (its next decision up to 15 s later, then 60 s to provision)"
+            ),
+            "{}",
+            f[0].message
+        );
+        assert!(!f[0].message.contains("earliest"), "{}", f[0].message);
     }
 
     #[test]

@@ -618,12 +618,14 @@ pub(crate) fn num(v: f64) -> Value {
     }
 }
 
-/// A float written without noise: `0.1`, `2`, `1.5`.
+/// A float written without noise: `0.1`, `2`, `1.5` (`crate::human::num`:
+/// a value computed from a file's, such as a percentage from a fraction,
+/// loses the last-digit noise of its arithmetic).
 pub(crate) fn fmt_num(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e15 {
         format!("{}", v as i64)
     } else {
-        format!("{v}")
+        crate::human::num(v)
     }
 }
 

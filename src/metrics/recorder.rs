@@ -769,11 +769,11 @@ impl Recorder {
         }
     }
 
-    /// Autoscaled service `s` has `serving` replicas serving and wants
-    /// `desired` from `t` on.
-    pub fn scale_levels(&mut self, t: Nanos, s: usize, serving: u32, desired: u32) {
+    /// Autoscaled service `s` has `serving` replicas serving, `working`
+    /// serving or draining, and wants `desired` from `t` on.
+    pub fn scale_levels(&mut self, t: Nanos, s: usize, serving: u32, working: u32, desired: u32) {
         if let Some(Some(l)) = self.svc.scaled.get_mut(s) {
-            l.set(t, serving, desired);
+            l.set(t, serving, working, desired);
         }
     }
 

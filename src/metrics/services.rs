@@ -167,8 +167,13 @@ impl LimitLevels {
 /// An autoscaled service's replicas over a run.
 #[derive(Clone, Debug)]
 pub struct ScaleLevels {
-    /// Replicas serving, integrated over time (each bucket's mean).
+    /// Replicas serving, integrated over time (each bucket's mean): the
+    /// capacity that takes new work.
     pub serving: Gauge,
+    /// Replicas serving or draining, integrated over time: those whose
+    /// workers may be busy, the denominator of the utilization (a
+    /// draining replica still works through what it holds).
+    pub working: Gauge,
     /// Per bucket: replicas serving and desired at the bucket's end.
     pub at_end: Vec<[u32; 2]>,
     value: [u32; 2],
@@ -181,6 +186,7 @@ impl ScaleLevels {
     fn new(bucket: Nanos, buckets: usize) -> Self {
         ScaleLevels {
             serving: Gauge::new(bucket, buckets),
+            working: Gauge::new(bucket, buckets),
             at_end: vec![[0; 2]; buckets],
             value: [0; 2],
             filled: 0,
@@ -197,9 +203,11 @@ impl ScaleLevels {
         }
     }
 
-    /// `serving` replicas serve and `desired` are wanted from `now` on.
-    pub fn set(&mut self, now: Nanos, serving: u32, desired: u32) {
+    /// `serving` replicas serve, `working` serve or drain, and `desired`
+    /// are wanted from `now` on.
+    pub fn set(&mut self, now: Nanos, serving: u32, working: u32, desired: u32) {
         self.serving.set(now, u64::from(serving));
+        self.working.set(now, u64::from(working));
         self.fill((now / self.bucket) as usize);
         self.value = [serving, desired];
     }
@@ -211,6 +219,7 @@ impl ScaleLevels {
 
     fn finish(&mut self, end: Nanos) {
         self.serving.advance(end);
+        self.working.advance(end);
         self.fill(self.at_end.len());
     }
 }
@@ -510,12 +519,15 @@ pub fn tabulate_graph(
             let c = m.counts[b * m.services + s];
             let busy = m.busy[s].mean(b, len);
             // An autoscaled service: the fraction of its replicas serving
-            // (on average over the bucket) scales its workers and capacity.
+            // (on average over the bucket) scales its capacity; the
+            // fraction serving or draining, the workers that may be busy
+            // (so the utilization stays within [0, 1] while a busy
+            // replica drains).
             let scaled = m.scaled.get(s).and_then(Option::as_ref);
-            let share = scaled.map_or(1.0, |l| {
-                ratio(l.serving.mean(b, len), f64::from(info.replicas.max(1)))
-            });
-            let utilization = info.concurrency.map(|w| ratio(busy, w as f64 * share));
+            let slots = f64::from(info.replicas.max(1));
+            let share = scaled.map_or(1.0, |l| ratio(l.serving.mean(b, len), slots));
+            let working = scaled.map_or(1.0, |l| ratio(l.working.mean(b, len), slots));
+            let utilization = info.concurrency.map(|w| ratio(busy, w as f64 * working));
             // A thread-per-request service: the capacity its workers had
             // at the hold times of this bucket, and never less loaded than
             // its workers were busy (a bucket where they were all held and
@@ -611,13 +623,12 @@ pub fn tabulate_graph(
             let (wait_ns, waits) = m.queue_wait[s];
             let info = &services[s];
             let limits = m.limits.get(s).and_then(Option::as_ref);
-            // An autoscaled service: the mean share of its replicas serving.
-            let share = m.scaled.get(s).and_then(Option::as_ref).map_or(1.0, |l| {
-                ratio(
-                    l.serving.total_secs(),
-                    run_secs * f64::from(info.replicas.max(1)),
-                )
-            });
+            // An autoscaled service: the mean share of its replicas serving
+            // (its capacity), and serving or draining (its workers).
+            let scaled = m.scaled.get(s).and_then(Option::as_ref);
+            let slots = run_secs * f64::from(info.replicas.max(1));
+            let share = scaled.map_or(1.0, |l| ratio(l.serving.total_secs(), slots));
+            let working = scaled.map_or(1.0, |l| ratio(l.working.total_secs(), slots));
             ServiceSummary {
                 service: s,
                 totals: t,
@@ -628,7 +639,7 @@ pub fn tabulate_graph(
                 peak_effective_load_ratio: peaks_effective[s],
                 utilization: info
                     .concurrency
-                    .map(|w| ratio(m.busy[s].total_secs(), run_secs * w as f64 * share)),
+                    .map(|w| ratio(m.busy[s].total_secs(), run_secs * w as f64 * working)),
                 capacity_per_s: capacity[s].map(|c| c * share),
                 queue_wait_mean_ms: (waits > 0).then(|| wait_ns as f64 / waits as f64 / 1e6),
                 in_flight_mean: ratio(m.inside[s].total_secs(), run_secs),

@@ -312,20 +312,35 @@ pub fn hung_bound(rec: &Recorder, ctx: &RunContext) -> Nanos {
         .max(ctx.slo_latency.unwrap_or(0))
 }
 
-/// The share of the focus service's replicas serving in bucket `b` (the
-/// run's mean with `None`) when it autoscales: its capacity and workers
-/// are that share of all its replicas'; 1 for a fixed fleet.
-fn focus_share(rec: &Recorder, ctx: &RunContext, b: Option<usize>) -> f64 {
-    let Some(f) = ctx.focus else { return 1.0 };
+/// The shares of the focus service's replicas serving, and serving or
+/// draining, in bucket `b` (the run's mean with `None`) when it
+/// autoscales: its capacity is the first share of all its replicas', its
+/// workers that may be busy the second (a draining replica works through
+/// what it holds, so the utilization stays within [0, 1]); 1 and 1 for a
+/// fixed fleet.
+fn focus_share(rec: &Recorder, ctx: &RunContext, b: Option<usize>) -> (f64, f64) {
+    let Some(f) = ctx.focus else {
+        return (1.0, 1.0);
+    };
     let Some(Some(l)) = rec.svc.scaled.get(f) else {
-        return 1.0;
+        return (1.0, 1.0);
     };
     let slots = ctx.services.get(f).map_or(1, |s| s.replicas.max(1)) as f64;
     match b {
-        Some(b) => ratio(l.serving.mean(b, rec.len_of(b)), slots),
+        Some(b) => {
+            let len = rec.len_of(b);
+            (
+                ratio(l.serving.mean(b, len), slots),
+                ratio(l.working.mean(b, len), slots),
+            )
+        }
         None => {
             let run: Nanos = (0..rec.buckets.len()).map(|b| rec.len_of(b)).sum();
-            ratio(l.serving.total_secs(), slots * run as f64 / NS_PER_S as f64)
+            let slot_secs = slots * run as f64 / NS_PER_S as f64;
+            (
+                ratio(l.serving.total_secs(), slot_secs),
+                ratio(l.working.total_secs(), slot_secs),
+            )
         }
     }
 }
@@ -382,10 +397,10 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         let len = rec.len_of(b);
         let secs = len as f64 / NS_PER_S as f64;
         let busy = rec.busy.mean(b, len);
-        let share = focus_share(rec, ctx, Some(b));
-        // None without workers, nor with none serving in the bucket (an
-        // autoscaled fleet at zero): busy time of no worker time.
-        let workers = ctx.concurrency as f64 * share;
+        let (share, working) = focus_share(rec, ctx, Some(b));
+        // None without workers, nor with none serving or draining in the
+        // bucket (an autoscaled fleet at zero): busy time of no worker time.
+        let workers = ctx.concurrency as f64 * working;
         let utilization = (workers > 0.0).then(|| busy / workers);
         rows.push(TimeRow {
             t_s: (b as u64 * rec.bucket_len()) as f64 / NS_PER_S as f64,
@@ -537,10 +552,10 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         latency_p50_ms: hist_ms(&rec.latency, 0.5),
         latency_p99_ms: hist_ms(&rec.latency, 0.99),
         latency_p999_ms: hist_ms(&rec.latency, 0.999),
-        // None without workers, nor with none serving over the whole run
-        // (an autoscaled fleet at zero): busy time of no worker time.
+        // None without workers, nor with none serving or draining over the
+        // whole run (an autoscaled fleet at zero): busy time of no worker time.
         dependency_utilization: Some(
-            run_secs * ctx.concurrency as f64 * focus_share(rec, ctx, None),
+            run_secs * ctx.concurrency as f64 * focus_share(rec, ctx, None).1,
         )
         .filter(|&workers| workers > 0.0)
         .map(|workers| rec.busy.total_secs() / workers),
@@ -612,7 +627,7 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         baseline_success_ratio: baseline,
         capacity_per_s: capacity
             .run
-            .map(|c| c * focus_share(rec, ctx, None))
+            .map(|c| c * focus_share(rec, ctx, None).0)
             .filter(|&c| c > 0.0),
         aborted: info.aborted,
         event_digest: info.digest,
@@ -672,7 +687,7 @@ fn after_incident(
                 let factor = if capacity.held { 1.0 } else { factor };
                 let let_in = r.dependency_attempts - refused_in(b).min(r.dependency_attempts);
                 let let_in = let_in.saturating_sub(r.blackholed);
-                Some(let_in as f64 / secs / (cap * factor * focus_share(rec, ctx, Some(b))))
+                Some(let_in as f64 / secs / (cap * factor * focus_share(rec, ctx, Some(b)).0))
             })
             .fold(None, max)
     };

@@ -1,24 +1,42 @@
 //! Autoscaling: the Kubernetes Horizontal Pod Autoscaler's rule, as a
 //! state machine that takes `now`. Every `interval` it looks at the mean
-//! fraction of busy workers u of the replicas serving since its last look
-//! and recommends desired = ceil(ready × u ÷ target); the world adds or
-//! drains replicas to match (`world::service`).
+//! fraction of busy workers u of the replicas that served the whole time
+//! since its last look (the sampled ones) and recommends
+//! desired = ceil(sampled × u ÷ target); the world adds or drains replicas
+//! to match (`world::fleet`).
 //!
 //! The rule and its defaults, from the Kubernetes documentation
 //! ("Horizontal Pod Autoscaling", kubernetes.io/docs/tasks/run-application/
 //! horizontal-pod-autoscale/, and the `autoscaling/v2` API reference of
-//! `HPAScalingRules`), and the controller (`pkg/controller/podautoscaler`,
-//! `replica_calculator.go`, `horizontal.go`):
+//! `HPAScalingRules`), and the controller (kubernetes/kubernetes
+//! `pkg/controller/podautoscaler/replica_calculator.go`: `groupPods` and
+//! `GetResourceReplicas`; `horizontal.go`); what was read there is in
+//! docs/sources/topology-and-configs.md §3.1:
 //!
 //! - desired = ceil(current × metric ÷ target), evaluated every sync
 //!   period (`--horizontal-pod-autoscaler-sync-period`, default 15 s:
 //!   `interval`);
 //! - no change while the ratio metric ÷ target is within the tolerance of 1
 //!   (`--horizontal-pod-autoscaler-tolerance`, default 0.1);
-//! - pods not yet ready count as 0% used when scaling up (so a replica
-//!   still provisioning does not make the controller ask again for what it
-//!   already asked), and a recommendation that would then reverse the
-//!   direction keeps the current count;
+//! - only pods with a full sample count at their utilization. In
+//!   `groupPods` a pod not yet ready, or (for CPU, within its
+//!   initialization period, `--horizontal-pod-autoscaler-cpu-initialization-period`,
+//!   default 5 min) one whose metric window does not lie wholly after its
+//!   last readiness transition, is set aside (`ignoredPods`);
+//!   `GetResourceReplicas` computes the ratio over the others, and when
+//!   that ratio asks to scale up (above 1), it puts the set-aside pods
+//!   back at 0% use and computes the ratio again over all of them; on a
+//!   scale-down they stay out and the count is ceil(ratio × the others).
+//!   Here the metric's window is the interval since the last decision, so
+//!   a replica still provisioning, or one that started serving after the
+//!   last decision (its sample is not a full window), is set aside the
+//!   same way; upstream's `missingPods` (running, no metric at all) have
+//!   no counterpart, as every serving replica is measured. So a replica that became
+//!   ready a second before a decision is not counted at the old replicas'
+//!   utilization, and the recommendation does not jump when `provision`
+//!   moves across the decision grid. If the second ratio is within the
+//!   tolerance, or reverses the direction, or its count would, the current
+//!   count stays;
 //! - scale-up: no stabilization window; at most the larger of +100% and
 //!   +4 pods per 15 s (`HPAScalingRules.policies`: "allow doubling the
 //!   number of pods, or an absolute change of 4 pods in a 15s window",
@@ -72,13 +90,21 @@ pub struct AutoscaleConfig {
 #[derive(Clone, Debug)]
 pub struct Autoscaler {
     cfg: AutoscaleConfig,
-    /// Busy workers of the serving replicas, and their workers, now; and
-    /// their integrals since the last decision (worker × ns).
+    /// Busy workers of the sampled replicas (serving since the last
+    /// decision or before), and their workers, now; and their integrals
+    /// since the last decision (worker × ns).
     busy: u32,
     workers: u32,
     since: Nanos,
     busy_area: u128,
     worker_area: u128,
+    /// Busy workers and workers of the replicas that started serving after
+    /// the last decision: no sample yet; they join the sampled ones at the
+    /// next decision.
+    fresh_busy: u32,
+    fresh_workers: u32,
+    /// When the last decision was taken (0 before the first).
+    last_decision: Nanos,
     /// Recommendations (time, count) within the scale-down window.
     recommendations: VecDeque<(Nanos, u32)>,
     /// Replicas added (positive) or removed (negative) per decision,
@@ -96,6 +122,9 @@ impl Autoscaler {
             since: 0,
             busy_area: 0,
             worker_area: 0,
+            fresh_busy: 0,
+            fresh_workers: 0,
+            last_decision: 0,
             recommendations: VecDeque::with_capacity(per(cfg.scale_in_delay)),
             changes: VecDeque::with_capacity(per(POLICY_PERIOD)),
         }
@@ -112,12 +141,25 @@ impl Autoscaler {
         self.since = self.since.max(now);
     }
 
+    /// When the last decision was taken: a replica that started serving
+    /// later is fresh (no full sample yet).
+    pub fn last_decision(&self) -> Nanos {
+        self.last_decision
+    }
+
     /// The serving replicas' busy workers change by `busy` and their
-    /// workers by `workers` at `now`.
-    pub fn level(&mut self, now: Nanos, busy: i64, workers: i64) {
+    /// workers by `workers` at `now`; `fresh`: of replicas that started
+    /// serving after the last decision.
+    pub fn level(&mut self, now: Nanos, busy: i64, workers: i64, fresh: bool) {
+        let add = |v: u32, d: i64| (v as i64 + d).max(0) as u32;
+        if fresh {
+            self.fresh_busy = add(self.fresh_busy, busy);
+            self.fresh_workers = add(self.fresh_workers, workers);
+            return;
+        }
         self.advance(now);
-        self.busy = (self.busy as i64 + busy).max(0) as u32;
-        self.workers = (self.workers as i64 + workers).max(0) as u32;
+        self.busy = add(self.busy, busy);
+        self.workers = add(self.workers, workers);
     }
 
     /// The mean fraction of busy workers of the serving replicas since the
@@ -131,34 +173,24 @@ impl Autoscaler {
     }
 
     /// A decision at `now`: `current` replicas asked for (serving and
-    /// provisioning), `ready` of them serving. Returns the desired count,
-    /// and remembers it as a scale event.
-    pub fn decide(&mut self, now: Nanos, current: u32, ready: u32) -> u32 {
+    /// provisioning), `ready` of them serving, `fresh` of those started
+    /// serving after the last decision. Returns the desired count, and
+    /// remembers it as a scale event.
+    pub fn decide(&mut self, now: Nanos, current: u32, ready: u32, fresh: u32) -> u32 {
         let c = self.cfg;
-        let raw = match self.utilization(now) {
-            None => current,
-            Some(u) => {
-                let ratio = u / c.target;
-                if (ratio - 1.0).abs() <= TOLERANCE {
-                    current
-                } else {
-                    // Provisioning replicas count as idle: only the ready
-                    // ones carry the load measured.
-                    let want = (ready as f64 * ratio).ceil().max(0.0);
-                    let want = if want > u32::MAX as f64 {
-                        u32::MAX
-                    } else {
-                        want as u32
-                    };
-                    // A recommendation against the direction of the
-                    // metric keeps the current count.
-                    if (ratio > 1.0 && want < current) || (ratio < 1.0 && want > current) {
-                        current
-                    } else {
-                        want
-                    }
-                }
+        let u = self.utilization(now);
+        // The fresh replicas have served a whole interval by the next
+        // decision: they are sampled from now on.
+        self.busy += std::mem::take(&mut self.fresh_busy);
+        self.workers += std::mem::take(&mut self.fresh_workers);
+        self.last_decision = now;
+        let sampled = ready.saturating_sub(fresh);
+        let raw = match u {
+            Some(u) if sampled > 0 => {
+                let ignored = current.saturating_sub(ready) + (ready - sampled);
+                recommend(u / c.target, current, sampled, ignored)
             }
+            _ => current,
         };
         let raw = raw.clamp(c.min, c.max);
         // Scale-down stabilization: the highest recommendation within the
@@ -213,6 +245,41 @@ impl Autoscaler {
     }
 }
 
+/// The replica calculator's recommendation: `ratio` = utilization ÷
+/// target measured on `sampled` replicas, `ignored` more (provisioning or
+/// without a full sample) set aside, `current` asked for.
+fn recommend(ratio: f64, current: u32, sampled: u32, ignored: u32) -> u32 {
+    let ceil = |x: f64| {
+        let x = x.ceil().max(0.0);
+        if x > u32::MAX as f64 {
+            u32::MAX
+        } else {
+            x as u32
+        }
+    };
+    if ignored == 0 || ratio <= 1.0 {
+        if (ratio - 1.0).abs() <= TOLERANCE {
+            return current;
+        }
+        let want = ceil(ratio * sampled as f64);
+        // A recommendation against the direction of the metric keeps the
+        // current count.
+        return if (ratio > 1.0 && want < current) || (ratio < 1.0 && want > current) {
+            current
+        } else {
+            want
+        };
+    }
+    // Scaling up with replicas set aside: they count at 0% use.
+    let n = sampled as u64 + ignored as u64;
+    let new_ratio = ratio * sampled as f64 / n as f64;
+    if (new_ratio - 1.0).abs() <= TOLERANCE || new_ratio < 1.0 {
+        return current;
+    }
+    let want = ceil(new_ratio * n as f64);
+    if want < current { current } else { want }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -234,12 +301,25 @@ mod tests {
     /// `a` with `ready` replicas of 10 workers, `busy` of them busy over
     /// the last interval before `now`.
     fn at(a: &mut Autoscaler, now: Nanos, busy: i64, ready: u32, current: u32) -> u32 {
+        at_fresh(a, now, busy, ready, current, 0)
+    }
+
+    /// `at` with `fresh` more replicas ready since the last decision
+    /// (idle, no sample).
+    fn at_fresh(
+        a: &mut Autoscaler,
+        now: Nanos,
+        busy: i64,
+        sampled: u32,
+        current: u32,
+        fresh: u32,
+    ) -> u32 {
         a.busy_area = 0;
         a.worker_area = 0;
         a.since = now - 15 * S;
         a.busy = busy as u32;
-        a.workers = ready * 10;
-        a.decide(now, current, ready)
+        a.workers = sampled * 10;
+        a.decide(now, current, sampled + fresh, fresh)
     }
 
     #[test]
@@ -253,7 +333,7 @@ mod tests {
         assert_eq!(at(&mut a, 15 * S, 54, 10, 10), 10);
         // No worker served: no metric, no change.
         let mut a = Autoscaler::new(cfg(1, 100));
-        assert_eq!(a.decide(15 * S, 3, 0), 3);
+        assert_eq!(a.decide(15 * S, 3, 0, 0), 3);
     }
 
     #[test]
@@ -310,5 +390,28 @@ mod tests {
         // ceil(2 × 0.6) = 2; the window holds no higher recommendation.
         let mut a = Autoscaler::new(cfg(1, 100));
         assert_eq!(at(&mut a, 15 * S, 6, 2, 4), 2);
+    }
+
+    #[test]
+    fn a_replica_without_a_full_sample_counts_at_zero_when_scaling_up() {
+        // 4 sampled replicas at u = 0.75 (target 0.5, ratio 1.5) and 2
+        // that became ready after the last decision: ceil(4 × 1.5) = 6
+        // over 6 ready, no change (the fresh ones count at 0%: ratio 1.5
+        // × 4 ÷ 6 = 1, within the tolerance), where counting them at 0.75
+        // asked ceil(6 × 1.5) = 9.
+        let mut a = Autoscaler::new(cfg(1, 100));
+        assert_eq!(at_fresh(&mut a, 15 * S, 30, 4, 6, 2), 6);
+        // Sampled at u = 1 (ratio 2), 2 fresh: 2 × 4 ÷ 6 = 1.33 → 8.
+        let mut a = Autoscaler::new(cfg(1, 100));
+        assert_eq!(at_fresh(&mut a, 15 * S, 40, 4, 6, 2), 8);
+        // The fresh ones are sampled from the next decision on: their
+        // busy workers join the sampled ones.
+        let mut a = Autoscaler::new(cfg(1, 100));
+        // (4 saturated sampled: ratio 2 × 4 ÷ 6 → 8.)
+        a.level(0, 40, 40, false);
+        a.level(S, 0, 20, true);
+        a.level(S, 20, 0, true);
+        assert_eq!(a.decide(15 * S, 6, 6, 2), 8);
+        assert_eq!((a.busy, a.workers), (60, 60));
     }
 }

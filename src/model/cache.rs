@@ -119,6 +119,13 @@ impl Zipf {
     }
 }
 
+/// Bytes of state a cache holds per key from the start of a run (where it
+/// is cached, its miss in flight), whatever the load: counted in the
+/// memory estimate (`scenario::memory`).
+pub const KEY_STATE_BYTES: u64 = std::mem::size_of::<KeyState>() as u64;
+/// Bytes of an entry of the LRU list (at most `capacity` of them).
+pub const ENTRY_BYTES: u64 = std::mem::size_of::<Entry>() as u64;
+
 /// An entry of the LRU list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Slot(u32);

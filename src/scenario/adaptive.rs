@@ -82,6 +82,10 @@ pub struct AdaptiveConcurrency {
     /// gradient2: samples of the long-term RTT average (600).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub long_window: Option<u32>,
+    /// gradient2: how many times the long-term average RTT a sample may
+    /// take before the limit falls, at least 1 (`rttTolerance`, 1.5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtt_tolerance: Option<f64>,
     /// vegas: updates between probes of the no-load RTT, per unit of
     /// limit (30; 0: never probe).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -129,6 +133,7 @@ impl AdaptiveConcurrency {
                     smoothing: self.smoothing.unwrap_or(d.smoothing),
                     queue_size: self.queue_size.unwrap_or(d.queue_size),
                     long_window: self.long_window.unwrap_or(d.long_window).max(1),
+                    rtt_tolerance: self.rtt_tolerance.unwrap_or(d.rtt_tolerance),
                 })
             }
             AdaptiveKind::Vegas => {
@@ -158,7 +163,7 @@ impl AdaptiveConcurrency {
     }
 
     /// The settings given, by name, with the kinds each applies to.
-    fn given(&self) -> [(&'static str, bool, &'static [AdaptiveKind]); 17] {
+    fn given(&self) -> [(&'static str, bool, &'static [AdaptiveKind]); 18] {
         use AdaptiveKind::*;
         [
             (
@@ -194,6 +199,7 @@ impl AdaptiveConcurrency {
             ("smoothing", self.smoothing.is_some(), &[Gradient2, Vegas]),
             ("queue_size", self.queue_size.is_some(), &[Gradient2]),
             ("long_window", self.long_window.is_some(), &[Gradient2]),
+            ("rtt_tolerance", self.rtt_tolerance.is_some(), &[Gradient2]),
             (
                 "probe_multiplier",
                 self.probe_multiplier.is_some(),
@@ -277,6 +283,14 @@ impl Checker {
         frac(self, a.backoff_ratio, "backoff_ratio", "[0.5, 1)", |v| {
             (0.5..1.0).contains(&v)
         });
+        if let Some(v) = a.rtt_tolerance
+            && self.finite(v, &at("rtt_tolerance"))
+        {
+            // Upstream's builder: "Tolerance must be >= 1.0".
+            self.check(v >= 1.0, &at("rtt_tolerance"), || {
+                format!("rtt_tolerance is {v}; expected at least 1 (1: the limit falls as soon as the RTT exceeds its long-term average)")
+            });
+        }
         // The bounds in order, as the model takes them.
         let m = a.to_model();
         let (lo, lo_name, hi) = match m {

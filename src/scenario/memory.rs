@@ -212,14 +212,17 @@ pub fn estimate(s: &Scenario) -> Estimate {
                 });
             }
             if let Some(c) = &svc.cache {
+                use crate::model::cache::{ENTRY_BYTES, KEY_STATE_BYTES};
                 let entries = u64::from(c.capacity.min(c.keys));
                 parts.push(Part {
-                    path: format!("{label}.cache"),
+                    path: format!("{label}.cache.keys"),
                     how: format!(
-                        "{} keys ({label}.cache.keys) × 16 B and {entries} entries × 40 B",
+                        "{} keys ({label}.cache.keys) × {KEY_STATE_BYTES} B of state each and {entries} entries × {ENTRY_BYTES} B",
                         c.keys
                     ),
-                    bytes: u64::from(c.keys) * 16 + entries * 40,
+                    bytes: u64::from(c.keys)
+                        .saturating_mul(KEY_STATE_BYTES)
+                        .saturating_add(entries.saturating_mul(ENTRY_BYTES)),
                     grows: false,
                 });
             }

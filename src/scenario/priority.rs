@@ -89,7 +89,7 @@ impl Checker {
                 self.check(class.share > 0.0 && class.share <= 1.0, &share_path, || {
                     format!(
                         "share is {}; expected a fraction > 0 and at most 1",
-                        class.share
+                        crate::human::num(class.share)
                     )
                 });
                 sum += class.share;
@@ -101,7 +101,12 @@ impl Checker {
             self.check(
                 (sum - 1.0).abs() <= SHARE_TOLERANCE,
                 "clients.classes",
-                || format!("the shares sum to {sum}; expected them to sum to 1"),
+                || {
+                    format!(
+                        "the shares sum to {}; expected them to sum to 1",
+                        crate::human::num(sum)
+                    )
+                },
             );
         }
         let known = &names[..];

@@ -173,7 +173,10 @@ impl Checker {
     pub(super) fn fraction(&mut self, v: f64, path: &str, range: &str, ok: impl Fn(f64) -> bool) {
         if self.finite(v, path) {
             self.check(ok(v), path, || {
-                format!("{v} is out of range; expected a fraction in {range}")
+                format!(
+                    "{} is out of range; expected a fraction in {range}",
+                    crate::human::num(v)
+                )
             });
         }
     }

@@ -202,7 +202,12 @@ impl Checker {
         self.check(
             c.poison.is_finite() && (0.0..=1.0).contains(&c.poison),
             "consumers.poison",
-            || format!("poison is {}; expected a fraction in [0, 1]", c.poison),
+            || {
+                format!(
+                    "poison is {}; expected a fraction in [0, 1]",
+                    crate::human::num(c.poison)
+                )
+            },
         );
         self.check(
             (400..=599).contains(&c.poison_status),

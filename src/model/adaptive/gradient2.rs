@@ -1,21 +1,26 @@
 //! Gradient2: Netflix concurrency-limits' `Gradient2Limit`
-//! (`concurrency-limits-core/.../limit/Gradient2Limit.java`). It compares
-//! each sample's round-trip time (the short RTT) with a long-term
-//! exponential average of them (`ExpAvgMeasurement`: a plain mean of the
-//! first 10 samples, then factor 2 ÷ (long_window + 1)). On each sample:
+//! (Netflix/concurrency-limits, `concurrency-limits-core/src/main/java/
+//! com/netflix/concurrency/limits/limit/Gradient2Limit.java`, as of commit
+//! f2528de; docs/sources/topology-and-configs.md §4.1). It compares each
+//! sample's round-trip time (the short RTT) with a long-term exponential
+//! average of them (`ExpAvgMeasurement`: a plain mean of the first 10
+//! samples, then factor 2 ÷ (long_window + 1)). On each sample (`_update`):
 //!
 //! - when long ÷ short > 2 (latency fell back after a long overload), the
-//!   long average is multiplied by 0.9 so it catches up;
+//!   long average is multiplied by 0.95 so it catches up (`LONG_DECAY`;
+//!   0.9 before PR #125);
 //! - when fewer than half the limit are in flight (app-limited), the limit
 //!   stays;
-//! - else gradient = clamp(long ÷ short, 0.5, 1) (rtt_tolerance was
-//!   dropped upstream), new = limit × gradient + queue_size, smoothed:
+//! - else gradient = clamp(rtt_tolerance × long ÷ short, 0.5, 1): the RTT
+//!   may rise to rtt_tolerance times the long average before the limit
+//!   falls (`rttTolerance`, added in PR #125 "Improved stability", default
+//!   1.5, at least 1); new = limit × gradient + queue_size, smoothed:
 //!   limit ← limit × (1 − smoothing) + new × smoothing, clamped to
 //!   [min_limit, max_limit].
 //!
 //! The limit enforced is the estimate truncated to an integer. Defaults
 //! are the builder's: initial 20, min 20, max 200, smoothing 0.2, queue
-//! size 4, long window 600.
+//! size 4, long window 600, rtt tolerance 1.5.
 
 use super::Sample;
 
@@ -31,6 +36,9 @@ pub struct Gradient2Config {
     pub queue_size: u32,
     /// Samples of the long-term RTT average.
     pub long_window: u32,
+    /// How many times the long-term average a sample's RTT may be before
+    /// the limit falls (≥ 1).
+    pub rtt_tolerance: f64,
 }
 
 impl Default for Gradient2Config {
@@ -42,6 +50,7 @@ impl Default for Gradient2Config {
             smoothing: 0.2,
             queue_size: 4,
             long_window: 600,
+            rtt_tolerance: 1.5,
         }
     }
 }
@@ -49,6 +58,10 @@ impl Default for Gradient2Config {
 /// Samples averaged plainly before the exponential average takes over
 /// (`ExpAvgMeasurement`'s warm-up window).
 const WARMUP: u32 = 10;
+
+/// The factor the long-term average is cut by when it is more than twice
+/// the sample (`longRtt.update(current -> current * 0.95)`).
+const LONG_DECAY: f64 = 0.95;
 
 /// A Gradient2 limit.
 #[derive(Clone, Debug)]
@@ -93,12 +106,12 @@ impl Gradient2 {
         }
         let long = self.long_rtt;
         if long / short > 2.0 {
-            self.long_rtt *= 0.9;
+            self.long_rtt *= LONG_DECAY;
         }
         if f64::from(s.inflight) < self.estimate / 2.0 {
             return;
         }
-        let gradient = (long / short).clamp(0.5, 1.0);
+        let gradient = (c.rtt_tolerance * long / short).clamp(0.5, 1.0);
         let new = self.estimate * gradient + f64::from(c.queue_size);
         let new = self.estimate * (1.0 - c.smoothing) + new * c.smoothing;
         self.estimate = new.clamp(f64::from(c.min_limit), f64::from(c.max_limit));
@@ -142,10 +155,12 @@ mod tests {
         }
         let before = g.estimate;
         // Warm-up over (10 samples of 10 ms): the long average takes 40 ms
-        // with factor 2/601: long = 10 + 30·2/601 ms; gradient = long/40.
+        // with factor 2/601: long = 10 + 30·2/601 ms; gradient = 1.5 ×
+        // long/40 = 0.38, clamped to 0.5.
         g.on_sample(sample(40, 100));
         let long = 10.0 + 30.0 * 2.0 / 601.0;
-        let gradient = (long / 40.0_f64).max(0.5);
+        let gradient = (1.5 * long / 40.0_f64).max(0.5);
+        assert_eq!(gradient, 0.5);
         let expected = before * 0.8 + (before * gradient + 4.0) * 0.2;
         assert!(
             (g.estimate - expected).abs() < 1e-9,
@@ -160,9 +175,48 @@ mod tests {
         let mut g = Gradient2::new(Gradient2Config::default());
         g.on_sample(sample(100, 5));
         assert_eq!(g.estimate, 20.0);
-        // long 100 ms, short 10 ms: the long average is cut by 0.9 after
-        // the warm-up mean (100 + 10) / 2 = 55 → 49.5.
+        // long 100 ms, short 10 ms: the long average is cut by 0.95 after
+        // the warm-up mean (100 + 10) / 2 = 55 → 52.25.
         g.on_sample(sample(10, 5));
-        assert!((g.long_rtt() - 49.5e6).abs() < 1e-3);
+        assert!((g.long_rtt() - 52.25e6).abs() < 1e-3);
+    }
+
+    #[test]
+    fn a_latency_rise_within_the_tolerance_still_grows_the_limit() {
+        // 10 samples of 10 ms (long = 10 ms), then 14 ms: 1.5 × 10.01 ÷ 14
+        // = 1.07, clamped to 1: the limit grows by the smoothed queue size
+        // as at a steady latency. Without the tolerance the gradient was
+        // 10.01 ÷ 14 = 0.72 and the limit fell.
+        let mut g = Gradient2::new(Gradient2Config {
+            initial_limit: 100,
+            ..Gradient2Config::default()
+        });
+        for _ in 0..10 {
+            g.on_sample(sample(10, 100));
+        }
+        let before = g.estimate;
+        g.on_sample(sample(14, 100));
+        assert!(
+            (g.estimate - (before + 0.2 * 4.0)).abs() < 1e-9,
+            "{}",
+            g.estimate
+        );
+        // 16 ms: 1.5 × 10.02 ÷ 16 = 0.94 cuts it.
+        let before = g.estimate;
+        g.on_sample(sample(16, 100));
+        assert!(g.estimate < before);
+        // The defaults are upstream's.
+        let d = Gradient2Config::default();
+        assert_eq!(
+            (
+                d.initial_limit,
+                d.min_limit,
+                d.max_limit,
+                d.queue_size,
+                d.long_window
+            ),
+            (20, 20, 200, 4, 600)
+        );
+        assert_eq!((d.smoothing, d.rtt_tolerance), (0.2, 1.5));
     }
 }

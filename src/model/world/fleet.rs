@@ -14,7 +14,9 @@
 //!   service, waiting for their calls), then go off. No request is lost.
 //!
 //! The autoscaler's metric is the busy workers of the serving replicas,
-//! kept by difference as the replicas' gauges are synced.
+//! kept by difference as the replicas' gauges are synced; a replica that
+//! started serving after the last decision (`serving_since`) is kept apart
+//! until the next one, as it has no full sample yet.
 
 use super::super::server::Phase;
 use super::super::topology::{ReplicaId, ServiceId};
@@ -39,10 +41,10 @@ impl World<'_> {
             }
             let serving = cfg.initial.min(n);
             if let Some(a) = self.autoscalers[s].as_mut() {
-                a.level(0, 0, i64::from(serving) * i64::from(workers));
+                a.level(0, 0, i64::from(serving) * i64::from(workers), false);
             }
             self.rec.autoscaled(s);
-            self.rec.scale_levels(0, s, serving, serving);
+            self.rec.scale_levels(0, s, serving, serving, serving);
             if cfg.interval < self.cfg.duration {
                 self.q.schedule_at(cfg.interval, Event::Autoscale(s as u16));
             }
@@ -61,11 +63,21 @@ impl World<'_> {
         let serving = self.in_phase(s, Phase::Serving);
         let provisioning = self.in_phase(s, Phase::Provisioning);
         let current = serving + provisioning;
+        let Some(last) = self.autoscalers[s.index()]
+            .as_ref()
+            .map(|a| a.last_decision())
+        else {
+            return;
+        };
+        let fresh = (0..self.topo.replica_count(s))
+            .map(|k| self.topo.replica(s, k).index())
+            .filter(|&r| self.servers[r].phase == Phase::Serving && self.serving_since[r] > last)
+            .count() as u32;
         let Some(a) = self.autoscalers[s.index()].as_mut() else {
             return;
         };
         let cfg = *a.config();
-        let desired = a.decide(now, current, serving);
+        let desired = a.decide(now, current, serving, fresh);
         let n = self.topo.replica_count(s);
         if desired > current {
             let mut add = desired - current;
@@ -109,8 +121,7 @@ impl World<'_> {
                 }
             }
         }
-        let serving = self.in_phase(s, Phase::Serving);
-        self.rec.scale_levels(now, s.index(), serving, desired);
+        self.record_levels(s, desired);
         let next = now.saturating_add(cfg.interval);
         if next < self.cfg.duration {
             self.q.schedule_at(next, Event::Autoscale(s.0));
@@ -122,17 +133,28 @@ impl World<'_> {
         if self.servers[r.index()].phase == Phase::Provisioning {
             self.make_serving(r);
             let (s, _) = self.topo.replica_of(r);
-            let serving = self.in_phase(s, Phase::Serving);
-            let desired = self
-                .rec
-                .svc
-                .scaled
-                .get(s.index())
-                .and_then(Option::as_ref)
-                .map_or(serving, |l| l.desired());
-            self.rec
-                .scale_levels(self.q.now(), s.index(), serving, desired);
+            self.record_levels(s, self.desired_now(s));
         }
+    }
+
+    /// The replicas `s`'s autoscaler wants now (its serving ones when it
+    /// has none recorded).
+    fn desired_now(&self, s: ServiceId) -> u32 {
+        self.rec
+            .svc
+            .scaled
+            .get(s.index())
+            .and_then(Option::as_ref)
+            .map_or_else(|| self.in_phase(s, Phase::Serving), |l| l.desired())
+    }
+
+    /// Records `s`'s replicas serving, serving or draining, and `desired`
+    /// from now on.
+    fn record_levels(&mut self, s: ServiceId, desired: u32) {
+        let serving = self.in_phase(s, Phase::Serving);
+        let working = serving + self.in_phase(s, Phase::Draining);
+        self.rec
+            .scale_levels(self.q.now(), s.index(), serving, working, desired);
     }
 
     /// Replica `r` starts serving: its workers count for its autoscaler.
@@ -143,8 +165,10 @@ impl World<'_> {
         server.phase = Phase::Serving;
         let busy = i64::from(server.busy);
         let workers = i64::from(self.topo.service(s).concurrency.unwrap_or(0));
+        self.serving_since[r.index()] = now;
         if let Some(a) = self.autoscalers[s.index()].as_mut() {
-            a.level(now, busy, workers);
+            let fresh = now > a.last_decision();
+            a.level(now, busy, workers, fresh);
         }
     }
 
@@ -156,8 +180,10 @@ impl World<'_> {
         server.phase = Phase::Draining;
         let busy = i64::from(server.busy);
         let workers = i64::from(self.topo.service(s).concurrency.unwrap_or(0));
+        let since = self.serving_since[r.index()];
         if let Some(a) = self.autoscalers[s.index()].as_mut() {
-            a.level(now, -busy, -workers);
+            let fresh = since > a.last_decision();
+            a.level(now, -busy, -workers, fresh);
         }
         self.drained_if_empty(r);
     }
@@ -174,6 +200,8 @@ impl World<'_> {
             self.finish_job(job);
         }
         self.servers[r.index()].phase = Phase::Off;
+        let (s, _) = self.topo.replica_of(r);
+        self.record_levels(s, self.desired_now(s));
     }
 
     /// Replica `r`'s busy workers changed by `delta`: its autoscaler's
@@ -184,7 +212,8 @@ impl World<'_> {
             return;
         };
         if self.servers[r.index()].phase == Phase::Serving {
-            a.level(self.q.now(), delta, 0);
+            let fresh = self.serving_since[r.index()] > a.last_decision();
+            a.level(self.q.now(), delta, 0, fresh);
         }
         self.drained_if_empty(r);
     }

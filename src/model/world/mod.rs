@@ -256,6 +256,8 @@ pub struct World<'a> {
     autoscalers: Vec<Option<super::autoscale::Autoscaler>>,
     /// Per replica: the pending `ReplicaReady` of a replica provisioning.
     ready_timers: Vec<Option<TimerId>>,
+    /// Per replica: when it last started serving (0: from the start).
+    serving_since: Vec<Nanos>,
     /// Per replica: its adaptive concurrency limit (`None`: none).
     limiters: Vec<Option<limit::ReplicaLimit>>,
     /// Per service: the sum of its replicas' limits last recorded.
@@ -355,6 +357,7 @@ impl<'a> World<'a> {
                 .map(|s| s.autoscale.map(super::autoscale::Autoscaler::new))
                 .collect(),
             ready_timers: vec![None; topo.total_replicas()],
+            serving_since: vec![0; topo.total_replicas()],
             limiters: (0..topo.total_replicas())
                 .map(|r| {
                     let (s, _) = topo.replica_of(ReplicaId(r as u32));

@@ -1,0 +1,41 @@
+//! Numbers for people, in error messages and `check` findings: a float
+//! computed from the input (a sum of shares, a fraction of seconds) is
+//! written by its shortest spelling once rounded to 15 significant
+//! digits, so `0.7 + 0.1 + 0.1` reads `0.9`, not `0.8999999999999999`.
+//! Fifteen is the most any decimal keeps through a double (`DBL_DIG`, C
+//! `<float.h>`): a value as written in the scenario, with at most 15
+//! significant digits, is written back exactly as it was read.
+
+/// `v` for people: `0.9`, `2`, `1.5`, `0.0001`; `inf`, `NaN` as Rust
+/// writes them.
+pub fn num(v: f64) -> String {
+    if !v.is_finite() {
+        return format!("{v}");
+    }
+    if v == 0.0 {
+        return "0".into();
+    }
+    let rounded: f64 = format!("{v:.14e}").parse().unwrap_or(v);
+    format!("{rounded}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::num;
+
+    #[test]
+    fn noise_goes_and_written_values_stay() {
+        assert_eq!(num(0.7 + 0.1 + 0.1), "0.9");
+        assert_eq!(format!("{}", 0.7 + 0.1 + 0.1), "0.8999999999999999");
+        assert_eq!(num(0.1 + 0.2), "0.3");
+        assert_eq!(num(2.0), "2");
+        assert_eq!(num(-0.0), "0");
+        assert_eq!(num(1.5), "1.5");
+        assert_eq!(num(0.0001), "0.0001");
+        assert_eq!(num(123_456_789.125), "123456789.125");
+        assert_eq!(num(0.123456789012345), "0.123456789012345");
+        assert_eq!(num(1e300), format!("{}", 1e300));
+        assert_eq!(num(f64::INFINITY), "inf");
+        assert_eq!(num(f64::NAN), "NaN");
+    }
+}
