@@ -37,7 +37,7 @@ fn three_layers_of_four_attempts_make_exactly_64_dependency_attempts() {
     assert_eq!(s.dependency_attempts, 64 * s.logical_requests);
     assert_eq!(s.layer_attempts[0], 4 * s.logical_requests);
     assert_eq!(s.layer_attempts[1], 16 * s.logical_requests);
-    assert_eq!(s.amplification, 64.0);
+    assert_eq!(s.amplification.unwrap(), 64.0);
 }
 
 #[test]

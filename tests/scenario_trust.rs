@@ -674,7 +674,7 @@ fn a_run_too_short_after_the_incident_has_no_verdict() {
     );
     assert!(!console.contains("metastable"), "{console}");
     assert!(
-        console.contains("FAIL  recovery_within undecided > 10s"),
+        console.contains("undecided  recovery_within undecided > 10s"),
         "{console}"
     );
     let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
@@ -733,10 +733,19 @@ fn ratios_of_nothing_are_not_applicable() {
         "amplification_api",
         "deliveries_per_message",
         "work_per_message",
+        "baseline_success_ratio",
     ] {
         assert_eq!(column(&summary, c), [""], "{c}");
     }
     assert_eq!(column(&summary, "logical_requests"), ["0"]);
+    let by_variant = std::fs::read_to_string(out.join("summary_by_variant.csv")).unwrap();
+    for c in [
+        "success_rate_mean",
+        "amplification_mean",
+        "baseline_success_ratio_mean",
+    ] {
+        assert_eq!(column(&by_variant, c), [""], "{c}");
+    }
     // OCC: no workers, no capacity.
     let f = file(
         dir.path(),
@@ -751,6 +760,7 @@ fn ratios_of_nothing_are_not_applicable() {
         "dependency_utilization",
         "peak_load_ratio",
         "peak_load_ratio_after",
+        "capacity_per_s",
     ] {
         assert_eq!(column(&summary, c), [""], "{c}");
     }
@@ -1156,5 +1166,286 @@ fn a_failure_answers_with_an_error_status() {
             .unwrap_err()
             .to_string();
         assert!(e.contains(at), "{e}");
+    }
+}
+
+/// A ratio of nothing (no request ended and none hung, none offered
+/// before the trigger) is empty in `summary.csv` and
+/// `summary_by_variant.csv` and `n/a` on the console, and an objective
+/// judged on it is `undecided`, never a value: missed (nothing showed it
+/// met), so `--fail-on-slo` exits 1, and the console says `undecided`, not
+/// `FAIL`. A run whose every request hung earned its 0: a hung request
+/// counts as failed.
+#[test]
+fn ratios_of_nothing_are_empty_and_their_objectives_undecided() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = |duration: &str, bucket: &str, rate: &str, incident: &str| {
+        format!(
+            "name: nothing\nseed: 1\nduration: {duration}\nbucket: {bucket}\n\
+             clients: {{ arrival: {{ kind: poisson, rate: {rate} }} }}\n\
+             layers: [ {{ name: api }} ]\n\
+             dependency: {{ concurrency: 4, service_time: {{ dist: constant, value: 20ms }}{incident} }}\n\
+             slo: {{ success_rate: 0.99 }}\n"
+        )
+    };
+    let blackhole =
+        |end: &str| format!(", incidents: [ {{ kind: blackhole, start: 0s, end: {end} }} ]");
+    let cases = [
+        // A blackhole from t=0, no timeout, a run shorter than the
+        // recovery window: nothing ends, nothing is old enough to hang.
+        (
+            "blackhole",
+            scenario("3s", "1s", "50/s", &blackhole("3s")),
+            "",
+        ),
+        // Shorter than the first request's arrival.
+        ("instant", scenario("1ms", "1ms", "1/s", ""), ""),
+        // Ten seconds of it: the requests older than the recovery window
+        // hung, and count as failed: 0, earned. Outside the incident
+        // nothing ended: undecided.
+        (
+            "hung",
+            scenario("10s", "1s", "50/s", &blackhole("10s")),
+            "0",
+        ),
+    ];
+    for (name, src, success) in &cases {
+        let f = file(dir.path(), &format!("{name}.yaml"), src);
+        let out = dir.path().join(name);
+        let o = stormsim(&["run", &f, "--out", out.to_str().unwrap(), "--fail-on-slo"]);
+        assert_eq!(o.status.code(), Some(1), "{name}: {}", stderr(&o));
+        let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+        assert_eq!(column(&summary, "success_rate"), [*success], "{name}");
+        for c in ["success_rate_outside_incidents", "baseline_success_ratio"] {
+            assert_eq!(column(&summary, c), [""], "{name}: {c}");
+        }
+        assert_eq!(column(&summary, "slo_pass"), ["false"], "{name}");
+        assert_eq!(
+            column(&summary, "slo_failed"),
+            ["success_rate undecided < 0.99"],
+            "{name}"
+        );
+        let by_variant = std::fs::read_to_string(out.join("summary_by_variant.csv")).unwrap();
+        assert_eq!(
+            column(&by_variant, "success_rate_mean"),
+            [*success],
+            "{name}"
+        );
+        for c in [
+            "success_rate_outside_incidents_mean",
+            "baseline_success_ratio_mean",
+        ] {
+            assert_eq!(column(&by_variant, c), [""], "{name}: {c}");
+        }
+        let console = stdout(&o);
+        let row = console.lines().nth(2).unwrap_or_default();
+        let shown = if success.is_empty() {
+            " n/a "
+        } else {
+            " 0.00% "
+        };
+        assert!(
+            row.starts_with("base ") && row.contains(shown),
+            "{name}: {console}"
+        );
+        assert!(
+            console.contains("1. base     undecided  success_rate undecided < 0.99 in 1 of 1 runs"),
+            "{name}: {console}"
+        );
+        assert!(
+            !console.contains("FAIL") && !console.contains("none <"),
+            "{console}"
+        );
+        assert!(
+            stderr(&o).contains("variant base missed the SLO: success_rate undecided < 0.99"),
+            "{}",
+            stderr(&o)
+        );
+        let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+        assert!(
+            html.contains("<td class=\"metastable\">undecided</td>"),
+            "{name}"
+        );
+        // Without --fail-on-slo the run itself succeeds.
+        let o = stormsim(&["run", &f, "--out", out.to_str().unwrap(), "--force"]);
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", stderr(&o));
+    }
+}
+
+/// A sweep of many variants prints at most 40 rows per console table and
+/// per table of `report.html` (the SLO's and the comparison best first),
+/// then one line that says how many more there are and which CSV has them
+/// all; a sweep of exactly 40 prints every row and no such line.
+#[test]
+fn huge_sweeps_print_at_most_40_rows_per_table() {
+    let dir = tempfile::tempdir().unwrap();
+    // Clients → api → db. A blackhole at db without a timeout for the
+    // first second: every variant
+    // has requests that never end (a warning each), a recovery verdict
+    // (the after-incident table) and an SLO verdict.
+    let scenario = |n: usize| {
+        let values: Vec<String> = (1..=n).map(|c| c.to_string()).collect();
+        format!(
+            "name: many\nseed: 1\nduration: 3s\nbucket: 1s\n\
+             analysis: {{ recovery_window: 1s, service: db }}\n\
+             clients:\n  arrival: {{ kind: poisson, rate: 20/s }}\n  \
+             classes: [ {{ name: critical, share: 0.5 }}, {{ name: background, share: 0.5 }} ]\n  \
+             calls: {{ to: api }}\n\
+             services:\n\
+             \x20 - {{ name: api, concurrency: 100, service_time: {{ dist: constant, value: 1ms }}, calls: [ {{ to: db }} ] }}\n\
+             \x20 - {{ name: db, concurrency: 4, service_time: {{ dist: constant, value: 1ms }}, \
+             incidents: [ {{ kind: blackhole, start: 0s, end: 1s }} ] }}\n\
+             slo: {{ success_rate: 0.5 }}\n\
+             sweep:\n  services.db.concurrency: [{}]\n",
+            values.join(", ")
+        )
+    };
+    let sections = ["variant ", "by class", "after incident", "SLO: "];
+    for (n, more) in [(100, Some(60)), (40, None)] {
+        let f = file(dir.path(), &format!("many{n}.yaml"), &scenario(n));
+        let out = dir.path().join(format!("many{n}"));
+        let o = stormsim(&["run", &f, "--out", out.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(0), "{n}: {}", stderr(&o));
+        let console = stdout(&o);
+        let lines: Vec<&str> = console.lines().collect();
+        let mut starts: Vec<usize> = sections
+            .iter()
+            .map(|h| {
+                lines
+                    .iter()
+                    .position(|l| l.starts_with(h))
+                    .unwrap_or_else(|| panic!("{n}: no {h:?} table: {console}"))
+            })
+            .collect();
+        let first_note = lines
+            .iter()
+            .position(|l| l.starts_with("warning: "))
+            .unwrap_or_else(|| panic!("{n}: no warning: {console}"));
+        starts.push(first_note);
+        for (k, h) in sections.iter().enumerate() {
+            let body = &lines[starts[k] + 1..starts[k + 1]];
+            let rows = body.iter().filter(|l| !l.starts_with('…')).count();
+            // The summary has one row per variant, the classes one, the
+            // others one.
+            assert_eq!(rows, n.min(40), "{n}: {h:?}: {console}");
+            let file = if *h == "by class" {
+                "classes.csv"
+            } else {
+                "summary_by_variant.csv"
+            };
+            let expected: Vec<String> = more
+                .iter()
+                .map(|m| format!("… and {m} more variants in {file}"))
+                .collect();
+            let said: Vec<&&str> = body.iter().filter(|l| l.starts_with('…')).collect();
+            assert_eq!(said, expected.iter().collect::<Vec<_>>(), "{n}: {h:?}");
+        }
+        // The SLO's verdicts best first: ranks 1 to 40.
+        let slo = &lines[starts[3] + 1..starts[3] + 1 + n.min(40)];
+        for (i, row) in slo.iter().enumerate() {
+            assert!(
+                row.trim_start().starts_with(&format!("{}. ", i + 1)),
+                "{n}: {row}"
+            );
+        }
+        let warnings = &lines[first_note..];
+        assert_eq!(
+            warnings
+                .iter()
+                .filter(|l| l.starts_with("warning: variant "))
+                .count(),
+            n.min(40),
+            "{n}: {console}"
+        );
+        let said: Vec<&&str> = warnings.iter().filter(|l| l.starts_with('…')).collect();
+        let expected: Vec<String> = more
+            .iter()
+            .map(|m| {
+                format!(
+                    "… and {m} more variants with requests that had not ended in summary.csv (in_flight_at_end)"
+                )
+            })
+            .collect();
+        assert_eq!(said, expected.iter().collect::<Vec<_>>(), "{n}: {console}");
+        // report.html: the comparison, the SLO's table, the recovery list
+        // and the classes (40 per class).
+        let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+        let part = |from: &str, to: &str| {
+            let start = html.find(from).unwrap_or_else(|| panic!("{n}: no {from}"));
+            let len = html[start..].find(to).unwrap();
+            &html[start..start + len]
+        };
+        for (from, to, row, per, file) in [
+            (
+                "<table id=\"comparison-table\">",
+                "</table>",
+                "<tr><td>",
+                1,
+                "summary_by_variant.csv",
+            ),
+            (
+                "<h2>Against the SLO</h2>",
+                "</table>",
+                "<tr><td>",
+                1,
+                "summary_by_variant.csv",
+            ),
+            (
+                "<h2>Does it recover?</h2>",
+                "</ul>",
+                "<li>",
+                1,
+                "summary_by_variant.csv",
+            ),
+            (
+                "<table id=\"classes-table\">",
+                "</table>",
+                "<tr><td",
+                2,
+                "classes.csv",
+            ),
+            // Per service and per call: api and db; clients.api and
+            // api.db.
+            (
+                "<table id=\"services-table\">",
+                "</table>",
+                "<tr><td",
+                2,
+                "services.csv",
+            ),
+            (
+                "<table id=\"calls-table\">",
+                "</table>",
+                "<tr><td",
+                2,
+                "calls.csv",
+            ),
+        ] {
+            assert_eq!(
+                part(from, to).matches(row).count(),
+                per * n.min(40),
+                "{n}: {from}"
+            );
+            // Between the table's end and the next section or table.
+            let after = &html[html.find(from).unwrap()..];
+            let after = &after[after.find(to).unwrap() + to.len()..];
+            let next = ["<h2", "<table"].map(|t| after.find(t).unwrap_or(after.len()));
+            let after = &after[..next[0].min(next[1])];
+            let notes: Vec<&str> = after
+                .lines()
+                .filter(|l| l.starts_with("<p class=\"more\">"))
+                .collect();
+            let expected: Vec<String> = more
+                .iter()
+                .map(|m| {
+                    format!("<p class=\"more\">… and {m} more variants in <code>{file}</code></p>")
+                })
+                .collect();
+            assert_eq!(notes, expected, "{n}: {from}");
+        }
+        if more.is_none() {
+            assert!(!console.contains('…'), "{console}");
+            assert!(!html.contains("class=\"more\""));
+        }
     }
 }

@@ -1168,3 +1168,73 @@ fn classes_go_through_shards_and_merge_byte_identically() {
         .stderr(contains("classes.csv").and(contains("the file was cut or changed")));
     assert!(!out.exists());
 }
+
+/// About one run in two of this scenario has no request at all (a 1 s run
+/// at 0.7 requests/s): its ratios are empty, and a variant's mean is over
+/// the runs that have one.
+const SOMETIMES_EMPTY: &str = "name: sometimes-empty\nseed: 3\nduration: 1s\nbucket: 1s\nreplicates: 8\n\
+clients: { arrival: { kind: poisson, rate: 0.7/s } }\n\
+layers: [ { name: api } ]\n\
+dependency: { concurrency: 4, service_time: { dist: constant, value: 1ms } }\n";
+
+/// Figures some replicates have no value for (ratios of nothing) are
+/// averaged over those that have one, in the unsharded run and in the
+/// merge alike: merged shards give the unsharded folder byte for byte.
+#[test]
+fn ratios_of_nothing_merge_as_the_unsharded_run_aggregates_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("sometimes.yaml");
+    fs::write(&file, SOMETIMES_EMPTY).unwrap();
+    let run = |out: &Path, extra: &[&str]| {
+        stormsim()
+            .arg("run")
+            .arg(&file)
+            .args(["--out"])
+            .arg(out)
+            .args(extra)
+            .assert()
+            .success()
+    };
+    let full = tmp.path().join("full");
+    let console = String::from_utf8(run(&full, &[]).get_output().stdout.clone()).unwrap();
+    let read = |d: &Path, f: &str| fs::read_to_string(d.join(f)).unwrap();
+    let column = |table: &str, name: &str| -> Vec<String> {
+        let mut lines = table.lines();
+        let i = lines
+            .next()
+            .unwrap()
+            .split(',')
+            .position(|c| c == name)
+            .unwrap();
+        lines
+            .map(|l| l.split(',').nth(i).unwrap().to_string())
+            .collect()
+    };
+    let rates = column(&read(&full, "summary.csv"), "success_rate");
+    let values: Vec<f64> = rates.iter().filter_map(|r| r.parse().ok()).collect();
+    let empty = rates.iter().filter(|r| r.is_empty()).count();
+    assert!(
+        empty > 0 && !values.is_empty(),
+        "some runs without a request, some with: {rates:?}"
+    );
+    let mean = values.iter().sum::<f64>() / values.len() as f64;
+    let by_variant = read(&full, "summary_by_variant.csv");
+    let shown: f64 = column(&by_variant, "success_rate_mean")[0].parse().unwrap();
+    assert!((shown - mean).abs() < 1e-6, "{shown} vs {mean}");
+    assert!(
+        console.contains(&format!(
+            "note: base: success_rate has no value in {empty} of 8 runs (no request ended); its mean is over the"
+        )),
+        "{console}"
+    );
+    let dirs: Vec<PathBuf> = (0..3)
+        .map(|i| {
+            let d = tmp.path().join(format!("s{i}"));
+            run(&d, &["--quiet", "--shard", &format!("{i}/3")]);
+            d
+        })
+        .collect();
+    let merged = tmp.path().join("merged");
+    merge(&dirs, &merged).success();
+    assert!(tree(&merged) == tree(&full));
+}

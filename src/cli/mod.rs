@@ -643,6 +643,7 @@ fn check(args: CheckArgs) -> i32 {
 }
 
 fn report_errors(errors: &ScenarioErrors) -> i32 {
+    let errors = errors.clone().bounded(scenario::load::MAX_LISTED_ERRORS);
     errln!("{errors}");
     2
 }

@@ -110,6 +110,8 @@ enum SettingsError {
     NoSlo(String),
     /// No default output folder can be named.
     OutFolder(String),
+    /// The results would not fit in the memory the process may use.
+    Memory(String),
 }
 
 impl SettingsError {
@@ -131,7 +133,7 @@ impl SettingsError {
                 );
                 2
             }
-            SettingsError::OutFolder(m) => {
+            SettingsError::OutFolder(m) | SettingsError::Memory(m) => {
                 errln!("error: {m}");
                 2
             }
@@ -216,6 +218,21 @@ impl Settings {
                 .flat_map(|v| (0..scenario.replicates).map(move |r| (v, r)))
                 .collect(),
         };
+        // Results are kept to the end: refuse, before anything runs, a
+        // command whose results alone would not fit (it would abort on a
+        // failed allocation, after simulating for nothing).
+        if let Some(budget) = crate::memory_gate::process_budget() {
+            let held = runner::retained_bytes(&plans, &items);
+            if held > budget {
+                return Err(SettingsError::Memory(format!(
+                    "the results of {} runs ({} variants) would hold about {} in memory until the output folder is written, more than this process may use ({}: three quarters of the smaller of its address-space limit, ulimit -v, and the memory available); nothing was run: use fewer sweep points, variants or replicates, or split the work with --shard",
+                    items.len(),
+                    plans.len(),
+                    scenario::memory::bytes_text(held),
+                    scenario::memory::bytes_text(budget),
+                )));
+            }
+        }
         let mut reproduce = args
             .file
             .as_ref()

@@ -215,7 +215,6 @@ pub fn for_each_time_cell(
     }
 }
 
-/// `a ÷ b`, 0 when there is nothing to divide.
 /// The `recovered` cell of a run too short after its trigger to judge.
 pub const UNDECIDED: &str = "undecided";
 
@@ -267,14 +266,7 @@ pub fn summary_cells(s: &Summary, layer_names: &[String]) -> Vec<(String, Cell)>
             Cell::opt_f(s.retry_delay_p99_ms),
         ),
         // Per logical request: none without one (0/0 is not 0).
-        (
-            "amplification".into(),
-            if s.logical_requests == 0 {
-                Cell::Missing
-            } else {
-                Cell::Float(s.amplification)
-            },
-        ),
+        ("amplification".into(), Cell::opt_f(s.amplification)),
         (
             "peak_amplification".into(),
             Cell::opt_f(s.peak_amplification),
@@ -292,14 +284,7 @@ pub fn summary_cells(s: &Summary, layer_names: &[String]) -> Vec<(String, Cell)>
             "dependency_queue_wait_mean_ms".into(),
             Cell::opt_f(s.dependency_queue_wait_mean_ms),
         ),
-        (
-            "peak_load_ratio".into(),
-            if s.capacity_per_s > 0.0 {
-                Cell::Float(s.peak_load_ratio)
-            } else {
-                Cell::Missing
-            },
-        ),
+        ("peak_load_ratio".into(), Cell::opt_f(s.peak_load_ratio)),
         ("recovery_time_s".into(), Cell::opt_f(s.recovery_time_s)),
         (
             "recovered".into(),
@@ -438,9 +423,9 @@ pub fn summary_cells(s: &Summary, layer_names: &[String]) -> Vec<(String, Cell)>
     v.extend([
         (
             "baseline_success_ratio".into(),
-            Cell::Float(s.baseline_success_ratio),
+            Cell::opt_f(s.baseline_success_ratio),
         ),
-        ("capacity_per_s".into(), Cell::Float(s.capacity_per_s)),
+        ("capacity_per_s".into(), Cell::opt_f(s.capacity_per_s)),
         (
             "aborted".into(),
             s.aborted

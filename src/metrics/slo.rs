@@ -12,9 +12,12 @@
 //!   tell, `undecided`; without a trigger there is nothing to recover
 //!   from, and it is met).
 //!
-//! A figure that has no value misses its objective (`none`: nothing ended
-//! outside the incidents, say), and a run stopped by a guard rail misses
-//! the SLO as a whole (`aborted`). `slo_failed` lists the objectives
+//! A figure that has no value (a ratio of nothing: nothing ended outside
+//! the incidents, say) is `undecided`, like a recovery too short to tell:
+//! nothing showed the objective met, so it counts as missed (`slo_pass`
+//! false, `--fail-on-slo` exits 1) and reads `success_rate undecided <
+//! 0.99`, never a value. A run stopped by a guard rail misses the SLO as
+//! a whole (`aborted`). `slo_failed` lists the objectives
 //! missed as `<objective> <measured> <op> <target>`, separated by `; `
 //! (`success_rate 0.9912 < 0.999; recovery_within never > 60s`; a
 //! measured value to 4 significant digits, more where needed to tell it
@@ -119,21 +122,22 @@ pub enum Measured {
     Value(f64),
     /// It never recovered (metastable).
     Never,
-    /// The run ended too soon after the trigger to tell.
+    /// Nothing showed it met or missed: the run ended too soon after the
+    /// trigger to tell, or the figure has no value (a ratio of nothing).
     Undecided,
-    /// No value (nothing ended outside the incidents).
-    None,
 }
 
 impl Measured {
-    /// Worse-first order for `o`: no value, never, then by value.
+    /// Larger is worse, for `o`: never, then by value, then undecided. A
+    /// miss some run measured outweighs one no run could judge, so a
+    /// variant whose runs missed by a value and by having none reads as
+    /// the value it missed by (`FAIL`), not as `undecided`.
     fn badness(self, o: Objective) -> (u8, f64) {
         match self {
-            Measured::None => (2, 0.0),
-            Measured::Undecided => (2, 0.0),
-            Measured::Never => (1, 0.0),
-            Measured::Value(v) if o.higher_is_better() => (0, -v),
-            Measured::Value(v) => (0, v),
+            Measured::Undecided => (0, 0.0),
+            Measured::Value(v) if o.higher_is_better() => (1, -v),
+            Measured::Value(v) => (1, v),
+            Measured::Never => (2, 0.0),
         }
     }
 
@@ -158,7 +162,6 @@ impl Measured {
             }
             Measured::Never => "never".into(),
             Measured::Undecided => "undecided".into(),
-            Measured::None => "none".into(),
         }
     }
 }
@@ -263,7 +266,10 @@ impl Objectives {
             if !met {
                 misses.push(Miss {
                     objective: o,
-                    measured: measured.map_or(Measured::None, Measured::Value),
+                    // No value (nothing ended outside the incidents, no
+                    // full bucket after the trigger): nothing showed it
+                    // met or missed.
+                    measured: measured.map_or(Measured::Undecided, Measured::Value),
                     target,
                 });
             }
@@ -303,6 +309,17 @@ impl Objectives {
     }
 }
 
+/// How a run or variant that did not pass reads, from its `slo_failed`
+/// cell: `undecided` when every objective it missed had nothing to judge
+/// it by (`<objective> undecided ...`: nothing showed it met or missed;
+/// it still counts as missed), else `FAIL`.
+pub fn miss_word(failed: &str) -> &'static str {
+    let mut entries = failed.split("; ").filter(|e| !e.is_empty()).peekable();
+    let undecided = entries.peek().is_some()
+        && entries.all(|e| e.split_whitespace().nth(1) == Some("undecided"));
+    if undecided { "undecided" } else { "FAIL" }
+}
+
 /// One entry of an `slo_failed` cell read back.
 fn parse_entry(entry: &str) -> Option<(Option<Miss>, bool)> {
     let words: Vec<&str> = entry.split_whitespace().collect();
@@ -322,8 +339,8 @@ fn parse_entry(entry: &str) -> Option<(Option<Miss>, bool)> {
     };
     let measured = match measured {
         "never" => Measured::Never,
-        "undecided" => Measured::Undecided,
-        "none" => Measured::None,
+        // `none`: how older tables wrote a figure without a value.
+        "undecided" | "none" => Measured::Undecided,
         w => Measured::Value(number(w)?),
     };
     Some((
@@ -503,13 +520,13 @@ mod tests {
     fn failed_text_reads_back() {
         let v = verdict(&[
             (Objective::SuccessRate, Measured::Value(0.99123), 0.999),
-            (Objective::LatencyP99, Measured::None, 800.0),
+            (Objective::LatencyP99, Measured::Undecided, 800.0),
             (Objective::RecoveryWithin, Measured::Never, 60.0),
         ]);
         let text = v.failed_text();
         assert_eq!(
             text,
-            "success_rate 0.9912 < 0.999; latency_p99 none > 800ms; recovery_within never > 60s"
+            "success_rate 0.9912 < 0.999; latency_p99 undecided > 800ms; recovery_within never > 60s"
         );
         let back: Vec<Miss> = text
             .split("; ")
@@ -531,6 +548,54 @@ mod tests {
         );
         assert_eq!(parse_entry("aborted"), Some((None, true)));
         assert_eq!(parse_entry("nonsense 1 > 2"), None);
+    }
+
+    /// A run no figure could judge is `undecided`; a variant whose runs
+    /// missed by a value and by having none reads as the value (`FAIL`).
+    #[test]
+    fn a_miss_by_a_value_outweighs_an_undecided_one() {
+        let run =
+            |m: Measured| Cell::Text(verdict(&[(Objective::SuccessRate, m, 0.99)]).failed_text());
+        let [_, _, text] = aggregate(
+            &[Cell::Bool(false), Cell::Bool(false)],
+            &[run(Measured::Undecided), run(Measured::Value(0.5))],
+        );
+        assert_eq!(
+            text.1,
+            Cell::Text("success_rate 0.5 < 0.99 in 2 of 2 runs".into())
+        );
+        assert_eq!(miss_word(&text.1.render()), "FAIL");
+        let [_, _, text] = aggregate(
+            &[Cell::Bool(false), Cell::Bool(true)],
+            &[run(Measured::Undecided), Cell::Missing],
+        );
+        assert_eq!(
+            text.1,
+            Cell::Text("success_rate undecided < 0.99 in 1 of 2 runs".into())
+        );
+        assert_eq!(miss_word(&text.1.render()), "undecided");
+        assert_eq!(
+            miss_word("success_rate undecided < 0.99; latency_p99 900ms > 500ms"),
+            "FAIL"
+        );
+        assert_eq!(miss_word("aborted in 1 of 2 runs"), "FAIL");
+        assert_eq!(miss_word(""), "FAIL");
+        // Never stays the worst of a recovery.
+        let rec = |m: Measured| {
+            Cell::Text(verdict(&[(Objective::RecoveryWithin, m, 60.0)]).failed_text())
+        };
+        let [_, _, text] = aggregate(
+            &[Cell::Bool(false), Cell::Bool(false), Cell::Bool(false)],
+            &[
+                rec(Measured::Value(70.0)),
+                rec(Measured::Never),
+                rec(Measured::Undecided),
+            ],
+        );
+        assert_eq!(
+            text.1,
+            Cell::Text("recovery_within never > 60s in 3 of 3 runs".into())
+        );
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! Recovery (README, "Recovery and metastability"): the *baseline* is the
 //! success ratio (succeeded ÷ offered) over the full buckets before the
 //! trigger starts (the first bucket skipped as warm-up when there are
-//! others; 1.0 when there are none). After the trigger ends, a sliding
+//! others). When no request was offered there it is a ratio of nothing:
+//! empty in the summary, and recovery is judged against 1.0. After the trigger ends, a sliding
 //! window of `window` is *healthy* when its success ratio is at least
 //! `threshold` × baseline. The run *recovered* when, from some window on,
 //! every window until the end of the run is healthy; the recovery time is
@@ -155,7 +156,9 @@ pub struct Summary {
     pub retry_ratio: Option<f64>,
     pub retry_delay_p50_ms: Option<f64>,
     pub retry_delay_p99_ms: Option<f64>,
-    pub amplification: f64,
+    /// Dependency attempts ÷ logical requests; `None` without a logical
+    /// request (0/0 is not 0).
+    pub amplification: Option<f64>,
     /// The highest full bucket's dependency attempts ÷ logical requests;
     /// `None` when no full bucket had a request.
     pub peak_amplification: Option<f64>,
@@ -167,7 +170,9 @@ pub struct Summary {
     /// `None` without workers (an OCC run).
     pub dependency_utilization: Option<f64>,
     pub dependency_queue_wait_mean_ms: Option<f64>,
-    pub peak_load_ratio: f64,
+    /// The largest `load_ratio` of a full bucket; `None` when no full
+    /// bucket has one (no capacity, or a run shorter than a bucket).
+    pub peak_load_ratio: Option<f64>,
     /// `None` without a trigger, and for an aborted run.
     pub recovery_time_s: Option<f64>,
     /// `None` without a trigger, for a run too short to judge
@@ -240,8 +245,13 @@ pub struct Summary {
     pub layer_attempts: Vec<u64>,
     pub layer_retries: Vec<u64>,
     pub layer_gates: Vec<[u64; 3]>,
-    pub baseline_success_ratio: f64,
-    pub capacity_per_s: f64,
+    /// The success ratio before the trigger (module documentation);
+    /// `None` when no request was offered in a full bucket before it: a
+    /// ratio of nothing (recovery is then judged against 1.0).
+    pub baseline_success_ratio: Option<f64>,
+    /// The focus service's capacity, requests per second; `None` without
+    /// one (an OCC run, unlimited workers).
+    pub capacity_per_s: Option<f64>,
     pub aborted: Option<Abort>,
     pub event_digest: u64,
     /// OCC workloads: the time of the last event (the blog's completion time).
@@ -388,8 +398,12 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         let secs = len as f64 / NS_PER_S as f64;
         let busy = rec.busy.mean(b, len);
         let (share, working) = focus_share(rec, ctx, Some(b));
-        let utilization =
-            (ctx.concurrency > 0).then(|| ratio(busy, ctx.concurrency as f64 * working));
+        // None without workers, nor with none serving or draining in the
+        // bucket (an autoscaled fleet at zero): busy time of no worker
+        // time. A draining replica's workers count (they finish what it
+        // holds), so the utilization stays within [0, 1].
+        let workers = ctx.concurrency as f64 * working;
+        let utilization = (workers > 0.0).then(|| busy / workers);
         rows.push(TimeRow {
             t_s: (b as u64 * rec.bucket_len()) as f64 / NS_PER_S as f64,
             offered: c.offered,
@@ -423,13 +437,18 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
             processed: c.processed,
             dead_lettered: c.dead_lettered,
             layer_orphaned: rec.layer_orphaned[b * layers..(b + 1) * layers].to_vec(),
-            load_ratio: capacity.per_bucket[b].map(|cap| {
-                let load = ratio(ratio(c.dependency_attempts as f64, secs), cap * share);
-                match utilization {
-                    Some(u) if capacity.held => load.max(u),
-                    _ => load,
-                }
-            }),
+            // None without a capacity in the bucket: attempts against no
+            // capacity are no ratio.
+            load_ratio: capacity.per_bucket[b]
+                .map(|cap| cap * share)
+                .filter(|&cap| cap > 0.0)
+                .map(|cap| {
+                    let load = ratio(c.dependency_attempts as f64, secs) / cap;
+                    match utilization {
+                        Some(u) if capacity.held => load.max(u),
+                        _ => load,
+                    }
+                }),
             layer_attempts: rec.layer_attempts[b * layers..(b + 1) * layers].to_vec(),
             layer_retries: rec.layer_retries[b * layers..(b + 1) * layers].to_vec(),
             layer_gates: (0..layers)
@@ -495,7 +514,7 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         .enumerate()
         .filter(|(b, _)| full(*b))
         .filter_map(|(_, r)| r.load_ratio)
-        .fold(0.0, f64::max);
+        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
     let hist_ms = |h: &hdrhistogram::Histogram<u64>, q: f64| {
         (!h.is_empty()).then(|| us_to_ms(h.value_at_quantile(q)))
     };
@@ -505,7 +524,7 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
     if aborted {
         (recovery_time_s, recovered, undecided) = (None, None, None);
     }
-    let after = after_incident(rec, &rows, ctx, &capacity, baseline);
+    let after = after_incident(rec, &rows, ctx, &capacity, baseline.unwrap_or(1.0));
     let (hung, hung_out) = rec.hung(info.end, hung_bound(rec, ctx));
     let (succeeded_out, failed_out) = (
         rec.totals.succeeded_outside,
@@ -517,7 +536,9 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         failed,
         in_flight_at_end: rec.open_requests(),
         hung_at_end: hung,
-        // None when no request ended: 0/0 is not 0%.
+        // None when no request ended and none hung: 0/0 is not 0%. A hung
+        // request counts as failed (it waited past the bound), so a run
+        // whose every request hung earned its 0.
         success_rate: (!aborted && succeeded + failed + hung > 0)
             .then(|| succeeded as f64 / (succeeded + failed + hung) as f64),
         dependency_attempts,
@@ -525,19 +546,22 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         retry_ratio: (all_attempts > 0).then(|| retries as f64 / all_attempts as f64),
         retry_delay_p50_ms: hist_ms(&rec.retry_delay, 0.5),
         retry_delay_p99_ms: hist_ms(&rec.retry_delay, 0.99),
-        amplification: ratio(dependency_attempts as f64, logical_requests as f64),
+        amplification: (logical_requests > 0)
+            .then(|| dependency_attempts as f64 / logical_requests as f64),
         peak_amplification,
         goodput: succeeded as f64 / run_secs,
         latency_mean_ms: (!rec.latency.is_empty()).then(|| rec.latency.mean() / 1000.0),
         latency_p50_ms: hist_ms(&rec.latency, 0.5),
         latency_p99_ms: hist_ms(&rec.latency, 0.99),
         latency_p999_ms: hist_ms(&rec.latency, 0.999),
-        dependency_utilization: (ctx.concurrency > 0).then(|| {
-            ratio(
-                rec.busy.total_secs(),
-                run_secs * ctx.concurrency as f64 * focus_share(rec, ctx, None).1,
-            )
-        }),
+        // None without workers, nor with none serving or draining over
+        // the whole run (an autoscaled fleet at zero): busy time of no
+        // worker time.
+        dependency_utilization: Some(
+            run_secs * ctx.concurrency as f64 * focus_share(rec, ctx, None).1,
+        )
+        .filter(|&workers| workers > 0.0)
+        .map(|workers| rec.busy.total_secs() / workers),
         dependency_queue_wait_mean_ms: (rec.totals.queue_wait_count > 0).then(|| {
             rec.totals.queue_wait_sum_ns as f64 / rec.totals.queue_wait_count as f64 / 1e6
         }),
@@ -604,7 +628,10 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         layer_retries,
         layer_gates,
         baseline_success_ratio: baseline,
-        capacity_per_s: capacity.run.unwrap_or(0.0) * focus_share(rec, ctx, None).0,
+        capacity_per_s: capacity
+            .run
+            .map(|c| c * focus_share(rec, ctx, None).0)
+            .filter(|&c| c > 0.0),
         aborted: info.aborted,
         event_digest: info.digest,
         completion_time_s: info.completion.map(|c| c as f64 / 1e9),
@@ -702,13 +729,14 @@ fn after_incident(
     }
 }
 
-/// Returns (baseline ratio, recovery time in seconds, recovered, why
-/// there is no verdict when the run is too short for one).
+/// Returns (baseline ratio, none when nothing was offered before the
+/// trigger; recovery time in seconds; recovered; why there is no verdict
+/// when the run is too short for one).
 fn recovery(
     rec: &Recorder,
     rows: &[TimeRow],
     c: &RecoveryCriteria,
-) -> (f64, Option<f64>, Option<bool>, Option<Undecided>) {
+) -> (Option<f64>, Option<f64>, Option<bool>, Option<Undecided>) {
     let bucket = rec.bucket_len();
     let full: Vec<usize> = (0..rows.len())
         .filter(|&b| rec.len_of(b) == bucket)
@@ -728,11 +756,10 @@ fn recovery(
         .filter(|&b| (b as u64 + 1) * bucket <= start)
         .collect();
     let skip = usize::from(before.len() > 1);
-    let baseline = ratio_of(&mut before.iter().copied().skip(skip))
-        .unwrap_or(1.0)
-        .min(1.0);
+    let measured = ratio_of(&mut before.iter().copied().skip(skip)).map(|r| r.min(1.0));
+    let baseline = measured.unwrap_or(1.0);
     let Some(end) = c.trigger_end else {
-        return (baseline, None, None, None);
+        return (measured, None, None, None);
     };
     let w = c.window.div_ceil(bucket).max(1) as usize;
     let b0 = end.div_ceil(bucket) as usize;
@@ -745,10 +772,10 @@ fn recovery(
             after_s: secs(covered.saturating_sub(end)),
             window_s: secs(w as u64 * bucket),
         };
-        return (baseline, None, None, Some(undecided));
+        return (measured, None, None, Some(undecided));
     };
     if ratio_of(&mut (b0..=last).filter(|&b| rec.len_of(b) == bucket)).is_none() {
-        return (baseline, None, None, Some(Undecided::NoTraffic));
+        return (measured, None, None, Some(Undecided::NoTraffic));
     }
     let healthy =
         |b: usize| ratio_of(&mut (b + 1 - w..=b)).is_none_or(|r| r >= c.threshold * baseline);
@@ -762,11 +789,11 @@ fn recovery(
         }
     }
     if settled > last {
-        return (baseline, None, Some(false), None);
+        return (measured, None, Some(false), None);
     }
     let window_start = ((settled + 1 - w) as u64 * bucket).max(end);
     (
-        baseline,
+        measured,
         Some((window_start - end) as f64 / NS_PER_S as f64),
         Some(true),
         None,
@@ -835,7 +862,7 @@ mod tests {
         }
     }
 
-    fn verdict(rec: &Recorder, c: RecoveryCriteria) -> (f64, Option<f64>, Option<bool>) {
+    fn verdict(rec: &Recorder, c: RecoveryCriteria) -> (Option<f64>, Option<f64>, Option<bool>) {
         let (_, s) = tabulate(rec, &info_of(rec), &ctx_of(c));
         (s.baseline_success_ratio, s.recovery_time_s, s.recovered)
     }
@@ -853,27 +880,27 @@ mod tests {
         ok.extend(run_of(14, 100));
         let rec = recorder(20 * S, S, &ok);
         let (baseline, _, _) = verdict(&rec, criteria(Some(5 * S), None));
-        assert_eq!(baseline, 0.8);
+        assert_eq!(baseline, Some(0.8));
         // A trigger starting inside bucket 4 leaves it out.
         let mut ok2 = ok.clone();
         ok2[4] = Some(40);
         let rec = recorder(20 * S, S, &ok2);
         assert_eq!(
             verdict(&rec, criteria(Some(4_500 * NS_PER_MS), None)).0,
-            0.8
+            Some(0.8)
         );
-        assert_eq!(verdict(&rec, criteria(Some(5 * S), None)).0, 0.7);
+        assert_eq!(verdict(&rec, criteria(Some(5 * S), None)).0, Some(0.7));
         // With a single bucket before the trigger, that bucket is the
         // baseline (nothing is skipped).
-        assert_eq!(verdict(&rec, criteria(Some(S), None)).0, 0.0);
+        assert_eq!(verdict(&rec, criteria(Some(S), None)).0, Some(0.0));
         // Two buckets: the second alone.
-        assert_eq!(verdict(&rec, criteria(Some(2 * S), None)).0, 0.8);
-        // None before (the trigger starts at once): 1.0.
-        assert_eq!(verdict(&rec, criteria(Some(0), None)).0, 1.0);
-        assert_eq!(verdict(&rec, criteria(Some(S - 1), None)).0, 1.0);
+        assert_eq!(verdict(&rec, criteria(Some(2 * S), None)).0, Some(0.8));
+        // None before (the trigger starts at once): a ratio of nothing.
+        assert_eq!(verdict(&rec, criteria(Some(0), None)).0, None);
+        assert_eq!(verdict(&rec, criteria(Some(S - 1), None)).0, None);
         // No trigger at all: every full bucket but the first.
         let all: f64 = (80.0 * 3.0 + 40.0 + 10.0 + 1400.0) / 1900.0;
-        assert!((verdict(&rec, criteria(None, None)).0 - all).abs() < 1e-12);
+        assert!((verdict(&rec, criteria(None, None)).0.unwrap() - all).abs() < 1e-12);
     }
 
     #[test]
@@ -881,22 +908,22 @@ mod tests {
         // Pooled: 50/100 and 0 offered and 100/100 → 150/200.
         let ok = vec![Some(0), Some(50), None, Some(100), Some(0)];
         let rec = recorder(5 * S, S, &ok);
-        assert_eq!(verdict(&rec, criteria(Some(4 * S), None)).0, 0.75);
+        assert_eq!(verdict(&rec, criteria(Some(4 * S), None)).0, Some(0.75));
         // More successes than requests offered in the buckets (requests
         // offered earlier): the ratio is capped at 1.
         let mut rec = recorder(5 * S, S, &ok);
         rec.buckets[1].succeeded = 300;
-        assert_eq!(verdict(&rec, criteria(Some(4 * S), None)).0, 1.0);
-        // Nothing offered before the trigger: 1.0.
+        assert_eq!(verdict(&rec, criteria(Some(4 * S), None)).0, Some(1.0));
+        // Nothing offered before the trigger: a ratio of nothing.
         let rec = recorder(5 * S, S, &[Some(0), None, None, Some(0), Some(0)]);
-        assert_eq!(verdict(&rec, criteria(Some(3 * S), None)).0, 1.0);
+        assert_eq!(verdict(&rec, criteria(Some(3 * S), None)).0, None);
         // A short last bucket never counts (a 4.5 s run, no trigger).
         let rec = recorder(
             4_500 * NS_PER_MS,
             S,
             &[Some(0), Some(60), Some(60), Some(60), Some(0)],
         );
-        assert_eq!(verdict(&rec, criteria(None, None)).0, 0.6);
+        assert_eq!(verdict(&rec, criteria(None, None)).0, Some(0.6));
     }
 
     #[test]
@@ -904,9 +931,9 @@ mod tests {
         let rec = recorder(10 * S, S, &run_of(10, 100));
         assert_eq!(
             verdict(&rec, criteria(Some(2 * S), None)),
-            (1.0, None, None)
+            (Some(1.0), None, None)
         );
-        assert_eq!(verdict(&rec, criteria(None, None)), (1.0, None, None));
+        assert_eq!(verdict(&rec, criteria(None, None)), (Some(1.0), None, None));
     }
 
     /// Baseline 1 (buckets 0..9 at 100%), trigger 10–20 s, then `after`.
@@ -929,7 +956,7 @@ mod tests {
         after.extend(run_of(16, 100));
         assert_eq!(
             verdict(&storm(&after), trigger()),
-            (1.0, Some(4.0), Some(true))
+            (Some(1.0), Some(4.0), Some(true))
         );
         // The window's ratio is pooled: bad buckets at 50% make [23, 28)
         // 450/500 = 90%, healthy exactly at the threshold: 3 s.
@@ -937,12 +964,12 @@ mod tests {
         after.extend(run_of(16, 100));
         assert_eq!(
             verdict(&storm(&after), trigger()),
-            (1.0, Some(3.0), Some(true))
+            (Some(1.0), Some(3.0), Some(true))
         );
         // Healthy from the trigger's end: 0 s.
         assert_eq!(
             verdict(&storm(&run_of(20, 100)), trigger()),
-            (1.0, Some(0.0), Some(true))
+            (Some(1.0), Some(0.0), Some(true))
         );
     }
 
@@ -957,13 +984,19 @@ mod tests {
             ok.extend(run_of(20, pct));
             recorder(40 * S, S, &ok)
         };
-        assert_eq!(verdict(&after(45), trigger()), (0.5, Some(0.0), Some(true)));
-        assert_eq!(verdict(&after(44), trigger()), (0.5, None, Some(false)));
+        assert_eq!(
+            verdict(&after(45), trigger()),
+            (Some(0.5), Some(0.0), Some(true))
+        );
+        assert_eq!(
+            verdict(&after(44), trigger()),
+            (Some(0.5), None, Some(false))
+        );
         // Another threshold moves the line: 0.85 × 50% = 42.5%.
         let mut c = trigger();
         c.threshold = 0.85;
-        assert_eq!(verdict(&after(43), c), (0.5, Some(0.0), Some(true)));
-        assert_eq!(verdict(&after(42), c), (0.5, None, Some(false)));
+        assert_eq!(verdict(&after(43), c), (Some(0.5), Some(0.0), Some(true)));
+        assert_eq!(verdict(&after(42), c), (Some(0.5), None, Some(false)));
     }
 
     #[test]
@@ -976,12 +1009,15 @@ mod tests {
         after.extend(run_of(15, 100));
         assert_eq!(
             verdict(&storm(&after), trigger()),
-            (1.0, Some(11.0), Some(true))
+            (Some(1.0), Some(11.0), Some(true))
         );
         // A dip in the very last window: never recovered.
         let mut after = run_of(20, 100);
         after.push(Some(0));
-        assert_eq!(verdict(&storm(&after), trigger()), (1.0, None, Some(false)));
+        assert_eq!(
+            verdict(&storm(&after), trigger()),
+            (Some(1.0), None, Some(false))
+        );
     }
 
     #[test]
@@ -992,7 +1028,7 @@ mod tests {
         after[9] = Some(100);
         assert_eq!(
             verdict(&storm(&after), trigger()),
-            (1.0, Some(0.0), Some(true))
+            (Some(1.0), Some(0.0), Some(true))
         );
         // A 4.5 s window is 5 buckets of 1 s (rounded up): bad buckets at
         // 20..23 and good from 24 give [24, 29) → 4 s, as with 5 s; a
@@ -1001,12 +1037,21 @@ mod tests {
         after.extend(run_of(10, 100));
         let mut c = trigger();
         c.window = 4_500 * NS_PER_MS;
-        assert_eq!(verdict(&storm(&after), c), (1.0, Some(4.0), Some(true)));
+        assert_eq!(
+            verdict(&storm(&after), c),
+            (Some(1.0), Some(4.0), Some(true))
+        );
         c.window = 3_500 * NS_PER_MS;
-        assert_eq!(verdict(&storm(&after), c), (1.0, Some(4.0), Some(true)));
+        assert_eq!(
+            verdict(&storm(&after), c),
+            (Some(1.0), Some(4.0), Some(true))
+        );
         // A window shorter than a bucket is one bucket.
         c.window = 10 * NS_PER_MS;
-        assert_eq!(verdict(&storm(&after), c), (1.0, Some(4.0), Some(true)));
+        assert_eq!(
+            verdict(&storm(&after), c),
+            (Some(1.0), Some(4.0), Some(true))
+        );
     }
 
     #[test]
@@ -1018,13 +1063,13 @@ mod tests {
         ok.extend(run_of(10, 100));
         let rec = recorder(31 * S, S, &ok);
         let c = criteria(Some(10 * S), Some(20_500 * NS_PER_MS));
-        assert_eq!(verdict(&rec, c), (1.0, Some(0.5), Some(true)));
+        assert_eq!(verdict(&rec, c), (Some(1.0), Some(0.5), Some(true)));
         // Healthy from bucket 23: 2.5 s.
         let mut ok = run_of(10, 100);
         ok.extend(run_of(13, 0));
         ok.extend(run_of(10, 100));
         let rec = recorder(33 * S, S, &ok);
-        assert_eq!(verdict(&rec, c), (1.0, Some(2.5), Some(true)));
+        assert_eq!(verdict(&rec, c), (Some(1.0), Some(2.5), Some(true)));
     }
 
     /// A run that ends before one full window after the trigger could not
@@ -1033,10 +1078,13 @@ mod tests {
     fn a_run_too_short_for_one_window_after_the_trigger_is_undecided() {
         // The trigger ends at 20 s; one 5 s window needs buckets 20..24.
         let exactly = storm(&run_of(5, 100));
-        assert_eq!(verdict(&exactly, trigger()), (1.0, Some(0.0), Some(true)));
+        assert_eq!(
+            verdict(&exactly, trigger()),
+            (Some(1.0), Some(0.0), Some(true))
+        );
         assert_eq!(undecided(&exactly, trigger()), None);
         let short = storm(&run_of(4, 100));
-        assert_eq!(verdict(&short, trigger()), (1.0, None, None));
+        assert_eq!(verdict(&short, trigger()), (Some(1.0), None, None));
         assert_eq!(
             undecided(&short, trigger()),
             Some(Undecided::TooShort {
@@ -1049,7 +1097,7 @@ mod tests {
         ok.extend(run_of(10, 0));
         ok.extend(run_of(5, 100));
         let rec = recorder(24_500 * NS_PER_MS, S, &ok);
-        assert_eq!(verdict(&rec, trigger()), (1.0, None, None));
+        assert_eq!(verdict(&rec, trigger()), (Some(1.0), None, None));
         assert_eq!(
             undecided(&rec, trigger()),
             Some(Undecided::TooShort {
@@ -1100,7 +1148,7 @@ mod tests {
         );
         assert_eq!(s.success_rate_outside_incidents, None);
         assert_eq!(s.time_to_full_goodput_s, None);
-        assert_eq!(s.baseline_success_ratio, 1.0);
+        assert_eq!(s.baseline_success_ratio, Some(1.0));
         assert_eq!(s.aborted, Some(Abort::Interrupted));
         // The same rows, not stopped: every figure is there.
         let (_, s) = tabulate(&rec, &info_of(&rec), &ctx);
@@ -1113,12 +1161,12 @@ mod tests {
     #[test]
     fn no_traffic_after_the_trigger_is_undecided() {
         let silent = storm(&[None; 10]);
-        assert_eq!(verdict(&silent, trigger()), (1.0, None, None));
+        assert_eq!(verdict(&silent, trigger()), (Some(1.0), None, None));
         assert_eq!(undecided(&silent, trigger()), Some(Undecided::NoTraffic));
         let mut after = vec![None; 10];
         after[7] = Some(100);
         let one = storm(&after);
-        assert_eq!(verdict(&one, trigger()), (1.0, Some(0.0), Some(true)));
+        assert_eq!(verdict(&one, trigger()), (Some(1.0), Some(0.0), Some(true)));
         assert_eq!(undecided(&one, trigger()), None);
     }
 }

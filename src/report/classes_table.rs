@@ -5,9 +5,10 @@
 
 use std::fmt::Write;
 
+use super::MAX_TABLE_ROWS;
 use super::chart_data::{ChartData, Table, parse_num};
 use super::figure::tick;
-use super::html::{escape, first_cell, num, swatch};
+use super::html::{escape, first_cell, more_note, num, swatch};
 
 /// The `classes.csv` columns shown, in order: (column, header).
 const COLUMNS: [(&str, &str); 5] = [
@@ -81,12 +82,17 @@ pub fn classes_section(h: &mut String, d: &ChartData) {
         let _ = write!(h, "<th>{}</th>", escape(label));
     }
     h.push_str("</tr>\n");
+    // Per class, the first MAX_TABLE_ROWS variants in variant order;
+    // `variants` counts those with rows.
+    let mut variants = 0;
     for (c, class) in classes.iter().enumerate() {
         let rows: Vec<(usize, &[Mean; 5])> = means[c]
             .iter()
             .enumerate()
             .filter(|(_, m)| m.iter().any(|x| x.n > 0))
             .collect();
+        variants = variants.max(rows.len());
+        let rows = &rows[..rows.len().min(MAX_TABLE_ROWS)];
         for (k, (v, m)) in rows.iter().enumerate() {
             let _ = writeln!(
                 h,
@@ -102,6 +108,7 @@ pub fn classes_section(h: &mut String, d: &ChartData) {
         }
     }
     h.push_str("</table>\n");
+    more_note(h, variants, "variants", "classes.csv");
 }
 
 #[cfg(test)]

@@ -9,10 +9,22 @@ use crate::metrics::slo::Objectives;
 use crate::metrics::table::Undecided;
 
 use super::tables::by_variant;
+use super::{MAX_TABLE_ROWS, more_rows};
 use crate::metrics::RunResult;
 
 /// A ratio with nothing to divide by (0/0).
 const NOT_APPLICABLE: &str = "n/a";
+
+/// Writes `lines`, at most [`MAX_TABLE_ROWS`] of them, then the line that
+/// says how many more there are (`what` in `file`).
+fn capped(s: &mut String, lines: &[String], what: &str, file: &str) {
+    for line in lines.iter().take(MAX_TABLE_ROWS) {
+        let _ = writeln!(s, "{line}");
+    }
+    if let Some(more) = more_rows(lines.len(), what, file) {
+        let _ = writeln!(s, "{more}");
+    }
+}
 
 fn get(cells: &[(String, Cell)], name: &str) -> Option<f64> {
     cells
@@ -83,10 +95,11 @@ fn undecided_of(results: &[RunResult], name: &str) -> (usize, Option<Undecided>)
     (first.map_or(0, |_| 1 + runs.count()), first)
 }
 
-/// A figure's mean over replicates, formatted, or `-` when no replicate
-/// has it.
+/// A figure's mean over replicates, formatted, or `n/a` when no
+/// replicate has it (a ratio of nothing: no request ended outside the
+/// incidents, no full bucket after the trigger).
 fn mean_text(cells: &[(String, Cell)], name: &str, show: impl Fn(f64) -> String) -> String {
-    get(cells, &format!("{name}_mean")).map_or_else(|| "-".to_string(), show)
+    get(cells, &format!("{name}_mean")).map_or_else(|| NOT_APPLICABLE.to_string(), show)
 }
 
 /// The figures after the incident, one row per variant (README, "After
@@ -104,7 +117,7 @@ fn after_text(s: &mut String, agg: &[(String, Vec<(String, Cell)>)], width: usiz
         "full goodput",
         "refused"
     );
-    for (name, cells) in agg {
+    for (name, cells) in agg.iter().take(MAX_TABLE_ROWS) {
         let full = match (
             get(cells, "time_to_full_goodput_s_mean"),
             get(cells, "recovered_fraction"),
@@ -134,6 +147,9 @@ fn after_text(s: &mut String, agg: &[(String, Vec<(String, Cell)>)], width: usiz
             }
             let _ = writeln!(s, "  {flag}");
         }
+    }
+    if let Some(more) = more_rows(agg.len(), "variants", "summary_by_variant.csv") {
+        let _ = writeln!(s, "{more}");
     }
 }
 
@@ -165,7 +181,7 @@ fn stopped_flag(cells: &[(String, Cell)]) -> Option<String> {
 fn classes_text<'a>(
     s: &mut String,
     results: &[RunResult],
-    variants: impl Iterator<Item = &'a str>,
+    variants: impl ExactSizeIterator<Item = &'a str>,
     width: usize,
 ) {
     let Some(first) = results.iter().find(|r| !r.classes.is_empty()) else {
@@ -179,7 +195,8 @@ fn classes_text<'a>(
         let _ = write!(s, "  {:>w$}", n, w = col(n));
     }
     let _ = writeln!(s);
-    for variant in variants {
+    let total = variants.len();
+    for variant in variants.take(MAX_TABLE_ROWS) {
         let _ = write!(s, "{variant:<width$}");
         for (k, n) in names.iter().enumerate() {
             let rows: Vec<_> = results
@@ -202,6 +219,9 @@ fn classes_text<'a>(
         }
         let _ = writeln!(s);
     }
+    if let Some(more) = more_rows(total, "variants", "classes.csv") {
+        let _ = writeln!(s, "{more}");
+    }
 }
 
 /// The variants' verdicts against the SLO, best first.
@@ -211,7 +231,7 @@ fn slo_text(s: &mut String, agg: &[(String, Vec<(String, Cell)>)], slo: &Objecti
     let mut ranked: Vec<&(String, Vec<(String, Cell)>)> = agg.iter().collect();
     ranked.sort_by_key(|(_, cells)| rank(cells));
     let digits = agg.len().to_string().len();
-    for (name, cells) in ranked {
+    for (name, cells) in ranked.iter().take(MAX_TABLE_ROWS) {
         let rank = rank(cells);
         let verdict = if get(cells, "slo_pass") == Some(1.0) {
             "pass".to_string()
@@ -220,9 +240,12 @@ fn slo_text(s: &mut String, agg: &[(String, Vec<(String, Cell)>)], slo: &Objecti
                 .iter()
                 .find(|(n, _)| n == "slo_failed")
                 .map_or(String::new(), |(_, c)| c.render());
-            format!("FAIL  {failed}")
+            format!("{}  {failed}", crate::metrics::slo::miss_word(&failed))
         };
         let _ = writeln!(s, "{rank:>digits$}. {name:<width$}  {verdict}");
+    }
+    if let Some(more) = more_rows(agg.len(), "variants", "summary_by_variant.csv") {
+        let _ = writeln!(s, "{more}");
     }
 }
 
@@ -254,7 +277,7 @@ pub fn summary_text(scenario: &str, results: &[RunResult], slo: Option<&Objectiv
         "{:<width$}  {:>13}  {:>12}  {:>14}  {:>14}  {:>20}",
         "variant", "amplification", "success rate", "peak load/cap", "goodput (/s)", "recovery"
     );
-    for (name, cells) in &agg {
+    for (name, cells) in agg.iter().take(MAX_TABLE_ROWS) {
         let f = |n: &str| get(cells, n);
         let runs = f("replicates").unwrap_or(0.0) as usize;
         let aborted = f("aborted_runs").unwrap_or(0.0) as usize;
@@ -278,6 +301,9 @@ pub fn summary_text(scenario: &str, results: &[RunResult], slo: Option<&Objectiv
             recovery_text(cells, runs, aborted, undecided_of(results, name)),
         );
     }
+    if let Some(more) = more_rows(agg.len(), "variants", "summary_by_variant.csv") {
+        let _ = writeln!(s, "{more}");
+    }
     classes_text(&mut s, results, agg.iter().map(|(n, _)| n.as_str()), width);
     if results
         .iter()
@@ -288,20 +314,34 @@ pub fn summary_text(scenario: &str, results: &[RunResult], slo: Option<&Objectiv
     if let Some(slo) = slo {
         slo_text(&mut s, &agg, slo, width);
     }
-    for (name, cells) in &agg {
-        if let Some(flag) = stopped_flag(cells) {
-            let _ = writeln!(s, "note: {name}: {flag}");
-        }
-    }
-    for r in results {
-        if let Some(why) = &r.summary.aborted {
-            let _ = writeln!(
-                s,
+    let stopped: Vec<String> = agg
+        .iter()
+        .filter_map(|(name, cells)| Some(format!("note: {name}: {}", stopped_flag(cells)?)))
+        .collect();
+    capped(
+        &mut s,
+        &stopped,
+        "variants with runs stopped early",
+        "summary_by_variant.csv (aborted_runs)",
+    );
+    let partial = partial_notes(results, agg.iter().map(|(n, _)| n.as_str()));
+    capped(
+        &mut s,
+        &partial,
+        "figures without a value in some runs",
+        "summary.csv",
+    );
+    let aborted: Vec<String> = results
+        .iter()
+        .filter_map(|r| {
+            let why = r.summary.aborted.as_ref()?;
+            Some(format!(
                 "warning: {} replicate {} was aborted: {why}",
                 r.variant, r.replicate
-            );
-        }
-    }
+            ))
+        })
+        .collect();
+    capped(&mut s, &aborted, "aborted runs", "summary.csv (aborted)");
     if aborted_runs > 0 {
         let _ = writeln!(
             s,
@@ -310,10 +350,57 @@ pub fn summary_text(scenario: &str, results: &[RunResult], slo: Option<&Objectiv
              before the stop)"
         );
     }
-    for line in unended_warnings(results, agg.iter().map(|(n, _)| n.as_str())) {
-        let _ = writeln!(s, "{line}");
-    }
+    let unended = unended_warnings(results, agg.iter().map(|(n, _)| n.as_str()));
+    capped(
+        &mut s,
+        &unended,
+        "variants with requests that had not ended",
+        "summary.csv (in_flight_at_end)",
+    );
     s
+}
+
+/// The success rates a variant's mean is over only some of its runs for:
+/// a run in which no request ended (outside the incidents, for the second)
+/// has none, and `summary_by_variant.csv`'s mean is over the runs that
+/// have one. One line per variant and figure, when some (not all) of its
+/// runs that reached their end have no value.
+fn partial_notes<'a>(
+    results: &[RunResult],
+    variants: impl Iterator<Item = &'a str>,
+) -> Vec<String> {
+    type Figure = fn(&crate::metrics::table::Summary) -> Option<f64>;
+    const FIGURES: [(&str, &str, Figure); 2] = [
+        ("success_rate", "no request ended", |s| s.success_rate),
+        (
+            "success_rate_outside_incidents",
+            "no request ended outside the incidents",
+            |s| s.success_rate_outside_incidents,
+        ),
+    ];
+    let mut out = Vec::new();
+    for name in variants {
+        let runs: Vec<_> = results
+            .iter()
+            .filter(|r| r.variant == name && r.summary.aborted.is_none())
+            .collect();
+        for (column, why, figure) in FIGURES {
+            let missing = runs.iter().filter(|r| figure(&r.summary).is_none()).count();
+            if missing == 0 || missing == runs.len() {
+                continue;
+            }
+            let (n, with) = (runs.len(), runs.len() - missing);
+            let over = if with == 1 {
+                "the 1 run that has one".to_string()
+            } else {
+                format!("the {with} runs that have one")
+            };
+            out.push(format!(
+                "note: {name}: {column} has no value in {missing} of {n} runs ({why}); its mean is over {over}"
+            ));
+        }
+    }
+    out
 }
 
 /// Requests that had not ended when the run did: some are always in

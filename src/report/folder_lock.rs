@@ -13,6 +13,12 @@
 //! holder checks, once locked,
 //! that the file is still the one at the path (its previous holder may
 //! have removed it in between), so two commands never both hold it.
+//!
+//! The lock's name can be predicted, so a file of the user's may sit
+//! there: a file found at the path is taken over (and later removed)
+//! only when it reads as a lock file stormsim left, its line or nothing
+//! (a command killed between making it and writing its line). Anything
+//! else is the user's and is refused, untouched ([`LockError::Foreign`]).
 
 use std::ffi::OsStr;
 use std::fs::{File, OpenOptions};
@@ -28,6 +34,8 @@ pub enum LockError {
     Held(PathBuf),
     /// The lock file could not be made or locked.
     Io(PathBuf, io::Error),
+    /// A file stormsim did not write sits at the lock's path.
+    Foreign(PathBuf),
 }
 
 /// A held lock; dropping it removes the lock file and releases the lock.
@@ -118,13 +126,16 @@ impl FolderLock {
                 // again with the file now at the path.
                 continue;
             }
+            let stale = match previous_holder(&mut file) {
+                Ok(holder) => holder.filter(|&p| p != std::process::id()),
+                Err(NotALock) => return Err(LockError::Foreign(path)),
+            };
             interrupt::register_cleanup(&path);
-            let stale = previous_holder(&mut file).filter(|&p| p != std::process::id());
             // For whoever looks: which process holds it.
             let _ = file.set_len(0);
             let _ = writeln!(
                 file,
-                "stormsim (process {}) is writing the folder {} here",
+                "{HOLDER_PREFIX}{}) is writing the folder {} here",
                 std::process::id(),
                 name.to_string_lossy()
             );
@@ -147,20 +158,43 @@ impl FolderLock {
     }
 }
 
-/// The process a lock file names (`stormsim (process N) is writing ...`),
-/// read from its start (a few bytes: the file is never trusted).
-fn previous_holder(file: &mut File) -> Option<u32> {
+/// A file at the lock's path that is not a lock file stormsim left.
+struct NotALock;
+
+/// The line a holder writes, up to the process id.
+const HOLDER_PREFIX: &str = "stormsim (process ";
+
+/// What a file found at the lock's path says: nothing (`Ok(None)`: new,
+/// or left empty by a command killed before writing its line), the
+/// process that left it (`stormsim (process N) is writing ...`), or
+/// something else, a file of the user's ([`NotALock`]). Only its first
+/// bytes and its size are read: the file is never trusted.
+fn previous_holder(file: &mut File) -> Result<Option<u32>, NotALock> {
     use std::io::{Read, Seek};
+    let meta = file.metadata().map_err(|_| NotALock)?;
+    if !meta.is_file() {
+        return Err(NotALock);
+    }
+    if meta.len() == 0 {
+        return Ok(None);
+    }
+    // A holder's line: the prefix, a process id, the rest; never long.
+    if meta.len() > 4096 {
+        return Err(NotALock);
+    }
     let mut head = [0u8; 64];
-    file.seek(io::SeekFrom::Start(0)).ok()?;
-    let n = file.read(&mut head);
+    file.seek(io::SeekFrom::Start(0)).map_err(|_| NotALock)?;
+    let n = file.read(&mut head).map_err(|_| NotALock)?;
     // Back to the start, where the new holder writes its line.
-    file.seek(io::SeekFrom::Start(0)).ok()?;
-    let n = n.ok()?;
-    let text = std::str::from_utf8(&head[..n]).ok()?;
-    let rest = text.strip_prefix("stormsim (process ")?;
-    let digits = &rest[..rest.find(')')?];
-    digits.parse().ok()
+    file.seek(io::SeekFrom::Start(0)).map_err(|_| NotALock)?;
+    let text = std::str::from_utf8(&head[..n]).map_err(|_| NotALock)?;
+    let rest = text.strip_prefix(HOLDER_PREFIX).ok_or(NotALock)?;
+    let digits = rest.find(')').map(|end| &rest[..end]).ok_or(NotALock)?;
+    let pid = digits.parse().map_err(|_| NotALock)?;
+    if !rest[digits.len()..].starts_with(") is writing the folder ") {
+        return Err(NotALock);
+    }
+    Ok(Some(pid))
 }
 
 /// Whether the process `pid` is alive on this machine (`kill(pid, 0)`):
@@ -225,10 +259,51 @@ mod tests {
     fn a_lock_file_left_by_a_killed_command_is_taken_over() {
         let dir = tempfile::tempdir().unwrap();
         let name = OsStr::new("out");
-        std::fs::write(lock_path(dir.path(), name), "stale\n").unwrap();
+        std::fs::write(
+            lock_path(dir.path(), name),
+            "stormsim (process 4000000) is writing the folder out here\n",
+        )
+        .unwrap();
         let lock = FolderLock::acquire(dir.path(), name).unwrap();
+        assert_eq!(lock.stale_holder(), Some(4_000_000));
         drop(lock);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        // An empty one: killed before it wrote its line.
+        std::fs::write(lock_path(dir.path(), name), "").unwrap();
+        let lock = FolderLock::acquire(dir.path(), name).unwrap();
+        assert_eq!(lock.stale_holder(), None);
+        drop(lock);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_file_of_the_users_at_the_lock_name_is_refused_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = OsStr::new("out");
+        let path = lock_path(dir.path(), name);
+        for content in [
+            "user content\n",
+            "stormsim (process 12) wrote this? no\n",
+            "stormsim (process x) is writing the folder out here\n",
+        ] {
+            std::fs::write(&path, content).unwrap();
+            match FolderLock::acquire(dir.path(), name) {
+                Err(LockError::Foreign(p)) => assert_eq!(p, path),
+                other => panic!("{content:?}: {other:?}"),
+            }
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), content);
+        }
+        // Long: not a lock line, even when it starts like one.
+        let long = format!(
+            "stormsim (process 12) is writing the folder out here\n{}",
+            "x".repeat(5000)
+        );
+        std::fs::write(&path, &long).unwrap();
+        assert!(matches!(
+            FolderLock::acquire(dir.path(), name),
+            Err(LockError::Foreign(_))
+        ));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), long);
     }
 
     #[cfg(unix)]

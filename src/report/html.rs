@@ -15,6 +15,26 @@ use super::figure::{css_colour, tick};
 use super::graph_data::{CallFigures, GraphData, ServiceFigures};
 use super::graph_figure::times;
 use super::sweep::sweep_columns;
+use super::{MAX_TABLE_ROWS, more_rows};
+
+/// A figure without a value (a ratio of nothing: no request ended, no
+/// capacity), as every table of the page shows it.
+pub(super) const NOT_APPLICABLE: &str = "n/a";
+
+/// After a table cut at [`MAX_TABLE_ROWS`] of `total` rows: the line that
+/// says how many more there are and which CSV has them (nothing when none
+/// was cut).
+pub(super) fn more_note(h: &mut String, total: usize, what: &str, file: &str) {
+    if let Some(more) = more_rows(total, what, file) {
+        let (text, _) = more.split_at(more.len() - file.len());
+        let _ = writeln!(
+            h,
+            "<p class=\"more\">{}<code>{}</code></p>",
+            escape(text),
+            escape(file)
+        );
+    }
+}
 
 /// The figures shown per variant: (column stem, label, unit suffix).
 const ROWS: [(&str, &str, &str); 19] = [
@@ -170,7 +190,8 @@ figure svg{max-width:100%;height:auto;border:1px solid #eee}\
 
 fn cell(d: &ChartData, row: &Row, stem: &str, unit: &str) -> (String, String) {
     let t = &d.by_variant;
-    let fmt = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{}{unit}", tick(v)));
+    let fmt =
+        |v: Option<f64>| v.map_or(NOT_APPLICABLE.to_string(), |v| format!("{}{unit}", tick(v)));
     (
         fmt(t.num(row, &format!("{stem}_mean"))),
         t.num(row, &format!("{stem}_ci95"))
@@ -193,9 +214,9 @@ fn figure(h: &mut String, c: &Chart) {
     );
 }
 
-/// A number of the services tables: "–" when absent.
+/// A number of the services tables: `n/a` when absent.
 pub(super) fn num(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
-    v.map_or("–".to_string(), f)
+    v.map_or(NOT_APPLICABLE.to_string(), f)
 }
 
 /// The variant's name with its colour.
@@ -222,6 +243,9 @@ pub(super) fn first_cell(k: usize, n: usize, html: &str) -> String {
 fn services_tables(h: &mut String, d: &ChartData, g: &GraphData) {
     h.push_str("<p>Means over replicates, from <code>services.csv</code> and <code>calls.csv</code> (which have every figure, per replicate).</p>\n");
     h.push_str("<table id=\"services-table\">\n<caption>Services</caption>\n<tr><th>service</th><th>variant</th><th>capacity</th><th>peak load ÷ capacity</th><th>utilization</th><th>attempts per request</th><th>shed</th><th>refused</th></tr>\n");
+    // Per service (call), the first MAX_TABLE_ROWS variants in variant
+    // order; `variants` counts those with rows.
+    let mut variants = 0;
     for (s, name) in g.services.iter().enumerate() {
         let rows: Vec<(usize, &String, ServiceFigures)> = d
             .variants
@@ -232,6 +256,8 @@ fn services_tables(h: &mut String, d: &ChartData, g: &GraphData) {
                 (f.replicates > 0).then_some((v, variant, f))
             })
             .collect();
+        variants = variants.max(rows.len());
+        let rows = &rows[..rows.len().min(MAX_TABLE_ROWS)];
         for (k, (v, variant, f)) in rows.iter().enumerate() {
             let over = f.peak_load_ratio.is_some_and(|p| p > 1.0);
             let _ = writeln!(
@@ -250,6 +276,8 @@ fn services_tables(h: &mut String, d: &ChartData, g: &GraphData) {
         }
     }
     h.push_str("</table>\n");
+    more_note(h, variants, "variants", "services.csv");
+    let mut variants = 0;
     h.push_str("<table id=\"calls-table\">\n<caption>Calls</caption>\n<tr><th>call</th><th>caller → callee</th><th>variant</th><th>attempts per request</th><th>retries</th><th>failed calls</th></tr>\n");
     for (e, call) in g.calls.iter().enumerate() {
         let rows: Vec<(usize, &String, CallFigures)> = d
@@ -261,6 +289,8 @@ fn services_tables(h: &mut String, d: &ChartData, g: &GraphData) {
                 (f.replicates > 0).then_some((v, variant, f))
             })
             .collect();
+        variants = variants.max(rows.len());
+        let rows = &rows[..rows.len().min(MAX_TABLE_ROWS)];
         let edge = format!(
             "{}</td><td class=\"l\" rowspan=\"{}\">{} → {}",
             escape(&call.name),
@@ -281,6 +311,7 @@ fn services_tables(h: &mut String, d: &ChartData, g: &GraphData) {
         }
     }
     h.push_str("</table>\n");
+    more_note(h, variants, "variants", "calls.csv");
 }
 
 /// Builds the page from the data and the already rendered charts.
@@ -318,7 +349,8 @@ pub fn report_html(d: &ChartData, charts: &[Chart]) -> Result<String, crate::int
     }
 
     h.push_str("<h2>Does it recover?</h2>\n<ul>\n");
-    for (i, r) in recovery_figure(d).variants.iter().enumerate() {
+    let recovery = recovery_figure(d);
+    for (i, r) in recovery.variants.iter().enumerate().take(MAX_TABLE_ROWS) {
         crate::interrupt::check()?;
         let v = verdict(r);
         let class = if r.metastable > 0 || r.aborted > 0 {
@@ -335,6 +367,12 @@ pub fn report_html(d: &ChartData, charts: &[Chart]) -> Result<String, crate::int
         );
     }
     h.push_str("</ul>\n");
+    more_note(
+        &mut h,
+        recovery.variants.len(),
+        "variants",
+        "summary_by_variant.csv",
+    );
 
     slo_section(&mut h, d);
 
@@ -418,7 +456,7 @@ fn comparison_table(h: &mut String, d: &ChartData) -> Result<(), crate::interrup
         let _ = write!(h, "<th>{}</th>", escape(label));
     }
     h.push_str("<th>replicates that recovered</th><th>runs aborted (guard rail)</th></tr>\n");
-    for (rank, &i) in order.iter().enumerate() {
+    for (rank, &i) in order.iter().enumerate().take(MAX_TABLE_ROWS) {
         crate::interrupt::check()?;
         let row = &t.rows[i];
         let name = t.text(row, "variant");
@@ -444,7 +482,9 @@ fn comparison_table(h: &mut String, d: &ChartData) -> Result<(), crate::interrup
         }
         let recovered = t
             .num(row, "recovered_fraction")
-            .map_or("–".to_string(), |f| format!("{}%", tick(f * 100.0)));
+            .map_or(NOT_APPLICABLE.to_string(), |f| {
+                format!("{}%", tick(f * 100.0))
+            });
         let aborted = t.num(row, "aborted_runs").filter(|a| *a > 0.0);
         let _ = writeln!(
             h,
@@ -459,6 +499,7 @@ fn comparison_table(h: &mut String, d: &ChartData) -> Result<(), crate::interrup
         );
     }
     h.push_str("</table></div>\n");
+    more_note(h, order.len(), "variants", "summary_by_variant.csv");
     Ok(())
 }
 
@@ -479,7 +520,7 @@ fn slo_section(h: &mut String, d: &ChartData) {
         "<h2>Against the SLO</h2>\n<p>The SLO: {}. A variant passes when every replicate meets every objective; best first.</p>\n<table>\n<tr><th>rank</th><th>variant</th><th>verdict</th><th>replicates that passed</th><th>objectives missed (worst replicate)</th></tr>",
         escape(d.slo.as_deref().unwrap_or("see the scenario's `slo`"))
     );
-    for row in rows {
+    for row in rows.iter().take(MAX_TABLE_ROWS) {
         let name = t.text(row, "variant");
         let pass = t.num(row, "slo_pass") == Some(1.0);
         let _ = writeln!(
@@ -489,13 +530,21 @@ fn slo_section(h: &mut String, d: &ChartData) {
             css_colour(d.variant_index(name)),
             escape(name),
             if pass { "" } else { " class=\"metastable\"" },
-            if pass { "pass" } else { "FAIL" },
+            if pass {
+                "pass"
+            } else {
+                crate::metrics::slo::miss_word(t.text(row, "slo_failed"))
+            },
             t.num(row, "slo_pass_fraction")
-                .map_or("–".to_string(), |f| format!("{}%", tick(f * 100.0))),
+                .map_or(NOT_APPLICABLE.to_string(), |f| format!(
+                    "{}%",
+                    tick(f * 100.0)
+                )),
             escape(t.text(row, "slo_failed"))
         );
     }
     h.push_str("</table>\n");
+    more_note(h, rows.len(), "variants", "summary_by_variant.csv");
 }
 
 const HOW_TO_READ: &str = "<h2>How to read this</h2>\n<ul>\n\

@@ -28,6 +28,20 @@ pub mod sweep;
 pub mod table_check;
 pub mod tables;
 
+/// The most variants a table of the console or of `report.html` shows
+/// (best first where it is ranked, in variant order otherwise); a line
+/// after it says how many more there are and which CSV has them all.
+/// README, "Outputs".
+pub const MAX_TABLE_ROWS: usize = 40;
+
+/// The line after a table cut at [`MAX_TABLE_ROWS`] of `total` rows:
+/// `… and 60 more variants in summary_by_variant.csv`; None when nothing
+/// was cut.
+pub fn more_rows(total: usize, what: &str, file: &str) -> Option<String> {
+    (total > MAX_TABLE_ROWS)
+        .then(|| format!("… and {} more {what} in {file}", total - MAX_TABLE_ROWS))
+}
+
 pub use chart_data::ChartData;
 pub use output_dir::{Mode, OutputDir, OutputError};
 

@@ -980,6 +980,12 @@ impl OutputDir {
                  nothing was written: wait for it to finish, or choose another folder",
                 lock.display()
             )),
+            LockError::Foreign(lock) => OutputError::Refused(format!(
+                "cannot lock {shown}: {} is where stormsim keeps the folder's lock file, \
+                 and a file stormsim did not write is there; it was left as it is and \
+                 nothing was written: move it, or choose another folder",
+                lock.display()
+            )),
             LockError::Io(lock, e) => {
                 let what = match fs::symlink_metadata(&lock) {
                     Ok(m) if m.file_type().is_symlink() => {

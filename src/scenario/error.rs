@@ -152,6 +152,16 @@ impl ScenarioErrors {
     pub fn new(errors: Vec<ScenarioError>) -> Self {
         ScenarioErrors(errors, Omitted::default())
     }
+    /// At most `max` errors listed, those after moved into the omitted
+    /// count.
+    pub fn bounded(mut self, max: usize) -> Self {
+        if self.0.len() > max {
+            let more = self.0.len() - max;
+            self.0.truncate(max);
+            self.1 = self.1.and(Omitted::exactly(more));
+        }
+        self
+    }
     pub fn len(&self) -> usize {
         self.0.len()
     }

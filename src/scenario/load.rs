@@ -87,6 +87,20 @@ pub fn load_str_in(
     dir: Option<&Path>,
     sets: &[(String, Value)],
 ) -> Result<Loaded, ScenarioErrors> {
+    load_unbounded(src, file_label, dir, sets).map_err(|e| e.bounded(MAX_LISTED_ERRORS))
+}
+
+/// How many errors a file's load lists at most; the count line says how
+/// many more were found (thousands of variants with one mistake each
+/// would otherwise print thousands of lines).
+pub const MAX_LISTED_ERRORS: usize = 50;
+
+fn load_unbounded(
+    src: &str,
+    file_label: &str,
+    dir: Option<&Path>,
+    sets: &[(String, Value)],
+) -> Result<Loaded, ScenarioErrors> {
     let index = LocationIndex::build(src);
     let mut from_warnings = Vec::new();
     let broken = match parse_file(src, file_label, &index, dir, &mut from_warnings) {
@@ -161,6 +175,16 @@ fn check_with(
     file_label: &str,
     index: &LocationIndex,
 ) -> Result<Scenario, ScenarioErrors> {
+    // Two overrides of one field (or of a field and a part of it): which
+    // one applied would depend on their order.
+    let keys: Vec<String> = sets.iter().map(|(k, _)| k.clone()).collect();
+    let overlaps: Vec<ScenarioError> = super::variants::overlapping_keys(base, &keys)
+        .into_iter()
+        .map(|i| ScenarioError::new(SET_LABEL, &i.message).with_path(&i.path))
+        .collect();
+    if !overlaps.is_empty() {
+        return Err(ScenarioErrors::new(overlaps));
+    }
     let (s, mut errors) = if sets.is_empty() {
         (base.clone(), Vec::new())
     } else {

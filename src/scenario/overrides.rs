@@ -155,7 +155,76 @@ pub(crate) fn apply_overrides(
     if !issues.is_empty() {
         return Err(issues);
     }
+    issues.extend(changed_from(s, &out, sets));
+    if !issues.is_empty() {
+        return Err(issues);
+    }
     Ok(out)
+}
+
+/// Every `from` of `s` with where it is: a layer's (`layers.NAME`), a
+/// call's (`services.NAME.calls.I`, `clients.calls`).
+fn from_specs(s: &Scenario) -> Vec<(String, &super::types::FromFile)> {
+    let mut out = Vec::new();
+    for l in &s.layers {
+        if let Some(f) = &l.from {
+            out.push((format!("layers.{}", l.name), f));
+        }
+    }
+    for sv in &s.services {
+        for (i, c) in sv.calls.iter().enumerate() {
+            if let Some(f) = &c.from {
+                out.push((format!("services.{}.calls.{i}", sv.name), f));
+            }
+        }
+    }
+    if let Some(f) = s.clients.calls.as_ref().and_then(|c| c.from.as_ref()) {
+        out.push(("clients.calls".to_string(), f));
+    }
+    out
+}
+
+/// An issue about each override when `out` has a `from` that `s` has not
+/// at the same place (a new one, or one changed): a file's settings are
+/// read when the scenario file loads, so an override of `from` would be
+/// recorded as resolved beside values the file never gave. Removing a
+/// `from` is fine (the values read stay, written out).
+fn changed_from(s: &Scenario, out: &Scenario, sets: &[(String, Value)]) -> Vec<Issue> {
+    let before = from_specs(s);
+    let changed: Vec<String> = from_specs(out)
+        .into_iter()
+        .filter(|(at, f)| !before.iter().any(|(b_at, b)| b_at == at && b == f))
+        .map(|(at, _)| at)
+        .collect();
+    if changed.is_empty() {
+        return Vec::new();
+    }
+    // The overrides that may have done it: those at or around a `from`
+    // (all of them when none is recognisably one).
+    let about_from = |p: &str| p.split('.').any(|seg| seg == "from") || !p.contains('.');
+    let mut culprits: Vec<&str> = sets
+        .iter()
+        .map(|(p, _)| p.as_str())
+        .filter(|p| {
+            about_from(p)
+                || changed
+                    .iter()
+                    .any(|c| c.starts_with(*p) || p.starts_with(c.as_str()))
+        })
+        .collect();
+    if culprits.is_empty() {
+        culprits = sets.iter().map(|(p, _)| p.as_str()).collect();
+    }
+    culprits
+        .into_iter()
+        .map(|p| Issue {
+            path: p.to_string(),
+            message: format!(
+                "changes the `from` of {}: a configuration file's settings are read when the scenario file loads, not after an override; set the fields themselves (they override the file's, leaf by leaf), or change `from` in the scenario file",
+                changed.join(", ")
+            ),
+        })
+        .collect()
 }
 
 /// `s` with those of `sets` that none of `issues` is about, when any: what

@@ -367,8 +367,23 @@ impl Checker {
             }
         }
         let base = search_base(s);
+        // Two dimensions on one field (or on a field and a part of it):
+        // one would silently win, and the candidates' labels would name
+        // values that never ran.
+        let keys: Vec<String> = t.space.keys().cloned().collect();
+        for issue in super::variants::overlapping_keys(&base, &keys) {
+            self.push(format!("tune.space.{}", issue.path), issue.message);
+        }
+        let mut base_issues: Option<Vec<super::validate::Issue>> = None;
         for (path, v) in &t.space {
             let at = format!("tune.space.{path}");
+            if path == "description" {
+                self.push(
+                    at,
+                    "`description` changes nothing a run does, so there is nothing to search; search a setting of the scenario",
+                );
+                continue;
+            }
             if super::slo::is_slo_path(path)
                 || ["tune", "variants", "sweep", "seed", "replicates", "name"]
                     .iter()
@@ -389,14 +404,26 @@ impl Checker {
                     continue;
                 }
             };
-            // The scenario must take every value at the ends.
+            // The scenario must take every value at the ends. A problem
+            // the scenario has whatever the value is reported once, as the
+            // scenario's own, not again here for every dimension.
+            let own = base_issues.get_or_insert_with(|| super::validate::validate(&base));
             for end in d.ends() {
                 if let Err(e) = super::apply_set(&base, path, end.clone()) {
-                    let why =
-                        e.0.iter()
-                            .map(|e| e.message.clone())
-                            .collect::<Vec<_>>()
-                            .join("; ");
+                    let new: Vec<String> = e
+                        .0
+                        .iter()
+                        .filter(|e| {
+                            !own.iter().any(|i| {
+                                e.path.as_deref() == Some(i.path.as_str()) && e.message == i.message
+                            })
+                        })
+                        .map(|e| e.message.clone())
+                        .collect();
+                    if new.is_empty() {
+                        continue;
+                    }
+                    let why = new.join("; ");
                     self.push(at.clone(), format!("with {path} = {}: {why}", show(&end)));
                     break;
                 }

@@ -104,7 +104,7 @@ fn inner_path_problem(path: &str) -> Option<Issue> {
 /// `layers.api.retry` and `layers.api.retry.max_attempts`): one would
 /// silently win over the other, and a label would name a value that did
 /// not apply. An issue about each later key.
-fn overlapping_keys(base: &Scenario, keys: &[String]) -> Vec<Issue> {
+pub(super) fn overlapping_keys(base: &Scenario, keys: &[String]) -> Vec<Issue> {
     let norm: Vec<String> = keys.iter().map(|k| normalize_path(base, k)).collect();
     let mut issues = Vec::new();
     for (j, key) in keys.iter().enumerate() {
