@@ -399,7 +399,9 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         let busy = rec.busy.mean(b, len);
         let (share, working) = focus_share(rec, ctx, Some(b));
         // None without workers, nor with none serving or draining in the
-        // bucket (an autoscaled fleet at zero): busy time of no worker time.
+        // bucket (an autoscaled fleet at zero): busy time of no worker
+        // time. A draining replica's workers count (they finish what it
+        // holds), so the utilization stays within [0, 1].
         let workers = ctx.concurrency as f64 * working;
         let utilization = (workers > 0.0).then(|| busy / workers);
         rows.push(TimeRow {
@@ -552,8 +554,9 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         latency_p50_ms: hist_ms(&rec.latency, 0.5),
         latency_p99_ms: hist_ms(&rec.latency, 0.99),
         latency_p999_ms: hist_ms(&rec.latency, 0.999),
-        // None without workers, nor with none serving or draining over the
-        // whole run (an autoscaled fleet at zero): busy time of no worker time.
+        // None without workers, nor with none serving or draining over
+        // the whole run (an autoscaled fleet at zero): busy time of no
+        // worker time.
         dependency_utilization: Some(
             run_secs * ctx.concurrency as f64 * focus_share(rec, ctx, None).1,
         )
