@@ -700,3 +700,86 @@ fn istio_and_grpc_on_a_call() {
     );
     assert!(out.stdout.is_empty());
 }
+
+/// Issue 20, review item 1: the checks a call's `from` makes against the
+/// service it calls run for every run, not only for the file's scenario:
+/// a variant, a `--set` or a searched value that gives the service called
+/// more replicas (Envoy's success-rate ejection, on by default, runs over
+/// 5 hosts or more) or another balancer is an error in the file, after
+/// one at the `from` naming the run.
+#[test]
+fn from_checks_run_on_every_variant_set_and_searched_value() {
+    let payments = FROM_ORDERS.replace("route: orders-api", "route: payments-api");
+    let base = graph(&payments);
+    // 4 replicas: below the 5 hosts success-rate ejection needs.
+    let root = workspace(&base);
+    let validate = |extra: &[&str]| {
+        stormsim(root.path())
+            .args(["validate", "scen/mesh.yaml"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = validate(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (line, col) = position("      outlier_detection:\n        base_ejection_time: 60s");
+    let success_rate = format!(
+        "envoy-mesh.yaml:{line}:{}: clusters[1].outlier_detection.enforcing_success_rate: not modelled: success-rate ejection (enforcing_success_rate 100, Envoy's default",
+        col + 6
+    );
+    // A variant with 6 replicas.
+    std::fs::write(
+        root.path().join("scen/mesh.yaml"),
+        format!(
+            "{base}variants:\n  - name: small\n    set: {{ services.orders.concurrency: 4 }}\n  - name: big\n    set: {{ services.orders.replicas: 6 }}\n"
+        ),
+    )
+    .unwrap();
+    let out = validate(&[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("scen/mesh.yaml:13:15: services.gateway.calls.orders.from: in the run `big` (the service called has 6 replicas behind `balancer: round_robin`): ../deploy/envoy-mesh.yaml cannot be read as envoy-route for this call"),
+        "{err}"
+    );
+    assert!(err.contains(&success_rate), "{err}\nwanted {success_rate}");
+    assert!(!err.contains("run `small`"), "{err}");
+    assert!(err.contains("2 errors"), "{err}");
+    // `run` refuses it too, before anything is written.
+    let out = stormsim(root.path())
+        .args(["run", "scen/mesh.yaml", "--out", "out"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(!root.path().join("out").exists());
+    // A `--set` that changes the balancer: the cluster's ROUND_ROBIN no
+    // longer matches; one message for the two runs that show it.
+    std::fs::write(root.path().join("scen/mesh.yaml"), &base).unwrap();
+    let out = validate(&["--set", "services.orders.balancer=p2c"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("in the scenario with its --set overrides (the service called has 4 replicas behind `balancer: p2c`)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("clusters[1].lb_policy: not modelled: the cluster balances by ROUND_ROBIN (Envoy's default), stormsim's `balancer: round_robin`, but the service called balances by `p2c`"),
+        "{err}"
+    );
+    // A search over the replicas.
+    std::fs::write(
+        root.path().join("scen/mesh.yaml"),
+        format!(
+            "{base}slo:\n  success_rate: 0.5\ntune:\n  budget: 4\n  space:\n    services.orders.replicas: {{ int: [2, 8] }}\n"
+        ),
+    )
+    .unwrap();
+    let out = validate(&[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("in the run `tune.space.services.orders.replicas = 5` (the service called has 5 replicas"),
+        "{err}"
+    );
+    assert!(err.contains(&success_rate), "{err}");
+}
