@@ -681,7 +681,8 @@ fn istio_and_grpc_on_a_call() {
         "{}",
         stdout(&out)
     );
-    // A gRPC client's load balancing, on a call: an error at its key.
+    // A gRPC client's round_robin, on a call to a service whose balancer
+    // is not known: a reminder at the policy.
     let out = import(&[
         "service-config.json",
         "--format",
@@ -691,14 +692,97 @@ fn istio_and_grpc_on_a_call() {
         "--to",
         "orders",
     ]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
-        stderr(&out)
-            .contains("service-config.json:2:3: loadBalancingConfig: not modelled: on a call"),
+        stderr(&out).contains("service-config.json:2:27: loadBalancingConfig: the replicas a call goes to are picked by the called service's `balancer`: round_robin is `balancer: round_robin`"),
         "{}",
         stderr(&out)
     );
-    assert!(out.stdout.is_empty());
+}
+
+/// Issue 20, review item 2: gRPC's default load-balancing policy is
+/// pick_first (grpc-go `service_config.go`), which sends every RPC of a
+/// channel to one replica; stormsim cannot simulate it, so a call from a
+/// service config without `loadBalancingConfig` to a replicated service
+/// is an error at the file's start naming the ways out; with one replica
+/// the policy is irrelevant, and an explicit `round_robin` is accepted
+/// with one replica (a warning) and with several behind `balancer:
+/// round_robin`, refused behind another balancer.
+#[test]
+fn grpc_pick_first_on_a_call_to_a_replicated_service() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/configs");
+    let root = tempfile::tempdir().unwrap();
+    for f in ["grpc-no-lb.json", "service-config.json"] {
+        std::fs::copy(dir.join(f), root.path().join(f)).unwrap();
+    }
+    let scenario = |file: &str, replicas: u32, balancer: &str| {
+        format!(
+            "name: g\nseed: 1\nduration: 2s\nreplicates: 1\nclients:\n  arrival: {{ kind: poisson, rate: 50/s }}\n  calls: gateway\n\
+             services:\n  - name: gateway\n    calls:\n      - to: orders\n        from: {{ file: {file}, format: grpc-service-config, method: orders.v1.Orders/CreateOrder }}\n\
+             \x20 - name: orders\n    replicas: {replicas}\n    balancer: {balancer}\n    concurrency: 4\n    service_time: {{ dist: constant, value: 5ms }}\n"
+        )
+    };
+    let validate = |text: String| {
+        std::fs::write(root.path().join("s.yaml"), text).unwrap();
+        stormsim(root.path())
+            .args(["validate", "s.yaml"])
+            .output()
+            .unwrap()
+    };
+    // No loadBalancingConfig, 3 replicas: pick_first, an error.
+    let out = validate(scenario("grpc-no-lb.json", 3, "round_robin"));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("grpc-no-lb.json:1:1: loadBalancingConfig: not modelled: no loadBalancingConfig: gRPC's default policy, pick_first, sends every RPC of a channel to one replica (the first address that connects) and stays there; the service called has 3 replicas"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("`\"loadBalancingConfig\": [{ \"round_robin\": {} }]`"),
+        "{}",
+        stderr(&out)
+    );
+    // One replica: nothing to balance.
+    let out = validate(scenario("grpc-no-lb.json", 1, "round_robin"));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("loadBalancingConfig"),
+        "{}",
+        stderr(&out)
+    );
+    // An explicit round_robin with one replica: accepted, a warning.
+    let out = validate(scenario("service-config.json", 1, "round_robin"));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("loadBalancingConfig: not simulated: the service called has one replica, so the channel's `round_robin` has nothing to choose"),
+        "{}",
+        stderr(&out)
+    );
+    // Several replicas behind round_robin: the same balancing.
+    let out = validate(scenario("service-config.json", 3, "round_robin"));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // Behind p2c: an error naming the balancer to set.
+    let out = validate(scenario("service-config.json", 3, "p2c"));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("service-config.json:2:27: loadBalancingConfig: not modelled: the channel balances by round_robin, stormsim's `balancer: round_robin`, but the service called balances by `p2c`: set `balancer: round_robin` on it"),
+        "{}",
+        stderr(&out)
+    );
+    // The old loadBalancingPolicy field, and an explicit pick_first.
+    let text = std::fs::read_to_string(dir.join("grpc-no-lb.json")).unwrap();
+    std::fs::write(
+        root.path().join("grpc-no-lb.json"),
+        text.replacen("{\n", "{\n  \"loadBalancingPolicy\": \"pick_first\",\n", 1),
+    )
+    .unwrap();
+    let out = validate(scenario("grpc-no-lb.json", 2, "round_robin"));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("grpc-no-lb.json:2:3: loadBalancingPolicy: not modelled: the channel's pick_first sends every RPC"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 /// Issue 20, review item 1: the checks a call's `from` makes against the

@@ -496,7 +496,7 @@ fn lb_policy(
 }
 
 /// A balancer as the scenario format spells it.
-fn kind_name(k: BalancerKind) -> &'static str {
+pub(crate) fn kind_name(k: BalancerKind) -> &'static str {
     match k {
         BalancerKind::RoundRobin => "round_robin",
         BalancerKind::Random => "random",

@@ -35,7 +35,10 @@ use super::durations::{parse_proto, proto};
 use super::edit::Lit;
 use super::tree::{Doc, Kind, Node};
 use super::write::Writer;
-use super::{Builder, Finding, Origin, Selector, boolean, get_path, join, num, number, uint};
+use super::{
+    Builder, Finding, Origin, Selector, Target, boolean, get_path, join, num, number, uint,
+};
+use crate::scenario::graph::BalancerKind;
 use crate::scenario::units::Duration;
 
 /// The outcomes each retryable status code stands for in the simulation,
@@ -153,13 +156,17 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
             return;
         }
     };
+    if b.target.is_call() {
+        load_balancing(b, selected.root);
+    }
     for e in selected.root.entries() {
         match e.key.as_str() {
             "methodConfig" | "retryThrottling" => {}
-            "loadBalancingConfig" | "loadBalancingPolicy" | "healthCheckConfig" if b.target.is_call() => b.unmodelled(
+            "loadBalancingConfig" | "loadBalancingPolicy" if b.target.is_call() => {}
+            "healthCheckConfig" if b.target.is_call() => b.unmodelled(
                 &e.key,
                 Some(e.key_pos),
-                "on a call, the replicas a request goes to are chosen by the called service's `balancer`, and no health check takes one out: set the `balancer` that matches",
+                "on a call, no health check takes a replica of the called service out of its `balancer`",
             ),
             "loadBalancingConfig" | "loadBalancingPolicy" | "healthCheckConfig" => b.warn(
                 e.key.clone(),
@@ -300,6 +307,105 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
         read_hedging(b, h, &key);
     }
     read_throttling(b, selected.root);
+}
+
+/// The channel's load-balancing policy, on a call to a service that may
+/// have several replicas. grpc-go `service_config.go`
+/// (`parseServiceConfig`): `loadBalancingConfig` when present (gRPC takes
+/// the first policy of the list it knows), else `loadBalancingPolicy`
+/// when it names a registered balancer, else `pick_first`. pick_first
+/// sends every RPC of a channel to one address (the first that connects)
+/// and stays there; stormsim spreads a service's requests over its
+/// replicas by the service's `balancer`, so it cannot say pick_first: an
+/// error naming the ways out. `round_robin` is `balancer: round_robin`
+/// and must be the called service's. With one replica the policy has
+/// nothing to choose: a warning when the file sets one, nothing when it
+/// does not.
+fn load_balancing(b: &mut Builder, root: &Node) {
+    let Target::Call { replicas, balancer } = b.target else {
+        return;
+    };
+    let config = root.entry("loadBalancingConfig");
+    let legacy = root.entry("loadBalancingPolicy");
+    // (policy name, key, position, written in the file)
+    let (name, key, pos, written) = if let Some(e) = config {
+        let first = e.value.items().first();
+        let name = first
+            .and_then(|p| p.entries().first())
+            .map(|p| p.key.clone())
+            .unwrap_or_default();
+        let pos = first.map_or(e.key_pos, |p| p.pos);
+        (name, "loadBalancingConfig".to_string(), pos, true)
+    } else if let Some(e) = legacy {
+        let name = e.value.scalar().unwrap_or("").trim().to_ascii_lowercase();
+        let name = if ["round_robin", "pick_first"].contains(&name.as_str()) {
+            name
+        } else {
+            "pick_first".to_string()
+        };
+        (name, "loadBalancingPolicy".to_string(), e.key_pos, true)
+    } else {
+        (
+            "pick_first".to_string(),
+            "loadBalancingConfig".to_string(),
+            root.pos,
+            false,
+        )
+    };
+    if replicas == Some(1) {
+        if written {
+            b.warn(
+                key,
+                Some(pos),
+                format!("not simulated: the service called has one replica, so the channel's `{name}` has nothing to choose"),
+            );
+        }
+        return;
+    }
+    let callee = match replicas {
+        Some(n) => format!("the service called has {n} replicas"),
+        None => "the replicas of the service called are not known (`--replicas`)".to_string(),
+    };
+    match name.as_str() {
+        "round_robin" => {
+            let ours = BalancerKind::RoundRobin;
+            match balancer {
+                Some(theirs) if theirs != ours => b.unmodelled(
+                    &key,
+                    Some(pos),
+                    &format!(
+                        "the channel balances by round_robin, stormsim's `balancer: round_robin`, but the service called balances by `{}`: set `balancer: round_robin` on it",
+                        super::envoy_outlier::kind_name(theirs)
+                    ),
+                ),
+                Some(_) => {}
+                None => b.warn(
+                    key,
+                    Some(pos),
+                    "the replicas a call goes to are picked by the called service's `balancer`: round_robin is `balancer: round_robin`",
+                ),
+            }
+        }
+        "pick_first" => {
+            let how = if written {
+                "the channel's pick_first"
+            } else {
+                "no loadBalancingConfig: gRPC's default policy, pick_first,"
+            };
+            b.unmodelled(
+                &key,
+                Some(pos),
+                &format!(
+                    "{how} sends every RPC of a channel to one replica (the first address that connects) and stays there; {callee}, and stormsim spreads a service's requests over its replicas by its `balancer`, so it cannot simulate pick_first. If your clients balance, write it in the file (`\"loadBalancingConfig\": [{{ \"round_robin\": {{}} }}]`); else give the service called `replicas: 1`"
+                ),
+            );
+        }
+        other => b.unmodelled(
+            &key,
+            Some(pos),
+            &format!("the load-balancing policy `{other}` (stormsim balances by round_robin, random, least_requests or p2c; gRPC's round_robin is `balancer: round_robin`)"),
+        ),
+    }
 }
 
 /// A proto3 JSON duration (`"0.1s"`, or `{seconds, nanos}`).
