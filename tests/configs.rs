@@ -773,3 +773,114 @@ fn a_resilience4j_max_attempts_below_one_is_refused() {
         );
     }
 }
+
+/// Issue 20, review item 3: a retryBudget is read as Linkerd reads it
+/// (linkerd2 `pkg/profiles/profiles.go`): a missing minRetriesPerSecond
+/// is 0, a missing retryRatio 0 (which stormsim cannot say: an error), a
+/// missing ttl refuses the profile; and `export` writes a budget with all
+/// three fields.
+#[test]
+fn a_linkerd_retry_budget_reads_and_writes_as_linkerd_does() {
+    let dir = tempfile::tempdir().unwrap();
+    for f in [
+        "serviceprofile-partial-budget.yaml",
+        "serviceprofile-no-budget.yaml",
+    ] {
+        std::fs::copy(fixtures().join(f), dir.path().join(f)).unwrap();
+    }
+    let import = |file: &str| {
+        stormsim(dir.path())
+            .args([
+                "import",
+                file,
+                "--format",
+                "linkerd-serviceprofile",
+                "--route",
+                "GET /payments/{id}",
+            ])
+            .output()
+            .unwrap()
+    };
+    let out = import("serviceprofile-partial-budget.yaml");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("      min_retries_per_sec: 0                # spec.retryBudget.minRetriesPerSecond (absent in a retryBudget: 0, as Linkerd reads it)"),
+        "{text}"
+    );
+    assert!(text.contains("percent_can_retry: 0.5"), "{text}");
+    // No ttl: refused at the retryBudget.
+    let partial =
+        std::fs::read_to_string(dir.path().join("serviceprofile-partial-budget.yaml")).unwrap();
+    std::fs::write(
+        dir.path().join("no-ttl.yaml"),
+        partial.replace("    ttl: 5s\n", ""),
+    )
+    .unwrap();
+    let out = import("no-ttl.yaml");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("no-ttl.yaml:16:3: spec.retryBudget: retryBudget has no ttl: Linkerd refuses the profile (\"RetryBudget missing TTL field\")"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(out.stdout.is_empty());
+    // No retryRatio: 0, an error.
+    std::fs::write(
+        dir.path().join("no-ratio.yaml"),
+        partial.replace("    retryRatio: 0.5\n", ""),
+    )
+    .unwrap();
+    let out = import("no-ratio.yaml");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("no-ratio.yaml:16:3: spec.retryBudget.retryRatio: not modelled: retryBudget without retryRatio: Linkerd reads it as 0"),
+        "{}",
+        stderr(&out)
+    );
+    // Export of one budget value into a profile without a budget: the
+    // budget written says all three fields, and reads back as tuned.
+    std::fs::write(
+        dir.path().join("best.yaml"),
+        "layers.pay.retry.budget.percent_can_retry: 0.1\n",
+    )
+    .unwrap();
+    let into = [
+        "serviceprofile-no-budget.yaml",
+        "linkerd-serviceprofile",
+        "--route",
+        "GET /payments/{id}",
+    ];
+    let out = export(dir.path(), &into, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let after = std::fs::read_to_string(dir.path().join("serviceprofile-no-budget.yaml")).unwrap();
+    assert!(
+        after.ends_with(
+            "      timeout: 500ms\n  retryBudget:\n    retryRatio: 0.1\n    minRetriesPerSecond: 10\n    ttl: 10s\n"
+        ),
+        "{after}"
+    );
+    // Into the partial budget: the missing minRetriesPerSecond is added
+    // (0, what the file gives now), the rest edited in place.
+    std::fs::write(
+        dir.path().join("best.yaml"),
+        "layers.pay.retry.budget.ttl: 8s\n",
+    )
+    .unwrap();
+    let into = [
+        "serviceprofile-partial-budget.yaml",
+        "linkerd-serviceprofile",
+        "--route",
+        "GET /payments/{id}",
+    ];
+    let out = export(dir.path(), &into, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let after =
+        std::fs::read_to_string(dir.path().join("serviceprofile-partial-budget.yaml")).unwrap();
+    assert!(
+        after.ends_with(
+            "  retryBudget:\n    retryRatio: 0.5\n    ttl: 8s\n    minRetriesPerSecond: 0\n"
+        ),
+        "{after}"
+    );
+}
