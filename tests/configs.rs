@@ -884,3 +884,67 @@ fn a_linkerd_retry_budget_reads_and_writes_as_linkerd_does() {
         "{after}"
     );
 }
+
+/// `stormsim import FILE --format envoy-route --route ROUTE EXTRA...` in
+/// the fixtures folder.
+fn import_envoy(route: &str, extra: &[&str]) -> Output {
+    stormsim(&fixtures())
+        .args([
+            "import",
+            "envoy-refused.yaml",
+            "--format",
+            "envoy-route",
+            "--route",
+            route,
+        ])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// Issue 20, review items 4 to 6: what Envoy refuses or reads otherwise.
+/// A max_ejection_time shorter than base_ejection_time (Envoy refuses the
+/// cluster, outlier_detection_impl.cc), a route's idle_timeout (it resets
+/// slow responses: it changes results), a retry_back_off without its
+/// required base_interval: errors at their positions, nothing printed.
+/// Intervals below 1 ms: Envoy counts whole milliseconds, at least 1
+/// (config_impl.cc, RetryPolicyImpl), and so does stormsim, with a
+/// warning.
+#[test]
+fn envoy_values_envoy_refuses_or_rounds() {
+    let refused = |route: &str, extra: &[&str], want: &str| {
+        let out = import_envoy(route, extra);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(out.stdout.is_empty());
+        assert!(
+            stderr(&out).contains(want),
+            "{}\nwanted {want}",
+            stderr(&out)
+        );
+    };
+    refused(
+        "short-max",
+        &["--to", "flaky", "--replicas", "3"],
+        "envoy-refused.yaml:42:26: clusters[1].outlier_detection.max_ejection_time: max_ejection_time 30s is shorter than base_ejection_time 1m: Envoy refuses the cluster",
+    );
+    refused(
+        "idle",
+        &[],
+        "envoy-refused.yaml:12:11: virtual_hosts[0].routes[0].route.idle_timeout: not modelled: the route's stream idle timeout",
+    );
+    refused(
+        "no-base",
+        &[],
+        "envoy-refused.yaml:21:13: virtual_hosts[0].routes[1].route.retry_policy.retry_back_off: retry_back_off without base_interval: Envoy refuses the route (backoff.proto: base_interval is required)",
+    );
+    let out = import_envoy("sub-ms", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("envoy-refused.yaml:29:46: virtual_hosts[0].routes[2].route.retry_policy.retry_back_off.base_interval: Envoy counts whole milliseconds, at least 1: 500us is 1ms"),
+        "{}",
+        stderr(&out)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("      base: 1ms "), "{text}");
+    assert!(text.contains("      cap: 15ms "), "{text}");
+}
