@@ -948,3 +948,67 @@ fn envoy_values_envoy_refuses_or_rounds() {
     assert!(text.contains("      base: 1ms "), "{text}");
     assert!(text.contains("      cap: 15ms "), "{text}");
 }
+
+/// Issue 20, review item 7: gRPC reads status codes strictly (grpc-go
+/// `codes.Code.UnmarshalJSON`: a JSON number, or the name in capitals;
+/// grpc-java's `Status.Code.valueOf` alike) and refuses a name entry with
+/// a method but no service (grpc-go `errEmptyServiceNonEmptyMethod`): the
+/// whole service config is refused, so both are errors at their place.
+#[test]
+fn grpc_status_codes_and_names_are_read_as_grpc_reads_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(fixtures().join("grpc-strict.json")).unwrap();
+    std::fs::write(dir.path().join("grpc-strict.json"), &text).unwrap();
+    let import = || {
+        stormsim(dir.path())
+            .args([
+                "import",
+                "grpc-strict.json",
+                "--format",
+                "grpc-service-config",
+                "--method",
+                "orders.v1.Orders/CreateOrder",
+            ])
+            .output()
+            .unwrap()
+    };
+    let out = import();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    assert!(
+        stderr(&out).contains("grpc-strict.json:15:16: methodConfig[1].name[0]: a method (`GetOrder`) without a service: gRPC refuses the whole service config (\"cannot combine empty 'service' and non-empty 'method'\")"),
+        "{}",
+        stderr(&out)
+    );
+    // Without that entry: the codes.
+    let fixed = text.replace(
+        "{ \"method\": \"GetOrder\" }",
+        "{ \"service\": \"orders.v1.Orders\", \"method\": \"GetOrder\" }",
+    );
+    std::fs::write(dir.path().join("grpc-strict.json"), &fixed).unwrap();
+    let out = import();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("grpc-strict.json:11:34: methodConfig[0].retryPolicy.retryableStatusCodes[0]: \"unavailable\": gRPC reads status code names exactly, in capitals, and refuses the service config otherwise; write \"UNAVAILABLE\""),
+        "{err}"
+    );
+    assert!(
+        err.contains("grpc-strict.json:11:52: methodConfig[0].retryPolicy.retryableStatusCodes[2]: \"14\": gRPC reads a status code as a JSON number or a name, not a number in quotes"),
+        "{err}"
+    );
+    assert!(err.contains("2 errors"), "{err}");
+    // Capitals and a bare number: read.
+    std::fs::write(
+        dir.path().join("grpc-strict.json"),
+        fixed.replace("[\"unavailable\", 8, \"14\"]", "[\"UNAVAILABLE\", 8]"),
+    )
+    .unwrap();
+    let out = import();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("retry_on: [connection, 503, 429]"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

@@ -104,9 +104,26 @@ pub(crate) fn select<'d>(doc: &'d Doc, method: &str) -> Result<Selected<'d>, Fin
         .iter()
         .enumerate()
     {
-        for n in mc.get("name").map_or(&[][..], Node::items) {
+        for (j, n) in mc
+            .get("name")
+            .map_or(&[][..], Node::items)
+            .iter()
+            .enumerate()
+        {
             let s = n.get("service").and_then(Node::scalar).unwrap_or("");
             let m = n.get("method").and_then(Node::scalar).unwrap_or("");
+            if s.is_empty() && !m.is_empty() {
+                // grpc-go `service_config.go`, `generatePath`:
+                // errEmptyServiceNonEmptyMethod, and the whole service
+                // config is refused.
+                return Err(Finding {
+                    pos: Some(n.pos),
+                    key: format!("methodConfig[{i}].name[{j}]"),
+                    message: format!(
+                        "a method (`{m}`) without a service: gRPC refuses the whole service config (\"cannot combine empty 'service' and non-empty 'method'\"); name the service, or leave both out for the default of every method"
+                    ),
+                });
+            }
             let score = if !s.is_empty() && s == service && !m.is_empty() && m == name {
                 3
             } else if !s.is_empty() && s == service && m.is_empty() {
@@ -442,7 +459,7 @@ fn duration(b: &mut Builder, node: &Node, key: &str) -> Option<Duration> {
     d
 }
 
-/// Status codes (names, any case, or numbers) as outcomes; codes the
+/// Status codes (names in capitals, or JSON numbers) as outcomes; codes the
 /// simulation never produces are warned about.
 fn outcomes(b: &mut Builder, list: &Node, key: &str) -> Option<Vec<Value>> {
     if !list.is_seq() {
@@ -456,11 +473,34 @@ fn outcomes(b: &mut Builder, list: &Node, key: &str) -> Option<Vec<Value>> {
     let mut out: Vec<Value> = Vec::new();
     for (i, item) in list.items().iter().enumerate() {
         let ikey = join(key, &format!("[{i}]"));
-        let text = item.scalar().unwrap_or("").trim();
-        let name = match text.parse::<usize>() {
-            Ok(n) => NAMES.get(n).copied(),
-            Err(_) => NAMES.iter().find(|c| c.eq_ignore_ascii_case(text)).copied(),
+        // grpc-go `codes.Code.UnmarshalJSON` (codes/codes.go): a JSON
+        // number below 17, or a name exactly as `strToCode` spells it (in
+        // capitals); anything else refuses the service config. grpc-java
+        // (`Status.Code.valueOf`) is as strict.
+        let text = item.scalar().unwrap_or("");
+        let quoted = item.style() != Some(super::tree::Style::Plain);
+        let name = match (quoted, text.parse::<usize>()) {
+            (false, Ok(n)) => NAMES.get(n).copied(),
+            (true, Ok(_)) => {
+                b.error(
+                    ikey,
+                    Some(item.pos),
+                    format!("\"{text}\": gRPC reads a status code as a JSON number or a name, not a number in quotes; write {text} or its name"),
+                );
+                continue;
+            }
+            _ => NAMES.iter().find(|c| **c == text).copied(),
         };
+        if name.is_none()
+            && let Some(upper) = NAMES.iter().find(|c| c.eq_ignore_ascii_case(text.trim()))
+        {
+            b.error(
+                ikey,
+                Some(item.pos),
+                format!("\"{text}\": gRPC reads status code names exactly, in capitals, and refuses the service config otherwise; write \"{upper}\""),
+            );
+            continue;
+        }
         let Some(name) = name else {
             b.error(
                 ikey,
