@@ -1012,3 +1012,64 @@ fn grpc_status_codes_and_names_are_read_as_grpc_reads_them() {
         String::from_utf8_lossy(&out.stdout)
     );
 }
+
+/// Issue 20, review item 8: `[default]` and `[profile default]` in one
+/// file are two sections botocore reads both of; in `build_profile_map`
+/// (botocore/configloader.py) the later replaces the earlier, whole. So
+/// does stormsim, with a warning at the section not read; `export` edits
+/// the one read.
+#[test]
+fn aws_default_and_profile_default_the_later_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        fixtures().join("aws-config-two-defaults"),
+        dir.path().join("aws-config"),
+    )
+    .unwrap();
+    let out = stormsim(dir.path())
+        .args([
+            "import",
+            "aws-config",
+            "--format",
+            "aws-config",
+            "--profile",
+            "default",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("warning: aws-config:3:2: default: not read: [profile default] at line 7 names the same profile `default`, and botocore keeps the later section whole"),
+        "{}",
+        stderr(&out)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("[profile default] (line 7)"), "{text}");
+    assert!(
+        text.contains(
+            "max_attempts: 6                         # [profile default].max_attempts, line 10"
+        ),
+        "{text}"
+    );
+    // Export edits the section botocore reads.
+    std::fs::write(
+        dir.path().join("best.yaml"),
+        "layers.default.retry.max_attempts: 4\n",
+    )
+    .unwrap();
+    let out = export(
+        dir.path(),
+        &["aws-config", "aws-config", "--profile", "default"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let after = std::fs::read_to_string(dir.path().join("aws-config")).unwrap();
+    assert!(
+        after.ends_with("retry_mode = standard\nmax_attempts = 4\n"),
+        "{after}"
+    );
+    assert!(
+        after.contains("[default]\nregion = eu-west-1\nretry_mode = legacy\n"),
+        "{after}"
+    );
+}
