@@ -773,3 +773,303 @@ fn a_resilience4j_max_attempts_below_one_is_refused() {
         );
     }
 }
+
+/// Issue 20, review item 3: a retryBudget is read as Linkerd reads it
+/// (linkerd2 `pkg/profiles/profiles.go`): a missing minRetriesPerSecond
+/// is 0, a missing retryRatio 0 (which stormsim cannot say: an error), a
+/// missing ttl refuses the profile; and `export` writes a budget with all
+/// three fields.
+#[test]
+fn a_linkerd_retry_budget_reads_and_writes_as_linkerd_does() {
+    let dir = tempfile::tempdir().unwrap();
+    for f in [
+        "serviceprofile-partial-budget.yaml",
+        "serviceprofile-no-budget.yaml",
+    ] {
+        std::fs::copy(fixtures().join(f), dir.path().join(f)).unwrap();
+    }
+    let import = |file: &str| {
+        stormsim(dir.path())
+            .args([
+                "import",
+                file,
+                "--format",
+                "linkerd-serviceprofile",
+                "--route",
+                "GET /payments/{id}",
+            ])
+            .output()
+            .unwrap()
+    };
+    let out = import("serviceprofile-partial-budget.yaml");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("      min_retries_per_sec: 0                # spec.retryBudget.minRetriesPerSecond (absent in a retryBudget: 0, as Linkerd reads it)"),
+        "{text}"
+    );
+    assert!(text.contains("percent_can_retry: 0.5"), "{text}");
+    // No ttl: refused at the retryBudget.
+    let partial =
+        std::fs::read_to_string(dir.path().join("serviceprofile-partial-budget.yaml")).unwrap();
+    std::fs::write(
+        dir.path().join("no-ttl.yaml"),
+        partial.replace("    ttl: 5s\n", ""),
+    )
+    .unwrap();
+    let out = import("no-ttl.yaml");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("no-ttl.yaml:16:3: spec.retryBudget: retryBudget has no ttl: Linkerd refuses the profile (\"RetryBudget missing TTL field\")"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(out.stdout.is_empty());
+    // No retryRatio: 0, an error.
+    std::fs::write(
+        dir.path().join("no-ratio.yaml"),
+        partial.replace("    retryRatio: 0.5\n", ""),
+    )
+    .unwrap();
+    let out = import("no-ratio.yaml");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("no-ratio.yaml:16:3: spec.retryBudget.retryRatio: not modelled: retryBudget without retryRatio: Linkerd reads it as 0"),
+        "{}",
+        stderr(&out)
+    );
+    // Export of one budget value into a profile without a budget: the
+    // budget written says all three fields, and reads back as tuned.
+    std::fs::write(
+        dir.path().join("best.yaml"),
+        "layers.pay.retry.budget.percent_can_retry: 0.1\n",
+    )
+    .unwrap();
+    let into = [
+        "serviceprofile-no-budget.yaml",
+        "linkerd-serviceprofile",
+        "--route",
+        "GET /payments/{id}",
+    ];
+    let out = export(dir.path(), &into, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let after = std::fs::read_to_string(dir.path().join("serviceprofile-no-budget.yaml")).unwrap();
+    assert!(
+        after.ends_with(
+            "      timeout: 500ms\n  retryBudget:\n    retryRatio: 0.1\n    minRetriesPerSecond: 10\n    ttl: 10s\n"
+        ),
+        "{after}"
+    );
+    // Into the partial budget: the missing minRetriesPerSecond is added
+    // (0, what the file gives now), the rest edited in place.
+    std::fs::write(
+        dir.path().join("best.yaml"),
+        "layers.pay.retry.budget.ttl: 8s\n",
+    )
+    .unwrap();
+    let into = [
+        "serviceprofile-partial-budget.yaml",
+        "linkerd-serviceprofile",
+        "--route",
+        "GET /payments/{id}",
+    ];
+    let out = export(dir.path(), &into, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let after =
+        std::fs::read_to_string(dir.path().join("serviceprofile-partial-budget.yaml")).unwrap();
+    assert!(
+        after.ends_with(
+            "  retryBudget:\n    retryRatio: 0.5\n    ttl: 8s\n    minRetriesPerSecond: 0\n"
+        ),
+        "{after}"
+    );
+}
+
+/// `stormsim import FILE --format envoy-route --route ROUTE EXTRA...` in
+/// the fixtures folder.
+fn import_envoy(route: &str, extra: &[&str]) -> Output {
+    stormsim(&fixtures())
+        .args([
+            "import",
+            "envoy-refused.yaml",
+            "--format",
+            "envoy-route",
+            "--route",
+            route,
+        ])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// Issue 20, review items 4 to 6: what Envoy refuses or reads otherwise.
+/// A max_ejection_time shorter than base_ejection_time (Envoy refuses the
+/// cluster, outlier_detection_impl.cc), a route's idle_timeout (it resets
+/// slow responses: it changes results), a retry_back_off without its
+/// required base_interval: errors at their positions, nothing printed.
+/// Intervals below 1 ms: Envoy counts whole milliseconds, at least 1
+/// (config_impl.cc, RetryPolicyImpl), and so does stormsim, with a
+/// warning.
+#[test]
+fn envoy_values_envoy_refuses_or_rounds() {
+    let refused = |route: &str, extra: &[&str], want: &str| {
+        let out = import_envoy(route, extra);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(out.stdout.is_empty());
+        assert!(
+            stderr(&out).contains(want),
+            "{}\nwanted {want}",
+            stderr(&out)
+        );
+    };
+    refused(
+        "short-max",
+        &["--to", "flaky", "--replicas", "3"],
+        "envoy-refused.yaml:42:26: clusters[1].outlier_detection.max_ejection_time: max_ejection_time 30s is shorter than base_ejection_time 1m: Envoy refuses the cluster",
+    );
+    refused(
+        "idle",
+        &[],
+        "envoy-refused.yaml:12:11: virtual_hosts[0].routes[0].route.idle_timeout: not modelled: the route's stream idle timeout",
+    );
+    refused(
+        "no-base",
+        &[],
+        "envoy-refused.yaml:21:13: virtual_hosts[0].routes[1].route.retry_policy.retry_back_off: retry_back_off without base_interval: Envoy refuses the route (backoff.proto: base_interval is required)",
+    );
+    let out = import_envoy("sub-ms", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("envoy-refused.yaml:29:46: virtual_hosts[0].routes[2].route.retry_policy.retry_back_off.base_interval: Envoy counts whole milliseconds, at least 1: 500us is 1ms"),
+        "{}",
+        stderr(&out)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("      base: 1ms "), "{text}");
+    assert!(text.contains("      cap: 15ms "), "{text}");
+}
+
+/// Issue 20, review item 7: gRPC reads status codes strictly (grpc-go
+/// `codes.Code.UnmarshalJSON`: a JSON number, or the name in capitals;
+/// grpc-java's `Status.Code.valueOf` alike) and refuses a name entry with
+/// a method but no service (grpc-go `errEmptyServiceNonEmptyMethod`): the
+/// whole service config is refused, so both are errors at their place.
+#[test]
+fn grpc_status_codes_and_names_are_read_as_grpc_reads_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(fixtures().join("grpc-strict.json")).unwrap();
+    std::fs::write(dir.path().join("grpc-strict.json"), &text).unwrap();
+    let import = || {
+        stormsim(dir.path())
+            .args([
+                "import",
+                "grpc-strict.json",
+                "--format",
+                "grpc-service-config",
+                "--method",
+                "orders.v1.Orders/CreateOrder",
+            ])
+            .output()
+            .unwrap()
+    };
+    let out = import();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    assert!(
+        stderr(&out).contains("grpc-strict.json:15:16: methodConfig[1].name[0]: a method (`GetOrder`) without a service: gRPC refuses the whole service config (\"cannot combine empty 'service' and non-empty 'method'\")"),
+        "{}",
+        stderr(&out)
+    );
+    // Without that entry: the codes.
+    let fixed = text.replace(
+        "{ \"method\": \"GetOrder\" }",
+        "{ \"service\": \"orders.v1.Orders\", \"method\": \"GetOrder\" }",
+    );
+    std::fs::write(dir.path().join("grpc-strict.json"), &fixed).unwrap();
+    let out = import();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("grpc-strict.json:11:34: methodConfig[0].retryPolicy.retryableStatusCodes[0]: \"unavailable\": gRPC reads status code names exactly, in capitals, and refuses the service config otherwise; write \"UNAVAILABLE\""),
+        "{err}"
+    );
+    assert!(
+        err.contains("grpc-strict.json:11:52: methodConfig[0].retryPolicy.retryableStatusCodes[2]: \"14\": gRPC reads a status code as a JSON number or a name, not a number in quotes"),
+        "{err}"
+    );
+    assert!(err.contains("2 errors"), "{err}");
+    // Capitals and a bare number: read.
+    std::fs::write(
+        dir.path().join("grpc-strict.json"),
+        fixed.replace("[\"unavailable\", 8, \"14\"]", "[\"UNAVAILABLE\", 8]"),
+    )
+    .unwrap();
+    let out = import();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("retry_on: [connection, 503, 429]"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+/// Issue 20, review item 8: `[default]` and `[profile default]` in one
+/// file are two sections botocore reads both of; in `build_profile_map`
+/// (botocore/configloader.py) the later replaces the earlier, whole. So
+/// does stormsim, with a warning at the section not read; `export` edits
+/// the one read.
+#[test]
+fn aws_default_and_profile_default_the_later_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        fixtures().join("aws-config-two-defaults"),
+        dir.path().join("aws-config"),
+    )
+    .unwrap();
+    let out = stormsim(dir.path())
+        .args([
+            "import",
+            "aws-config",
+            "--format",
+            "aws-config",
+            "--profile",
+            "default",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("warning: aws-config:3:2: default: not read: [profile default] at line 7 names the same profile `default`, and botocore keeps the later section whole"),
+        "{}",
+        stderr(&out)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("[profile default] (line 7)"), "{text}");
+    assert!(
+        text.contains(
+            "max_attempts: 6                         # [profile default].max_attempts, line 10"
+        ),
+        "{text}"
+    );
+    // Export edits the section botocore reads.
+    std::fs::write(
+        dir.path().join("best.yaml"),
+        "layers.default.retry.max_attempts: 4\n",
+    )
+    .unwrap();
+    let out = export(
+        dir.path(),
+        &["aws-config", "aws-config", "--profile", "default"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let after = std::fs::read_to_string(dir.path().join("aws-config")).unwrap();
+    assert!(
+        after.ends_with("retry_mode = standard\nmax_attempts = 4\n"),
+        "{after}"
+    );
+    assert!(
+        after.contains("[default]\nregion = eu-west-1\nretry_mode = legacy\n"),
+        "{after}"
+    );
+}

@@ -681,7 +681,8 @@ fn istio_and_grpc_on_a_call() {
         "{}",
         stdout(&out)
     );
-    // A gRPC client's load balancing, on a call: an error at its key.
+    // A gRPC client's round_robin, on a call to a service whose balancer
+    // is not known: a reminder at the policy.
     let out = import(&[
         "service-config.json",
         "--format",
@@ -691,12 +692,178 @@ fn istio_and_grpc_on_a_call() {
         "--to",
         "orders",
     ]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
-        stderr(&out)
-            .contains("service-config.json:2:3: loadBalancingConfig: not modelled: on a call"),
+        stderr(&out).contains("service-config.json:2:27: loadBalancingConfig: the replicas a call goes to are picked by the called service's `balancer`: round_robin is `balancer: round_robin`"),
         "{}",
         stderr(&out)
     );
-    assert!(out.stdout.is_empty());
+}
+
+/// Issue 20, review item 2: gRPC's default load-balancing policy is
+/// pick_first (grpc-go `service_config.go`), which sends every RPC of a
+/// channel to one replica; stormsim cannot simulate it, so a call from a
+/// service config without `loadBalancingConfig` to a replicated service
+/// is an error at the file's start naming the ways out; with one replica
+/// the policy is irrelevant, and an explicit `round_robin` is accepted
+/// with one replica (a warning) and with several behind `balancer:
+/// round_robin`, refused behind another balancer.
+#[test]
+fn grpc_pick_first_on_a_call_to_a_replicated_service() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/configs");
+    let root = tempfile::tempdir().unwrap();
+    for f in ["grpc-no-lb.json", "service-config.json"] {
+        std::fs::copy(dir.join(f), root.path().join(f)).unwrap();
+    }
+    let scenario = |file: &str, replicas: u32, balancer: &str| {
+        format!(
+            "name: g\nseed: 1\nduration: 2s\nreplicates: 1\nclients:\n  arrival: {{ kind: poisson, rate: 50/s }}\n  calls: gateway\n\
+             services:\n  - name: gateway\n    calls:\n      - to: orders\n        from: {{ file: {file}, format: grpc-service-config, method: orders.v1.Orders/CreateOrder }}\n\
+             \x20 - name: orders\n    replicas: {replicas}\n    balancer: {balancer}\n    concurrency: 4\n    service_time: {{ dist: constant, value: 5ms }}\n"
+        )
+    };
+    let validate = |text: String| {
+        std::fs::write(root.path().join("s.yaml"), text).unwrap();
+        stormsim(root.path())
+            .args(["validate", "s.yaml"])
+            .output()
+            .unwrap()
+    };
+    // No loadBalancingConfig, 3 replicas: pick_first, an error.
+    let out = validate(scenario("grpc-no-lb.json", 3, "round_robin"));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("grpc-no-lb.json:1:1: loadBalancingConfig: not modelled: no loadBalancingConfig: gRPC's default policy, pick_first, sends every RPC of a channel to one replica (the first address that connects) and stays there; the service called has 3 replicas"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("`\"loadBalancingConfig\": [{ \"round_robin\": {} }]`"),
+        "{}",
+        stderr(&out)
+    );
+    // One replica: nothing to balance.
+    let out = validate(scenario("grpc-no-lb.json", 1, "round_robin"));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("loadBalancingConfig"),
+        "{}",
+        stderr(&out)
+    );
+    // An explicit round_robin with one replica: accepted, a warning.
+    let out = validate(scenario("service-config.json", 1, "round_robin"));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("loadBalancingConfig: not simulated: the service called has one replica, so the channel's `round_robin` has nothing to choose"),
+        "{}",
+        stderr(&out)
+    );
+    // Several replicas behind round_robin: the same balancing.
+    let out = validate(scenario("service-config.json", 3, "round_robin"));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // Behind p2c: an error naming the balancer to set.
+    let out = validate(scenario("service-config.json", 3, "p2c"));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("service-config.json:2:27: loadBalancingConfig: not modelled: the channel balances by round_robin, stormsim's `balancer: round_robin`, but the service called balances by `p2c`: set `balancer: round_robin` on it"),
+        "{}",
+        stderr(&out)
+    );
+    // The old loadBalancingPolicy field, and an explicit pick_first.
+    let text = std::fs::read_to_string(dir.join("grpc-no-lb.json")).unwrap();
+    std::fs::write(
+        root.path().join("grpc-no-lb.json"),
+        text.replacen("{\n", "{\n  \"loadBalancingPolicy\": \"pick_first\",\n", 1),
+    )
+    .unwrap();
+    let out = validate(scenario("grpc-no-lb.json", 2, "round_robin"));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("grpc-no-lb.json:2:3: loadBalancingPolicy: not modelled: the channel's pick_first sends every RPC"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// Issue 20, review item 1: the checks a call's `from` makes against the
+/// service it calls run for every run, not only for the file's scenario:
+/// a variant, a `--set` or a searched value that gives the service called
+/// more replicas (Envoy's success-rate ejection, on by default, runs over
+/// 5 hosts or more) or another balancer is an error in the file, after
+/// one at the `from` naming the run.
+#[test]
+fn from_checks_run_on_every_variant_set_and_searched_value() {
+    let payments = FROM_ORDERS.replace("route: orders-api", "route: payments-api");
+    let base = graph(&payments);
+    // 4 replicas: below the 5 hosts success-rate ejection needs.
+    let root = workspace(&base);
+    let validate = |extra: &[&str]| {
+        stormsim(root.path())
+            .args(["validate", "scen/mesh.yaml"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = validate(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (line, col) = position("      outlier_detection:\n        base_ejection_time: 60s");
+    let success_rate = format!(
+        "envoy-mesh.yaml:{line}:{}: clusters[1].outlier_detection.enforcing_success_rate: not modelled: success-rate ejection (enforcing_success_rate 100, Envoy's default",
+        col + 6
+    );
+    // A variant with 6 replicas.
+    std::fs::write(
+        root.path().join("scen/mesh.yaml"),
+        format!(
+            "{base}variants:\n  - name: small\n    set: {{ services.orders.concurrency: 4 }}\n  - name: big\n    set: {{ services.orders.replicas: 6 }}\n"
+        ),
+    )
+    .unwrap();
+    let out = validate(&[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("scen/mesh.yaml:13:15: services.gateway.calls.orders.from: in the run `big` (the service called has 6 replicas behind `balancer: round_robin`): ../deploy/envoy-mesh.yaml cannot be read as envoy-route for this call"),
+        "{err}"
+    );
+    assert!(err.contains(&success_rate), "{err}\nwanted {success_rate}");
+    assert!(!err.contains("run `small`"), "{err}");
+    assert!(err.contains("2 errors"), "{err}");
+    // `run` refuses it too, before anything is written.
+    let out = stormsim(root.path())
+        .args(["run", "scen/mesh.yaml", "--out", "out"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(!root.path().join("out").exists());
+    // A `--set` that changes the balancer: the cluster's ROUND_ROBIN no
+    // longer matches; one message for the two runs that show it.
+    std::fs::write(root.path().join("scen/mesh.yaml"), &base).unwrap();
+    let out = validate(&["--set", "services.orders.balancer=p2c"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("in the scenario with its --set overrides (the service called has 4 replicas behind `balancer: p2c`)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("clusters[1].lb_policy: not modelled: the cluster balances by ROUND_ROBIN (Envoy's default), stormsim's `balancer: round_robin`, but the service called balances by `p2c`"),
+        "{err}"
+    );
+    // A search over the replicas.
+    std::fs::write(
+        root.path().join("scen/mesh.yaml"),
+        format!(
+            "{base}slo:\n  success_rate: 0.5\ntune:\n  budget: 4\n  space:\n    services.orders.replicas: {{ int: [2, 8] }}\n"
+        ),
+    )
+    .unwrap();
+    let out = validate(&[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("in the run `tune.space.services.orders.replicas = 5` (the service called has 5 replicas"),
+        "{err}"
+    );
+    assert!(err.contains(&success_rate), "{err}");
 }

@@ -179,16 +179,34 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
         );
         return;
     };
-    if found.len() > 1 {
+    // The same header twice: configparser refuses the file
+    // (DuplicateSectionError). Two headers that name the same profile
+    // (`[default]` and `[profile default]`): botocore reads both, and in
+    // `build_profile_map` (botocore/configloader.py) the later section in
+    // the file replaces the earlier one, whole.
+    if let Some(first) = found[..found.len() - 1]
+        .iter()
+        .find(|e| e.key == section.key)
+    {
         b.error(
             section.key.clone(),
             Some(section.key_pos),
             format!(
-                "the profile `{name}` has two sections (lines {} and {}); botocore refuses a repeated section",
-                found[0].key_pos.0, section.key_pos.0
+                "the section [{}] is given twice (lines {} and {}); botocore refuses a repeated section",
+                section.key, first.key_pos.0, section.key_pos.0
             ),
         );
         return;
+    }
+    for earlier in &found[..found.len() - 1] {
+        b.warn(
+            earlier.key.clone(),
+            Some(earlier.key_pos),
+            format!(
+                "not read: [{}] at line {} names the same profile `{name}`, and botocore keeps the later section whole (configloader.py, build_profile_map)",
+                section.key, section.key_pos.0
+            ),
+        );
     }
     let key = |e: &Entry| format!("[{}].{}", section.key, e.key);
     let settings = &section.value;

@@ -346,7 +346,12 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
             "rate_limits" | "max_stream_duration" | "retry_policy_typed_config" | "per_try_idle_timeout" => {
                 b.unmodelled(&key, Some(e.key_pos), "a route setting that limits or times out requests")
             }
-            "idle_timeout" | "request_mirror_policies" => b.warn(key, Some(e.key_pos), "not simulated: it does not change the attempts this route sends"),
+            "idle_timeout" => b.unmodelled(
+                &key,
+                Some(e.key_pos),
+                "the route's stream idle timeout (a request whose response sends nothing for this long is reset, 504 upstream), which stormsim has no timer for",
+            ),
+            "request_mirror_policies" => b.warn(key, Some(e.key_pos), "not simulated: it does not change the attempts this route sends"),
             _ => {}
         }
     }
@@ -550,6 +555,13 @@ fn read_policy(b: &mut Builder, policy: Option<(String, &Node)>) {
                 }
             }
             "retry_back_off" => {
+                if e.value.get("base_interval").is_none() {
+                    b.error(
+                        key.clone(),
+                        Some(e.key_pos),
+                        "retry_back_off without base_interval: Envoy refuses the route (backoff.proto: base_interval is required); write it, such as `base_interval: 0.025s` (Envoy's interval without a retry_back_off)",
+                    );
+                }
                 for f in e.value.entries() {
                     let fkey = join(&key, &f.key);
                     match f.key.as_str() {
@@ -605,6 +617,25 @@ fn read_policy(b: &mut Builder, policy: Option<(String, &Node)>) {
             "base_interval must be greater than 0 (backoff.proto)",
         );
     }
+    // Envoy counts the intervals in whole milliseconds, truncated, and at
+    // least 1 ms (`RetryPolicyImpl`, source/common/router/config_impl.cc:
+    // `PROTOBUF_GET_MS_REQUIRED`, then `if (count() < 1) = 1ms`, the same
+    // for max_interval).
+    let whole_ms = |b: &mut Builder, d: Duration, origin: &Origin| {
+        let ms = Duration::from_millis((d.0 / 1_000_000).max(1));
+        if ms != d && d.0 > 0 && origin.pos.is_some() {
+            b.warn(
+                origin.key.clone(),
+                origin.pos,
+                format!("Envoy counts whole milliseconds, at least 1: {d} is {ms}"),
+            );
+        }
+        ms
+    };
+    if base.0 > 0 {
+        base = whole_ms(b, base, &base_origin);
+    }
+    let cap = cap.map(|(d, o)| (whole_ms(b, d, &o), o));
     let (cap, cap_origin) = cap.unwrap_or((
         Duration(base.0.saturating_mul(10)),
         Origin {

@@ -294,6 +294,22 @@ fn read_outlier(b: &mut Builder, okey: &str, at: (u32, u32), od: &Node, replicas
             b.warn(key, Some(pos), too_few(failure_hosts, replicas));
         }
     }
+    // Envoy refuses the cluster (`DetectorImpl::create`, source/common/
+    // upstream/outlier_detection_impl.cc): "outlier detector's
+    // max_ejection_time cannot be smaller than base_ejection_time".
+    if let Some(m) = &max
+        && m.value < base.value
+    {
+        b.error(
+            m.origin.key.clone(),
+            m.origin.pos,
+            format!(
+                "max_ejection_time {} is shorter than base_ejection_time {}: Envoy refuses the cluster (\"outlier detector's max_ejection_time cannot be smaller than base_ejection_time\")",
+                m.value, base.value
+            ),
+        );
+        return;
+    }
     if consecutive.value == 0 || enforcing_5xx == 0 {
         // No consecutive-5xx ejection: the only detector stormsim models
         // is off.
@@ -496,7 +512,7 @@ fn lb_policy(
 }
 
 /// A balancer as the scenario format spells it.
-fn kind_name(k: BalancerKind) -> &'static str {
+pub(crate) fn kind_name(k: BalancerKind) -> &'static str {
     match k {
         BalancerKind::RoundRobin => "round_robin",
         BalancerKind::Random => "random",

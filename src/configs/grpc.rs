@@ -35,7 +35,10 @@ use super::durations::{parse_proto, proto};
 use super::edit::Lit;
 use super::tree::{Doc, Kind, Node};
 use super::write::Writer;
-use super::{Builder, Finding, Origin, Selector, boolean, get_path, join, num, number, uint};
+use super::{
+    Builder, Finding, Origin, Selector, Target, boolean, get_path, join, num, number, uint,
+};
+use crate::scenario::graph::BalancerKind;
 use crate::scenario::units::Duration;
 
 /// The outcomes each retryable status code stands for in the simulation,
@@ -101,9 +104,26 @@ pub(crate) fn select<'d>(doc: &'d Doc, method: &str) -> Result<Selected<'d>, Fin
         .iter()
         .enumerate()
     {
-        for n in mc.get("name").map_or(&[][..], Node::items) {
+        for (j, n) in mc
+            .get("name")
+            .map_or(&[][..], Node::items)
+            .iter()
+            .enumerate()
+        {
             let s = n.get("service").and_then(Node::scalar).unwrap_or("");
             let m = n.get("method").and_then(Node::scalar).unwrap_or("");
+            if s.is_empty() && !m.is_empty() {
+                // grpc-go `service_config.go`, `generatePath`:
+                // errEmptyServiceNonEmptyMethod, and the whole service
+                // config is refused.
+                return Err(Finding {
+                    pos: Some(n.pos),
+                    key: format!("methodConfig[{i}].name[{j}]"),
+                    message: format!(
+                        "a method (`{m}`) without a service: gRPC refuses the whole service config (\"cannot combine empty 'service' and non-empty 'method'\"); name the service, or leave both out for the default of every method"
+                    ),
+                });
+            }
             let score = if !s.is_empty() && s == service && !m.is_empty() && m == name {
                 3
             } else if !s.is_empty() && s == service && m.is_empty() {
@@ -153,13 +173,17 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
             return;
         }
     };
+    if b.target.is_call() {
+        load_balancing(b, selected.root);
+    }
     for e in selected.root.entries() {
         match e.key.as_str() {
             "methodConfig" | "retryThrottling" => {}
-            "loadBalancingConfig" | "loadBalancingPolicy" | "healthCheckConfig" if b.target.is_call() => b.unmodelled(
+            "loadBalancingConfig" | "loadBalancingPolicy" if b.target.is_call() => {}
+            "healthCheckConfig" if b.target.is_call() => b.unmodelled(
                 &e.key,
                 Some(e.key_pos),
-                "on a call, the replicas a request goes to are chosen by the called service's `balancer`, and no health check takes one out: set the `balancer` that matches",
+                "on a call, no health check takes a replica of the called service out of its `balancer`",
             ),
             "loadBalancingConfig" | "loadBalancingPolicy" | "healthCheckConfig" => b.warn(
                 e.key.clone(),
@@ -302,6 +326,105 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
     read_throttling(b, selected.root);
 }
 
+/// The channel's load-balancing policy, on a call to a service that may
+/// have several replicas. grpc-go `service_config.go`
+/// (`parseServiceConfig`): `loadBalancingConfig` when present (gRPC takes
+/// the first policy of the list it knows), else `loadBalancingPolicy`
+/// when it names a registered balancer, else `pick_first`. pick_first
+/// sends every RPC of a channel to one address (the first that connects)
+/// and stays there; stormsim spreads a service's requests over its
+/// replicas by the service's `balancer`, so it cannot say pick_first: an
+/// error naming the ways out. `round_robin` is `balancer: round_robin`
+/// and must be the called service's. With one replica the policy has
+/// nothing to choose: a warning when the file sets one, nothing when it
+/// does not.
+fn load_balancing(b: &mut Builder, root: &Node) {
+    let Target::Call { replicas, balancer } = b.target else {
+        return;
+    };
+    let config = root.entry("loadBalancingConfig");
+    let legacy = root.entry("loadBalancingPolicy");
+    // (policy name, key, position, written in the file)
+    let (name, key, pos, written) = if let Some(e) = config {
+        let first = e.value.items().first();
+        let name = first
+            .and_then(|p| p.entries().first())
+            .map(|p| p.key.clone())
+            .unwrap_or_default();
+        let pos = first.map_or(e.key_pos, |p| p.pos);
+        (name, "loadBalancingConfig".to_string(), pos, true)
+    } else if let Some(e) = legacy {
+        let name = e.value.scalar().unwrap_or("").trim().to_ascii_lowercase();
+        let name = if ["round_robin", "pick_first"].contains(&name.as_str()) {
+            name
+        } else {
+            "pick_first".to_string()
+        };
+        (name, "loadBalancingPolicy".to_string(), e.key_pos, true)
+    } else {
+        (
+            "pick_first".to_string(),
+            "loadBalancingConfig".to_string(),
+            root.pos,
+            false,
+        )
+    };
+    if replicas == Some(1) {
+        if written {
+            b.warn(
+                key,
+                Some(pos),
+                format!("not simulated: the service called has one replica, so the channel's `{name}` has nothing to choose"),
+            );
+        }
+        return;
+    }
+    let callee = match replicas {
+        Some(n) => format!("the service called has {n} replicas"),
+        None => "the replicas of the service called are not known (`--replicas`)".to_string(),
+    };
+    match name.as_str() {
+        "round_robin" => {
+            let ours = BalancerKind::RoundRobin;
+            match balancer {
+                Some(theirs) if theirs != ours => b.unmodelled(
+                    &key,
+                    Some(pos),
+                    &format!(
+                        "the channel balances by round_robin, stormsim's `balancer: round_robin`, but the service called balances by `{}`: set `balancer: round_robin` on it",
+                        super::envoy_outlier::kind_name(theirs)
+                    ),
+                ),
+                Some(_) => {}
+                None => b.warn(
+                    key,
+                    Some(pos),
+                    "the replicas a call goes to are picked by the called service's `balancer`: round_robin is `balancer: round_robin`",
+                ),
+            }
+        }
+        "pick_first" => {
+            let how = if written {
+                "the channel's pick_first"
+            } else {
+                "no loadBalancingConfig: gRPC's default policy, pick_first,"
+            };
+            b.unmodelled(
+                &key,
+                Some(pos),
+                &format!(
+                    "{how} sends every RPC of a channel to one replica (the first address that connects) and stays there; {callee}, and stormsim spreads a service's requests over its replicas by its `balancer`, so it cannot simulate pick_first. If your clients balance, write it in the file (`\"loadBalancingConfig\": [{{ \"round_robin\": {{}} }}]`); else give the service called `replicas: 1`"
+                ),
+            );
+        }
+        other => b.unmodelled(
+            &key,
+            Some(pos),
+            &format!("the load-balancing policy `{other}` (stormsim balances by round_robin, random, least_requests or p2c; gRPC's round_robin is `balancer: round_robin`)"),
+        ),
+    }
+}
+
 /// A proto3 JSON duration (`"0.1s"`, or `{seconds, nanos}`).
 fn duration(b: &mut Builder, node: &Node, key: &str) -> Option<Duration> {
     let d = match &node.kind {
@@ -336,7 +459,7 @@ fn duration(b: &mut Builder, node: &Node, key: &str) -> Option<Duration> {
     d
 }
 
-/// Status codes (names, any case, or numbers) as outcomes; codes the
+/// Status codes (names in capitals, or JSON numbers) as outcomes; codes the
 /// simulation never produces are warned about.
 fn outcomes(b: &mut Builder, list: &Node, key: &str) -> Option<Vec<Value>> {
     if !list.is_seq() {
@@ -350,11 +473,34 @@ fn outcomes(b: &mut Builder, list: &Node, key: &str) -> Option<Vec<Value>> {
     let mut out: Vec<Value> = Vec::new();
     for (i, item) in list.items().iter().enumerate() {
         let ikey = join(key, &format!("[{i}]"));
-        let text = item.scalar().unwrap_or("").trim();
-        let name = match text.parse::<usize>() {
-            Ok(n) => NAMES.get(n).copied(),
-            Err(_) => NAMES.iter().find(|c| c.eq_ignore_ascii_case(text)).copied(),
+        // grpc-go `codes.Code.UnmarshalJSON` (codes/codes.go): a JSON
+        // number below 17, or a name exactly as `strToCode` spells it (in
+        // capitals); anything else refuses the service config. grpc-java
+        // (`Status.Code.valueOf`) is as strict.
+        let text = item.scalar().unwrap_or("");
+        let quoted = item.style() != Some(super::tree::Style::Plain);
+        let name = match (quoted, text.parse::<usize>()) {
+            (false, Ok(n)) => NAMES.get(n).copied(),
+            (true, Ok(_)) => {
+                b.error(
+                    ikey,
+                    Some(item.pos),
+                    format!("\"{text}\": gRPC reads a status code as a JSON number or a name, not a number in quotes; write {text} or its name"),
+                );
+                continue;
+            }
+            _ => NAMES.iter().find(|c| **c == text).copied(),
         };
+        if name.is_none()
+            && let Some(upper) = NAMES.iter().find(|c| c.eq_ignore_ascii_case(text.trim()))
+        {
+            b.error(
+                ikey,
+                Some(item.pos),
+                format!("\"{text}\": gRPC reads status code names exactly, in capitals, and refuses the service config otherwise; write \"{upper}\""),
+            );
+            continue;
+        }
         let Some(name) = name else {
             b.error(
                 ikey,

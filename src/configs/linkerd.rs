@@ -328,7 +328,40 @@ fn read_budget(b: &mut Builder, spec: &Node) {
             pos: None,
         },
     );
-    if let Some(rb) = spec.get("retryBudget") {
+    if let Some(entry) = spec.entry("retryBudget") {
+        // A retryBudget written in the profile is read as Linkerd reads
+        // it (linkerd2 `pkg/profiles/profiles.go`, `Validate`, over the Go
+        // struct of `controller/gen/apis/serviceprofile/v1alpha2`): a
+        // missing retryRatio or minRetriesPerSecond is the zero value, a
+        // missing ttl refuses the profile. The defaults are only for a
+        // profile without a retryBudget.
+        let rb = &entry.value;
+        let missing = |f: &str| rb.get(f).is_none();
+        if missing("ttl") {
+            b.error(
+                at,
+                Some(entry.key_pos),
+                "retryBudget has no ttl: Linkerd refuses the profile (\"RetryBudget missing TTL field\"); write the window, such as `ttl: 10s`",
+            );
+        }
+        if missing("retryRatio") {
+            b.unmodelled(
+                &join(at, "retryRatio"),
+                Some(entry.key_pos),
+                "retryBudget without retryRatio: Linkerd reads it as 0 (only the per-second allowance pays for retries), a ratio stormsim's budget cannot say; write the ratio you mean",
+            );
+        }
+        if missing("minRetriesPerSecond") {
+            min = (
+                0,
+                Origin {
+                    key: format!(
+                        "{at}.minRetriesPerSecond (absent in a retryBudget: 0, as Linkerd reads it)"
+                    ),
+                    pos: None,
+                },
+            );
+        }
         for e in rb.entries() {
             let key = join(at, &e.key);
             let o = Origin {
@@ -431,6 +464,34 @@ pub(crate) fn write(
         };
         if let Err(e) = res {
             w.refuse_leaf(leaf, &e).ok();
+        }
+    }
+    // Linkerd reads a missing retryRatio or minRetriesPerSecond of a
+    // retryBudget as 0 and refuses one without ttl: a budget written (or
+    // created) here says all three.
+    if changed.iter().any(|c| c.starts_with("retry.budget.")) {
+        let have = r.spec.get("retryBudget");
+        for (field, leaf) in [
+            ("retryRatio", "retry.budget.percent_can_retry"),
+            ("minRetriesPerSecond", "retry.budget.min_retries_per_sec"),
+            ("ttl", "retry.budget.ttl"),
+        ] {
+            if have.is_some_and(|rb| rb.get(field).is_some()) || changed.iter().any(|c| c == leaf) {
+                continue;
+            }
+            let lit = match field {
+                "ttl" => dur(leaf).map(|d| Lit::Str(go(d))),
+                _ => want(leaf)
+                    .and_then(Value::as_f64)
+                    .map(|v| Lit::Bare(super::fmt_num(v))),
+            };
+            let res = match lit {
+                Some(lit) => w.put(r.spec, "spec", &["retryBudget", field], lit),
+                None => Err("missing".to_string()),
+            };
+            if let Err(e) = res {
+                w.refuse_leaf(leaf, &e).ok();
+            }
         }
     }
 }

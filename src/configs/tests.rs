@@ -1659,7 +1659,10 @@ fn aws_errors_are_named_with_their_position() {
     let e = aws_errors("[profile a]\nmax_attempts = 3\nMax_Attempts = 4\n", "a");
     assert!(e[0].starts_with("f:3:1: [profile a].Max_Attempts: `Max_Attempts` is given twice in the profile (first at line 2)"), "{e:?}");
     let e = aws_errors("[profile a]\nregion = x\n[profile a]\nregion = y\n", "a");
-    assert!(e[0].contains("has two sections (lines 1 and 3)"), "{e:?}");
+    assert!(
+        e[0].contains("the section [profile a] is given twice (lines 1 and 3)"),
+        "{e:?}"
+    );
     let e = aws_errors("region = x\n[profile a]\n", "a");
     assert_eq!(
         e,

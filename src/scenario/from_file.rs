@@ -219,6 +219,124 @@ pub fn fill_from_layers(
     errors
 }
 
+/// The calls of a typed scenario whose `from` is read from its file (not
+/// `resolved: true`): the call's field path (as [`sites`] names it), what
+/// the file is read for (the replicas and balancer of the service called,
+/// as the scenario now says them) and the `from`.
+fn call_froms(s: &super::Scenario) -> Vec<(String, Target, &FromFile)> {
+    use super::locate::item_labels;
+    let target = |to: &str| {
+        let svc = s.services.iter().find(|v| v.name == to);
+        Target::Call {
+            replicas: svc.map(|v| v.autoscale.as_ref().map_or(v.replicas, |a| a.max)),
+            balancer: svc.map(|v| v.balancer),
+        }
+    };
+    let mut out = Vec::new();
+    if let Some(c) = &s.clients.calls
+        && let Some(f) = c.from.as_ref().filter(|f| !f.resolved)
+    {
+        out.push(("clients.calls".to_string(), target(&c.to), f));
+    }
+    let names: Vec<&str> = s.services.iter().map(|v| v.name.as_str()).collect();
+    for (svc, spath) in s.services.iter().zip(item_labels("services", &names)) {
+        let calls: Vec<&str> = svc.calls.iter().map(super::graph::Call::label).collect();
+        let labels = item_labels(&format!("{spath}.calls"), &calls);
+        for (call, at) in svc.calls.iter().zip(labels) {
+            if let Some(f) = call.from.as_ref().filter(|f| !f.resolved) {
+                out.push((at, target(&call.to), f));
+            }
+        }
+    }
+    out
+}
+
+/// The checks a call's `from` makes against the service it calls (Envoy's
+/// success-rate ejection over enough replicas, the panic threshold, the
+/// cluster's `lb_policy` against the service's `balancer`, gRPC's
+/// pick_first...), made again for every run that will really be simulated:
+/// `runs` (each variant and sweep point, named, with the `--set`s applied)
+/// whose service called has other replicas or another balancer than the
+/// file's scenario `base`, which the file was read for when it loaded. A
+/// variant that makes `orders` 10 replicas must not slip past the check
+/// that 4 replicas passed. The errors are in the configuration file, after
+/// one at the `from` naming the run; each distinct case once.
+pub(crate) fn recheck_calls<'s>(
+    base: &super::Scenario,
+    runs: impl IntoIterator<Item = (&'s str, &'s super::Scenario)>,
+    dir: Option<&Path>,
+    label: &str,
+    index: &LocationIndex,
+) -> Vec<ScenarioError> {
+    let before: Vec<(String, Target)> = call_froms(base)
+        .into_iter()
+        .map(|(at, t, _)| (at, t))
+        .collect();
+    let mut seen: Vec<(String, Target)> = before.clone();
+    let mut errors = Vec::new();
+    for (run, s) in runs {
+        for (at, target, from) in call_froms(s) {
+            if seen.iter().any(|(a, t)| *a == at && *t == target) {
+                continue;
+            }
+            seen.push((at.clone(), target));
+            let file = config_path(dir, from);
+            let file_label = file.display().to_string();
+            let Ok(text) = crate::configs::read_file(&file, &file_label) else {
+                // Reported when the scenario loaded.
+                continue;
+            };
+            let mut selector = from.selector();
+            selector.target = target;
+            let Err(e) = crate::configs::import_text(&text, &file_label, from.format, &selector)
+            else {
+                continue;
+            };
+            // One mistake, one message: what an earlier run showed already
+            // is not shown again.
+            let e: Vec<ScenarioError> = e.into_iter().filter(|x| !errors.contains(x)).collect();
+            if e.is_empty() {
+                continue;
+            }
+            let Target::Call { replicas, balancer } = target else {
+                continue;
+            };
+            let callee = match (replicas, balancer) {
+                (Some(n), Some(b)) => format!(
+                    " (the service called has {n} replica{} behind `balancer: {}`)",
+                    if n == 1 { "" } else { "s" },
+                    serde_json::to_value(b)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default()
+                ),
+                _ => String::new(),
+            };
+            let path = format!("{at}.from");
+            let head = ScenarioError::new(
+                label,
+                format!(
+                    "in {}{callee}: {} cannot be read as {} for this call (the errors follow); the scenario as written passes, the run does not",
+                    if run == super::variants::BASE_VARIANT {
+                        "the scenario with its --set overrides".to_string()
+                    } else {
+                        format!("the run `{run}`")
+                    },
+                    from.file,
+                    from.format
+                ),
+            )
+            .with_path(path.clone());
+            errors.push(match index.position(&path) {
+                Some((l, c)) => head.at(l, c),
+                None => head,
+            });
+            errors.extend(e);
+        }
+    }
+    errors
+}
+
 /// Whether any layer or call of `scenario` (a JSON scenario) has a `from`.
 pub fn has_from(scenario: &mut Value) -> bool {
     sites(scenario).iter().any(|s| s.map.contains_key("from"))

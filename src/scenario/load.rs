@@ -105,7 +105,7 @@ fn load_unbounded(
     let mut from_warnings = Vec::new();
     let broken = match parse_file(src, file_label, &index, dir, &mut from_warnings) {
         Ok(base) => {
-            let checked = check_with(&base, sets, file_label, &index);
+            let checked = check_with(&base, sets, file_label, &index, dir);
             return match checked {
                 Ok(s) => {
                     let mut warnings = from_warnings;
@@ -130,13 +130,13 @@ fn load_unbounded(
     // field and none a stand-in made up (the same scenario with other
     // stand-ins has it too, word for word).
     let ScenarioErrors(mut reported, mut omitted) = errors;
-    let extra = check_with(&r.scenario, sets, file_label, &index)
+    let extra = check_with(&r.scenario, sets, file_label, &index, dir)
         .err()
         .unwrap_or_default();
     let other = match (&r.other, r.stand_ins) {
         (_, false) => None,
         (Some(o), true) => Some(
-            check_with(o, sets, file_label, &index)
+            check_with(o, sets, file_label, &index, dir)
                 .err()
                 .unwrap_or_default(),
         ),
@@ -174,6 +174,7 @@ fn check_with(
     sets: &[(String, Value)],
     file_label: &str,
     index: &LocationIndex,
+    dir: Option<&Path>,
 ) -> Result<Scenario, ScenarioErrors> {
     // Two overrides of one field (or of a field and a part of it): which
     // one applied would depend on their order.
@@ -215,13 +216,58 @@ fn check_with(
             .cloned()
             .map(|i| locate_issue(i, &set_paths, file_label, Some(index))),
     );
-    let (more, omitted) = expansion_errors(&s, &issues, &set_paths, file_label, Some(index));
+    let (more, omitted, runs) = expansion_errors(&s, &issues, &set_paths, file_label, Some(index));
     errors.extend(more);
+    // A `from` on a call was read for the service called as the file's
+    // scenario has it: read it again for every run whose service called
+    // a variant, a sweep point or a `--set` changed.
+    let searched = tune_runs(&s);
+    errors.extend(super::from_file::recheck_calls(
+        base,
+        runs.iter()
+            .map(|r| (r.name.as_str(), &r.scenario))
+            .chain(searched.iter().map(|(n, sc)| (n.as_str(), sc))),
+        dir,
+        file_label,
+        index,
+    ));
     if errors.is_empty() && !failed {
         return Ok(s);
     }
     errors.dedup();
     Err(ScenarioErrors(errors, omitted))
+}
+
+/// The scenarios a search (`tune.space`) will run with another value of a
+/// service's field (its replicas, autoscale or balancer may decide what
+/// a call's `from` means): each value of a finite dimension (the ends of
+/// a continuous one, or of one over 256 values), named
+/// `tune.space.PATH = VALUE`. Values that do not apply are reported by
+/// the search's own checks.
+fn tune_runs(s: &Scenario) -> Vec<(String, Scenario)> {
+    let Some(t) = &s.tune else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (path, v) in &t.space {
+        if !path.starts_with("services.") {
+            continue;
+        }
+        let Ok(d) = super::tune::dimension(v) else {
+            continue;
+        };
+        let values = match d.count() {
+            Some(n) if n <= 256 => (0..n).map(|i| d.nth(i)).collect(),
+            _ => d.ends(),
+        };
+        for value in values {
+            if let Ok(sc) = apply_overrides(s, &[(path.clone(), value.clone())]) {
+                let shown = super::tune::show(&value);
+                out.push((format!("tune.space.{path} = {shown}"), sc));
+            }
+        }
+    }
+    out
 }
 
 /// An issue as an error: labelled `<--set>` when it is about a field an

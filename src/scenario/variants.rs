@@ -57,16 +57,17 @@ pub fn expand_all(s: &Scenario) -> Result<Vec<Expanded>, ScenarioErrors> {
 
 /// The problems of `s`'s variants and sweep points that the base scenario
 /// (whose own problems are `base_issues`) does not have, and, when there
-/// are none, those of the whole run's size (rows, memory).
+/// are none, those of the whole run's size (rows, memory); with the runs
+/// that could be built.
 pub(crate) fn expansion_errors(
     s: &Scenario,
     base_issues: &[Issue],
     set_paths: &[String],
     file_label: &str,
     index: Option<&LocationIndex>,
-) -> (Vec<ScenarioError>, Omitted) {
-    let (_, errors, omitted) = expand(s, base_issues, set_paths, file_label, index);
-    (errors, omitted)
+) -> (Vec<ScenarioError>, Omitted, Vec<Expanded>) {
+    let (out, errors, omitted) = expand(s, base_issues, set_paths, file_label, index);
+    (errors, omitted, out)
 }
 
 /// The base scenario of the variants: `s` without `variants` and `sweep`.
