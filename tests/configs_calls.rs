@@ -867,3 +867,47 @@ fn from_checks_run_on_every_variant_set_and_searched_value() {
     );
     assert!(err.contains(&success_rate), "{err}");
 }
+
+/// `export --call` without `--route`: the route the call's `from` names
+/// is the one edited (as `export` without `--layer` picks the layer whose
+/// `from` names the file); a `--route` given still wins.
+#[test]
+fn export_call_takes_the_route_of_its_from() {
+    let root = workspace(&graph(&format!(
+        "{FROM_ORDERS}        outlier_detection: {{ consecutive_5xx: 7 }}\n"
+    )));
+    let before = snapshot(root.path());
+    let run = |extra: &[&str]| {
+        stormsim(root.path())
+            .args([
+                "export",
+                "scen/mesh.yaml",
+                "--into",
+                "deploy/envoy-mesh.yaml",
+                "--format",
+                "envoy-route",
+                "--call",
+                "gateway.orders",
+                "--dry-run",
+            ])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = run(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let diff = stdout(&out);
+    assert!(diff.contains("-        consecutive_5xx: 3\n"), "{diff}");
+    assert!(diff.contains("+        consecutive_5xx: 7\n"), "{diff}");
+    assert_eq!(
+        diff.lines()
+            .filter(|l| l.starts_with('+') && !l.starts_with("+++"))
+            .count(),
+        1,
+        "{diff}"
+    );
+    // --route on the command line wins over the `from`'s.
+    let out = run(&["--route", "nowhere"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(snapshot(root.path()), before);
+}

@@ -530,6 +530,31 @@ fn export(args: ExportArgs) -> i32 {
             return 2;
         }
     };
+    // --call without --route (or another selector flag): the call's own
+    // `from:` selector, when it is of this format, names the policy.
+    if args.call.is_some()
+        && let configs::write::Wanted::Layer(m) = &wanted
+        && let Some(from) = m
+            .get("from")
+            .and_then(|f| serde_json::from_value::<scenario::types::FromFile>(f.clone()).ok())
+        && from.format == args.select.format
+    {
+        let f = from.selector();
+        let fill = |mine: &mut Option<String>, theirs: Option<String>| {
+            if mine.is_none() {
+                *mine = theirs;
+            }
+        };
+        fill(&mut selector.method, f.method);
+        fill(&mut selector.route, f.route);
+        fill(&mut selector.host, f.host);
+        fill(&mut selector.instance, f.instance);
+        fill(&mut selector.section, f.section);
+        fill(&mut selector.profile, f.profile);
+        if selector.ignore.is_empty() {
+            selector.ignore = f.ignore;
+        }
+    }
     let text = match configs::read_file(&args.into, &label) {
         Ok(t) => t,
         Err(e) => {

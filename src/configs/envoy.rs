@@ -31,7 +31,7 @@ use serde_json::{Map, Value, json};
 
 use super::durations::{parse_proto, proto};
 use super::edit::{self, Lit};
-use super::tree::{Doc, Kind, Node, Style};
+use super::tree::{Doc, Kind, Node, Pos, Style};
 use super::write::Writer;
 use super::{Builder, Finding, Origin, Selector, boolean, get_path, join, num, number, uint};
 use crate::scenario::units::Duration;
@@ -331,13 +331,17 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
     let mut hedge = None;
     let mut timeout = None;
     let mut cluster_name = None;
+    let mut cluster_at = None;
     for e in action.entries() {
         let key = join(&akey, &e.key);
         match e.key.as_str() {
             "timeout" => timeout = Some((key, &e.value)),
             "retry_policy" => policy = Some((key, &e.value)),
             "hedge_policy" => hedge = Some((key, &e.value)),
-            "cluster" => cluster_name = e.value.scalar(),
+            "cluster" => {
+                cluster_name = e.value.scalar();
+                cluster_at = Some((key, e.key_pos));
+            }
             "weighted_clusters" | "cluster_header" | "cluster_specifier_plugin" => b.warn(
                 key,
                 Some(e.key_pos),
@@ -401,7 +405,7 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
         .is_some_and(|(_, p)| p.get("per_try_timeout").is_some());
     read_policy(b, policy);
     read_hedge(b, hedge, per_try);
-    read_cluster(b, doc, cluster_name);
+    read_cluster(b, doc, cluster_name, cluster_at);
     let found = cluster_name.and_then(|n| cluster(doc, n));
     super::envoy_outlier::read_cluster(b, found.as_ref().map(|(k, c)| (k.as_str(), *c)));
 }
@@ -734,7 +738,9 @@ fn read_hedge(b: &mut Builder, hedge: Option<(String, &Node)>, per_try: bool) {
     }
 }
 
-fn read_cluster(b: &mut Builder, doc: &Doc, name: Option<&str>) {
+/// `at`: the route's `cluster` key and its position, for the warning
+/// when the file does not define the cluster.
+fn read_cluster(b: &mut Builder, doc: &Doc, name: Option<&str>, at: Option<(String, Pos)>) {
     let default_budget = |b: &mut Builder, why: String| {
         b.set(
             "retry.budget.kind",
@@ -791,7 +797,8 @@ fn read_cluster(b: &mut Builder, doc: &Doc, name: Option<&str>) {
     let found = name.and_then(|n| cluster(doc, n));
     let Some((ckey, c)) = found else {
         if let Some(n) = name {
-            b.warn("route.cluster", None, format!("cluster `{n}` is not in this file: Envoy's default circuit breakers are simulated (max_retries 3, max_requests 1024)"));
+            let (key, pos) = at.map_or(("route.cluster".to_string(), None), |(k, p)| (k, Some(p)));
+            b.warn(key, pos, format!("cluster `{n}` is not in this file: Envoy's default circuit breakers are simulated (max_retries 3, max_requests 1024)"));
         }
         default_budget(b, "circuit_breakers.max_retries (default)".into());
         bulkhead(

@@ -694,14 +694,19 @@ fn read_throttling(b: &mut Builder, root: &Node) {
     let at = "retryThrottling";
     let mut tokens = None;
     let mut ratio = None;
+    // A field given but refused has had its error: no second one saying
+    // it is missing.
+    let (mut has_tokens, mut has_ratio) = (false, false);
     for e in t.entries() {
         let key = join(at, &e.key);
         match e.key.as_str() {
             // gRFC A6: maxTokens in (0, 1000], tokenRatio > 0.
             "maxTokens" => {
+                has_tokens = true;
                 tokens = number(b, &e.value, &key, 1.0, 1000.0).map(|v| (v, key, e.value.pos))
             }
             "tokenRatio" => {
+                has_ratio = true;
                 ratio = number(b, &e.value, &key, 0.001, 1e6).map(|v| (v, key, e.value.pos))
             }
             _ => b.unmodelled(
@@ -747,10 +752,15 @@ fn read_throttling(b: &mut Builder, root: &Node) {
                 },
             );
         }
+        _ if t.is_map() && has_tokens && has_ratio => {}
         _ if t.is_map() => b.error(
             at,
             Some(t.pos),
-            "retryThrottling needs maxTokens and tokenRatio (gRFC A6)",
+            match (has_tokens, has_ratio) {
+                (true, _) => "retryThrottling needs tokenRatio (gRFC A6)",
+                (_, true) => "retryThrottling needs maxTokens (gRFC A6)",
+                _ => "retryThrottling needs maxTokens and tokenRatio (gRFC A6)",
+            },
         ),
         _ => b.error(at, Some(t.pos), "expected a retryThrottling object"),
     }

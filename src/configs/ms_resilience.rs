@@ -736,7 +736,15 @@ pub(crate) fn write(
                     }
                     _ => None,
                 };
+                // The file's UseJitter as read (true when it is not there):
+                // a jitter leaf that changes with the backoff kind alone
+                // (polly_v2 and { proportional: 0.25 } are both UseJitter
+                // true) writes nothing, and adds no key the file lacks.
+                let now = cur
+                    .get("retry:usejitter")
+                    .map_or(Some(true), |p| p.node.scalar().and_then(|t| t.trim().to_ascii_lowercase().parse::<bool>().ok()));
                 match on {
+                    Some(v) if now == Some(v) => Ok(()),
                     Some(v) => put(w, &file, sec, &["Retry", "UseJitter"], Lit::Bare(v.to_string())),
                     None => w.refuse_leaf(leaf, "Polly's jitter is UseJitter: polly_v2 with an exponential backoff, { proportional: 0.25 } with a constant or linear one, or none"),
                 }

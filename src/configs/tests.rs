@@ -229,6 +229,41 @@ fn grpc_caps_attempts_at_five_and_checks_required_fields() {
     );
 }
 
+/// One mistake, one message: a refused `retryThrottling.maxTokens` is not
+/// also reported as missing.
+#[test]
+fn grpc_a_bad_max_tokens_is_one_error() {
+    for bad in ["0", "1001", "\"ten\""] {
+        let src = GRPC.replace("\"maxTokens\": 10", &format!("\"maxTokens\": {bad}"));
+        let e = import_text(
+            &src,
+            "f",
+            Format::GrpcServiceConfig,
+            &sel(Format::GrpcServiceConfig, "orders.v1.Orders/CreateOrder"),
+        )
+        .unwrap_err();
+        let msgs: Vec<String> = e.iter().map(ToString::to_string).collect();
+        assert_eq!(msgs.len(), 1, "{bad}: {msgs:?}");
+        assert!(msgs[0].contains("retryThrottling.maxTokens"), "{msgs:?}");
+    }
+    // A field that is really missing is still named, and only it.
+    let src = GRPC.replace("\"maxTokens\": 10,", "");
+    let e = import_text(
+        &src,
+        "f",
+        Format::GrpcServiceConfig,
+        &sel(Format::GrpcServiceConfig, "orders.v1.Orders/CreateOrder"),
+    )
+    .unwrap_err();
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert!(
+        e[0].to_string()
+            .contains("retryThrottling needs maxTokens (gRFC A6)"),
+        "{}",
+        e[0]
+    );
+}
+
 #[test]
 fn envoy_route_vhost_and_cluster() {
     let p = import(Format::EnvoyRoute, "create-order");
@@ -279,6 +314,23 @@ fn envoy_route_vhost_and_cluster() {
         p.warnings
     );
     assert_eq!(p.origins["retry.max_attempts"].pos, Some((33, 38)));
+    // A cluster the file does not define: the warning is at the route's
+    // `cluster` key.
+    let src = ENVOY.replacen("cluster: orders\n", "cluster: nowhere\n", 1);
+    let p = import_text(
+        &src,
+        "f",
+        Format::EnvoyRoute,
+        &sel(Format::EnvoyRoute, "create-order"),
+    )
+    .unwrap();
+    let w = p
+        .warnings
+        .iter()
+        .find(|w| w.message.contains("cluster `nowhere` is not in this file"))
+        .expect("a missing-cluster warning");
+    assert_eq!(w.pos, Some((38, 29)), "{w:?}");
+    assert!(w.key.ends_with("routes[0].route.cluster"), "{}", w.key);
     // By match prefix.
     let p = import(Format::EnvoyRoute, "/");
     has(&p, &["total_timeout=\"10s\"", "retry.max_attempts=3.0"]);
@@ -1509,6 +1561,59 @@ fn ms_resilience_export_changes_only_the_tuned_values() {
         )]
     );
     assert!(out.contains("        \"attemptTimeout\": { \"timeout\": \"00:00:05\" },\n        \"TotalRequestTimeout\": { \"Timeout\": \"00:00:12\" },\n      }"), "{out}");
+}
+
+/// ms-resilience export writes only the keys whose value changes: a
+/// section without `UseJitter` (the default, true) exported unchanged is
+/// left as it is, and a changed MaxRetryAttempts adds no UseJitter.
+#[test]
+fn ms_resilience_export_adds_no_key_whose_value_is_the_default() {
+    let cases = [
+        (
+            "HttpClients:Inventory:Resilience",
+            MS.replace("          \"UseJitter\": true,\n", ""),
+        ),
+        (
+            "HttpClients:Payments:Resilience",
+            MS.replace(" \"useJitter\": false,", ""),
+        ),
+        (
+            "HttpClients:Payments:Resilience",
+            MS.replace(" \"backoffType\": 0, \"useJitter\": false,", ""),
+        ),
+    ];
+    for (section, src) in &cases {
+        let s = sel(Format::MsResilience, section);
+        let p = import_text(src, "f", Format::MsResilience, &s).unwrap();
+        // Unchanged, as a scenario layer (best.yaml) has it.
+        let mut layer = p.fragment.clone();
+        layer.insert("name".into(), json!("x"));
+        let layer: crate::scenario::types::Layer =
+            serde_json::from_value(Value::Object(layer)).unwrap();
+        let Value::Object(mut m) = serde_json::to_value(&layer).unwrap() else {
+            panic!()
+        };
+        let out = export_text(
+            src,
+            "f",
+            Format::MsResilience,
+            &s,
+            &Wanted::Layer(m.clone()),
+        )
+        .unwrap_or_else(|e| panic!("{section}: {e:?}"));
+        assert_eq!(&out.after, src, "{section}");
+        // Only max_attempts changed: only MaxRetryAttempts changes.
+        m["retry"]["max_attempts"] = json!(8);
+        let out = export_text(src, "f", Format::MsResilience, &s, &Wanted::Layer(m))
+            .unwrap_or_else(|e| panic!("{section}: {e:?}"));
+        let changed = changed_lines(src, &out.after);
+        assert_eq!(changed.len(), 1, "{section}: {changed:?}");
+        let (a, b) = &changed[0];
+        let want = a
+            .replace("\"MaxRetryAttempts\": 5", "\"MaxRetryAttempts\": 7")
+            .replace("\"maxRetryAttempts\": \"2\"", "\"maxRetryAttempts\": \"7\"");
+        assert_eq!(b, &want, "{section}");
+    }
 }
 
 #[test]
