@@ -236,3 +236,77 @@ fn no_bundled_scenario_is_announced() {
     }
     assert!(seen > 5);
 }
+
+/// A `--set` replaces the file's value before the file is judged: a type
+/// error in the file's value is no error once a set replaces it (or a
+/// mapping above it), and a bad set over a bad value is one error, the
+/// set's.
+#[test]
+fn a_set_replaces_the_files_value_before_it_is_judged() {
+    let dir = folder();
+    let bad = SCENARIO
+        .replace("seed: 1\n", "seed: 1\nreplicates: abc\n")
+        .replace("timeout: 200ms", "timeout: abc")
+        .replace("cap: 100ms }", "cap: 100ms }\n      jitter: fulll");
+    fs::write(dir.path().join("bad.yaml"), &bad).unwrap();
+    fs::write(
+        dir.path().join("zero.yaml"),
+        SCENARIO.replace("timeout: 200ms", "timeout: 0s"),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let out = stormsim(dir.path())
+            .arg("validate")
+            .args(args)
+            .output()
+            .unwrap();
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    };
+    // Each fix alone leaves the other two errors, located in the file.
+    let (code, _, err) = run(&["bad.yaml", "--set", "layers.client.timeout=1s"]);
+    assert_eq!(code, Some(2));
+    assert!(!err.contains("timeout"), "{err}");
+    assert!(err.contains("bad.yaml:3:13: replicates:"), "{err}");
+    assert!(
+        err.contains("layers.client.retry.jitter: unknown value `fulll`"),
+        "{err}"
+    );
+    // All three fixed, by name, by index or through a parent mapping.
+    for fixes in [
+        &[
+            "--set",
+            "layers.client.timeout=1s",
+            "--set",
+            "layers.client.retry.jitter=full",
+        ][..],
+        &[
+            "--set",
+            "layers.0.timeout=1s",
+            "--set",
+            "layers.0.retry={max_attempts: 2}",
+        ][..],
+    ] {
+        let mut args = vec!["bad.yaml", "--set", "replicates=2"];
+        args.extend_from_slice(fixes);
+        let (code, out, err) = run(&args);
+        assert_eq!(code, Some(0), "{fixes:?}: {err}");
+        assert_eq!(out, "bad.yaml: ok (1 variant, 2 replicates each)\n");
+    }
+    // A bad set over a bad (type or semantic) value: the set's error only.
+    for file in ["bad.yaml", "zero.yaml"] {
+        let (code, _, err) = run(&[file, "--set", "layers.client.timeout=abc"]);
+        assert_eq!(code, Some(2));
+        let about: Vec<&str> = err.lines().filter(|l| l.contains("timeout")).collect();
+        assert_eq!(
+            about,
+            [
+                "<--set>: layers.client.timeout: invalid duration `abc`: expected a number with a unit, such as 250ms or 2s"
+            ],
+            "{file}: {err}"
+        );
+    }
+    // The file's error still stands when no set replaces it.
+    let (code, _, err) = run(&["zero.yaml"]);
+    assert_eq!(code, Some(2));
+    assert!(err.starts_with("zero.yaml:"), "{err}");
+}
