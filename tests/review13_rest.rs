@@ -310,3 +310,30 @@ fn a_set_replaces_the_files_value_before_it_is_judged() {
     assert_eq!(code, Some(2));
     assert!(err.starts_with("zero.yaml:"), "{err}");
 }
+
+/// A `--set` into a list the file leaves out, or one past a list's end,
+/// says the list has no such item and how to add one (never "no
+/// `incidents`; did you mean `incidents`?").
+#[test]
+fn a_set_past_the_end_of_a_list_says_how_to_add_an_item() {
+    let dir = folder();
+    let cases = [
+        (
+            "dependency.incidents.0={kind: down, start: 1s, end: 2s}",
+            "<--set>: dependency.incidents.0: `dependency.incidents` is empty: the file has no `incidents`, so there is no item `0`; to add items, set the whole list: --set 'dependency.incidents=[...]'",
+        ),
+        (
+            "layers.1.timeout=1s",
+            "<--set>: layers.1.timeout: index 1 is out of range: `layers` has 1 items; to add one, set the whole list: --set 'layers=[...]'",
+        ),
+    ];
+    for (set, want) in cases {
+        let out = stormsim(dir.path())
+            .args(["validate", "q.yaml", "--set", set])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert_eq!(text(&out.stderr).trim_end(), want);
+        assert!(!text(&out.stderr).contains("did you mean"));
+    }
+}
