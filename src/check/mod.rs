@@ -146,6 +146,45 @@ fn peak_rate(s: &Scenario) -> f64 {
         )
 }
 
+/// Events the engine handles per attempt, about (an arrival, the
+/// attempt's start and its end): a run of `q.yaml`-like scenarios
+/// measures about 2 per request.
+const EVENTS_PER_ATTEMPT: f64 = 2.0;
+
+/// A lower estimate of the events one run simulates: the lowest rate the
+/// clients offer × the duration × the events of one attempt (no retry
+/// counted). `None` when the clients offer no fixed rate (closed loop).
+pub fn events_estimate(s: &Scenario) -> Option<f64> {
+    let base = s.clients.arrival.rate?.per_sec();
+    let rate = s
+        .clients
+        .schedule
+        .iter()
+        .filter_map(|p| p.rate.or(p.ramp_to))
+        .map(|r| r.per_sec())
+        .fold(base, f64::min);
+    let events = rate * s.duration.secs_f64() * EVENTS_PER_ATTEMPT;
+    (events.is_finite() && events > 0.0).then_some(events)
+}
+
+/// When the estimate of [`events_estimate`] is over `limits.max_events`:
+/// the sentence that says the run will stop at the guard rail, and the
+/// fields to change.
+pub fn events_over_limit(s: &Scenario) -> Option<(String, String)> {
+    let events = events_estimate(s)?;
+    let limit = s.limits.max_events;
+    if events <= limit as f64 {
+        return None;
+    }
+    Some((
+        format!(
+            "every run will stop at the guard rail before its end: a run of {} simulates at least about {events:.0e} events (the offered rate x the duration x {EVENTS_PER_ATTEMPT} events per attempt, before any retry), over limits.max_events ({limit})",
+            findings::fmt_s(s.duration.secs_f64()),
+        ),
+        "shorten `duration` (or lower the offered rate), or raise `limits.max_events` (or --max-events)".to_string(),
+    ))
+}
+
 /// Reviews a loaded (validated) scenario.
 pub fn check(s: &Scenario) -> Report {
     let mut report = if s.is_graph() {
@@ -155,6 +194,15 @@ pub fn check(s: &Scenario) -> Report {
     };
     report.findings.extend(priority::findings(s));
     report.findings.extend(capacity::findings(s));
+    if let Some((message, fix)) = events_over_limit(s) {
+        report.findings.push(Finding {
+            severity: Severity::Warning,
+            code: "events-over-guard-rail",
+            path: "limits.max_events".to_string(),
+            message,
+            fix,
+        });
+    }
     report
 }
 

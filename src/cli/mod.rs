@@ -677,6 +677,14 @@ fn report_errors(errors: &ScenarioErrors) -> i32 {
 /// order, then the result validated once. Every problem is reported, those
 /// of the overrides' syntax and those of the file; overrides that change
 /// nothing (every variant sets the field again) are warned about.
+/// Warns (stderr) when a run of `s` will stop at `limits.max_events`
+/// before its end (`check::events_over_limit`).
+pub(crate) fn warn_events_over_limit(s: &Scenario) {
+    if let Some((message, fix)) = crate::check::events_over_limit(s) {
+        errln!("warning: limits.max_events: {message}; {fix}");
+    }
+}
+
 fn load(file: Option<&Path>, sets: &[String]) -> Result<Scenario, ScenarioErrors> {
     let mut errors = Vec::new();
     let mut parsed = Vec::with_capacity(sets.len());
@@ -710,6 +718,7 @@ fn validate(args: ScenarioArgs) -> i32 {
         Ok(s) => s,
         Err(e) => return report_errors(&e),
     };
+    warn_events_over_limit(&s);
     match scenario::expand_variants(&s) {
         Ok(variants) => {
             outln!(

@@ -188,6 +188,7 @@ impl Settings {
             SettingsError::Scenario(e)
         };
         let scenario = load(args.file.as_deref(), &sets).map_err(by_flag)?;
+        super::warn_events_over_limit(&scenario);
         let plans = runner::plan(&scenario).map_err(by_flag)?;
         let slo = scenario::slo::objectives(&scenario);
         let label = args.file.as_ref().map_or_else(

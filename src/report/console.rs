@@ -232,7 +232,11 @@ fn slo_text(s: &mut String, agg: &[(String, Vec<(String, Cell)>)], slo: &Objecti
     ranked.sort_by_key(|(_, cells)| rank(cells));
     let digits = agg.len().to_string().len();
     for (name, cells) in ranked.iter().take(MAX_TABLE_ROWS) {
-        let rank = rank(cells);
+        // A variant whose every run stopped at a guard rail is not ranked.
+        let (rank, dot) = match get(cells, "slo_rank") {
+            Some(r) => ((r as usize).to_string(), "."),
+            None => ("-".to_string(), " "),
+        };
         let verdict = if get(cells, "slo_pass") == Some(1.0) {
             "pass".to_string()
         } else {
@@ -242,7 +246,7 @@ fn slo_text(s: &mut String, agg: &[(String, Vec<(String, Cell)>)], slo: &Objecti
                 .map_or(String::new(), |(_, c)| c.render());
             format!("{}  {failed}", crate::metrics::slo::miss_word(&failed))
         };
-        let _ = writeln!(s, "{rank:>digits$}. {name:<width$}  {verdict}");
+        let _ = writeln!(s, "{rank:>digits$}{dot} {name:<width$}  {verdict}");
     }
     if let Some(more) = more_rows(agg.len(), "variants", "summary_by_variant.csv") {
         let _ = writeln!(s, "{more}");

@@ -416,20 +416,44 @@ pub fn ranked_rows(d: &ChartData) -> (Vec<usize>, &'static str) {
         );
     }
     let get = |i: usize, c: &str, missing: f64| t.num(&t.rows[i], c).unwrap_or(missing);
+    let aborted = |i: usize| all_runs_aborted(t, &t.rows[i]);
     order.sort_by(|&a, &b| {
-        get(b, "success_rate_mean", f64::NEG_INFINITY)
-            .total_cmp(&get(a, "success_rate_mean", f64::NEG_INFINITY))
-            .then(get(a, "amplification_mean", f64::INFINITY).total_cmp(&get(
-                b,
-                "amplification_mean",
-                f64::INFINITY,
-            )))
-            .then(a.cmp(&b))
+        aborted(a).cmp(&aborted(b)).then_with(|| {
+            get(b, "success_rate_mean", f64::NEG_INFINITY)
+                .total_cmp(&get(a, "success_rate_mean", f64::NEG_INFINITY))
+                .then(get(a, "amplification_mean", f64::INFINITY).total_cmp(&get(
+                    b,
+                    "amplification_mean",
+                    f64::INFINITY,
+                )))
+                .then(a.cmp(&b))
+        })
     });
     (
         order,
         "ranked best first by success rate (highest first), then amplification (lowest first): the scenario has no SLO",
     )
+}
+
+/// Whether a guard rail stopped every run of the variant in `row`.
+fn all_runs_aborted(t: &super::chart_data::Table, row: &Row) -> bool {
+    match (t.num(row, "aborted_runs"), t.num(row, "replicates")) {
+        (Some(a), Some(r)) => r > 0.0 && a >= r,
+        _ => false,
+    }
+}
+
+/// A variant's rank: its `slo_rank` when the scenario has an SLO, else
+/// `position`; "not ranked" when every run stopped at a guard rail (it
+/// has no figures to rank by).
+fn rank_text(t: &super::chart_data::Table, row: &Row, position: Option<usize>) -> String {
+    if all_runs_aborted(t, row) {
+        return "not ranked".to_string();
+    }
+    if t.col("slo_rank").is_some() {
+        return escape(t.text(row, "slo_rank"));
+    }
+    position.map_or(String::new(), |p| p.to_string())
 }
 
 /// One table comparing every variant (and sweep point), ranked best
@@ -463,7 +487,7 @@ fn comparison_table(h: &mut String, d: &ChartData) -> Result<(), crate::interrup
         let _ = write!(
             h,
             "<tr><td>{}</td><td class=\"l\">{}</td>",
-            rank + 1,
+            rank_text(t, row, Some(rank + 1)),
             swatch(d.variant_index(name), name)
         );
         for s in &sweeps {
@@ -526,7 +550,7 @@ fn slo_section(h: &mut String, d: &ChartData) {
         let _ = writeln!(
             h,
             "<tr><td>{}</td><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td{}>{}</td><td>{}</td><td>{}</td></tr>",
-            escape(t.text(row, "slo_rank")),
+            rank_text(t, row, None),
             css_colour(d.variant_index(name)),
             escape(name),
             if pass { "" } else { " class=\"metastable\"" },

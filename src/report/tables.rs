@@ -316,15 +316,40 @@ pub fn by_variant_until(
 
 /// Adds `slo_rank` (1 = best, `metrics::slo::rank`) after each variant's
 /// `slo_failed`, when the runs have an SLO verdict.
+/// A variant whose every run a guard rail stopped has no figures to rank
+/// by: its `slo_rank` is empty, and the others are ranked among themselves.
 fn with_slo_ranks(agg: &mut [(String, Vec<(String, Cell)>)]) {
+    let ranked: Vec<usize> = (0..agg.len())
+        .filter(|&i| !all_runs_aborted(&agg[i].1))
+        .collect();
     let ranks = {
-        let cells: Vec<&[(String, Cell)]> = agg.iter().map(|(_, c)| c.as_slice()).collect();
+        let cells: Vec<&[(String, Cell)]> = ranked.iter().map(|&i| agg[i].1.as_slice()).collect();
         crate::metrics::slo::rank(&cells)
     };
-    for ((_, cells), rank) in agg.iter_mut().zip(ranks) {
+    let mut rank_of = vec![None; agg.len()];
+    for (&i, rank) in ranked.iter().zip(ranks) {
+        rank_of[i] = Some(rank as u64);
+    }
+    for ((_, cells), rank) in agg.iter_mut().zip(rank_of) {
         if let Some(i) = cells.iter().position(|(n, _)| n == "slo_failed") {
-            cells.insert(i + 1, ("slo_rank".into(), Cell::Int(rank as u64)));
+            let cell = rank.map_or(Cell::Missing, Cell::Int);
+            cells.insert(i + 1, ("slo_rank".into(), cell));
         }
+    }
+}
+
+/// Whether a guard rail stopped every run of a variant (its aggregated
+/// cells): `aborted_runs` equals `replicates`.
+pub fn all_runs_aborted(cells: &[(String, Cell)]) -> bool {
+    let num = |n: &str| {
+        cells
+            .iter()
+            .find(|(k, _)| k == n)
+            .and_then(|(_, c)| c.number())
+    };
+    match (num("aborted_runs"), num("replicates")) {
+        (Some(a), Some(r)) => r > 0.0 && a >= r,
+        _ => false,
     }
 }
 

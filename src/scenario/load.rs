@@ -130,6 +130,37 @@ fn load_unbounded(
     // field and none a stand-in made up (the same scenario with other
     // stand-ins has it too, word for word).
     let ScenarioErrors(mut reported, mut omitted) = errors;
+    // A `--set` replaces the file's value of its field (and of everything
+    // under it) before the file is judged: the file's type errors there
+    // are not errors, and what the set makes of the field is.
+    let set_paths: Vec<String> = sets
+        .iter()
+        .map(|(k, _)| normalize_path(&r.scenario, k))
+        .collect();
+    let replaced = |p: &str| {
+        set_paths.iter().any(|k| {
+            p == k
+                || p.strip_prefix(k.as_str())
+                    .is_some_and(|t| t.starts_with('.'))
+        })
+    };
+    reported.retain(|e| {
+        !(e.file == file_label
+            && e.path
+                .as_deref()
+                .is_some_and(|p| !p.is_empty() && replaced(p)))
+    });
+    if reported.is_empty() && omitted.count == 0 {
+        // Every error of the file was in a field a `--set` replaces.
+        return check_with(&r.scenario, sets, file_label, &index, dir).map(|s| {
+            let mut warnings = from_warnings;
+            warnings.extend(set_warnings(&r.scenario, &s, sets));
+            Loaded {
+                scenario: s,
+                warnings,
+            }
+        });
+    }
     let extra = check_with(&r.scenario, sets, file_label, &index, dir)
         .err()
         .unwrap_or_default();
@@ -145,7 +176,7 @@ fn load_unbounded(
     // A variant's or a sweep point's error names the field inside it
     // (`in variant `a`: dependency.concurrency: ...`).
     let about_repaired = |e: &ScenarioError| {
-        r.paths.iter().any(|p| {
+        r.paths.iter().filter(|p| !replaced(p)).any(|p| {
             e.path.as_deref().is_some_and(|q| related(p, q))
                 || e.message.contains(&format!(": {p}:"))
                 || e.message.contains(&format!(": {p}."))
@@ -209,10 +240,19 @@ fn check_with(
     };
     let failed = !errors.is_empty();
     let set_paths: Vec<String> = sets.iter().map(|(p, _)| normalize_path(&s, p)).collect();
+    // The fields of the `--set`s that could not be applied still hold the
+    // file's values, which those sets replace: one error per field (the
+    // set's), none about the value it replaces.
+    let unapplied: Vec<String> = errors
+        .iter()
+        .filter_map(|e| e.path.as_deref())
+        .map(|p| normalize_path(&s, p))
+        .collect();
     let issues = validate(&s);
     errors.extend(
         issues
             .iter()
+            .filter(|i| !unapplied.iter().any(|p| related(p, &i.path)))
             .cloned()
             .map(|i| locate_issue(i, &set_paths, file_label, Some(index))),
     );

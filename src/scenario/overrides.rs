@@ -516,6 +516,23 @@ fn where_(here: &str) -> String {
 fn missing_key(map: &Map<String, Value>, seg: &str, here: &[&str], path: &str) -> Vec<Issue> {
     let known = fields_at(here).map(|f| f.into_iter().map(|(n, _)| n).collect::<Vec<_>>());
     let keys: Vec<String> = known.unwrap_or_else(|| map.keys().cloned().collect());
+    if keys.iter().any(|k| k == seg) {
+        // A field of the format the file leaves out: a list with no items
+        // (a mapping is made as needed), which an index cannot reach into.
+        let full: Vec<&str> = here.iter().copied().chain([seg]).collect();
+        let full = full.join(".");
+        let item = path
+            .strip_prefix(full.as_str())
+            .and_then(|r| r.strip_prefix('.'))
+            .and_then(|r| r.split('.').next())
+            .unwrap_or("0");
+        return issue(
+            path,
+            format!(
+                "`{full}` is empty: the file has no `{seg}`, so there is no item `{item}`; to add items, set the whole list: --set '{full}=[...]'"
+            ),
+        );
+    }
     let hint = did_you_mean(seg, keys.iter().map(String::as_str))
         .map(|k| format!("did you mean `{k}`? "))
         .unwrap_or_default();
@@ -539,9 +556,14 @@ fn item_index(items: &[Value], seg: &str, here: &str, path: &str) -> Result<usiz
             Err(issue(
                 path,
                 format!(
-                    "index {i} is out of range: {} has {} items",
+                    "index {i} is out of range: {} has {} items{}",
                     where_(here),
-                    items.len()
+                    items.len(),
+                    if i == items.len() {
+                        format!("; to add one, set the whole list: --set '{here}=[...]'")
+                    } else {
+                        String::new()
+                    }
                 ),
             ))
         };

@@ -86,7 +86,14 @@ pub struct Outcome {
     pub figure: String,
     pub direction: Direction,
     pub slo: Option<Objectives>,
+    /// The rounds as they ran: the candidates each one ran (after
+    /// repeated draws and candidates the scenario does not take were left
+    /// out), not the schedule's plan.
     pub rounds: Vec<Round>,
+    /// The first-round candidates the schedule drew, and how many of
+    /// them were distinct (a draw that repeats another runs once).
+    pub drawn: u64,
+    pub distinct: u64,
     /// Every candidate, best first: those a guard rail stopped after the
     /// ranked ones (they are not ranked), invalid ones last.
     pub ranked: Vec<(Candidate, Standing)>,
@@ -217,6 +224,8 @@ pub fn search(
     let base = search_base(s);
     let rounds = schedule::schedule(tune.budget as u64, space.size());
     let first = space.first_round(rounds[0].candidates as usize, s.seed);
+    let drawn = rounds[0].candidates.min(space.size().unwrap_or(u64::MAX));
+    let distinct = first.len() as u64;
     // Each candidate's scenario, made as `--set` makes it.
     let mut candidates: Vec<Candidate> = Vec::with_capacity(first.len());
     let mut plans: Vec<Option<VariantPlan>> = Vec::with_capacity(first.len());
@@ -272,6 +281,7 @@ pub fn search(
     let mut done_reps = 0u64;
     let mut runs = 0u64;
     let mut violations = Vec::new();
+    let mut ran: Vec<Round> = Vec::with_capacity(rounds.len());
     for (k, round) in rounds.iter().enumerate() {
         if k > 0 {
             // Keep the best of the round before, as many as this round runs.
@@ -297,6 +307,10 @@ pub fn search(
             kept.sort_unstable();
             alive = kept;
         }
+        ran.push(Round {
+            candidates: alive.len() as u64,
+            replicates: round.replicates,
+        });
         let items: Vec<(usize, u32)> = alive
             .iter()
             .flat_map(|&d| (done_reps..round.replicates).map(move |r| (d, r as u32)))
@@ -338,7 +352,9 @@ pub fn search(
         figure,
         direction,
         slo,
-        rounds,
+        rounds: ran,
+        drawn,
+        distinct,
         ranked,
         runs,
         budget: tune.budget as u64,

@@ -297,6 +297,18 @@ pub fn console_text(o: &Outcome, scenario: &str, file: &str, left_out: &LeftOut)
         o.budget,
         rounds.join(", ")
     );
+    if o.drawn > o.distinct {
+        let repeats = o.drawn - o.distinct;
+        let size = o
+            .space
+            .size()
+            .map_or(String::new(), |n| format!(" of the space's {n}"));
+        let _ = writeln!(
+            s,
+            "{} of the {} points drawn repeated another (values round to the same whole number or choice) and ran once: {} distinct points{size} were tried",
+            repeats, o.drawn, o.distinct
+        );
+    }
     let invalid = o.ranked.len() - valid;
     if invalid > 0 {
         let _ = writeln!(

@@ -1,0 +1,339 @@
+//! The rest of a hostile review's findings, one test per class: a variant
+//! every run of which a guard rail stopped is never ranked (console,
+//! summary_by_variant.csv, report.html); the `tune` header counts what
+//! ran, not what the schedule planned; a run that will surely stop at
+//! `limits.max_events` is announced before it starts.
+
+use std::fs;
+use std::path::Path;
+
+use assert_cmd::Command;
+
+const SCENARIO: &str = "\
+name: q
+seed: 1
+duration: 5s
+bucket: 1s
+clients:
+  arrival: { kind: poisson, rate: 50/s }
+layers:
+  - name: client
+    timeout: 200ms
+    retry:
+      max_attempts: 3
+      backoff: { kind: exponential, base: 10ms, multiplier: 2, cap: 100ms }
+dependency:
+  concurrency: 4
+  service_time: { dist: exponential, mean: 20ms }
+";
+
+fn stormsim(dir: &Path) -> Command {
+    let mut c = Command::cargo_bin("stormsim").unwrap();
+    c.current_dir(dir);
+    c
+}
+
+fn folder() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("q.yaml"), SCENARIO).unwrap();
+    dir
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Variants whose every run stops at a guard rail, around one that
+/// finishes, with and without an SLO.
+#[test]
+fn variants_every_run_of_which_aborted_are_not_ranked() {
+    for slo in [true, false] {
+        let dir = folder();
+        let mut file = SCENARIO.to_string();
+        file.push_str("replicates: 2\n");
+        if slo {
+            file.push_str("slo: { success_rate: 0.999 }\n");
+        }
+        // The stopped ones first, so that variant order cannot rank them.
+        file.push_str(
+            "variants:\n  - { name: dead1, set: { limits.max_events: 100 } }\n  - { name: ok }\n  - { name: dead2, set: { limits.max_events: 50 } }\n",
+        );
+        fs::write(dir.path().join("ab.yaml"), file).unwrap();
+        let out = stormsim(dir.path())
+            .args(["run", "ab.yaml", "--out", "o"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        let console = text(&out.stdout);
+        let csv = fs::read_to_string(dir.path().join("o/summary_by_variant.csv")).unwrap();
+        let mut rows = csv.lines();
+        let head: Vec<&str> = rows.next().unwrap().split(',').collect();
+        let html = fs::read_to_string(dir.path().join("o/report.html")).unwrap();
+        if slo {
+            assert!(console.contains("1. ok "), "{console}");
+            assert!(console.contains("-  dead1 "), "{console}");
+            assert!(console.contains("-  dead2 "), "{console}");
+            assert!(!console.contains("2. "), "{console}");
+            let rank = head.iter().position(|c| *c == "slo_rank").unwrap();
+            let ranks: Vec<(String, String)> = rows
+                .map(|l| {
+                    let cells: Vec<&str> = l.split(',').collect();
+                    (cells[0].to_string(), cells[rank].to_string())
+                })
+                .collect();
+            assert_eq!(
+                ranks,
+                [("dead1", ""), ("ok", "1"), ("dead2", "")]
+                    .map(|(a, b)| (a.to_string(), b.to_string()))
+            );
+        } else {
+            assert!(!head.contains(&"slo_rank"));
+        }
+        // report.html: the ranked variant first, the stopped ones "not
+        // ranked", in every table that ranks.
+        assert_eq!(
+            html.matches("<tr><td>not ranked</td><td class=\"l\">")
+                .count(),
+            2
+        );
+        assert!(html.contains("<tr><td>1</td><td class=\"l\">"));
+        assert!(!html.contains("<tr><td>2</td>"));
+        assert!(!html.contains("<tr><td>3</td>"));
+        let first = html.find("<tr><td>1</td><td class=\"l\">").unwrap();
+        let stopped = html
+            .find("<tr><td>not ranked</td><td class=\"l\">")
+            .unwrap();
+        assert!(first < stopped, "the ranked variant comes first");
+    }
+}
+
+/// A space of 5 whole numbers searched with a budget of 4: the schedule
+/// draws 4 points, one of which repeats another. The header counts the 3
+/// that ran, and says that the space's other points were not tried.
+#[test]
+fn the_tune_header_counts_the_candidates_that_ran() {
+    let dir = folder();
+    let out = stormsim(dir.path())
+        .args([
+            "tune",
+            "q.yaml",
+            "--set",
+            "tune.space={layers.client.retry.max_attempts: {int: [1, 5]}}",
+            "--set",
+            "tune.budget=4",
+            "--out",
+            "t",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let console = text(&out.stdout);
+    let mut lines = console.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "stormsim tune: q: 3 candidates, 3 runs of a budget of 4 (rounds of candidates × replicates: 3 × 1)"
+    );
+    assert_eq!(
+        lines.next().unwrap(),
+        "1 of the 4 points drawn repeated another (values round to the same whole number or choice) and ran once: 3 distinct points of the space's 5 were tried"
+    );
+    let csv = fs::read_to_string(dir.path().join("t/tune.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 3, "{csv}");
+}
+
+/// Runs far longer than the guard rail allows are announced by `check`
+/// (a finding), `validate` and `run` (a warning on stderr), whichever
+/// field makes them so; a run that fits says nothing.
+#[test]
+fn a_run_that_will_stop_at_max_events_is_announced() {
+    let dir = folder();
+    let cases: [&[&str]; 3] = [
+        &["--set", "duration=36500d", "--set", "bucket=1d"],
+        &[
+            "--set",
+            "clients.arrival.rate=50000/s",
+            "--set",
+            "duration=1d",
+            "--set",
+            "bucket=1h",
+        ],
+        &["--set", "limits.max_events=100"],
+    ];
+    for sets in cases {
+        let out = stormsim(dir.path())
+            .arg("validate")
+            .arg("q.yaml")
+            .args(sets)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{sets:?}");
+        let err = text(&out.stderr);
+        assert!(
+            err.starts_with(
+                "warning: limits.max_events: every run will stop at the guard rail before its end"
+            ),
+            "{sets:?}: {err}"
+        );
+        assert!(
+            err.contains("raise `limits.max_events` (or --max-events)"),
+            "{err}"
+        );
+        let out = stormsim(dir.path())
+            .arg("check")
+            .arg("q.yaml")
+            .args(sets)
+            .output()
+            .unwrap();
+        let check = text(&out.stdout);
+        assert!(
+            check.contains("warning events-over-guard-rail [limits.max_events]"),
+            "{check}"
+        );
+    }
+    // The estimate is a lower bound: 5 s at 50/s is about 500 events.
+    let out = stormsim(dir.path())
+        .args(["run", "q.yaml", "--max-events", "1000", "--out", "r"])
+        .output()
+        .unwrap();
+    assert!(!text(&out.stderr).contains("will stop at the guard rail"));
+    let out = stormsim(dir.path())
+        .args(["run", "q.yaml", "--max-events", "100", "--out", "r2"])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert!(err.contains("about 5e2 events"), "{err}");
+    assert!(err.contains("over limits.max_events (100)"), "{err}");
+    // Without the overrides, nothing.
+    let out = stormsim(dir.path())
+        .args(["validate", "q.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(text(&out.stderr), "");
+}
+
+/// No bundled scenario is announced as one that will stop.
+#[test]
+fn no_bundled_scenario_is_announced() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut seen = 0;
+    for d in ["scenarios", "docs/examples"] {
+        for e in fs::read_dir(root.join(d)).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().and_then(|x| x.to_str()) != Some("yaml") {
+                continue;
+            }
+            let out = Command::cargo_bin("stormsim")
+                .unwrap()
+                .current_dir(p.parent().unwrap())
+                .arg("check")
+                .arg(&p)
+                .output()
+                .unwrap();
+            let t = text(&out.stdout);
+            assert!(!t.contains("events-over-guard-rail"), "{}", p.display());
+            seen += 1;
+        }
+    }
+    assert!(seen > 5);
+}
+
+/// A `--set` replaces the file's value before the file is judged: a type
+/// error in the file's value is no error once a set replaces it (or a
+/// mapping above it), and a bad set over a bad value is one error, the
+/// set's.
+#[test]
+fn a_set_replaces_the_files_value_before_it_is_judged() {
+    let dir = folder();
+    let bad = SCENARIO
+        .replace("seed: 1\n", "seed: 1\nreplicates: abc\n")
+        .replace("timeout: 200ms", "timeout: abc")
+        .replace("cap: 100ms }", "cap: 100ms }\n      jitter: fulll");
+    fs::write(dir.path().join("bad.yaml"), &bad).unwrap();
+    fs::write(
+        dir.path().join("zero.yaml"),
+        SCENARIO.replace("timeout: 200ms", "timeout: 0s"),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let out = stormsim(dir.path())
+            .arg("validate")
+            .args(args)
+            .output()
+            .unwrap();
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    };
+    // Each fix alone leaves the other two errors, located in the file.
+    let (code, _, err) = run(&["bad.yaml", "--set", "layers.client.timeout=1s"]);
+    assert_eq!(code, Some(2));
+    assert!(!err.contains("timeout"), "{err}");
+    assert!(err.contains("bad.yaml:3:13: replicates:"), "{err}");
+    assert!(
+        err.contains("layers.client.retry.jitter: unknown value `fulll`"),
+        "{err}"
+    );
+    // All three fixed, by name, by index or through a parent mapping.
+    for fixes in [
+        &[
+            "--set",
+            "layers.client.timeout=1s",
+            "--set",
+            "layers.client.retry.jitter=full",
+        ][..],
+        &[
+            "--set",
+            "layers.0.timeout=1s",
+            "--set",
+            "layers.0.retry={max_attempts: 2}",
+        ][..],
+    ] {
+        let mut args = vec!["bad.yaml", "--set", "replicates=2"];
+        args.extend_from_slice(fixes);
+        let (code, out, err) = run(&args);
+        assert_eq!(code, Some(0), "{fixes:?}: {err}");
+        assert_eq!(out, "bad.yaml: ok (1 variant, 2 replicates each)\n");
+    }
+    // A bad set over a bad (type or semantic) value: the set's error only.
+    for file in ["bad.yaml", "zero.yaml"] {
+        let (code, _, err) = run(&[file, "--set", "layers.client.timeout=abc"]);
+        assert_eq!(code, Some(2));
+        let about: Vec<&str> = err.lines().filter(|l| l.contains("timeout")).collect();
+        assert_eq!(
+            about,
+            [
+                "<--set>: layers.client.timeout: invalid duration `abc`: expected a number with a unit, such as 250ms or 2s"
+            ],
+            "{file}: {err}"
+        );
+    }
+    // The file's error still stands when no set replaces it.
+    let (code, _, err) = run(&["zero.yaml"]);
+    assert_eq!(code, Some(2));
+    assert!(err.starts_with("zero.yaml:"), "{err}");
+}
+
+/// A `--set` into a list the file leaves out, or one past a list's end,
+/// says the list has no such item and how to add one (never "no
+/// `incidents`; did you mean `incidents`?").
+#[test]
+fn a_set_past_the_end_of_a_list_says_how_to_add_an_item() {
+    let dir = folder();
+    let cases = [
+        (
+            "dependency.incidents.0={kind: down, start: 1s, end: 2s}",
+            "<--set>: dependency.incidents.0: `dependency.incidents` is empty: the file has no `incidents`, so there is no item `0`; to add items, set the whole list: --set 'dependency.incidents=[...]'",
+        ),
+        (
+            "layers.1.timeout=1s",
+            "<--set>: layers.1.timeout: index 1 is out of range: `layers` has 1 items; to add one, set the whole list: --set 'layers=[...]'",
+        ),
+    ];
+    for (set, want) in cases {
+        let out = stormsim(dir.path())
+            .args(["validate", "q.yaml", "--set", set])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert_eq!(text(&out.stderr).trim_end(), want);
+        assert!(!text(&out.stderr).contains("did you mean"));
+    }
+}
