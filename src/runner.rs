@@ -91,7 +91,15 @@ pub fn retained_bytes(plans: &[VariantPlan], items: &[(usize, u32)]) -> u64 {
         if !std::mem::replace(&mut variants[v], true) {
             bytes = bytes.saturating_add(VARIANT_BYTES + VARIANT_ITEM_BYTES * parts);
         }
-        let rows = plan.shape().rows.unwrap_or(1);
+        // A run's rows of timeseries.csv (one when it writes none: OCC).
+        let rows = match plan.occ {
+            Some(_) => 1,
+            None => plan
+                .config
+                .duration
+                .div_ceil(plan.config.bucket.max(1))
+                .max(1),
+        };
         bytes = bytes.saturating_add(rows.saturating_mul(ROW_ITEM_BYTES * (1 + parts)));
     }
     bytes
