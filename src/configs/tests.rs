@@ -1616,6 +1616,97 @@ fn ms_resilience_export_adds_no_key_whose_value_is_the_default() {
     }
 }
 
+/// A section without `UseJitter` (true) moved from a constant backoff
+/// (jitter `{ proportional: 0.25 }`) to an exponential one (`polly_v2`):
+/// both are UseJitter true, so only `backoffType` changes. Before, the
+/// export also wrote a `UseJitter` the file did not have.
+#[test]
+fn ms_resilience_export_changes_the_backoff_kind_alone() {
+    let src = MS.replace(" \"useJitter\": false,", "");
+    let s = sel(Format::MsResilience, "HttpClients:Payments:Resilience");
+    let p = import_text(&src, "f", Format::MsResilience, &s).unwrap();
+    let mut layer = p.fragment.clone();
+    layer.insert("name".into(), json!("x"));
+    let layer: crate::scenario::types::Layer =
+        serde_json::from_value(Value::Object(layer)).unwrap();
+    let Value::Object(mut m) = serde_json::to_value(&layer).unwrap() else {
+        panic!()
+    };
+    assert_eq!(
+        m["retry"]["jitter"],
+        json!({ "proportional": 0.25 }),
+        "{m:?}"
+    );
+    m["retry"]["backoff"]["kind"] = json!("exponential");
+    m["retry"]["backoff"]["multiplier"] = json!(2.0);
+    m["retry"]["jitter"] = json!("polly_v2");
+    let out = export_text(&src, "f", Format::MsResilience, &s, &Wanted::Layer(m))
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    let changed = changed_lines(&src, &out.after);
+    assert_eq!(changed.len(), 1, "{changed:?}");
+    let (a, b) = &changed[0];
+    assert_eq!(
+        b,
+        &a.replace("\"backoffType\": 0", "\"backoffType\": 2"),
+        "{b}"
+    );
+}
+
+/// Exponential to constant or linear: the multiplier leaves with the
+/// kind, and only `BackoffType` changes (before, the missing multiplier
+/// was refused as "Polly's exponential backoff doubles").
+#[test]
+fn ms_resilience_export_from_exponential_to_constant_or_linear() {
+    let s = sel(Format::MsResilience, "HttpClients:Inventory:Resilience");
+    let p = import_text(MS, "f", Format::MsResilience, &s).unwrap();
+    let mut layer = p.fragment.clone();
+    layer.insert("name".into(), json!("x"));
+    let layer: crate::scenario::types::Layer =
+        serde_json::from_value(Value::Object(layer)).unwrap();
+    let Value::Object(m) = serde_json::to_value(&layer).unwrap() else {
+        panic!()
+    };
+    assert_eq!(m["retry"]["backoff"]["kind"], json!("exponential"), "{m:?}");
+    for (kind, number) in [("constant", 0), ("linear", 1)] {
+        let mut m = m.clone();
+        m["retry"]["backoff"]["kind"] = json!(kind);
+        m["retry"]["backoff"]
+            .as_object_mut()
+            .unwrap()
+            .remove("multiplier");
+        if kind == "constant" {
+            // MaxDelay 5 s stays: a constant 0.5 s never reaches it.
+            m["retry"]["backoff"].as_object_mut().unwrap().remove("cap");
+        }
+        m["retry"]["jitter"] = json!({ "proportional": 0.25 });
+        let out = export_text(MS, "f", Format::MsResilience, &s, &Wanted::Layer(m))
+            .unwrap_or_else(|e| panic!("{kind}: {e:?}"));
+        let changed = changed_lines(MS, &out.after);
+        assert_eq!(changed.len(), 1, "{kind}: {changed:?}");
+        let back = import_text(&out.after, "f", Format::MsResilience, &s).unwrap();
+        assert_eq!(
+            back.fragment["retry"]["backoff"]["kind"],
+            json!(kind),
+            "{kind}"
+        );
+        assert!(
+            back.fragment["retry"]["backoff"]
+                .get("multiplier")
+                .is_none_or(Value::is_null),
+            "{kind}"
+        );
+        let (a, b) = &changed[0];
+        assert_eq!(
+            b,
+            &a.replace(
+                "\"Exponential\"",
+                &format!("\"{}\"", ["Constant", "Linear"][number])
+            ),
+            "{kind}"
+        );
+    }
+}
+
 #[test]
 fn ms_resilience_export_refuses_what_polly_cannot_say() {
     let cases: [(&str, &str, Value, &str); 5] = [
