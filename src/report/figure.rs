@@ -94,7 +94,15 @@ pub fn render<D: Drawable>(fig: &D) -> Result<(String, Vec<u8>), String> {
         let mut enc = png::Encoder::new(&mut png_bytes, width, height);
         enc.set_color(png::ColorType::Rgb);
         enc.set_depth(png::BitDepth::Eight);
-        enc.set_compression(png::Compression::Default);
+        // Chosen by measurement on the bundled charts (flat colours, thin
+        // lines): the Paeth filter with the fast deflater encodes the five
+        // charts of a run about 10× faster than the default settings (the
+        // Sub filter, zlib level 6), where encoding was more than half of
+        // a short run's whole-process time, for files about 2.7× larger
+        // (about 120 kB a chart). README "Speed".
+        enc.set_compression(png::Compression::Fast);
+        enc.set_filter(png::FilterType::Paeth);
+        enc.set_adaptive_filter(png::AdaptiveFilterType::NonAdaptive);
         let mut w = enc.write_header().map_err(err)?;
         w.write_image_data(&rgb).map_err(err)?;
     }

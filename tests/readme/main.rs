@@ -162,6 +162,11 @@ fn not_run(line: &str) -> Option<Result<(), String>> {
                 Some((_, file)) => exists(file),
                 None => Ok(()),
             }),
+        // The SimPy comparison (README "Speed"): its scripts exist.
+        "pip install simpy==4.1.2" | "cargo build --release" => Ok(()),
+        "python3 benches/simpy/compare.py" => {
+            exists("benches/simpy/compare.py").and_then(|()| exists("benches/simpy/storm.py"))
+        }
         bench if bench.starts_with("cargo bench --bench ") => {
             let name = &bench["cargo bench --bench ".len()..];
             if cargo.contains(&format!("[[bench]]\nname = \"{name}\"")) {
