@@ -201,3 +201,26 @@ fn a_limited_run_is_deterministic() {
     let (_, b) = run(&cfg, 7);
     assert_eq!(a, b);
 }
+
+/// A gradient window of 1 ns over a run of 200 s: the windows without a
+/// sample are passed over, so the run ends (before, it spun through
+/// 2 × 10^11 empty windows, hours, deaf to Ctrl-C), and the limit it
+/// reaches is the one a 1 µs window reaches: every sample of either ends
+/// its window, so the two runs see the same windows.
+#[test]
+fn a_one_nanosecond_gradient_window_ends_in_the_events_it_needs() {
+    let at = |interval: &str| {
+        let cfg = scenario(
+            200,
+            1,
+            100,
+            &format!("{{ kind: gradient, min_concurrency: 3, sample_interval: {interval} }}"),
+            "",
+        );
+        run(&cfg, 1).0
+    };
+    let (ns, us) = (at("1ns"), at("1us"));
+    assert!(ns.events < 1_000_000, "{}", ns.events);
+    assert_eq!(ns.logical_requests, us.logical_requests);
+    assert!(ns.succeeded > 0);
+}

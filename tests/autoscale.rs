@@ -330,3 +330,52 @@ services:
     let u = s.dependency_utilization.unwrap();
     assert!(u > 0.0 && u <= 1.0, "{u}");
 }
+
+/// `autoscale.interval` drives the decisions, each an event, and the
+/// scale-down window's bookkeeping: below 1 ms it is refused at load
+/// (before, 1 ns passed validation and the run aborted allocating
+/// 4.8 TB), and 1 ms under a 100-day window runs in bounded memory (it
+/// asked for 138 GB up front).
+#[test]
+fn a_tiny_interval_is_refused_and_a_long_window_allocates_nothing_up_front() {
+    let yaml = |autoscale: &str| {
+        format!(
+            "name: autoscale-interval
+duration: 10s
+clients:
+  arrival: {{ kind: poisson, rate: 100/s }}
+  calls: app
+services:
+  - name: app
+    concurrency: 10
+    service_time: {{ dist: exponential, mean: 10ms }}
+    autoscale: {autoscale}
+"
+        )
+    };
+    for tiny in ["1ns", "1us", "999us"] {
+        let e = load_str(
+            &yaml(&format!(
+                "{{ target_utilization: 0.6, max: 2, interval: {tiny} }}"
+            )),
+            "s.yaml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("services.app.autoscale.interval") && e.contains("expected at least 1ms"),
+            "{tiny}: {e}"
+        );
+    }
+    let cfg = to_model(
+        &load_str(
+            &yaml("{ target_utilization: 0.6, max: 2, interval: 1ms, scale_in_delay: 100d }"),
+            "s.yaml",
+        )
+        .unwrap_or_else(|e| panic!("{e}")),
+    );
+    let (_, _, s) = rows(&cfg, 1);
+    // 10 000 decisions, each an event, beside the requests' own.
+    assert!(s.events > 10_000, "{}", s.events);
+    assert!(s.succeeded > 900, "{}", s.succeeded);
+}

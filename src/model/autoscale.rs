@@ -105,16 +105,15 @@ pub struct Autoscaler {
     fresh_workers: u32,
     /// When the last decision was taken (0 before the first).
     last_decision: Nanos,
-    /// Recommendations (time, count) within the scale-down window.
-    recommendations: VecDeque<(Nanos, u32)>,
-    /// Replicas added (positive) or removed (negative) per decision,
-    /// within the policy period.
+    /// The recommendations within the scale-down window.
+    recommendations: HighestWithin,
+    /// Replicas added (positive) or removed (negative) by the decisions
+    /// within the policy period that changed the count.
     changes: VecDeque<(Nanos, i64)>,
 }
 
 impl Autoscaler {
     pub fn new(cfg: AutoscaleConfig) -> Self {
-        let per = |window: Nanos| (window / cfg.interval.max(1)) as usize + 2;
         Autoscaler {
             cfg,
             busy: 0,
@@ -125,8 +124,8 @@ impl Autoscaler {
             fresh_busy: 0,
             fresh_workers: 0,
             last_decision: 0,
-            recommendations: VecDeque::with_capacity(per(cfg.scale_in_delay)),
-            changes: VecDeque::with_capacity(per(POLICY_PERIOD)),
+            recommendations: HighestWithin::new(cfg.scale_in_delay),
+            changes: VecDeque::new(),
         }
     }
 
@@ -195,20 +194,7 @@ impl Autoscaler {
         let raw = raw.clamp(c.min, c.max);
         // Scale-down stabilization: the highest recommendation within the
         // window (this one included); scale-up has none.
-        let cutoff = now.saturating_sub(c.scale_in_delay);
-        while self
-            .recommendations
-            .front()
-            .is_some_and(|&(t, _)| t <= cutoff)
-        {
-            self.recommendations.pop_front();
-        }
-        let down = self
-            .recommendations
-            .iter()
-            .map(|&(_, r)| r)
-            .fold(raw, u32::max);
-        self.recommendations.push_back((now, raw));
+        let down = self.recommendations.push(now, raw);
         let mut desired = current.max(raw).min(down);
         // Rate limits over the policy period.
         let cutoff = now.saturating_sub(POLICY_PERIOD);
@@ -232,16 +218,47 @@ impl Autoscaler {
         }
         let desired = desired.clamp(c.min, c.max);
         if desired != current {
-            if self.changes.len() == self.changes.capacity() {
-                self.changes.pop_front();
-            }
             self.changes
                 .push_back((now, desired as i64 - current as i64));
         }
-        if self.recommendations.len() > self.recommendations.capacity() {
-            self.recommendations.pop_front();
-        }
         desired
+    }
+}
+
+/// The highest of the values pushed within the last `window` (the
+/// current one included; one pushed at `now - window` or earlier is out),
+/// kept as a monotonic queue: each value kept is above every later one,
+/// so the highest is the front's, and it holds at most one entry per
+/// distinct value, however many the window spans (the HPA keeps every
+/// recommendation of the window and takes their maximum: the same value).
+#[derive(Clone, Debug)]
+struct HighestWithin {
+    window: Nanos,
+    kept: VecDeque<(Nanos, u32)>,
+}
+
+impl HighestWithin {
+    fn new(window: Nanos) -> Self {
+        HighestWithin {
+            window,
+            kept: VecDeque::new(),
+        }
+    }
+
+    /// Pushes `value` at `now` (not before the last push) and returns the
+    /// highest within the window.
+    fn push(&mut self, now: Nanos, value: u32) -> u32 {
+        let cutoff = now.saturating_sub(self.window);
+        while self.kept.front().is_some_and(|&(t, _)| t <= cutoff) {
+            self.kept.pop_front();
+        }
+        // A value at or below this one can never be the highest again: it
+        // leaves the window first.
+        while self.kept.back().is_some_and(|&(_, v)| v <= value) {
+            self.kept.pop_back();
+        }
+        self.kept.push_back((now, value));
+        self.kept.front().map_or(value, |&(_, v)| v)
     }
 }
 
@@ -413,5 +430,36 @@ mod tests {
         a.level(S, 20, 0, true);
         assert_eq!(a.decide(15 * S, 6, 6, 2), 8);
         assert_eq!((a.busy, a.workers), (60, 60));
+    }
+
+    /// The scale-down window's highest recommendation, kept as a monotonic
+    /// queue, is the highest of every value within the window (a naive
+    /// list, as the HPA keeps it), push after push, at the window's edge
+    /// too; and the queue holds at most one entry per distinct value.
+    #[test]
+    fn the_window_keeps_only_the_values_that_can_still_be_highest() {
+        let mut w = HighestWithin::new(7 * S);
+        let mut naive: Vec<(Nanos, u32)> = Vec::new();
+        let mut rng = crate::engine::Stream::new(3, crate::engine::Purpose::Arrivals, 0);
+        let mut now = 0;
+        for k in 0..2000 {
+            // Steps of 0 to 3 s: several pushes at one time, and values
+            // leaving exactly at the window's edge.
+            now += (rng.unit() * 4.0) as Nanos * S;
+            let value = (rng.unit() * 12.0) as u32;
+            naive.retain(|&(t, _)| t > now.saturating_sub(7 * S));
+            naive.push((now, value));
+            let highest = naive.iter().map(|&(_, v)| v).max().unwrap();
+            assert_eq!(w.push(now, value), highest, "push {k} at {now}");
+            assert!(w.kept.len() <= 12, "{}", w.kept.len());
+        }
+        // A window of 100 days under a 1 ms interval allocates nothing up
+        // front (it asked for 8.6e9 entries).
+        let mut c = cfg(1, 12);
+        c.interval = 1_000_000;
+        c.scale_in_delay = 100 * 86_400 * S;
+        let a = Autoscaler::new(c);
+        assert_eq!(a.recommendations.kept.capacity(), 0);
+        assert_eq!(a.changes.capacity(), 0);
     }
 }

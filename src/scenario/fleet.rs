@@ -43,6 +43,9 @@ pub struct Slowdown {
 /// service times finite and the run's memory bounded).
 pub const MAX_STRETCH: f64 = 1000.0;
 
+/// The shortest `autoscale.interval` accepted, in ns (1 ms).
+pub const MIN_INTERVAL: u64 = 1_000_000;
+
 impl Slowdown {
     /// The model's curve (validated input assumed; a missing exponent is 1).
     pub fn to_model(&self) -> ModelSlowdown {
@@ -126,7 +129,7 @@ pub struct Autoscale {
     pub min: u32,
     /// Most replicas (`maxReplicas`, required).
     pub max: u32,
-    /// Time between decisions (the HPA's sync period, 15 s).
+    /// Time between decisions (the HPA's sync period, 15 s; at least 1 ms).
     #[serde(default = "default_interval")]
     pub interval: Duration,
     /// From the decision that asks for a replica until it serves (image
@@ -205,6 +208,18 @@ impl Checker {
                 )
             });
         }
-        self.positive(a.interval, &format!("{path}.interval"), "interval");
+        // Each decision is an event: an interval of nanoseconds would
+        // spend the run's events on decisions. Kubernetes' HPA decides
+        // every 15 s by default (--horizontal-pod-autoscaler-sync-period).
+        self.check(
+            a.interval.ns() >= MIN_INTERVAL,
+            &format!("{path}.interval"),
+            || {
+                format!(
+                    "interval is {}; expected at least 1ms (an autoscaler decides every few seconds: Kubernetes' HPA every 15s by default)",
+                    a.interval
+                )
+            },
+        );
     }
 }

@@ -140,7 +140,7 @@ impl Gradient {
             let m = self.next_min_rtt.filter(|&t| t <= now);
             match (w, m) {
                 (Some(tw), Some(tm)) if tm <= tw => self.on_min_rtt_timer(tm),
-                (Some(tw), _) => self.on_window(tw),
+                (Some(tw), m) => self.on_window(tw, now, m),
                 (None, Some(tm)) => self.on_min_rtt_timer(tm),
                 (None, None) => return,
             }
@@ -215,16 +215,27 @@ impl Gradient {
         self.next_window = Some(now.saturating_add(c.sample_interval));
     }
 
-    fn on_window(&mut self, t: Nanos) {
+    /// The window due at `t`, run by `advance(now)`; `min_rtt`: the
+    /// minRTT timer, when it is due by `now` too (after `t`).
+    fn on_window(&mut self, t: Nanos, now: Nanos, min_rtt: Option<Nanos>) {
         if self.measuring() {
             // Given up; the end of the measurement enables it again.
             self.next_window = None;
             return;
         }
-        self.next_window = Some(t.saturating_add(self.cfg.sample_interval));
+        let every = self.cfg.sample_interval.max(1);
         if self.samples.is_empty() {
+            // This window and every one after it due by `now` (and before
+            // the minRTT timer) find no sample either: samples come only
+            // after `advance`. They change nothing, so they are passed
+            // over at once; one by one, a 1 ns interval would spin for
+            // each nanosecond of the run.
+            let last = min_rtt.map_or(now, |m| now.min(m.saturating_sub(1)));
+            let skipped = (last.saturating_sub(t) / every).saturating_add(1);
+            self.next_window = Some(t.saturating_add(skipped.saturating_mul(every)));
             return;
         }
+        self.next_window = Some(t.saturating_add(every));
         let sample_rtt = self.aggregate().max(1);
         let new = self.new_limit(sample_rtt);
         self.set_limit(new, t);
@@ -323,6 +334,57 @@ mod tests {
         g.on_sample(400 * MS, sample(340 * MS, 60 * MS), &mut r);
         g.advance(450 * MS);
         assert_eq!(g.limit(), 10);
+    }
+
+    /// Windows without samples are passed over at once, and that changes
+    /// nothing: a controller asked only at its samples ends in the state
+    /// of one also run at every window's time, through measurements, the
+    /// minRTT timer and the floor rule; and a 1 ns window over 10 s of
+    /// quiet takes one step, not 10^10.
+    #[test]
+    fn empty_windows_are_passed_over_exactly() {
+        let c = GradientConfig {
+            sample_interval: MS,
+            min_rtt_interval: 300 * MS,
+            request_count: 4,
+            jitter: 0.0,
+            ..GradientConfig::default()
+        };
+        let (mut ra, mut rb) = (rng(), rng());
+        let mut asked = Gradient::new(c, 0);
+        let mut stepped = Gradient::new(c, 0);
+        let mut dice = Stream::new(9, Purpose::Arrivals, 0);
+        let mut now = 0;
+        for k in 0..3000 {
+            // Bursts and quiet spells of up to 40 windows.
+            now += (dice.unit() * 40.0) as Nanos * MS + (dice.unit() * MS as f64) as Nanos;
+            let s = sample(
+                now.saturating_sub(5 * MS),
+                (5.0 + dice.unit() * 20.0) as Nanos * MS,
+            );
+            let mut t = stepped.next_window.unwrap_or(now).min(now);
+            while t < now {
+                stepped.advance(t);
+                t += MS;
+            }
+            asked.on_sample(now, s, &mut ra);
+            stepped.on_sample(now, s, &mut rb);
+            assert_eq!(
+                format!("{asked:?}"),
+                format!("{stepped:?}"),
+                "sample {k} at {now}"
+            );
+        }
+        let mut g = Gradient::new(
+            GradientConfig {
+                sample_interval: 1,
+                ..c
+            },
+            0,
+        );
+        g.on_sample(10_000 * MS, sample(0, MS), &mut ra);
+        g.advance(20_000 * MS);
+        assert!(g.next_window.is_none_or(|w| w > 20_000 * MS), "{g:?}");
     }
 
     #[test]
