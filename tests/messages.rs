@@ -690,3 +690,48 @@ fn messages_say_what_is_in_the_way_and_what_to_do() {
     assert_eq!(code, Some(2), "{e}");
     assert!(e.contains("too large to be stormsim's marker"), "{e}");
 }
+
+/// A layer name that makes a column the tables already have
+/// (`attempts_<layer>` for `after_deadline` is `attempts_after_deadline`)
+/// is refused by validate, and by run and a shard before simulating
+/// (exit 2, nothing written); before, run failed after the whole
+/// simulation (exit 1) and shards wrote the column twice.
+#[test]
+fn a_layer_name_that_repeats_a_column_is_refused_before_any_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = file(
+        dir.path(),
+        "q.yaml",
+        &BASE.replace("- name: api", "- name: after_deadline"),
+    );
+    let out = dir.path().join("out");
+    for args in [
+        vec!["validate", q.as_str()],
+        vec!["run", q.as_str(), "--out", out.to_str().unwrap()],
+        vec![
+            "run",
+            q.as_str(),
+            "--shard",
+            "0/2",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    ] {
+        let o = stormsim(&args);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
+        assert!(
+            e.contains("q.yaml:6:11: layers.after_deadline.name: layer name `after_deadline` makes the column `attempts_after_deadline`"),
+            "{args:?}: {e}"
+        );
+        assert!(!out.exists(), "{args:?}");
+    }
+    // Names near it are fine.
+    let ok = file(
+        dir.path(),
+        "ok.yaml",
+        &BASE.replace("- name: api", "- name: deadline"),
+    );
+    let o = stormsim(&["validate", &ok]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}

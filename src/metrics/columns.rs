@@ -85,6 +85,47 @@ fn push_float(out: &mut String, v: f64) {
     }
 }
 
+/// A column name that `summary.csv` or `timeseries.csv` would hold twice
+/// with layers named `layer_names`, if any: a layer's columns are its
+/// name after a prefix (`attempts_<layer>`), so a layer named
+/// `after_deadline` makes `attempts_after_deadline`, a column of its own.
+/// Checked on the headers themselves, so a column added later is covered.
+pub fn repeated_column(layer_names: &[String]) -> Option<String> {
+    let n = layer_names.len();
+    let row = TimeRow {
+        layer_orphaned: vec![0; n],
+        layer_attempts: vec![0; n],
+        layer_retries: vec![0; n],
+        layer_gates: vec![[0; 3]; n],
+        layer_levels: vec![[None; 3]; n],
+        ..TimeRow::default()
+    };
+    let summary = Summary {
+        layer_attempts: vec![0; n],
+        layer_retries: vec![0; n],
+        layer_gates: vec![[0; 3]; n],
+        layer_calls: vec![0; n],
+        layer_orphaned: vec![0; n],
+        layer_orphaned_work_s: vec![0.0; n],
+        // Every optional column present.
+        pools: true,
+        ..Summary::default()
+    };
+    for names in [
+        time_row_cells(&row, layer_names),
+        summary_cells(&summary, layer_names),
+    ] {
+        let mut seen = std::collections::BTreeSet::new();
+        if let Some((name, _)) = names
+            .into_iter()
+            .find(|(name, _)| !seen.insert(name.clone()))
+        {
+            return Some(name);
+        }
+    }
+    None
+}
+
 /// Columns of a time-series row, after `variant, replicate`.
 pub fn time_row_cells(r: &TimeRow, layer_names: &[String]) -> Vec<(String, Cell)> {
     let mut v = Vec::new();

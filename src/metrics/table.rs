@@ -88,7 +88,7 @@ pub struct RunContext {
 }
 
 /// One row of `timeseries.csv` (without variant and replicate).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct TimeRow {
     pub t_s: f64,
     pub offered: u64,
@@ -137,7 +137,7 @@ pub struct TimeRow {
 }
 
 /// One row of `summary.csv` (without variant, replicate and seed).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Summary {
     pub logical_requests: u64,
     pub succeeded: u64,

@@ -382,6 +382,34 @@ impl Checker {
             self.item_name("layer", &layer.name, &format!("{path}.name"), &mut seen);
             self.policy(layer, path);
         }
+        self.column_names(layers, &labels);
+    }
+
+    /// Layer names that make a column of `summary.csv` or `timeseries.csv`
+    /// twice (`attempts_<layer>` for a layer `after_deadline` is the
+    /// column `attempts_after_deadline`): refused here, before any run,
+    /// rather than when the tables are written.
+    fn column_names(&mut self, layers: &[Layer], labels: &[String]) {
+        if layers.len() > MAX_LAYERS {
+            return;
+        }
+        let names: Vec<String> = layers.iter().map(|l| l.name.clone()).collect();
+        let Some(column) = crate::metrics::columns::repeated_column(&names) else {
+            return;
+        };
+        let culprit = layers
+            .iter()
+            .zip(labels)
+            .find(|(l, _)| column.ends_with(&format!("_{}", l.name)));
+        if let Some((layer, path)) = culprit {
+            self.push(
+                &format!("{path}.name"),
+                format!(
+                    "layer name `{}` makes the column `{column}` of the tables, which stormsim already writes for something else; expected another name",
+                    layer.name
+                ),
+            );
+        }
     }
 
     /// The name of a layer, service or call (`what`) at `path`: safe to
