@@ -403,7 +403,7 @@ impl Checker {
             .find(|(l, _)| column.ends_with(&format!("_{}", l.name)));
         if let Some((layer, path)) = culprit {
             self.push(
-                &format!("{path}.name"),
+                format!("{path}.name"),
                 format!(
                     "layer name `{}` makes the column `{column}` of the tables, which stormsim already writes for something else; expected another name",
                     layer.name
