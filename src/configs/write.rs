@@ -655,7 +655,7 @@ pub fn wanted_from_best(
 /// written; a rename cannot, but it would break the links or hand the
 /// file to another owner, which the user did not ask for.
 pub fn replace_file(path: &Path, expected: &str, text: &str) -> Result<(), String> {
-    use std::os::unix::fs::MetadataExt;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let real: PathBuf =
         std::fs::canonicalize(path).map_err(|e| format!("cannot find the file: {e}"))?;
     let now = std::fs::read(&real).map_err(|e| format!("cannot read the file again: {e}"))?;
@@ -672,9 +672,12 @@ pub fn replace_file(path: &Path, expected: &str, text: &str) -> Result<(), Strin
         .map_or("file".into(), |n| n.to_string_lossy().into_owned());
     for n in 0..100u32 {
         let tmp = dir.join(format!(".{name}.stormsim-{}-{n}.tmp", std::process::id()));
+        // Readable by its owner alone until it has the file's own mode:
+        // it holds the file's contents before the mode is set.
         let file = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
+            .mode(0o600)
             .open(&tmp);
         let mut file = match file {
             Ok(f) => f,
@@ -695,8 +698,8 @@ pub fn replace_file(path: &Path, expected: &str, text: &str) -> Result<(), Strin
             return write_in_place(&real, text);
         }
         let written = file
-            .write_all(text.as_bytes())
-            .and_then(|()| file.set_permissions(meta.permissions()))
+            .set_permissions(meta.permissions())
+            .and_then(|()| file.write_all(text.as_bytes()))
             .and_then(|()| file.sync_all())
             .and_then(|()| std::fs::rename(&tmp, &real));
         return written.map_err(|e| {
