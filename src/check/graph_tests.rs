@@ -325,3 +325,36 @@ fn an_adaptive_floor_at_or_above_the_workers_is_a_warning() {
     assert!(at("{ kind: vegas }").is_empty());
     assert!(at("{ kind: gradient, min_concurrency: 15 }").is_empty());
 }
+
+/// A graph whose amplification is past what a float holds (10^588 over
+/// 98 levels of 1000 attempts × fan-out 1000): every figure reads as an
+/// order of magnitude, with no `inf`, no number of more than 13 digits
+/// and no "up to at least".
+#[test]
+fn a_graph_past_floats_prints_orders_of_magnitude() {
+    let mut src = String::from(
+        "name: chain\nduration: 5s\nclients:\n  arrival: { kind: poisson, rate: 10/s }\n  calls: { to: s0, timeout: 5s }\nservices:\n",
+    );
+    for i in 0..98 {
+        src.push_str(&format!(
+            "  - name: s{i}\n    calls: [ {{ to: s{}, timeout: 4s, fan_out: 1000, retry: {{ max_attempts: 1000 }} }} ]\n",
+            i + 1
+        ));
+    }
+    src.push_str(
+        "  - name: s98\n    concurrency: 4\n    service_time: { dist: exponential, mean: 10ms }\n",
+    );
+    let r = review(&src);
+    let text = render::human(&r, "g.yaml");
+    assert!(text.contains("amplification: at least 10^308x"), "{text}");
+    assert!(!text.contains("up to at least"), "{text}");
+    for line in text.lines() {
+        assert!(!line.split_whitespace().any(|w| w == "inf"), "{line}");
+        let longest = line
+            .split(|c: char| !c.is_ascii_digit())
+            .map(str::len)
+            .max()
+            .unwrap_or(0);
+        assert!(longest <= 13, "{line}");
+    }
+}

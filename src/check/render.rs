@@ -37,6 +37,27 @@ pub fn times(v: f64) -> String {
     }
 }
 
+/// "up to 4x", or "at least 10^48x" for a multiple too large to give
+/// in full (never "up to at least").
+fn up_to(v: f64) -> String {
+    let t = times(v);
+    if t.starts_with("at least") {
+        t
+    } else {
+        format!("up to {t}")
+    }
+}
+
+/// A rate in calls per second as people read it: `2000`; from 10^12 on,
+/// its order of magnitude only (never 24 digits, never `inf`).
+fn per_s(v: f64) -> String {
+    if !v.is_finite() || v >= 1e12 {
+        super::findings::count(v)
+    } else {
+        format!("{v:.0}")
+    }
+}
+
 /// The reviews of a scenario's variants as JSON (pretty-printed, one
 /// trailing newline): the one review as [`json`] gives it when the
 /// scenario runs one variant, else every different review with the
@@ -250,8 +271,8 @@ pub fn human(r: &Report, file: &str) -> String {
     };
     let _ = writeln!(
         o,
-        "amplification: up to {} calls at the dependency {per} (product of attempts x fan-out over the layers); {} sustained with the budgets during an outage",
-        times(s.amplification),
+        "amplification: {} calls at the dependency {per} (product of attempts x fan-out over the layers); {} sustained with the budgets during an outage",
+        up_to(s.amplification),
         times(s.budgeted_amplification)
     );
     findings(&mut o, r);
@@ -392,9 +413,8 @@ fn human_graph(r: &Report, file: &str) -> String {
             x.name,
             times(x.calls_per_request),
             times(x.budgeted_calls_per_request),
-            x.capacity_per_s
-                .map_or("unlimited".to_string(), |c| format!("{c:.0}")),
-            format!("{:.0}", x.peak_calls_per_s),
+            x.capacity_per_s.map_or("unlimited".to_string(), per_s),
+            per_s(x.peak_calls_per_s),
         );
     }
     let total = r.paths_total.unwrap_or(r.paths.len() as u64);
@@ -447,8 +467,8 @@ fn human_graph(r: &Report, file: &str) -> String {
     };
     let _ = writeln!(
         o,
-        "amplification: up to {} calls at `{}` (analysis.service) {per} (products of attempts x fan-out along each path, summed over the paths into it); {} sustained with the budgets during an outage",
-        times(s.amplification),
+        "amplification: {} calls at `{}` (analysis.service) {per} (products of attempts x fan-out along each path, summed over the paths into it); {} sustained with the budgets during an outage",
+        up_to(s.amplification),
         s.service.as_deref().unwrap_or("?"),
         times(s.budgeted_amplification)
     );

@@ -289,10 +289,7 @@ fn huge_amplification_prints_as_an_order_of_magnitude() {
     let r = report(&format!("layers:\n{layers}"));
     assert!(r.stack.amplification >= 1e47);
     let text = human(&r, "x");
-    assert!(
-        text.contains("amplification: up to at least 10^48x"),
-        "{text}"
-    );
+    assert!(text.contains("amplification: at least 10^48x"), "{text}");
     for line in text.lines() {
         // No number longer than 13 digits anywhere.
         let longest = line
