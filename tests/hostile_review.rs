@@ -641,3 +641,245 @@ fn a_set_past_the_end_of_a_list_says_how_to_add_an_item() {
         assert!(!text(&out.stderr).contains("did you mean"));
     }
 }
+
+// Review 13, section 4: unclear errors and `--set` round trips.
+
+/// `stormsim validate FILE --set ...` in `dir`: exit code and stderr.
+fn validate(dir: &Path, file: &str, sets: &[&str]) -> (Option<i32>, String) {
+    let mut c = stormsim(dir);
+    c.args(["validate", file]);
+    for s in sets {
+        c.args(["--set", s]);
+    }
+    let out = c.output().unwrap();
+    (out.status.code(), stderr(&out))
+}
+
+/// U18: a YAML tag (`!include`, any `!tag`) is refused where it is
+/// written, in a file and in a `--set`, instead of being dropped (its
+/// value read as text). The core schema's `!!str` is plain YAML.
+#[test]
+fn yaml_tags_are_refused_where_they_are_written() {
+    let dir = folder();
+    let tagged = SCENARIO.replace("name: q\n", "name: q\ndescription: !include notes.md\n");
+    fs::write(dir.path().join("t.yaml"), &tagged).unwrap();
+    let (code, err) = validate(dir.path(), "t.yaml", &[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.starts_with("t.yaml:2:14: description: YAML tags such as `!include` are not supported"),
+        "{err}"
+    );
+    // A tag on a mapping, with the other errors of the file still listed.
+    let both = tagged
+        .replace("  - name: client\n", "  - !env\n    name: client\n")
+        .replace("timeout: 200ms", "timeout: 0s");
+    fs::write(dir.path().join("t2.yaml"), both).unwrap();
+    let (code, err) = validate(dir.path(), "t2.yaml", &[]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains(": layers.client: YAML tags such as `!env`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("layers.client.timeout: timeout is 0s"),
+        "{err}"
+    );
+    // A set that replaces the tagged field replaces its tag too.
+    let (code, err) = validate(dir.path(), "t.yaml", &["description=notes"]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, err) = validate(
+        dir.path(),
+        "q.yaml",
+        &["dependency.concurrency=!include other.yaml"],
+    );
+    assert_eq!(code, Some(2));
+    assert!(
+        err.starts_with(
+            "<--set>: dependency.concurrency: YAML tags such as `!include` are not supported"
+        ),
+        "{err}"
+    );
+    let (code, err) = validate(dir.path(), "q.yaml", &["description=!!str 5"]);
+    assert_eq!(code, Some(0), "{err}");
+}
+
+/// U6: a `--set` that makes a layer's name null is reported at the path
+/// as typed (`layers.0.name`, never `layers.null.name`), and does not
+/// hide an independent `--set`'s error.
+#[test]
+fn a_null_name_keeps_its_path_and_hides_no_other_error() {
+    let dir = folder();
+    let (code, err) = validate(
+        dir.path(),
+        "q.yaml",
+        &["layers.0.name=~", "layers.0.timeout=0s"],
+    );
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("<--set>: layers.0.name: expected text"),
+        "{err}"
+    );
+    assert!(!err.contains("null.name"), "{err}");
+    assert!(err.contains("timeout is 0s"), "{err}");
+}
+
+/// U7: a type error says the range the field accepts, not its storage
+/// type's; a number is echoed as typed; a duration is exact to the
+/// nanosecond.
+#[test]
+fn type_errors_say_the_real_range_and_echo_what_was_typed() {
+    let dir = folder();
+    for (set, want) in [
+        (
+            "replicates=x",
+            "<--set>: replicates: expected a whole number from 1 to 10000, found `x`",
+        ),
+        (
+            "dependency.concurrency=x",
+            "<--set>: dependency.concurrency: expected a whole number from 1 to 1000000, found `x`",
+        ),
+        (
+            "tune.budget=x",
+            "<--set>: tune.budget: expected a whole number from 1 to 100000, found `x`",
+        ),
+        (
+            "dependency.queue.capacity=-1",
+            "<--set>: dependency.queue.capacity: expected a whole number from 0 to 100000000, found `-1`",
+        ),
+        (
+            "layers.client.retry.max_attempts=1.5",
+            "<--set>: layers.client.retry.max_attempts: expected a whole number from 1 to 1000, found `1.5`",
+        ),
+        ("seed=1e3", "found `1e3`"),
+        ("seed=18446744073709551616", "found `18446744073709551616`"),
+        (
+            "duration=9223372036854775807ns",
+            "the run (9223372036854775807ns)",
+        ),
+    ] {
+        let (code, err) = validate(dir.path(), "q.yaml", &[set]);
+        assert_eq!(code, Some(2), "{set}");
+        assert!(err.contains(want), "{set}: {err}");
+    }
+    // In a file, too.
+    fs::write(
+        dir.path().join("r.yaml"),
+        SCENARIO.replace("seed: 1\n", "seed: 1\nreplicates: many\n"),
+    )
+    .unwrap();
+    let (_, err) = validate(dir.path(), "r.yaml", &[]);
+    assert!(
+        err.contains(
+            "r.yaml:3:13: replicates: expected a whole number from 1 to 10000, found `many`"
+        ),
+        "{err}"
+    );
+}
+
+/// U17: a `--set` value has the file's limits, not smaller ones, and a
+/// long value is not echoed whole.
+#[test]
+fn a_set_value_has_the_files_limits_and_is_echoed_short() {
+    let dir = folder();
+    let list: Vec<String> = (1..=10_001).map(|i| i.to_string()).collect();
+    let set = format!("sweep={{dependency.concurrency: [{}]}}", list.join(","));
+    let (code, err) = validate(dir.path(), "q.yaml", &[&set]);
+    assert!(!err.contains("too large"), "{}", &err[..err.len().min(300)]);
+    assert_eq!(code, Some(0));
+    // Broken YAML, 40 KB of it: the message shows its start.
+    let broken = format!("sweep={{dependency.concurrency: [{}}}", list.join(","));
+    let (code, err) = validate(dir.path(), "q.yaml", &[&broken]);
+    assert_eq!(code, Some(2));
+    assert!(err.len() < 400, "{err}");
+    assert!(
+        err.contains("[1,2,3,4,5,6,7,8,9,10,11,12,13,14,1…"),
+        "{err}"
+    );
+    let long = format!("replicates={}", "y".repeat(200));
+    let (_, err) = validate(dir.path(), "q.yaml", &[&long]);
+    assert!(
+        err.contains(&format!("found `{}…`", "y".repeat(60))),
+        "{err}"
+    );
+}
+
+/// U9: the YAML reader's syntax errors in plain words, in a `--set` value
+/// and in a file alike.
+#[test]
+fn yaml_syntax_errors_are_explained() {
+    let dir = folder();
+    let (code, err) = validate(dir.path(), "q.yaml", &["layers.0.name=*"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("a value that starts with `*` is a YAML alias"),
+        "{err}"
+    );
+    assert!(!err.contains("while scanning"), "{err}");
+    fs::write(
+        dir.path().join("a.yaml"),
+        SCENARIO.replace("name: q", "name: *"),
+    )
+    .unwrap();
+    let (_, err) = validate(dir.path(), "a.yaml", &[]);
+    assert!(
+        err.starts_with("a.yaml:1:7: name: a value that starts with `*`"),
+        "{err}"
+    );
+    for (set, want) in [
+        ("layers.0.retry.retry_on=[timeout", "its `]` is missing"),
+        ("description=\"abc", "its closing quote is missing"),
+    ] {
+        let (code, err) = validate(dir.path(), "q.yaml", &[set]);
+        assert_eq!(code, Some(2));
+        assert!(err.contains(want), "{set}: {err}");
+    }
+}
+
+/// U1 and U16: a name must paste into `--set` (no `=`), and two names of
+/// one list that print alike (NFC and NFD `café`) are one name twice.
+#[test]
+fn names_with_equals_or_that_print_alike_are_refused() {
+    let dir = folder();
+    fs::write(
+        dir.path().join("eq.yaml"),
+        SCENARIO.replace("name: client", "name: a=b"),
+    )
+    .unwrap();
+    let (code, err) = validate(dir.path(), "eq.yaml", &[]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("layers.0.name: layer name `a=b` is not usable in field paths; expected a non-empty name without `.`, `=`"),
+        "{err}"
+    );
+    let nfc = "caf\u{e9}";
+    let nfd = "cafe\u{301}";
+    let two = SCENARIO.replace(
+        "  - name: client\n",
+        &format!("  - name: {nfc}\n    timeout: 1s\n  - name: {nfd}\n"),
+    );
+    fs::write(dir.path().join("nf.yaml"), two).unwrap();
+    let (code, err) = validate(dir.path(), "nf.yaml", &[]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains(&format!(
+            "layer name `{nfd}` is the same as the earlier `{nfc}`"
+        )),
+        "{err}"
+    );
+    let variants = format!(
+        "{SCENARIO}variants:\n  - {{ name: {nfc}, set: {{ replicates: 1 }} }}\n  - {{ name: {nfd}, set: {{ replicates: 2 }} }}\n  - {{ name: x=1, set: {{ replicates: 3 }} }}\n"
+    );
+    fs::write(dir.path().join("nv.yaml"), variants).unwrap();
+    let (code, err) = validate(dir.path(), "nv.yaml", &[]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains(&format!(
+            "variants.1.name: variant name `{nfd}` is the same as"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains("variants.2.name: variant name `x=1` contains `=`"),
+        "{err}"
+    );
+}
