@@ -883,3 +883,206 @@ fn names_with_equals_or_that_print_alike_are_refused() {
         "{err}"
     );
 }
+
+/// `stormsim ARGS` in `dir`: exit code and stderr.
+fn cmd(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
+    let out = stormsim(dir).args(args).output().unwrap();
+    (out.status.code(), stderr(&out))
+}
+
+/// U13: `plot` into a folder of copied tables, which has no marker,
+/// leaves one that lists only what it wrote: the next `plot` redraws, and
+/// a `run` into the folder still refuses the user's tables.
+#[test]
+fn plot_into_an_unmarked_folder_can_redraw_its_own_output() {
+    let dir = folder();
+    let (code, err) = cmd(dir.path(), &["run", "q.yaml", "--out", "R", "--quiet"]);
+    assert_eq!(code, Some(0), "{err}");
+    fs::create_dir(dir.path().join("C")).unwrap();
+    let tables = [
+        "timeseries.csv",
+        "summary.csv",
+        "summary_by_variant.csv",
+        "scenario.resolved.yaml",
+    ];
+    for t in tables {
+        fs::copy(dir.path().join("R").join(t), dir.path().join("C").join(t)).unwrap();
+    }
+    fs::write(dir.path().join("C/notes.txt"), "mine").unwrap();
+    for round in 0..2 {
+        let (code, err) = cmd(dir.path(), &["plot", "C", "--quiet"]);
+        assert_eq!(code, Some(0), "plot {round}: {err}");
+    }
+    let marker = fs::read_to_string(dir.path().join("C/.stormsim")).unwrap();
+    assert!(marker.contains("file report.html"), "{marker}");
+    assert!(marker.contains("folder charts"), "{marker}");
+    for t in tables.iter().chain(&["notes.txt"]) {
+        assert!(!marker.contains(t), "{t}: {marker}");
+    }
+    assert_eq!(
+        fs::read_to_string(dir.path().join("C/notes.txt")).unwrap(),
+        "mine"
+    );
+    let (code, err) = cmd(dir.path(), &["run", "q.yaml", "--out", "C", "--quiet"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(dir.path().join("C/notes.txt").exists());
+}
+
+/// U14: `--out` through a folder that does not exist and `..` creates
+/// only the folders of the normalized path.
+#[test]
+fn an_out_path_through_a_missing_folder_and_dotdot_leaves_no_stray_folder() {
+    let dir = folder();
+    for (out, made) in [("sub/./../sub2", "sub2"), ("nope/../x", "x")] {
+        let (code, err) = cmd(dir.path(), &["run", "q.yaml", "--out", out, "--quiet"]);
+        assert_eq!(code, Some(0), "{out}: {err}");
+        assert!(dir.path().join(made).join("summary.csv").exists(), "{out}");
+    }
+    assert_eq!(names(dir.path()), ["q.yaml", "sub2", "x"]);
+}
+
+/// Two shard folders of q.yaml in `dir`: `s0` and `s1`.
+fn shards(dir: &Path) {
+    for (i, name) in ["s0", "s1"].iter().enumerate() {
+        let shard = format!("{i}/2");
+        let (code, err) = cmd(
+            dir,
+            &[
+                "run",
+                "q.yaml",
+                "--set",
+                "replicates=2",
+                "--shard",
+                &shard,
+                "--out",
+                name,
+                "--quiet",
+            ],
+        );
+        assert_eq!(code, Some(0), "{err}");
+    }
+}
+
+/// U8: a manifest that is not JSON is refused in plain words (a number
+/// too large, nesting too deep, a byte-order mark, a bad `\u` escape),
+/// at its line and column.
+#[test]
+fn a_broken_manifest_is_explained_in_plain_words() {
+    let dir = folder();
+    shards(dir.path());
+    let manifest = dir.path().join("s0/manifest.json");
+    let good = fs::read(&manifest).unwrap();
+    let mut bom = b"\xEF\xBB\xBF".to_vec();
+    bom.extend_from_slice(&good);
+    let deep = format!("{}{}", "[".repeat(200), "]".repeat(200)).into_bytes();
+    for (bytes, want) in [
+        (
+            bom,
+            "manifest.json:1:1: not a valid shard manifest: the file starts with a byte-order mark",
+        ),
+        (b"{\"format\": 1e400}".to_vec(), "a number is too large"),
+        (deep, "the JSON nests too deeply"),
+        (
+            b"{\"format\": \"\\ud800\"}".to_vec(),
+            "an invalid \\u escape",
+        ),
+    ] {
+        fs::write(&manifest, &bytes).unwrap();
+        let (code, err) = cmd(dir.path(), &["merge", "s0", "s1", "--out", "M"]);
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains(want), "{want}: {err}");
+        for jargon in [
+            "out of range",
+            "recursion limit",
+            "expected value",
+            "hex escape",
+        ] {
+            assert!(!err.contains(jargon), "{err}");
+        }
+    }
+}
+
+/// U10: CRLF line endings in one shard's table blame that shard and say
+/// what they are.
+#[test]
+fn crlf_in_one_shards_table_is_blamed_on_that_shard() {
+    let dir = folder();
+    shards(dir.path());
+    let summary = dir.path().join("s0/summary.csv");
+    let crlf = fs::read_to_string(&summary).unwrap().replace('\n', "\r\n");
+    fs::write(&summary, crlf).unwrap();
+    let (code, err) = cmd(dir.path(), &["merge", "s1", "s0", "--out", "M"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("s0: summary.csv has Windows line endings (CRLF)"),
+        "{err}"
+    );
+    assert!(!err.contains("s1"), "{err}");
+}
+
+/// U11 and U19: `import` says its bounds as people write them, and a
+/// protobuf duration that protobuf allows but stormsim cannot hold (or
+/// with ten decimals) says so.
+#[test]
+fn import_bounds_and_protobuf_durations_are_explained() {
+    let dir = folder();
+    fs::write(
+        dir.path().join("g.json"),
+        r#"{"methodConfig":[{"name":[{"service":"a.B","method":"M"}],"timeout":"1s","retryPolicy":{"maxAttempts":3,"initialBackoff":"0.1s","maxBackoff":"1s","backoffMultiplier":-0,"retryableStatusCodes":["UNAVAILABLE"]}}]}"#,
+    )
+    .unwrap();
+    let (code, err) = cmd(
+        dir.path(),
+        &[
+            "import",
+            "g.json",
+            "--format",
+            "grpc-service-config",
+            "--method",
+            "a.B/M",
+        ],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("expected a number greater than 0 and at most 1000000, found"),
+        "{err}"
+    );
+    assert!(!err.contains("0.0000"), "{err}");
+    let route = "\
+virtual_hosts:
+  - name: orders
+    domains: [\"*\"]
+    routes:
+      - name: r
+        match: { prefix: \"/\" }
+        route:
+          cluster: orders
+          timeout: 99999999999s
+          retry_policy:
+            retry_on: 5xx
+            num_retries: 2
+            retry_back_off: { base_interval: 0.0000000001s }
+";
+    fs::write(dir.path().join("e.yaml"), route).unwrap();
+    let (code, err) = cmd(
+        dir.path(),
+        &[
+            "import",
+            "e.yaml",
+            "--format",
+            "envoy-route",
+            "--route",
+            "r",
+        ],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("it is too large: stormsim counts time in nanoseconds"),
+        "{err}"
+    );
+    assert!(
+        err.contains("has 10 decimals, and protobuf durations have at most 9"),
+        "{err}"
+    );
+    assert!(!err.contains("must be greater than 0"), "{err}");
+}
