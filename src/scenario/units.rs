@@ -121,7 +121,7 @@ fn exact_ns(num: &str, scale: u64, text: &str) -> Result<u128, String> {
         let digits: u128 = frac.parse().map_err(|_| invalid())?;
         let den = 10u128.pow(frac.len() as u32);
         let part = digits * u128::from(scale);
-        if part % den != 0 {
+        if !part.is_multiple_of(den) {
             return Err(finer());
         }
         ns = ns.checked_add(part / den).ok_or_else(too_large)?;
