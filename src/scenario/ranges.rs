@@ -7,13 +7,24 @@
 
 use super::tune::MAX_BUDGET;
 use super::validate::{MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_QUEUE_CAPACITY, MAX_REPLICATES};
-use super::validate_graph::MAX_REPLICAS;
+use super::validate_graph::{MAX_POOL_SIZE, MAX_REPLICAS};
+use super::validate_hops::MAX_FAN_OUT;
 
 /// Field path patterns (`*`: any one segment, a list item by name or
 /// index) and the whole numbers each accepts, ends included.
 const RANGES: &[(&str, u64, u64)] = &[
     ("replicates", 1, MAX_REPLICATES as u64),
     ("layers.*.retry.max_attempts", 1, MAX_ATTEMPTS as u64),
+    ("layers.*.hedging.max_attempts", 1, MAX_ATTEMPTS as u64),
+    (
+        "services.*.calls.*.hedging.max_attempts",
+        1,
+        MAX_ATTEMPTS as u64,
+    ),
+    ("layers.*.fan_out", 1, MAX_FAN_OUT as u64),
+    ("services.*.calls.*.fan_out", 1, MAX_FAN_OUT as u64),
+    ("services.*.calls.*.pool.size", 1, MAX_POOL_SIZE as u64),
+    ("consumers.max_receive_count", 1, 1000),
     (
         "services.*.calls.*.retry.max_attempts",
         1,
@@ -62,4 +73,30 @@ pub fn with_real_range(path: &str, message: String) -> String {
         }
     }
     message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fields_range_replaces_its_storage_types() {
+        assert_eq!(real_range("replicates"), Some((1, 10_000)));
+        assert_eq!(real_range("variants.2.set.replicates"), Some((1, 10_000)));
+        assert_eq!(real_range("layers.api.retry.max_attempts"), Some((1, 1000)));
+        assert_eq!(
+            real_range("services.gw.calls.orders.fan_out"),
+            Some((1, 1000))
+        );
+        assert_eq!(real_range("seed"), None);
+        assert_eq!(
+            with_real_range(
+                "dependency.concurrency",
+                "expected a whole number (at most 4294967295), found `x`".into()
+            ),
+            "expected a whole number from 1 to 1000000, found `x`"
+        );
+        let other = "expected a whole number (at most 255), found `x`".to_string();
+        assert_eq!(with_real_range("seed", other.clone()), other);
+    }
 }
