@@ -641,3 +641,448 @@ fn a_set_past_the_end_of_a_list_says_how_to_add_an_item() {
         assert!(!text(&out.stderr).contains("did you mean"));
     }
 }
+
+// Review 13, section 4: unclear errors and `--set` round trips.
+
+/// `stormsim validate FILE --set ...` in `dir`: exit code and stderr.
+fn validate(dir: &Path, file: &str, sets: &[&str]) -> (Option<i32>, String) {
+    let mut c = stormsim(dir);
+    c.args(["validate", file]);
+    for s in sets {
+        c.args(["--set", s]);
+    }
+    let out = c.output().unwrap();
+    (out.status.code(), stderr(&out))
+}
+
+/// U18: a YAML tag (`!include`, any `!tag`) is refused where it is
+/// written, in a file and in a `--set`, instead of being dropped (its
+/// value read as text). The core schema's `!!str` is plain YAML.
+#[test]
+fn yaml_tags_are_refused_where_they_are_written() {
+    let dir = folder();
+    let tagged = SCENARIO.replace("name: q\n", "name: q\ndescription: !include notes.md\n");
+    fs::write(dir.path().join("t.yaml"), &tagged).unwrap();
+    let (code, err) = validate(dir.path(), "t.yaml", &[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.starts_with("t.yaml:2:14: description: YAML tags such as `!include` are not supported"),
+        "{err}"
+    );
+    // A tag on a mapping, with the other errors of the file still listed.
+    let both = tagged
+        .replace("  - name: client\n", "  - !env\n    name: client\n")
+        .replace("timeout: 200ms", "timeout: 0s");
+    fs::write(dir.path().join("t2.yaml"), both).unwrap();
+    let (code, err) = validate(dir.path(), "t2.yaml", &[]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains(": layers.client: YAML tags such as `!env`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("layers.client.timeout: timeout is 0s"),
+        "{err}"
+    );
+    // A set that replaces the tagged field replaces its tag too.
+    let (code, err) = validate(dir.path(), "t.yaml", &["description=notes"]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, err) = validate(
+        dir.path(),
+        "q.yaml",
+        &["dependency.concurrency=!include other.yaml"],
+    );
+    assert_eq!(code, Some(2));
+    assert!(
+        err.starts_with(
+            "<--set>: dependency.concurrency: YAML tags such as `!include` are not supported"
+        ),
+        "{err}"
+    );
+    let (code, err) = validate(dir.path(), "q.yaml", &["description=!!str 5"]);
+    assert_eq!(code, Some(0), "{err}");
+}
+
+/// U6: a `--set` that makes a layer's name null is reported at the path
+/// as typed (`layers.0.name`, never `layers.null.name`), and does not
+/// hide an independent `--set`'s error.
+#[test]
+fn a_null_name_keeps_its_path_and_hides_no_other_error() {
+    let dir = folder();
+    let (code, err) = validate(
+        dir.path(),
+        "q.yaml",
+        &["layers.0.name=~", "layers.0.timeout=0s"],
+    );
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("<--set>: layers.0.name: expected text"),
+        "{err}"
+    );
+    assert!(!err.contains("null.name"), "{err}");
+    assert!(err.contains("timeout is 0s"), "{err}");
+}
+
+/// U7: a type error says the range the field accepts, not its storage
+/// type's; a number is echoed as typed; a duration is exact to the
+/// nanosecond.
+#[test]
+fn type_errors_say_the_real_range_and_echo_what_was_typed() {
+    let dir = folder();
+    for (set, want) in [
+        (
+            "replicates=x",
+            "<--set>: replicates: expected a whole number from 1 to 10000, found `x`",
+        ),
+        (
+            "dependency.concurrency=x",
+            "<--set>: dependency.concurrency: expected a whole number from 1 to 1000000, found `x`",
+        ),
+        (
+            "tune.budget=x",
+            "<--set>: tune.budget: expected a whole number from 1 to 100000, found `x`",
+        ),
+        (
+            "dependency.queue.capacity=-1",
+            "<--set>: dependency.queue.capacity: expected a whole number from 0 to 100000000, found `-1`",
+        ),
+        (
+            "layers.client.retry.max_attempts=1.5",
+            "<--set>: layers.client.retry.max_attempts: expected a whole number from 1 to 1000, found `1.5`",
+        ),
+        ("seed=1e3", "found `1e3`"),
+        ("seed=18446744073709551616", "found `18446744073709551616`"),
+        (
+            "duration=9223372036854775807ns",
+            "the run (9223372036854775807ns)",
+        ),
+    ] {
+        let (code, err) = validate(dir.path(), "q.yaml", &[set]);
+        assert_eq!(code, Some(2), "{set}");
+        assert!(err.contains(want), "{set}: {err}");
+    }
+    // In a file, too.
+    fs::write(
+        dir.path().join("r.yaml"),
+        SCENARIO.replace("seed: 1\n", "seed: 1\nreplicates: many\n"),
+    )
+    .unwrap();
+    let (_, err) = validate(dir.path(), "r.yaml", &[]);
+    assert!(
+        err.contains(
+            "r.yaml:3:13: replicates: expected a whole number from 1 to 10000, found `many`"
+        ),
+        "{err}"
+    );
+}
+
+/// U17: a `--set` value has the file's limits, not smaller ones, and a
+/// long value is not echoed whole.
+#[test]
+fn a_set_value_has_the_files_limits_and_is_echoed_short() {
+    let dir = folder();
+    let list: Vec<String> = (1..=10_001).map(|i| i.to_string()).collect();
+    let set = format!("sweep={{dependency.concurrency: [{}]}}", list.join(","));
+    let (code, err) = validate(dir.path(), "q.yaml", &[&set]);
+    assert!(!err.contains("too large"), "{}", &err[..err.len().min(300)]);
+    assert_eq!(code, Some(0));
+    // Broken YAML, 40 KB of it: the message shows its start.
+    let broken = format!("sweep={{dependency.concurrency: [{}}}", list.join(","));
+    let (code, err) = validate(dir.path(), "q.yaml", &[&broken]);
+    assert_eq!(code, Some(2));
+    assert!(err.len() < 400, "{err}");
+    assert!(
+        err.contains("[1,2,3,4,5,6,7,8,9,10,11,12,13,14,1…"),
+        "{err}"
+    );
+    let long = format!("replicates={}", "y".repeat(200));
+    let (_, err) = validate(dir.path(), "q.yaml", &[&long]);
+    assert!(
+        err.contains(&format!("found `{}…`", "y".repeat(60))),
+        "{err}"
+    );
+}
+
+/// U9: the YAML reader's syntax errors in plain words, in a `--set` value
+/// and in a file alike.
+#[test]
+fn yaml_syntax_errors_are_explained() {
+    let dir = folder();
+    let (code, err) = validate(dir.path(), "q.yaml", &["layers.0.name=*"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("a value that starts with `*` is a YAML alias"),
+        "{err}"
+    );
+    assert!(!err.contains("while scanning"), "{err}");
+    fs::write(
+        dir.path().join("a.yaml"),
+        SCENARIO.replace("name: q", "name: *"),
+    )
+    .unwrap();
+    let (_, err) = validate(dir.path(), "a.yaml", &[]);
+    assert!(
+        err.starts_with("a.yaml:1:7: name: a value that starts with `*`"),
+        "{err}"
+    );
+    for (set, want) in [
+        ("layers.0.retry.retry_on=[timeout", "its `]` is missing"),
+        ("description=\"abc", "its closing quote is missing"),
+    ] {
+        let (code, err) = validate(dir.path(), "q.yaml", &[set]);
+        assert_eq!(code, Some(2));
+        assert!(err.contains(want), "{set}: {err}");
+    }
+}
+
+/// U1 and U16: a name must paste into `--set` (no `=`), and two names of
+/// one list that print alike (NFC and NFD `café`) are one name twice.
+#[test]
+fn names_with_equals_or_that_print_alike_are_refused() {
+    let dir = folder();
+    fs::write(
+        dir.path().join("eq.yaml"),
+        SCENARIO.replace("name: client", "name: a=b"),
+    )
+    .unwrap();
+    let (code, err) = validate(dir.path(), "eq.yaml", &[]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("layers.0.name: layer name `a=b` is not usable in field paths; expected a non-empty name without `.`, `=`"),
+        "{err}"
+    );
+    let nfc = "caf\u{e9}";
+    let nfd = "cafe\u{301}";
+    let two = SCENARIO.replace(
+        "  - name: client\n",
+        &format!("  - name: {nfc}\n    timeout: 1s\n  - name: {nfd}\n"),
+    );
+    fs::write(dir.path().join("nf.yaml"), two).unwrap();
+    let (code, err) = validate(dir.path(), "nf.yaml", &[]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains(&format!(
+            "layer name `{nfd}` is the same as the earlier `{nfc}`"
+        )),
+        "{err}"
+    );
+    let variants = format!(
+        "{SCENARIO}variants:\n  - {{ name: {nfc}, set: {{ replicates: 1 }} }}\n  - {{ name: {nfd}, set: {{ replicates: 2 }} }}\n  - {{ name: x=1, set: {{ replicates: 3 }} }}\n"
+    );
+    fs::write(dir.path().join("nv.yaml"), variants).unwrap();
+    let (code, err) = validate(dir.path(), "nv.yaml", &[]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains(&format!(
+            "variants.1.name: variant name `{nfd}` is the same as"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains("variants.2.name: variant name `x=1` contains `=`"),
+        "{err}"
+    );
+}
+
+/// `stormsim ARGS` in `dir`: exit code and stderr.
+fn cmd(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
+    let out = stormsim(dir).args(args).output().unwrap();
+    (out.status.code(), stderr(&out))
+}
+
+/// U13: `plot` into a folder of copied tables, which has no marker,
+/// leaves one that lists only what it wrote: the next `plot` redraws, and
+/// a `run` into the folder still refuses the user's tables.
+#[test]
+fn plot_into_an_unmarked_folder_can_redraw_its_own_output() {
+    let dir = folder();
+    let (code, err) = cmd(dir.path(), &["run", "q.yaml", "--out", "R", "--quiet"]);
+    assert_eq!(code, Some(0), "{err}");
+    fs::create_dir(dir.path().join("C")).unwrap();
+    let tables = [
+        "timeseries.csv",
+        "summary.csv",
+        "summary_by_variant.csv",
+        "scenario.resolved.yaml",
+    ];
+    for t in tables {
+        fs::copy(dir.path().join("R").join(t), dir.path().join("C").join(t)).unwrap();
+    }
+    fs::write(dir.path().join("C/notes.txt"), "mine").unwrap();
+    for round in 0..2 {
+        let (code, err) = cmd(dir.path(), &["plot", "C", "--quiet"]);
+        assert_eq!(code, Some(0), "plot {round}: {err}");
+    }
+    let marker = fs::read_to_string(dir.path().join("C/.stormsim")).unwrap();
+    assert!(marker.contains("file report.html"), "{marker}");
+    assert!(marker.contains("folder charts"), "{marker}");
+    for t in tables.iter().chain(&["notes.txt"]) {
+        assert!(!marker.contains(t), "{t}: {marker}");
+    }
+    assert_eq!(
+        fs::read_to_string(dir.path().join("C/notes.txt")).unwrap(),
+        "mine"
+    );
+    let (code, err) = cmd(dir.path(), &["run", "q.yaml", "--out", "C", "--quiet"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(dir.path().join("C/notes.txt").exists());
+}
+
+/// U14: `--out` through a folder that does not exist and `..` creates
+/// only the folders of the normalized path.
+#[test]
+fn an_out_path_through_a_missing_folder_and_dotdot_leaves_no_stray_folder() {
+    let dir = folder();
+    for (out, made) in [("sub/./../sub2", "sub2"), ("nope/../x", "x")] {
+        let (code, err) = cmd(dir.path(), &["run", "q.yaml", "--out", out, "--quiet"]);
+        assert_eq!(code, Some(0), "{out}: {err}");
+        assert!(dir.path().join(made).join("summary.csv").exists(), "{out}");
+    }
+    assert_eq!(names(dir.path()), ["q.yaml", "sub2", "x"]);
+}
+
+/// Two shard folders of q.yaml in `dir`: `s0` and `s1`.
+fn shards(dir: &Path) {
+    for (i, name) in ["s0", "s1"].iter().enumerate() {
+        let shard = format!("{i}/2");
+        let (code, err) = cmd(
+            dir,
+            &[
+                "run",
+                "q.yaml",
+                "--set",
+                "replicates=2",
+                "--shard",
+                &shard,
+                "--out",
+                name,
+                "--quiet",
+            ],
+        );
+        assert_eq!(code, Some(0), "{err}");
+    }
+}
+
+/// U8: a manifest that is not JSON is refused in plain words (a number
+/// too large, nesting too deep, a byte-order mark, a bad `\u` escape),
+/// at its line and column.
+#[test]
+fn a_broken_manifest_is_explained_in_plain_words() {
+    let dir = folder();
+    shards(dir.path());
+    let manifest = dir.path().join("s0/manifest.json");
+    let good = fs::read(&manifest).unwrap();
+    let mut bom = b"\xEF\xBB\xBF".to_vec();
+    bom.extend_from_slice(&good);
+    let deep = format!("{}{}", "[".repeat(200), "]".repeat(200)).into_bytes();
+    for (bytes, want) in [
+        (
+            bom,
+            "manifest.json:1:1: not a valid shard manifest: the file starts with a byte-order mark",
+        ),
+        (b"{\"format\": 1e400}".to_vec(), "a number is too large"),
+        (deep, "the JSON nests too deeply"),
+        (
+            b"{\"format\": \"\\ud800\"}".to_vec(),
+            "an invalid \\u escape",
+        ),
+    ] {
+        fs::write(&manifest, &bytes).unwrap();
+        let (code, err) = cmd(dir.path(), &["merge", "s0", "s1", "--out", "M"]);
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains(want), "{want}: {err}");
+        for jargon in [
+            "out of range",
+            "recursion limit",
+            "expected value",
+            "hex escape",
+        ] {
+            assert!(!err.contains(jargon), "{err}");
+        }
+    }
+}
+
+/// U10: CRLF line endings in one shard's table blame that shard and say
+/// what they are.
+#[test]
+fn crlf_in_one_shards_table_is_blamed_on_that_shard() {
+    let dir = folder();
+    shards(dir.path());
+    let summary = dir.path().join("s0/summary.csv");
+    let crlf = fs::read_to_string(&summary).unwrap().replace('\n', "\r\n");
+    fs::write(&summary, crlf).unwrap();
+    let (code, err) = cmd(dir.path(), &["merge", "s1", "s0", "--out", "M"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("s0: summary.csv has Windows line endings (CRLF)"),
+        "{err}"
+    );
+    assert!(!err.contains("s1"), "{err}");
+}
+
+/// U11 and U19: `import` says its bounds as people write them, and a
+/// protobuf duration that protobuf allows but stormsim cannot hold (or
+/// with ten decimals) says so.
+#[test]
+fn import_bounds_and_protobuf_durations_are_explained() {
+    let dir = folder();
+    fs::write(
+        dir.path().join("g.json"),
+        r#"{"methodConfig":[{"name":[{"service":"a.B","method":"M"}],"timeout":"1s","retryPolicy":{"maxAttempts":3,"initialBackoff":"0.1s","maxBackoff":"1s","backoffMultiplier":-0,"retryableStatusCodes":["UNAVAILABLE"]}}]}"#,
+    )
+    .unwrap();
+    let (code, err) = cmd(
+        dir.path(),
+        &[
+            "import",
+            "g.json",
+            "--format",
+            "grpc-service-config",
+            "--method",
+            "a.B/M",
+        ],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("expected a number greater than 0 and at most 1000000, found"),
+        "{err}"
+    );
+    assert!(!err.contains("0.0000"), "{err}");
+    let route = "\
+virtual_hosts:
+  - name: orders
+    domains: [\"*\"]
+    routes:
+      - name: r
+        match: { prefix: \"/\" }
+        route:
+          cluster: orders
+          timeout: 99999999999s
+          retry_policy:
+            retry_on: 5xx
+            num_retries: 2
+            retry_back_off: { base_interval: 0.0000000001s }
+";
+    fs::write(dir.path().join("e.yaml"), route).unwrap();
+    let (code, err) = cmd(
+        dir.path(),
+        &[
+            "import",
+            "e.yaml",
+            "--format",
+            "envoy-route",
+            "--route",
+            "r",
+        ],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("it is too large: stormsim counts time in nanoseconds"),
+        "{err}"
+    );
+    assert!(
+        err.contains("has 10 decimals, and protobuf durations have at most 9"),
+        "{err}"
+    );
+    assert!(!err.contains("must be greater than 0"), "{err}");
+}

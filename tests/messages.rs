@@ -541,7 +541,7 @@ fn flag_numbers_say_what_the_flag_expects() {
     for (args, want) in [
         (
             vec!["run", &f, "--replicates", "abc"],
-            "'--replicates <REPLICATES>': expected a whole number from 0 to 4294967295",
+            "'--replicates <REPLICATES>': expected a whole number from 1 to 10000",
         ),
         (
             vec!["run", &f, "--seed", "-1"],
@@ -553,7 +553,7 @@ fn flag_numbers_say_what_the_flag_expects() {
         ),
         (
             vec!["tune", &f, "--budget", "-1"],
-            "'--budget <BUDGET>': expected a whole number from 0 to 4294967295, not a negative one",
+            "'--budget <BUDGET>': expected a whole number from 1 to 100000, not a negative one",
         ),
         (vec!["run", &f, "--threads", "99999999999"], "--threads"),
     ] {

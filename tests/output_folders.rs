@@ -291,20 +291,26 @@ fn plot_touches_only_its_charts_and_report() {
     }
     stormsim().arg("plot").arg(&theirs).assert().success();
     assert!(theirs.join("report.html").is_file());
+    // ...and a marker that lists only them: the tables stay the user's...
+    let marker = fs::read_to_string(theirs.join(".stormsim")).unwrap();
+    assert!(marker.contains("file report.html"), "{marker}");
     assert!(
-        !theirs.join(".stormsim").exists(),
-        "the folder stays the user's"
+        !marker.contains(".csv") && !marker.contains(".yaml"),
+        "{marker}"
     );
-    // ...but does not replace them again without --force.
-    let before = tree(&theirs);
+    // ...and the next plot redraws its own output, and nothing else.
+    let tables = |t: &Path| ["timeseries.csv", "summary.csv"].map(|f| fs::read(t.join(f)).unwrap());
+    let before = tables(&theirs);
+    stormsim().arg("plot").arg(&theirs).assert().success();
+    assert!(tables(&theirs) == before);
+    // A run there still refuses the user's tables.
     stormsim()
-        .arg("plot")
+        .args(["run", "--out"])
         .arg(&theirs)
         .assert()
         .code(2)
-        .stderr(contains("\"charts\", \"report.html\""))
-        .stderr(contains("--force"));
-    assert!(tree(&theirs) == before);
+        .stderr(contains("summary.csv"))
+        .stderr(contains("stormsim did not write"));
     stormsim()
         .arg("plot")
         .arg(&theirs)
@@ -314,7 +320,7 @@ fn plot_touches_only_its_charts_and_report() {
     let leftovers: Vec<String> = fs::read_dir(&theirs)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with('.'))
+        .filter(|n| n.starts_with('.') && n != ".stormsim")
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }

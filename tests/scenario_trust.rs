@@ -106,12 +106,12 @@ fn type_errors_speak_the_users_words() {
         (
             "dependency.concurrency=[1]",
             "dependency.concurrency",
-            "expected a whole number (at most 4294967295), found a list",
+            "expected a whole number from 1 to 1000000, found a list",
         ),
         (
             "dependency.concurrency=-1",
             "dependency.concurrency",
-            "expected a whole number (at most 4294967295), found `-1`",
+            "expected a whole number from 1 to 1000000, found `-1`",
         ),
         ("name=[1]", "name", "expected text, found a list"),
         (
@@ -291,7 +291,7 @@ fn null_unsets_a_field() {
     ]);
     let e = stderr(&o);
     assert!(
-        e.contains("<--set>: dependency.concurrency: expected a whole number (at most 4294967295), found nothing (null); null removes only a field that has a default"),
+        e.contains("<--set>: dependency.concurrency: expected a whole number from 1 to 1000000, found nothing (null); null removes only a field that has a default"),
         "{e}"
     );
     assert!(

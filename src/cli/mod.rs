@@ -272,7 +272,7 @@ struct RunArgs {
     #[arg(long, value_parser = whole_u64, allow_negative_numbers = true)]
     seed: Option<u64>,
     /// Replicates per variant (replaces `replicates`).
-    #[arg(long, value_parser = whole_u32, allow_negative_numbers = true)]
+    #[arg(long, value_parser = whole_replicates, allow_negative_numbers = true)]
     replicates: Option<u32>,
     /// Worker threads (default: one per core): up to 4 per core, or up to 64 on a machine with fewer than 16 cores; never more than 1024
     /// (default: one per core, or RAYON_NUM_THREADS).
@@ -320,23 +320,39 @@ struct RunArgs {
 /// A flag's whole number, refused in words a user reads (clap's own
 /// message is Rust's: "invalid digit found in string", "0..=4294967295").
 fn parse_whole(text: &str, max: u64) -> Result<u64, String> {
+    parse_shown(text, max, (0, max))
+}
+
+/// As [`parse_whole`], for a flag whose field accepts only `shown` (ends
+/// included), which its refusal says: validation refuses a number in
+/// `0..=max` outside it, with the field's own words.
+fn parse_shown(text: &str, max: u64, shown: (u64, u64)) -> Result<u64, String> {
+    let (lo, hi) = shown;
     match text.parse::<u64>() {
         Ok(v) if v <= max => Ok(v),
         _ if text.starts_with('-') => Err(format!(
-            "expected a whole number from 0 to {max}, not a negative one"
+            "expected a whole number from {lo} to {hi}, not a negative one"
         )),
         _ => Err(format!(
-            "expected a whole number from 0 to {max} (digits only: no sign, unit, decimal point or exponent)"
+            "expected a whole number from {lo} to {hi} (digits only: no sign, unit, decimal point or exponent)"
         )),
     }
 }
 
-pub(crate) fn whole_u64(text: &str) -> Result<u64, String> {
-    parse_whole(text, u64::MAX)
+/// `--replicates`: 1 to `MAX_REPLICATES`, as the field.
+pub(crate) fn whole_replicates(text: &str) -> Result<u32, String> {
+    let shown = (1, u64::from(scenario::validate::MAX_REPLICATES));
+    parse_shown(text, u64::from(u32::MAX), shown).map(|v| v as u32)
 }
 
-pub(crate) fn whole_u32(text: &str) -> Result<u32, String> {
-    parse_whole(text, u64::from(u32::MAX)).map(|v| v as u32)
+/// `--budget`: 1 to `MAX_BUDGET`, as `tune.budget`.
+pub(crate) fn whole_budget(text: &str) -> Result<u32, String> {
+    let shown = (1, u64::from(scenario::tune::MAX_BUDGET));
+    parse_shown(text, u64::from(u32::MAX), shown).map(|v| v as u32)
+}
+
+pub(crate) fn whole_u64(text: &str) -> Result<u64, String> {
+    parse_whole(text, u64::MAX)
 }
 
 pub(crate) fn whole_usize(text: &str) -> Result<usize, String> {
@@ -708,6 +724,7 @@ fn load(file: Option<&Path>, sets: &[String]) -> Result<Scenario, ScenarioErrors
         Ok(_) => Err(ScenarioErrors::new(errors)),
         Err(ScenarioErrors(more, omitted)) => {
             errors.extend(more);
+            scenario::show_as_typed(&mut errors, sets);
             Err(ScenarioErrors(errors, omitted))
         }
     }

@@ -33,7 +33,7 @@ pub(super) struct TuneArgs {
     #[arg(long, value_parser = super::whole_u64, allow_negative_numbers = true)]
     seed: Option<u64>,
     /// The most runs to spend (replaces `tune.budget`).
-    #[arg(long, value_parser = super::whole_u32, allow_negative_numbers = true)]
+    #[arg(long, value_parser = super::whole_budget, allow_negative_numbers = true)]
     budget: Option<u32>,
     /// Worker threads (default: one per core): up to 4 per core, or up to 64 on a machine with fewer than 16 cores; never more than 1024
     /// (default: one per core, or RAYON_NUM_THREADS).

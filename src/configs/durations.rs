@@ -49,10 +49,55 @@ fn decimal(text: &str, unit: u64) -> Option<u64> {
     Some(ns)
 }
 
-/// `"1.5s"` (protobuf JSON).
+/// `"1.5s"` (protobuf JSON): at most nine decimals, as protobuf allows
+/// (a tenth would be finer than a nanosecond).
 pub fn parse_proto(text: &str) -> Option<Duration> {
     let number = text.strip_suffix('s')?;
+    if number.split_once('.').is_some_and(|(_, f)| f.len() > 9) {
+        return None;
+    }
     decimal(number, S).map(Duration)
+}
+
+/// The largest protobuf `Duration`, in seconds (duration.proto: about
+/// 10 000 years).
+const PROTO_MAX_SECS: u64 = 315_576_000_000;
+
+/// What to say of `text` (a scalar, if the node is one), which
+/// [`parse_proto`] refused: why, when it is written as a protobuf duration
+/// but has more than nine decimals or is larger than stormsim holds (or
+/// protobuf allows); else `expected` (the caller's "expected a duration
+/// such as 0.25s").
+pub fn proto_refusal(text: Option<&str>, expected: &str) -> String {
+    let Some(number) = text.map(str::trim).and_then(|t| t.strip_suffix('s')) else {
+        return expected.to_string();
+    };
+    let (int, frac) = number.split_once('.').unwrap_or((number, ""));
+    let digits = |t: &str| t.chars().all(|c| c.is_ascii_digit());
+    if (int.is_empty() && frac.is_empty()) || !digits(int) || !digits(frac) {
+        return expected.to_string();
+    }
+    if frac.len() > 9 {
+        return format!(
+            "{expected}: `{}` has {} decimals, and protobuf durations have at most 9 (whole nanoseconds)",
+            crate::scenario::error::clip(number),
+            frac.len()
+        );
+    }
+    let secs = int.trim_start_matches('0');
+    let beyond = |max: u64| secs.len() > 20 || secs.parse::<u64>().is_ok_and(|v| v > max);
+    if beyond(PROTO_MAX_SECS) {
+        return format!(
+            "{expected}: it is larger than protobuf's largest duration ({PROTO_MAX_SECS}s, about 10000 years)"
+        );
+    }
+    if beyond(u64::MAX / S) || decimal(number, S).is_none() {
+        return format!(
+            "{expected}: it is too large: stormsim counts time in nanoseconds, up to {}s (about 584 years)",
+            u64::MAX / S
+        );
+    }
+    expected.to_string()
 }
 
 /// Seconds with the decimals needed, and `s`: `0.1s`, `2s`, `0.000001s`.
@@ -325,6 +370,17 @@ mod tests {
 
     fn ms(v: u64) -> Duration {
         Duration::from_millis(v)
+    }
+
+    #[test]
+    fn proto_durations_too_fine_or_too_large_say_so() {
+        assert_eq!(parse_proto("0.000000001s"), Some(Duration(1)));
+        assert_eq!(parse_proto("0.0000000001s"), None);
+        let e = "expected a duration";
+        assert!(proto_refusal(Some("0.0000000001s"), e).contains("10 decimals"));
+        assert!(proto_refusal(Some("99999999999s"), e).contains("up to 18446744073s"));
+        assert!(proto_refusal(Some("999999999999s"), e).contains("largest duration"));
+        assert_eq!(proto_refusal(Some("abc"), e), e);
     }
 
     #[test]

@@ -254,7 +254,11 @@ fn duration(b: &mut Builder, node: &Node, key: &str) -> Option<Duration> {
             key,
             Some(node.pos),
             format!(
-                "expected a duration such as 0.25s (protobuf JSON), found {}",
+                "{}, found {}",
+                super::durations::proto_refusal(
+                    node.scalar(),
+                    "expected a duration such as 0.25s (protobuf JSON)"
+                ),
                 node.describe()
             ),
         );

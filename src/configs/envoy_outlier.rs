@@ -378,7 +378,11 @@ fn positive(b: &mut Builder, node: &Node, key: &str) -> Option<Duration> {
                 key,
                 Some(node.pos),
                 format!(
-                    "expected a duration such as 30s (protobuf JSON), found {}",
+                    "{}, found {}",
+                    super::durations::proto_refusal(
+                        node.scalar(),
+                        "expected a duration such as 30s (protobuf JSON)"
+                    ),
                     node.describe()
                 ),
             );

@@ -451,7 +451,11 @@ fn duration(b: &mut Builder, node: &Node, key: &str) -> Option<Duration> {
             key,
             Some(node.pos),
             format!(
-                "expected a duration in seconds such as \"0.1s\" (protobuf JSON), found {}",
+                "{}, found {}",
+                super::durations::proto_refusal(
+                    node.scalar(),
+                    "expected a duration in seconds such as \"0.1s\" (protobuf JSON)"
+                ),
                 node.describe()
             ),
         );

@@ -571,6 +571,18 @@ pub(crate) fn uint(b: &mut Builder, node: &Node, key: &str, lo: u64, hi: u64) ->
     }
 }
 
+/// `lo..=hi` for people: `from 0.5 to 100`, and a `lo` of the smallest
+/// positive float (a bound that only excludes 0) as `greater than 0`,
+/// never its 300 digits.
+fn range_words(lo: f64, hi: f64) -> String {
+    use crate::human::num;
+    if lo > 0.0 && lo <= f64::MIN_POSITIVE {
+        format!("greater than 0 and at most {}", num(hi))
+    } else {
+        format!("from {} to {}", num(lo), num(hi))
+    }
+}
+
 /// A number from a scalar, within `lo..=hi`.
 pub(crate) fn number(b: &mut Builder, node: &Node, key: &str, lo: f64, hi: f64) -> Option<f64> {
     let v = node
@@ -584,7 +596,8 @@ pub(crate) fn number(b: &mut Builder, node: &Node, key: &str, lo: f64, hi: f64) 
                 key,
                 Some(node.pos),
                 format!(
-                    "expected a number from {lo} to {hi}, found {}",
+                    "expected a number {}, found {}",
+                    range_words(lo, hi),
                     node.describe()
                 ),
             );

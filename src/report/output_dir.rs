@@ -707,6 +707,30 @@ fn create_parents(dir: &Path) -> io::Result<Vec<PathBuf>> {
     Ok(created)
 }
 
+/// `path` without `.` components (a leading one kept) and without each
+/// `missing/..`: a folder that does not exist is no symbolic link, so
+/// `sub/../x` is `x` when `sub` does not exist, and creating the parents
+/// of the output creates no `sub` (which would be left behind, empty).
+/// A `..` after a folder that exists is left to the file system, which
+/// may resolve it through a link.
+fn without_missing_dotdot(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir if out.as_os_str().is_empty() => out.push(c),
+            Component::CurDir => {}
+            Component::ParentDir
+                if matches!(out.components().next_back(), Some(Component::Normal(_)))
+                    && fs::symlink_metadata(&out).is_err() =>
+            {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 /// Removes folders this command created, innermost first, when empty.
 fn remove_created(created: &[PathBuf]) {
     for d in created.iter().rev() {
@@ -905,7 +929,7 @@ impl OutputDir {
     pub fn prepare(target: &Path, opts: Options<'_>) -> Result<OutputDir, OutputError> {
         // `link/` and `link/.` name what `link` points to; every check
         // below is of the path without them, which is a symbolic link.
-        let plain: PathBuf = target.components().collect();
+        let plain = without_missing_dotdot(target);
         let target = plain.as_path();
         let shown = target.display();
         // `plot .` names its folder by its canonical path.
@@ -1181,7 +1205,8 @@ impl OutputDir {
     /// marker (put back, and the commit refused, if they hold anything
     /// stormsim did not write), the new ones moved in; the marker, when
     /// the folder has one, then lists what was written in place of what
-    /// was replaced.
+    /// was replaced; a folder without a marker gets one that lists only
+    /// what was written.
     fn swap_entries(&self, written: &Marked) -> Result<(), OutputError> {
         let old = self.work.join("old");
         fs::create_dir(&old).map_err(|e| io_error(old.display(), &e))?;
@@ -1230,6 +1255,16 @@ impl OutputDir {
             let fresh = self.work.join(MARKER);
             fs::write(&fresh, marker_text(&listed))
                 .and_then(|()| fs::rename(&fresh, self.dest.join(MARKER)))
+                .map_err(|e| io_error(self.target.display(), &e))?;
+        } else if fs::symlink_metadata(self.dest.join(MARKER)).is_err() {
+            // A folder without a marker (tables copied by hand): a new one
+            // lists only what was written here, so that the next `plot`
+            // replaces its own output and no command takes the user's
+            // files for stormsim's. Linked into place, never over a file
+            // that appeared meanwhile.
+            let fresh = self.work.join(MARKER);
+            fs::write(&fresh, marker_text(written))
+                .and_then(|()| fs::hard_link(&fresh, self.dest.join(MARKER)))
                 .map_err(|e| io_error(self.target.display(), &e))?;
         }
         Ok(())

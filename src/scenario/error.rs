@@ -110,6 +110,19 @@ pub(crate) fn shorten_numbers(message: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// Characters of a value a message echoes, at most.
+const VALUE_SHOWN: usize = 60;
+
+/// `text` as a message echoes a value the user wrote: whole when short,
+/// else its first [`VALUE_SHOWN`] characters and `…` (a 40 KB `--set`
+/// value is not printed back).
+pub fn clip(text: &str) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(VALUE_SHOWN) {
+        Some((end, _)) => std::borrow::Cow::Owned(format!("{}…", &text[..end])),
+        None => std::borrow::Cow::Borrowed(text),
+    }
+}
+
 /// Turns a possibly multi-line message into one line.
 pub(crate) fn one_line(message: &str) -> String {
     message.split_whitespace().collect::<Vec<_>>().join(" ")

@@ -343,9 +343,11 @@ fn parse_file(
         return Err(ScenarioError::new(label, EMPTY).into());
     }
     let direct = serde_saphyr::from_str_with_options::<Scenario>(src, parse_options());
+    let tags = tag_errors(index, label);
     if let Ok(s) = &direct
         && !s.has_preset()
         && s.from_files().is_empty()
+        && tags.is_empty()
     {
         return Ok(s.clone());
     }
@@ -395,6 +397,7 @@ fn parse_file(
             errors.push(ScenarioError::new(label, "the file cannot be read as YAML"));
         }
         let mut all = duplicates;
+        all.extend(tags);
         all.extend(errors);
         return Err(Broken {
             errors: ScenarioErrors::new(all),
@@ -412,6 +415,7 @@ fn parse_file(
     // `null` on a field the format does not require: its default.
     let stripped = super::schema::strip_nulls(&mut value);
     let mut reported: Vec<ScenarioError> = duplicates;
+    reported.extend(tags);
     reported.extend(from_errors);
     if !with_presets
         && !stripped
@@ -482,6 +486,29 @@ fn parse_file(
         errors: ScenarioErrors(reported, omitted),
         repaired,
     })
+}
+
+/// What a YAML tag in a scenario (or a `--set` value) is told: stormsim
+/// reads plain YAML, so a tag such as `!include` would otherwise be
+/// dropped without a word (its value read as text).
+pub(crate) fn tag_message(tag: &str) -> String {
+    format!(
+        "YAML tags such as `{tag}` are not supported (stormsim reads plain YAML, and includes nothing); write the value itself, or quote it if it is text that starts with `!`"
+    )
+}
+
+/// An error for each YAML tag of the file `index` was built from, at the
+/// tag, with the path of the field it is on.
+fn tag_errors(index: &LocationIndex, label: &str) -> Vec<ScenarioError> {
+    index
+        .unsupported_tags()
+        .iter()
+        .map(|(path, (line, col), tag)| {
+            ScenarioError::new(label, tag_message(tag))
+                .with_path(path.clone())
+                .at(*line, *col)
+        })
+        .collect()
 }
 
 /// A file with errors: every error found, and the scenario read with them
@@ -738,6 +765,8 @@ pub(crate) fn describe(
             break;
         }
     }
+    // The field's real range, not its storage type's.
+    let message = super::ranges::with_real_range(&path, message);
     Described {
         position,
         path,
@@ -914,7 +943,7 @@ mod tests {
         let e = one(&src);
         assert_eq!(
             e.to_string(),
-            "x.yaml:6:16: dependency.concurrency: expected a whole number (at most 4294967295), found `lots`"
+            "x.yaml:6:16: dependency.concurrency: expected a whole number from 1 to 1000000, found `lots`"
         );
     }
 

@@ -13,10 +13,12 @@
 
 use std::collections::HashMap;
 
-use serde_saphyr::granit_parser::{Event, Parser};
+use serde_saphyr::granit_parser::{Event, Parser, ScalarStyle, Tag};
 
 /// Events read at most; a scenario has a few hundred.
 const MAX_EVENTS: usize = 2_000_000;
+/// Tags listed at most (each is an error of its own).
+const MAX_TAGS: usize = 100;
 /// Nodes deeper than this are not indexed (their ancestors still are).
 const MAX_INDEXED_DEPTH: usize = 64;
 
@@ -36,6 +38,9 @@ struct Node {
     end: Pos,
     is_key: bool,
     scalar: Option<String>,
+    /// Whether the node is a plain `null` (`~`, `null`, nothing): not a
+    /// name, even in a list of named items.
+    null: bool,
 }
 
 /// Field path → position, for one YAML document.
@@ -49,6 +54,9 @@ pub struct LocationIndex {
     keys: HashMap<String, usize>,
     /// Keys given a second time in their mapping: (path, position).
     duplicates: Vec<(String, Pos)>,
+    /// Nodes with a YAML tag the format does not read: (path, position
+    /// of the tag, the tag as written).
+    tags: Vec<(String, Pos, String)>,
 }
 
 /// The label of each layer in field paths: `layers.NAME` when the name is
@@ -89,11 +97,12 @@ pub(crate) fn item_segments(names: &[&str]) -> Vec<String> {
 }
 
 /// Whether a layer name can stand in a dotted path: non-empty, without
-/// `.`, brackets, whitespace or unsafe characters (`crate::escape`), and
-/// not a number (which a path reads as an index).
+/// `.`, `=` (where `--set PATH=VALUE` splits), brackets, whitespace or
+/// unsafe characters (`crate::escape`), and not a number (which a path
+/// reads as an index).
 pub fn usable_layer_name(name: &str) -> bool {
     !name.is_empty()
-        && !name.contains(['.', '[', ']'])
+        && !name.contains(['.', '=', '[', ']'])
         && !name.chars().any(char::is_whitespace)
         && !name.chars().any(crate::escape::is_unsafe_char)
         && !name.chars().all(|c| c.is_ascii_digit())
@@ -103,9 +112,12 @@ impl LocationIndex {
     /// Indexes the first document of `src`. Stops quietly at a syntax error:
     /// what was read before it is still indexed.
     pub fn build(src: &str) -> Self {
-        let raw = walk(src);
+        let (raw, tags) = walk(src);
         let labels = list_labels(&raw);
         let mut index = LocationIndex::default();
+        for (segs, at, tag) in tags {
+            index.tags.push((render(&segs, &labels), at, tag));
+        }
         for node in raw {
             let path = render(&node.segs, &labels);
             let i = index.nodes.len();
@@ -173,6 +185,15 @@ impl LocationIndex {
         &self.duplicates
     }
 
+    /// The YAML tags (`!include`, `!env`) written in the document, which
+    /// stormsim does not read (a tag would otherwise be dropped without a
+    /// word): the path of each tagged node, where its tag is and the tag.
+    /// The core schema's tags (`!!str`, `!!int`...) are plain YAML and
+    /// not listed.
+    pub fn unsupported_tags(&self) -> &[(String, Pos, String)] {
+        &self.tags
+    }
+
     /// The field path of the mapping key that starts at `pos`, if one does
     /// (where the parser reports a key given twice).
     pub fn key_at(&self, pos: Pos) -> Option<&str> {
@@ -216,8 +237,24 @@ fn pos(mark: &serde_saphyr::granit_parser::Marker) -> Pos {
     (clamp(mark.line()), clamp(mark.col()).saturating_add(1))
 }
 
-/// Reads the events of the first document into nodes with segment paths.
-fn walk(src: &str) -> Vec<Node> {
+/// A tag as written (`!include`, `!!binary`), unless it is one of the
+/// core schema's (`!!str`, `!!int`, `!!float`, `!!bool`, `!!null`,
+/// `!!map`, `!!seq`), which only say what plain YAML would.
+fn unsupported_tag(tag: &Tag) -> Option<String> {
+    const CORE: &[&str] = &["str", "int", "float", "bool", "null", "map", "seq"];
+    if tag.handle() == "tag:yaml.org,2002:" && CORE.contains(&tag.suffix()) {
+        return None;
+    }
+    Some(format!("{}{}", tag.original_handle(), tag.suffix()))
+}
+
+/// A tagged node's segments, where its tag is, and the tag.
+type TagAt = (Vec<Seg>, Pos, String);
+
+/// Reads the events of the first document into nodes with segment paths,
+/// and the tags it finds.
+fn walk(src: &str) -> (Vec<Node>, Vec<TagAt>) {
+    let mut tags: Vec<TagAt> = Vec::new();
     let mut nodes: Vec<Node> = Vec::new();
     let mut frames: Vec<Frame> = Vec::new();
     let mut segs: Vec<Seg> = Vec::new();
@@ -227,6 +264,14 @@ fn walk(src: &str) -> Vec<Node> {
             break;
         }
         let (start, end) = (pos(&span.start), pos(&span.end));
+        let tag = match &event {
+            Event::Scalar(.., t) | Event::MappingStart(.., t) | Event::SequenceStart(.., t) => {
+                t.as_deref().and_then(unsupported_tag)
+            }
+            _ => None,
+        };
+        let null = matches!(&event, Event::Scalar(v, ScalarStyle::Plain, ..)
+            if matches!(v.as_ref(), "" | "~" | "null" | "Null" | "NULL"));
         let (scalar, opens) = match &event {
             Event::Scalar(v, ..) => (Some(v.to_string()), None),
             Event::Alias(_) => (None, None),
@@ -256,6 +301,12 @@ fn walk(src: &str) -> Vec<Node> {
             }
             None => pushed = false,
         }
+        if let Some(tag) = tag
+            && tags.len() < MAX_TAGS
+        {
+            let at = span.tag_start.as_ref().map_or(start, pos);
+            tags.push((segs.clone(), at, tag));
+        }
         let node = (segs.len() <= MAX_INDEXED_DEPTH).then(|| {
             nodes.push(Node {
                 segs: segs.clone(),
@@ -263,6 +314,7 @@ fn walk(src: &str) -> Vec<Node> {
                 end,
                 is_key,
                 scalar,
+                null,
             });
             nodes.len() - 1
         });
@@ -291,7 +343,7 @@ fn walk(src: &str) -> Vec<Node> {
             None => pop_value_segment(&frames, &mut segs, pushed),
         }
     }
-    nodes
+    (nodes, tags)
 }
 
 /// After a value, its segment leaves the path (a mapping value's key
@@ -342,7 +394,8 @@ fn list_labels(nodes: &[Node]) -> HashMap<Vec<Seg>, Vec<String>> {
         if items.len() <= *i {
             items.resize(*i + 1, (None, None));
         }
-        let text = Some(n.scalar.clone().unwrap_or_default());
+        // `name: null` names nothing: the item goes by its index.
+        let text = (!n.null).then(|| n.scalar.clone().unwrap_or_default());
         if k == "name" {
             items[*i].0 = text;
         } else {

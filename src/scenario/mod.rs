@@ -21,6 +21,7 @@ pub mod memory;
 pub mod overrides;
 pub mod presets;
 pub mod priority;
+pub mod ranges;
 pub mod resolved;
 pub mod schema;
 pub mod slo;
@@ -33,13 +34,14 @@ mod validate_graph;
 mod validate_hops;
 mod validate_policy;
 pub mod variants;
+pub mod yaml_words;
 
 pub use build::{to_model, to_occ};
 pub use error::{ScenarioError, ScenarioErrors};
 pub use load::{
     Loaded, load_bytes, load_file, load_file_with, load_str, load_str_in, load_str_with,
 };
-pub use overrides::{apply_set, apply_sets, parse_set_arg};
+pub use overrides::{apply_set, apply_sets, parse_set_arg, show_as_typed};
 pub use resolved::resolved_yaml;
 pub use types::Scenario;
 pub use validate::{Issue, validate};

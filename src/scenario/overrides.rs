@@ -57,16 +57,19 @@ pub fn apply_sets(s: &Scenario, sets: &[(String, Value)]) -> Result<Scenario, Sc
 /// `{proportional: 0.5}`, `[timeout, 503]`, `null` to remove an optional
 /// field).
 pub fn parse_set_arg(arg: &str) -> Result<(String, Value), ScenarioError> {
+    use super::error::clip;
     let err = |m: String| ScenarioError::new(SET_LABEL, m);
     let Some((path, text)) = arg.split_once('=') else {
         return Err(err(format!(
-            "`{arg}` has no `=`; expected PATH=VALUE, such as layers.api.retry.jitter=none"
+            "`{}` has no `=`; expected PATH=VALUE, such as layers.api.retry.jitter=none",
+            clip(arg)
         )));
     };
     let path = path.trim();
     if path.is_empty() {
         return Err(err(format!(
-            "`{arg}` has no path before `=`; expected PATH=VALUE"
+            "`{}` has no path before `=`; expected PATH=VALUE",
+            clip(arg)
         )));
     }
     if text.trim().is_empty() {
@@ -76,15 +79,68 @@ pub fn parse_set_arg(arg: &str) -> Result<(String, Value), ScenarioError> {
         )
         .with_path(path));
     }
-    let options = serde_saphyr::options! {
-        budget: serde_saphyr::budget! { max_depth: 16, max_aliases: 100, max_events: 10_000 },
-        with_snippet: false,
-    };
-    let value = serde_saphyr::from_str_with_options::<Value>(text, options).map_err(|e| {
-        let m = serde_saphyr::MessageFormatter::format_message(&Wording, e.without_snippet());
-        err(format!("the value `{text}` is not valid YAML: {m}")).with_path(path)
-    })?;
+    // The same limits as a scenario file's, no smaller: a value may be
+    // as large as the file could hold it.
+    let limit = super::load::MAX_FILE_BYTES;
+    if text.len() as u64 > limit {
+        return Err(err(format!(
+            "the value is {} bytes; a value may be at most {limit} bytes, as a scenario file",
+            text.len()
+        ))
+        .with_path(path));
+    }
+    let value = serde_saphyr::from_str_with_options::<Value>(text, super::load::parse_options())
+        .map_err(|e| {
+            let m = serde_saphyr::MessageFormatter::format_message(&Wording, e.without_snippet());
+            err(format!("the value `{}` is not valid YAML: {m}", clip(text))).with_path(path)
+        })?;
+    // A tag (`!include x.yaml`) would be dropped without a word.
+    let index = super::locate::LocationIndex::build(text);
+    if let Some((_, _, tag)) = index.unsupported_tags().first() {
+        return Err(err(super::load::tag_message(tag)).with_path(path));
+    }
     Ok((path.to_string(), value))
+}
+
+/// `errors` with every number a `--set` in `args` wrote shown as it was
+/// typed: YAML reads `1e3` and `18446744073709551616` as floats, which
+/// print as `1000.0` and `1.8446744073709552e+19`; an error about the
+/// field says `found `1e3``.
+pub fn show_as_typed(errors: &mut [ScenarioError], args: &[String]) {
+    for arg in args {
+        let Some((path, text)) = arg.split_once('=') else {
+            continue;
+        };
+        let typed = text.trim();
+        // Only a short scalar can be a number.
+        if typed.len() > 64 {
+            continue;
+        }
+        let Ok((_, value @ Value::Number(_))) = parse_set_arg(arg) else {
+            continue;
+        };
+        let mut shown = vec![value.to_string()];
+        if let Ok(yaml) = serde_saphyr::to_string(&value) {
+            shown.push(yaml.trim().to_string());
+        }
+        if shown.iter().any(|s| s == typed) {
+            continue;
+        }
+        let field = path.trim().rsplit('.').next().unwrap_or_default();
+        let about = |e: &ScenarioError| {
+            e.file == SET_LABEL
+                && e.path
+                    .as_deref()
+                    .is_some_and(|p| p.rsplit('.').next() == Some(field))
+        };
+        for e in errors.iter_mut().filter(|e| about(e)) {
+            for s in &shown {
+                e.message = e
+                    .message
+                    .replace(&format!("found `{s}`"), &format!("found `{typed}`"));
+            }
+        }
+    }
 }
 
 /// `s` with every override put in place, in order, read back through the

@@ -79,7 +79,7 @@ impl Checker {
         });
         let names: Vec<&str> = classes.iter().map(|c| c.name.as_str()).collect();
         let labels = item_labels("clients.classes", &names);
-        let mut seen = HashSet::new();
+        let mut seen = super::validate::Names::default();
         let mut sum = 0.0;
         let mut finite = true;
         for (class, path) in classes.iter().zip(&labels) {

@@ -89,7 +89,13 @@ impl MessageFormatter for Wording {
             Error::Message { msg, .. } if msg.contains("recursion limit") => {
                 "the document nests too deeply; a scenario nests only a few levels".into()
             }
-            other => return DefaultMessageFormatter.format_message(other),
+            other => {
+                let text = DefaultMessageFormatter.format_message(other);
+                return match super::yaml_words::syntax_words(&text) {
+                    Some(words) => Cow::Owned(words),
+                    None => text,
+                };
+            }
         };
         Cow::Owned(text)
     }
@@ -225,7 +231,7 @@ fn found_words(unexpected: &str) -> String {
         }
     }
     if let Some(v) = unexpected.strip_prefix("string ") {
-        return format!("`{}`", v.trim_matches('"'));
+        return format!("`{}`", super::error::clip(v.trim_matches('"')));
     }
     match unexpected {
         "sequence" => "a list".into(),
@@ -314,6 +320,8 @@ pub fn did_you_mean<'a>(
 /// "unknown variant" reworded by [`serde_words`]), and replaces terse
 /// number-type errors ("invalid u32") with what was expected and found.
 pub fn improve_message(message: &str, found: Option<&str>) -> String {
+    let clipped = found.map(super::error::clip);
+    let found = clipped.as_deref();
     if let Some(better) = number_message(message, found) {
         return better;
     }

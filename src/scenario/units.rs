@@ -74,24 +74,59 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
                 "duration `{text}` has an unknown unit `{unit}`; expected one of ns, us, ms, s, m, h, d"
             ));
         };
-        let value: f64 = num
-            .parse()
-            .map_err(|_| format!("invalid number `{num}` in duration `{text}`"))?;
-        let ns = value * scale as f64;
-        if !ns.is_finite() || ns > u64::MAX as f64 {
-            return Err(format!("duration `{text}` is too large"));
-        }
-        if ns.fract() != 0.0 && ns.fract().abs() > 1e-6 {
-            return Err(format!(
-                "duration `{text}` is finer than a nanosecond; stormsim counts time in whole nanoseconds"
-            ));
-        }
-        total += ns.round() as u128;
+        total = total
+            .checked_add(exact_ns(num, scale, text)?)
+            .ok_or_else(|| format!("duration `{text}` is too large"))?;
         rest = tail;
     }
     u64::try_from(total)
         .map(Duration)
         .map_err(|_| format!("duration `{text}` is too large"))
+}
+
+/// `num` (digits, with at most one `.`) times `scale` nanoseconds,
+/// exactly: integer arithmetic, so `9223372036854775807ns` is that many
+/// nanoseconds (a float would round it), and a fraction finer than a
+/// nanosecond is refused rather than rounded.
+fn exact_ns(num: &str, scale: u64, text: &str) -> Result<u128, String> {
+    let invalid = || format!("invalid number `{num}` in duration `{text}`");
+    let too_large = || format!("duration `{text}` is too large");
+    let (whole, frac) = num.split_once('.').unwrap_or((num, ""));
+    if (whole.is_empty() && frac.is_empty()) || frac.contains('.') {
+        return Err(invalid());
+    }
+    let whole = whole.trim_start_matches('0');
+    let frac = frac.trim_end_matches('0');
+    // Over 40 digits is over any u64 of nanoseconds (and u128 holds 38).
+    if whole.len() > 30 {
+        return Err(too_large());
+    }
+    let int: u128 = if whole.is_empty() {
+        0
+    } else {
+        whole.parse().map_err(|_| invalid())?
+    };
+    let mut ns = int.checked_mul(u128::from(scale)).ok_or_else(too_large)?;
+    if !frac.is_empty() {
+        let finer = || {
+            format!(
+                "duration `{text}` is finer than a nanosecond; stormsim counts time in whole nanoseconds"
+            )
+        };
+        // A scale is at most 86400e9 < 10^14: more than 20 decimals (the
+        // last one not 0) cannot make whole nanoseconds.
+        if frac.len() > 20 {
+            return Err(finer());
+        }
+        let digits: u128 = frac.parse().map_err(|_| invalid())?;
+        let den = 10u128.pow(frac.len() as u32);
+        let part = digits * u128::from(scale);
+        if !part.is_multiple_of(den) {
+            return Err(finer());
+        }
+        ns = ns.checked_add(part / den).ok_or_else(too_large)?;
+    }
+    Ok(ns)
 }
 
 impl fmt::Display for Duration {
@@ -283,6 +318,35 @@ impl<'de> Deserialize<'de> for Rate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_are_exact_to_the_nanosecond() {
+        let max = parse_duration("9223372036854775807ns").unwrap();
+        assert_eq!(max.0, 9_223_372_036_854_775_807);
+        assert_eq!(max.to_string(), "9223372036854775807ns");
+        assert_eq!(
+            parse_duration("18446744073709551615ns").unwrap().0,
+            u64::MAX
+        );
+        assert!(parse_duration("18446744073709551616ns").is_err());
+        assert_eq!(parse_duration("0.000000001s").unwrap().0, 1);
+        assert_eq!(
+            parse_duration("1.000000000000000000000s").unwrap().0,
+            NS_PER_S
+        );
+        assert!(
+            parse_duration("0.0000000001s")
+                .unwrap_err()
+                .contains("finer")
+        );
+        assert!(parse_duration("1.5ns").unwrap_err().contains("finer"));
+        assert!(parse_duration("1.2.3s").is_err());
+        assert!(
+            parse_duration(&format!("{}s", "9".repeat(400)))
+                .unwrap_err()
+                .contains("too large")
+        );
+    }
 
     #[test]
     fn parses_durations() {

@@ -3,7 +3,7 @@
 //! not just the first, each with the dotted path of the field it is about;
 //! `load` adds file positions to them.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 use super::locate::{layer_labels, usable_layer_name};
 use super::types::{
@@ -377,7 +377,7 @@ impl Checker {
         });
         let names: Vec<&str> = layers.iter().map(|l| l.name.as_str()).collect();
         let labels = layer_labels(&names);
-        let mut seen = HashSet::new();
+        let mut seen = Names::default();
         for (layer, path) in layers.iter().zip(&labels) {
             self.item_name("layer", &layer.name, &format!("{path}.name"), &mut seen);
             self.policy(layer, path);
@@ -415,20 +415,11 @@ impl Checker {
     /// The name of a layer, service or call (`what`) at `path`: safe to
     /// show, usable in field paths, and not in `seen` (the names before it
     /// in its list).
-    pub(super) fn item_name<'a>(
-        &mut self,
-        what: &str,
-        n: &'a str,
-        path: &str,
-        seen: &mut HashSet<&'a str>,
-    ) {
+    pub(super) fn item_name(&mut self, what: &str, n: &str, path: &str, seen: &mut Names) {
         if let Some(problem) = item_name_problem(what, n) {
             self.push(path, problem);
-        } else if !seen.insert(n) {
-            self.push(
-                path,
-                format!("{what} name `{n}` is used twice; expected unique {what} names"),
-            );
+        } else if let Err(first) = seen.insert(n) {
+            self.push(path, Names::clash(what, n, &first));
         }
     }
 
@@ -832,7 +823,7 @@ impl Checker {
     }
 
     fn variants(&mut self, s: &Scenario) {
-        let mut seen = HashSet::new();
+        let mut seen = Names::default();
         for (i, v) in s.variants.iter().enumerate() {
             let path = format!("variants.{i}.name");
             if let Some(bad) = unsafe_char_in(&v.name) {
@@ -844,15 +835,50 @@ impl Checker {
                 self.push(path, format!("variant name `{}` {why}", v.name));
             } else if v.name.trim().is_empty() {
                 self.push(path, "variant name is empty; expected a name");
-            } else if !seen.insert(v.name.as_str()) {
+            } else if v.name.contains('=') {
                 self.push(
                     path,
                     format!(
-                        "variant name `{}` is used twice; expected unique variant names",
+                        "variant name `{}` contains `=`, which reads as a sweep label (`key=value`) or splits a `--set PATH=VALUE`; expected a name without `=`",
                         v.name
                     ),
                 );
+            } else if let Err(first) = seen.insert(&v.name) {
+                self.push(path, Names::clash("variant", &v.name, &first));
             }
+        }
+    }
+}
+
+/// The names of one list seen so far, by their Unicode-normalized form
+/// (NFKC): `café` written with `é` and with `e` and a combining accent
+/// print alike, in tables and terminals, so they are one name twice.
+#[derive(Default)]
+pub(super) struct Names(HashMap<String, String>);
+
+impl Names {
+    /// Records `n`, or returns the name before it that it clashes with
+    /// (itself, or one that normalizes to the same).
+    pub(super) fn insert(&mut self, n: &str) -> Result<(), String> {
+        use unicode_normalization::UnicodeNormalization;
+        let key: String = n.nfkc().collect();
+        match self.0.get(&key) {
+            Some(first) => Err(first.clone()),
+            None => {
+                self.0.insert(key, n.to_string());
+                Ok(())
+            }
+        }
+    }
+
+    /// What is said of `n`, a name of a `what` that clashes with `first`.
+    pub(super) fn clash(what: &str, n: &str, first: &str) -> String {
+        if n == first {
+            format!("{what} name `{n}` is used twice; expected unique {what} names")
+        } else {
+            format!(
+                "{what} name `{n}` is the same as the earlier `{first}` written with other Unicode characters (equal once normalized, NFKC), so the two would print alike; expected unique {what} names"
+            )
         }
     }
 }
@@ -868,7 +894,7 @@ fn usable_folder_name(name: &str) -> bool {
 /// (`what`), if anything: a name is shown in tables and terminals and
 /// stands in field paths, so it holds no control or invisible characters,
 /// does not start as a spreadsheet formula, is not a number (a path reads
-/// that as an index) and has no `.`, brackets or spaces. `stormsim
+/// that as an index) and has no `.`, `=`, brackets or spaces. `stormsim
 /// import --name` is held to the same rule, so what it prints pastes.
 pub fn item_name_problem(what: &str, n: &str) -> Option<String> {
     if let Some(bad) = unsafe_char_in(n) {
@@ -881,7 +907,7 @@ pub fn item_name_problem(what: &str, n: &str) -> Option<String> {
         ))
     } else if !usable_layer_name(n) {
         Some(format!(
-            "{what} name `{n}` is not usable in field paths; expected a non-empty name without `.`, brackets or spaces"
+            "{what} name `{n}` is not usable in field paths; expected a non-empty name without `.`, `=`, brackets or spaces"
         ))
     } else {
         None

@@ -6,7 +6,7 @@
 //! cycle of calls (the cycle is named); `analysis.service`; and, for a
 //! chain, none of the graph's fields.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use super::graph::{CLIENTS, Call, Service};
 use super::locate::item_labels;
@@ -54,7 +54,7 @@ impl Checker {
         let labels = item_labels("services", &names);
         // The first service of each name (a second one is an error).
         let mut by_name: HashMap<&str, usize> = HashMap::new();
-        let mut seen = HashSet::new();
+        let mut seen = super::validate::Names::default();
         for (i, (svc, path)) in services.iter().zip(&labels).enumerate() {
             let name_path = format!("{path}.name");
             self.item_name("service", &svc.name, &name_path, &mut seen);
@@ -169,13 +169,13 @@ impl Checker {
     ) -> Vec<(usize, String)> {
         let names: Vec<&str> = svc.calls.iter().map(Call::label).collect();
         let labels = item_labels(&format!("{path}.calls"), &names);
-        let mut seen = HashSet::new();
+        let mut seen = super::validate::Names::default();
         let mut out = Vec::new();
         for (j, (call, cpath)) in svc.calls.iter().zip(&labels).enumerate() {
             match &call.name {
                 Some(n) => self.item_name("call", n, &format!("{cpath}.name"), &mut seen),
                 None => {
-                    if !seen.insert(call.to.as_str()) {
+                    if seen.insert(&call.to).is_err() {
                         self.push(format!("{cpath}.to"), format!(
                             "call name `{}` is used twice in the calls of `{}`; expected unique call names: give a second call to the same service a `name`",
                             call.to, svc.name

@@ -98,6 +98,7 @@ impl Manifest {
                 }
                 _ => text.strip_suffix(&suffix).unwrap_or(&text),
             };
+            let what = json_words(what, &bytes);
             format!(
                 "{shown}:{}:{}: not a valid shard manifest: {what}",
                 e.line(),
@@ -399,6 +400,44 @@ fn printable(s: &str) -> String {
         }
     }
     out
+}
+
+/// serde_json's message `what` about the manifest `bytes`, in plain
+/// words: what in the text is wrong ("number out of range" is a number
+/// too large, "recursion limit exceeded" nesting too deep), and a file
+/// that starts with a byte-order mark is named so.
+fn json_words<'a>(what: &'a str, bytes: &[u8]) -> std::borrow::Cow<'a, str> {
+    use std::borrow::Cow;
+    if bytes.starts_with(b"\xEF\xBB\xBF") {
+        return Cow::Borrowed(
+            "the file starts with a byte-order mark (U+FEFF), which JSON does not allow: save it as UTF-8 without a BOM",
+        );
+    }
+    let words = if what.contains("number out of range") {
+        "a number is too large (beyond what a 64-bit float holds); a manifest's numbers are counts"
+    } else if what.contains("recursion limit exceeded") {
+        "the JSON nests too deeply (over 128 levels); a manifest nests two or three"
+    } else if what.contains("invalid escape") {
+        "a text holds an unknown escape (a `\\` before a character JSON does not know)"
+    } else if what.contains("hex escape")
+        || what.contains("surrogate")
+        || what.contains("unicode code point")
+    {
+        "a text holds an invalid \\u escape (not four hexadecimal digits, or half of a UTF-16 surrogate pair)"
+    } else if what.contains("control character") {
+        "a text holds a control character (a tab or line break inside quotes); write it escaped"
+    } else if what.contains("trailing characters") {
+        "more text follows the JSON object; a manifest is one object"
+    } else if what.contains("trailing comma") {
+        "a `,` comes before a closing bracket; remove it"
+    } else if what.contains("key must be a string") {
+        "a key is not in double quotes"
+    } else if what == "expected value" {
+        "a value is missing, or is not JSON (a number, \"text\", true, false, null, a [list] or an {object})"
+    } else {
+        return Cow::Borrowed(what);
+    };
+    Cow::Borrowed(words)
 }
 
 #[cfg(test)]

@@ -353,13 +353,13 @@ struct ItemData {
 pub fn merge(plan: &Plan) -> Result<Merged, MergeError> {
     let input = MergeError::Input;
     let total = plan.items();
-    let mut ts_header: Option<Vec<u8>> = None;
-    let mut summary_header: Option<Vec<u8>> = None;
+    let mut ts_header: Option<Seen> = None;
+    let mut summary_header: Option<Seen> = None;
     let mut empty_ts: Option<Vec<u8>> = None;
     let mut empty_summary: Option<Vec<u8>> = None;
     let mut tables: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(plan.shards.len());
     let mut graph_tables: Vec<Vec<Vec<u8>>> = Vec::with_capacity(plan.shards.len());
-    let mut graph_headers: Vec<Option<Vec<u8>>> = vec![None; GRAPH_TABLES.len()];
+    let mut graph_headers: Vec<Option<Seen>> = vec![None; GRAPH_TABLES.len()];
     let mut items: Vec<Option<ItemData>> = (0..total).map(|_| None).collect();
     for (i, shard) in plan.shards.iter().enumerate() {
         interrupt::check()?;
@@ -398,14 +398,14 @@ pub fn merge(plan: &Plan) -> Result<Merged, MergeError> {
         .map_err(input)?;
 
     let timeseries = assemble(
-        ts_header,
+        ts_header.map(|s| s.0),
         empty_ts,
         items
             .iter()
             .map(|i| &tables[i.shard].0[i.timeseries.clone()]),
     );
     let summary = assemble(
-        summary_header,
+        summary_header.map(|s| s.0),
         empty_summary,
         items.iter().map(|i| &tables[i.shard].1[i.summary.clone()]),
     );
@@ -417,7 +417,10 @@ pub fn merge(plan: &Plan) -> Result<Merged, MergeError> {
         .enumerate()
         .filter(|&(t, _)| t != CLASSES || has_classes)
         .map(|(t, name)| {
-            let mut out = graph_headers[t].clone().unwrap_or_default();
+            let mut out = graph_headers[t]
+                .as_ref()
+                .map(|s| s.0.clone())
+                .unwrap_or_default();
             for i in &items {
                 out.extend_from_slice(&graph_tables[i.shard][t][i.graph[t].clone()]);
             }
@@ -496,24 +499,65 @@ fn assemble<'a>(
     }
 }
 
+/// A table's header as the first shard with rows has it, and that shard.
+type Seen = (Vec<u8>, std::path::PathBuf);
+
 /// Records the header of a shard's table; shards with rows must agree.
+/// A header with a carriage return is that shard's fault (stormsim writes
+/// `\n` line endings; an editor or a copy through Windows made them
+/// `\r\n`); any other difference names both shards and the columns
+/// that differ.
 fn agree(
-    seen: &mut Option<Vec<u8>>,
+    seen: &mut Option<Seen>,
     header: Option<Vec<u8>>,
     shard: &Shard,
     file: &str,
 ) -> Result<(), String> {
     let Some(h) = header else { return Ok(()) };
-    match seen {
-        Some(s) if *s != h => Err(format!(
-            "{}: the columns of {file} differ from the other shards'",
+    if h.contains(&b'\r') {
+        return Err(format!(
+            "{}: {file} has Windows line endings (CRLF), which stormsim never writes \
+             (was it opened and saved in an editor, or copied through a tool that converts \
+             line endings?); convert it back to LF endings, or run that shard again",
             shard.dir.display()
+        ));
+    }
+    match seen {
+        Some((s, from)) if *s != h => Err(format!(
+            "{}: the columns of {file} differ from those of {} ({}); every shard of a run \
+             writes the same columns",
+            shard.dir.display(),
+            from.display(),
+            column_difference(s, &h)
         )),
         Some(_) => Ok(()),
         None => {
-            *seen = Some(h);
+            *seen = Some((h, shard.dir.clone()));
             Ok(())
         }
+    }
+}
+
+/// What differs between two headers (`first`, then `other`): the first
+/// column that does, or the counts.
+fn column_difference(first: &[u8], other: &[u8]) -> String {
+    let cols = |h: &[u8]| -> Vec<String> {
+        String::from_utf8_lossy(h)
+            .trim_end_matches('\n')
+            .split(',')
+            .map(str::to_string)
+            .collect()
+    };
+    let (a, b) = (cols(first), cols(other));
+    let clip = |c: &str| crate::escape::escape(&crate::scenario::error::clip(c)).into_owned();
+    match a.iter().zip(&b).position(|(x, y)| x != y) {
+        Some(i) => format!(
+            "column {} is `{}` there and `{}` here",
+            i + 1,
+            clip(&a[i]),
+            clip(&b[i])
+        ),
+        None => format!("{} columns there, {} here", a.len(), b.len()),
     }
 }
 
