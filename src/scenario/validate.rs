@@ -394,6 +394,11 @@ impl Checker {
             return;
         }
         let names: Vec<String> = layers.iter().map(|l| l.name.clone()).collect();
+        let distinct: std::collections::BTreeSet<&String> = names.iter().collect();
+        if distinct.len() < names.len() {
+            // A name given twice is its own error.
+            return;
+        }
         let Some(column) = crate::metrics::columns::repeated_column(&names) else {
             return;
         };
