@@ -22,10 +22,14 @@ use crate::metrics::{
 };
 use crate::model::occ::{OccConfig, run_occ_until};
 use crate::model::{ModelConfig, World};
+use crate::reorder::Halted;
 use crate::scenario::{self, Scenario, ScenarioErrors};
 
 /// The stop flag of runs nobody can interrupt (`run_one`, `run_all`).
 static NEVER: AtomicBool = AtomicBool::new(false);
+
+/// The one layer of an OCC workload's tables.
+const OCC_LAYER: &str = "occ";
 
 /// One variant, ready to run.
 #[derive(Clone, Debug)]
@@ -106,6 +110,26 @@ pub fn retained_bytes(plans: &[VariantPlan], items: &[(usize, u32)]) -> u64 {
 }
 
 impl VariantPlan {
+    /// The layers its runs' tables have columns for (`RunResult::layer_names`).
+    pub fn layer_names(&self) -> Vec<String> {
+        match self.occ {
+            Some(_) => vec![OCC_LAYER.to_string()],
+            None => self.config.topology.edge_names(),
+        }
+    }
+
+    /// Whether a service of its runs has a cache (`services.csv` and
+    /// `services_timeseries.csv` then have the cache columns).
+    pub fn has_cache(&self) -> bool {
+        self.occ.is_none()
+            && self
+                .config
+                .topology
+                .services()
+                .iter()
+                .any(|s| s.cache.is_some())
+    }
+
     /// What its runs' tables hold (run metadata for the report).
     pub fn shape(&self) -> VariantShape {
         let bucket = self.config.bucket.max(1);
@@ -242,7 +266,7 @@ fn occ_run(occ: &OccConfig, seed: u64, stop: &AtomicBool) -> (Recorder, RunInfo,
             threshold: 0.9,
             window: bucket,
         },
-        layer_names: vec!["occ".to_string()],
+        layer_names: vec![OCC_LAYER.to_string()],
         services: Vec::new(),
         edges: Vec::new(),
         incident_windows: Vec::new(),
@@ -312,6 +336,71 @@ pub fn run_items_keeping<T: Send>(
     Ok(results.into_iter().flatten().collect())
 }
 
+/// How many runs may start past the oldest one whose result has not yet
+/// been handed on, per worker thread ([`run_items_in_order`]): room for
+/// runs of uneven length, and a bound on the results waiting.
+const AHEAD_PER_THREAD: usize = 2;
+
+/// [`run_items_keeping`], handing each kept result to `sink` in the order
+/// of `items` as soon as the ones before it have been (a reorder buffer:
+/// `crate::reorder`), rather than keeping them all to the end. At most
+/// [`AHEAD_PER_THREAD`] runs per worker thread wait there, so memory
+/// follows the threads, not the runs. `keep` runs on the worker that made
+/// the run (in parallel), `sink` on one at a time. The outer error is an
+/// interruption (`stop`), the inner one the sink's refusal: either stops
+/// the runs not yet started.
+pub fn run_items_in_order<T: Send, E: Send>(
+    variants: &[VariantPlan],
+    items: &[(usize, u32)],
+    scenario_seed: u64,
+    on_done: &(dyn Fn(&RunResult) + Sync),
+    stop: &AtomicBool,
+    keep: impl Fn(RunResult) -> T + Sync,
+    sink: impl FnMut(T) -> Result<(), E> + Send,
+) -> Result<Result<(), E>, Interrupted> {
+    let gate = MemoryGate::for_this_process();
+    let ahead = AHEAD_PER_THREAD * rayon::current_num_threads().max(1);
+    let work = |i: usize| {
+        let (v, r) = items[i];
+        run_gated(&gate, variants, v, r, scenario_seed, on_done, stop).map(&keep)
+    };
+    let interrupted = |finished| Interrupted {
+        finished,
+        total: items.len(),
+    };
+    match crate::reorder::in_order(items.len(), ahead, work, sink) {
+        Ok(()) if stop.load(Ordering::Relaxed) => Err(interrupted(items.len())),
+        Ok(()) => Ok(Ok(())),
+        Err(Halted::Cancelled { finished }) => Err(interrupted(finished)),
+        Err(Halted::Sink(e)) => Ok(Err(e)),
+    }
+}
+
+/// Makes one run once the memory gate admits it; `None` when `stop` was
+/// raised before it started or cut it short.
+fn run_gated(
+    gate: &MemoryGate,
+    variants: &[VariantPlan],
+    v: usize,
+    r: u32,
+    scenario_seed: u64,
+    on_done: &(dyn Fn(&RunResult) + Sync),
+    stop: &AtomicBool,
+) -> Option<RunResult> {
+    if stop.load(Ordering::Relaxed) {
+        return None;
+    }
+    let plan = &variants[v];
+    let result = gate.admit(plan.memory, || {
+        run_one_until(plan, v, r, scenario_seed, stop)
+    });
+    if result.summary.aborted == Some(Abort::Interrupted) {
+        return None;
+    }
+    on_done(&result);
+    Some(result)
+}
+
 /// Every item's result as `keep` keeps it, `None` for one skipped or cut
 /// short by `stop`.
 fn run_each<T: Send>(
@@ -325,20 +414,7 @@ fn run_each<T: Send>(
     let gate = MemoryGate::for_this_process();
     items
         .par_iter()
-        .map(|&(v, r)| {
-            if stop.load(Ordering::Relaxed) {
-                return None;
-            }
-            let plan = &variants[v];
-            let result = gate.admit(plan.memory, || {
-                run_one_until(plan, v, r, scenario_seed, stop)
-            });
-            if result.summary.aborted == Some(Abort::Interrupted) {
-                return None;
-            }
-            on_done(&result);
-            Some(keep(result))
-        })
+        .map(|&(v, r)| run_gated(&gate, variants, v, r, scenario_seed, on_done, stop).map(&keep))
         .collect()
 }
 
