@@ -74,27 +74,40 @@ const VARIANT_BYTES: u64 = 48_000;
 /// Bytes more a variant holds per service, call edge or layer (measured: a
 /// three-service graph's variants held about 58 kB each).
 const VARIANT_ITEM_BYTES: u64 = 6_000;
-/// Bytes a row of `timeseries.csv` holds until the folder is written, per
-/// layer or service it describes, with the row itself (measured: a
-/// million rows of a two-layer scenario peaked at about 1.8 GB).
+/// Bytes the charts hold per time bucket of a variant while they read the
+/// tables back, per layer or service it describes, with the bucket itself
+/// (its running means over replicates: measured, a sweep of 100 variants
+/// of one layer and one service peaked 120 MB higher with 1 200 buckets a
+/// run than with 600, about 2 kB a bucket).
+const VARIANT_BUCKET_BYTES: u64 = 700;
+/// Bytes a run's result holds until the folder is written: its summary
+/// cells and names (its rows of `timeseries.csv` and
+/// `services_timeseries.csv` are written as it ends, not kept).
+const RUN_BYTES: u64 = 4_000;
+/// Bytes more a run's result holds per service, call edge or layer (its
+/// rows of `services.csv`, `calls.csv` and `replicas.csv`).
+const RUN_ITEM_BYTES: u64 = 1_000;
+/// Bytes a row of `timeseries.csv` waiting in the reorder buffer holds,
+/// per layer or service it describes, with the row itself.
 const ROW_ITEM_BYTES: u64 = 600;
 
 /// The memory the results of `items` (variant, replicate) hold until the
-/// output folder is written: what a variant keeps, and each run's rows.
-/// It adds up over the whole command (results are kept in memory to the
-/// end), unlike a run's own memory, which is freed when it ends.
+/// output folder is written: what a variant keeps (with its chart data,
+/// per bucket), what each run keeps (its summary, not its rows), and the
+/// rows of the runs waiting in the reorder buffer ([`AHEAD_PER_THREAD`]
+/// per worker thread, at most). It adds up over the whole command,
+/// unlike a run's own memory, which is freed when it ends.
 pub fn retained_bytes(plans: &[VariantPlan], items: &[(usize, u32)]) -> u64 {
+    let ahead = (AHEAD_PER_THREAD * rayon::current_num_threads().max(1)) as u64;
     let mut variants = vec![false; plans.len()];
     let mut bytes = 0u64;
+    let mut waiting = 0u64;
     for &(v, _) in items {
         let Some(plan) = plans.get(v) else {
             continue;
         };
         let topo = &plan.config.topology;
         let parts = (topo.services().len() + topo.edges().len()) as u64;
-        if !std::mem::replace(&mut variants[v], true) {
-            bytes = bytes.saturating_add(VARIANT_BYTES + VARIANT_ITEM_BYTES * parts);
-        }
         // A run's rows of timeseries.csv (one when it writes none: OCC).
         let rows = match plan.occ {
             Some(_) => 1,
@@ -104,9 +117,16 @@ pub fn retained_bytes(plans: &[VariantPlan], items: &[(usize, u32)]) -> u64 {
                 .div_ceil(plan.config.bucket.max(1))
                 .max(1),
         };
-        bytes = bytes.saturating_add(rows.saturating_mul(ROW_ITEM_BYTES * (1 + parts)));
+        if !std::mem::replace(&mut variants[v], true) {
+            let buckets = rows.saturating_mul(VARIANT_BUCKET_BYTES * (1 + parts));
+            bytes = bytes
+                .saturating_add(VARIANT_BYTES + VARIANT_ITEM_BYTES * parts)
+                .saturating_add(buckets);
+        }
+        bytes = bytes.saturating_add(RUN_BYTES + RUN_ITEM_BYTES * parts);
+        waiting = waiting.max(rows.saturating_mul(ROW_ITEM_BYTES * (1 + parts)));
     }
-    bytes
+    bytes.saturating_add(waiting.saturating_mul(ahead))
 }
 
 impl VariantPlan {

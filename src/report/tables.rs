@@ -10,10 +10,11 @@ use crate::metrics::RunResult;
 use crate::metrics::aggregate::aggregate;
 use crate::metrics::columns::{for_each_time_cell, summary_cells, time_row_cells};
 
-/// The most bytes of `timeseries.csv` read back (`plot`, `merge`): more
-/// than the largest run writes (`scenario::validate::MAX_TIMESERIES_ROWS`
-/// rows of a few hundred bytes to a few KiB).
-pub const MAX_TIMESERIES_BYTES: u64 = 8 << 30;
+/// The most bytes of `timeseries.csv` (or `services_timeseries.csv`) read
+/// back (`plot`), in one streaming pass: more than the largest run writes
+/// (`scenario::validate::MAX_TIMESERIES_ROWS` rows of a few hundred bytes
+/// to a few KiB).
+pub const MAX_TIMESERIES_BYTES: u64 = 1 << 40;
 /// The most bytes of `summary.csv`, `summary_by_variant.csv` or
 /// `summary.exact.csv` read back.
 pub const MAX_SUMMARY_BYTES: u64 = 1 << 30;
