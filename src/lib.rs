@@ -22,6 +22,7 @@ pub mod invariants;
 pub mod memory_gate;
 pub mod metrics;
 pub mod model;
+pub mod reorder;
 pub mod report;
 pub mod runner;
 pub mod scenario;

@@ -22,10 +22,14 @@ use crate::metrics::{
 };
 use crate::model::occ::{OccConfig, run_occ_until};
 use crate::model::{ModelConfig, World};
+use crate::reorder::Halted;
 use crate::scenario::{self, Scenario, ScenarioErrors};
 
 /// The stop flag of runs nobody can interrupt (`run_one`, `run_all`).
 static NEVER: AtomicBool = AtomicBool::new(false);
+
+/// The one layer of an OCC workload's tables.
+const OCC_LAYER: &str = "occ";
 
 /// One variant, ready to run.
 #[derive(Clone, Debug)]
@@ -70,27 +74,40 @@ const VARIANT_BYTES: u64 = 48_000;
 /// Bytes more a variant holds per service, call edge or layer (measured: a
 /// three-service graph's variants held about 58 kB each).
 const VARIANT_ITEM_BYTES: u64 = 6_000;
-/// Bytes a row of `timeseries.csv` holds until the folder is written, per
-/// layer or service it describes, with the row itself (measured: a
-/// million rows of a two-layer scenario peaked at about 1.8 GB).
+/// Bytes the charts hold per time bucket of a variant while they read the
+/// tables back, per layer or service it describes, with the bucket itself
+/// (its running means over replicates: measured, a sweep of 100 variants
+/// of one layer and one service peaked 120 MB higher with 1 200 buckets a
+/// run than with 600, about 2 kB a bucket).
+const VARIANT_BUCKET_BYTES: u64 = 700;
+/// Bytes a run's result holds until the folder is written: its summary
+/// cells and names (its rows of `timeseries.csv` and
+/// `services_timeseries.csv` are written as it ends, not kept).
+const RUN_BYTES: u64 = 4_000;
+/// Bytes more a run's result holds per service, call edge or layer (its
+/// rows of `services.csv`, `calls.csv` and `replicas.csv`).
+const RUN_ITEM_BYTES: u64 = 1_000;
+/// Bytes a row of `timeseries.csv` waiting in the reorder buffer holds,
+/// per layer or service it describes, with the row itself.
 const ROW_ITEM_BYTES: u64 = 600;
 
 /// The memory the results of `items` (variant, replicate) hold until the
-/// output folder is written: what a variant keeps, and each run's rows.
-/// It adds up over the whole command (results are kept in memory to the
-/// end), unlike a run's own memory, which is freed when it ends.
+/// output folder is written: what a variant keeps (with its chart data,
+/// per bucket), what each run keeps (its summary, not its rows), and the
+/// rows of the runs waiting in the reorder buffer ([`AHEAD_PER_THREAD`]
+/// per worker thread, at most). It adds up over the whole command,
+/// unlike a run's own memory, which is freed when it ends.
 pub fn retained_bytes(plans: &[VariantPlan], items: &[(usize, u32)]) -> u64 {
+    let ahead = (AHEAD_PER_THREAD * rayon::current_num_threads().max(1)) as u64;
     let mut variants = vec![false; plans.len()];
     let mut bytes = 0u64;
+    let mut waiting = 0u64;
     for &(v, _) in items {
         let Some(plan) = plans.get(v) else {
             continue;
         };
         let topo = &plan.config.topology;
         let parts = (topo.services().len() + topo.edges().len()) as u64;
-        if !std::mem::replace(&mut variants[v], true) {
-            bytes = bytes.saturating_add(VARIANT_BYTES + VARIANT_ITEM_BYTES * parts);
-        }
         // A run's rows of timeseries.csv (one when it writes none: OCC).
         let rows = match plan.occ {
             Some(_) => 1,
@@ -100,12 +117,39 @@ pub fn retained_bytes(plans: &[VariantPlan], items: &[(usize, u32)]) -> u64 {
                 .div_ceil(plan.config.bucket.max(1))
                 .max(1),
         };
-        bytes = bytes.saturating_add(rows.saturating_mul(ROW_ITEM_BYTES * (1 + parts)));
+        if !std::mem::replace(&mut variants[v], true) {
+            let buckets = rows.saturating_mul(VARIANT_BUCKET_BYTES * (1 + parts));
+            bytes = bytes
+                .saturating_add(VARIANT_BYTES + VARIANT_ITEM_BYTES * parts)
+                .saturating_add(buckets);
+        }
+        bytes = bytes.saturating_add(RUN_BYTES + RUN_ITEM_BYTES * parts);
+        waiting = waiting.max(rows.saturating_mul(ROW_ITEM_BYTES * (1 + parts)));
     }
-    bytes
+    bytes.saturating_add(waiting.saturating_mul(ahead))
 }
 
 impl VariantPlan {
+    /// The layers its runs' tables have columns for (`RunResult::layer_names`).
+    pub fn layer_names(&self) -> Vec<String> {
+        match self.occ {
+            Some(_) => vec![OCC_LAYER.to_string()],
+            None => self.config.topology.edge_names(),
+        }
+    }
+
+    /// Whether a service of its runs has a cache (`services.csv` and
+    /// `services_timeseries.csv` then have the cache columns).
+    pub fn has_cache(&self) -> bool {
+        self.occ.is_none()
+            && self
+                .config
+                .topology
+                .services()
+                .iter()
+                .any(|s| s.cache.is_some())
+    }
+
     /// What its runs' tables hold (run metadata for the report).
     pub fn shape(&self) -> VariantShape {
         let bucket = self.config.bucket.max(1);
@@ -242,7 +286,7 @@ fn occ_run(occ: &OccConfig, seed: u64, stop: &AtomicBool) -> (Recorder, RunInfo,
             threshold: 0.9,
             window: bucket,
         },
-        layer_names: vec!["occ".to_string()],
+        layer_names: vec![OCC_LAYER.to_string()],
         services: Vec::new(),
         edges: Vec::new(),
         incident_windows: Vec::new(),
@@ -312,6 +356,71 @@ pub fn run_items_keeping<T: Send>(
     Ok(results.into_iter().flatten().collect())
 }
 
+/// How many runs may start past the oldest one whose result has not yet
+/// been handed on, per worker thread ([`run_items_in_order`]): room for
+/// runs of uneven length, and a bound on the results waiting.
+const AHEAD_PER_THREAD: usize = 2;
+
+/// [`run_items_keeping`], handing each kept result to `sink` in the order
+/// of `items` as soon as the ones before it have been (a reorder buffer:
+/// `crate::reorder`), rather than keeping them all to the end. At most
+/// [`AHEAD_PER_THREAD`] runs per worker thread wait there, so memory
+/// follows the threads, not the runs. `keep` runs on the worker that made
+/// the run (in parallel), `sink` on one at a time. The outer error is an
+/// interruption (`stop`), the inner one the sink's refusal: either stops
+/// the runs not yet started.
+pub fn run_items_in_order<T: Send, E: Send>(
+    variants: &[VariantPlan],
+    items: &[(usize, u32)],
+    scenario_seed: u64,
+    on_done: &(dyn Fn(&RunResult) + Sync),
+    stop: &AtomicBool,
+    keep: impl Fn(RunResult) -> T + Sync,
+    sink: impl FnMut(T) -> Result<(), E> + Send,
+) -> Result<Result<(), E>, Interrupted> {
+    let gate = MemoryGate::for_this_process();
+    let ahead = AHEAD_PER_THREAD * rayon::current_num_threads().max(1);
+    let work = |i: usize| {
+        let (v, r) = items[i];
+        run_gated(&gate, variants, v, r, scenario_seed, on_done, stop).map(&keep)
+    };
+    let interrupted = |finished| Interrupted {
+        finished,
+        total: items.len(),
+    };
+    match crate::reorder::in_order(items.len(), ahead, work, sink) {
+        Ok(()) if stop.load(Ordering::Relaxed) => Err(interrupted(items.len())),
+        Ok(()) => Ok(Ok(())),
+        Err(Halted::Cancelled { finished }) => Err(interrupted(finished)),
+        Err(Halted::Sink(e)) => Ok(Err(e)),
+    }
+}
+
+/// Makes one run once the memory gate admits it; `None` when `stop` was
+/// raised before it started or cut it short.
+fn run_gated(
+    gate: &MemoryGate,
+    variants: &[VariantPlan],
+    v: usize,
+    r: u32,
+    scenario_seed: u64,
+    on_done: &(dyn Fn(&RunResult) + Sync),
+    stop: &AtomicBool,
+) -> Option<RunResult> {
+    if stop.load(Ordering::Relaxed) {
+        return None;
+    }
+    let plan = &variants[v];
+    let result = gate.admit(plan.memory, || {
+        run_one_until(plan, v, r, scenario_seed, stop)
+    });
+    if result.summary.aborted == Some(Abort::Interrupted) {
+        return None;
+    }
+    on_done(&result);
+    Some(result)
+}
+
 /// Every item's result as `keep` keeps it, `None` for one skipped or cut
 /// short by `stop`.
 fn run_each<T: Send>(
@@ -325,20 +434,7 @@ fn run_each<T: Send>(
     let gate = MemoryGate::for_this_process();
     items
         .par_iter()
-        .map(|&(v, r)| {
-            if stop.load(Ordering::Relaxed) {
-                return None;
-            }
-            let plan = &variants[v];
-            let result = gate.admit(plan.memory, || {
-                run_one_until(plan, v, r, scenario_seed, stop)
-            });
-            if result.summary.aborted == Some(Abort::Interrupted) {
-                return None;
-            }
-            on_done(&result);
-            Some(keep(result))
-        })
+        .map(|&(v, r)| run_gated(&gate, variants, v, r, scenario_seed, on_done, stop).map(&keep))
         .collect()
 }
 

@@ -15,11 +15,13 @@ use super::{
     report_to_output,
 };
 use crate::escape::escape;
-use crate::interrupt;
+use crate::interrupt::{self, Stopped};
 use crate::invariants;
 use crate::metrics::RunResult;
 use crate::metrics::slo::Objectives;
 use crate::report::output_dir::{self, Options};
+use crate::report::table_stream::{self, Columns, RunRows, TableStream};
+use crate::report::tables::Layout;
 use crate::report::{self, Mode, OutputDir, OutputError};
 use crate::runner::{self, Interrupted, VariantPlan};
 use crate::scenario::{self, Scenario, ScenarioErrors};
@@ -51,8 +53,14 @@ pub(super) fn run(args: RunArgs) -> i32 {
         }
     };
     super::print_notes(&out, settings.quiet);
-    let results = match settings.simulate() {
-        Ok(r) => r,
+    let columns = settings.columns();
+    let streamed = match settings.simulate(&out, &columns) {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => {
+            drop(out);
+            let runs = "the runs were stopped";
+            return output_failed(e, &settings.out_path, settings.not_written(), runs);
+        }
         Err(stopped) => {
             drop(out);
             errln!(
@@ -64,7 +72,8 @@ pub(super) fn run(args: RunArgs) -> i32 {
             return interrupt::EXIT_CODE;
         }
     };
-    let dir = match settings.write(out, &results) {
+    let results = &streamed.results;
+    let dir = match settings.write(out, &streamed, &columns) {
         Ok(d) => d,
         Err(e) => {
             let runs = format!("all {} runs had finished", settings.items.len());
@@ -72,9 +81,9 @@ pub(super) fn run(args: RunArgs) -> i32 {
         }
     };
     if !settings.quiet {
-        settings.print(&results, &dir);
+        settings.print(results, &dir);
     }
-    settings.exit_code(&results)
+    settings.exit_code(results)
 }
 
 /// Everything `run` needs, decided and checked before the first run.
@@ -310,10 +319,52 @@ impl Settings {
         )
     }
 
+    /// The columns of the tables written as the runs finish: an unsharded
+    /// run's are those of its results (`Layout::of`), a shard's those of
+    /// every variant of the scenario (`Layout::of_variants`), so that its
+    /// rows are the unsharded run's.
+    fn columns(&self) -> Columns {
+        let layout = match self.shard {
+            Some(_) => {
+                let names: Vec<Vec<String>> = self
+                    .plans
+                    .iter()
+                    .map(|p| p.config.topology.edge_names())
+                    .collect();
+                Layout::of_variants(
+                    names
+                        .iter()
+                        .zip(&self.plans)
+                        .map(|(names, p)| (names.as_slice(), p.params.as_slice())),
+                )
+            }
+            None => {
+                let names: Vec<Vec<String>> =
+                    self.plans.iter().map(VariantPlan::layer_names).collect();
+                Layout::of_variants(
+                    self.items
+                        .iter()
+                        .map(|&(v, _)| (names[v].as_slice(), self.plans[v].params.as_slice())),
+                )
+            }
+        };
+        Columns {
+            layout,
+            caches: self.items.iter().any(|&(v, _)| self.plans[v].has_cache()),
+        }
+    }
+
     /// Makes every run of `items` in parallel, with a progress bar (and a
-    /// line per run with `--verbose`); the results in (variant, replicate)
-    /// order whatever the threads did.
-    fn simulate(&self) -> Result<Vec<RunResult>, Interrupted> {
+    /// line per run with `--verbose`), writing `timeseries.csv` and
+    /// `services_timeseries.csv` into `out` as they finish (`columns`:
+    /// theirs); the results, without those rows, in (variant, replicate)
+    /// order whatever the threads did. The inner error: the tables could
+    /// not be written (the runs not yet started are not made).
+    fn simulate(
+        &self,
+        out: &OutputDir,
+        columns: &Columns,
+    ) -> Result<Result<Streamed, OutputError>, Interrupted> {
         let total = self.items.len();
         let bar = progress_bar(total as u64, self.quiet);
         let started = Instant::now();
@@ -339,23 +390,55 @@ impl Settings {
                 }
             }
         };
-        let results = runner::run_items(
+        let mut stream = match TableStream::create(out, columns) {
+            Ok(s) => s,
+            Err(e) => return Ok(Err(e)),
+        };
+        let stop = interrupt::flag();
+        let mut results = Vec::with_capacity(total);
+        let mut counts = Vec::with_capacity(total);
+        let ran = runner::run_items_in_order(
             &self.plans,
             &self.items,
             self.scenario.seed,
             &on_done,
-            interrupt::flag(),
+            stop,
+            |mut r| {
+                let rows = RunRows::take(columns, &mut r, stop);
+                (r, rows)
+            },
+            |(r, rows): (RunResult, Result<RunRows, Stopped>)| -> Result<(), OutputError> {
+                let rows = rows?;
+                stream.append(&rows)?;
+                counts.push(rows.count());
+                results.push(r);
+                Ok(())
+            },
         );
         bar.finish_and_clear();
-        results
+        match ran {
+            Err(stopped) => Err(stopped),
+            Ok(Err(OutputError::Interrupted)) => Err(Interrupted {
+                finished: finished.load(Ordering::Relaxed),
+                total,
+            }),
+            Ok(Err(e)) => Ok(Err(e)),
+            Ok(Ok(())) => Ok(stream.finish().map(|()| Streamed { results, counts })),
+        }
     }
 
     /// Writes the output folder (a shard folder with `--shard`) and
     /// returns where it is.
-    fn write(&self, out: OutputDir, results: &[RunResult]) -> Result<PathBuf, OutputError> {
+    fn write(
+        &self,
+        out: OutputDir,
+        streamed: &Streamed,
+        columns: &Columns,
+    ) -> Result<PathBuf, OutputError> {
+        let layout = &columns.layout;
         match self.shard {
-            Some(spec) => write_shard(out, spec, &self.scenario, &self.plans, results),
-            None => write_folder(out, &self.scenario, &self.plans, results),
+            Some(spec) => write_shard(out, spec, &self.scenario, &self.plans, streamed, layout),
+            None => write_folder(out, &self.scenario, &self.plans, &streamed.results, layout),
         }
     }
 
@@ -440,29 +523,39 @@ impl Settings {
     }
 }
 
-/// Writes a whole run's folder: the tables, the resolved scenario, and the
+/// The results of the runs, once their long tables are written
+/// (`table_stream`), in (variant, replicate) order.
+struct Streamed {
+    /// Without their rows of `timeseries.csv` and
+    /// `services_timeseries.csv`.
+    results: Vec<RunResult>,
+    /// Each result's rows of those tables ([`RunRows::count`]).
+    counts: Vec<(usize, usize)>,
+}
+
+/// Writes the rest of a whole run's folder (`timeseries.csv` and
+/// `services_timeseries.csv` are written as the runs finish), with the
+/// columns of `layout`: the other tables, the resolved scenario, and the
 /// charts and report drawn from the tables as written.
 fn write_folder(
     out: OutputDir,
     s: &Scenario,
     plans: &[VariantPlan],
     results: &[RunResult],
+    layout: &Layout,
 ) -> Result<PathBuf, OutputError> {
     let stop = interrupt::flag();
-    let layout = report::tables::Layout::of(results);
-    let timeseries = report::tables::timeseries_csv_until(&layout, results, stop)?;
-    let summary = report::tables::summary_csv_until(&layout, results, stop)?;
+    let summary = report::tables::summary_csv_until(layout, results, stop)?;
     let by_variant = report::tables::summary_by_variant_csv_until(results, stop)?;
     let resolved = scenario::resolved_yaml(s);
-    out.write("timeseries.csv", &timeseries)?;
     out.write("summary.csv", &summary)?;
     out.write("summary_by_variant.csv", &by_variant)?;
-    let [services, services_ts, calls, replicas] =
-        report::graph_tables::all_until(&layout, results, stop)?;
-    for (name, bytes) in [&services, &services_ts, &calls, &replicas] {
+    let [services, calls, replicas] =
+        report::graph_tables::all_but_timeseries_until(layout, results, stop)?;
+    for (name, bytes) in [&services, &calls, &replicas] {
         out.write(name, bytes)?;
     }
-    let classes = report::graph_tables::classes_csv(&layout, results, stop)?;
+    let classes = report::graph_tables::classes_csv(layout, results, stop)?;
     if let Some(classes) = &classes {
         out.write("classes.csv", classes)?;
     }
@@ -471,8 +564,17 @@ fn write_folder(
     // `stormsim plot` reads them, against the shape of the runs made (the
     // scenario is the one scenario.resolved.yaml holds: resolving is a
     // fixed point).
-    let data = report::ChartData::from_checked_bytes(
-        &timeseries,
+    // Read back from the work folder, in one streaming pass each.
+    let read_back = |file: &str| {
+        out.open_written(file)
+            .map(|f| std::io::BufReader::with_capacity(1 << 16, f))
+            .map_err(|e| match e {
+                OutputError::Interrupted => report::ReportError::Interrupted,
+                e => report::ReportError::Table(e.to_string()),
+            })
+    };
+    let data = report::ChartData::from_checked_source(
+        || read_back(table_stream::TIMESERIES),
         &summary,
         &by_variant,
         s,
@@ -482,7 +584,7 @@ fn write_folder(
     .and_then(|d| {
         d.with_graph(report::graph_data::GraphSources {
             services: &services.1[..],
-            timeseries: &services_ts.1[..],
+            timeseries: read_back(table_stream::SERVICES_TIMESERIES)?,
             calls: &calls.1[..],
         })
     })
@@ -502,20 +604,12 @@ fn write_shard(
     spec: ShardSpec,
     s: &Scenario,
     plans: &[VariantPlan],
-    results: &[RunResult],
+    streamed: &Streamed,
+    layout: &Layout,
 ) -> Result<PathBuf, OutputError> {
-    let layer_names: Vec<Vec<String>> = plans
-        .iter()
-        .map(|p| p.config.topology.edge_names())
-        .collect();
-    let layout = report::tables::Layout::of_variants(
-        layer_names
-            .iter()
-            .zip(plans)
-            .map(|(names, p)| (names.as_slice(), p.params.as_slice())),
-    );
+    let results = &streamed.results;
     let resolved = scenario::resolved_yaml(s);
-    let cells = report::tables::summary_rows_with(&layout, results);
+    let cells = report::tables::summary_rows_with(layout, results);
     let exact: Vec<_> = results
         .iter()
         .zip(&cells)
@@ -540,15 +634,16 @@ fn write_shard(
         rule: shard::RULE.into(),
         items: results
             .iter()
-            .map(|r| ManifestItem {
+            .zip(&streamed.counts)
+            .map(|(r, &(rows, service_rows))| ManifestItem {
                 item: r.variant_index * replicates + r.replicate as usize,
                 variant_index: r.variant_index,
                 variant: r.variant.clone(),
                 replicate: r.replicate,
-                rows: r.rows.len(),
+                rows,
                 graph_rows: [
                     r.graph.services.len(),
-                    r.graph.rows.len(),
+                    service_rows,
                     r.graph.edges.len(),
                     r.graph.replicas.len(),
                     r.classes.len(),
@@ -556,19 +651,19 @@ fn write_shard(
             })
             .collect(),
     };
-    let timeseries = report::tables::timeseries_csv_until(&layout, results, interrupt::flag())?;
-    out.write("timeseries.csv", &timeseries)?;
     out.write(
         "summary.csv",
-        &report::tables::summary_csv_with(&layout, results),
+        &report::tables::summary_csv_with(layout, results),
     )?;
     out.write(shard::EXACT_SUMMARY, &shard::exact_summary_csv(&exact))?;
-    for (name, bytes) in report::graph_tables::all(&layout, results) {
+    for (name, bytes) in
+        report::graph_tables::all_but_timeseries_until(layout, results, interrupt::flag())?
+    {
         out.write(name, &bytes)?;
     }
     out.write(
         shard::GRAPH_TABLES[shard::CLASSES],
-        &report::graph_tables::classes_table(&layout, results, interrupt::flag())?,
+        &report::graph_tables::classes_table(layout, results, interrupt::flag())?,
     )?;
     out.write("scenario.resolved.yaml", resolved.as_bytes())?;
     out.write(shard::MANIFEST, manifest.to_json().as_bytes())?;

@@ -583,8 +583,22 @@ impl ChartData {
         shape: RunShape,
         folder: Option<&Path>,
     ) -> Result<ChartData, ReportError> {
+        ChartData::from_checked_source(|| Ok(timeseries), summary, by_variant, s, shape, folder)
+    }
+
+    /// `from_checked_bytes` with `timeseries.csv` read from what `open`
+    /// opens (each time it is read: a file written as the runs finished),
+    /// in one streaming pass.
+    pub fn from_checked_source<R: Read>(
+        open: impl Fn() -> Result<R, ReportError>,
+        summary: &[u8],
+        by_variant: &[u8],
+        s: &crate::scenario::Scenario,
+        shape: RunShape,
+        folder: Option<&Path>,
+    ) -> Result<ChartData, ReportError> {
         ChartData::build(
-            |bucket, check| TimeSeries::read(timeseries, bucket, check),
+            |bucket, check| TimeSeries::read(open()?, bucket, check),
             summary,
             by_variant,
             Some(s),

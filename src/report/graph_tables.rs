@@ -158,8 +158,19 @@ pub fn replica_cells(r: &ReplicaRow) -> Vec<(&'static str, Cell)> {
     cells
 }
 
-/// Writes one table: the header from the first row (or the fallback
-/// cells when there are no rows), then every row.
+/// The header line of a table: `prefix`, the names of the `empty` cells
+/// and the `sweep.<path>` columns.
+fn header_line(prefix: &[&str], empty: &[(&'static str, Cell)], params: &[String]) -> Vec<u8> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut header: Vec<String> = prefix.iter().map(|p| p.to_string()).collect();
+    header.extend(empty.iter().map(|(n, _)| n.to_string()));
+    header.extend(params.iter().map(|p| format!("sweep.{p}")));
+    w.write_record(&header).expect("writing to memory");
+    w.into_inner().expect("writing to memory")
+}
+
+/// Writes one table: the header (from the fallback cells `empty`), then
+/// every row.
 fn table(
     prefix: &[&str],
     empty: Vec<(&'static str, Cell)>,
@@ -167,11 +178,17 @@ fn table(
     rows: impl Iterator<Item = (Vec<String>, Vec<(&'static str, Cell)>, Vec<(String, Cell)>)>,
     stop: &AtomicBool,
 ) -> Result<Vec<u8>, Stopped> {
+    let mut out = header_line(prefix, &empty, params);
+    out.extend_from_slice(&table_rows(rows, stop)?);
+    Ok(out)
+}
+
+/// The lines of a table's `rows`, without its header.
+fn table_rows(
+    rows: impl Iterator<Item = (Vec<String>, Vec<(&'static str, Cell)>, Vec<(String, Cell)>)>,
+    stop: &AtomicBool,
+) -> Result<Vec<u8>, Stopped> {
     let mut w = csv::Writer::from_writer(Vec::new());
-    let mut header: Vec<String> = prefix.iter().map(|p| p.to_string()).collect();
-    header.extend(empty.iter().map(|(n, _)| n.to_string()));
-    header.extend(params.iter().map(|p| format!("sweep.{p}")));
-    w.write_record(&header).expect("writing to memory");
     let mut field = String::new();
     for (i, (lead, cells, sweep)) in rows.enumerate() {
         if i.is_multiple_of(POLL_ROWS) && stop.load(Ordering::Relaxed) {
@@ -229,25 +246,43 @@ fn services_timeseries_csv(
     stop: &AtomicBool,
 ) -> Result<Vec<u8>, Stopped> {
     let caches = any_cache(results);
-    let rows = results.iter().flat_map(|r| {
-        let sweep = param_cells(r, &layout.params);
-        r.graph.rows.iter().map(move |row| {
-            let lead = vec![
-                r.variant.clone(),
-                r.replicate.to_string(),
-                Cell::Float(row.t_s).render(),
-                r.services[row.service].name.clone(),
-            ];
-            (lead, service_row_cells(row, caches), sweep.clone())
-        })
-    });
-    table(
+    let mut out = services_timeseries_header(layout, caches);
+    for r in results {
+        out.extend_from_slice(&services_timeseries_rows(layout, caches, r, stop)?);
+    }
+    Ok(out)
+}
+
+/// The header line of `services_timeseries.csv` with the columns of
+/// `layout`; `caches`: with the cache columns (some service of the runs
+/// has a cache).
+pub fn services_timeseries_header(layout: &Layout, caches: bool) -> Vec<u8> {
+    header_line(
         &["variant", "replicate", "t_s", "service"],
-        service_row_cells(&ServiceRow::default(), caches),
+        &service_row_cells(&ServiceRow::default(), caches),
         &layout.params,
-        rows,
-        stop,
     )
+}
+
+/// One run's lines of `services_timeseries.csv` (after the header),
+/// given up once `stop` is raised.
+pub fn services_timeseries_rows(
+    layout: &Layout,
+    caches: bool,
+    r: &RunResult,
+    stop: &AtomicBool,
+) -> Result<Vec<u8>, Stopped> {
+    let sweep = param_cells(r, &layout.params);
+    let rows = r.graph.rows.iter().map(|row| {
+        let lead = vec![
+            r.variant.clone(),
+            r.replicate.to_string(),
+            Cell::Float(row.t_s).render(),
+            r.services[row.service].name.clone(),
+        ];
+        (lead, service_row_cells(row, caches), sweep.clone())
+    });
+    table_rows(rows, stop)
 }
 
 /// `calls.csv`.
@@ -377,6 +412,20 @@ pub fn all_until(
             "services_timeseries.csv",
             services_timeseries_csv(layout, results, stop)?,
         ),
+        ("calls.csv", calls_csv(layout, results, stop)?),
+        ("replicas.csv", replicas_csv(layout, results, stop)?),
+    ])
+}
+
+/// `all_until` without `services_timeseries.csv` (written as the runs
+/// finish: `super::table_stream`), as (file name, bytes).
+pub fn all_but_timeseries_until(
+    layout: &Layout,
+    results: &[RunResult],
+    stop: &AtomicBool,
+) -> Result<[(&'static str, Vec<u8>); 3], Stopped> {
+    Ok([
+        ("services.csv", services_csv(layout, results, stop)?),
         ("calls.csv", calls_csv(layout, results, stop)?),
         ("replicas.csv", replicas_csv(layout, results, stop)?),
     ])

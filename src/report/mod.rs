@@ -26,6 +26,7 @@ pub mod stability;
 pub mod styles;
 pub mod sweep;
 pub mod table_check;
+pub mod table_stream;
 pub mod tables;
 
 /// The most variants a table of the console or of `report.html` shows

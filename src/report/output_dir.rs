@@ -155,6 +155,35 @@ pub struct OutputDir {
     notes: Vec<String>,
 }
 
+/// A file of an [`OutputDir`] being written piece by piece; it is in the
+/// work folder like any other, and goes in place only with the folder.
+#[derive(Debug)]
+pub struct OutputFile {
+    file: io::BufWriter<fs::File>,
+    path: PathBuf,
+}
+
+impl OutputFile {
+    /// Adds `bytes` at the end of the file.
+    pub fn append(&mut self, bytes: &[u8]) -> Result<(), OutputError> {
+        // In pieces, the stop flag polled between them: a long run's
+        // timeseries.csv is hundreds of megabytes.
+        let mut write = || -> io::Result<()> {
+            for piece in bytes.chunks(WRITE_PIECE) {
+                interrupt::check_io()?;
+                io::Write::write_all(&mut self.file, piece)?;
+            }
+            Ok(())
+        };
+        write().map_err(|e| io_error(self.path.display(), &e))
+    }
+
+    /// Writes out what is buffered and closes the file.
+    pub fn finish(mut self) -> Result<(), OutputError> {
+        io::Write::flush(&mut self.file).map_err(|e| io_error(self.path.display(), &e))
+    }
+}
+
 /// The default output folder of a scenario: `output/<name>`, refused when
 /// the name is not one plain folder name.
 pub fn default_folder(name: &str) -> Result<PathBuf, OutputError> {
@@ -1094,6 +1123,33 @@ impl OutputDir {
     /// Writes one file (a relative path of plain names; subfolders are
     /// created).
     pub fn write(&self, rel: &str, bytes: &[u8]) -> Result<(), OutputError> {
+        let mut file = self.create(rel)?;
+        file.append(bytes)?;
+        file.finish()
+    }
+
+    /// Creates one file to be written piece by piece ([`OutputFile`]: a
+    /// table written as the runs finish), as `write` would write it.
+    pub fn create(&self, rel: &str) -> Result<OutputFile, OutputError> {
+        let path = self.staged(rel)?;
+        let file = fs::File::create(&path).map_err(|e| io_error(path.display(), &e))?;
+        Ok(OutputFile {
+            file: io::BufWriter::with_capacity(1 << 16, file),
+            path,
+        })
+    }
+
+    /// Opens a file written (and finished) into the folder, to read it
+    /// back before the folder is committed (the charts are drawn from the
+    /// tables as written).
+    pub fn open_written(&self, rel: &str) -> Result<fs::File, OutputError> {
+        let path = self.staged(rel)?;
+        fs::File::open(&path).map_err(|e| io_error(path.display(), &e))
+    }
+
+    /// Where the file `rel` is written (its folders created), once `rel`
+    /// is checked to be a plain relative path this command may write.
+    fn staged(&self, rel: &str) -> Result<PathBuf, OutputError> {
         interrupt::check()?;
         let rel = Path::new(rel);
         if !rel.components().all(|c| matches!(c, Component::Normal(_))) {
@@ -1115,17 +1171,7 @@ impl OutputDir {
         if let Some(dir) = path.parent() {
             fs::create_dir_all(dir).map_err(|e| io_error(dir.display(), &e))?;
         }
-        // In pieces, the stop flag polled between them: a long run's
-        // timeseries.csv is hundreds of megabytes.
-        let write = || -> io::Result<()> {
-            let mut file = fs::File::create(&path)?;
-            for piece in bytes.chunks(WRITE_PIECE) {
-                interrupt::check_io()?;
-                io::Write::write_all(&mut file, piece)?;
-            }
-            Ok(())
-        };
-        write().map_err(|e| io_error(path.display(), &e))
+        Ok(path)
     }
 
     /// Puts everything written in place (see the module's documentation)

@@ -10,10 +10,11 @@ use crate::metrics::RunResult;
 use crate::metrics::aggregate::aggregate;
 use crate::metrics::columns::{for_each_time_cell, summary_cells, time_row_cells};
 
-/// The most bytes of `timeseries.csv` read back (`plot`, `merge`): more
-/// than the largest run writes (`scenario::validate::MAX_TIMESERIES_ROWS`
-/// rows of a few hundred bytes to a few KiB).
-pub const MAX_TIMESERIES_BYTES: u64 = 8 << 30;
+/// The most bytes of `timeseries.csv` (or `services_timeseries.csv`) read
+/// back (`plot`), in one streaming pass: more than the largest run writes
+/// (`scenario::validate::MAX_TIMESERIES_ROWS` rows of a few hundred bytes
+/// to a few KiB).
+pub const MAX_TIMESERIES_BYTES: u64 = 1 << 40;
 /// The most bytes of `summary.csv`, `summary_by_variant.csv` or
 /// `summary.exact.csv` read back.
 pub const MAX_SUMMARY_BYTES: u64 = 1 << 30;
@@ -156,52 +157,93 @@ pub fn timeseries_csv_until(
 ) -> Result<Vec<u8>, Stopped> {
     // Streamed row by row: a long run has hundreds of thousands of rows,
     // and holding them all as strings would take gigabytes.
-    let layers = &layout.layers;
-    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut out = Vec::new();
     let mut header = false;
-    let mut field = String::new();
-    let mut written = 0usize;
     for r in results {
-        let params = param_cells(r, &layout.params);
-        for row in &r.rows {
-            if written.is_multiple_of(POLL_ROWS) && stop.load(Ordering::Relaxed) {
-                return Err(Stopped);
-            }
-            written += 1;
-            let mut row = row.clone();
-            row.layer_attempts = spread(&row.layer_attempts, &r.layer_names, layers, 0);
-            row.layer_retries = spread(&row.layer_retries, &r.layer_names, layers, 0);
-            row.layer_gates = spread(&row.layer_gates, &r.layer_names, layers, [0; 3]);
-            row.layer_levels = spread(&row.layer_levels, &r.layer_names, layers, [None; 3]);
-            row.layer_orphaned = spread(&row.layer_orphaned, &r.layer_names, layers, 0);
-            if !header {
-                let mut cells = time_row_cells(&row, layers);
-                cells.extend(params.iter().cloned());
-                w.write_record(header_of(&["variant", "replicate"], &cells))
-                    .expect("writing to memory");
-                header = true;
-            }
-            w.write_field(&r.variant).expect("writing to memory");
-            w.write_field(r.replicate.to_string())
-                .expect("writing to memory");
-            // Cells only: the names were written once, in the header.
-            let mut put = |cell: &Cell| {
-                field.clear();
-                cell.render_into(&mut field);
-                w.write_field(&field).expect("writing to memory");
-            };
-            for_each_time_cell(&row, layers, |_, cell| put(&cell));
-            for (_, cell) in &params {
-                put(cell);
-            }
-            w.write_record(None::<&[u8]>).expect("writing to memory");
+        let rows = timeseries_rows(layout, r, stop)?;
+        if !header && let Some(h) = &rows.header {
+            out.extend_from_slice(h);
+            header = true;
         }
+        out.extend_from_slice(&rows.rows);
     }
     if !header {
-        w.write_record(Vec::<String>::new())
-            .expect("writing to memory");
+        out.extend_from_slice(&timeseries_without_rows());
     }
-    Ok(w.into_inner().expect("writing to memory"))
+    Ok(out)
+}
+
+/// One run's rows of `timeseries.csv`, as CSV bytes: the table is these
+/// runs' `rows` in run order, under the `header` of the first run that
+/// has rows (or [`timeseries_without_rows`] when none has).
+#[derive(Clone, Debug, Default)]
+pub struct TimeseriesRows {
+    /// The table's header line as this run's first row names it; `None`
+    /// for a run without rows.
+    pub header: Option<Vec<u8>>,
+    pub rows: Vec<u8>,
+    /// How many rows `rows` holds.
+    pub count: usize,
+}
+
+/// `timeseries.csv` of runs without a single row.
+pub fn timeseries_without_rows() -> Vec<u8> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(Vec::<String>::new())
+        .expect("writing to memory");
+    w.into_inner().expect("writing to memory")
+}
+
+/// The rows of `timeseries.csv` of one run with the columns of `layout`
+/// (see [`TimeseriesRows`]), given up once `stop` is raised.
+pub fn timeseries_rows(
+    layout: &Layout,
+    r: &RunResult,
+    stop: &AtomicBool,
+) -> Result<TimeseriesRows, Stopped> {
+    let layers = &layout.layers;
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut header = None;
+    let mut field = String::new();
+    let params = param_cells(r, &layout.params);
+    for (written, row) in r.rows.iter().enumerate() {
+        if written.is_multiple_of(POLL_ROWS) && stop.load(Ordering::Relaxed) {
+            return Err(Stopped);
+        }
+        let mut row = row.clone();
+        row.layer_attempts = spread(&row.layer_attempts, &r.layer_names, layers, 0);
+        row.layer_retries = spread(&row.layer_retries, &r.layer_names, layers, 0);
+        row.layer_gates = spread(&row.layer_gates, &r.layer_names, layers, [0; 3]);
+        row.layer_levels = spread(&row.layer_levels, &r.layer_names, layers, [None; 3]);
+        row.layer_orphaned = spread(&row.layer_orphaned, &r.layer_names, layers, 0);
+        if header.is_none() {
+            let mut cells = time_row_cells(&row, layers);
+            cells.extend(params.iter().cloned());
+            let mut h = csv::Writer::from_writer(Vec::new());
+            h.write_record(header_of(&["variant", "replicate"], &cells))
+                .expect("writing to memory");
+            header = Some(h.into_inner().expect("writing to memory"));
+        }
+        w.write_field(&r.variant).expect("writing to memory");
+        w.write_field(r.replicate.to_string())
+            .expect("writing to memory");
+        // Cells only: the names were written once, in the header.
+        let mut put = |cell: &Cell| {
+            field.clear();
+            cell.render_into(&mut field);
+            w.write_field(&field).expect("writing to memory");
+        };
+        for_each_time_cell(&row, layers, |_, cell| put(&cell));
+        for (_, cell) in &params {
+            put(cell);
+        }
+        w.write_record(None::<&[u8]>).expect("writing to memory");
+    }
+    Ok(TimeseriesRows {
+        header,
+        rows: w.into_inner().expect("writing to memory"),
+        count: r.rows.len(),
+    })
 }
 
 /// The cells of each result's `summary.csv` row (after `variant,

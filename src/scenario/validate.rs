@@ -26,10 +26,12 @@ pub const MAX_INSTANCES: u32 = 1_000_000;
 pub const MAX_RATE_PER_SEC: f64 = 10_000_000.0;
 /// Buckets per run (`duration / bucket`): a day in seconds fits.
 pub const MAX_BUCKETS: u64 = crate::metrics::recorder::MAX_BUCKETS as u64;
-/// Rows of `timeseries.csv` (runs × buckets), all of them held in memory
-/// until the folder is written: a million rows of a two-layer scenario
-/// peak at about 1.8 GB, so this bounds a run to some 4 GB.
-pub const MAX_TIMESERIES_ROWS: u64 = 2_000_000;
+/// Rows of `timeseries.csv` (runs × buckets), and of
+/// `services_timeseries.csv` (× services). They are written as the runs
+/// finish and never held in memory (`report::table_stream`); this is a
+/// bound on disk space (100 million rows of `timeseries.csv` are at least
+/// some 15 GB), not on memory, which `runner::retained_bytes` bounds.
+pub const MAX_TIMESERIES_ROWS: u64 = 100_000_000;
 
 /// The number of buckets (rows of `timeseries.csv`) of one run.
 pub fn buckets(s: &Scenario) -> u64 {

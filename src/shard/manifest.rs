@@ -5,7 +5,7 @@
 //! allocates, so it is checked like a scenario file before anything is
 //! used: only a regular file of at most [`MAX_MANIFEST_BYTES`] is read;
 //! every field must be present, of its type and in its range (numbers
-//! bounded by the largest run stormsim writes,
+//! bounded by the largest run stormsim writes: [`MAX_ITEMS`] runs,
 //! `scenario::validate::MAX_TIMESERIES_ROWS` rows); names must be plain
 //! text (the scenario's, one folder name); unknown fields are refused.
 //! Errors name the file and the field path (`items.3.replicate`).
@@ -24,9 +24,10 @@ use crate::scenario::validate::MAX_TIMESERIES_ROWS;
 pub const MAX_MANIFEST_BYTES: u64 = 512 * 1024 * 1024;
 /// Names (scenario, variant, version) longer than this are refused.
 pub const MAX_NAME_BYTES: usize = 4096;
-/// The most runs (items) a manifest may describe: every run writes at
-/// least one row of `timeseries.csv`.
-pub const MAX_ITEMS: u64 = MAX_TIMESERIES_ROWS;
+/// The most runs (items) a manifest may describe, the most a run can
+/// have: results of more would not fit in memory
+/// (`runner::retained_bytes`, some 60 kB a run).
+pub const MAX_ITEMS: u64 = 2_000_000;
 
 /// One run of a shard.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

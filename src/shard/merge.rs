@@ -28,7 +28,15 @@ use crate::metrics::Cell;
 use crate::report::shape::RunShape;
 use crate::report::table_check::{Runs, TableCheck, TableKind};
 use crate::report::{self, tables};
-use crate::scenario::{self, Scenario, validate::MAX_TIMESERIES_ROWS};
+use crate::scenario::{self, Scenario};
+
+/// The most rows of `timeseries.csv` a merge takes: it holds every
+/// shard's tables in memory (unlike `run`, which writes them as the runs
+/// finish), and a million rows peak at about 1.8 GB.
+const MAX_MERGED_ROWS: u64 = 2_000_000;
+/// The most bytes of one shard's `timeseries.csv` (or
+/// `services_timeseries.csv`) a merge reads into memory.
+const MAX_MERGED_TABLE_BYTES: u64 = 8 << 30;
 
 use super::{
     CLASSES, EXACT_SUMMARY, GRAPH_TABLES, MANIFEST, Manifest, ShardSpec, decode_cell,
@@ -326,10 +334,10 @@ fn check_scenario(
             total_rows += item.rows as u64;
         }
     }
-    if total_rows > MAX_TIMESERIES_ROWS {
+    if total_rows > MAX_MERGED_ROWS {
         return Err(format!(
-            "the manifests describe {total_rows} rows of timeseries.csv; a run has at most \
-             {MAX_TIMESERIES_ROWS}"
+            "the manifests describe {total_rows} rows of timeseries.csv; merge takes at most \
+             {MAX_MERGED_ROWS} (it holds the shards' tables in memory)"
         ));
     }
     let shape = RunShape::of_expanded(&variants, &s);
@@ -829,9 +837,7 @@ fn read_shard(shard: &Shard, index: usize, plan_shape: &RunShape) -> Result<Shar
     // MAX_ROW_BYTES, so a larger file is not the shard's.
     let row = tables::MAX_ROW_BYTES as u64;
     let rows: u64 = m.items.iter().map(|i| i.rows as u64).sum();
-    let ts_cap = (rows + 1)
-        .saturating_mul(row)
-        .min(tables::MAX_TIMESERIES_BYTES);
+    let ts_cap = (rows + 1).saturating_mul(row).min(MAX_MERGED_TABLE_BYTES);
     let summary_cap = (m.items.len() as u64 + 1)
         .saturating_mul(row)
         .min(tables::MAX_SUMMARY_BYTES);
@@ -865,9 +871,7 @@ fn read_shard(shard: &Shard, index: usize, plan_shape: &RunShape) -> Result<Shar
     ];
     for (t, file) in GRAPH_TABLES.iter().enumerate() {
         let rows: u64 = m.items.iter().map(|i| i.graph_rows[t] as u64).sum();
-        let cap = (rows + 1)
-            .saturating_mul(row)
-            .min(tables::MAX_TIMESERIES_BYTES);
+        let cap = (rows + 1).saturating_mul(row).min(MAX_MERGED_TABLE_BYTES);
         let bytes = read(dir, file, cap).map_err(input)?;
         let split = split_csv(&bytes, &label(file), check(graph_kinds[t]), false)?;
         graph.push((bytes, split.header.clone()));
