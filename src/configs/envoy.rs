@@ -400,10 +400,8 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
                 "the route's stream idle timeout (a request whose response sends nothing for this long is reset, 504 upstream), which stormsim has no timer for",
             ),
             "request_mirror_policies" => b.warn(key, Some(e.key_pos), "not simulated: it does not change the attempts this route sends"),
-            "priority" => {
-                if !matches!(e.value.scalar(), Some("DEFAULT" | "HIGH")) {
-                    b.error(key, Some(e.value.pos), format!("expected DEFAULT or HIGH (a RoutingPriority), found {}", e.value.describe()));
-                }
+            "priority" if !matches!(e.value.scalar(), Some("DEFAULT" | "HIGH")) => {
+                b.error(key, Some(e.value.pos), format!("expected DEFAULT or HIGH (a RoutingPriority), found {}", e.value.describe()));
             }
             _ => {}
         }

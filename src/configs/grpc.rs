@@ -87,6 +87,11 @@ pub(crate) struct Selected<'d> {
     pub score: u8,
 }
 
+/// A `name` entry's (service, method), and where it was first given
+/// (entry, index in its list, position).
+type NamePath = (String, String);
+type NameAt = (usize, usize, (u32, u32));
+
 fn split_method(m: &str) -> (&str, &str) {
     let m = m.trim_start_matches('/');
     m.split_once('/').unwrap_or((m, ""))
@@ -105,8 +110,7 @@ pub(crate) fn select<'d>(doc: &'d Doc, method: &str) -> Result<Selected<'d>, Fin
     // grpc-go `parseServiceConfig` keeps one set of paths for the whole
     // config and refuses it (errDuplicatedName) at the first name seen
     // twice, in one entry's list or in two entries.
-    let mut paths: std::collections::HashMap<(String, String), (usize, usize, (u32, u32))> =
-        std::collections::HashMap::new();
+    let mut paths: std::collections::HashMap<NamePath, NameAt> = std::collections::HashMap::new();
     for (i, mc) in root
         .get("methodConfig")
         .map_or(&[][..], Node::items)
@@ -715,7 +719,20 @@ fn read_throttling(b: &mut Builder, root: &Node) {
             // gRFC A6: maxTokens in (0, 1000], tokenRatio > 0.
             "maxTokens" => {
                 has_tokens = true;
-                tokens = number(b, &e.value, &key, 1.0, 1000.0).map(|v| (v, key, e.value.pos))
+                // grpc-go `parseServiceConfig`: `mt <= 0 || mt > 1000` is
+                // refused; any float in between is taken.
+                tokens = match number(b, &e.value, &key, 0.0, 1000.0) {
+                    Some(v) if v > 0.0 => Some((v, key, e.value.pos)),
+                    Some(_) => {
+                        b.error(
+                            key,
+                            Some(e.value.pos),
+                            "maxTokens must be greater than 0 (gRPC refuses the service config: \"maxTokens (0) out of range (0, 1000]\")",
+                        );
+                        None
+                    }
+                    None => None,
+                }
             }
             "tokenRatio" => {
                 has_ratio = true;

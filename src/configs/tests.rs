@@ -2551,3 +2551,64 @@ spec:
         assert_eq!(out.after, format!("{head}{after}"), "{block}");
     }
 }
+
+/// grpc-go takes any maxTokens in (0, 1000], fractions included.
+#[test]
+fn grpc_max_tokens_may_be_a_fraction() {
+    let src = GRPC.replace("\"maxTokens\": 10", "\"maxTokens\": 0.5");
+    let p = import_in(
+        &src,
+        Format::GrpcServiceConfig,
+        "orders.v1.Orders/CreateOrder",
+    )
+    .unwrap();
+    has(&p, &["retry.budget.max_tokens=0.5"]);
+}
+
+/// A value not given that the edit changes all the same (an Istio block
+/// without `attempts` ignores its retryOn and perTryTimeout until
+/// `attempts` is written): the message names it and says to give it.
+#[test]
+fn export_names_the_values_to_give_with_the_one_given() {
+    let src = "\
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: { name: cart }
+spec:
+  hosts: [cart]
+  http:
+  - name: cart
+    route: [ { destination: { host: cart } } ]
+    retries: { perTryTimeout: 1s, retryOn: connect-failure }
+";
+    let e = export_in(
+        src,
+        Format::IstioVirtualservice,
+        "cart",
+        &[("retry.max_attempts", json!(3))],
+    )
+    .unwrap_err();
+    assert!(
+        e.iter().any(|e| e.contains(
+            "retry.retry_on: not given, but the change would make the file give [\"connection\"]"
+        ) && e.contains("Give `retry.retry_on` too")),
+        "{e:?}"
+    );
+    let out = export_in(
+        src,
+        Format::IstioVirtualservice,
+        "cart",
+        &[
+            ("retry.max_attempts", json!(3)),
+            ("retry.retry_on", json!(["connection"])),
+            ("timeout", json!("1s")),
+        ],
+    )
+    .unwrap();
+    assert!(
+        out.after
+            .contains("retries: { perTryTimeout: 1s, retryOn: connect-failure, attempts: 2 }"),
+        "{}",
+        out.after
+    );
+}

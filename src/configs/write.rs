@@ -457,18 +457,34 @@ pub fn export_text(
         let leaves_w = super::leaves(&want);
         let leaves_b = super::leaves(&back);
         let show = |v: Option<&Value>| v.map_or("absent".to_string(), Value::to_string);
+        // A value the user did not give (a `--set` style best.yaml names
+        // some fields) that the edit changes all the same: the file ties
+        // it to one that was given (an Istio `retries` block without
+        // `attempts` ignores its `retryOn` and `perTryTimeout` until
+        // `attempts` is written). Say what to give.
+        let given = |p: &str| match wanted {
+            Wanted::Layer(_) => true,
+            Wanted::Sets(sets) => sets.iter().any(|(s, _)| {
+                s == p || p.starts_with(&format!("{s}.")) || s.starts_with(&format!("{p}."))
+            }),
+        };
         return Err(off
             .iter()
             .map(|p| {
-                ScenarioError::new(
-                    label,
+                let message = if given(p) {
                     format!(
                         "the file cannot hold {} exactly: it would read back as {}; nothing was written",
                         show(leaves_w.get(p)),
                         show(leaves_b.get(p))
-                    ),
-                )
-                .with_path(p.clone())
+                    )
+                } else {
+                    format!(
+                        "not given, but the change would make the file give {} here (it gives {} now): the file ties it to a value that was given; nothing was written. Give `{p}` too, this value to accept it or one of your own",
+                        show(leaves_b.get(p)),
+                        show(leaves_w.get(p))
+                    )
+                };
+                ScenarioError::new(label, message).with_path(p.clone())
             })
             .collect());
     }
