@@ -298,7 +298,7 @@ fn import_an_istio_route_on_the_default_policy() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).contains("`instance` selects nothing in a istio-virtualservice file"),
+        stderr(&out).contains("`instance` selects nothing in an istio-virtualservice file"),
         "{}",
         stderr(&out)
     );

@@ -405,7 +405,8 @@ pub fn export_text(
                         ScenarioError::new(
                             label,
                             format!(
-                                "a {format} file holds no `{top}`; it holds {}",
+                                "{} {format} file holds no `{top}`; it holds {}",
+                                format.article(),
                                 owned.join(", ")
                             ),
                         )
