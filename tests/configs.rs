@@ -276,7 +276,14 @@ fn import_an_istio_route_on_the_default_policy() {
         stdout.contains("Istio's default 2 retries (retry.go)"),
         "{stdout}"
     );
-    assert!(out.stderr.is_empty(), "{}", stderr(&out));
+    // No status code retried by default (istio/istio PR #52111), and a
+    // warning about the default's gRPC conditions.
+    assert!(stdout.contains("    retry_on: [connection] "), "{stdout}");
+    assert!(
+        stderr(&out).contains("gRPC statuses UNAVAILABLE and CANCELLED"),
+        "{}",
+        stderr(&out)
+    );
     // A selector key the format does not take.
     let out = stormsim(dir.path())
         .args([
@@ -291,7 +298,7 @@ fn import_an_istio_route_on_the_default_policy() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).contains("`instance` selects nothing in a istio-virtualservice file"),
+        stderr(&out).contains("`instance` selects nothing in an istio-virtualservice file"),
         "{}",
         stderr(&out)
     );
@@ -1071,5 +1078,61 @@ fn aws_default_and_profile_default_the_later_wins() {
     assert!(
         after.contains("[default]\nregion = eu-west-1\nretry_mode = legacy\n"),
         "{after}"
+    );
+}
+
+/// Without a selector flag, export takes the selector from the `from` of
+/// the layer it picks: the one whose `from` names the file (no --layer),
+/// or the one --layer names; a note is printed with --dry-run too.
+#[test]
+fn export_takes_the_selector_from_the_picked_layers_from() {
+    let dir = workspace();
+    std::fs::write(
+        dir.path().join("best.yaml"),
+        "name: tuned\nduration: 1m\nclients:\n  arrival: { kind: poisson, rate: 100/s }\nlayers:\n  - name: edge\n    from: { file: envoy.yaml, format: envoy-route, route: create-order }\n    retry: { max_attempts: 3 }\n  - name: orders\n    from: { file: service-config.json, format: grpc-service-config, method: orders.v1.Orders/CreateOrder }\n    retry: { max_attempts: 2 }\ndependency:\n  concurrency: 4\n  service_time: { dist: constant, value: 10ms }\n",
+    )
+    .unwrap();
+    for extra in [&[][..], &["--layer", "edge"][..]] {
+        let out = stormsim(dir.path())
+            .args([
+                "export",
+                "best.yaml",
+                "--into",
+                "envoy.yaml",
+                "--format",
+                "envoy-route",
+                "--dry-run",
+            ])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{extra:?}: {}", stderr(&out));
+        let diff = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            diff.contains("+                              num_retries: 2"),
+            "{extra:?}: {diff}"
+        );
+    }
+    let out = stormsim(dir.path())
+        .args([
+            "export",
+            "best.yaml",
+            "--into",
+            "service-config.json",
+            "--format",
+            "grpc-service-config",
+            "--layer",
+            "orders",
+            "--dry-run",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("+        \"maxAttempts\": 2,"));
+    // The note a real export prints is printed with --dry-run too.
+    assert!(
+        stderr(&out).contains("note: methodConfig[1] names 2 methods"),
+        "{}",
+        stderr(&out)
     );
 }

@@ -546,10 +546,11 @@ fn export(args: ExportArgs) -> i32 {
             return 2;
         }
     };
-    // --call without --route (or another selector flag): the call's own
-    // `from:` selector, when it is of this format, names the policy.
-    if args.call.is_some()
-        && let configs::write::Wanted::Layer(m) = &wanted
+    // No --route (or another selector flag): the picked layer's or call's
+    // own `from:` selector, when it is of this format, names the policy
+    // (the layer or call picked by --layer or --call, or, without either,
+    // the one whose `from` names the file).
+    if let configs::write::Wanted::Layer(m) = &wanted
         && let Some(from) = m
             .get("from")
             .and_then(|f| serde_json::from_value::<scenario::types::FromFile>(f.clone()).ok())
@@ -595,11 +596,11 @@ fn export(args: ExportArgs) -> i32 {
         return 0;
     }
     out!("{}", unified_diff(&done.before, &done.after, &label));
-    if args.dry_run {
-        return 0;
-    }
     for n in &done.notes {
         errln!("note: {}", escape(n));
+    }
+    if args.dry_run {
+        return 0;
     }
     match replace_file(&args.into, &done.before, &done.after) {
         Ok(()) => {

@@ -313,10 +313,7 @@ fn preset_of(mode: &str) -> &'static str {
 /// last setting.
 fn put<'d>(w: &mut Writer<'d>, section: &'d Entry, key: &str, value: String) -> Result<(), String> {
     match setting(&section.value, key) {
-        Some(e) => {
-            w.put_node(&e.value, &Lit::Bare(value));
-            Ok(())
-        }
+        Some(e) => w.put_node(&e.value, &Lit::Bare(value)),
         None => w.put(&section.value, &section.key, &[key], Lit::Bare(value)),
     }
 }

@@ -79,6 +79,14 @@ fn yaml_plain_ok(s: &str) -> bool {
 /// `lit` as YAML or JSON text; `style` is the style of the value it
 /// replaces (kept when it can hold the value).
 pub fn render(lit: &Lit, syntax: Syntax, style: Option<Style>) -> String {
+    render_in(lit, syntax, style, false)
+}
+
+/// As [`render`]; `flow`: the value stands inside a YAML flow mapping or
+/// list (`{ ... }`, `[ ... ]`), where a plain scalar ends at `,`, `[`,
+/// `]`, `{`, `}` (and `:`), so a string holding one is quoted (YAML 1.2
+/// §7.3.3, plain scalars in flow context).
+pub fn render_in(lit: &Lit, syntax: Syntax, style: Option<Style>, flow: bool) -> String {
     match (lit, syntax) {
         (Lit::Bare(b), _) => b.clone(),
         (Lit::Str(s), Syntax::Json) => json_string(s),
@@ -86,11 +94,16 @@ pub fn render(lit: &Lit, syntax: Syntax, style: Option<Style>) -> String {
         (Lit::Str(s), Syntax::Yaml) => match style {
             Some(Style::Single) if !s.contains('\n') => format!("'{}'", s.replace('\'', "''")),
             Some(Style::Double) => json_string(s),
-            _ if yaml_plain_ok(s) => s.clone(),
+            _ if yaml_plain_ok(s) && !(flow && s.contains([',', '[', ']', '{', '}', ':'])) => {
+                s.clone()
+            }
             _ => json_string(s),
         },
         (Lit::List(items), _) => {
-            let inner: Vec<String> = items.iter().map(|i| render(i, syntax, style)).collect();
+            let inner: Vec<String> = items
+                .iter()
+                .map(|i| render_in(i, syntax, style, true))
+                .collect();
             format!("[{}]", inner.join(", "))
         }
     }
@@ -99,6 +112,84 @@ pub fn render(lit: &Lit, syntax: Syntax, style: Option<Style>) -> String {
 /// The edit that writes `lit` in place of `node`'s value. A block list is
 /// rewritten as a block list at the same indentation.
 pub fn replace(text: &str, syntax: Syntax, node: &Node, lit: &Lit) -> Edit {
+    replace_in(text, syntax, node, lit, false)
+}
+
+/// A block scalar (`|`, `>-`) holding one line of its own: the edit that
+/// writes `value` as that line, the header (`|`, `>-`, its comment) and
+/// whatever follows the scalar (the next key, comments, blank lines, the
+/// file's last line break) kept. `None`: not such a scalar.
+fn replace_block_scalar(text: &str, node: &Node, value: &str) -> Option<Edit> {
+    if value.contains('\n') {
+        return None;
+    }
+    let indent_of = |line: &str| line.len() - line.trim_start_matches(' ').len();
+    let line_at = |b: usize| text[..b].rfind('\n').map_or(0, |i| i + 1);
+    // The header line (`key: |`): where the span starts, or (a span that
+    // starts at the content) the line above the content indented less.
+    let header_start = if text[node.span.start..].starts_with(['|', '>']) {
+        line_at(node.span.start)
+    } else {
+        let content = line_at(node.span.start);
+        let n = indent_of(&text[content..]);
+        let mut at = content;
+        loop {
+            if at == 0 {
+                return None;
+            }
+            let prev = line_at(at - 1);
+            let line = &text[prev..at - 1];
+            if !line.trim().is_empty() && indent_of(line) < n {
+                break prev;
+            }
+            at = prev;
+        }
+    };
+    let header_end = header_start + text[header_start..].find('\n')?;
+    let parent = indent_of(&text[header_start..header_end]);
+    // The content lines: indented deeper than the header's line; blank
+    // lines between them belong to the scalar, blank lines after it not.
+    let mut at = header_end + 1;
+    let mut first: Option<(usize, usize)> = None;
+    let mut last_end = None;
+    while at < text.len() {
+        let end = text[at..].find('\n').map_or(text.len(), |i| at + i);
+        let line = &text[at..end];
+        if line.trim().is_empty() {
+            at = end + 1;
+            continue;
+        }
+        let n = indent_of(line);
+        if n <= parent {
+            break;
+        }
+        if first.is_none() {
+            first = Some((at, n));
+        }
+        last_end = Some(end);
+        at = end + 1;
+    }
+    let ((start, n), end) = (first?, last_end?);
+    Some(Edit {
+        range: start + n..end,
+        text: value.to_string(),
+    })
+}
+
+/// As [`replace`]; `flow`: `node` stands inside a YAML flow collection.
+pub fn replace_in(text: &str, syntax: Syntax, node: &Node, lit: &Lit, flow: bool) -> Edit {
+    if let (
+        Kind::Scalar {
+            style: Style::Block,
+            ..
+        },
+        Lit::Str(v) | Lit::Bare(v),
+    ) = (&node.kind, lit)
+        && syntax == Syntax::Yaml
+        && let Some(e) = replace_block_scalar(text, node, v)
+    {
+        return e;
+    }
     let new = match (&node.kind, lit) {
         (Kind::Seq { flow: false, items }, Lit::List(values)) if syntax == Syntax::Yaml => {
             let style = items.first().and_then(Node::style);
@@ -138,10 +229,19 @@ pub fn replace(text: &str, syntax: Syntax, node: &Node, lit: &Lit) -> Edit {
                         .collect();
                     format!("[\n{}\n{close_pad}]", inner.join(",\n"))
                 }
-                _ => render(lit, syntax, style),
+                _ => {
+                    // `[ a, b ]` keeps its inner spaces.
+                    let was = &text[node.span.clone()];
+                    let out = render_in(lit, syntax, style, flow);
+                    if was.starts_with("[ ") && was.ends_with(" ]") && out.len() > 2 {
+                        format!("[ {} ]", &out[1..out.len() - 1])
+                    } else {
+                        out
+                    }
+                }
             }
         }
-        _ => render(lit, syntax, node.style()),
+        _ => render_in(lit, syntax, node.style(), flow),
     };
     Edit {
         range: node.span.clone(),
@@ -194,7 +294,7 @@ fn key_text(syntax: Syntax, k: &str) -> String {
 
 fn inline(syntax: Syntax, v: &Ins) -> String {
     match v {
-        Ins::Leaf(l) => render(l, syntax, None),
+        Ins::Leaf(l) => render_in(l, syntax, None, true),
         Ins::Map(entries) => {
             let inner: Vec<String> = entries
                 .iter()
@@ -243,6 +343,24 @@ pub fn insert(
     if syntax == Syntax::Ini {
         return ini_insert(text, map, have, entries);
     }
+    // The mapping's own entries: those a `<<` merge key brought in have
+    // their text (and key) in the merged anchor, elsewhere in the file.
+    let have: Vec<&super::tree::Entry> = have
+        .iter()
+        .filter(|e| map.span.start <= e.key_span.start && e.key_span.start < map.span.end)
+        .collect();
+    if have.is_empty() && !map.entries().is_empty() {
+        return Err("the mapping holds only keys a `<<` merge key brings in; add a key of its own by hand first".into());
+    }
+    // The end of an entry's text: its value's, unless the value is an
+    // alias (a copy of text that stands elsewhere): then its key's.
+    let end_of = |e: &super::tree::Entry| {
+        if e.value.aliased {
+            e.key_span.end
+        } else {
+            e.value.span.end.max(e.key_span.end)
+        }
+    };
     if *flow {
         let items: Vec<String> = entries
             .iter()
@@ -255,7 +373,7 @@ pub fn insert(
             });
         };
         let first = &have[0];
-        let at = last.value.span.end;
+        let at = end_of(last);
         let new = if first.key_pos.0 != map.pos.0 {
             let line_start = text[..first.key_span.start]
                 .rfind('\n')
@@ -279,7 +397,7 @@ pub fn insert(
     let col = have[0].key_pos.1 as usize - 1;
     let mut lines = String::new();
     block(syntax, entries, col, &mut lines);
-    let end = last.value.span.end.max(last.key_span.end);
+    let end = end_of(last);
     let at = if end > 0 && text.as_bytes().get(end - 1) == Some(&b'\n') {
         end
     } else {
@@ -296,6 +414,31 @@ pub fn insert(
     Ok(Edit {
         range: at..at,
         text: lines,
+    })
+}
+
+/// The edit that adds `item` (text) after the last item of the flow or
+/// JSON list `list`: on a line of its own at the items' indentation when
+/// they stand one per line, else after `, `.
+pub fn append_item(text: &str, list: &Node, item: &str) -> Result<Edit, String> {
+    let Kind::Seq { items, flow: true } = &list.kind else {
+        return Err("not a list written in brackets".into());
+    };
+    let Some(last) = items.last() else {
+        return Err("an empty list".into());
+    };
+    let first = &items[0];
+    let line_start = text[..first.span.start].rfind('\n').map_or(0, |i| i + 1);
+    let pad = &text[line_start..first.span.start];
+    let at = last.span.end;
+    let sep = if pad.trim().is_empty() && first.pos.0 != list.pos.0 {
+        format!(",\n{pad}")
+    } else {
+        ", ".to_string()
+    };
+    Ok(Edit {
+        range: at..at,
+        text: format!("{sep}{item}"),
     })
 }
 

@@ -211,6 +211,26 @@ pub(crate) fn select<'d>(doc: &'d Doc, want: &str) -> Result<RouteAt<'d>, Findin
     }
 }
 
+/// The clusters of a `weighted_clusters` that this file defines with
+/// `circuit_breakers` (`blue`, `green`), and "has" or "have": their
+/// thresholds differ from the defaults an unknown cluster gets, so
+/// leaving them out would change results.
+fn weighted_breakers(doc: &Doc, weighted: &Node) -> Option<(String, &'static str)> {
+    let names: Vec<String> = weighted
+        .get("clusters")
+        .map_or(&[][..], Node::items)
+        .iter()
+        .filter_map(|c| c.get("name").and_then(Node::scalar))
+        .filter(|n| cluster(doc, n).is_some_and(|(_, c)| c.get("circuit_breakers").is_some()))
+        .map(|n| format!("`{n}`"))
+        .collect();
+    match names.len() {
+        0 => None,
+        1 => Some((format!("cluster {}", names[0]), "has")),
+        _ => Some((format!("clusters {}", names.join(", ")), "have")),
+    }
+}
+
 /// The cluster named `name`, if the file defines it.
 fn cluster<'d>(doc: &'d Doc, name: &str) -> Option<(String, &'d Node)> {
     let mut lists = Vec::new();
@@ -233,8 +253,12 @@ fn cluster<'d>(doc: &'d Doc, name: &str) -> Option<(String, &'d Node)> {
     None
 }
 
-/// The DEFAULT-priority thresholds of a cluster.
-fn thresholds<'d>(c: &'d Node, ckey: &str) -> Option<(String, &'d Node)> {
+/// The thresholds of a cluster for the route's `priority` (`DEFAULT` or
+/// `HIGH`): the first entry of that priority, as Envoy takes it
+/// (circuit_breaker.proto: "If multiple Thresholds are defined with the
+/// same RoutingPriority, the first one in the list is used"; with none,
+/// the default values apply, the same for either priority).
+fn thresholds<'d>(c: &'d Node, ckey: &str, priority: &str) -> Option<(String, &'d Node)> {
     let list = c.get("circuit_breakers")?.get("thresholds")?;
     list.items()
         .iter()
@@ -242,9 +266,21 @@ fn thresholds<'d>(c: &'d Node, ckey: &str) -> Option<(String, &'d Node)> {
         .find(|(_, t)| {
             t.get("priority")
                 .and_then(Node::scalar)
-                .is_none_or(|p| p == "DEFAULT")
+                .unwrap_or("DEFAULT")
+                == priority
         })
         .map(|(i, t)| (format!("{ckey}.circuit_breakers.thresholds[{i}]"), t))
+}
+
+/// The route's `priority` (RouteAction.priority, a RoutingPriority:
+/// DEFAULT, or HIGH), which picks the cluster's circuit breaker
+/// thresholds.
+fn route_priority(action: &Node) -> &str {
+    action
+        .get("priority")
+        .and_then(Node::scalar)
+        .filter(|p| *p == "HIGH")
+        .unwrap_or("DEFAULT")
 }
 
 fn duration(b: &mut Builder, node: &Node, key: &str) -> Option<Duration> {
@@ -346,6 +382,14 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
                 cluster_name = e.value.scalar();
                 cluster_at = Some((key, e.key_pos));
             }
+            "weighted_clusters" if weighted_breakers(doc, &e.value).is_some() => {
+                let (names, at) = weighted_breakers(doc, &e.value).unwrap_or_default();
+                b.unmodelled(
+                    &key,
+                    Some(e.key_pos),
+                    &format!("the route spreads over several clusters, and {names} in this file {at} circuit breakers of {}; stormsim simulates one cluster's, so which to take would change the results", if names.contains(',') { "their own" } else { "its own" }),
+                );
+            }
             "weighted_clusters" | "cluster_header" | "cluster_specifier_plugin" => b.warn(
                 key,
                 Some(e.key_pos),
@@ -360,6 +404,9 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
                 "the route's stream idle timeout (a request whose response sends nothing for this long is reset, 504 upstream), which stormsim has no timer for",
             ),
             "request_mirror_policies" => b.warn(key, Some(e.key_pos), "not simulated: it does not change the attempts this route sends"),
+            "priority" if !matches!(e.value.scalar(), Some("DEFAULT" | "HIGH")) => {
+                b.error(key, Some(e.value.pos), format!("expected DEFAULT or HIGH (a RoutingPriority), found {}", e.value.describe()));
+            }
             _ => {}
         }
     }
@@ -409,7 +456,7 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
         .is_some_and(|(_, p)| p.get("per_try_timeout").is_some());
     read_policy(b, policy);
     read_hedge(b, hedge, per_try);
-    read_cluster(b, doc, cluster_name, cluster_at);
+    read_cluster(b, doc, cluster_name, cluster_at, route_priority(action));
     let found = cluster_name.and_then(|n| cluster(doc, n));
     super::envoy_outlier::read_cluster(b, found.as_ref().map(|(k, c)| (k.as_str(), *c)));
 }
@@ -744,7 +791,13 @@ fn read_hedge(b: &mut Builder, hedge: Option<(String, &Node)>, per_try: bool) {
 
 /// `at`: the route's `cluster` key and its position, for the warning
 /// when the file does not define the cluster.
-fn read_cluster(b: &mut Builder, doc: &Doc, name: Option<&str>, at: Option<(String, Pos)>) {
+fn read_cluster(
+    b: &mut Builder,
+    doc: &Doc,
+    name: Option<&str>,
+    at: Option<(String, Pos)>,
+    priority: &str,
+) {
     let default_budget = |b: &mut Builder, why: String| {
         b.set(
             "retry.budget.kind",
@@ -825,13 +878,21 @@ fn read_cluster(b: &mut Builder, doc: &Doc, name: Option<&str>, at: Option<(Stri
             );
         }
     }
-    let Some((tkey, t)) = thresholds(c, &ckey) else {
-        default_budget(b, format!("{ckey}.circuit_breakers (default max_retries)"));
+    let Some((tkey, t)) = thresholds(c, &ckey, priority) else {
+        let of = if priority == "DEFAULT" {
+            String::new()
+        } else {
+            format!(", no {priority} priority thresholds")
+        };
+        default_budget(
+            b,
+            format!("{ckey}.circuit_breakers (default max_retries{of})"),
+        );
         bulkhead(
             b,
             MAX_REQUESTS,
             Origin {
-                key: format!("{ckey}.circuit_breakers (default max_requests)"),
+                key: format!("{ckey}.circuit_breakers (default max_requests{of})"),
                 pos: None,
             },
         );
@@ -1241,7 +1302,7 @@ pub(crate) fn write(
         } else if leaf.starts_with("retry.budget") || leaf.starts_with("bulkhead") {
             match &cluster_node {
                 None => w.refuse_leaf(leaf, "the route's cluster is not in this file, so its circuit breakers cannot be edited here"),
-                Some((ckey, c)) => write_breakers(w, ckey, c, leaf, wanted),
+                Some((ckey, c)) => write_breakers(w, ckey, c, route_priority(action), leaf, wanted),
             }
         } else {
             w.refuse_leaf(
@@ -1276,10 +1337,14 @@ fn copy_policy<'d>(
                 text,
                 style: Style::Block,
             } => Lit::Str(text.clone()),
-            Kind::Scalar { .. } => {
+            Kind::Scalar { text, style } => {
                 let raw = &w.doc.text[e.value.span.clone()];
-                if raw.contains('\n') {
-                    Lit::Str(e.value.scalar().unwrap_or_default().to_string())
+                let typed = text.parse::<f64>().is_ok()
+                    || matches!(text.as_str(), "true" | "false" | "null");
+                if raw.contains('\n') || (*style == Style::Plain && !typed) {
+                    // A string: written again as the place it goes to
+                    // needs (`5xx,reset` is quoted inside `{ ... }`).
+                    Lit::Str(text.clone())
                 } else {
                     Lit::Bare(raw.to_string())
                 }
@@ -1324,14 +1389,15 @@ fn write_breakers<'d>(
     w: &mut Writer<'d>,
     ckey: &str,
     c: &'d Node,
+    priority: &str,
     leaf: &str,
     wanted: &Map<String, Value>,
 ) -> Result<(), String> {
     let want = |p: &str| get_path(wanted, p).filter(|v| !v.is_null());
-    let Some((tkey, t)) = thresholds(c, ckey) else {
+    let Some((tkey, t)) = thresholds(c, ckey, priority) else {
         return w.refuse_leaf(
             leaf,
-            "the cluster has no circuit_breakers.thresholds: add one by hand",
+            &format!("the cluster has no circuit_breakers.thresholds for the route's priority {priority}: add one by hand"),
         );
     };
     let kind = want("retry.budget.kind").and_then(Value::as_str);

@@ -32,7 +32,7 @@
 use serde_json::{Map, Value, json};
 
 use super::durations::{parse_proto, proto};
-use super::edit::Lit;
+use super::edit::{self, Lit};
 use super::tree::{Doc, Kind, Node};
 use super::write::Writer;
 use super::{
@@ -81,7 +81,16 @@ pub const MAX_ATTEMPTS_CAP: u64 = 5;
 pub(crate) struct Selected<'d> {
     pub root: &'d Node,
     pub config: Option<(usize, &'d Node)>,
+    /// How the selected config names the method: 3 by service and
+    /// method, 2 by its service alone, 1 by the empty name (every
+    /// method's default).
+    pub score: u8,
 }
+
+/// A `name` entry's (service, method), and where it was first given
+/// (entry, index in its list, position).
+type NamePath = (String, String);
+type NameAt = (usize, usize, (u32, u32));
 
 fn split_method(m: &str) -> (&str, &str) {
     let m = m.trim_start_matches('/');
@@ -98,6 +107,10 @@ pub(crate) fn select<'d>(doc: &'d Doc, method: &str) -> Result<Selected<'d>, Fin
     })?;
     let (service, name) = split_method(method);
     let mut best: Option<(u8, usize, &Node)> = None;
+    // grpc-go `parseServiceConfig` keeps one set of paths for the whole
+    // config and refuses it (errDuplicatedName) at the first name seen
+    // twice, in one entry's list or in two entries.
+    let mut paths: std::collections::HashMap<NamePath, NameAt> = std::collections::HashMap::new();
     for (i, mc) in root
         .get("methodConfig")
         .map_or(&[][..], Node::items)
@@ -124,6 +137,17 @@ pub(crate) fn select<'d>(doc: &'d Doc, method: &str) -> Result<Selected<'d>, Fin
                     ),
                 });
             }
+            if let Some((fi, fj, fpos)) = paths.get(&(s.to_string(), m.to_string())) {
+                return Err(Finding {
+                    pos: Some(n.pos),
+                    key: format!("methodConfig[{i}].name[{j}]"),
+                    message: format!(
+                        "this name is given twice (also methodConfig[{fi}].name[{fj}], line {}): gRPC refuses the whole service config (\"duplicated name\"); each name must be unique across the service config",
+                        fpos.0
+                    ),
+                });
+            }
+            paths.insert((s.to_string(), m.to_string()), (i, j, n.pos));
             let score = if !s.is_empty() && s == service && !m.is_empty() && m == name {
                 3
             } else if !s.is_empty() && s == service && m.is_empty() {
@@ -137,15 +161,6 @@ pub(crate) fn select<'d>(doc: &'d Doc, method: &str) -> Result<Selected<'d>, Fin
                 continue;
             }
             match best {
-                Some((b, j, _)) if b == score && j != i => {
-                    return Err(Finding {
-                        pos: Some(n.pos),
-                        key: format!("methodConfig[{i}].name"),
-                        message: format!(
-                            "this name is also in methodConfig[{j}]; gRPC requires each name to be unique across the service config"
-                        ),
-                    });
-                }
                 Some((b, ..)) if b >= score => {}
                 _ => best = Some((score, i, mc)),
             }
@@ -154,6 +169,7 @@ pub(crate) fn select<'d>(doc: &'d Doc, method: &str) -> Result<Selected<'d>, Fin
     Ok(Selected {
         root,
         config: best.map(|(_, i, n)| (i, n)),
+        score: best.map_or(0, |(s, ..)| s),
     })
 }
 
@@ -707,7 +723,20 @@ fn read_throttling(b: &mut Builder, root: &Node) {
             // gRFC A6: maxTokens in (0, 1000], tokenRatio > 0.
             "maxTokens" => {
                 has_tokens = true;
-                tokens = number(b, &e.value, &key, 1.0, 1000.0).map(|v| (v, key, e.value.pos))
+                // grpc-go `parseServiceConfig`: `mt <= 0 || mt > 1000` is
+                // refused; any float in between is taken.
+                tokens = match number(b, &e.value, &key, 0.0, 1000.0) {
+                    Some(v) if v > 0.0 => Some((v, key, e.value.pos)),
+                    Some(_) => {
+                        b.error(
+                            key,
+                            Some(e.value.pos),
+                            "maxTokens must be greater than 0 (gRPC refuses the service config: \"maxTokens (0) out of range (0, 1000]\")",
+                        );
+                        None
+                    }
+                    None => None,
+                }
             }
             "tokenRatio" => {
                 has_ratio = true;
@@ -858,8 +887,32 @@ pub(crate) fn write(
         return;
     };
     let at = format!("methodConfig[{i}]");
+    // The method (or service) takes a method config that is another's
+    // too: the service's default, or every method's (`{}`). gRPC uses the
+    // most specific name and merges nothing between entries, so the
+    // change goes into a copy of that entry, complete, that names this
+    // method alone and so wins for it; the others keep theirs.
+    let (service, mname) = split_method(method);
+    let own_score = if mname.is_empty() { 2 } else { 3 };
+    let shared = selected.score < own_score;
+    if shared {
+        let (Some(list), Some(name)) = (selected.root.get("methodConfig"), mc.get("name")) else {
+            return;
+        };
+        let mut named = format!("{{\"service\": {}", edit::json_string(service));
+        if !mname.is_empty() {
+            named += &format!(", \"method\": {}", edit::json_string(mname));
+        }
+        named += "}";
+        w.copy_item(mc, list, (name.span.clone(), format!("[{named}]")));
+        w.note(format!(
+            "{at} (line {}) is {}, not `{method}`'s own: it is copied, with the change, to a new methodConfig that names {named} alone, so the methods it also serves keep theirs (gRPC takes the most specific name, and entries are not merged)",
+            mc.pos.0,
+            if selected.score == 2 { "the service's default" } else { "every method's default (`{}`)" },
+        ));
+    }
     let names = mc.get("name").map_or(0, |n| n.items().len());
-    if names > 1 {
+    if names > 1 && !shared {
         w.note(format!(
             "{at} names {names} methods: the change applies to all of them"
         ));

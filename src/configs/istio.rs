@@ -8,8 +8,9 @@
 //! `pilot/pkg/networking/core/route/retry/retry.go` (`DefaultPolicy`: with
 //! no `retries` block a route retries 2 times, `retry_on`
 //! `connect-failure,refused-stream,unavailable,cancelled,retriable-status-codes`
-//! with status 503, the `previous_hosts` predicate and 5 host selection
-//! attempts; `ConvertPolicy`: `attempts` ≤ 0 turns retries off, otherwise
+//! and no status code (503 was one until istio/istio PR #52111, 1.24; see
+//! `DEFAULT_OUTCOMES` for what the simulation retries), the
+//! `previous_hosts` predicate and 5 host selection attempts; `ConvertPolicy`: `attempts` ≤ 0 turns retries off, otherwise
 //! the default is the starting point and `attempts`, `retryOn`,
 //! `perTryTimeout` and `backoff` replace its fields; a bare number in
 //! `retryOn` that is an HTTP status is a retriable status code, and
@@ -44,11 +45,35 @@ use super::write::Writer;
 use super::{Builder, Finding, Origin, Selector, get_path, join, uint};
 use crate::scenario::units::Duration;
 
-/// `DefaultPolicy` (retry.go): 2 retries on these conditions, status 503.
+/// `DefaultPolicy` (retry.go): 2 retries on these conditions, and no
+/// retriable status code. Istio retried status 503 by default until
+/// istio/istio PR #52111 ("exclude unsafe 503 from default RetryPolicy",
+/// 1.24): `RetriableStatusCodes` [503] is now set only when the feature
+/// `EXCLUDE_UNSAFE_503_FROM_DEFAULT_RETRY` (pilot/pkg/features, default
+/// true) is turned off, as an older compatibility version does.
 const DEFAULT_RETRIES: u64 = 2;
 const DEFAULT_RETRY_ON: &str =
     "connect-failure,refused-stream,unavailable,cancelled,retriable-status-codes";
-const DEFAULT_CODES: &[u16] = &[503];
+/// What the default's conditions retry in the simulation. The default is
+/// set on every route, HTTP and gRPC alike; `unavailable` and `cancelled`
+/// are gRPC statuses (Envoy reads them from a response's `grpc-status`),
+/// which an HTTP response never carries, so of the default only
+/// `connect-failure` and `refused-stream` (a connection failure) retry,
+/// and an HTTP 503 is not retried. (A `retryOn` that names `unavailable`
+/// itself says the route carries gRPC, whose 503 stands for UNAVAILABLE,
+/// as the grpc presets read it: there it retries 503.)
+const DEFAULT_OUTCOMES: &[&str] = &["connection"];
+
+/// Istio's default retryOn, as the simulation reads it, with a warning
+/// about the gRPC statuses it also names.
+fn default_outcomes(b: &mut Builder, key: &str) -> Vec<Value> {
+    b.warn(
+        key,
+        None,
+        "Istio's default retryOn also retries the gRPC statuses UNAVAILABLE and CANCELLED (`unavailable`, `cancelled`), which an HTTP response never carries: simulated as an HTTP route, retrying connection failures only (no status code since Istio 1.24, PR #52111). For a gRPC service, whose 503 stands for UNAVAILABLE, add 503 to retry.retry_on beside `from`",
+    );
+    DEFAULT_OUTCOMES.iter().map(|o| json!(o)).collect()
+}
 /// Envoy's back-off base when `backoff` is absent (the cap is 10 × base).
 const BASE_INTERVAL_MS: u64 = 25;
 
@@ -341,7 +366,6 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
             pos: None,
         },
     );
-    let (dtokens, dcodes) = split_retry_on(DEFAULT_RETRY_ON);
     let mut base = (
         Duration::from_millis(BASE_INTERVAL_MS),
         Origin {
@@ -350,7 +374,7 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
         },
     );
     let Some((at, p)) = retries else {
-        let outs = outcomes(b, &dtokens, DEFAULT_CODES, None);
+        let outs = default_outcomes(b, &r.key);
         b.set(
             "retry.max_attempts",
             json!(DEFAULT_RETRIES + 1),
@@ -401,13 +425,7 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
             pos: None,
         },
     );
-    let mut retry_on = (
-        outcomes(b, &dtokens, &dcodes, None),
-        Origin {
-            key: "Istio's default retryOn (retry.go)".into(),
-            pos: None,
-        },
-    );
+    let mut retry_on: Option<(Vec<Value>, Origin)> = None;
     let mut per_try = None;
     for e in p.entries() {
         let key = join(&at, &e.key);
@@ -433,7 +451,7 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
             "retryOn" => {
                 let (tokens, codes) = split_retry_on(e.value.scalar().unwrap_or(""));
                 let outs = outcomes(b, &tokens, &codes, Some((&key, &e.value)));
-                retry_on = (outs, o);
+                retry_on = Some((outs, o));
             }
             "backoff" => {
                 if let Some(d) = duration(b, &e.value, &key) {
@@ -497,6 +515,16 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
         );
     } else {
         b.set("retry.max_attempts", json!(attempts.0 + 1), attempts.1);
+        let retry_on = match retry_on {
+            Some(r) => r,
+            None => (
+                default_outcomes(b, &at),
+                Origin {
+                    key: "Istio's default retryOn (retry.go)".into(),
+                    pos: None,
+                },
+            ),
+        };
         b.set("retry.retry_on", Value::Array(retry_on.0), retry_on.1);
         if let Some((d, o)) = per_try {
             b.set("timeout", json!(d.to_string()), o);
@@ -597,10 +625,7 @@ pub(crate) fn write(
                     .and_then(|p| p.get("retryOn"))
                     .and_then(Node::scalar)
                     .unwrap_or(DEFAULT_RETRY_ON);
-                let (cur_tokens, mut cur_codes) = split_retry_on(current);
-                if retries.and_then(|p| p.get("retryOn")).is_none() {
-                    cur_codes = DEFAULT_CODES.to_vec();
-                }
+                let (cur_tokens, cur_codes) = split_retry_on(current);
                 match retry_on_tokens(&cur_tokens, &cur_codes, &wanted_list) {
                     Ok((tokens, codes)) => {
                         let mut parts: Vec<String> = tokens

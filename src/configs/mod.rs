@@ -130,6 +130,17 @@ impl Format {
     }
 }
 
+impl Format {
+    /// "a" or "an", for "a gRPC file", "an envoy-route file".
+    pub fn article(self) -> &'static str {
+        if self.name().starts_with(['a', 'e', 'i', 'o', 'u']) {
+            "an"
+        } else {
+            "a"
+        }
+    }
+}
+
 impl fmt::Display for Format {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -487,7 +498,8 @@ pub(crate) fn import_doc(
             ScenarioError::new(
                 label,
                 format!(
-                    "`{k}` selects nothing in a {format} file; its selector is `{}`",
+                    "`{k}` selects nothing in {} {format} file; its selector is `{}`",
+                    format.article(),
                     format.selector_key().0
                 ),
             )

@@ -640,8 +640,7 @@ fn put<'d>(
             (Lit::Bare(s), Some(Style::Double)) => Lit::Str(s.clone()),
             _ => lit,
         };
-        w.put_node(p.node, &lit);
-        return Ok(());
+        return w.put_node(p.node, &lit);
     }
     let Some(m) = file
         .maps

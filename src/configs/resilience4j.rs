@@ -229,6 +229,22 @@ impl<'d> File<'d> {
                 None => break,
             };
             if out.iter().any(|(_, l)| *l == next.1) {
+                // Resilience4j follows `baseConfig` by recursion with no
+                // check for a loop (`CommonRetryConfigurationProperties.
+                // createRetryConfig` calls itself on the base's
+                // properties), so a circle never ends: the application
+                // fails at startup with a StackOverflowError.
+                let p = last.get("baseConfig").cloned();
+                let mut names: Vec<&str> = out.iter().map(|(_, l)| l.as_str()).collect();
+                names.push(&next.1);
+                b.error(
+                    p.as_ref().map(key_of).unwrap_or_default(),
+                    p.map(|p| p.node.pos),
+                    format!(
+                        "baseConfig goes round in a circle ({}): Resilience4j follows it without end and the application fails at startup (StackOverflowError); end the chain at a config without baseConfig",
+                        names.join(" → ")
+                    ),
+                );
                 break;
             }
             out.push(next);
@@ -1070,13 +1086,22 @@ fn put_prop<'d>(
     let own = file.props(module, "instances", name).unwrap_or_default();
     if let Some(p) = own.get(prop) {
         if p.node.aliased {
+            // From a `<<` merge key into the instance's own mapping: a
+            // key written in the instance itself overrides the merged
+            // one (YAML's merge rule), and the anchor, which others may
+            // merge too, stays as it is.
+            if let Some((map, key)) = file.instance_map(module, name)
+                && !map.aliased
+                && p.segs.len() == 5
+            {
+                return w.add(map, &key, &p.segs[4], lit);
+            }
             return Err(format!(
                 "{} comes from a YAML alias or merge key; change the anchor by hand",
                 key_of(p)
             ));
         }
-        w.put_node(p.node, &lit);
-        return Ok(());
+        return w.put_node(p.node, &lit);
     }
     let Some((map, key)) = file.instance_map(module, name) else {
         return Err(format!(

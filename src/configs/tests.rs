@@ -856,18 +856,20 @@ fn istio_routes_and_defaults() {
         "{:?}",
         p.warnings
     );
-    // No retries block: Istio's default policy (retry.go), no route timeout.
+    // No retries block: Istio's default policy (retry.go), no route timeout;
+    // no status code retried (istio/istio PR #52111).
     let p = import(Format::IstioVirtualservice, "orders#get-order");
     has(
         &p,
         &[
             "retry.max_attempts=3.0",
-            "retry.retry_on=[\"503\",\"connection\"]",
+            "retry.retry_on=[\"connection\"]",
             "retry.backoff.base=\"25ms\"",
         ],
     );
     lacks(&p, &["total_timeout", "timeout"]);
-    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+    assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);
+    assert!(p.warnings[0].message.contains("`unavailable`, `cancelled`"));
     // attempts: 0 turns retries off.
     let p = import(Format::IstioVirtualservice, "orders#reports");
     has(
@@ -1039,7 +1041,7 @@ fn istio_export_changes_only_the_tuned_values() {
         &back,
         &[
             "retry.max_attempts=5.0",
-            "retry.retry_on=[\"503\",\"connection\"]",
+            "retry.retry_on=[\"connection\"]",
             "retry.backoff.cap=\"1s\"",
         ],
     );
@@ -1967,5 +1969,646 @@ fn aws_export_changes_only_the_tuned_values() {
     assert!(
         legacy.contains("retry_mode = legacy\ndefaults_mode = in-region\nmax_attempts = 2\n"),
         "{legacy}"
+    );
+}
+
+// ------------------------------------------- shared text, selection, defaults
+
+/// Exports `sets` into `src` (format `format`, selector value as `sel`).
+fn export_in(
+    src: &str,
+    format: Format,
+    value: &str,
+    sets: &[(&str, Value)],
+) -> Result<super::write::Exported, Vec<String>> {
+    let sets = sets
+        .iter()
+        .map(|(p, v)| (p.to_string(), v.clone()))
+        .collect();
+    export_text(src, "f", format, &sel(format, value), &Wanted::Sets(sets))
+        .map_err(|e| e.iter().map(ToString::to_string).collect())
+}
+
+fn import_in(src: &str, format: Format, value: &str) -> Result<Policy, Vec<String>> {
+    import_text(src, "f", format, &sel(format, value))
+        .map_err(|e| e.iter().map(ToString::to_string).collect())
+}
+
+/// An anchored YAML node that an alias elsewhere reads is text two
+/// policies share: an export that would edit it is refused (naming the
+/// aliases and the way out) in every YAML format, and nothing is
+/// written; a policy that has the text alone is still edited.
+#[test]
+fn yaml_export_refuses_to_edit_an_anchor_that_aliases_read() {
+    let envoy = "\
+static_resources:
+  clusters: []
+route_config:
+  virtual_hosts:
+    - name: shop
+      domains: [\"*\"]
+      routes:
+        - name: pay
+          match: { prefix: /pay }
+          route:
+            cluster: pay
+            retry_policy: &shared
+              retry_on: connect-failure
+              num_retries: 1
+        - name: refund
+          match: { prefix: /refund }
+          route:
+            cluster: pay
+            retry_policy: *shared
+";
+    let e = export_in(
+        envoy,
+        Format::EnvoyRoute,
+        "pay",
+        &[("retry.max_attempts", json!(4))],
+    )
+    .unwrap_err();
+    assert!(
+        e[0].contains("inside the YAML anchor `&shared` (line 12, column 27)")
+            && e[0].contains("the alias `*shared` also reads (line 19, column 27)")
+            && e[0].contains("Give this policy its own copy first"),
+        "{e:?}"
+    );
+    // Adding a key to the anchored mapping is refused too.
+    let e = export_in(
+        envoy,
+        Format::EnvoyRoute,
+        "pay",
+        &[("timeout", json!("2s"))],
+    )
+    .unwrap_err();
+    assert!(e[0].contains("anchor `&shared`"), "{e:?}");
+    // An anchor nothing aliases is an ordinary value.
+    let alone = envoy.replace(
+        "retry_policy: *shared",
+        "retry_policy: { num_retries: 1, retry_on: connect-failure }",
+    );
+    let out = export_in(
+        &alone,
+        Format::EnvoyRoute,
+        "pay",
+        &[("retry.max_attempts", json!(4))],
+    )
+    .unwrap();
+    assert!(out.after.contains("num_retries: 3"), "{}", out.after);
+
+    let istio = "\
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: { name: shop }
+spec:
+  hosts: [shop]
+  http:
+  - name: browse
+    route: [ { destination: { host: shop } } ]
+    retries: { attempts: &tries 2, retryOn: connect-failure }
+  - name: search
+    route: [ { destination: { host: shop } } ]
+    retries: { attempts: *tries, retryOn: connect-failure }
+";
+    let e = export_in(
+        istio,
+        Format::IstioVirtualservice,
+        "shop#browse",
+        &[("retry.max_attempts", json!(5))],
+    )
+    .unwrap_err();
+    assert!(
+        e[0].contains("anchor `&tries` (line 9, column 26)") && e[0].contains("line 12, column 26"),
+        "{e:?}"
+    );
+
+    let r4j = "\
+resilience4j:
+  retry:
+    instances:
+      orders: &base
+        maxAttempts: 3
+        waitDuration: 200ms
+      invoices: *base
+";
+    let e = export_in(
+        r4j,
+        Format::Resilience4j,
+        "orders",
+        &[("retry.max_attempts", json!(5))],
+    )
+    .unwrap_err();
+    assert!(
+        e[0].contains("anchor `&base`") && e[0].contains("line 7"),
+        "{e:?}"
+    );
+
+    let linkerd = "\
+apiVersion: linkerd.io/v1alpha2
+kind: ServiceProfile
+metadata: { name: shop.default.svc.cluster.local }
+spec:
+  routes:
+    - name: list
+      condition: { method: GET, pathRegex: /items }
+      timeout: &t 2s
+    - name: get
+      condition: { method: GET, pathRegex: '/items/[^/]*' }
+      timeout: *t
+";
+    let e = export_in(
+        linkerd,
+        Format::LinkerdServiceprofile,
+        "list",
+        &[("total_timeout", json!("5s"))],
+    )
+    .unwrap_err();
+    assert!(
+        e[0].contains("anchor `&t`") && e[0].contains("line 11"),
+        "{e:?}"
+    );
+}
+
+/// A value a `<<` merge key brings into a Resilience4j instance is
+/// written as a key of the instance itself (which overrides the merged
+/// one), leaving the anchor the other instances merge as it was.
+#[test]
+fn resilience4j_export_overrides_a_merged_value_in_the_instance() {
+    let src = "\
+defaults: &defaults
+  maxAttempts: 2
+  waitDuration: 100ms
+resilience4j:
+  retry:
+    instances:
+      orders:
+        <<: *defaults
+        waitDuration: 300ms
+      invoices:
+        <<: *defaults
+";
+    let out = export_in(
+        src,
+        Format::Resilience4j,
+        "orders",
+        &[("retry.max_attempts", json!(4))],
+    )
+    .unwrap();
+    assert_eq!(
+        out.after,
+        src.replace(
+            "        waitDuration: 300ms\n",
+            "        waitDuration: 300ms\n        maxAttempts: 4\n"
+        )
+    );
+    let p = import_in(&out.after, Format::Resilience4j, "invoices").unwrap();
+    has(&p, &["retry.max_attempts=2.0"]);
+}
+
+/// gRPC: a method that takes its service's default, or every method's
+/// (`{}`), gets an entry of its own (a copy of the shared one, complete,
+/// with the change), so no other method changes; import then picks the
+/// new entry (the most specific name), and nothing is inherited.
+#[test]
+fn grpc_export_for_one_method_does_not_edit_a_shared_entry() {
+    let src = r#"{
+  "methodConfig": [
+    {
+      "name": [ { "service": "shop.Cart" } ],
+      "timeout": "2s",
+      "retryPolicy": {
+        "maxAttempts": 3,
+        "initialBackoff": "0.1s",
+        "maxBackoff": "1s",
+        "backoffMultiplier": 2,
+        "retryableStatusCodes": [ "UNAVAILABLE" ]
+      }
+    },
+    { "name": [ {} ], "timeout": "10s" }
+  ]
+}
+"#;
+    let out = export_in(
+        src,
+        Format::GrpcServiceConfig,
+        "shop.Cart/Add",
+        &[("retry.max_attempts", json!(4))],
+    )
+    .unwrap();
+    assert!(
+        out.after
+            .starts_with(&src[..src.find("    { \"name\": [ {} ]").unwrap()])
+    );
+    assert!(
+        out.after.contains("    { \"name\": [ {} ], \"timeout\": \"10s\" },\n    {\n      \"name\": [{\"service\": \"shop.Cart\", \"method\": \"Add\"}],\n      \"timeout\": \"2s\",\n      \"retryPolicy\": {\n        \"maxAttempts\": 4,"),
+        "{}",
+        out.after
+    );
+    assert!(
+        out.notes
+            .iter()
+            .any(|n| n.contains("the service's default")),
+        "{:?}",
+        out.notes
+    );
+    // The other methods of the service keep 3 attempts.
+    let other = import_in(&out.after, Format::GrpcServiceConfig, "shop.Cart/Remove").unwrap();
+    has(&other, &["retry.max_attempts=3.0"]);
+    let mine = import_in(&out.after, Format::GrpcServiceConfig, "shop.Cart/Add").unwrap();
+    has(&mine, &["retry.max_attempts=4.0", "total_timeout=\"2s\""]);
+    // Every method's default: a `{service, method}` entry, the `{}` one kept.
+    let out = export_in(
+        src,
+        Format::GrpcServiceConfig,
+        "shop.Pay/Charge",
+        &[("total_timeout", json!("3s"))],
+    )
+    .unwrap();
+    assert!(
+        out.after
+            .contains("{ \"name\": [ {} ], \"timeout\": \"10s\" }"),
+        "{}",
+        out.after
+    );
+    assert!(
+        out.after.contains("{ \"name\": [{\"service\": \"shop.Pay\", \"method\": \"Charge\"}], \"timeout\": \"3s\" }"),
+        "{}",
+        out.after
+    );
+    let other = import_in(&out.after, Format::GrpcServiceConfig, "shop.Pay/Refund").unwrap();
+    has(&other, &["total_timeout=\"10s\""]);
+    // The service's own default is the service's to change.
+    let out = export_in(
+        src,
+        Format::GrpcServiceConfig,
+        "shop.Cart",
+        &[("total_timeout", json!("4s"))],
+    )
+    .unwrap();
+    assert_eq!(
+        out.after,
+        src.replace("\"timeout\": \"2s\"", "\"timeout\": \"4s\"")
+    );
+}
+
+/// grpc-go refuses a service config that gives one name twice, in two
+/// entries or in one entry's list (errDuplicatedName), whichever method
+/// is asked for.
+#[test]
+fn grpc_a_name_given_twice_anywhere_is_an_error() {
+    let one = r#"{"methodConfig": [
+  {"name": [{"service": "a.A", "method": "X"}, {"service": "a.A", "method": "X"}], "timeout": "1s"},
+  {"name": [{"service": "b.B"}], "timeout": "2s"}
+]}"#;
+    for method in ["a.A/X", "b.B/Y"] {
+        let e = import_in(one, Format::GrpcServiceConfig, method).unwrap_err();
+        assert!(
+            e[0].contains("methodConfig[0].name[1]") && e[0].contains("duplicated name"),
+            "{method}: {e:?}"
+        );
+    }
+}
+
+/// Istio's default policy (no `retries` block, or one without `retryOn`)
+/// has retried no status code since istio/istio PR #52111: of its
+/// conditions only connection failures meet an HTTP response.
+#[test]
+fn istio_default_retry_policy_retries_no_503() {
+    let src = "\
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: { name: pay }
+spec:
+  hosts: [pay]
+  http:
+  - name: plain
+    route: [ { destination: { host: pay } } ]
+  - name: counted
+    route: [ { destination: { host: pay } } ]
+    retries: { attempts: 4 }
+";
+    for (route, attempts) in [("pay#plain", "3.0"), ("pay#counted", "5.0")] {
+        let p = import_in(src, Format::IstioVirtualservice, route).unwrap();
+        has(
+            &p,
+            &[
+                &format!("retry.max_attempts={attempts}"),
+                "retry.retry_on=[\"connection\"]",
+            ],
+        );
+        assert!(
+            p.warnings.iter().any(|w| w
+                .message
+                .contains("gRPC statuses UNAVAILABLE and CANCELLED")),
+            "{:?}",
+            p.warnings
+        );
+    }
+    // Retrying 503 on top of the default writes it as a status code.
+    let out = export_in(
+        src,
+        Format::IstioVirtualservice,
+        "pay#counted",
+        &[("retry.retry_on", json!(["connection", 503]))],
+    )
+    .unwrap();
+    let p = import_in(&out.after, Format::IstioVirtualservice, "pay#counted").unwrap();
+    has(&p, &["retry.retry_on=[\"503\",\"connection\"]"]);
+}
+
+/// Envoy: a route's `priority: HIGH` takes the cluster's HIGH thresholds,
+/// and Envoy's defaults when the cluster has none for HIGH.
+#[test]
+fn envoy_route_priority_picks_the_thresholds() {
+    let src = "\
+static_resources:
+  listeners: []
+  clusters:
+    - name: api
+      circuit_breakers:
+        thresholds:
+          - priority: DEFAULT
+            max_retries: 2
+            max_requests: 64
+          - priority: HIGH
+            max_retries: 20
+            max_requests: 512
+    - name: lone
+      circuit_breakers:
+        thresholds:
+          - max_retries: 7
+route_config:
+  virtual_hosts:
+    - name: v
+      domains: [\"*\"]
+      routes:
+        - name: normal
+          match: { prefix: /n }
+          route: { cluster: api }
+        - name: urgent
+          match: { prefix: /u }
+          route: { cluster: api, priority: HIGH }
+        - name: urgent-lone
+          match: { prefix: /l }
+          route: { cluster: lone, priority: HIGH }
+";
+    let p = import_in(src, Format::EnvoyRoute, "normal").unwrap();
+    has(
+        &p,
+        &[
+            "retry.budget.max_retries=2.0",
+            "bulkhead.max_concurrent=64.0",
+        ],
+    );
+    let p = import_in(src, Format::EnvoyRoute, "urgent").unwrap();
+    has(
+        &p,
+        &[
+            "retry.budget.max_retries=20.0",
+            "bulkhead.max_concurrent=512.0",
+        ],
+    );
+    let p = import_in(src, Format::EnvoyRoute, "urgent-lone").unwrap();
+    has(
+        &p,
+        &[
+            "retry.budget.max_retries=3.0",
+            "bulkhead.max_concurrent=1024.0",
+        ],
+    );
+    // Export edits the HIGH thresholds.
+    let out = export_in(
+        src,
+        Format::EnvoyRoute,
+        "urgent",
+        &[("bulkhead.max_concurrent", json!(300))],
+    )
+    .unwrap();
+    assert_eq!(
+        out.after,
+        src.replace("max_requests: 512", "max_requests: 300")
+    );
+    let e = import_in(
+        &src.replace("priority: HIGH }", "priority: URGENT }"),
+        Format::EnvoyRoute,
+        "urgent",
+    )
+    .unwrap_err();
+    assert!(e[0].contains("expected DEFAULT or HIGH"), "{e:?}");
+}
+
+/// A weighted route whose clusters this file gives circuit breakers: an
+/// error naming the key (which cluster's to simulate changes results).
+#[test]
+fn envoy_weighted_clusters_with_breakers_are_an_error() {
+    let src = "\
+static_resources:
+  clusters:
+    - name: blue
+      circuit_breakers: { thresholds: [ { max_retries: 1 } ] }
+route_config:
+  virtual_hosts:
+    - name: v
+      domains: [\"*\"]
+      routes:
+        - name: split
+          match: { prefix: / }
+          route:
+            weighted_clusters:
+              clusters: [ { name: blue, weight: 90 }, { name: green, weight: 10 } ]
+";
+    let e = import_in(src, Format::EnvoyRoute, "split").unwrap_err();
+    assert!(
+        e[0].contains("routes[0].route.weighted_clusters") && e[0].contains("cluster `blue`"),
+        "{e:?}"
+    );
+    // Clusters the file does not define: Envoy's defaults, a warning.
+    let p = import_in(
+        &src.replace("name: blue, weight", "name: teal, weight"),
+        Format::EnvoyRoute,
+        "split",
+    )
+    .unwrap();
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.key.ends_with("weighted_clusters"))
+    );
+}
+
+/// A `baseConfig` chain that comes back to itself never ends in
+/// Resilience4j (StackOverflowError at startup): an error.
+#[test]
+fn resilience4j_circular_base_config_is_an_error() {
+    let src = "\
+resilience4j:
+  retry:
+    configs:
+      left: { baseConfig: right, maxAttempts: 2 }
+      right: { baseConfig: left }
+    instances:
+      api: { baseConfig: left }
+";
+    let e = import_in(src, Format::Resilience4j, "api").unwrap_err();
+    assert!(
+        e.iter()
+            .any(|e| e.contains("goes round in a circle (instances.api → left → right → left)")),
+        "{e:?}"
+    );
+}
+
+/// YAML values written into a flow mapping or list are quoted when a
+/// plain scalar there would end early (`,` `:` `[` `]` `{` `}`), also
+/// when an inherited policy is copied into a flow route.
+#[test]
+fn yaml_export_quotes_what_a_flow_collection_needs() {
+    let istio = "\
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: { name: pay }
+spec:
+  hosts: [pay]
+  http:
+  - { name: one, route: [ { destination: { host: pay } } ], retries: { attempts: 2, retryOn: reset } }
+";
+    let out = export_in(
+        istio,
+        Format::IstioVirtualservice,
+        "pay#one",
+        &[("retry.retry_on", json!(["connection", 429, 503]))],
+    )
+    .unwrap();
+    assert!(
+        out.after.contains("retryOn: \"reset,429,503\" }"),
+        "{}",
+        out.after
+    );
+    let envoy = "\
+route_config:
+  virtual_hosts:
+    - name: v
+      domains: [\"*\"]
+      retry_policy: { retry_on: \"5xx,reset\", num_retries: 1 }
+      routes:
+        - name: all
+          match: { prefix: / }
+          route: { cluster: c }
+";
+    let out = export_in(
+        envoy,
+        Format::EnvoyRoute,
+        "all",
+        &[("retry.max_attempts", json!(3))],
+    )
+    .unwrap();
+    assert!(
+        out.after.contains(
+            "route: { cluster: c, retry_policy: { retry_on: \"5xx,reset\", num_retries: 2 } }"
+        ),
+        "{}",
+        out.after
+    );
+}
+
+/// A block scalar (`|`, `>-`) edited: its content line is replaced, its
+/// header and whatever follows it (a key, a comment, a blank line, the
+/// file's last line break) stay.
+#[test]
+fn yaml_export_edits_a_block_scalar_in_place() {
+    let head = "\
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: { name: pay }
+spec:
+  hosts: [pay]
+  http:
+  - route: [ { destination: { host: pay } } ]
+    retries:
+      attempts: 3
+";
+    let want = [(
+        "retry.retry_on",
+        json!(["connection", 502, 503, 504, "timeout"]),
+    )];
+    for (block, after) in [
+        (
+            "      retryOn: |\n        reset\n    timeout: 5s\n",
+            "      retryOn: |\n        reset,gateway-error\n    timeout: 5s\n",
+        ),
+        (
+            "      retryOn: >-\n        reset,\n        connect-failure\n      # keep\n\n    timeout: 5s\n",
+            "      retryOn: >-\n        reset,connect-failure,gateway-error\n      # keep\n\n    timeout: 5s\n",
+        ),
+        (
+            "      retryOn: >-\n        reset\n",
+            "      retryOn: >-\n        reset,gateway-error\n",
+        ),
+    ] {
+        let src = format!("{head}{block}");
+        let out = export_in(&src, Format::IstioVirtualservice, "pay", &want)
+            .unwrap_or_else(|e| panic!("{block}: {e:?}"));
+        assert_eq!(out.after, format!("{head}{after}"), "{block}");
+    }
+}
+
+/// grpc-go takes any maxTokens in (0, 1000], fractions included.
+#[test]
+fn grpc_max_tokens_may_be_a_fraction() {
+    let src = GRPC.replace("\"maxTokens\": 10", "\"maxTokens\": 0.5");
+    let p = import_in(
+        &src,
+        Format::GrpcServiceConfig,
+        "orders.v1.Orders/CreateOrder",
+    )
+    .unwrap();
+    has(&p, &["retry.budget.max_tokens=0.5"]);
+}
+
+/// A value not given that the edit changes all the same (an Istio block
+/// without `attempts` ignores its retryOn and perTryTimeout until
+/// `attempts` is written): the message names it and says to give it.
+#[test]
+fn export_names_the_values_to_give_with_the_one_given() {
+    let src = "\
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: { name: cart }
+spec:
+  hosts: [cart]
+  http:
+  - name: cart
+    route: [ { destination: { host: cart } } ]
+    retries: { perTryTimeout: 1s, retryOn: connect-failure }
+";
+    let e = export_in(
+        src,
+        Format::IstioVirtualservice,
+        "cart",
+        &[("retry.max_attempts", json!(3))],
+    )
+    .unwrap_err();
+    assert!(
+        e.iter().any(|e| e.contains(
+            "retry.retry_on: not given, but the change would make the file give [\"connection\"]"
+        ) && e.contains("Give `retry.retry_on` too")),
+        "{e:?}"
+    );
+    let out = export_in(
+        src,
+        Format::IstioVirtualservice,
+        "cart",
+        &[
+            ("retry.max_attempts", json!(3)),
+            ("retry.retry_on", json!(["connection"])),
+            ("timeout", json!("1s")),
+        ],
+    )
+    .unwrap();
+    assert!(
+        out.after
+            .contains("retries: { perTryTimeout: 1s, retryOn: connect-failure, attempts: 2 }"),
+        "{}",
+        out.after
     );
 }

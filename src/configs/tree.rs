@@ -95,6 +95,23 @@ pub struct Doc {
     pub syntax: Syntax,
     pub text: String,
     pub roots: Vec<Node>,
+    /// YAML: every anchored node (`&name`) that at least one alias
+    /// (`*name`, a `<<: *name` merge included) reads, with those aliases:
+    /// its text is the value of each of them, so an edit inside it
+    /// changes them all.
+    pub shared: Vec<Anchored>,
+}
+
+/// An anchored YAML node and the aliases that read it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Anchored {
+    /// The anchor's name (without `&`).
+    pub name: String,
+    /// The anchored node's text.
+    pub span: Range<usize>,
+    pub pos: Pos,
+    /// Where each alias of it stands.
+    pub aliases: Vec<Pos>,
 }
 
 /// Why a file could not be read as a tree.
@@ -247,16 +264,46 @@ impl Lines {
 impl Doc {
     /// Parses `text` as `syntax`.
     pub fn parse(text: &str, syntax: Syntax) -> Result<Doc, SyntaxError> {
-        let roots = match syntax {
-            Syntax::Json => vec![json::parse(text)?],
+        let (roots, shared) = match syntax {
+            Syntax::Json => (vec![json::parse(text)?], Vec::new()),
             Syntax::Yaml => yaml::parse(text)?,
-            Syntax::Ini => vec![ini::parse(text)?],
+            Syntax::Ini => (vec![ini::parse(text)?], Vec::new()),
         };
         Ok(Doc {
             syntax,
             text: text.to_string(),
             roots,
+            shared,
         })
+    }
+
+    /// Whether the text `span` stands inside a flow collection (YAML
+    /// `{ ... }` or `[ ... ]`; JSON's are all flow).
+    pub fn in_flow(&self, span: &Range<usize>) -> bool {
+        fn walk(n: &Node, span: &Range<usize>) -> bool {
+            if n.aliased || n.span.start > span.start || n.span.end < span.end {
+                return false;
+            }
+            let flow = matches!(
+                n.kind,
+                Kind::Map { flow: true, .. } | Kind::Seq { flow: true, .. }
+            );
+            if flow && n.span != *span {
+                return true;
+            }
+            n.entries().iter().any(|e| walk(&e.value, span))
+                || n.items().iter().any(|i| walk(i, span))
+        }
+        self.roots.iter().any(|r| walk(r, span))
+    }
+
+    /// The anchored node that holds the text `span` and that aliases
+    /// elsewhere read (the innermost, when anchors nest).
+    pub fn shared_at(&self, span: &Range<usize>) -> Option<&Anchored> {
+        self.shared
+            .iter()
+            .filter(|a| a.span.start <= span.start && span.end <= a.span.end)
+            .min_by_key(|a| a.span.end - a.span.start)
     }
 
     /// The (line, column) of byte offset `byte`.
@@ -297,8 +344,11 @@ mod yaml {
         }
     }
 
-    pub fn parse(text: &str) -> Result<Vec<Node>, SyntaxError> {
+    pub fn parse(text: &str) -> Result<(Vec<Node>, Vec<Anchored>), SyntaxError> {
         let lines = Lines::new(text);
+        // Anchors by id (granit numbers them across the stream): their
+        // node's span and position, and the aliases that read them.
+        let mut anchored: HashMap<usize, Anchored> = HashMap::new();
         let char_to_byte = |m: &serde_saphyr::granit_parser::Marker| -> usize {
             m.byte_offset().unwrap_or_else(|| {
                 text.char_indices()
@@ -410,6 +460,13 @@ mod yaml {
                 }
                 Event::Alias(id) => match anchors.get(&id) {
                     Some(target) => {
+                        if let Some(a) = anchored.get_mut(&id) {
+                            if a.name.is_empty() {
+                                a.name =
+                                    text[start..end].trim_start_matches('*').trim().to_string();
+                            }
+                            a.aliases.push(pos);
+                        }
                         let mut node = target.clone();
                         nodes += node.count();
                         node.mark_aliased();
@@ -434,11 +491,25 @@ mod yaml {
                 ));
             }
             if anchor != 0 {
+                anchored.insert(
+                    anchor,
+                    Anchored {
+                        name: String::new(),
+                        span: node.span.clone(),
+                        pos: node.pos,
+                        aliases: Vec::new(),
+                    },
+                );
                 anchors.insert(anchor, node.clone());
             }
             attach(&mut stack, &mut roots, node)?;
         }
-        Ok(roots)
+        let mut shared: Vec<Anchored> = anchored
+            .into_values()
+            .filter(|a| !a.aliases.is_empty())
+            .collect();
+        shared.sort_by_key(|a| a.span.start);
+        Ok((roots, shared))
     }
 
     /// Hands a finished node to its parent (or to the document list).

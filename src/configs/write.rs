@@ -63,6 +63,18 @@ pub struct Writer<'d> {
     refusals: Vec<Finding>,
     replaced: Vec<Edit>,
     inserts: Vec<(&'d Node, Vec<(String, Ins)>)>,
+    copy: Option<Copy<'d>>,
+}
+
+/// A list item written again as a new item of its list, with the edits
+/// meant for it, which leave the original as it was (gRPC: a shared
+/// method config copied for one method).
+struct Copy<'d> {
+    /// The item copied, and the list it goes at the end of.
+    item: &'d Node,
+    list: &'d Node,
+    /// A part of the item's text written anew in the copy (its name).
+    swap: (std::ops::Range<usize>, String),
 }
 
 impl<'d> Writer<'d> {
@@ -73,7 +85,21 @@ impl<'d> Writer<'d> {
             refusals: Vec::new(),
             replaced: Vec::new(),
             inserts: Vec::new(),
+            copy: None,
         }
+    }
+
+    /// Makes the edits inside `item` (an item of the JSON or flow list
+    /// `list`) go to a copy of it added at the end of `list`, with the
+    /// text at `swap.0` (inside `item`) replaced by `swap.1`; `item`
+    /// itself stays as it is.
+    pub fn copy_item(
+        &mut self,
+        item: &'d Node,
+        list: &'d Node,
+        swap: (std::ops::Range<usize>, String),
+    ) {
+        self.copy = Some(Copy { item, list, swap });
     }
 
     /// Writes `lit` at `keys` below the mapping `base` (whose key path is
@@ -94,8 +120,10 @@ impl<'d> Writer<'d> {
                         node.pos.0
                     ));
                 }
-                let e = edit::replace(&self.doc.text, self.doc.syntax, node, &lit);
+                let flow = self.doc.in_flow(&node.span);
+                let e = edit::replace_in(&self.doc.text, self.doc.syntax, node, &lit, flow);
                 if self.doc.text[e.range.clone()] != e.text {
+                    self.shared_check(&where_, node)?;
                     self.replaced.retain(|r| r.range != e.range);
                     self.replaced.push(e);
                 }
@@ -106,6 +134,7 @@ impl<'d> Writer<'d> {
                         "{where_}: the mapping comes from a YAML alias or merge key; change the anchor by hand"
                     ));
                 }
+                self.shared_check(&where_, map)?;
                 let i = match self.inserts.iter().position(|(m, _)| m.span == map.span) {
                     Some(i) => i,
                     None => {
@@ -119,13 +148,78 @@ impl<'d> Writer<'d> {
         Ok(())
     }
 
+    /// Adds `key: lit` to the mapping `map` as an entry of its own, even
+    /// when `map` has `key` from a `<<` merge key (a key of the mapping
+    /// itself overrides a merged one, YAML's merge rule).
+    pub fn add(
+        &mut self,
+        map: &'d Node,
+        base_key: &str,
+        key: &str,
+        lit: Lit,
+    ) -> Result<(), String> {
+        let where_ = join(base_key, key);
+        if map.aliased {
+            return Err(format!(
+                "{where_}: the mapping comes from a YAML alias or merge key; change the anchor by hand"
+            ));
+        }
+        self.shared_check(&where_, map)?;
+        let i = match self.inserts.iter().position(|(m, _)| m.span == map.span) {
+            Some(i) => i,
+            None => {
+                self.inserts.push((map, Vec::new()));
+                self.inserts.len() - 1
+            }
+        };
+        Ins::add(&mut self.inserts[i].1, &[key.to_string()], lit);
+        Ok(())
+    }
+
     /// Writes `lit` in place of `node` (not an alias: the caller checked).
-    pub fn put_node(&mut self, node: &'d Node, lit: &Lit) {
-        let e = edit::replace(&self.doc.text, self.doc.syntax, node, lit);
+    pub fn put_node(&mut self, node: &'d Node, lit: &Lit) -> Result<(), String> {
+        let flow = self.doc.in_flow(&node.span);
+        let e = edit::replace_in(&self.doc.text, self.doc.syntax, node, lit, flow);
         if self.doc.text[e.range.clone()] != e.text {
+            self.shared_check(&format!("line {}", node.pos.0), node)?;
             self.replaced.retain(|r| r.range != e.range);
             self.replaced.push(e);
         }
+        Ok(())
+    }
+
+    /// Refuses an edit of `node`'s text when the text is (inside) a YAML
+    /// anchor that aliases elsewhere read: the edit would change each of
+    /// them too, policies the export was not asked to touch.
+    fn shared_check(&self, where_: &str, node: &Node) -> Result<(), String> {
+        let Some(a) = self.doc.shared_at(&node.span) else {
+            return Ok(());
+        };
+        let at: Vec<String> = a
+            .aliases
+            .iter()
+            .map(|(l, c)| format!("line {l}, column {c}"))
+            .collect();
+        // Where `&name` stands: before the node (a block mapping's node
+        // starts on the line below it).
+        let mark = format!("&{}", a.name);
+        let (al, ac) = self.doc.text[..a.span.start]
+            .rfind(&mark)
+            .map_or(a.pos, |i| self.doc.pos_of(i));
+        let (who, them) = if at.len() == 1 {
+            ("the alias".to_string(), "that policy")
+        } else {
+            (format!("{} aliases", at.len()), "those policies")
+        };
+        Err(format!(
+            "{where_} (line {}) is inside the YAML anchor `&{}` (line {al}, column {ac}), which {who} `*{}` also read{} ({}): the edit would change {them} too, so nothing was written. Give this policy its own copy first (write the values out in place of `&{}` here, or in place of the alias), then export again",
+            node.pos.0,
+            a.name,
+            a.name,
+            if at.len() == 1 { "s" } else { "" },
+            at.join("; "),
+            a.name,
+        ))
     }
 
     /// A tuned layer field the file cannot hold.
@@ -177,7 +271,36 @@ impl<'d> Writer<'d> {
                 }
             }
         }
-        Ok((edits, self.notes))
+        let Some(copy) = self.copy else {
+            return Ok((edits, self.notes));
+        };
+        let span = copy.item.span.clone();
+        let (inside, mut outside): (Vec<Edit>, Vec<Edit>) = edits
+            .into_iter()
+            .partition(|e| span.start <= e.range.start && e.range.end <= span.end);
+        let mut shifted: Vec<Edit> = inside
+            .into_iter()
+            .map(|e| Edit {
+                range: e.range.start - span.start..e.range.end - span.start,
+                text: e.text,
+            })
+            .collect();
+        let (swap, swap_text) = copy.swap;
+        shifted.push(Edit {
+            range: swap.start - span.start..swap.end - span.start,
+            text: swap_text,
+        });
+        let fail = |m: String| {
+            vec![Finding {
+                pos: Some(copy.item.pos),
+                key: String::new(),
+                message: m,
+            }]
+        };
+        let body = edit::apply(&self.doc.text[span.clone()], shifted).map_err(fail)?;
+        let added = edit::append_item(&self.doc.text, copy.list, &body).map_err(fail)?;
+        outside.push(added);
+        Ok((outside, self.notes))
     }
 }
 
@@ -282,7 +405,8 @@ pub fn export_text(
                         ScenarioError::new(
                             label,
                             format!(
-                                "a {format} file holds no `{top}`; it holds {}",
+                                "{} {format} file holds no `{top}`; it holds {}",
+                                format.article(),
                                 owned.join(", ")
                             ),
                         )
@@ -334,18 +458,34 @@ pub fn export_text(
         let leaves_w = super::leaves(&want);
         let leaves_b = super::leaves(&back);
         let show = |v: Option<&Value>| v.map_or("absent".to_string(), Value::to_string);
+        // A value the user did not give (a `--set` style best.yaml names
+        // some fields) that the edit changes all the same: the file ties
+        // it to one that was given (an Istio `retries` block without
+        // `attempts` ignores its `retryOn` and `perTryTimeout` until
+        // `attempts` is written). Say what to give.
+        let given = |p: &str| match wanted {
+            Wanted::Layer(_) => true,
+            Wanted::Sets(sets) => sets.iter().any(|(s, _)| {
+                s == p || p.starts_with(&format!("{s}.")) || s.starts_with(&format!("{p}."))
+            }),
+        };
         return Err(off
             .iter()
             .map(|p| {
-                ScenarioError::new(
-                    label,
+                let message = if given(p) {
                     format!(
                         "the file cannot hold {} exactly: it would read back as {}; nothing was written",
                         show(leaves_w.get(p)),
                         show(leaves_b.get(p))
-                    ),
-                )
-                .with_path(p.clone())
+                    )
+                } else {
+                    format!(
+                        "not given, but the change would make the file give {} here (it gives {} now): the file ties it to a value that was given; nothing was written. Give `{p}` too, this value to accept it or one of your own",
+                        show(leaves_b.get(p)),
+                        show(leaves_w.get(p))
+                    )
+                };
+                ScenarioError::new(label, message).with_path(p.clone())
             })
             .collect());
     }
