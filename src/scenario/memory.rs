@@ -396,7 +396,7 @@ mod tests {
     /// counters and a row of services_timeseries.csv per bucket, counted
     /// exactly (it aborted the process on a failed allocation of 1.76 GB
     /// when only the chain's series were counted); the file's rows are
-    /// refused beyond the row limit.
+    /// refused when they do not fit a run's memory.
     #[test]
     fn every_services_series_is_counted() {
         use crate::metrics::services::{ServiceMetrics, ServiceRow};
@@ -427,11 +427,14 @@ mod tests {
         );
         assert!(!part.grows);
         assert!(e.at_start() >= part.bytes && e.at_start() < e.bytes);
+        // 10 M rows: within the row limit (a bound on disk space, the
+        // rows are written as the runs end), but one run's counters and
+        // rows do not fit its memory.
         let err = load_str(&graph(100, "100000s"), "g.yaml")
             .unwrap_err()
             .to_string();
         assert!(
-            err.contains("the run would write 10000000 rows of services_timeseries.csv"),
+            err.contains("100000 time buckets (duration / bucket) × 100 service(s): counters and rows of services_timeseries.csv = 3.6 GB"),
             "{err}"
         );
     }
