@@ -350,11 +350,6 @@ fn a_graph_past_floats_prints_orders_of_magnitude() {
     assert!(!text.contains("up to at least"), "{text}");
     for line in text.lines() {
         assert!(!line.split_whitespace().any(|w| w == "inf"), "{line}");
-        let longest = line
-            .split(|c: char| !c.is_ascii_digit())
-            .map(str::len)
-            .max()
-            .unwrap_or(0);
-        assert!(longest <= 13, "{line}");
+        assert!(super::tests::longest_number(line) <= 13, "{line}");
     }
 }

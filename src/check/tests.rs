@@ -292,12 +292,7 @@ fn huge_amplification_prints_as_an_order_of_magnitude() {
     assert!(text.contains("amplification: at least 10^48x"), "{text}");
     for line in text.lines() {
         // No number longer than 13 digits anywhere.
-        let longest = line
-            .split(|c: char| !c.is_ascii_digit())
-            .map(str::len)
-            .max()
-            .unwrap_or(0);
-        assert!(longest <= 13, "{line}");
+        assert!(longest_number(line) <= 13, "{line}");
     }
     let f = finding(&r, "nested-retries-without-budget");
     assert!(
@@ -411,4 +406,12 @@ fn the_worst_case_of_a_layer_without_a_timeout() {
     let text = human(&r, "x.yaml");
     assert!(text.contains("7 h 0 min"), "{text}");
     assert!(!text.contains("25200"), "{text}");
+}
+
+/// The digits of the longest number in `line`.
+pub(super) fn longest_number(line: &str) -> usize {
+    line.split(|c: char| !c.is_ascii_digit())
+        .map(str::len)
+        .max()
+        .unwrap_or(0)
 }

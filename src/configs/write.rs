@@ -128,23 +128,35 @@ impl<'d> Writer<'d> {
                     self.replaced.push(e);
                 }
             }
-            Place::Missing { map, keys } => {
-                if map.aliased {
-                    return Err(format!(
-                        "{where_}: the mapping comes from a YAML alias or merge key; change the anchor by hand"
-                    ));
-                }
-                self.shared_check(&where_, map)?;
-                let i = match self.inserts.iter().position(|(m, _)| m.span == map.span) {
-                    Some(i) => i,
-                    None => {
-                        self.inserts.push((map, Vec::new()));
-                        self.inserts.len() - 1
-                    }
-                };
-                Ins::add(&mut self.inserts[i].1, &keys, lit);
-            }
+            Place::Missing { map, keys } => self.insert(&where_, map, &keys, lit)?,
         }
+        Ok(())
+    }
+
+    /// Queues `keys` (nested, the last one given `lit`) to be added to the
+    /// mapping `map`, unless it comes from an alias or an anchor aliases
+    /// read.
+    fn insert(
+        &mut self,
+        where_: &str,
+        map: &'d Node,
+        keys: &[String],
+        lit: Lit,
+    ) -> Result<(), String> {
+        if map.aliased {
+            return Err(format!(
+                "{where_}: the mapping comes from a YAML alias or merge key; change the anchor by hand"
+            ));
+        }
+        self.shared_check(where_, map)?;
+        let i = match self.inserts.iter().position(|(m, _)| m.span == map.span) {
+            Some(i) => i,
+            None => {
+                self.inserts.push((map, Vec::new()));
+                self.inserts.len() - 1
+            }
+        };
+        Ins::add(&mut self.inserts[i].1, keys, lit);
         Ok(())
     }
 
@@ -159,20 +171,7 @@ impl<'d> Writer<'d> {
         lit: Lit,
     ) -> Result<(), String> {
         let where_ = join(base_key, key);
-        if map.aliased {
-            return Err(format!(
-                "{where_}: the mapping comes from a YAML alias or merge key; change the anchor by hand"
-            ));
-        }
-        self.shared_check(&where_, map)?;
-        let i = match self.inserts.iter().position(|(m, _)| m.span == map.span) {
-            Some(i) => i,
-            None => {
-                self.inserts.push((map, Vec::new()));
-                self.inserts.len() - 1
-            }
-        };
-        Ins::add(&mut self.inserts[i].1, &[key.to_string()], lit);
+        self.insert(&where_, map, &[key.to_string()], lit)?;
         Ok(())
     }
 
