@@ -125,9 +125,13 @@ struct SelectorArgs {
     #[arg(long)]
     method: Option<String>,
     /// envoy-route: the route's name, or its match prefix or path;
-    /// istio-virtualservice, linkerd-serviceprofile: the route's name.
+    /// istio-virtualservice: the route's name, or `#N` for `spec.http[N]`
+    /// (from 0; an unnamed route); linkerd-serviceprofile: the route's name.
     #[arg(long)]
     route: Option<String>,
+    /// envoy-route: the route's virtual host, by its `name` or a domain.
+    #[arg(long, value_name = "NAME")]
+    virtual_host: Option<String>,
     /// istio-virtualservice: the destination host (or one of `hosts`).
     #[arg(long)]
     host: Option<String>,
@@ -138,7 +142,8 @@ struct SelectorArgs {
     /// (`HttpClients:Orders:Resilience`).
     #[arg(long)]
     section: Option<String>,
-    /// aws-config: the profile (`default`, or NAME of `[profile NAME]`).
+    /// aws-config: the profile (`default`, or NAME of `[profile NAME]`);
+    /// linkerd-serviceprofile: the ServiceProfile's `metadata.name`.
     #[arg(long)]
     profile: Option<String>,
     /// A setting stormsim does not model that may be left out all the same
@@ -157,6 +162,7 @@ impl SelectorArgs {
         configs::Selector {
             method: self.method.clone(),
             route: self.route.clone(),
+            virtual_host: self.virtual_host.clone(),
             host: self.host.clone(),
             instance: self.instance.clone(),
             section: self.section.clone(),
@@ -481,20 +487,33 @@ fn import(args: ImportArgs) -> i32 {
     }
     let name = args.name.clone().unwrap_or_else(|| {
         let raw = selector.value(format).unwrap_or("imported");
-        let last = raw
-            .rsplit(['/', '.'])
-            .find(|s| !s.is_empty())
-            .unwrap_or(raw);
-        let slug: String = last
-            .chars()
-            .map(|c| {
-                if c.is_alphanumeric() || c == '-' || c == '_' {
-                    c.to_ascii_lowercase()
-                } else {
-                    '-'
-                }
-            })
-            .collect();
+        // The default name: the last part of a gRPC method or an Envoy
+        // path (`CreateOrder`); a Linkerd route's whole name, method and
+        // path (`GET /x.json`: `get-x-json`), as its last part alone
+        // (`json`) would name every `.json` route alike; an Istio route
+        // picked by index, its host and index (`reviews-1`).
+        let whole;
+        let last = match format {
+            configs::Format::LinkerdServiceprofile => raw,
+            configs::Format::IstioVirtualservice if raw.starts_with('#') => {
+                let host = selector.host.as_deref().unwrap_or("route");
+                let host = host.split('.').next().unwrap_or(host);
+                whole = format!("{host}-{}", &raw[1..]);
+                whole.as_str()
+            }
+            _ => raw
+                .rsplit(['/', '.'])
+                .find(|s| !s.is_empty())
+                .unwrap_or(raw),
+        };
+        let mut slug = String::new();
+        for c in last.chars() {
+            if c.is_alphanumeric() || c == '-' || c == '_' {
+                slug.push(c.to_ascii_lowercase());
+            } else if !slug.ends_with('-') {
+                slug.push('-');
+            }
+        }
         let slug = slug.trim_matches('-').to_string();
         if slug.is_empty() {
             "imported".into()
@@ -564,6 +583,7 @@ fn export(args: ExportArgs) -> i32 {
         };
         fill(&mut selector.method, f.method);
         fill(&mut selector.route, f.route);
+        fill(&mut selector.virtual_host, f.virtual_host);
         fill(&mut selector.host, f.host);
         fill(&mut selector.instance, f.instance);
         fill(&mut selector.section, f.section);
