@@ -2729,6 +2729,44 @@ fn resilience4j_placeholders_read_as_their_defaults() {
     assert!(e[0].to_string().contains("Spring placeholder"), "{e:?}");
 }
 
+/// A key added after the last one leaves that key's `// comment` with it.
+#[test]
+fn json_export_keeps_the_last_keys_comment_on_its_line() {
+    let text = "{\n  \"Svc\": {\n    \"Retry\": {\n      \"Delay\": \"00:00:01\", // one second\n    },\n    \"AttemptTimeout\": {\n      \"Timeout\": \"00:00:02\" /* per try */\n    }\n  }\n}\n";
+    let out = export_text(
+        text,
+        "f",
+        Format::MsResilience,
+        &sel(Format::MsResilience, "Svc"),
+        &Wanted::Sets(vec![("retry.max_attempts".into(), json!(2))]),
+    )
+    .unwrap_or_else(|e| panic!("{e:?}"));
+    assert!(
+        out.after.contains(
+            "      \"Delay\": \"00:00:01\", // one second\n      \"MaxRetryAttempts\": 1,\n    },"
+        ),
+        "{}",
+        out.after
+    );
+    // Without a trailing comma, one is added before the comment.
+    let text = text.replace("\"00:00:01\", //", "\"00:00:01\" //");
+    let out = export_text(
+        &text,
+        "f",
+        Format::MsResilience,
+        &sel(Format::MsResilience, "Svc"),
+        &Wanted::Sets(vec![("retry.max_attempts".into(), json!(2))]),
+    )
+    .unwrap_or_else(|e| panic!("{e:?}"));
+    assert!(
+        out.after.contains(
+            "      \"Delay\": \"00:00:01\", // one second\n      \"MaxRetryAttempts\": 1\n    },"
+        ),
+        "{}",
+        out.after
+    );
+}
+
 /// Valid TimeSpan text out of Polly's range is said to be that, not "not
 /// a TimeSpan".
 #[test]
