@@ -433,7 +433,7 @@ fn import(args: ImportArgs) -> i32 {
         errln!("error: --to: {problem}");
         return 2;
     }
-    let label = args.file.display().to_string();
+    let label = crate::escape::path(&args.file);
     let mut selector = args.select.selector();
     if args.to.is_some() {
         selector.target = configs::Target::Call {
@@ -523,7 +523,7 @@ fn import(args: ImportArgs) -> i32 {
 /// `stormsim export`: tuned values into the user's file, with a diff.
 fn export(args: ExportArgs) -> i32 {
     use configs::write::{export_text, replace_file, unified_diff, wanted_from_best};
-    let label = args.into.display().to_string();
+    let label = crate::escape::path(&args.into);
     let mut selector = args.select.selector();
     let pick = match (&args.layer, &args.call) {
         (Some(l), _) => Some(configs::write::Pick::Layer(l)),
@@ -677,7 +677,7 @@ fn check(args: CheckArgs) -> i32 {
     match args.format {
         Format::Human => out!(
             "{}",
-            crate::check::human_reviews(&reviews, &escape(&file.display().to_string()))
+            crate::check::human_reviews(&reviews, &escape(&crate::escape::path(file)))
         ),
         Format::Json => out!("{}", crate::check::json_reviews(&reviews)),
     }
@@ -741,7 +741,7 @@ fn validate(args: ScenarioArgs) -> i32 {
         Ok(variants) => {
             outln!(
                 "{}: ok ({} variant{}, {} replicate{} each)",
-                escape(&args.file.display().to_string()),
+                escape(&crate::escape::path(&args.file)),
                 variants.len(),
                 if variants.len() == 1 { "" } else { "s" },
                 s.replicates,
@@ -784,7 +784,7 @@ fn output_failed(e: OutputError, out: &Path, not_written: &str, done: &str) -> i
         }
         OutputError::Io(m) => errln!(
             "error: could not write results to {}: {m}; nothing was written",
-            out.display()
+            crate::escape::path(out)
         ),
     }
     code
@@ -838,8 +838,8 @@ fn merge(args: MergeArgs) -> i32 {
             "error: the output folder {} holds {}, which the scenario's {who} reads \
              (from: {file}); merge will not replace that folder, even with --force: \
              choose another output folder",
-            out_path.display(),
-            inside.display()
+            crate::escape::path(&out_path),
+            crate::escape::path(&inside)
         );
         return 2;
     }
@@ -879,7 +879,7 @@ fn merge(args: MergeArgs) -> i32 {
                     plan.items(),
                     plan.scenario()
                 );
-                outln!("results: {}", dir.display());
+                outln!("results: {}", crate::escape::path(&dir));
             }
             // As `run` does: a run a guard rail stopped is a failure.
             let mut lines: Vec<String> = Vec::new();
@@ -925,7 +925,7 @@ fn nothing_written(out: &Path, files: &str) -> String {
     };
     format!(
         "nothing was written: {} {state} ({files} not written)",
-        out.display()
+        crate::escape::path(out)
     )
 }
 
@@ -955,7 +955,7 @@ fn plot(args: PlotArgs) -> i32 {
     let interrupted = || {
         errln!(
             "interrupted: nothing was changed in {} (charts/ and report.html not redrawn)",
-            dir.display()
+            crate::escape::path(dir)
         );
         interrupt::EXIT_CODE
     };
@@ -979,14 +979,17 @@ fn plot(args: PlotArgs) -> i32 {
     let data = interrupt::reading(
         &format!(
             "interrupted: nothing was changed in {} (charts/ and report.html not redrawn; stopped while reading the run)",
-            dir.display()
+            crate::escape::path(dir)
         ),
         || report::ChartData::from_dir(dir),
     );
     let files = match data.and_then(|d| report::visual_files(&d)) {
         Ok(f) => f,
         Err(report::ReportError::Table(e)) => {
-            errln!("error: cannot read the run in {}: {e}", dir.display());
+            errln!(
+                "error: cannot read the run in {}: {e}",
+                crate::escape::path(dir)
+            );
             return 2;
         }
         Err(report::ReportError::Draw(e)) => {
@@ -1007,7 +1010,10 @@ fn plot(args: PlotArgs) -> i32 {
     match write(out) {
         Ok(dir) => {
             if !args.quiet {
-                outln!("charts and report: {}", dir.join("report.html").display());
+                outln!(
+                    "charts and report: {}",
+                    crate::escape::path(&dir.join("report.html"))
+                );
             }
             0
         }
@@ -1019,7 +1025,7 @@ fn plot(args: PlotArgs) -> i32 {
         Err(OutputError::Io(m)) => {
             errln!(
                 "error: could not write to {}: {m}; nothing was changed",
-                dir.display()
+                crate::escape::path(dir)
             );
             1
         }

@@ -67,7 +67,7 @@ pub(super) fn tune(args: TuneArgs) -> i32 {
         Ok(s) => s,
         Err(e) => return report_errors(&e),
     };
-    let file = escape(&args.file.display().to_string()).into_owned();
+    let file = escape(&crate::escape::path(&args.file)).into_owned();
     let Some(t) = &s.tune else {
         errln!(
             "error: {file} has no `tune` section: nothing to search. Add one, for example\n\
@@ -194,7 +194,7 @@ pub(super) fn tune(args: TuneArgs) -> i32 {
             "{}",
             output::console_text(&outcome, &s.name, &file, &left_out)
         );
-        outln!("results: {}", dir.display());
+        outln!("results: {}", crate::escape::path(&dir));
     }
     if !outcome.violations.is_empty() {
         for (c, r, broken) in &outcome.violations {

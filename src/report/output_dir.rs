@@ -175,12 +175,12 @@ impl OutputFile {
             }
             Ok(())
         };
-        write().map_err(|e| io_error(self.path.display(), &e))
+        write().map_err(|e| io_error(crate::escape::path(&self.path), &e))
     }
 
     /// Writes out what is buffered and closes the file.
     pub fn finish(mut self) -> Result<(), OutputError> {
-        io::Write::flush(&mut self.file).map_err(|e| io_error(self.path.display(), &e))
+        io::Write::flush(&mut self.file).map_err(|e| io_error(crate::escape::path(&self.path), &e))
     }
 }
 
@@ -452,7 +452,7 @@ fn resolve(path: &Path) -> io::Result<PathBuf> {
 
 /// Refuses a target that is a symbolic link or not a folder.
 fn check_kind(target: &Path, mode: Mode) -> Result<bool, OutputError> {
-    let shown = target.display();
+    let shown = crate::escape::path(target);
     match fs::symlink_metadata(target) {
         Ok(m) if m.file_type().is_symlink() => Err(OutputError::Refused(format!(
             "{shown} is a symbolic link; stormsim writes only into a real folder: \
@@ -470,7 +470,7 @@ fn check_kind(target: &Path, mode: Mode) -> Result<bool, OutputError> {
             Some(file) => format!(
                 "cannot use {shown} as the output folder: {} is a file, not a folder; \
                  nothing was written: choose another output folder",
-                file.display()
+                crate::escape::path(&file)
             ),
             None => format!("cannot use {shown} as the output folder: {e}"),
         })),
@@ -495,7 +495,7 @@ fn file_on_the_way(path: &Path) -> Option<PathBuf> {
 /// Refuses a target that is, holds or lies inside an input, or a folder
 /// to replace that holds the current folder.
 fn check_inputs(target: &Path, dest: &Path, opts: Options<'_>) -> Result<(), OutputError> {
-    let shown = target.display();
+    let shown = crate::escape::path(target);
     if let Some(cwd) = std::env::current_dir()
         .ok()
         .and_then(|c| c.canonicalize().ok())
@@ -529,7 +529,7 @@ fn check_inputs(target: &Path, dest: &Path, opts: Options<'_>) -> Result<(), Out
         return Err(OutputError::Refused(format!(
             "the output folder {shown} {relation} the input {}; writing there would \
              destroy what the command reads: choose another output folder",
-            input.display()
+            crate::escape::path(input)
         )));
     }
     Ok(())
@@ -586,7 +586,7 @@ fn check_writable(
     dest: &Path,
     mode: Mode,
 ) -> Result<(), OutputError> {
-    let shown = target.display();
+    let shown = crate::escape::path(target);
     let refuse = |what: String, e: &io::Error| {
         OutputError::Refused(format!(
             "cannot write {shown}: {what} {}; nothing was written: choose another folder \
@@ -596,7 +596,7 @@ fn check_writable(
     };
     if let Err(e) = writable(parent) {
         return Err(refuse(
-            format!("the folder that holds it, {},", parent.display()),
+            format!("the folder that holds it, {},", crate::escape::path(parent)),
             &e,
         ));
     }
@@ -632,7 +632,7 @@ fn check_writable(
         if let Err(e) = writable(&dir) {
             let rel = dir.strip_prefix(dest).unwrap_or(&dir);
             return Err(refuse(
-                format!("the folder {} inside it", rel.display()),
+                format!("the folder {} inside it", crate::escape::path(rel)),
                 &e,
             ));
         }
@@ -648,8 +648,9 @@ fn check_owned(target: &Path, dest: &Path, mode: Mode, force: bool) -> Result<()
     if force {
         return Ok(());
     }
-    let foreign = foreign_entries(dest, mode)
-        .map_err(|e| OutputError::Refused(format!("cannot read {}: {e}", target.display())))?;
+    let foreign = foreign_entries(dest, mode).map_err(|e| {
+        OutputError::Refused(format!("cannot read {}: {e}", crate::escape::path(target)))
+    })?;
     if foreign.is_empty() {
         return Ok(());
     }
@@ -680,7 +681,7 @@ fn has_old_marker(dir: &Path) -> bool {
 
 /// The refusal of `target`, which holds the `foreign` entries.
 fn refusal(target: &Path, mode: Mode, foreign: &[String]) -> OutputError {
-    let shown = target.display();
+    let shown = crate::escape::path(target);
     OutputError::Refused(match mode {
         Mode::Folder => format!(
             "{shown} already exists and holds files stormsim did not write ({}); \
@@ -838,11 +839,11 @@ fn clean_leftovers(
                 .map(|(p, pid)| (p, pid, Mode::Entries(VISUALS))),
         );
     }
-    let shown = target.display();
+    let shown = crate::escape::path(target);
     let mut notes = Vec::new();
     for (work, pid, kind) in found {
         let name = work.file_name().unwrap_or_default().to_string_lossy();
-        let place = work.parent().unwrap_or(Path::new(".")).display();
+        let place = crate::escape::path(work.parent().unwrap_or(Path::new(".")));
         if pid != own && super::folder_lock::process_alive(pid) {
             notes.push(format!(
                 "{name} in {place} is the work folder of a stormsim command (process {pid}) that \
@@ -904,17 +905,18 @@ fn recover(work: &Path, dest: &Path, mode: Mode) -> Result<String, String> {
         let absent = |p: &Path| fs::symlink_metadata(p).is_err();
         if mode == Mode::Folder && absent(dest) {
             fs::rename(&old, dest)
-                .map_err(|e| format!("cannot put back {}: {e}", dest.display()))?;
-            put_back.push(dest.display().to_string());
+                .map_err(|e| format!("cannot put back {}: {e}", crate::escape::path(dest)))?;
+            put_back.push(crate::escape::path(dest));
         } else {
             let entries = fs::read_dir(&old).map_err(|e| e.to_string())?;
             for entry in entries.flatten() {
                 let (from, to) = (entry.path(), dest.join(entry.file_name()));
                 let wanted = mode != Mode::Folder || is_carried(&from);
                 if wanted && absent(&to) {
-                    fs::rename(&from, &to)
-                        .map_err(|e| format!("cannot put back {}: {e}", to.display()))?;
-                    put_back.push(to.display().to_string());
+                    fs::rename(&from, &to).map_err(|e| {
+                        format!("cannot put back {}: {e}", crate::escape::path(&to))
+                    })?;
+                    put_back.push(crate::escape::path(&to));
                 }
             }
         }
@@ -960,7 +962,7 @@ impl OutputDir {
         // below is of the path without them, which is a symbolic link.
         let plain = without_missing_dotdot(target);
         let target = plain.as_path();
-        let shown = target.display();
+        let shown = crate::escape::path(target);
         // `plot .` names its folder by its canonical path.
         let canonical;
         let located = match opts.mode {
@@ -999,12 +1001,12 @@ impl OutputDir {
                 Some(file) => format!(
                     "cannot create the folder {} for {shown}: {} is a file, not a folder; \
                      nothing was written: choose another output folder",
-                    parent.display(),
-                    file.display()
+                    crate::escape::path(&parent),
+                    crate::escape::path(&file)
                 ),
                 None => format!(
                     "cannot create the folder {} for {shown}: {e}",
-                    parent.display()
+                    crate::escape::path(&parent)
                 ),
             })
         })?;
@@ -1023,7 +1025,7 @@ impl OutputDir {
         // From here on, dropping `out` removes what was made.
         let parent = parent
             .canonicalize()
-            .map_err(|e| io_error(parent.display(), &e))?;
+            .map_err(|e| io_error(crate::escape::path(&parent), &e))?;
         out.dest = parent.join(&name);
         check_inputs(target, &out.dest, opts)?;
         check_writable(target, &parent, &out.dest, opts.mode)?;
@@ -1031,13 +1033,13 @@ impl OutputDir {
             LockError::Held(lock) => OutputError::Refused(format!(
                 "another stormsim command is writing {shown} (it holds the lock {}); \
                  nothing was written: wait for it to finish, or choose another folder",
-                lock.display()
+                crate::escape::path(&lock)
             )),
             LockError::Foreign(lock) => OutputError::Refused(format!(
                 "cannot lock {shown}: {} is where stormsim keeps the folder's lock file, \
                  and a file stormsim did not write is there; it was left as it is and \
                  nothing was written: move it, or choose another folder",
-                lock.display()
+                crate::escape::path(&lock)
             )),
             LockError::Io(lock, e) => {
                 let what = match fs::symlink_metadata(&lock) {
@@ -1055,8 +1057,8 @@ impl OutputDir {
                     "cannot lock {shown}: its lock file {} cannot be used ({what}); \
                      nothing was written. If no stormsim command is writing {shown}, \
                      remove {} and try again",
-                    lock.display(),
-                    lock.display()
+                    crate::escape::path(&lock),
+                    crate::escape::path(&lock)
                 ))
             }
         })?);
@@ -1089,12 +1091,12 @@ impl OutputDir {
         out.work = make_work_folder(&home, &tag).map_err(|e| {
             OutputError::Refused(format!(
                 "cannot create a work folder in {}: {e}",
-                home.display()
+                crate::escape::path(&home)
             ))
         })?;
         interrupt::register_cleanup(&out.work);
         let new = out.work.join("new");
-        fs::create_dir(&new).map_err(|e| io_error(new.display(), &e))?;
+        fs::create_dir(&new).map_err(|e| io_error(crate::escape::path(&new), &e))?;
         out.staging = match opts.mode {
             Mode::Folder => {
                 let staging = new.join(&name);
@@ -1103,7 +1105,7 @@ impl OutputDir {
                         "cannot create a folder named {:?} ({} bytes) in {}: {e}",
                         name.to_string_lossy(),
                         name.len(),
-                        out.dest.parent().unwrap_or(Path::new("/")).display()
+                        crate::escape::path(out.dest.parent().unwrap_or(Path::new("/")))
                     ))
                 })?;
                 staging
@@ -1132,7 +1134,7 @@ impl OutputDir {
     /// table written as the runs finish), as `write` would write it.
     pub fn create(&self, rel: &str) -> Result<OutputFile, OutputError> {
         let path = self.staged(rel)?;
-        let file = fs::File::create(&path).map_err(|e| io_error(path.display(), &e))?;
+        let file = fs::File::create(&path).map_err(|e| io_error(crate::escape::path(&path), &e))?;
         Ok(OutputFile {
             file: io::BufWriter::with_capacity(1 << 16, file),
             path,
@@ -1144,7 +1146,7 @@ impl OutputDir {
     /// tables as written).
     pub fn open_written(&self, rel: &str) -> Result<fs::File, OutputError> {
         let path = self.staged(rel)?;
-        fs::File::open(&path).map_err(|e| io_error(path.display(), &e))
+        fs::File::open(&path).map_err(|e| io_error(crate::escape::path(&path), &e))
     }
 
     /// Where the file `rel` is written (its folders created), once `rel`
@@ -1155,7 +1157,7 @@ impl OutputDir {
         if !rel.components().all(|c| matches!(c, Component::Normal(_))) {
             return Err(OutputError::Io(format!(
                 "{}: not a plain relative path",
-                rel.display()
+                crate::escape::path(rel)
             )));
         }
         if let Mode::Entries(names) = self.mode {
@@ -1163,13 +1165,13 @@ impl OutputDir {
             if !top.is_some_and(|t| names.iter().any(|n| OsStr::new(n) == t)) {
                 return Err(OutputError::Io(format!(
                     "{}: not one of the entries this command replaces",
-                    rel.display()
+                    crate::escape::path(rel)
                 )));
             }
         }
         let path = self.staging.join(rel);
         if let Some(dir) = path.parent() {
-            fs::create_dir_all(dir).map_err(|e| io_error(dir.display(), &e))?;
+            fs::create_dir_all(dir).map_err(|e| io_error(crate::escape::path(dir), &e))?;
         }
         Ok(path)
     }
@@ -1182,7 +1184,7 @@ impl OutputDir {
             walk_written(&self.staging).map_err(|e| io_error(self.staging.display(), &e))?;
         if self.mode == Mode::Folder {
             fs::write(self.staging.join(MARKER), marker_text(&written))
-                .map_err(|e| io_error(self.staging.display(), &e))?;
+                .map_err(|e| io_error(crate::escape::path(&self.staging), &e))?;
         }
         // The target again: something may have appeared during the run.
         if check_kind(&self.target, self.mode)? {
@@ -1207,14 +1209,15 @@ impl OutputDir {
         let old = self.work.join("old");
         let had_old = fs::symlink_metadata(&self.dest).is_ok();
         if had_old {
-            fs::rename(&self.dest, &old).map_err(|e| io_error(self.target.display(), &e))?;
+            fs::rename(&self.dest, &old)
+                .map_err(|e| io_error(crate::escape::path(&self.target), &e))?;
             if !self.force {
                 let foreign = foreign_entries(&old, Mode::Folder);
                 if !foreign.as_ref().is_ok_and(Vec::is_empty) {
                     let _ = fs::rename(&old, &self.dest);
                     return Err(match foreign {
                         Ok(foreign) => refusal(&self.target, self.mode, &foreign),
-                        Err(e) => io_error(self.target.display(), &e),
+                        Err(e) => io_error(crate::escape::path(&self.target), &e),
                     });
                 }
             }
@@ -1223,12 +1226,12 @@ impl OutputDir {
             if had_old {
                 let _ = fs::rename(&old, &self.dest);
             }
-            return Err(io_error(self.target.display(), &e));
+            return Err(io_error(crate::escape::path(&self.target), &e));
         }
         if !had_old {
             return Ok(());
         }
-        let entries = fs::read_dir(&old).map_err(|e| io_error(old.display(), &e))?;
+        let entries = fs::read_dir(&old).map_err(|e| io_error(crate::escape::path(&old), &e))?;
         for entry in entries.flatten() {
             let (from, to) = (entry.path(), self.dest.join(entry.file_name()));
             if is_carried(&from) && fs::symlink_metadata(&to).is_err() {
@@ -1236,9 +1239,9 @@ impl OutputDir {
                     OutputError::Io(format!(
                         "the results are in {} but the shard folder {} could not be \
                          carried over ({e}); it is in {}",
-                        self.target.display(),
-                        entry.file_name().to_string_lossy(),
-                        old.display()
+                        crate::escape::path(&self.target),
+                        crate::escape::path(Path::new(&entry.file_name())),
+                        crate::escape::path(&old)
                     ))
                 })?;
             }
@@ -1255,7 +1258,7 @@ impl OutputDir {
     /// what was written.
     fn swap_entries(&self, written: &Marked) -> Result<(), OutputError> {
         let old = self.work.join("old");
-        fs::create_dir(&old).map_err(|e| io_error(old.display(), &e))?;
+        fs::create_dir(&old).map_err(|e| io_error(crate::escape::path(&old), &e))?;
         let marked = marked_entries(&self.dest);
         let names: Vec<&String> = written.keys().filter(|k| !k.contains('/')).collect();
         let mut moved: Vec<&String> = Vec::new();
@@ -1269,7 +1272,7 @@ impl OutputDir {
             if fs::symlink_metadata(&to).is_ok() {
                 if let Err(e) = fs::rename(&to, old.join(name)) {
                     put_back(&moved);
-                    return Err(io_error(to.display(), &e));
+                    return Err(io_error(crate::escape::path(&to), &e));
                 }
                 moved.push(name);
             }
@@ -1280,13 +1283,13 @@ impl OutputDir {
                 put_back(&moved);
                 return Err(match foreign {
                     Ok(foreign) => refusal(&self.target, self.mode, &foreign),
-                    Err(e) => io_error(self.target.display(), &e),
+                    Err(e) => io_error(crate::escape::path(&self.target), &e),
                 });
             }
         }
         for name in &names {
             let (from, to) = (self.staging.join(name), self.dest.join(name));
-            fs::rename(&from, &to).map_err(|e| io_error(to.display(), &e))?;
+            fs::rename(&from, &to).map_err(|e| io_error(crate::escape::path(&to), &e))?;
         }
         if let Some(mut listed) = marked {
             listed.retain(|rel, _| {
@@ -1301,7 +1304,7 @@ impl OutputDir {
             let fresh = self.work.join(MARKER);
             fs::write(&fresh, marker_text(&listed))
                 .and_then(|()| fs::rename(&fresh, self.dest.join(MARKER)))
-                .map_err(|e| io_error(self.target.display(), &e))?;
+                .map_err(|e| io_error(crate::escape::path(&self.target), &e))?;
         } else if fs::symlink_metadata(self.dest.join(MARKER)).is_err() {
             // A folder without a marker (tables copied by hand): a new one
             // lists only what was written here, so that the next `plot`
@@ -1311,7 +1314,7 @@ impl OutputDir {
             let fresh = self.work.join(MARKER);
             fs::write(&fresh, marker_text(written))
                 .and_then(|()| fs::hard_link(&fresh, self.dest.join(MARKER)))
-                .map_err(|e| io_error(self.target.display(), &e))?;
+                .map_err(|e| io_error(crate::escape::path(&self.target), &e))?;
         }
         Ok(())
     }

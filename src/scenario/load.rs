@@ -45,7 +45,7 @@ pub fn load_file(path: &Path) -> Result<Scenario, ScenarioErrors> {
 /// Reads and parses the scenario file at `path`, applies the `--set`
 /// overrides `sets` (in order), and validates the result once.
 pub fn load_file_with(path: &Path, sets: &[(String, Value)]) -> Result<Loaded, ScenarioErrors> {
-    let label = path.display().to_string();
+    let label = crate::escape::path(path);
     let text = read_text(path, &label)?;
     load_str_in(&text, &label, path.parent(), sets)
 }
