@@ -154,15 +154,8 @@ fn a_file_of_the_users_where_the_lock_goes_is_kept() {
         .success();
     // The lock file's name is predictable; no lock is left after a run.
     assert_eq!(names(dir.path()), ["R", "q.yaml"]);
-    let hash = {
-        // FNV-1a 64 of the folder's name, as the lock's name says.
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in b"R" {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        h
-    };
+    // FNV-1a 64 of the folder's name, as the lock's name says.
+    let hash = fnv(b"R");
     let lock = dir.path().join(format!(".stormsim-lock-{hash:016x}"));
     fs::write(&lock, "user content\n").unwrap();
     let before = fs::read_dir(dir.path().join("R")).unwrap().count();
@@ -1085,4 +1078,93 @@ virtual_hosts:
         "{err}"
     );
     assert!(!err.contains("must be greater than 0"), "{err}");
+}
+
+/// FNV-1a 64 of a folder's name: the hash in the names of its lock and
+/// work folders.
+fn fnv(name: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+#[test]
+fn a_dead_commands_work_folder_keeps_what_stormsim_did_not_put_in_its_new() {
+    let dir = folder();
+    // A process id above any pid_max: no process has it.
+    let work = |n: u32| {
+        dir.path()
+            .join(format!(".stormsim-{:016x}-99999999-{n}", fnv(b"R")))
+    };
+    // What a command killed while writing `R` leaves, the user's notes
+    // added into it.
+    let kept = work(0);
+    fs::create_dir_all(kept.join("new/R/charts")).unwrap();
+    fs::write(kept.join("written"), "summary.csv\ncharts/a.svg\n").unwrap();
+    fs::write(kept.join("new/R/summary.csv"), "half a table").unwrap();
+    fs::write(kept.join("new/R/mine.txt"), "my notes").unwrap();
+    fs::write(kept.join("new/R/charts/notes.md"), "my notes").unwrap();
+    fs::write(kept.join("new/diary.txt"), "my notes").unwrap();
+    // One holding only what its list names.
+    let gone = work(1);
+    fs::create_dir_all(gone.join("new/R/charts")).unwrap();
+    fs::write(gone.join("written"), "charts/a.svg\nsummary.csv\n").unwrap();
+    fs::write(gone.join("new/R/charts/a.svg"), "<svg/>").unwrap();
+    fs::write(gone.join("new/R/summary.csv"), "half a table").unwrap();
+    let out = stormsim(dir.path())
+        .args(["run", "q.yaml", "--out", "R"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "is left as it is: its new/ holds what stormsim did not write \
+             (\"new/R/charts/notes.md\", \"new/R/mine.txt\", \"new/diary.txt\")"
+        ),
+        "{err}"
+    );
+    for f in ["new/R/mine.txt", "new/R/charts/notes.md", "new/diary.txt"] {
+        assert_eq!(fs::read_to_string(kept.join(f)).unwrap(), "my notes", "{f}");
+    }
+    assert!(!gone.exists(), "{err}");
+    assert!(err.contains("removed its work folder"), "{err}");
+}
+
+#[test]
+fn a_line_break_in_a_path_is_shown_escaped() {
+    let dir = folder();
+    let out = stormsim(dir.path())
+        .args(["run", "q.yaml", "--out", "o2\nerror: all runs FAILED"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let console = text(&out.stdout);
+    assert!(
+        console.contains("results: o2\\u{a}error: all runs FAILED"),
+        "{console}"
+    );
+    assert!(!console.contains("\nerror:"), "{console}");
+    // A refusal names the folder escaped too.
+    let mine = dir.path().join("o\nerror: x");
+    fs::create_dir(&mine).unwrap();
+    fs::write(mine.join("mine"), "x").unwrap();
+    let out = stormsim(dir.path())
+        .args(["run", "q.yaml", "--out", "o\nerror: x"])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with("error: o\\u{a}error: x already exists"),
+        "{err}"
+    );
+    assert_eq!(
+        err.lines().filter(|l| l.starts_with("error:")).count(),
+        1,
+        "{err}"
+    );
 }

@@ -59,6 +59,12 @@ const MAX_MARKER_BYTES: u64 = 1 << 20;
 pub const VISUALS: &[&str] = &["charts", "report.html"];
 /// The longest folder name most file systems take (NAME_MAX on Linux).
 pub const MAX_NAME_BYTES: usize = 255;
+
+/// The list, in a work folder, of every file its command put in `new/`
+/// (a path relative to the staging folder a line), each added before the
+/// file is created: what a later command may remove of a work folder
+/// left by one stopped outright, and nothing else.
+const JOURNAL: &str = "written";
 /// Bytes written between two polls of the stop flag.
 const WRITE_PIECE: usize = 4 << 20;
 /// Entries named in a refusal, at most.
@@ -891,7 +897,7 @@ fn recover(work: &Path, dest: &Path, mode: Mode) -> Result<String, String> {
     let other: Vec<String> = entries
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n != "new" && n != "old")
+        .filter(|n| n != "new" && n != "old" && n != JOURNAL && n != MARKER)
         .collect();
     if !other.is_empty() {
         return Err(format!(
@@ -943,15 +949,100 @@ fn recover(work: &Path, dest: &Path, mode: Mode) -> Result<String, String> {
             }
         }
     }
-    fs::remove_dir_all(work).map_err(|e| format!("cannot remove it: {e}"))?;
-    Ok(if put_back.is_empty() {
+    let done = if put_back.is_empty() {
         String::new()
     } else {
         format!(
             ", after putting back {} (moved aside to make room for its results)",
             put_back.join(", ")
         )
-    })
+    };
+    let name = dest.file_name().unwrap_or_default();
+    let foreign = foreign_in_new(work, name, mode).map_err(|e| e.to_string())?;
+    if !foreign.is_empty() {
+        return Err(format!(
+            "its new/ holds what stormsim did not write ({}): move what you need out of \
+             it, then delete it{done}",
+            shown_list(&foreign)
+        ));
+    }
+    fs::remove_dir_all(work).map_err(|e| format!("cannot remove it: {e}"))?;
+    Ok(done)
+}
+
+/// What the `new/` of the work folder `work` holds that its command did
+/// not put there, as paths relative to `work` (an entry named whole, not
+/// what lies inside it): anything but the staging folder `name` (or, with
+/// `Mode::Entries`, `new/` itself) and, in it, the files its
+/// [`JOURNAL`] lists, the folders holding them and the marker.
+fn foreign_in_new(work: &Path, name: &OsStr, mode: Mode) -> io::Result<Vec<String>> {
+    /// `dir` is the staging folder's `inner` (relative to it; empty at
+    /// its top, where `marker` says whether stormsim writes its marker),
+    /// shown as `shown`.
+    fn walk(
+        dir: &Path,
+        shown: &str,
+        inner: &str,
+        marker: bool,
+        listed: &[String],
+        foreign: &mut Vec<String>,
+    ) -> io::Result<()> {
+        for entry in fs::read_dir(dir)? {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let path = format!("{shown}/{name}");
+            let rel = if inner.is_empty() {
+                name.clone()
+            } else {
+                format!("{inner}/{name}")
+            };
+            let kind = EntryKind::of(&fs::symlink_metadata(entry.path())?);
+            let ours = entry.file_name().to_str().is_some()
+                && match kind {
+                    Some(EntryKind::File) => {
+                        (marker && inner.is_empty() && name == MARKER) || listed.contains(&rel)
+                    }
+                    Some(EntryKind::Folder) => listed
+                        .iter()
+                        .any(|l| l.strip_prefix(&rel).is_some_and(|r| r.starts_with('/'))),
+                    None => false,
+                };
+            if !ours {
+                foreign.push(path);
+            } else if kind == Some(EntryKind::Folder) {
+                walk(&entry.path(), &path, &rel, false, listed, foreign)?;
+            }
+        }
+        Ok(())
+    }
+    let new = work.join("new");
+    let mut foreign = Vec::new();
+    if !fs::symlink_metadata(&new).is_ok_and(|m| m.is_dir()) {
+        return Ok(foreign);
+    }
+    let listed: Vec<String> = match fs::read_to_string(work.join(JOURNAL)) {
+        Ok(text) => text.lines().map(str::to_string).collect(),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(e),
+    };
+    match mode {
+        Mode::Folder => {
+            for entry in fs::read_dir(&new)? {
+                let entry = entry?;
+                let path = format!("new/{}", entry.file_name().to_string_lossy());
+                let staging = entry.file_name() == name
+                    && fs::symlink_metadata(entry.path()).is_ok_and(|m| m.is_dir());
+                if staging {
+                    walk(&entry.path(), &path, "", true, &listed, &mut foreign)?;
+                } else {
+                    foreign.push(path);
+                }
+            }
+        }
+        Mode::Entries(_) => walk(&new, "new", "", false, &listed, &mut foreign)?,
+    }
+    foreign.sort();
+    Ok(foreign)
 }
 
 impl OutputDir {
@@ -1170,6 +1261,16 @@ impl OutputDir {
             }
         }
         let path = self.staging.join(rel);
+        // Listed before it exists: a command stopped outright leaves no
+        // file of its own that the list does not name.
+        let listed = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.work.join(JOURNAL))
+            .and_then(|mut j| {
+                io::Write::write_all(&mut j, format!("{}\n", crate::escape::path(rel)).as_bytes())
+            });
+        listed.map_err(|e| io_error(crate::escape::path(&self.work), &e))?;
         if let Some(dir) = path.parent() {
             fs::create_dir_all(dir).map_err(|e| io_error(crate::escape::path(dir), &e))?;
         }
