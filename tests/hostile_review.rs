@@ -1135,6 +1135,52 @@ fn a_dead_commands_work_folder_keeps_what_stormsim_did_not_put_in_its_new() {
 }
 
 #[test]
+fn merge_and_plot_put_back_a_folder_left_in_a_killed_commands_work_folder() {
+    let dir = folder();
+    for i in 0..2 {
+        stormsim(dir.path())
+            .args(["run", "q.yaml", "--quiet", "--replicates", "2"])
+            .args(["--shard", &format!("{i}/2")])
+            .args(["--out", &format!("S/shard-{i}-of-2")])
+            .assert()
+            .success();
+    }
+    stormsim(dir.path())
+        .args(["run", "q.yaml", "--out", "R", "--quiet"])
+        .assert()
+        .success();
+    // As a command killed in the middle of its swap leaves them: each
+    // folder moved aside into its work folder, the new one not yet in
+    // place (a process id above any pid_max: no process has it).
+    for name in ["S", "R"] {
+        let work = dir.path().join(format!(
+            ".stormsim-{:016x}-99999999-0",
+            fnv(name.as_bytes())
+        ));
+        fs::create_dir_all(work.join("new").join(name)).unwrap();
+        fs::rename(dir.path().join(name), work.join("old")).unwrap();
+    }
+    let out = stormsim(dir.path())
+        .args(["merge", "S/shard-0-of-2", "S/shard-1-of-2", "--out", "M"])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("was stopped outright while writing S (killed?); removed its work folder")
+            && err.contains("after putting back"),
+        "{err}"
+    );
+    assert!(dir.path().join("S/shard-1-of-2/manifest.json").is_file());
+    let out = stormsim(dir.path()).args(["plot", "R"]).output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("after putting back"), "{err}");
+    assert!(dir.path().join("R/summary.csv").is_file());
+    assert_eq!(names(dir.path()), ["M", "R", "S", "q.yaml"]);
+}
+
+#[test]
 fn a_line_break_in_a_path_is_shown_escaped() {
     let dir = folder();
     let out = stormsim(dir.path())

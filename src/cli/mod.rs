@@ -775,6 +775,25 @@ fn print_notes(out: &OutputDir, quiet: bool) {
     }
 }
 
+/// Before the folders `dirs` are read: puts right each of them, and each
+/// missing folder on the way to one, that a stormsim command stopped
+/// outright was writing (a folder moved aside in the middle of its swap
+/// goes back), as the next command writing it would; says what was done.
+fn recover_inputs(dirs: &[PathBuf], quiet: bool) {
+    for d in dirs {
+        for folder in d.ancestors().filter(|a| !a.as_os_str().is_empty()) {
+            for n in output_dir::recover_for_reading(folder) {
+                if !quiet {
+                    errln!("note: {}", escape(&n));
+                }
+            }
+            if std::fs::symlink_metadata(folder).is_ok() {
+                break;
+            }
+        }
+    }
+}
+
 fn output_failed(e: OutputError, out: &Path, not_written: &str, done: &str) -> i32 {
     let code = e.exit_code();
     match &e {
@@ -816,6 +835,7 @@ fn merge(args: MergeArgs) -> i32 {
             interrupt::EXIT_CODE
         }
     };
+    recover_inputs(&args.dirs, args.quiet);
     let plan = match interrupt::reading(
         "interrupted: nothing was written (stopped while reading the shards)",
         || shard::merge::plan(&args.dirs),
@@ -959,6 +979,7 @@ fn plot(args: PlotArgs) -> i32 {
         );
         interrupt::EXIT_CODE
     };
+    recover_inputs(std::slice::from_ref(dir), args.quiet);
     // Decided before reading: only charts/ and report.html are replaced.
     let out = match OutputDir::prepare(
         dir,

@@ -1045,6 +1045,71 @@ fn foreign_in_new(work: &Path, name: &OsStr, mode: Mode) -> io::Result<Vec<Strin
     Ok(foreign)
 }
 
+/// Before a command reads the folder `dir` (`merge DIR`, `plot DIR`):
+/// puts right what a stormsim command stopped outright while writing it
+/// left behind, as the next command writing it would ([`clean_leftovers`],
+/// under the folder's lock), and returns what was done (one sentence
+/// each). A folder killed in the middle of its swap is then back in
+/// place, rather than reported missing. Nothing is done (nor a lock
+/// taken) unless a work folder of a process no longer running is there;
+/// when the lock cannot be taken, the sentence says where the folder's
+/// contents are.
+pub fn recover_for_reading(dir: &Path) -> Vec<String> {
+    let plain = without_missing_dotdot(dir);
+    let Some(Component::Normal(name)) = plain.components().next_back() else {
+        return Vec::new();
+    };
+    let parent = match plain.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let Ok(parent) = parent.canonicalize() else {
+        return Vec::new();
+    };
+    let tag = format!("{:016x}", crate::shard::fnv1a64(name.as_encoded_bytes()));
+    let own = std::process::id();
+    let dead: Vec<PathBuf> = work_folders(&parent, &tag)
+        .into_iter()
+        .filter(|&(_, pid)| pid != own && !super::folder_lock::process_alive(pid))
+        .map(|(p, _)| p)
+        .collect();
+    if dead.is_empty() {
+        return Vec::new();
+    }
+    let shown = crate::escape::path(dir);
+    let lock = match FolderLock::acquire(&parent, name) {
+        Ok(lock) => lock,
+        // Its writer is at work and puts it right itself.
+        Err(LockError::Held(_)) => return Vec::new(),
+        Err(LockError::Foreign(lock) | LockError::Io(lock, _)) => {
+            return dead
+                .iter()
+                .map(|work| {
+                    format!(
+                        "a stormsim command was stopped outright while writing {shown} \
+                         (killed?), and its lock {} cannot be taken to put things right: \
+                         what it had moved aside is in {}/old (move it back to {shown} \
+                         if {shown} is missing)",
+                        crate::escape::path(&lock),
+                        crate::escape::path(work)
+                    )
+                })
+                .collect();
+        }
+    };
+    let stale = lock.stale_holder();
+    let notes = clean_leftovers(
+        &parent,
+        &tag,
+        &parent.join(name),
+        Mode::Folder,
+        &plain,
+        stale,
+    );
+    drop(lock);
+    notes
+}
+
 impl OutputDir {
     /// Decides everything about writing `target` before the work starts:
     /// see the module's documentation. A refusal leaves nothing behind.
