@@ -1344,10 +1344,27 @@ impl OutputDir {
 
     /// Puts everything written in place (see the module's documentation)
     /// and returns the folder's path as the user named it.
-    pub fn commit(mut self) -> Result<PathBuf, OutputError> {
-        interrupt::check()?;
-        let written =
-            walk_written(&self.staging).map_err(|e| io_error(self.staging.display(), &e))?;
+    pub fn commit(self) -> Result<PathBuf, OutputError> {
+        self.commit_unless(interrupt::requested)
+    }
+
+    /// [`OutputDir::commit`], with `stopped` saying whether a stop was
+    /// asked for. It is asked once more at the commit point, the first
+    /// rename of the swap, after the marker is written and the target
+    /// checked: a stop asked for before it leaves the folder as it was
+    /// (`OutputError::Interrupted`); one asked for during the renames
+    /// lets them finish, and a note says the folder was replaced.
+    fn commit_unless(mut self, stopped: impl Fn() -> bool) -> Result<PathBuf, OutputError> {
+        let stop = || {
+            if stopped() {
+                Err(OutputError::Interrupted)
+            } else {
+                Ok(())
+            }
+        };
+        stop()?;
+        let written = walk_written(&self.staging)
+            .map_err(|e| io_error(crate::escape::path(&self.staging), &e))?;
         if self.mode == Mode::Folder {
             fs::write(self.staging.join(MARKER), marker_text(&written))
                 .map_err(|e| io_error(crate::escape::path(&self.staging), &e))?;
@@ -1356,14 +1373,26 @@ impl OutputDir {
         if check_kind(&self.target, self.mode)? {
             check_owned(&self.target, &self.dest, self.mode, self.force)?;
         }
-        let swapped = interrupt::uninterrupted(|| match self.mode {
-            Mode::Folder => self.swap_folder(),
-            Mode::Entries(_) => self.swap_entries(&written),
+        let swapped = interrupt::uninterrupted(|| {
+            // The commit point: from the first rename on, the swap runs to
+            // its end whatever signal comes.
+            stop()?;
+            match self.mode {
+                Mode::Folder => self.swap_folder(),
+                Mode::Entries(_) => self.swap_entries(&written),
+            }
         });
         swapped?;
         self.committed = true;
         let _ = fs::remove_dir_all(&self.work);
         interrupt::unregister_cleanup(&self.work);
+        if stopped() {
+            crate::terminal::errln!(
+                "note: the stop came during the final renames, which run to their end: {} \
+                 holds the new results",
+                crate::escape::path(&self.target)
+            );
+        }
         Ok(self.target.clone())
     }
 
@@ -1767,6 +1796,30 @@ mod tests {
             assert_eq!(names(root.path()), ["out"], "no work folder left");
             fs::remove_file(target.join("charts/notes.md")).unwrap();
         }
+    }
+
+    #[test]
+    fn a_stop_asked_for_before_the_swap_leaves_the_folder_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out");
+        let out = OutputDir::prepare(&target, folder(&[])).unwrap();
+        out.write("a.csv", b"old").unwrap();
+        out.commit().unwrap();
+        let out = OutputDir::prepare(&target, folder(&[])).unwrap();
+        out.write("a.csv", b"new").unwrap();
+        // No stop at the start of the commit; one asked for while the
+        // marker was written, seen at the commit point.
+        let asked = std::cell::Cell::new(0);
+        let stopped = || {
+            asked.set(asked.get() + 1);
+            asked.get() > 1
+        };
+        assert!(matches!(
+            out.commit_unless(stopped),
+            Err(OutputError::Interrupted)
+        ));
+        assert_eq!(fs::read(target.join("a.csv")).unwrap(), b"old");
+        assert_eq!(names(dir.path()), ["out"]);
     }
 
     #[test]
