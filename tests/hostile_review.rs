@@ -1181,6 +1181,26 @@ fn merge_and_plot_put_back_a_folder_left_in_a_killed_commands_work_folder() {
 }
 
 #[test]
+fn a_bad_value_a_set_writes_is_blamed_on_the_set_at_the_path_typed() {
+    let dir = folder();
+    for (set, want) in [
+        (
+            "layers.client.name=a.b",
+            "<--set>: layers.client.name: layer name `a.b` is not usable in field paths",
+        ),
+        (
+            "layers.0.name=a.b",
+            "<--set>: layers.0.name: layer name `a.b` is not usable in field paths",
+        ),
+    ] {
+        let (code, err) = validate(dir.path(), "q.yaml", &[set]);
+        assert_eq!(code, Some(2), "{set}: {err}");
+        assert!(err.starts_with(want), "{set}: {err}");
+        assert!(!err.contains("q.yaml"), "{set}: {err}");
+    }
+}
+
+#[test]
 fn a_line_break_in_a_path_is_shown_escaped() {
     let dir = folder();
     let out = stormsim(dir.path())

@@ -239,7 +239,33 @@ fn check_with(
         }
     };
     let failed = !errors.is_empty();
-    let set_paths: Vec<String> = sets.iter().map(|(p, _)| normalize_path(&s, p)).collect();
+    // Each set's field as `s` labels it: found by the item the set named
+    // in the file's scenario (`--set layers.client.name=x` renames the
+    // layer it names), or else in `s`.
+    let mut set_paths: Vec<String> = sets.iter().map(|(p, _)| normalize_path(&s, p)).collect();
+    // The fields of the sets that rename the item their path names.
+    let set_fields: Vec<(String, &str)> = sets
+        .iter()
+        .zip(&set_paths)
+        .filter_map(|((p, _), in_s)| {
+            let by_base = normalize_path(&s, &super::variants::indexed_path(base, p));
+            (by_base != *in_s).then_some((by_base, p.as_str()))
+        })
+        .collect();
+    set_paths.extend(set_fields.iter().map(|(p, _)| p.clone()));
+    // A problem of such a field says the path the user typed.
+    let as_typed = |mut e: ScenarioError| {
+        if e.file == SET_LABEL
+            && let Some(path) = &e.path
+            && let Some(typed) = set_fields.iter().find_map(|(field, typed)| {
+                let rest = path.strip_prefix(field.as_str())?;
+                (rest.is_empty() || rest.starts_with('.')).then(|| format!("{typed}{rest}"))
+            })
+        {
+            e.path = Some(typed);
+        }
+        e
+    };
     // The fields of the `--set`s that could not be applied still hold the
     // file's values, which those sets replace: one error per field (the
     // set's), none about the value it replaces.
@@ -254,7 +280,7 @@ fn check_with(
             .iter()
             .filter(|i| !unapplied.iter().any(|p| related(p, &i.path)))
             .cloned()
-            .map(|i| locate_issue(i, &set_paths, file_label, Some(index))),
+            .map(|i| as_typed(locate_issue(i, &set_paths, file_label, Some(index)))),
     );
     let (more, omitted, runs) = expansion_errors(&s, &issues, &set_paths, file_label, Some(index));
     errors.extend(more);
