@@ -1201,6 +1201,24 @@ fn a_bad_value_a_set_writes_is_blamed_on_the_set_at_the_path_typed() {
 }
 
 #[test]
+fn a_tab_that_indents_a_line_is_named_without_a_wrong_field() {
+    let dir = folder();
+    fs::write(
+        dir.path().join("tab.yaml"),
+        "name: a\nduration: 10s\nclients: { arrival: { kind: poisson, rate: 10/s } }\n\
+         dependency: { concurrency: 1, service_time: { dist: constant, value: 1ms } }\n\
+         \tseed: 1\n",
+    )
+    .unwrap();
+    let (code, err) = validate(dir.path(), "tab.yaml", &[]);
+    assert_eq!(code, Some(2));
+    assert_eq!(
+        err.trim_end(),
+        "tab.yaml:5:1: line 5 is indented with a tab: a tab cannot indent YAML; use spaces"
+    );
+}
+
+#[test]
 fn a_line_break_in_a_path_is_shown_escaped() {
     let dir = folder();
     let out = stormsim(dir.path())

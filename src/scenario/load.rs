@@ -728,6 +728,21 @@ pub(crate) fn describe(
             message: improve_message(&message, None),
         };
     };
+    // A syntax error at a line indented with a tab: the tab is the cause,
+    // and the field it belongs to cannot be known (the reader's path is
+    // the previous field's).
+    if value.is_none()
+        && let Some(line) = index.tab_indented_near(pos.0)
+    {
+        return Described {
+            position: Some((line, 1)),
+            path: String::new(),
+            is_key: false,
+            message: format!(
+                "line {line} is indented with a tab: a tab cannot indent YAML; use spaces"
+            ),
+        };
+    }
     let (mut path, mut is_key, found) = match index.path_at(pos) {
         Some((path, is_key, scalar)) => (
             error_path(path, is_key, &message),
