@@ -1219,6 +1219,73 @@ fn a_tab_that_indents_a_line_is_named_without_a_wrong_field() {
 }
 
 #[test]
+fn a_tune_objective_no_run_measures_fails_and_writes_no_best() {
+    let dir = folder();
+    let out = stormsim(dir.path())
+        .args([
+            "tune",
+            "q.yaml",
+            "--set",
+            "tune.space={layers.client.retry.max_attempts: [1, 2]}",
+            "--set",
+            "tune.objective={minimize: recovery_time_s}",
+            "--set",
+            "tune.budget=2",
+            "--out",
+            "t",
+        ])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("error: no run of any candidate measured recovery_time_s")
+            && err.contains("no best.yaml was written"),
+        "{err}"
+    );
+    assert!(!dir.path().join("t/best.yaml").exists());
+    assert!(dir.path().join("t/tune.csv").is_file());
+}
+
+#[test]
+fn a_thread_count_past_the_storage_says_the_real_range() {
+    let dir = folder();
+    let out = stormsim(dir.path())
+        .args(["run", "q.yaml", "--threads", "99999999999"])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("expected a whole number from 1 to "), "{err}");
+    assert!(
+        !err.contains("4294967295") && !err.contains("digits only"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_set_into_a_sweep_entry_by_index_is_one_clear_error() {
+    let dir = folder();
+    fs::write(
+        dir.path().join("s.yaml"),
+        format!("{SCENARIO}sweep:\n  layers.client.retry.max_attempts: [1, 2, 3]\n"),
+    )
+    .unwrap();
+    let (code, err) = validate(
+        dir.path(),
+        "s.yaml",
+        &["sweep.layers.client.retry.max_attempts.0=0"],
+    );
+    assert_eq!(code, Some(2));
+    assert_eq!(
+        err.trim_end(),
+        "<--set>: sweep.layers.client.retry.max_attempts.0: a sweep entry cannot be indexed: \
+         `sweep.layers.client.retry.max_attempts` is one list of values, set whole \
+         (--set 'sweep.layers.client.retry.max_attempts=[1, 2, 3]')"
+    );
+}
+
+#[test]
 fn a_line_break_in_a_path_is_shown_escaped() {
     let dir = folder();
     let out = stormsim(dir.path())

@@ -276,7 +276,7 @@ struct RunArgs {
     replicates: Option<u32>,
     /// Worker threads (default: one per core): up to 4 per core, or up to 64 on a machine with fewer than 16 cores; never more than 1024
     /// (default: one per core, or RAYON_NUM_THREADS).
-    #[arg(long, value_parser = whole_usize, allow_negative_numbers = true)]
+    #[arg(long, value_parser = whole_threads, allow_negative_numbers = true)]
     threads: Option<usize>,
     /// Guard rail: events per run (replaces `limits.max_events`).
     #[arg(long, value_parser = whole_u64, allow_negative_numbers = true)]
@@ -333,10 +333,22 @@ fn parse_shown(text: &str, max: u64, shown: (u64, u64)) -> Result<u64, String> {
         _ if text.starts_with('-') => Err(format!(
             "expected a whole number from {lo} to {hi}, not a negative one"
         )),
+        // Digits, too many of them: only the range is wrong.
+        _ if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) => {
+            Err(format!("expected a whole number from {lo} to {hi}"))
+        }
         _ => Err(format!(
             "expected a whole number from {lo} to {hi} (digits only: no sign, unit, decimal point or exponent)"
         )),
     }
+}
+
+/// `--threads`: 1 to this machine's [`workers::limit`], which its refusal
+/// says (`workers::count` refuses a number in range of the storage but
+/// not of the machine, in the same words).
+pub(crate) fn whole_threads(text: &str) -> Result<usize, String> {
+    let shown = (1, workers::limit() as u64);
+    parse_shown(text, u64::from(u32::MAX), shown).map(|v| v as usize)
 }
 
 /// `--replicates`: 1 to `MAX_REPLICATES`, as the field.

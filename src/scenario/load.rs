@@ -207,6 +207,27 @@ fn check_with(
     index: &LocationIndex,
     dir: Option<&Path>,
 ) -> Result<Scenario, ScenarioErrors> {
+    // A sweep entry is one list, set whole: an index into it is no field.
+    let indexed: Vec<ScenarioError> = sets
+        .iter()
+        .filter_map(|(p, _)| {
+            let (key, last) = p.strip_prefix("sweep.")?.rsplit_once('.')?;
+            let digits = !last.is_empty() && last.bytes().all(|b| b.is_ascii_digit());
+            (digits && base.sweep.contains_key(key)).then(|| {
+                ScenarioError::new(
+                    SET_LABEL,
+                    format!(
+                        "a sweep entry cannot be indexed: `sweep.{key}` is one list of values, \
+                         set whole (--set 'sweep.{key}=[1, 2, 3]')"
+                    ),
+                )
+                .with_path(p)
+            })
+        })
+        .collect();
+    if !indexed.is_empty() {
+        return Err(ScenarioErrors::new(indexed));
+    }
     // Two overrides of one field (or of a field and a part of it): which
     // one applied would depend on their order.
     let keys: Vec<String> = sets.iter().map(|(k, _)| k.clone()).collect();
