@@ -66,3 +66,60 @@ impl fmt::Display for Abort {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_limits_that_can_be_lifted_name_their_field_and_flag() {
+        let events = Some(("limits.max_events", "--max-events"));
+        let in_flight = Some(("limits.max_in_flight", "--max-in-flight"));
+        assert_eq!(Abort::MaxEvents { limit: 5 }.limit_field(), events);
+        assert_eq!(Abort::MaxInFlight { limit: 5 }.limit_field(), in_flight);
+        assert_eq!(Abort::EventsPending { limit: 5 }.limit_field(), in_flight);
+        assert_eq!(Abort::Interrupted.limit_field(), None);
+        let buckets = Abort::TooManyBuckets {
+            at: 1,
+            bucket: 2,
+            limit: 3,
+        };
+        assert_eq!(buckets.limit_field(), None);
+        let clock = Abort::ClockRanOut { at: 1, pending: 2 };
+        assert_eq!(clock.limit_field(), None);
+    }
+
+    #[test]
+    fn every_reason_reads_as_the_summary_column_holds_it() {
+        let text = |why: Abort| why.to_string();
+        assert_eq!(text(Abort::Interrupted), "interrupted (Ctrl-C)");
+        assert_eq!(
+            text(Abort::MaxEvents { limit: 7 }),
+            "stopped after 7 events (limits.max_events)"
+        );
+        assert_eq!(
+            text(Abort::MaxInFlight { limit: 8 }),
+            "more than 8 calls and requests in flight (limits.max_in_flight)"
+        );
+        assert_eq!(
+            text(Abort::EventsPending { limit: 9 }),
+            "more than 9 events pending (limits.max_in_flight)"
+        );
+        let buckets = Abort::TooManyBuckets {
+            at: 10,
+            bucket: 11,
+            limit: 12,
+        };
+        assert_eq!(
+            text(buckets),
+            "a call at t = 10 ns needs more than 12 buckets of 11 ns"
+        );
+        assert_eq!(
+            text(Abort::ClockRanOut {
+                at: 13,
+                pending: 14
+            }),
+            "simulated time ran out at t = 13 ns with 14 events pending"
+        );
+    }
+}

@@ -92,3 +92,64 @@ impl RunShape {
         (k / r, (k % r) as u32)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn variant(name: &str, rows: Option<u64>, params: &[(&str, &str)]) -> VariantShape {
+        VariantShape {
+            name: name.into(),
+            bucket_ns: 250_000_000,
+            rows,
+            params: params
+                .iter()
+                .map(|&(p, v)| (p.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_bucket_time_is_written_as_the_runner_writes_t_s() {
+        let v = variant("a", Some(8), &[]);
+        assert_eq!(v.t_text(0), "0");
+        assert_eq!(v.t_text(1), "0.25");
+        assert_eq!(v.t_text(6), "1.5");
+        // Far past the end of time it saturates instead of wrapping.
+        assert_eq!(v.t_text(u64::MAX), format_float(u64::MAX as f64 / 1e9));
+    }
+
+    #[test]
+    fn a_run_of_unknown_length_may_fill_every_bucket() {
+        assert_eq!(variant("a", Some(8), &[]).max_rows(), 8);
+        assert_eq!(variant("occ", None, &[]).max_rows(), MAX_BUCKETS as u64);
+    }
+
+    #[test]
+    fn swept_columns_follow_first_appearance_and_unswept_cells_are_empty() {
+        let a = variant("a", Some(1), &[("x", "1"), ("y", "2")]);
+        let b = variant("b", Some(1), &[("z", "3"), ("x", "4")]);
+        let shape = RunShape::new([a, b].into_iter(), 3, 42);
+        assert_eq!(shape.params, ["x", "y", "z"]);
+        assert_eq!((shape.replicates, shape.seed), (3, 42));
+        assert_eq!(shape.variants[0].param("y"), "2");
+        assert_eq!(shape.variants[1].param("x"), "4");
+        assert_eq!(shape.variants[1].param("y"), "");
+    }
+
+    #[test]
+    fn runs_are_numbered_variant_by_variant_then_replicate() {
+        let shape = RunShape::new(
+            [variant("a", Some(1), &[]), variant("b", Some(1), &[])].into_iter(),
+            3,
+            0,
+        );
+        assert_eq!(shape.items(), 6);
+        let order: Vec<(usize, u32)> = (0..6).map(|k| shape.item(k)).collect();
+        assert_eq!(order, [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]);
+        // No replicates: no runs, and numbering does not divide by zero.
+        let none = RunShape::new([variant("a", Some(1), &[])].into_iter(), 0, 0);
+        assert_eq!(none.items(), 0);
+        assert_eq!(none.item(2), (2, 0));
+    }
+}
