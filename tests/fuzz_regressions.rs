@@ -90,12 +90,12 @@ fn the_value_corpus_replays_cleanly() {
 /// The value fuzzer's decoding is part of the corpus's meaning: the same
 /// bytes must keep spelling the same command line, or the committed corpus
 /// silently tests something else. Words added to the format (the services
-/// graph's `services`, `calls`, `to`, `parallel`; `from`'s `host`, `section`, `profile`; Gradient2's `rtt_tolerance`...) move the schema words
+/// graph's `services`, `calls`, `to`, `parallel`; `from`'s `host`, `section`, `profile`, `virtual_host`; Gradient2's `rtt_tolerance`...) move the schema words
 /// a byte picks: the commit that adds them updates this expectation.
 #[test]
 fn value_inputs_decode_as_they_did() {
     assert_eq!(
         describe_sets(b"\x00\x00\x05\x00\x00\x01\x05"),
-        "stormsim run scenarios/quickstart.yaml --set 'replicates.slowdown=-16'"
+        "stormsim run scenarios/quickstart.yaml --set 'replicates.shed_by_priority=-16'"
     );
 }
