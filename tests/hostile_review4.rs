@@ -107,3 +107,41 @@ fn exact_cells_of_the_wrong_type_are_refused_with_their_place() {
         assert!(!out.exists(), "{column} = {exact}: nothing is written");
     }
 }
+
+/// The layers of the review's repro: three nested fan-outs of 1 000, whose
+/// runs grow toward `limits.max_in_flight`.
+const FAN_OUT: &str = "layers=[{name: a, fan_out: 1000, timeout: 1s, retry: {max_attempts: 10}}, {name: b, fan_out: 1000, timeout: 1s, retry: {max_attempts: 10}}, {name: client, fan_out: 1000, timeout: 1s, retry: {max_attempts: 10}}]";
+
+/// R5: under an address-space limit, runs that grow toward
+/// `limits.max_in_flight` used to abort the process (exit 134, a failed
+/// allocation) with two threads, or even one under a smaller limit. The
+/// growth is now counted when runs are admitted, and the rail lowered
+/// (with a note) when one run alone would not fit: the runs end at the
+/// guard rail, exit 1, never an abort.
+#[cfg(target_os = "linux")]
+#[test]
+fn runs_that_grow_to_the_in_flight_rail_do_not_abort_under_ulimit_v() {
+    let bin = assert_cmd::cargo::cargo_bin("stormsim");
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let script = "ulimit -v 1000000 && exec \"$0\" run \"$1\" --out \"$2\" --replicates 2 --threads 2 --quiet --set \"$3\"";
+    let o = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .arg(&bin)
+        .arg(scenario("quickstart.yaml"))
+        .arg(&out)
+        .arg(FAN_OUT)
+        .env_remove("STORMSIM_SHARDS")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(!err.contains("memory allocation"), "{err}");
+    assert!(
+        err.contains("note: limits.max_in_flight: 5000000 calls in flight would not fit"),
+        "{err}"
+    );
+    let summary = fs::read_to_string(out.join("summary.csv")).unwrap();
+    assert!(summary.contains("max_in_flight"), "{summary}");
+}

@@ -199,6 +199,11 @@ impl Settings {
         let scenario = load(args.file.as_deref(), &sets).map_err(by_flag)?;
         super::warn_events_over_limit(&scenario);
         let plans = runner::plan(&scenario).map_err(by_flag)?;
+        if let Some((configured, effective)) = plans.iter().find_map(|p| p.in_flight_capped) {
+            errln!(
+                "note: limits.max_in_flight: {configured} calls in flight would not fit this process's address-space limit (ulimit -v); runs stop (ABORTED, max_in_flight) at {effective} instead: raise ulimit -v or lower limits.max_in_flight"
+            );
+        }
         let slo = scenario::slo::objectives(&scenario);
         let label = args.file.as_ref().map_or_else(
             || DEFAULT_LABEL.to_string(),
