@@ -7,6 +7,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
+use predicates::prelude::PredicateBooleanExt;
 use predicates::str::contains;
 
 fn stormsim() -> Command {
@@ -144,4 +145,45 @@ fn runs_that_grow_to_the_in_flight_rail_do_not_abort_under_ulimit_v() {
     );
     let summary = fs::read_to_string(out.join("summary.csv")).unwrap();
     assert!(summary.contains("max_in_flight"), "{summary}");
+}
+
+/// R2: an autoscaler deciding every millisecond over 30 days is some
+/// 2.6e9 events whatever the load: `validate`, `check` and `run` warn that
+/// the runs stop at the events guard rail, naming the interval.
+#[test]
+fn periodic_timers_count_in_the_events_estimate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("tick.yaml");
+    fs::write(
+        &file,
+        "name: tick\nseed: 1\nduration: 30d\nclients:\n  arrival: { kind: poisson, rate: 1/m }\n  calls: { to: api, timeout: 1s }\nservices:\n  - name: api\n    concurrency: 4\n    replicas: 1\n    service_time: { dist: constant, value: 1ms }\n    autoscale: { target_utilization: 0.6, min: 1, max: 2, interval: 1ms, provision: 1ms, scale_in_delay: 1ms }\n",
+    )
+    .unwrap();
+    stormsim()
+        .arg("validate")
+        .arg(&file)
+        .assert()
+        .success()
+        .stderr(contains(
+            "warning: limits.max_events: every run will stop at the guard rail",
+        ))
+        .stderr(contains("3e9 events (the autoscalers' decisions"))
+        .stderr(contains("lengthen `autoscale.interval`"));
+    stormsim()
+        .arg("check")
+        .arg(&file)
+        .assert()
+        .stdout(contains("events-over-guard-rail"));
+    // An interval of a second: 2.6e6 decisions, no warning.
+    let calm = fs::read_to_string(&file).unwrap().replace(
+        "interval: 1ms, provision: 1ms, scale_in_delay: 1ms",
+        "interval: 1s",
+    );
+    fs::write(&file, calm).unwrap();
+    stormsim()
+        .arg("validate")
+        .arg(&file)
+        .assert()
+        .success()
+        .stderr(contains("max_events").not());
 }
