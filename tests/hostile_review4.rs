@@ -187,3 +187,75 @@ fn periodic_timers_count_in_the_events_estimate() {
         .success()
         .stderr(contains("max_events").not());
 }
+
+const TUNE_BASE: &str = "name: r1tune\nseed: 7\nduration: 40s\nreplicates: 1\nclients:\n  arrival: { kind: poisson, rate: 200/s }\nlayers:\n  - name: client\n    timeout: 500ms\n    retry: { max_attempts: 4 }\ndependency:\n  concurrency: 8\n  service_time: { dist: constant, value: 20ms }\n  incidents:\n    - { kind: down, start: 10s, end: 20s }\nslo:\n  recovery_within: 30s\n";
+
+/// R4: the yardstick (`analysis.*`), the incident, the offered load and
+/// whole sections cannot be searched, as the seed and the SLO cannot; a
+/// variant cannot change the analysis when the scenario has an SLO.
+#[test]
+fn the_yardstick_and_the_test_are_not_searched_nor_varied() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cases = [
+        ("analysis.recovery_threshold: [0.01, 0.9]", "the yardstick"),
+        ("analysis.recovery_window: [1s, 5s]", "the yardstick"),
+        ("dependency.incidents.0.end: [11s, 39s]", "the incidents"),
+        (
+            "clients.arrival.rate: [100/s, 200/s]",
+            "the load the clients offer",
+        ),
+        ("layers: [[]]", "a whole section"),
+        (
+            "dependency: [{ concurrency: 8, service_time: { dist: constant, value: 1ms } }]",
+            "a whole section",
+        ),
+    ];
+    for (space, why) in cases {
+        let file = tmp.path().join("t.yaml");
+        let key = space.split(':').next().unwrap();
+        fs::write(
+            &file,
+            format!(
+                "{TUNE_BASE}tune:\n  space:\n    {space}\n  objective: {{ minimize: recovery_time_s }}\n  budget: 4\n"
+            ),
+        )
+        .unwrap();
+        let out = tmp.path().join("out");
+        stormsim()
+            .arg("tune")
+            .arg(&file)
+            .arg("--out")
+            .arg(&out)
+            .assert()
+            .code(2)
+            .stderr(contains(format!(
+                "tune.space.{key}: `{key}` cannot be searched"
+            )))
+            .stderr(contains(why));
+        assert!(!out.exists());
+    }
+    // Variants judged by different recovery criteria under one SLO.
+    stormsim()
+        .arg("validate")
+        .arg(scenario("quickstart.yaml"))
+        .args([
+            "--set",
+            "variants=[{name: strict, set: {}}, {name: lenient, set: {analysis.recovery_threshold: 0.01}}]",
+            "--set",
+            "slo={recovery_within: 1s}",
+        ])
+        .assert()
+        .code(2)
+        .stderr(contains("analysis.recovery_threshold"))
+        .stderr(contains("the analysis cannot be set from inside a variant or a sweep when the scenario has an SLO"));
+    // Without an SLO there is no ranking: a variant may change it.
+    stormsim()
+        .arg("validate")
+        .arg(scenario("quickstart.yaml"))
+        .args([
+            "--set",
+            "variants=[{name: strict, set: {}}, {name: lenient, set: {analysis.recovery_threshold: 0.01}}]",
+        ])
+        .assert()
+        .success();
+}
