@@ -138,6 +138,28 @@ const RUN_ITEM_BYTES: u64 = 1_000;
 /// per layer or service it describes, with the row itself.
 const ROW_ITEM_BYTES: u64 = 600;
 
+/// How many variants `s` runs (every variant × every sweep point), from
+/// the counts alone: before they are built (a 100 000-point sweep takes a
+/// minute to build).
+pub fn variant_count(s: &Scenario) -> u64 {
+    let points = s
+        .sweep
+        .values()
+        .map(|v| v.as_array().map_or(1, |a| a.len() as u64))
+        .fold(1u64, u64::saturating_mul);
+    (s.variants.len().max(1) as u64).saturating_mul(points)
+}
+
+/// A lower bound of [`retained_bytes`] from the counts alone (what each
+/// of `variants` variants and `runs` runs keeps at the least), so that a
+/// command whose results cannot fit is refused before its variants are
+/// built.
+pub fn retained_bytes_at_least(variants: u64, runs: u64) -> u64 {
+    variants
+        .saturating_mul(VARIANT_BYTES)
+        .saturating_add(runs.saturating_mul(RUN_BYTES))
+}
+
 /// The memory the results of `items` (variant, replicate) hold until the
 /// output folder is written: what a variant keeps (with its chart data,
 /// per bucket), what each run keeps (its summary, not its rows), and the

@@ -259,3 +259,53 @@ fn the_yardstick_and_the_test_are_not_searched_nor_varied() {
         .assert()
         .success();
 }
+
+/// L8: the largest sweep's results cannot fit a small address space: the
+/// refusal comes from the counts, at once, before 100 000 variants are
+/// built (which took about a minute).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_sweep_too_large_for_memory_is_refused_from_its_counts() {
+    let bin = assert_cmd::cargo::cargo_bin("stormsim");
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("sweep.yaml");
+    let values = |n: usize| {
+        (1..=n)
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    fs::write(
+        &file,
+        format!(
+            "name: big\nduration: 1s\nclients:\n  arrival: {{ kind: poisson, rate: 10/s }}\nlayers:\n  - name: api\n    timeout: 1s\n    retry: {{ max_attempts: 2 }}\ndependency:\n  concurrency: 2\n  service_time: {{ dist: constant, value: 10ms }}\nsweep:\n  dependency.concurrency: [{}]\n  layers.api.retry.max_attempts: [{}]\n",
+            values(1000),
+            values(100)
+        ),
+    )
+    .unwrap();
+    let out = tmp.path().join("out");
+    let started = std::time::Instant::now();
+    let o = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 4000000 && exec \"$0\" run \"$1\" --out \"$2\" --quiet")
+        .arg(&bin)
+        .arg(&file)
+        .arg(&out)
+        .env_remove("STORMSIM_SHARDS")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("the results of 100000 runs (100000 variants) would hold about "),
+        "{err}"
+    );
+    assert!(err.contains(" or more in memory"), "{err}");
+    assert!(!out.exists());
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+}
