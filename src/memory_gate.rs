@@ -65,6 +65,14 @@ pub fn process_budget() -> Option<u64> {
     limits.into_iter().flatten().min().map(|b| b / 4 * 3)
 }
 
+/// Three quarters of the address-space limit (`ulimit -v`), when one is
+/// set: a run that allocates past it aborts the whole process, so what a
+/// run may grow to with load (`limits.max_in_flight`) is counted against
+/// it (`runner::plan`).
+pub fn address_space_budget() -> Option<u64> {
+    address_space_limit().map(|b| b / 4 * 3)
+}
+
 #[cfg(unix)]
 fn address_space_limit() -> Option<u64> {
     use nix::sys::resource::{RLIM_INFINITY, Resource, getrlimit};

@@ -44,9 +44,43 @@ pub struct VariantPlan {
     /// The scenario's SLO, which every run is judged against.
     pub slo: Option<Objectives>,
     /// The memory one of its runs allocates from its start
-    /// (`scenario::memory::Estimate::at_start`): runs in parallel are
-    /// admitted by it ([`MemoryGate`]).
+    /// (`scenario::memory::Estimate::at_start`), and under an
+    /// address-space limit also what it may grow to with load (up to
+    /// `limits.max_in_flight`, see [`fit_in_flight`]): runs in parallel
+    /// are admitted by it ([`MemoryGate`]).
     pub memory: u64,
+    /// `Some((configured, effective))` when `limits.max_in_flight` was
+    /// lowered so that one run fits the address-space limit.
+    pub in_flight_capped: Option<(u64, u64)>,
+}
+
+/// A growing table of calls in flight is copied when it grows: the old
+/// and the new one are both allocated for a moment.
+const GROWTH_PEAK: u64 = 2;
+/// The lowest `limits.max_in_flight` a cap gives.
+const MIN_IN_FLIGHT: u64 = 1_000;
+
+/// The effective `limits.max_in_flight` of a run that allocates `at_start`
+/// bytes from its start, under the address-space budget `budget` (none:
+/// no limit), and the memory the run is admitted with. A run that grows
+/// past an address-space limit aborts the process on a failed allocation
+/// (exit 134), so under one the growth is counted when runs are admitted
+/// (two runs that may each grow to 1.5 GB run one after the other under
+/// `ulimit -v 4000000`), and the guard rail is lowered to what the budget
+/// holds when even one run alone would not fit: the run then stops at the
+/// lower rail (ABORTED, max_in_flight) instead of aborting the process.
+/// Without a limit runs are admitted by what they hold from their start.
+pub fn fit_in_flight(at_start: u64, max_in_flight: u64, budget: Option<u64>) -> (u64, u64) {
+    let Some(budget) = budget else {
+        return (max_in_flight, at_start);
+    };
+    let per = scenario::memory::IN_FLIGHT_BYTES * GROWTH_PEAK;
+    let room = budget.saturating_sub(at_start) / per;
+    let effective = max_in_flight.min(room.max(MIN_IN_FLIGHT));
+    (
+        effective,
+        at_start.saturating_add(effective.saturating_mul(per)),
+    )
 }
 
 pub use crate::metrics::run::{RunResult, replicate_seed};
@@ -55,13 +89,26 @@ pub use crate::metrics::run::{RunResult, replicate_seed};
 pub fn plan(s: &Scenario) -> Result<Vec<VariantPlan>, ScenarioErrors> {
     Ok(scenario::expand_all(s)?
         .into_iter()
-        .map(|e| VariantPlan {
-            memory: scenario::memory::estimate(&e.scenario).at_start(),
-            config: scenario::to_model(&e.scenario),
-            occ: scenario::to_occ(&e.scenario),
-            slo: scenario::slo::objectives(&e.scenario),
-            name: e.name,
-            params: e.params,
+        .map(|e| {
+            let mut config = scenario::to_model(&e.scenario);
+            let occ = scenario::to_occ(&e.scenario);
+            let at_start = scenario::memory::estimate(&e.scenario).at_start();
+            let budget = occ
+                .is_none()
+                .then(crate::memory_gate::address_space_budget)
+                .flatten();
+            let configured = config.limits.max_in_flight;
+            let (effective, memory) = fit_in_flight(at_start, configured, budget);
+            config.limits.max_in_flight = effective;
+            VariantPlan {
+                memory,
+                in_flight_capped: (effective < configured).then_some((configured, effective)),
+                config,
+                occ,
+                slo: scenario::slo::objectives(&e.scenario),
+                name: e.name,
+                params: e.params,
+            }
         })
         .collect())
 }
@@ -90,6 +137,28 @@ const RUN_ITEM_BYTES: u64 = 1_000;
 /// Bytes a row of `timeseries.csv` waiting in the reorder buffer holds,
 /// per layer or service it describes, with the row itself.
 const ROW_ITEM_BYTES: u64 = 600;
+
+/// How many variants `s` runs (every variant × every sweep point), from
+/// the counts alone: before they are built (a 100 000-point sweep takes a
+/// minute to build).
+pub fn variant_count(s: &Scenario) -> u64 {
+    let points = s
+        .sweep
+        .values()
+        .map(|v| v.as_array().map_or(1, |a| a.len() as u64))
+        .fold(1u64, u64::saturating_mul);
+    (s.variants.len().max(1) as u64).saturating_mul(points)
+}
+
+/// A lower bound of [`retained_bytes`] from the counts alone (what each
+/// of `variants` variants and `runs` runs keeps at the least), so that a
+/// command whose results cannot fit is refused before its variants are
+/// built.
+pub fn retained_bytes_at_least(variants: u64, runs: u64) -> u64 {
+    variants
+        .saturating_mul(VARIANT_BYTES)
+        .saturating_add(runs.saturating_mul(RUN_BYTES))
+}
 
 /// The memory the results of `items` (variant, replicate) hold until the
 /// output folder is written: what a variant keeps (with its chart data,
@@ -441,6 +510,30 @@ fn run_each<T: Send>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Under an address-space budget a run is admitted with what it may
+    /// grow to (so two runs that may each grow to 1.5 GB do not run at
+    /// once under a 3 GB budget), and the guard rail is lowered to what
+    /// the budget holds; without a limit, nothing changes.
+    #[test]
+    fn in_flight_growth_is_counted_under_an_address_space_limit() {
+        let per = scenario::memory::IN_FLIGHT_BYTES * GROWTH_PEAK;
+        assert_eq!(fit_in_flight(5_000, 5_000_000, None), (5_000_000, 5_000));
+        let budget = 4_000_000 * 1024 / 4 * 3;
+        let (effective, memory) = fit_in_flight(5_000, 5_000_000, Some(budget));
+        assert_eq!(effective, 5_000_000);
+        assert_eq!(memory, 5_000 + 5_000_000 * per);
+        assert!(2 * memory > budget && memory <= budget, "one at a time");
+        let small = 1_500_000 * 1024 / 4 * 3;
+        let (effective, memory) = fit_in_flight(5_000, 5_000_000, Some(small));
+        assert!(
+            effective < 5_000_000 && memory <= small,
+            "{effective} {memory}"
+        );
+        assert_eq!(effective, (small - 5_000) / per);
+        // A budget that holds nothing still leaves a rail to stop at.
+        assert_eq!(fit_in_flight(10, 5_000_000, Some(0)).0, MIN_IN_FLIGHT);
+    }
 
     /// Replicate r of every variant runs on this seed: literal values, so
     /// that a change of the derivation fails here (and in the golden

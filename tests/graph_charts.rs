@@ -100,6 +100,7 @@ fn draw() -> Drawn {
             params: Vec::new(),
             slo: None,
             memory: 0,
+            in_flight_capped: None,
         })
         .collect();
     let results = runner::run_all(&plans, 2, 11, &|_| {});

@@ -153,18 +153,39 @@ const EVENTS_PER_ATTEMPT: f64 = 2.0;
 
 /// A lower estimate of the events one run simulates: the lowest rate the
 /// clients offer × the duration × the events of one attempt (no retry
-/// counted). `None` when the clients offer no fixed rate (closed loop).
+/// counted), and the periodic timers, whatever the load: each
+/// autoscaler's decisions (duration / `autoscale.interval`; the time
+/// buckets are at most `MAX_BUCKETS`, and the adaptive limiters' sample
+/// windows are not events). `None` when neither gives any (a closed loop
+/// without an autoscaler).
 pub fn events_estimate(s: &Scenario) -> Option<f64> {
-    let base = s.clients.arrival.rate?.per_sec();
-    let rate = s
-        .clients
-        .schedule
-        .iter()
-        .filter_map(|p| p.rate.or(p.ramp_to))
-        .map(|r| r.per_sec())
-        .fold(base, f64::min);
-    let events = rate * s.duration.secs_f64() * EVENTS_PER_ATTEMPT;
+    let arrivals = s.clients.arrival.rate.map_or(0.0, |base| {
+        let rate = s
+            .clients
+            .schedule
+            .iter()
+            .filter_map(|p| p.rate.or(p.ramp_to))
+            .map(|r| r.per_sec())
+            .fold(base.per_sec(), f64::min);
+        rate * s.duration.secs_f64() * EVENTS_PER_ATTEMPT
+    });
+    let events = arrivals + periodic_events(s);
     (events.is_finite() && events > 0.0).then_some(events)
+}
+
+/// The events of the periodic timers of one run: every autoscaler decides
+/// once an `autoscale.interval` over the whole duration.
+pub fn periodic_events(s: &Scenario) -> f64 {
+    if s.occ.is_some() || !s.is_graph() {
+        return 0.0;
+    }
+    let m = to_model(s);
+    m.topology
+        .services()
+        .iter()
+        .filter_map(|svc| svc.autoscale.as_ref())
+        .map(|a| m.duration as f64 / a.interval.max(1) as f64)
+        .sum()
 }
 
 /// When the estimate of [`events_estimate`] is over `limits.max_events`:
@@ -176,12 +197,29 @@ pub fn events_over_limit(s: &Scenario) -> Option<(String, String)> {
     if events <= limit as f64 {
         return None;
     }
+    let ticks = periodic_events(s);
+    let (why, fix) = if ticks > limit as f64 {
+        (
+            "the autoscalers' decisions: the duration / autoscale.interval, each",
+            "shorten `duration`, lengthen `autoscale.interval`, or raise `limits.max_events` (or --max-events)",
+        )
+    } else if ticks > 0.0 {
+        (
+            "the offered rate x the duration x 2 events per attempt, before any retry, with the autoscalers' decisions: the duration / autoscale.interval, each",
+            "shorten `duration` (or lower the offered rate, or lengthen `autoscale.interval`), or raise `limits.max_events` (or --max-events)",
+        )
+    } else {
+        (
+            "the offered rate x the duration x 2 events per attempt, before any retry",
+            "shorten `duration` (or lower the offered rate), or raise `limits.max_events` (or --max-events)",
+        )
+    };
     Some((
         format!(
-            "every run will stop at the guard rail before its end: a run of {} simulates at least about {events:.0e} events (the offered rate x the duration x {EVENTS_PER_ATTEMPT} events per attempt, before any retry), over limits.max_events ({limit})",
+            "every run will stop at the guard rail before its end: a run of {} simulates at least about {events:.0e} events ({why}), over limits.max_events ({limit})",
             findings::fmt_s(s.duration.secs_f64()),
         ),
-        "shorten `duration` (or lower the offered rate), or raise `limits.max_events` (or --max-events)".to_string(),
+        fix.to_string(),
     ))
 }
 

@@ -198,7 +198,30 @@ impl Settings {
         };
         let scenario = load(args.file.as_deref(), &sets).map_err(by_flag)?;
         super::warn_events_over_limit(&scenario);
+        // From the counts, before the variants are built: a command whose
+        // results alone cannot fit is refused at once.
+        if let Some(budget) = crate::memory_gate::process_budget() {
+            let replicates = u64::from(scenario.replicates.max(1));
+            let total = runner::variant_count(&scenario).saturating_mul(replicates);
+            let runs = shard
+                .as_ref()
+                .map_or(total, |spec| total / spec.count.max(1) as u64);
+            let variants = runs.div_ceil(replicates);
+            let held = runner::retained_bytes_at_least(variants, runs);
+            if held > budget {
+                return Err(SettingsError::Memory(format!(
+                    "the results of {runs} runs ({variants} variants) would hold about {} or more in memory until the output folder is written, more than this process may use ({}: three quarters of the smaller of its address-space limit, ulimit -v, and the memory available); nothing was run: use fewer sweep points, variants or replicates, or split the work with --shard",
+                    scenario::memory::bytes_text(held),
+                    scenario::memory::bytes_text(budget),
+                )));
+            }
+        }
         let plans = runner::plan(&scenario).map_err(by_flag)?;
+        if let Some((configured, effective)) = plans.iter().find_map(|p| p.in_flight_capped) {
+            errln!(
+                "note: limits.max_in_flight: {configured} calls in flight would not fit this process's address-space limit (ulimit -v); runs stop (ABORTED, max_in_flight) at {effective} instead: raise ulimit -v or lower limits.max_in_flight"
+            );
+        }
         let slo = scenario::slo::objectives(&scenario);
         let label = args.file.as_ref().map_or_else(
             || DEFAULT_LABEL.to_string(),

@@ -285,6 +285,66 @@ fn gate_cells(
     }
 }
 
+/// Whether `cell` is of the type [`summary_cells`] writes in the column
+/// `name`: `Err` says what the column holds. A shard's
+/// `summary.exact.csv` is read back through this, so that a cell of
+/// another type (text where a number is due, a float that is not finite)
+/// is refused rather than merged.
+pub fn check_summary_cell(name: &str, cell: &Cell) -> Result<(), &'static str> {
+    const NUMBER_OR_EMPTY: &str = "a finite number (`f:`) or an empty cell";
+    const FLOAT: &str = "a finite number (`f:`)";
+    const INT: &str = "a whole number (`i:`, 0 or more)";
+    let finite = |v: &f64| v.is_finite();
+    let (ok, want) = match name {
+        _ if name.starts_with("sweep.") => (
+            matches!(cell, Cell::Text(_) | Cell::Missing),
+            "a text (`t:`) or an empty cell",
+        ),
+        "recovered" => (
+            matches!(cell, Cell::Bool(_) | Cell::Missing)
+                || matches!(cell, Cell::Text(t) if t == UNDECIDED),
+            "`b:true`, `b:false`, `t:undecided` or an empty cell",
+        ),
+        "slo_pass" => (matches!(cell, Cell::Bool(_)), "`b:true` or `b:false`"),
+        "slo_failed" | "aborted" => (
+            matches!(cell, Cell::Text(t) if !t.is_empty()) || matches!(cell, Cell::Missing),
+            "a text (`t:`) or an empty cell",
+        ),
+        "event_digest" => (
+            matches!(cell, Cell::Text(t) if t.len() == 16 && t.bytes().all(|b| b.is_ascii_hexdigit())),
+            "`t:` and 16 hex digits",
+        ),
+        _ => {
+            // The type of the fixed columns, from the row of an empty
+            // summary (a value that may be absent is empty there); the
+            // per-layer columns by their prefix.
+            let fixed = summary_cells(
+                &Summary {
+                    pools: true,
+                    ..Summary::default()
+                },
+                &[],
+            );
+            let kind = fixed.into_iter().find(|(n, _)| n == name).map(|(_, c)| c);
+            let want = match kind {
+                Some(Cell::Int(_)) => INT,
+                Some(Cell::Float(_)) => FLOAT,
+                Some(_) => NUMBER_OR_EMPTY,
+                None if name.starts_with("amplification_") => NUMBER_OR_EMPTY,
+                None if name.starts_with("orphaned_work_s_") => FLOAT,
+                None => INT,
+            };
+            let ok = match want {
+                INT => matches!(cell, Cell::Int(_)),
+                FLOAT => matches!(cell, Cell::Float(v) if finite(v)),
+                _ => matches!(cell, Cell::Missing) || matches!(cell, Cell::Float(v) if finite(v)),
+            };
+            (ok, want)
+        }
+    };
+    if ok { Ok(()) } else { Err(want) }
+}
+
 /// Columns of a summary row, after `variant, replicate, seed`.
 pub fn summary_cells(s: &Summary, layer_names: &[String]) -> Vec<(String, Cell)> {
     let mut v: Vec<(String, Cell)> = vec![

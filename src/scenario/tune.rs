@@ -397,6 +397,15 @@ impl Checker {
                 );
                 continue;
             }
+            if let Some(why) = part_of_the_test(path) {
+                self.push(
+                    at,
+                    format!(
+                        "`{path}` cannot be searched: a search compares settings of the same scenario under the same seeds and SLO, and {why}"
+                    ),
+                );
+                continue;
+            }
             let d = match dimension(v) {
                 Ok(d) => d,
                 Err(e) => {
@@ -438,6 +447,40 @@ pub fn show(v: &Value) -> String {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     }
+}
+
+/// Why `path` is part of the test a search holds fixed rather than a
+/// setting it may change: the analysis that judges the runs, the load the
+/// clients offer, the incidents, or a whole section (which would replace
+/// them too).
+fn part_of_the_test(path: &str) -> Option<&'static str> {
+    let under = |k: &str| path == k || path.starts_with(&format!("{k}."));
+    if under("analysis") {
+        return Some(
+            "the analysis (`analysis.*`: the recovery threshold and window, the trigger) is the yardstick the candidates are judged by",
+        );
+    }
+    if path.split('.').any(|seg| seg == "incidents") {
+        return Some("the incidents are the test the candidates go through");
+    }
+    if under("clients.arrival") || under("clients.schedule") {
+        return Some("the load the clients offer is the test the candidates go through");
+    }
+    if [
+        "dependency",
+        "clients",
+        "layers",
+        "services",
+        "occ",
+        "consumers",
+    ]
+    .contains(&path)
+    {
+        return Some(
+            "a whole section would replace the load, the incidents or the analysis too; search its settings one by one (`dependency.concurrency`, `layers.api.retry.max_attempts`)",
+        );
+    }
+    None
 }
 
 #[cfg(test)]

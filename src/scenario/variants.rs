@@ -84,11 +84,25 @@ fn variant_sets(v: &super::types::Variant) -> Vec<(String, Value)> {
 }
 
 /// Why a `set` or sweep path cannot be applied to a variant, if it cannot.
-fn inner_path_problem(path: &str) -> Option<Issue> {
+/// With an SLO (and so a ranking of the variants), the analysis that
+/// judges the runs (`analysis.*`: the recovery threshold and window, the
+/// service) cannot change either: each variant would be judged by another
+/// yardstick. `analysis.trigger_end` may: it follows the variant's own
+/// incident or load (a shorter spike ends sooner).
+fn inner_path_problem(path: &str, has_slo: bool) -> Option<Issue> {
     if super::slo::is_slo_path(path) {
         return Some(Issue {
             path: path.to_string(),
             message: "the SLO cannot be set from inside a variant or a sweep: every variant is judged against the same one; set it in the scenario itself or with --set".into(),
+        });
+    }
+    if has_slo
+        && (path == "analysis" || path.starts_with("analysis."))
+        && path != "analysis.trigger_end"
+    {
+        return Some(Issue {
+            path: path.to_string(),
+            message: "the analysis cannot be set from inside a variant or a sweep when the scenario has an SLO: every variant is judged and ranked by the same recovery criteria (only `analysis.trigger_end` may follow a variant's incident); set it in the scenario itself or with --set".into(),
         });
     }
     let first = path.split('.').next().unwrap_or(path);
@@ -242,7 +256,10 @@ fn expand(
     for (i, v) in s.variants.iter().enumerate() {
         let sets = variant_sets(v);
         let keys: Vec<String> = sets.iter().map(|(k, _)| k.clone()).collect();
-        let mut issues: Vec<Issue> = keys.iter().filter_map(|k| inner_path_problem(k)).collect();
+        let mut issues: Vec<Issue> = keys
+            .iter()
+            .filter_map(|k| inner_path_problem(k, s.slo.is_some()))
+            .collect();
         issues.extend(overlapping_keys(&base, &keys));
         let scenario = if issues.is_empty() {
             match apply_overrides(&base, &sets) {
@@ -297,7 +314,10 @@ fn expand(
         return (Vec::new(), errors, Omitted::default());
     }
     let keys: Vec<String> = s.sweep.keys().cloned().collect();
-    let mut inner: Vec<Issue> = keys.iter().filter_map(|k| inner_path_problem(k)).collect();
+    let mut inner: Vec<Issue> = keys
+        .iter()
+        .filter_map(|k| inner_path_problem(k, s.slo.is_some()))
+        .collect();
     inner.extend(overlapping_keys(&base, &keys));
     inner.extend(swept_and_set(&base, &keys, &s.variants));
     for issue in &inner {

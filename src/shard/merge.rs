@@ -953,7 +953,25 @@ fn read_shard(shard: &Shard, index: usize, plan_shape: &RunShape) -> Result<Shar
             .enumerate()
             .skip(3)
         {
-            let cell = decode_cell(text).map_err(|e| bad(EXACT_SUMMARY, e))?;
+            let at = || {
+                format!(
+                    "line {line}, column {} ({})",
+                    column + 1,
+                    crate::escape::escape(name)
+                )
+            };
+            let cell =
+                decode_cell(text).map_err(|e| bad(EXACT_SUMMARY, format!("{}: {e}", at())))?;
+            if let Err(want) = crate::metrics::columns::check_summary_cell(name, &cell) {
+                return Err(bad(
+                    EXACT_SUMMARY,
+                    format!(
+                        "{}: `{}`, but the column holds {want}: the folder was changed after the run",
+                        at(),
+                        crate::escape::escape(text)
+                    ),
+                ));
+            }
             // summary.csv shows the exact cell, rounded: the two agree.
             let rendered = cell.render();
             if *shown != rendered {
