@@ -656,3 +656,5 @@ pub(crate) fn fmt_num(v: f64) -> String {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_heldout3;

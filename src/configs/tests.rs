@@ -2480,7 +2480,7 @@ spec:
     )
     .unwrap();
     assert!(
-        out.after.contains("retryOn: \"reset,429,503\" }"),
+        out.after.contains("retryOn: \"connect-failure,429,503\" }"),
         "{}",
         out.after
     );
@@ -2534,15 +2534,15 @@ spec:
     for (block, after) in [
         (
             "      retryOn: |\n        reset\n    timeout: 5s\n",
-            "      retryOn: |\n        reset,gateway-error\n    timeout: 5s\n",
+            "      retryOn: |\n        reset,502,503,504\n    timeout: 5s\n",
         ),
         (
             "      retryOn: >-\n        reset,\n        connect-failure\n      # keep\n\n    timeout: 5s\n",
-            "      retryOn: >-\n        reset,connect-failure,gateway-error\n      # keep\n\n    timeout: 5s\n",
+            "      retryOn: >-\n        reset,connect-failure,502,503,504\n      # keep\n\n    timeout: 5s\n",
         ),
         (
             "      retryOn: >-\n        reset\n",
-            "      retryOn: >-\n        reset,gateway-error\n",
+            "      retryOn: >-\n        reset,502,503,504\n",
         ),
     ] {
         let src = format!("{head}{block}");

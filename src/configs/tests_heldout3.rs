@@ -1,0 +1,179 @@
+//! Held-out review rev31: Envoy/Istio `reset` and `gateway-error`, AWS
+//! legacy 502/504, attempt counts beyond the simulator's limit, a new
+//! gRPC retryPolicy, Resilience4j sub-millisecond intervals and quoted
+//! AWS profile names. Each test fails without its fix.
+
+use serde_json::{Value, json};
+
+use super::write::{Wanted, export_text};
+use super::*;
+
+fn sel(format: Format, value: &str) -> Selector {
+    let mut s = Selector::default();
+    match format {
+        Format::GrpcServiceConfig => s.method = Some(value.into()),
+        Format::EnvoyRoute | Format::LinkerdServiceprofile => s.route = Some(value.into()),
+        Format::IstioVirtualservice => s.host = Some(value.into()),
+        Format::Resilience4j => s.instance = Some(value.into()),
+        Format::MsResilience => s.section = Some(value.into()),
+        Format::AwsConfig => s.profile = Some(value.into()),
+    }
+    s
+}
+
+fn import(text: &str, format: Format, value: &str) -> Result<Policy, Vec<String>> {
+    import_text(text, "f", format, &sel(format, value))
+        .map_err(|e| e.iter().map(ToString::to_string).collect())
+}
+
+fn get(p: &Policy, path: &str) -> Value {
+    get_path(&p.fragment, path).cloned().unwrap_or(Value::Null)
+}
+
+fn export(
+    text: &str,
+    format: Format,
+    value: &str,
+    sets: &[(&str, Value)],
+) -> Result<String, Vec<String>> {
+    let sets = sets
+        .iter()
+        .map(|(p, v)| (p.to_string(), v.clone()))
+        .collect();
+    export_text(text, "f", format, &sel(format, value), &Wanted::Sets(sets))
+        .map(|e| e.after)
+        .map_err(|e| e.iter().map(ToString::to_string).collect())
+}
+
+// ------------------------------------------------ ENV-RESET-TIMEOUT
+
+const ENVOY_RDS: &str = r#"name: catalog_routes
+virtual_hosts:
+- name: catalog
+  domains: ["catalog.internal"]
+  routes:
+  - name: list-products
+    match: { prefix: "/v1/products" }
+    route:
+      cluster: catalog
+      timeout: 3s
+      retry_policy:
+        retry_on: reset
+        num_retries: 2
+        per_try_timeout: 0.5s
+  - name: get-product
+    match: { prefix: "/v1/product/" }
+    route:
+      cluster: catalog
+      retry_policy:
+        retry_on: gateway-error
+        num_retries: 3
+        per_try_timeout: 0.25s
+  - name: plain
+    match: { prefix: "/" }
+    route: { cluster: catalog, timeout: 5s }
+"#;
+
+const VS: &str = r#"apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata:
+  name: catalog
+spec:
+  hosts: [catalog]
+  http:
+  - route:
+    - destination: { host: catalog }
+    retries:
+      attempts: 2
+      perTryTimeout: 250ms
+      retryOn: gateway-error
+"#;
+
+#[test]
+fn envoy_reset_retries_per_try_timeouts_and_gateway_error_connection_failures() {
+    // A per-try timeout resets the stream (router.cc onPerTryTimeoutCommon),
+    // and wouldRetryFromReset retries any reset under reset, 5xx and
+    // gateway-error.
+    let p = import(ENVOY_RDS, Format::EnvoyRoute, "list-products").unwrap();
+    assert_eq!(get(&p, "retry.retry_on"), json!(["timeout", "connection"]));
+    let p = import(ENVOY_RDS, Format::EnvoyRoute, "get-product").unwrap();
+    assert_eq!(
+        get(&p, "retry.retry_on"),
+        json!(["timeout", "connection", 502, 503, 504])
+    );
+    let p = import(VS, Format::IstioVirtualservice, "catalog").unwrap();
+    assert_eq!(
+        get(&p, "retry.retry_on"),
+        json!(["timeout", "connection", 502, 503, 504])
+    );
+}
+
+#[test]
+fn envoy_export_never_retries_timeouts_the_layer_excludes() {
+    // [connection, 503] without timeout: no `reset` (it retries per-try
+    // timeouts), and the result reads back as exactly what was tuned.
+    let out = export(
+        ENVOY_RDS,
+        Format::EnvoyRoute,
+        "plain",
+        &[
+            ("retry.max_attempts", json!(3)),
+            ("timeout", json!("250ms")),
+            ("retry.retry_on", json!(["connection", 503])),
+        ],
+    )
+    .unwrap();
+    let plain = out
+        .lines()
+        .find(|l| l.contains("cluster: catalog, timeout: 5s"))
+        .unwrap();
+    assert!(
+        plain.contains(
+            "retry_on: \"connect-failure,retriable-status-codes\", retriable_status_codes: [503]"
+        ) && !plain.contains("reset"),
+        "{out}"
+    );
+    let back = import(&out, Format::EnvoyRoute, "plain").unwrap();
+    assert_eq!(get(&back, "retry.retry_on"), json!(["connection", 503]));
+    // With timeouts and without the gateway codes: `reset`, round trip.
+    let out = export(
+        ENVOY_RDS,
+        Format::EnvoyRoute,
+        "get-product",
+        &[("retry.retry_on", json!(["timeout", "connection"]))],
+    )
+    .unwrap();
+    let back = import(&out, Format::EnvoyRoute, "get-product").unwrap();
+    assert_eq!(
+        get(&back, "retry.retry_on"),
+        json!(["timeout", "connection"]),
+        "{out}"
+    );
+    // Timeouts without connection failures: no condition says it.
+    let e = export(
+        ENVOY_RDS,
+        Format::EnvoyRoute,
+        "get-product",
+        &[("retry.retry_on", json!(["timeout", 502, 503, 504]))],
+    )
+    .unwrap_err()
+    .join("\n");
+    assert!(
+        e.contains("also retries connection failures") && e.contains("add `connection`"),
+        "{e}"
+    );
+    // Istio: the same conditions.
+    let out = export(
+        VS,
+        Format::IstioVirtualservice,
+        "catalog",
+        &[("retry.retry_on", json!(["connection", 503]))],
+    )
+    .unwrap();
+    assert!(
+        !out.contains("reset") && !out.contains("gateway-error"),
+        "{out}"
+    );
+    let back = import(&out, Format::IstioVirtualservice, "catalog").unwrap();
+    assert_eq!(get(&back, "retry.retry_on"), json!(["connection", 503]));
+}
