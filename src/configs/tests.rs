@@ -1797,7 +1797,7 @@ fn aws_profiles_onto_the_presets() {
         &p,
         &[
             "retry.max_attempts=5.0",
-            "retry.retry_on=[\"429\",\"500\",\"503\",\"509\",\"connection\",\"timeout\"]",
+            "retry.retry_on=[\"429\",\"500\",\"502\",\"503\",\"504\",\"509\",\"connection\",\"timeout\"]",
         ],
     );
     lacks(&p, &["retry.budget", "retry.backoff.cap"]);
@@ -1956,7 +1956,7 @@ fn aws_export_changes_only_the_tuned_values() {
             ("retry.budget", Value::Null),
             (
                 "retry.retry_on",
-                json!(["timeout", "connection", 429, 500, 503, 509]),
+                json!(["timeout", "connection", 429, 500, 502, 503, 504, 509]),
             ),
             ("retry.backoff.cap", Value::Null),
         ],

@@ -177,3 +177,16 @@ fn envoy_export_never_retries_timeouts_the_layer_excludes() {
     let back = import(&out, Format::IstioVirtualservice, "catalog").unwrap();
     assert_eq!(get(&back, "retry.retry_on"), json!(["connection", 503]));
 }
+
+// ------------------------------------------------ AWS-LEGACY-502-504
+
+#[test]
+fn aws_legacy_mode_retries_502_and_504() {
+    // botocore _retry.json @6403a357: bad_gateway, gateway_timeout.
+    let text = "[profile etl]\nregion = us-east-1\nretry_mode = legacy\n";
+    let p = import(text, Format::AwsConfig, "etl").unwrap();
+    assert_eq!(
+        get(&p, "retry.retry_on"),
+        json!(["timeout", "connection", 429, 500, 502, 503, 504, 509])
+    );
+}
