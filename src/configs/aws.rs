@@ -34,7 +34,7 @@ use serde_json::{Map, Value};
 use super::edit::Lit;
 use super::tree::{Doc, Entry, Node};
 use super::write::Writer;
-use super::{Builder, Origin, Selector, changed_leaves, get_path, uint};
+use super::{Builder, Origin, Selector, changed_leaves, get_path, sim_attempts, uint};
 
 /// The retry modes and the preset each one is.
 const MODES: &[(&str, &str)] = &[
@@ -287,7 +287,11 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
     };
     set_all(b, "", &f, &origin);
     if let Some(e) = setting(settings, "max_attempts")
-        && let Some(n) = uint(b, &e.value, &key(e), 1, 1000)
+        // botocore reads max_attempts as an int and sets no upper bound
+        // (configprovider.py; the AWS SDKs reference guide, "Retry
+        // behavior": "max_attempts", at least 1).
+        && let Some(n) = uint(b, &e.value, &key(e), 1, u64::from(u32::MAX))
+        && let Some(n) = sim_attempts(b, &e.value, &key(e), n, "botocore sets no upper bound on max_attempts")
     {
         b.set(
             "retry.max_attempts",

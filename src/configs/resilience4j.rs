@@ -40,7 +40,9 @@ use super::durations::{SpringStyle, parse_spring, spring};
 use super::edit::Lit;
 use super::tree::{Doc, Node};
 use super::write::Writer;
-use super::{Builder, Origin, Selector, boolean, fmt_num, get_path, num, number, uint};
+use super::{
+    Builder, Origin, Selector, boolean, fmt_num, get_path, num, number, sim_attempts, uint,
+};
 use crate::scenario::units::Duration;
 
 /// A property name as Spring's relaxed binding compares it.
@@ -523,7 +525,15 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
                     Some(p.node.pos),
                     "Resilience4j refuses it: maxAttempts must be greater than or equal to 1 (the binding fails at startup)",
                 );
-            } else if let Some(n) = uint(b, p.node, &key_of(&p), 1, 1000) {
+            } else if let Some(n) = uint(b, p.node, &key_of(&p), 1, i32::MAX as u64)
+                && let Some(n) = sim_attempts(
+                    b,
+                    p.node,
+                    &key_of(&p),
+                    n,
+                    "Resilience4j's maxAttempts is an int of at least 1",
+                )
+            {
                 b.set(
                     "retry.max_attempts",
                     json!(n),

@@ -1410,7 +1410,7 @@ fn ms_resilience_bad_values_are_named_with_their_position() {
     );
     let e = ms_errors("{ \"R\": { \"Retry\": { \"MaxRetryAttempts\": 0 } } }", "R");
     assert!(
-        e[0].contains("expected a whole number from 1 to 999, found `0`"),
+        e[0].contains("expected a whole number from 1 to 2147483647, found `0`"),
         "{e:?}"
     );
     let e = ms_errors(
@@ -1850,7 +1850,9 @@ fn aws_errors_are_named_with_their_position() {
     );
     assert_eq!(
         e,
-        ["f:3:16: [profile a].max_attempts: expected a whole number from 1 to 1000, found `0`"]
+        [
+            "f:3:16: [profile a].max_attempts: expected a whole number from 1 to 4294967295, found `0`"
+        ]
     );
     let e = aws_errors("[profile a]\nmax_attempts = 3 # three\n", "a");
     assert!(e[0].contains("found `3 # three`"), "{e:?}");

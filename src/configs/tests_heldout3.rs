@@ -190,3 +190,39 @@ fn aws_legacy_mode_retries_502_and_504() {
         json!(["timeout", "connection", 429, 500, 502, 503, 504, 509])
     );
 }
+
+// ------------------------------------------------ MS-MAXRETRY-999
+
+#[test]
+fn attempt_counts_upstream_accepts_are_refused_as_the_simulators_limit() {
+    let ms = |n: &str| format!("{{ \"R\": {{ \"Retry\": {{ \"MaxRetryAttempts\": {n} }} }} }}");
+    let p = import(&ms("999"), Format::MsResilience, "R").unwrap();
+    assert_eq!(get(&p, "retry.max_attempts"), json!(1000));
+    for n in ["1000", "2147483647"] {
+        let e = import(&ms(n), Format::MsResilience, "R")
+            .unwrap_err()
+            .join("\n");
+        assert!(
+            e.contains("is valid (Polly's MaxRetryAttempts")
+                && e.contains("stormsim simulates at most 1000")
+                && e.contains("a limit of the simulator, not of the file")
+                && !e.contains("expected a whole number"),
+            "{e}"
+        );
+    }
+    // Past int.MaxValue, Polly's own range is the message.
+    let e = import(&ms("2147483648"), Format::MsResilience, "R")
+        .unwrap_err()
+        .join("\n");
+    assert!(e.contains("from 1 to 2147483647"), "{e}");
+    let aws = |n: &str| format!("[profile etl]\nretry_mode = standard\nmax_attempts = {n}\n");
+    let p = import(&aws("1000"), Format::AwsConfig, "etl").unwrap();
+    assert_eq!(get(&p, "retry.max_attempts"), json!(1000));
+    let e = import(&aws("5000"), Format::AwsConfig, "etl")
+        .unwrap_err()
+        .join("\n");
+    assert!(
+        e.contains("botocore sets no upper bound") && e.contains("stormsim simulates at most 1000"),
+        "{e}"
+    );
+}
