@@ -226,3 +226,81 @@ fn attempt_counts_upstream_accepts_are_refused_as_the_simulators_limit() {
         "{e}"
     );
 }
+
+// ------------------------------------------------ GRPC-ADD-RETRYPOLICY
+
+const GRPC: &str = r#"{
+  "methodConfig": [
+    {
+      "name": [{ "service": "inventory.v1.Stock", "method": "Reserve" }],
+      "timeout": "2s"
+    }
+  ]
+}
+"#;
+
+#[test]
+fn grpc_export_writes_a_whole_new_retry_policy() {
+    // Values equal to what import shows for "no retryPolicy" are written
+    // too: gRFC A6 requires all five fields.
+    let out = export(
+        GRPC,
+        Format::GrpcServiceConfig,
+        "inventory.v1.Stock/Reserve",
+        &[
+            ("retry.max_attempts", json!(3)),
+            ("retry.backoff.base", json!("50ms")),
+            ("retry.backoff.cap", json!("500ms")),
+            ("retry.backoff.multiplier", json!(2)),
+            ("retry.retry_on", json!(["connection", 503])),
+        ],
+    )
+    .unwrap_or_else(|e| panic!("{e:?}"));
+    for field in [
+        "\"maxAttempts\": 3",
+        "\"initialBackoff\": \"0.05s\"",
+        "\"maxBackoff\": \"0.5s\"",
+        "\"backoffMultiplier\": 2",
+        "\"retryableStatusCodes\": [\"UNAVAILABLE\"]",
+    ] {
+        assert!(out.contains(field), "{field} in\n{out}");
+    }
+    let back = import(
+        &out,
+        Format::GrpcServiceConfig,
+        "inventory.v1.Stock/Reserve",
+    )
+    .unwrap();
+    assert_eq!(get(&back, "retry.max_attempts"), json!(3));
+    assert_eq!(get(&back, "retry.backoff.cap"), json!("500ms"));
+}
+
+#[test]
+fn grpc_export_names_the_fields_a_new_retry_policy_lacks() {
+    // A scenario layer with attempts and codes but no backoff.
+    let Value::Object(layer) = json!({
+        "name": "x",
+        "retry": { "max_attempts": 3, "retry_on": ["connection", 503] },
+    }) else {
+        panic!()
+    };
+    let e = export_text(
+        GRPC,
+        "f",
+        Format::GrpcServiceConfig,
+        &sel(Format::GrpcServiceConfig, "inventory.v1.Stock/Reserve"),
+        &Wanted::Layer(layer),
+    )
+    .map(|e| e.after)
+    .unwrap_err()
+    .iter()
+    .map(ToString::to_string)
+    .collect::<Vec<_>>()
+    .join("\n");
+    assert!(
+        e.contains("has no retryPolicy")
+            && e.contains("retry.backoff.base (initialBackoff)")
+            && !e.contains("would not read back"),
+        "{e}"
+    );
+}
