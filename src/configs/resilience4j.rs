@@ -615,6 +615,31 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
             },
         ),
     };
+    // Resilience4j builds a randomized or exponential interval function
+    // from waitDuration.toMillis() (CommonRetryConfigurationProperties),
+    // and IntervalFunction's `of(interval, backoff)` and `ofRandomized`
+    // (resilience4j-core IntervalFunction.java) call `checkInterval`,
+    // which throws IllegalArgumentException ("… millis is less than 1")
+    // for an interval under 1 ms: the retry is never built. A constant
+    // wait of 0 is fine (RetryConfig.Builder.waitDuration takes >= 0).
+    if (exp_on || rand_on)
+        && wait < Duration::from_millis(1)
+        && let Some(p) = &wait_prop
+    {
+        let flag = if exp_on {
+            "enableExponentialBackoff"
+        } else {
+            "enableRandomizedWait"
+        };
+        b.error(
+            key_of(p),
+            Some(p.key_pos),
+            format!(
+                "Resilience4j refuses it: with {flag} the waitDuration must be at least 1 ms (IntervalFunction.checkInterval throws IllegalArgumentException for an interval of {} millis, less than 1, and the application does not start)",
+                wait.0 / 1_000_000
+            ),
+        );
+    }
     b.set("retry.backoff.base", json!(wait.to_string()), wait_origin);
     b.absent("retry.backoff.throttle_base");
     let prop_origin = |p: &Prop| Origin {

@@ -304,3 +304,48 @@ fn grpc_export_names_the_fields_a_new_retry_policy_lacks() {
         "{e}"
     );
 }
+
+// ------------------------------------------------ R4J-ZERO-WAIT
+
+const R4J: &str = "resilience4j:
+  retry:
+    configs:
+      default:
+        maxAttempts: 3
+        waitDuration: 0
+        enableRandomizedWait: true
+    instances:
+      pricing:
+        baseConfig: default
+      fx:
+        maxAttempts: 4
+        waitDuration: 500us
+        enableExponentialBackoff: true
+      flat:
+        waitDuration: 0
+        enableRandomizedWait: false
+";
+
+#[test]
+fn r4j_sub_millisecond_interval_with_random_or_exponential_wait_is_an_error() {
+    // IntervalFunction.checkInterval: less than 1 millis throws.
+    let e = import(R4J, Format::Resilience4j, "pricing")
+        .unwrap_err()
+        .join("\n");
+    assert!(
+        e.contains("f:6:9:") && e.contains("enableRandomizedWait") && e.contains("checkInterval"),
+        "{e}"
+    );
+    let e = import(R4J, Format::Resilience4j, "fx")
+        .unwrap_err()
+        .join("\n");
+    assert!(
+        e.contains("f:13:9:")
+            && e.contains("enableExponentialBackoff")
+            && e.contains("at least 1 ms"),
+        "{e}"
+    );
+    // A constant wait of 0 is what RetryConfig takes.
+    let p = import(R4J, Format::Resilience4j, "flat").unwrap();
+    assert_eq!(get(&p, "retry.backoff.base"), json!("0s"));
+}
