@@ -71,15 +71,71 @@ const NEAR_RETRIES: &[(&str, &str)] = &[
 
 /// The profile a section header names: `default`, or NAME of
 /// `profile NAME` (botocore also reads `[profile default]` as the default).
+/// botocore `configloader.build_profile_map` takes a header that starts
+/// with `profile` and splits it with `shlex.split` (`_parse_section`): two
+/// words make a profile, the second its name, so `[profile "data
+/// science"]` is the profile `data science`; a header shlex cannot split
+/// (an open quote) names none.
 fn profile_of(header: &str) -> Option<String> {
     if header == "default" {
         return Some("default".into());
     }
-    let mut words = header.split_whitespace();
-    match (words.next(), words.next(), words.next()) {
-        (Some("profile"), Some(name), None) => Some(name.to_string()),
+    if !header.starts_with("profile") {
+        return None;
+    }
+    match shlex_split(header)?.as_slice() {
+        [_, name] => Some(name.clone()),
         _ => None,
     }
+}
+
+/// Python's `shlex.split` (POSIX mode, no comments): words split at
+/// whitespace; `'…'` keeps everything literally; in `"…"` a backslash
+/// escapes only `"` and a backslash; a backslash outside quotes escapes
+/// the next character. `None` where shlex raises ValueError (an open
+/// quote, a trailing backslash).
+pub(crate) fn shlex_split(text: &str) -> Option<Vec<String>> {
+    let mut words = Vec::new();
+    let mut cur: Option<String> = None;
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            c if c.is_whitespace() => {
+                if let Some(w) = cur.take() {
+                    words.push(w);
+                }
+            }
+            '\\' => cur.get_or_insert_with(String::new).push(chars.next()?),
+            '\'' => {
+                let w = cur.get_or_insert_with(String::new);
+                loop {
+                    match chars.next()? {
+                        '\'' => break,
+                        c => w.push(c),
+                    }
+                }
+            }
+            '"' => {
+                let w = cur.get_or_insert_with(String::new);
+                loop {
+                    match chars.next()? {
+                        '"' => break,
+                        '\\' => match chars.next()? {
+                            c @ ('\\' | '"') => w.push(c),
+                            c => {
+                                w.push('\\');
+                                w.push(c);
+                            }
+                        },
+                        c => w.push(c),
+                    }
+                }
+            }
+            c => cur.get_or_insert_with(String::new).push(c),
+        }
+    }
+    words.extend(cur);
+    Some(words)
 }
 
 /// The sections of the file that make the profile `name`.

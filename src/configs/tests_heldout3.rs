@@ -349,3 +349,28 @@ fn r4j_sub_millisecond_interval_with_random_or_exponential_wait_is_an_error() {
     let p = import(R4J, Format::Resilience4j, "flat").unwrap();
     assert_eq!(get(&p, "retry.backoff.base"), json!("0s"));
 }
+
+// ------------------------------------------------ AWS-QUOTED-PROFILE
+
+#[test]
+fn aws_quoted_profile_names_split_as_shlex_does() {
+    let text = "[default]\nregion = eu-west-1\n\n[profile \"data science\"]\nretry_mode = adaptive\nmax_attempts = 8\n\n[profile 'ops team']\nmax_attempts = 4\nretry_mode = standard\n";
+    let p = import(text, Format::AwsConfig, "data science").unwrap();
+    assert_eq!(get(&p, "retry.max_attempts"), json!(8));
+    let p = import(text, Format::AwsConfig, "ops team").unwrap();
+    assert_eq!(get(&p, "retry.max_attempts"), json!(4));
+    let out = export(
+        text,
+        Format::AwsConfig,
+        "data science",
+        &[("retry.max_attempts", json!(6))],
+    )
+    .unwrap();
+    assert!(out.contains("max_attempts = 6\n"), "{out}");
+    let split = super::aws::shlex_split;
+    assert_eq!(split("profile \"a \\\"b"), None);
+    assert_eq!(
+        split("profile \"a \\\"b\" 'c\\d'"),
+        Some(vec!["profile".into(), "a \"b".into(), "c\\d".into()])
+    );
+}
