@@ -57,6 +57,16 @@ pub fn escape(text: &str) -> Cow<'_, str> {
     escape_but(text, |_| false)
 }
 
+/// A path as a message shows it: as [`std::path::Path::display`] does
+/// (a byte that is not UTF-8 shown as U+FFFD), with every unsafe
+/// character escaped as [`escape`] does, line breaks included, so that
+/// a path (`--out $'o\nerror: x'`) cannot start a line of its own in
+/// what stormsim prints. Every path that reaches the terminal or a
+/// message goes through it.
+pub fn path(path: &std::path::Path) -> String {
+    escape(&path.to_string_lossy()).into_owned()
+}
+
 /// As [`escape`], but line breaks stay line breaks (for multi-line text
 /// such as a command-line parser's usage message).
 pub fn escape_lines(text: &str) -> Cow<'_, str> {

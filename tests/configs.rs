@@ -1136,3 +1136,90 @@ fn export_takes_the_selector_from_the_picked_layers_from() {
         stderr(&out)
     );
 }
+
+/// The selector flags that narrow a choice down (`--route '#N'`,
+/// `--virtual-host`, `--profile` for Linkerd), and default layer names
+/// that tell routes apart (`GET /a.json` and `GET /b.json` are not both
+/// `json`).
+#[test]
+fn import_selector_flags_and_default_names() {
+    let dir = tempfile::tempdir().unwrap();
+    for f in [
+        "reviews-unnamed.yaml",
+        "envoy-two-vhosts.yaml",
+        "two-serviceprofiles.yaml",
+    ] {
+        std::fs::copy(fixtures().join(f), dir.path().join(f)).unwrap();
+    }
+    std::fs::write(
+        dir.path().join("json.yaml"),
+        "apiVersion: linkerd.io/v1alpha2\nkind: ServiceProfile\nmetadata: { name: web }\nspec:\n  routes:\n  - name: GET /a.json\n    condition: { method: GET, pathRegex: /a\\.json }\n  - name: GET /b.json\n    condition: { method: GET, pathRegex: /b\\.json }\n",
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let out = stormsim(dir.path())
+            .arg("import")
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    let (code, stdout, stderr) = run(&[
+        "reviews-unnamed.yaml",
+        "--format",
+        "istio-virtualservice",
+        "--host",
+        "reviews",
+        "--route",
+        "#1",
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("- name: reviews-1\n"), "{stdout}");
+    assert!(stdout.contains("    max_attempts: 2 "), "{stdout}");
+    let (code, stdout, stderr) = run(&[
+        "envoy-two-vhosts.yaml",
+        "--format",
+        "envoy-route",
+        "--route",
+        "/",
+        "--virtual-host",
+        "b.example.com",
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("    max_attempts: 5 "), "{stdout}");
+    let (code, _, stderr) = run(&[
+        "two-serviceprofiles.yaml",
+        "--format",
+        "linkerd-serviceprofile",
+        "--route",
+        "GET /healthz",
+    ]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("`profile: NAME`"), "{stderr}");
+    let (code, stdout, stderr) = run(&[
+        "two-serviceprofiles.yaml",
+        "--format",
+        "linkerd-serviceprofile",
+        "--route",
+        "GET /healthz",
+        "--profile",
+        "web.shop.svc.cluster.local",
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("total_timeout: 1s"), "{stdout}");
+    for (route, name) in [("GET /a.json", "get-a-json"), ("GET /b.json", "get-b-json")] {
+        let (code, stdout, stderr) = run(&[
+            "json.yaml",
+            "--format",
+            "linkerd-serviceprofile",
+            "--route",
+            route,
+        ]);
+        assert_eq!(code, Some(0), "{stderr}");
+        assert!(stdout.contains(&format!("- name: {name}\n")), "{stdout}");
+    }
+}

@@ -154,15 +154,8 @@ fn a_file_of_the_users_where_the_lock_goes_is_kept() {
         .success();
     // The lock file's name is predictable; no lock is left after a run.
     assert_eq!(names(dir.path()), ["R", "q.yaml"]);
-    let hash = {
-        // FNV-1a 64 of the folder's name, as the lock's name says.
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in b"R" {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        h
-    };
+    // FNV-1a 64 of the folder's name, as the lock's name says.
+    let hash = fnv(b"R");
     let lock = dir.path().join(format!(".stormsim-lock-{hash:016x}"));
     fs::write(&lock, "user content\n").unwrap();
     let before = fs::read_dir(dir.path().join("R")).unwrap().count();
@@ -1085,4 +1078,244 @@ virtual_hosts:
         "{err}"
     );
     assert!(!err.contains("must be greater than 0"), "{err}");
+}
+
+/// FNV-1a 64 of a folder's name: the hash in the names of its lock and
+/// work folders.
+fn fnv(name: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+#[test]
+fn a_dead_commands_work_folder_keeps_what_stormsim_did_not_put_in_its_new() {
+    let dir = folder();
+    // A process id above any pid_max: no process has it.
+    let work = |n: u32| {
+        dir.path()
+            .join(format!(".stormsim-{:016x}-99999999-{n}", fnv(b"R")))
+    };
+    // What a command killed while writing `R` leaves, the user's notes
+    // added into it.
+    let kept = work(0);
+    fs::create_dir_all(kept.join("new/R/charts")).unwrap();
+    fs::write(kept.join("written"), "summary.csv\ncharts/a.svg\n").unwrap();
+    fs::write(kept.join("new/R/summary.csv"), "half a table").unwrap();
+    fs::write(kept.join("new/R/mine.txt"), "my notes").unwrap();
+    fs::write(kept.join("new/R/charts/notes.md"), "my notes").unwrap();
+    fs::write(kept.join("new/diary.txt"), "my notes").unwrap();
+    // One holding only what its list names.
+    let gone = work(1);
+    fs::create_dir_all(gone.join("new/R/charts")).unwrap();
+    fs::write(gone.join("written"), "charts/a.svg\nsummary.csv\n").unwrap();
+    fs::write(gone.join("new/R/charts/a.svg"), "<svg/>").unwrap();
+    fs::write(gone.join("new/R/summary.csv"), "half a table").unwrap();
+    let out = stormsim(dir.path())
+        .args(["run", "q.yaml", "--out", "R"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "is left as it is: its new/ holds what stormsim did not write \
+             (\"new/R/charts/notes.md\", \"new/R/mine.txt\", \"new/diary.txt\")"
+        ),
+        "{err}"
+    );
+    for f in ["new/R/mine.txt", "new/R/charts/notes.md", "new/diary.txt"] {
+        assert_eq!(fs::read_to_string(kept.join(f)).unwrap(), "my notes", "{f}");
+    }
+    assert!(!gone.exists(), "{err}");
+    assert!(err.contains("removed its work folder"), "{err}");
+}
+
+#[test]
+fn merge_and_plot_put_back_a_folder_left_in_a_killed_commands_work_folder() {
+    let dir = folder();
+    for i in 0..2 {
+        stormsim(dir.path())
+            .args(["run", "q.yaml", "--quiet", "--replicates", "2"])
+            .args(["--shard", &format!("{i}/2")])
+            .args(["--out", &format!("S/shard-{i}-of-2")])
+            .assert()
+            .success();
+    }
+    stormsim(dir.path())
+        .args(["run", "q.yaml", "--out", "R", "--quiet"])
+        .assert()
+        .success();
+    // As a command killed in the middle of its swap leaves them: each
+    // folder moved aside into its work folder, the new one not yet in
+    // place (a process id above any pid_max: no process has it).
+    for name in ["S", "R"] {
+        let work = dir.path().join(format!(
+            ".stormsim-{:016x}-99999999-0",
+            fnv(name.as_bytes())
+        ));
+        fs::create_dir_all(work.join("new").join(name)).unwrap();
+        fs::rename(dir.path().join(name), work.join("old")).unwrap();
+    }
+    let out = stormsim(dir.path())
+        .args(["merge", "S/shard-0-of-2", "S/shard-1-of-2", "--out", "M"])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("was stopped outright while writing S (killed?); removed its work folder")
+            && err.contains("after putting back"),
+        "{err}"
+    );
+    assert!(dir.path().join("S/shard-1-of-2/manifest.json").is_file());
+    let out = stormsim(dir.path()).args(["plot", "R"]).output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("after putting back"), "{err}");
+    assert!(dir.path().join("R/summary.csv").is_file());
+    assert_eq!(names(dir.path()), ["M", "R", "S", "q.yaml"]);
+}
+
+#[test]
+fn a_bad_value_a_set_writes_is_blamed_on_the_set_at_the_path_typed() {
+    let dir = folder();
+    for (set, want) in [
+        (
+            "layers.client.name=a.b",
+            "<--set>: layers.client.name: layer name `a.b` is not usable in field paths",
+        ),
+        (
+            "layers.0.name=a.b",
+            "<--set>: layers.0.name: layer name `a.b` is not usable in field paths",
+        ),
+    ] {
+        let (code, err) = validate(dir.path(), "q.yaml", &[set]);
+        assert_eq!(code, Some(2), "{set}: {err}");
+        assert!(err.starts_with(want), "{set}: {err}");
+        assert!(!err.contains("q.yaml"), "{set}: {err}");
+    }
+}
+
+#[test]
+fn a_tab_that_indents_a_line_is_named_without_a_wrong_field() {
+    let dir = folder();
+    fs::write(
+        dir.path().join("tab.yaml"),
+        "name: a\nduration: 10s\nclients: { arrival: { kind: poisson, rate: 10/s } }\n\
+         dependency: { concurrency: 1, service_time: { dist: constant, value: 1ms } }\n\
+         \tseed: 1\n",
+    )
+    .unwrap();
+    let (code, err) = validate(dir.path(), "tab.yaml", &[]);
+    assert_eq!(code, Some(2));
+    assert_eq!(
+        err.trim_end(),
+        "tab.yaml:5:1: line 5 is indented with a tab: a tab cannot indent YAML; use spaces"
+    );
+}
+
+#[test]
+fn a_tune_objective_no_run_measures_fails_and_writes_no_best() {
+    let dir = folder();
+    let out = stormsim(dir.path())
+        .args([
+            "tune",
+            "q.yaml",
+            "--set",
+            "tune.space={layers.client.retry.max_attempts: [1, 2]}",
+            "--set",
+            "tune.objective={minimize: recovery_time_s}",
+            "--set",
+            "tune.budget=2",
+            "--out",
+            "t",
+        ])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("error: no run of any candidate measured recovery_time_s")
+            && err.contains("no best.yaml was written"),
+        "{err}"
+    );
+    assert!(!dir.path().join("t/best.yaml").exists());
+    assert!(dir.path().join("t/tune.csv").is_file());
+}
+
+#[test]
+fn a_thread_count_past_the_storage_says_the_real_range() {
+    let dir = folder();
+    let out = stormsim(dir.path())
+        .args(["run", "q.yaml", "--threads", "99999999999"])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("expected a whole number from 1 to "), "{err}");
+    assert!(
+        !err.contains("4294967295") && !err.contains("digits only"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_set_into_a_sweep_entry_by_index_is_one_clear_error() {
+    let dir = folder();
+    fs::write(
+        dir.path().join("s.yaml"),
+        format!("{SCENARIO}sweep:\n  layers.client.retry.max_attempts: [1, 2, 3]\n"),
+    )
+    .unwrap();
+    let (code, err) = validate(
+        dir.path(),
+        "s.yaml",
+        &["sweep.layers.client.retry.max_attempts.0=0"],
+    );
+    assert_eq!(code, Some(2));
+    assert_eq!(
+        err.trim_end(),
+        "<--set>: sweep.layers.client.retry.max_attempts.0: a sweep entry cannot be indexed: \
+         `sweep.layers.client.retry.max_attempts` is one list of values, set whole \
+         (--set 'sweep.layers.client.retry.max_attempts=[1, 2, 3]')"
+    );
+}
+
+#[test]
+fn a_line_break_in_a_path_is_shown_escaped() {
+    let dir = folder();
+    let out = stormsim(dir.path())
+        .args(["run", "q.yaml", "--out", "o2\nerror: all runs FAILED"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let console = text(&out.stdout);
+    assert!(
+        console.contains("results: o2\\u{a}error: all runs FAILED"),
+        "{console}"
+    );
+    assert!(!console.contains("\nerror:"), "{console}");
+    // A refusal names the folder escaped too.
+    let mine = dir.path().join("o\nerror: x");
+    fs::create_dir(&mine).unwrap();
+    fs::write(mine.join("mine"), "x").unwrap();
+    let out = stormsim(dir.path())
+        .args(["run", "q.yaml", "--out", "o\nerror: x"])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with("error: o\\u{a}error: x already exists"),
+        "{err}"
+    );
+    assert_eq!(
+        err.lines().filter(|l| l.starts_with("error:")).count(),
+        1,
+        "{err}"
+    );
 }

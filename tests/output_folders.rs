@@ -818,6 +818,8 @@ fn what_a_killed_run_left_is_cleaned_up_by_the_next() {
     let work = t.join(format!(".stormsim-{hash}-{dead}-0"));
     fs::create_dir_all(work.join("new/swap")).unwrap();
     fs::write(work.join("new/swap/summary.csv"), "half").unwrap();
+    // As a run lists each file it stages, before it writes it.
+    fs::write(work.join("written"), "summary.csv\n").unwrap();
     fs::write(t.join("swap/mine.txt"), "the user's, inside").unwrap();
     let swapped = tree(&t.join("swap"));
     fs::rename(t.join("swap"), work.join("old")).unwrap();

@@ -203,3 +203,47 @@ fn no_slo_no_verdict() {
     let resolved = std::fs::read_to_string(set.join("scenario.resolved.yaml")).unwrap();
     assert!(resolved.contains("slo:\n  success_rate: 0.5"), "{resolved}");
 }
+
+/// A system that never serves a request (every attempt outlasts the
+/// 500 ms timeout) has a baseline of 0: it used to read "recovered in
+/// 0 s" and pass `recovery_within`. It has no verdict now, misses the
+/// SLO, and says why in the console and `report.html`.
+#[test]
+fn a_system_that_never_served_a_request_has_not_recovered() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let run = stormsim()
+        .args(["run", "scenarios/quickstart.yaml", "--out"])
+        .arg(&out)
+        .args([
+            "--set",
+            "dependency.service_time={dist: constant, value: 600ms}",
+            "--set",
+            "slo={recovery_within: 30s}",
+            "--fail-on-slo",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert_eq!(run.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("undecided: no request succeeded before the trigger (baseline 0)"),
+        "{stdout}"
+    );
+    let t = table(&out.join("summary.csv"));
+    assert_eq!(t.1.len(), 4);
+    for row in 0..t.1.len() {
+        assert_eq!(cell(&t, row, "baseline_success_ratio"), "0");
+        assert_eq!(cell(&t, row, "recovered"), "undecided");
+        assert_eq!(cell(&t, row, "recovery_time_s"), "");
+        assert_eq!(cell(&t, row, "time_to_full_goodput_s"), "");
+    }
+    let by = table(&out.join("summary_by_variant.csv"));
+    for row in 0..by.1.len() {
+        assert_eq!(cell(&by, row, "recovered_fraction"), "");
+    }
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains(
+        "undecided: no request succeeded before the incident in any of its 2 replicates"
+    ));
+}

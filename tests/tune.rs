@@ -275,15 +275,15 @@ fn a_scenario_without_a_tune_section_says_how_to_write_one() {
 
 /// An objective no run can measure (`recovery_time_s` without an incident)
 /// and no SLO: every candidate is as good as any other, so the search names
-/// no best (no command to paste, no settings in best.yaml) and says why.
+/// no best (no command to paste, no best.yaml), says why and exits 1.
 #[test]
 fn a_search_without_grounds_names_no_best() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("t");
-    let console = tune(
-        TIMEOUTS,
-        &out,
-        &[
+    let o = stormsim()
+        .args(["tune", TIMEOUTS, "--out"])
+        .arg(&out)
+        .args([
             "--set",
             "slo=null",
             "--set",
@@ -292,16 +292,24 @@ fn a_search_without_grounds_names_no_best() {
             "tune.budget=4",
             "--set",
             "duration=5s",
-        ],
-    );
+        ])
+        .output()
+        .unwrap();
+    // A search that chose nothing is a failure, and writes no best.yaml.
+    assert_eq!(o.status.code(), Some(1));
+    let console = String::from_utf8(o.stdout).unwrap();
     assert!(
         console.contains("no best: no run of any candidate had a value of recovery_time_s"),
         "{console}"
     );
     assert!(!console.contains("\nbest: "), "{console}");
-    let best = fs::read_to_string(out.join("best.yaml")).unwrap();
-    assert!(best.starts_with("# stormsim tune: no best"), "{best}");
-    assert_eq!(best.lines().count(), 1, "{best}");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("no best.yaml was written"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!out.join("best.yaml").exists());
+    assert!(out.join("tune.csv").is_file());
 }
 
 /// The command the console prints runs what the search ran: the search

@@ -125,9 +125,13 @@ struct SelectorArgs {
     #[arg(long)]
     method: Option<String>,
     /// envoy-route: the route's name, or its match prefix or path;
-    /// istio-virtualservice, linkerd-serviceprofile: the route's name.
+    /// istio-virtualservice: the route's name, or `#N` for `spec.http[N]`
+    /// (from 0; an unnamed route); linkerd-serviceprofile: the route's name.
     #[arg(long)]
     route: Option<String>,
+    /// envoy-route: the route's virtual host, by its `name` or a domain.
+    #[arg(long, value_name = "NAME")]
+    virtual_host: Option<String>,
     /// istio-virtualservice: the destination host (or one of `hosts`).
     #[arg(long)]
     host: Option<String>,
@@ -138,7 +142,8 @@ struct SelectorArgs {
     /// (`HttpClients:Orders:Resilience`).
     #[arg(long)]
     section: Option<String>,
-    /// aws-config: the profile (`default`, or NAME of `[profile NAME]`).
+    /// aws-config: the profile (`default`, or NAME of `[profile NAME]`);
+    /// linkerd-serviceprofile: the ServiceProfile's `metadata.name`.
     #[arg(long)]
     profile: Option<String>,
     /// A setting stormsim does not model that may be left out all the same
@@ -157,6 +162,7 @@ impl SelectorArgs {
         configs::Selector {
             method: self.method.clone(),
             route: self.route.clone(),
+            virtual_host: self.virtual_host.clone(),
             host: self.host.clone(),
             instance: self.instance.clone(),
             section: self.section.clone(),
@@ -276,7 +282,7 @@ struct RunArgs {
     replicates: Option<u32>,
     /// Worker threads (default: one per core): up to 4 per core, or up to 64 on a machine with fewer than 16 cores; never more than 1024
     /// (default: one per core, or RAYON_NUM_THREADS).
-    #[arg(long, value_parser = whole_usize, allow_negative_numbers = true)]
+    #[arg(long, value_parser = whole_threads, allow_negative_numbers = true)]
     threads: Option<usize>,
     /// Guard rail: events per run (replaces `limits.max_events`).
     #[arg(long, value_parser = whole_u64, allow_negative_numbers = true)]
@@ -333,10 +339,22 @@ fn parse_shown(text: &str, max: u64, shown: (u64, u64)) -> Result<u64, String> {
         _ if text.starts_with('-') => Err(format!(
             "expected a whole number from {lo} to {hi}, not a negative one"
         )),
+        // Digits, too many of them: only the range is wrong.
+        _ if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) => {
+            Err(format!("expected a whole number from {lo} to {hi}"))
+        }
         _ => Err(format!(
             "expected a whole number from {lo} to {hi} (digits only: no sign, unit, decimal point or exponent)"
         )),
     }
+}
+
+/// `--threads`: 1 to this machine's [`workers::limit`], which its refusal
+/// says (`workers::count` refuses a number in range of the storage but
+/// not of the machine, in the same words).
+pub(crate) fn whole_threads(text: &str) -> Result<usize, String> {
+    let shown = (1, workers::limit() as u64);
+    parse_shown(text, u64::from(u32::MAX), shown).map(|v| v as usize)
 }
 
 /// `--replicates`: 1 to `MAX_REPLICATES`, as the field.
@@ -433,7 +451,7 @@ fn import(args: ImportArgs) -> i32 {
         errln!("error: --to: {problem}");
         return 2;
     }
-    let label = args.file.display().to_string();
+    let label = crate::escape::path(&args.file);
     let mut selector = args.select.selector();
     if args.to.is_some() {
         selector.target = configs::Target::Call {
@@ -481,20 +499,33 @@ fn import(args: ImportArgs) -> i32 {
     }
     let name = args.name.clone().unwrap_or_else(|| {
         let raw = selector.value(format).unwrap_or("imported");
-        let last = raw
-            .rsplit(['/', '.'])
-            .find(|s| !s.is_empty())
-            .unwrap_or(raw);
-        let slug: String = last
-            .chars()
-            .map(|c| {
-                if c.is_alphanumeric() || c == '-' || c == '_' {
-                    c.to_ascii_lowercase()
-                } else {
-                    '-'
-                }
-            })
-            .collect();
+        // The default name: the last part of a gRPC method or an Envoy
+        // path (`CreateOrder`); a Linkerd route's whole name, method and
+        // path (`GET /x.json`: `get-x-json`), as its last part alone
+        // (`json`) would name every `.json` route alike; an Istio route
+        // picked by index, its host and index (`reviews-1`).
+        let whole;
+        let last = match format {
+            configs::Format::LinkerdServiceprofile => raw,
+            configs::Format::IstioVirtualservice if raw.starts_with('#') => {
+                let host = selector.host.as_deref().unwrap_or("route");
+                let host = host.split('.').next().unwrap_or(host);
+                whole = format!("{host}-{}", &raw[1..]);
+                whole.as_str()
+            }
+            _ => raw
+                .rsplit(['/', '.'])
+                .find(|s| !s.is_empty())
+                .unwrap_or(raw),
+        };
+        let mut slug = String::new();
+        for c in last.chars() {
+            if c.is_alphanumeric() || c == '-' || c == '_' {
+                slug.push(c.to_ascii_lowercase());
+            } else if !slug.ends_with('-') {
+                slug.push('-');
+            }
+        }
         let slug = slug.trim_matches('-').to_string();
         if slug.is_empty() {
             "imported".into()
@@ -523,7 +554,7 @@ fn import(args: ImportArgs) -> i32 {
 /// `stormsim export`: tuned values into the user's file, with a diff.
 fn export(args: ExportArgs) -> i32 {
     use configs::write::{export_text, replace_file, unified_diff, wanted_from_best};
-    let label = args.into.display().to_string();
+    let label = crate::escape::path(&args.into);
     let mut selector = args.select.selector();
     let pick = match (&args.layer, &args.call) {
         (Some(l), _) => Some(configs::write::Pick::Layer(l)),
@@ -564,6 +595,7 @@ fn export(args: ExportArgs) -> i32 {
         };
         fill(&mut selector.method, f.method);
         fill(&mut selector.route, f.route);
+        fill(&mut selector.virtual_host, f.virtual_host);
         fill(&mut selector.host, f.host);
         fill(&mut selector.instance, f.instance);
         fill(&mut selector.section, f.section);
@@ -677,7 +709,7 @@ fn check(args: CheckArgs) -> i32 {
     match args.format {
         Format::Human => out!(
             "{}",
-            crate::check::human_reviews(&reviews, &escape(&file.display().to_string()))
+            crate::check::human_reviews(&reviews, &escape(&crate::escape::path(file)))
         ),
         Format::Json => out!("{}", crate::check::json_reviews(&reviews)),
     }
@@ -741,7 +773,7 @@ fn validate(args: ScenarioArgs) -> i32 {
         Ok(variants) => {
             outln!(
                 "{}: ok ({} variant{}, {} replicate{} each)",
-                escape(&args.file.display().to_string()),
+                escape(&crate::escape::path(&args.file)),
                 variants.len(),
                 if variants.len() == 1 { "" } else { "s" },
                 s.replicates,
@@ -775,6 +807,25 @@ fn print_notes(out: &OutputDir, quiet: bool) {
     }
 }
 
+/// Before the folders `dirs` are read: puts right each of them, and each
+/// missing folder on the way to one, that a stormsim command stopped
+/// outright was writing (a folder moved aside in the middle of its swap
+/// goes back), as the next command writing it would; says what was done.
+fn recover_inputs(dirs: &[PathBuf], quiet: bool) {
+    for d in dirs {
+        for folder in d.ancestors().filter(|a| !a.as_os_str().is_empty()) {
+            for n in output_dir::recover_for_reading(folder) {
+                if !quiet {
+                    errln!("note: {}", escape(&n));
+                }
+            }
+            if std::fs::symlink_metadata(folder).is_ok() {
+                break;
+            }
+        }
+    }
+}
+
 fn output_failed(e: OutputError, out: &Path, not_written: &str, done: &str) -> i32 {
     let code = e.exit_code();
     match &e {
@@ -784,7 +835,7 @@ fn output_failed(e: OutputError, out: &Path, not_written: &str, done: &str) -> i
         }
         OutputError::Io(m) => errln!(
             "error: could not write results to {}: {m}; nothing was written",
-            out.display()
+            crate::escape::path(out)
         ),
     }
     code
@@ -816,6 +867,7 @@ fn merge(args: MergeArgs) -> i32 {
             interrupt::EXIT_CODE
         }
     };
+    recover_inputs(&args.dirs, args.quiet);
     let plan = match interrupt::reading(
         "interrupted: nothing was written (stopped while reading the shards)",
         || shard::merge::plan(&args.dirs),
@@ -838,8 +890,8 @@ fn merge(args: MergeArgs) -> i32 {
             "error: the output folder {} holds {}, which the scenario's {who} reads \
              (from: {file}); merge will not replace that folder, even with --force: \
              choose another output folder",
-            out_path.display(),
-            inside.display()
+            crate::escape::path(&out_path),
+            crate::escape::path(&inside)
         );
         return 2;
     }
@@ -879,7 +931,7 @@ fn merge(args: MergeArgs) -> i32 {
                     plan.items(),
                     plan.scenario()
                 );
-                outln!("results: {}", dir.display());
+                outln!("results: {}", crate::escape::path(&dir));
             }
             // As `run` does: a run a guard rail stopped is a failure.
             let mut lines: Vec<String> = Vec::new();
@@ -925,7 +977,7 @@ fn nothing_written(out: &Path, files: &str) -> String {
     };
     format!(
         "nothing was written: {} {state} ({files} not written)",
-        out.display()
+        crate::escape::path(out)
     )
 }
 
@@ -955,10 +1007,11 @@ fn plot(args: PlotArgs) -> i32 {
     let interrupted = || {
         errln!(
             "interrupted: nothing was changed in {} (charts/ and report.html not redrawn)",
-            dir.display()
+            crate::escape::path(dir)
         );
         interrupt::EXIT_CODE
     };
+    recover_inputs(std::slice::from_ref(dir), args.quiet);
     // Decided before reading: only charts/ and report.html are replaced.
     let out = match OutputDir::prepare(
         dir,
@@ -979,14 +1032,17 @@ fn plot(args: PlotArgs) -> i32 {
     let data = interrupt::reading(
         &format!(
             "interrupted: nothing was changed in {} (charts/ and report.html not redrawn; stopped while reading the run)",
-            dir.display()
+            crate::escape::path(dir)
         ),
         || report::ChartData::from_dir(dir),
     );
     let files = match data.and_then(|d| report::visual_files(&d)) {
         Ok(f) => f,
         Err(report::ReportError::Table(e)) => {
-            errln!("error: cannot read the run in {}: {e}", dir.display());
+            errln!(
+                "error: cannot read the run in {}: {e}",
+                crate::escape::path(dir)
+            );
             return 2;
         }
         Err(report::ReportError::Draw(e)) => {
@@ -1007,7 +1063,10 @@ fn plot(args: PlotArgs) -> i32 {
     match write(out) {
         Ok(dir) => {
             if !args.quiet {
-                outln!("charts and report: {}", dir.join("report.html").display());
+                outln!(
+                    "charts and report: {}",
+                    crate::escape::path(&dir.join("report.html"))
+                );
             }
             0
         }
@@ -1019,7 +1078,7 @@ fn plot(args: PlotArgs) -> i32 {
         Err(OutputError::Io(m)) => {
             errln!(
                 "error: could not write to {}: {m}; nothing was changed",
-                dir.display()
+                crate::escape::path(dir)
             );
             1
         }

@@ -202,7 +202,7 @@ impl Settings {
         let slo = scenario::slo::objectives(&scenario);
         let label = args.file.as_ref().map_or_else(
             || DEFAULT_LABEL.to_string(),
-            |f| escape(&f.display().to_string()).into_owned(),
+            |f| escape(&crate::escape::path(f)).into_owned(),
         );
         if args.fail_on_slo && slo.is_none() {
             return Err(SettingsError::NoSlo(label));
@@ -247,7 +247,7 @@ impl Settings {
             .file
             .as_ref()
             .map_or("scenarios/outage-recovery.yaml".to_string(), |f| {
-                f.display().to_string()
+                crate::escape::path(f)
             });
         for set in &args.set {
             reproduce.push_str(&format!(" --set '{set}'"));
@@ -292,7 +292,7 @@ impl Settings {
                     std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir())
                         && p.join(shard::MANIFEST).is_file()
                 })
-                .map(|p| p.display().to_string())
+                .map(|p| crate::escape::path(&p))
                 .collect();
             if !inner.is_empty() {
                 let mut inner = inner;
@@ -301,11 +301,13 @@ impl Settings {
                     "{} holds shard folders ({}); a shard folder written there would \
                      carry them inside it, where merge does not look: give this shard a \
                      folder of its own beside them (--out {})",
-                    self.out_path.display(),
+                    crate::escape::path(&self.out_path),
                     inner.iter().take(5).cloned().collect::<Vec<_>>().join(", "),
-                    self.out_path
-                        .join(self.shard.map_or_else(String::new, |s| s.folder_name()))
-                        .display()
+                    crate::escape::path(
+                        &self
+                            .out_path
+                            .join(self.shard.map_or_else(String::new, |s| s.folder_name()))
+                    )
                 )));
             }
         }
@@ -458,7 +460,7 @@ impl Settings {
                 spec.count
             );
         }
-        outln!("results: {}", dir.display());
+        outln!("results: {}", crate::escape::path(dir));
     }
 
     /// 1 when a run broke an invariant (a bug report follows), when a run

@@ -37,7 +37,7 @@ pub(super) struct TuneArgs {
     budget: Option<u32>,
     /// Worker threads (default: one per core): up to 4 per core, or up to 64 on a machine with fewer than 16 cores; never more than 1024
     /// (default: one per core, or RAYON_NUM_THREADS).
-    #[arg(long, value_parser = super::whole_usize, allow_negative_numbers = true)]
+    #[arg(long, value_parser = super::whole_threads, allow_negative_numbers = true)]
     threads: Option<usize>,
     /// Print nothing but errors.
     #[arg(long, short)]
@@ -67,7 +67,7 @@ pub(super) fn tune(args: TuneArgs) -> i32 {
         Ok(s) => s,
         Err(e) => return report_errors(&e),
     };
-    let file = escape(&args.file.display().to_string()).into_owned();
+    let file = escape(&crate::escape::path(&args.file)).into_owned();
     let Some(t) = &s.tune else {
         errln!(
             "error: {file} has no `tune` section: nothing to search. Add one, for example\n\
@@ -146,9 +146,10 @@ pub(super) fn tune(args: TuneArgs) -> i32 {
         let csv = output::tune_csv(&outcome)
             .map_err(|e| OutputError::Io(format!("cannot write tune.csv: {e}")))?;
         out.write("tune.csv", &csv)?;
-        // With no candidate that reached its end there is nothing to
-        // choose from: no best.yaml (the console says why).
-        if outcome.ranked.iter().any(|(c, _)| c.finished()) {
+        // With no candidate that reached its end, or none with a value
+        // of the objective (nor an SLO met), there is nothing to choose
+        // from: no best.yaml (the console says why).
+        if outcome.best().is_some() {
             out.write(
                 "best.yaml",
                 output::best_yaml(&outcome, &s.name, s.seed, &file).as_bytes(),
@@ -194,7 +195,7 @@ pub(super) fn tune(args: TuneArgs) -> i32 {
             "{}",
             output::console_text(&outcome, &s.name, &file, &left_out)
         );
-        outln!("results: {}", dir.display());
+        outln!("results: {}", crate::escape::path(&dir));
     }
     if !outcome.violations.is_empty() {
         for (c, r, broken) in &outcome.violations {
@@ -203,6 +204,16 @@ pub(super) fn tune(args: TuneArgs) -> i32 {
                 broken.join("; ")
             );
         }
+        return 1;
+    }
+    // Finished candidates, none of which measured the objective: a
+    // search that chose nothing is a failure.
+    if outcome.best().is_none() && outcome.ranked.iter().any(|(c, _)| c.finished()) {
+        errln!(
+            "error: no run of any candidate measured {} (and none met an SLO), so none is \
+             ranked and no best.yaml was written: choose an objective this scenario measures",
+            escape(&outcome.figure)
+        );
         return 1;
     }
     // As `run` does when a guard rail stopped runs: say so on stderr, exit 1.

@@ -295,17 +295,41 @@ pub fn spring(d: Duration, style: SpringStyle) -> String {
     }
 }
 
-/// .NET `TimeSpan.Parse` (invariant culture): `[d.]hh:mm[:ss[.fffffff]]`
+/// .NET `TimeSpan.Parse` (invariant culture): `[-][d.]hh:mm[:ss[.fffffff]]`
 /// (hours to 23, minutes and seconds to 59, one or two digits each; at
 /// most seven decimals), `d:hh:mm:ss[.fffffff]`, or a whole number of
-/// days. Negative spans are refused (no retry setting takes one).
+/// days. Negative spans, and spans too long for stormsim's durations, are
+/// `None` ([`timespan_syntax`] tells those from text that is no TimeSpan).
 pub fn parse_timespan(text: &str) -> Option<Duration> {
-    let t = text.trim();
-    if t.starts_with('-') {
-        return None;
+    match timespan_syntax(text)? {
+        TimeSpanText::Span(ns) => u64::try_from(ns).ok().map(Duration),
+        TimeSpanText::Negative(_) => None,
     }
+}
+
+/// A text `TimeSpan.Parse` reads: its length in nanoseconds, or a
+/// negative span (`-00:00:01`) with the length of its magnitude.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeSpanText {
+    Span(u128),
+    Negative(u128),
+}
+
+/// The length of a `TimeSpan.Parse` text, however long (up to
+/// `TimeSpan.MaxValue`, `10675199.02:48:05.4775807`), and negative ones;
+/// `None`: not a TimeSpan.
+pub fn timespan_syntax(text: &str) -> Option<TimeSpanText> {
+    let t = text.trim();
+    if let Some(rest) = t.strip_prefix('-') {
+        return match timespan_syntax(rest)? {
+            TimeSpanText::Span(ns) => Some(TimeSpanText::Negative(ns)),
+            TimeSpanText::Negative(_) => None,
+        };
+    }
+    let (h, m, s, d) = (H as u128, M as u128, S as u128, D as u128);
     if t.chars().all(|c| c.is_ascii_digit()) && !t.is_empty() {
-        return t.parse::<u64>().ok()?.checked_mul(D).map(Duration);
+        let days = t.parse::<u128>().ok().filter(|v| *v <= 10_675_199)?;
+        return Some(TimeSpanText::Span(days * d));
     }
     let (days, clock) = match t.split_once(':') {
         Some((head, _)) => match head.split_once('.') {
@@ -323,28 +347,28 @@ pub fn parse_timespan(text: &str) -> Option<Duration> {
     if !(2..=3).contains(&parts.len()) {
         return None;
     }
-    let int = |s: &str, max: u64| -> Option<u64> {
+    let int = |s: &str, max: u128| -> Option<u128> {
         (!s.is_empty() && s.chars().all(|c| c.is_ascii_digit()))
-            .then(|| s.parse::<u64>().ok())
+            .then(|| s.parse::<u128>().ok())
             .flatten()
             .filter(|v| *v <= max)
     };
-    let mut total = int(parts[0], 23)? * H + int(parts[1], 59)? * M;
+    let mut total = int(parts[0], 23)? * h + int(parts[1], 59)? * m;
     if let Some(sec) = parts.get(2) {
         let (whole, frac) = match sec.split_once('.') {
             Some((w, f)) if (1..=7).contains(&f.len()) => (w, f),
             Some(_) => return None,
             None => (*sec, ""),
         };
-        total += int(whole, 59)? * S;
+        total += int(whole, 59)? * s;
         if !frac.is_empty() {
-            total += decimal(&format!("0.{frac}"), S)?;
+            total += decimal(&format!("0.{frac}"), S)? as u128;
         }
     }
-    if let Some(d) = days {
-        total = total.checked_add(int(d, 10_675_199)?.checked_mul(D)?)?;
+    if let Some(days) = days {
+        total += int(days, 10_675_199)? * d;
     }
-    Some(Duration(total))
+    Some(TimeSpanText::Span(total))
 }
 
 /// `hh:mm:ss` with the decimals needed (at most seven: .NET ticks of

@@ -379,6 +379,30 @@ pub fn insert(
                 .rfind('\n')
                 .map_or(0, |i| i + 1);
             let pad = &text[line_start..first.key_span.start];
+            // The last entry's line ends in a comment (`"a": 1, // why`):
+            // the comment stays with its entry, and the new entries go on
+            // the lines below it (with a trailing comma when the last
+            // entry had one, as the file writes them).
+            if let Some(le) = text[at..].find('\n').map(|i| at + i) {
+                let rest = &text[at..le];
+                let comma = rest.trim_start().starts_with(',');
+                let after = rest.trim_start().trim_start_matches(',').trim_start();
+                let comment = after.starts_with("//")
+                    || (after.starts_with("/*")
+                        && after.trim_end().ends_with("*/")
+                        && after.find("*/").map(|i| i + 2) == Some(after.trim_end().len()));
+                if comment {
+                    let new: String = if comma {
+                        items.iter().map(|i| format!("\n{pad}{i},")).collect()
+                    } else {
+                        let lines: Vec<String> =
+                            items.iter().map(|i| format!("{pad}{i}")).collect();
+                        format!(",{rest}\n{}", lines.join(",\n"))
+                    };
+                    let (range, text) = if comma { (le..le, new) } else { (at..le, new) };
+                    return Ok(Edit { range, text });
+                }
+            }
             items
                 .iter()
                 .map(|i| format!(",\n{pad}{i}"))

@@ -145,10 +145,42 @@ fn routes(doc: &Doc) -> Vec<RouteAt<'_>> {
     out
 }
 
+/// The name of a virtual host, else its first domain, for people.
+fn vhost_label(vh: &Node) -> String {
+    vh.get("name")
+        .and_then(Node::scalar)
+        .map(|n| format!("`{n}`"))
+        .or_else(|| {
+            vh.get("domains")?
+                .items()
+                .first()?
+                .scalar()
+                .map(|d| format!("domain `{d}`"))
+        })
+        .unwrap_or_else(|| format!("unnamed (line {})", vh.pos.0))
+}
+
+/// Whether the virtual host is the one `want` names: its `name`, or one
+/// of its `domains` as written (`*.example.com` included).
+fn vhost_is(vh: &Node, want: &str) -> bool {
+    vh.get("name").and_then(Node::scalar) == Some(want)
+        || vh
+            .get("domains")
+            .map_or(&[][..], Node::items)
+            .iter()
+            .filter_map(Node::scalar)
+            .any(|d| d == want)
+}
+
 /// The route the selector names: by `name`, else by its match prefix or
-/// path.
-pub(crate) fn select<'d>(doc: &'d Doc, want: &str) -> Result<RouteAt<'d>, Finding> {
-    let all = routes(doc);
+/// path; among the routes of the virtual host `vhost` names (by name or
+/// domain) when it is given.
+pub(crate) fn select<'d>(
+    doc: &'d Doc,
+    want: &str,
+    vhost: Option<&str>,
+) -> Result<RouteAt<'d>, Finding> {
+    let mut all = routes(doc);
     if all.is_empty() {
         return Err(Finding {
             pos: None,
@@ -157,6 +189,32 @@ pub(crate) fn select<'d>(doc: &'d Doc, want: &str) -> Result<RouteAt<'d>, Findin
                 "no `virtual_hosts` with `routes` in this file: not an Envoy route configuration"
                     .into(),
         });
+    }
+    let mut vhosts: Vec<&Node> = Vec::new();
+    for r in &all {
+        if !vhosts.iter().any(|v| std::ptr::eq(*v, r.vhost)) {
+            vhosts.push(r.vhost);
+        }
+    }
+    let vhost_list = || {
+        vhosts
+            .iter()
+            .map(|v| vhost_label(v))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if let Some(vh) = vhost {
+        all.retain(|r| vhost_is(r.vhost, vh));
+        if all.is_empty() {
+            return Err(Finding {
+                pos: None,
+                key: String::new(),
+                message: format!(
+                    "no virtual host named `{vh}` or with that domain; the virtual hosts are {}",
+                    vhost_list()
+                ),
+            });
+        }
     }
     let name = |r: &RouteAt| {
         r.route
@@ -170,30 +228,28 @@ pub(crate) fn select<'d>(doc: &'d Doc, want: &str) -> Result<RouteAt<'d>, Findin
             .iter()
             .find_map(|k| m.get(k).and_then(Node::scalar).map(str::to_string))
     };
-    let mut hits: Vec<RouteAt> = Vec::new();
-    let mut by_match: Vec<RouteAt> = Vec::new();
+    let mut hits: Vec<&RouteAt> = Vec::new();
+    let mut by_match: Vec<&RouteAt> = Vec::new();
     for r in all.iter() {
         if name(r).as_deref() == Some(want) {
-            hits.push(RouteAt {
-                key: r.key.clone(),
-                route: r.route,
-                vhost_key: r.vhost_key.clone(),
-                vhost: r.vhost,
-            });
+            hits.push(r);
         } else if matcher(r).as_deref() == Some(want) {
-            by_match.push(RouteAt {
-                key: r.key.clone(),
-                route: r.route,
-                vhost_key: r.vhost_key.clone(),
-                vhost: r.vhost,
-            });
+            by_match.push(r);
         }
     }
     if hits.is_empty() {
         hits = by_match;
     }
     match hits.len() {
-        1 => Ok(hits.remove(0)),
+        1 => {
+            let h = hits[0];
+            Ok(RouteAt {
+                key: h.key.clone(),
+                route: h.route,
+                vhost_key: h.vhost_key.clone(),
+                vhost: h.vhost,
+            })
+        }
         0 => {
             let known: Vec<String> = all
                 .iter()
@@ -208,17 +264,36 @@ pub(crate) fn select<'d>(doc: &'d Doc, want: &str) -> Result<RouteAt<'d>, Findin
                 ),
             })
         }
-        n => Err(Finding {
-            pos: Some(hits[1].route.pos),
-            key: hits[1].key.clone(),
-            message: format!(
-                "{n} routes match `{want}` (lines {}); name the route (`name:`) and select it by name",
-                hits.iter()
-                    .map(|h| h.route.pos.0.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        }),
+        n => {
+            let lines = hits
+                .iter()
+                .map(|h| h.route.pos.0.to_string())
+                .collect::<Vec<_>>()
+                .join(", ");
+            let mut in_vhosts: Vec<&Node> = Vec::new();
+            for h in &hits {
+                if !in_vhosts.iter().any(|v| std::ptr::eq(*v, h.vhost)) {
+                    in_vhosts.push(h.vhost);
+                }
+            }
+            let how = if in_vhosts.len() > 1 {
+                format!(
+                    "pick the virtual host with `virtual_host: NAME` (a name or a domain; these routes are in {}), or name the route (`name:`) and select it by name",
+                    in_vhosts
+                        .iter()
+                        .map(|v| vhost_label(v))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            } else {
+                "name the route (`name:`) and select it by name".to_string()
+            };
+            Err(Finding {
+                pos: Some(hits[1].route.pos),
+                key: hits[1].key.clone(),
+                message: format!("{n} routes match `{want}` (lines {lines}); {how}"),
+            })
+        }
     }
 }
 
@@ -361,7 +436,7 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
         b.error("", None, "which route? an Envoy route configuration needs `route: NAME` (the route's name, or its match prefix)");
         return;
     };
-    let r = match select(doc, want) {
+    let r = match select(doc, want, sel.virtual_host.as_deref()) {
         Ok(r) => r,
         Err(f) => {
             b.errors.push(f);
@@ -1131,7 +1206,11 @@ pub(crate) fn write(
     changed: &[String],
 ) {
     let doc = w.doc;
-    let Ok(r) = select(doc, sel.route.as_deref().unwrap_or("")) else {
+    let Ok(r) = select(
+        doc,
+        sel.route.as_deref().unwrap_or(""),
+        sel.virtual_host.as_deref(),
+    ) else {
         return;
     };
     let Some(action) = r.route.get("route") else {

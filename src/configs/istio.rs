@@ -1,6 +1,8 @@
 //! `istio-virtualservice`: an Istio `VirtualService` (one or more YAML
-//! documents; other kinds in the file are skipped), one `spec.http[]`
-//! route picked by host and, when the host has several, by name.
+//! documents, or the `items` of a `kind: List` as `kubectl get -o yaml`
+//! prints them; other kinds in the file are skipped), one `spec.http[]`
+//! route picked by host and, when the host has several, by name or, for a
+//! route without one, by its index (`#N`).
 //!
 //! Istio turns the route into an Envoy route, so the simulated behaviour is
 //! Envoy's (`envoy.rs`); what Istio adds is its own defaults and spelling.
@@ -88,9 +90,38 @@ fn is_http_status(c: u16) -> bool {
 /// One `http` route of a VirtualService.
 pub(crate) struct HttpAt<'d> {
     pub key: String,
+    /// Its index in `spec.http` (what `route: "#N"` selects).
+    pub index: usize,
     pub node: &'d Node,
     /// `metadata.name` of its VirtualService, for people.
     pub vs: String,
+}
+
+/// The VirtualServices of the file, with the key path prefix of each: a
+/// document of `kind: VirtualService`, or an item of a `kind: List`
+/// document (what `kubectl get virtualservices -o yaml` prints: Kubernetes
+/// API conventions, "Lists and Simple kinds", a `v1` `List` whose `items`
+/// are the objects).
+fn virtual_services(doc: &Doc) -> Vec<(String, &Node)> {
+    let is_vs = |n: &Node| n.get("kind").and_then(Node::scalar) == Some("VirtualService");
+    let mut out = Vec::new();
+    for root in &doc.roots {
+        if is_vs(root) {
+            out.push((String::new(), root));
+        } else if root.get("kind").and_then(Node::scalar) == Some("List") {
+            for (i, item) in root
+                .get("items")
+                .map_or(&[][..], Node::items)
+                .iter()
+                .enumerate()
+            {
+                if is_vs(item) {
+                    out.push((format!("items[{i}]."), item));
+                }
+            }
+        }
+    }
+    out
 }
 
 fn host_matches(have: &str, want: &str) -> bool {
@@ -107,10 +138,7 @@ pub(crate) fn select<'d>(
 ) -> Result<HttpAt<'d>, Finding> {
     let mut all: Vec<(HttpAt<'d>, bool)> = Vec::new();
     let mut seen_vs = false;
-    for root in &doc.roots {
-        if root.get("kind").and_then(Node::scalar) != Some("VirtualService") {
-            continue;
-        }
+    for (prefix, root) in virtual_services(doc) {
         seen_vs = true;
         let vs = root
             .get("metadata")
@@ -141,7 +169,8 @@ pub(crate) fn select<'d>(
                 .any(|d| host_matches(d, host));
             all.push((
                 HttpAt {
-                    key: format!("spec.http[{i}]"),
+                    key: format!("{prefix}spec.http[{i}]"),
+                    index: i,
                     node: h,
                     vs: vs.clone(),
                 },
@@ -153,7 +182,7 @@ pub(crate) fn select<'d>(
         return Err(Finding {
             pos: None,
             key: String::new(),
-            message: "no `kind: VirtualService` document in this file".into(),
+            message: "no `kind: VirtualService` document in this file (nor one in the `items` of a `kind: List`)".into(),
         });
     }
     let name = |h: &HttpAt| {
@@ -179,9 +208,10 @@ pub(crate) fn select<'d>(
     let names = |v: &[HttpAt]| -> String {
         v.iter()
             .map(|h| {
-                name(h).map_or(format!("unnamed (line {})", h.node.pos.0), |n| {
-                    format!("`{n}`")
-                })
+                name(h).map_or(
+                    format!("`#{}` (unnamed, line {})", h.index, h.node.pos.0),
+                    |n| format!("`{n}`"),
+                )
             })
             .collect::<Vec<_>>()
             .join(", ")
@@ -189,17 +219,26 @@ pub(crate) fn select<'d>(
     let mut hits: Vec<HttpAt> = match route {
         Some(r) => {
             let known = names(&for_host);
+            // `#N`: the route at index N of its VirtualService's `http`.
+            let index = r
+                .strip_prefix('#')
+                .and_then(|n| n.trim().parse::<usize>().ok());
             let hits: Vec<HttpAt> = for_host
                 .into_iter()
-                .filter(|h| name(h).as_deref() == Some(r))
+                .filter(|h| match index {
+                    Some(i) => h.index == i,
+                    None => name(h).as_deref() == Some(r),
+                })
                 .collect();
             if hits.is_empty() {
+                let what = match index {
+                    Some(i) => format!("no http route at index {i} (`spec.http[{i}]`)"),
+                    None => format!("no http route named `{r}`"),
+                };
                 return Err(Finding {
                     pos: None,
                     key: String::new(),
-                    message: format!(
-                        "no http route named `{r}` for host `{host}`; its routes are {known}"
-                    ),
+                    message: format!("{what} for host `{host}`; its routes are {known}"),
                 });
             }
             hits
@@ -213,7 +252,7 @@ pub(crate) fn select<'d>(
         pos: Some(hits[1].node.pos),
         key: hits[1].key.clone(),
         message: format!(
-            "host `{host}` has {} http routes ({}); pick one with `route: NAME` (a route's `name:`)",
+            "host `{host}` has {} http routes ({}); pick one with `route: NAME` (a route's `name:`) or `route: \"#N\"` (the route at `spec.http[N]`, for one without a name)",
             hits.len(),
             names(&hits)
         ),

@@ -1,6 +1,8 @@
 //! `linkerd-serviceprofile`: a Linkerd `ServiceProfile` (one or more YAML
 //! documents; other kinds in the file are skipped), one `spec.routes[]`
-//! entry picked by its `name`, with the profile's `retryBudget`.
+//! entry picked by its `name` (and, when two profiles of the file have
+//! the route, the profile by its `metadata.name`: `profile`), with the
+//! profile's `retryBudget`.
 //!
 //! Sources (docs/sources/config-formats.md §5): linkerd/website
 //! `reference/service-profiles.md` (a route's `condition`,
@@ -57,8 +59,15 @@ pub(crate) struct RouteAt<'d> {
     pub profile: String,
 }
 
-pub(crate) fn select<'d>(doc: &'d Doc, want: &str) -> Result<RouteAt<'d>, Finding> {
+/// The route named `want`, among the routes of the ServiceProfile
+/// `profile` names (its `metadata.name`) when it is given.
+pub(crate) fn select<'d>(
+    doc: &'d Doc,
+    want: &str,
+    profile: Option<&str>,
+) -> Result<RouteAt<'d>, Finding> {
     let mut all = Vec::new();
+    let mut profiles: Vec<String> = Vec::new();
     for root in &doc.roots {
         if root.get("kind").and_then(Node::scalar) != Some("ServiceProfile") {
             continue;
@@ -66,12 +75,16 @@ pub(crate) fn select<'d>(doc: &'d Doc, want: &str) -> Result<RouteAt<'d>, Findin
         let Some(spec) = root.get("spec") else {
             continue;
         };
-        let profile = root
+        let name = root
             .get("metadata")
             .and_then(|m| m.get("name"))
             .and_then(Node::scalar)
             .unwrap_or("")
             .to_string();
+        profiles.push(format!("`{name}`"));
+        if profile.is_some_and(|p| p != name) {
+            continue;
+        }
         for (i, r) in spec
             .get("routes")
             .map_or(&[][..], Node::items)
@@ -82,15 +95,22 @@ pub(crate) fn select<'d>(doc: &'d Doc, want: &str) -> Result<RouteAt<'d>, Findin
                 key: format!("spec.routes[{i}]"),
                 node: r,
                 spec,
-                profile: profile.clone(),
+                profile: name.clone(),
             });
         }
     }
     if all.is_empty() {
+        let message = match profile {
+            Some(p) if !profiles.is_empty() => format!(
+                "no ServiceProfile named `{p}` with `spec.routes`; the profiles are {}",
+                profiles.join(", ")
+            ),
+            _ => "no `kind: ServiceProfile` document with `spec.routes` in this file".into(),
+        };
         return Err(Finding {
             pos: None,
             key: String::new(),
-            message: "no `kind: ServiceProfile` document with `spec.routes` in this file".into(),
+            message,
         });
     }
     let name = |r: &RouteAt| {
@@ -117,17 +137,30 @@ pub(crate) fn select<'d>(doc: &'d Doc, want: &str) -> Result<RouteAt<'d>, Findin
                 known.join(", ")
             ),
         }),
-        n => Err(Finding {
-            pos: Some(hits[1].node.pos),
-            key: hits[1].key.clone(),
-            message: format!(
-                "{n} routes are named `{want}` (lines {}); keep one ServiceProfile per file",
-                hits.iter()
-                    .map(|h| h.node.pos.0.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        }),
+        n => {
+            let mut in_profiles: Vec<String> =
+                hits.iter().map(|h| format!("`{}`", h.profile)).collect();
+            in_profiles.dedup();
+            let how = if in_profiles.len() > 1 {
+                format!(
+                    "pick the ServiceProfile with `profile: NAME` (its `metadata.name`: {})",
+                    in_profiles.join(", ")
+                )
+            } else {
+                "rename one of them: stormsim selects a route by its name".to_string()
+            };
+            Err(Finding {
+                pos: Some(hits[1].node.pos),
+                key: hits[1].key.clone(),
+                message: format!(
+                    "{n} routes are named `{want}` (lines {}); {how}",
+                    hits.iter()
+                        .map(|h| h.node.pos.0.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            })
+        }
     }
 }
 
@@ -174,7 +207,7 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
         );
         return;
     };
-    let r = match select(doc, want) {
+    let r = match select(doc, want, sel.profile.as_deref()) {
         Ok(r) => r,
         Err(f) => {
             b.errors.push(f);
@@ -426,7 +459,11 @@ pub(crate) fn write(
     wanted: &Map<String, Value>,
     changed: &[String],
 ) {
-    let Ok(r) = select(w.doc, sel.route.as_deref().unwrap_or("")) else {
+    let Ok(r) = select(
+        w.doc,
+        sel.route.as_deref().unwrap_or(""),
+        sel.profile.as_deref(),
+    ) else {
         return;
     };
     let want = |p: &str| get_path(wanted, p).filter(|v| !v.is_null());

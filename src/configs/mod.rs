@@ -33,6 +33,7 @@ pub mod istio;
 pub mod layer_yaml;
 pub mod linkerd;
 pub mod ms_resilience;
+pub(crate) mod placeholders;
 pub mod resilience4j;
 pub mod tree;
 pub mod write;
@@ -114,18 +115,20 @@ impl Format {
         }
     }
 
-    /// Every selector key this format takes (Istio: `host` and, to pick
-    /// one of the host's `http` routes, `route`).
+    /// Every selector key this format takes: the main one, and those that
+    /// narrow it down when a file holds several candidates (Istio: `route`
+    /// among the host's `http` routes; Envoy: `virtual_host`, when two
+    /// virtual hosts have a route of the same name or match; Linkerd:
+    /// `profile`, when two ServiceProfiles of a file have the same route).
     pub fn selector_keys(self) -> &'static [&'static str] {
         match self {
+            Format::GrpcServiceConfig => &["method"],
+            Format::EnvoyRoute => &["route", "virtual_host"],
             Format::IstioVirtualservice => &["host", "route"],
-            _ => match self.selector_key().0 {
-                "method" => &["method"],
-                "route" => &["route"],
-                "section" => &["section"],
-                "profile" => &["profile"],
-                _ => &["instance"],
-            },
+            Format::LinkerdServiceprofile => &["route", "profile"],
+            Format::Resilience4j => &["instance"],
+            Format::MsResilience => &["section"],
+            Format::AwsConfig => &["profile"],
         }
     }
 }
@@ -157,10 +160,17 @@ pub struct Selector {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub method: Option<String>,
     /// envoy-route: the route's `name`, or its match prefix or path;
-    /// istio-virtualservice: the `http` route's `name`;
+    /// istio-virtualservice: the `http` route's `name`, or `#N` for the
+    /// route at index N of `spec.http` (from 0, as the key path
+    /// `spec.http[N]` counts; the only way to pick an unnamed route);
     /// linkerd-serviceprofile: the route's `name`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub route: Option<String>,
+    /// envoy-route: the virtual host of the route, by its `name` or one of
+    /// its `domains` (needed when routes of two virtual hosts have the
+    /// same name or match).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub virtual_host: Option<String>,
     /// istio-virtualservice: a destination host of the route, or one of
     /// the VirtualService's `hosts`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -173,7 +183,9 @@ pub struct Selector {
     /// as .NET's configuration does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub section: Option<String>,
-    /// aws-config: the profile (`default`, or NAME of `[profile NAME]`).
+    /// aws-config: the profile (`default`, or NAME of `[profile NAME]`);
+    /// linkerd-serviceprofile: the ServiceProfile's `metadata.name` (needed
+    /// when two profiles of the file have a route of the same name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
     /// Keys of the file stormsim does not model that may be left out of the
@@ -233,6 +245,7 @@ impl Selector {
         [
             ("method", self.method.is_some()),
             ("route", self.route.is_some()),
+            ("virtual_host", self.virtual_host.is_some()),
             ("host", self.host.is_some()),
             ("instance", self.instance.is_some()),
             ("section", self.section.is_some()),
@@ -685,3 +698,5 @@ pub(crate) fn fmt_num(v: f64) -> String {
 mod tests;
 #[cfg(test)]
 mod tests_heldout3;
+#[cfg(test)]
+mod tests_selectors;

@@ -50,7 +50,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value, json};
 
-use super::durations::{parse_timespan, timespan};
+use super::durations::{TimeSpanText, parse_timespan, timespan, timespan_syntax};
 use super::edit::Lit;
 use super::tree::{Doc, Node, Pos, Style};
 use super::write::Writer;
@@ -217,6 +217,30 @@ const DAY: u64 = 86_400_000;
 
 fn timespan_of(b: &mut Builder, p: &Prop, lo_ms: u64, hi_ms: u64) -> Option<Duration> {
     let Some(d) = p.node.scalar().and_then(parse_timespan) else {
+        // Valid TimeSpan text that is out of range (negative, or longer
+        // than any retry setting takes, TimeSpan.MaxValue included) fails
+        // Polly's range validation at start-up, not TimeSpan.Parse.
+        let show = |v: u64| timespan(Duration::from_millis(v));
+        let range = format!(
+            "outside {} to {}, the range Polly validates (the application would not start)",
+            show(lo_ms),
+            show(hi_ms)
+        );
+        let why = match p.node.scalar().and_then(timespan_syntax) {
+            Some(TimeSpanText::Negative(_)) => Some(format!(
+                "{}: a negative TimeSpan (TimeSpan.Parse reads it) is {range}",
+                p.node.describe()
+            )),
+            Some(TimeSpanText::Span(_)) => Some(format!(
+                "{}: a valid TimeSpan, but {range}",
+                p.node.describe()
+            )),
+            None => None,
+        };
+        if let Some(why) = why {
+            b.error(key_of(p), Some(p.node.pos), why);
+            return None;
+        }
         b.error(
             key_of(p),
             Some(p.node.pos),

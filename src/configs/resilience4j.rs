@@ -468,7 +468,36 @@ const HARMLESS: &[&str] = &[
     "metricsEnabled",
 ];
 
+/// Reads the instance, with Spring placeholders (`${NAME:default}`) read
+/// as their defaults (`placeholders.rs`): a warning for each one a value
+/// read comes from, and an error for a used value whose placeholder has
+/// no default.
 pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
+    let (doc, found) = super::placeholders::resolved(doc);
+    read_resolved(&doc, sel, b);
+    for e in &mut b.errors {
+        if let Some((_, text)) = found.unresolved.iter().find(|(p, _)| Some(*p) == e.pos) {
+            e.message = format!(
+                "`{text}` is a Spring placeholder with no default: Spring fails to start unless the property is set elsewhere, and stormsim does not read the environment; give it a default (`${{NAME:value}}`) or write the value"
+            );
+        }
+    }
+    for (pos, names, written, value) in &found.defaulted {
+        if let Some(o) = b.policy.origins.values().find(|o| o.pos == Some(*pos)) {
+            let key = o.key.clone();
+            b.warn(
+                key,
+                Some(*pos),
+                format!(
+                    "`{written}` read as its default `{value}`: Spring takes {} from the environment or another property source when set, which this file does not show",
+                    names.join(", ")
+                ),
+            );
+        }
+    }
+}
+
+fn read_resolved(doc: &Doc, sel: &Selector, b: &mut Builder) {
     let Some(name) = sel.instance.as_deref() else {
         b.error("", None, "which instance? a Resilience4j application.yml needs `instance: NAME` (the name in @Retry(name = ...))");
         return;
@@ -1097,13 +1126,23 @@ fn spelled(own: &Props, camel: &str) -> String {
     out
 }
 
-/// The Spring style durations of this instance are written in.
-fn style_of(own: &Props, prop: &str) -> SpringStyle {
+/// The Spring style a duration is written in: the property's own, else
+/// that of the instance's other durations, else that of the file's first
+/// Resilience4j duration (`1s`, `500ms`; a bare number is milliseconds
+/// and `PT1S` ISO-8601: Spring Boot's `DurationStyle`), else `500ms`.
+/// Only duration properties count (a `maxAttempts: 2` is no duration).
+fn style_of(file: &File, own: &Props, prop: &str) -> SpringStyle {
+    let is_duration = |p: &&Prop| {
+        p.segs.last().is_some_and(|s| norm(s).contains("duration"))
+            && p.node.scalar().and_then(parse_spring).is_some()
+    };
     own.get(prop)
+        .filter(is_duration)
+        .or_else(|| own.by.values().find(is_duration))
         .or_else(|| {
-            own.by
-                .values()
-                .find(|p| p.node.scalar().and_then(parse_spring).is_some())
+            file.index.props.iter().find(|p| {
+                p.segs.first().is_some_and(|s| norm(s) == "resilience4j") && is_duration(p)
+            })
         })
         .and_then(|p| p.node.scalar().and_then(parse_spring))
         .map_or(SpringStyle::Simple, |(_, s)| s)
@@ -1120,6 +1159,12 @@ fn put_prop<'d>(
 ) -> Result<(), String> {
     let own = file.props(module, "instances", name).unwrap_or_default();
     if let Some(p) = own.get(prop) {
+        if let Some(t) = p.node.scalar().filter(|t| t.contains("${")) {
+            return Err(format!(
+                "{} is a Spring placeholder (`{t}`): stormsim does not replace it by a literal, which would drop the environment's override; change its default by hand",
+                key_of(p)
+            ));
+        }
         if p.node.aliased {
             // From a `<<` merge key into the instance's own mapping: a
             // key written in the instance itself overrides the merged
@@ -1165,6 +1210,32 @@ pub(crate) fn write(
             .and_then(|s| crate::scenario::units::parse_duration(s).ok())
     };
     let exp = want("retry.backoff.kind").and_then(Value::as_str) == Some("exponential");
+    // Resilience4j builds the interval function at the level where
+    // waitDuration is written, with that level's randomizedWaitFactor
+    // (`read`): a flag, multiplier, maximum or factor written into an
+    // instance that inherits its waitDuration would not be used. The wait
+    // goes into the instance too (its value as tuned, the inherited one
+    // when not tuned), so that they are.
+    let interval_leaf = |l: &str| {
+        l == "retry.backoff.kind"
+            || (exp && (l == "retry.backoff.multiplier" || l == "retry.backoff.cap"))
+            || l.starts_with("retry.jitter")
+    };
+    if own.get("waitDuration").is_none()
+        && changed.iter().any(|l| interval_leaf(l))
+        && !changed.iter().any(|l| l == "retry.backoff.base")
+        && let Some(d) = dur("retry.backoff.base")
+    {
+        let lit = Lit::Str(spring(d, style_of(&file, &own, "waitDuration")));
+        match put_prop(w, &file, "retry", name, "waitDuration", lit) {
+            Ok(()) => w.note(format!(
+                "resilience4j.retry.instances.{name} inherited its waitDuration ({d}); it is written into the instance, because Resilience4j uses the backoff and randomized-wait settings of the level where waitDuration is written"
+            )),
+            Err(e) => {
+                w.refuse_leaf("retry.backoff.base", &e).ok();
+            }
+        }
+    }
     for leaf in changed {
         let leaf = leaf.as_str();
         let r = match leaf {
@@ -1173,7 +1244,7 @@ pub(crate) fn write(
                 None => w.refuse_leaf(leaf, "missing"),
             },
             "retry.backoff.base" => match dur(leaf) {
-                Some(d) => put_prop(w, &file, "retry", name, "waitDuration", Lit::Str(spring(d, style_of(&own, "waitDuration")))),
+                Some(d) => put_prop(w, &file, "retry", name, "waitDuration", Lit::Str(spring(d, style_of(&file, &own, "waitDuration")))),
                 None => w.refuse_leaf(leaf, "missing"),
             },
             "retry.backoff.kind" => match want(leaf).and_then(Value::as_str) {
@@ -1191,7 +1262,7 @@ pub(crate) fn write(
                     // Without its own multiplier Resilience4j ignores the maximum.
                     let mut res = put_prop(w, &file, "retry", name, "exponentialBackoffMultiplier", Lit::Bare(fmt_num(m)));
                     if res.is_ok() {
-                        res = put_prop(w, &file, "retry", name, "exponentialMaxWaitDuration", Lit::Str(spring(d, style_of(&own, "exponentialMaxWaitDuration"))));
+                        res = put_prop(w, &file, "retry", name, "exponentialMaxWaitDuration", Lit::Str(spring(d, style_of(&file, &own, "exponentialMaxWaitDuration"))));
                     }
                     res
                 }

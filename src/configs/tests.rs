@@ -2614,3 +2614,177 @@ spec:
         out.after
     );
 }
+
+const R4J_INHERITED: &str = "resilience4j:
+  retry:
+    configs:
+      default:
+        max-attempts: 4
+        wait-duration: 1s
+    instances:
+      billing:
+        max-attempts: 2
+      tax:
+        wait-duration: 500ms
+";
+
+/// A randomized wait written into an instance that inherits its
+/// waitDuration would not be used (Resilience4j builds the interval
+/// where waitDuration is written): the wait is written too, in the
+/// file's duration style (`1s`, never the bare `1000` that the
+/// instance's `max-attempts: 2` would suggest).
+#[test]
+fn resilience4j_export_jitter_with_an_inherited_wait() {
+    let s = sel(Format::Resilience4j, "billing");
+    let out = export_text(
+        R4J_INHERITED,
+        "f",
+        Format::Resilience4j,
+        &s,
+        &Wanted::Sets(vec![(
+            "retry.jitter".into(),
+            json!({ "proportional": 0.2 }),
+        )]),
+    )
+    .unwrap_or_else(|e| panic!("{e:?}"));
+    assert!(
+        out.after.contains(
+            "        max-attempts: 2\n        wait-duration: 1s\n        enable-randomized-wait: true\n        randomized-wait-factor: 0.2\n"
+        ),
+        "{}",
+        out.after
+    );
+    assert!(
+        out.notes
+            .iter()
+            .any(|n| n.contains("inherited its waitDuration")),
+        "{:?}",
+        out.notes
+    );
+    let back = import_text(&out.after, "f", Format::Resilience4j, &s).unwrap();
+    has(
+        &back,
+        &["retry.jitter.proportional=0.2", "retry.backoff.base=\"1s\""],
+    );
+    let out = export_text(
+        R4J_INHERITED,
+        "f",
+        Format::Resilience4j,
+        &s,
+        &Wanted::Sets(vec![("retry.backoff.base".into(), json!("1100ms"))]),
+    )
+    .unwrap();
+    assert!(
+        out.after.contains("        wait-duration: 1100ms\n"),
+        "{}",
+        out.after
+    );
+}
+
+#[test]
+fn resilience4j_placeholders_read_as_their_defaults() {
+    let text = "resilience4j.retry.instances:
+  placeholder:
+    maxAttempts: ${RETRY_ATTEMPTS:2}
+    waitDuration: ${RETRY_WAIT:750ms}
+  bare:
+    maxAttempts: ${RETRY_ATTEMPTS}
+";
+    let s = sel(Format::Resilience4j, "placeholder");
+    let p = import_text(text, "f", Format::Resilience4j, &s).unwrap_or_else(|e| panic!("{e:?}"));
+    has(
+        &p,
+        &["retry.max_attempts=2.0", "retry.backoff.base=\"750ms\""],
+    );
+    assert!(
+        p.warnings.iter().any(|w| w
+            .message
+            .contains("`${RETRY_ATTEMPTS:2}` read as its default `2`")
+            && w.message.contains("RETRY_ATTEMPTS")
+            && w.pos == Some((3, 18))),
+        "{:?}",
+        p.warnings
+    );
+    let e: Vec<String> = import_text(
+        text,
+        "f",
+        Format::Resilience4j,
+        &sel(Format::Resilience4j, "bare"),
+    )
+    .unwrap_err()
+    .iter()
+    .map(ToString::to_string)
+    .collect();
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert!(e[0].contains("f:6:18"), "{e:?}");
+    assert!(e[0].contains("maxAttempts"), "{e:?}");
+    assert!(e[0].contains("Spring placeholder with no default"), "{e:?}");
+    // Export does not turn a placeholder into a literal.
+    let e = export_text(
+        text,
+        "f",
+        Format::Resilience4j,
+        &s,
+        &Wanted::Sets(vec![("retry.max_attempts".into(), json!(3))]),
+    )
+    .unwrap_err();
+    assert!(e[0].to_string().contains("Spring placeholder"), "{e:?}");
+}
+
+/// A key added after the last one leaves that key's `// comment` with it.
+#[test]
+fn json_export_keeps_the_last_keys_comment_on_its_line() {
+    let text = "{\n  \"Svc\": {\n    \"Retry\": {\n      \"Delay\": \"00:00:01\", // one second\n    },\n    \"AttemptTimeout\": {\n      \"Timeout\": \"00:00:02\" /* per try */\n    }\n  }\n}\n";
+    let out = export_text(
+        text,
+        "f",
+        Format::MsResilience,
+        &sel(Format::MsResilience, "Svc"),
+        &Wanted::Sets(vec![("retry.max_attempts".into(), json!(2))]),
+    )
+    .unwrap_or_else(|e| panic!("{e:?}"));
+    assert!(
+        out.after.contains(
+            "      \"Delay\": \"00:00:01\", // one second\n      \"MaxRetryAttempts\": 1,\n    },"
+        ),
+        "{}",
+        out.after
+    );
+    // Without a trailing comma, one is added before the comment.
+    let text = text.replace("\"00:00:01\", //", "\"00:00:01\" //");
+    let out = export_text(
+        &text,
+        "f",
+        Format::MsResilience,
+        &sel(Format::MsResilience, "Svc"),
+        &Wanted::Sets(vec![("retry.max_attempts".into(), json!(2))]),
+    )
+    .unwrap_or_else(|e| panic!("{e:?}"));
+    assert!(
+        out.after.contains(
+            "      \"Delay\": \"00:00:01\", // one second\n      \"MaxRetryAttempts\": 1\n    },"
+        ),
+        "{}",
+        out.after
+    );
+}
+
+/// Valid TimeSpan text out of Polly's range is said to be that, not "not
+/// a TimeSpan".
+#[test]
+fn ms_resilience_a_timespan_out_of_range_is_not_a_syntax_error() {
+    let e = ms_errors(r#"{ "S": { "Retry": { "Delay": "-00:00:01" } } }"#, "S");
+    assert!(
+        e[0].contains("a negative TimeSpan (TimeSpan.Parse reads it)"),
+        "{e:?}"
+    );
+    assert!(e[0].contains("the range Polly validates"), "{e:?}");
+    assert!(!e[0].contains("expected a .NET TimeSpan"), "{e:?}");
+    let e = ms_errors(
+        r#"{ "S": { "Retry": { "Delay": "10675199.02:48:05.4775807" } } }"#,
+        "S",
+    );
+    assert!(e[0].contains("a valid TimeSpan, but outside"), "{e:?}");
+    let e = ms_errors(r#"{ "S": { "Retry": { "Delay": "soon" } } }"#, "S");
+    assert!(e[0].contains("expected a .NET TimeSpan"), "{e:?}");
+}

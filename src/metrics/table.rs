@@ -5,7 +5,10 @@
 //! success ratio (succeeded ÷ offered) over the full buckets before the
 //! trigger starts (the first bucket skipped as warm-up when there are
 //! others). When no request was offered there it is a ratio of nothing:
-//! empty in the summary, and recovery is judged against 1.0. After the trigger ends, a sliding
+//! empty in the summary, and recovery is judged against 1.0. When requests
+//! were offered there and none succeeded (a baseline of 0), there is no
+//! healthy level to recover to: the run is *undecided*, as below, and has
+//! no time to full goodput. After the trigger ends, a sliding
 //! window of `window` is *healthy* when its success ratio is at least
 //! `threshold` × baseline. The run *recovered* when, from some window on,
 //! every window until the end of the run is healthy; the recovery time is
@@ -55,6 +58,11 @@ pub enum Undecided {
     /// No request was offered after the trigger: nothing shows whether the
     /// system would have served one.
     NoTraffic,
+    /// Requests were offered before the trigger but none succeeded (a
+    /// baseline of 0): every window would be "at least 0.9 × 0" and read
+    /// "recovered in 0 s" while the system served nothing. There is no
+    /// healthy level to recover to.
+    NoBaseline,
 }
 
 /// Facts about the system that the tables are judged against.
@@ -694,6 +702,9 @@ fn after_incident(
             })
             .fold(None, max)
     };
+    // Full goodput is a share of the baseline's: with a baseline of 0
+    // (nothing succeeded before the trigger) every span would reach it.
+    let end = end.filter(|_| baseline > 0.0);
     let time_to_full_goodput_s = end.and_then(|end| {
         let healthy = |offered: u64, succeeded: u64| {
             offered == 0 || succeeded as f64 >= ctx.recovery.threshold * baseline * offered as f64
@@ -761,6 +772,9 @@ fn recovery(
     let Some(end) = c.trigger_end else {
         return (measured, None, None, None);
     };
+    if baseline <= 0.0 {
+        return (measured, None, None, Some(Undecided::NoBaseline));
+    }
     let w = c.window.div_ceil(bucket).max(1) as usize;
     let b0 = end.div_ceil(bucket) as usize;
     let last_full = full.last().copied();
@@ -1168,5 +1182,28 @@ mod tests {
         let one = storm(&after);
         assert_eq!(verdict(&one, trigger()), (Some(1.0), Some(0.0), Some(true)));
         assert_eq!(undecided(&one, trigger()), None);
+    }
+
+    /// A baseline of 0 (requests offered before the trigger, none
+    /// succeeded) would make every window healthy: "recovered in 0 s" for
+    /// a system that never served a request. No verdict, and no time to
+    /// full goodput; the smallest baseline above 0 still gets one.
+    #[test]
+    fn nothing_succeeding_before_the_trigger_is_undecided() {
+        let dead = recorder(30 * S, S, &run_of(30, 0));
+        assert_eq!(verdict(&dead, trigger()), (Some(0.0), None, None));
+        assert_eq!(undecided(&dead, trigger()), Some(Undecided::NoBaseline));
+        let (_, s) = tabulate(&dead, &info_of(&dead), &ctx_of(trigger()));
+        assert_eq!(s.time_to_full_goodput_s, None);
+        // One success in the 900 requests of the baseline's buckets (the
+        // first of the ten is left out): a baseline of 1/900, judged.
+        let mut ok = run_of(30, 0);
+        ok[5] = Some(1);
+        let faint = recorder(30 * S, S, &ok);
+        let (baseline, time, recovered) = verdict(&faint, trigger());
+        assert_eq!(baseline, Some(1.0 / 900.0));
+        assert_eq!(recovered, Some(false));
+        assert_eq!(time, None);
+        assert_eq!(undecided(&faint, trigger()), None);
     }
 }

@@ -188,7 +188,7 @@ impl Checked {
     /// The name of a table in messages.
     pub fn label(&self, file: &str) -> String {
         match &self.folder {
-            Some(dir) => dir.join(file).display().to_string(),
+            Some(dir) => crate::escape::path(&dir.join(file)),
             None => file.to_string(),
         }
     }
@@ -425,7 +425,7 @@ impl TimeSeries {
 /// Reads a table file of a run folder: a regular file under `cap` bytes.
 fn read_table(dir: &Path, file: &str, cap: u64) -> Result<Vec<u8>, ReportError> {
     input_file::read_capped(&dir.join(file), cap)
-        .map_err(|e| ReportError::Table(format!("{}: {e}", dir.join(file).display())))
+        .map_err(|e| ReportError::Table(format!("{}: {e}", crate::escape::path(&dir.join(file)))))
 }
 
 impl ChartData {
@@ -435,7 +435,7 @@ impl ChartData {
     /// `timeseries.csv` is streamed.
     pub fn from_dir(dir: &Path) -> Result<ChartData, ReportError> {
         let resolved_path = dir.join("scenario.resolved.yaml");
-        let label = resolved_path.display().to_string();
+        let label = crate::escape::path(&resolved_path);
         let yaml = input_file::read_capped(&resolved_path, scenario::load::MAX_FILE_BYTES)
             .map_err(|e| ReportError::Table(format!("{label}: {e}")))?;
         let s = scenario::load_bytes(&yaml, &label)
@@ -451,7 +451,7 @@ impl ChartData {
         let ts_path = dir.join("timeseries.csv");
         let open = || {
             input_file::open_capped(&ts_path, MAX_TIMESERIES_BYTES)
-                .map_err(|e| ReportError::Table(format!("{}: {e}", ts_path.display())))
+                .map_err(|e| ReportError::Table(format!("{}: {e}", crate::escape::path(&ts_path))))
         };
         let data = ChartData::build(
             |bucket, check| TimeSeries::read(open()?, bucket, check),
@@ -467,7 +467,10 @@ impl ChartData {
             match input_file::open_capped(&path, cap) {
                 Ok(f) => Ok(Some(f)),
                 Err(InputError::NotFound) => Ok(None),
-                Err(e) => Err(ReportError::Table(format!("{}: {e}", path.display()))),
+                Err(e) => Err(ReportError::Table(format!(
+                    "{}: {e}",
+                    crate::escape::path(&path)
+                ))),
             }
         };
         // classes.csv: only a run whose clients send priority classes has
@@ -479,7 +482,7 @@ impl ChartData {
             Err(e) => {
                 return Err(ReportError::Table(format!(
                     "{}: {e}",
-                    classes_path.display()
+                    crate::escape::path(&classes_path)
                 )));
             }
         };
@@ -506,7 +509,7 @@ impl ChartData {
                 Err(ReportError::Table(format!(
                     "{} has some of the services graph's tables but not {} (a run writes \
                      all three: was the folder changed?)",
-                    dir.display(),
+                    crate::escape::path(dir),
                     missing.join(" or ")
                 )))
             }

@@ -208,6 +208,9 @@ pub struct RecoveryRow {
     /// Replicates that ended too soon after the trigger to judge: no
     /// verdict.
     pub undecided: usize,
+    /// Of the undecided, those in which no request succeeded before the
+    /// trigger (a `baseline_success_ratio` of 0): nothing to recover to.
+    pub no_baseline: usize,
 }
 
 /// The recovery figure, in one pass over each table (a sweep has
@@ -229,6 +232,7 @@ pub fn recovery_figure(d: &ChartData) -> RecoveryFigure {
     let s = &d.summary;
     let (recovered, time) = (s.col("recovered"), s.col("recovery_time_s"));
     let aborted = s.col("aborted");
+    let baseline = s.col("baseline_success_ratio");
     let num = |r: &Row, c: Option<usize>| c.and_then(|i| r.get(i)).and_then(parse_num);
     for r in &s.rows {
         let Some(i) = index_of(s, r) else { continue };
@@ -243,6 +247,9 @@ pub fn recovery_figure(d: &ChartData) -> RecoveryFigure {
         let cell = recovered.and_then(|c| r.get(c));
         if cell == Some(crate::metrics::columns::UNDECIDED) {
             row.undecided += 1;
+            if num(r, baseline) == Some(0.0) {
+                row.no_baseline += 1;
+            }
             continue;
         }
         match num(r, recovered) {
@@ -460,6 +467,11 @@ impl Drawable for RecoveryFigure {
             if r.judged == 0 {
                 let wordings = if r.aborted > 0 {
                     ["aborted (guard rail): no verdict", "aborted: no verdict"]
+                } else if r.undecided > 0 && r.no_baseline == r.undecided {
+                    [
+                        "undecided: nothing succeeded before the incident",
+                        "undecided",
+                    ]
                 } else if r.undecided > 0 {
                     [
                         "undecided: too short, or no traffic, after the incident",

@@ -63,6 +63,9 @@ fn recovery_text(
             Some(Undecided::NoTraffic) => {
                 "undecided: no request was offered after the trigger".to_string()
             }
+            Some(Undecided::NoBaseline) => {
+                "undecided: no request succeeded before the trigger (baseline 0)".to_string()
+            }
             None => "undecided".to_string(),
         }),
         (None, _) => Some("no trigger".to_string()),

@@ -118,6 +118,14 @@ pub fn escape(s: &str) -> String {
 pub fn verdict(r: &RecoveryRow) -> String {
     let judged = match (r.undecided, r.judged) {
         (0, _) => judged_verdict(r),
+        (u, 0) if r.no_baseline == u => format!(
+            "undecided: no request succeeded before the incident in {} (a baseline_success_ratio of 0), so there is no healthy level to recover to",
+            if u == 1 {
+                "its replicate".to_string()
+            } else {
+                format!("any of its {u} replicates")
+            }
+        ),
         (u, 0) => format!(
             "undecided: {} too soon after the incident, or with no request offered after it, to judge recovery (it needs one full analysis.recovery_window of traffic after the incident; see the recovered column of summary.csv)",
             if u == 1 {
@@ -127,7 +135,7 @@ pub fn verdict(r: &RecoveryRow) -> String {
             }
         ),
         (u, _) => format!(
-            "{}; {u} more replicate{} could not be judged: too short, or no request, after the incident (undecided)",
+            "{}; {u} more replicate{} could not be judged: too short, or no request, after the incident, or none succeeded before it (undecided)",
             judged_verdict(r),
             if u == 1 { "" } else { "s" }
         ),
@@ -597,6 +605,7 @@ mod tests {
             judged,
             aborted: 0,
             undecided: 0,
+            no_baseline: 0,
         }
     }
 
@@ -609,11 +618,23 @@ mod tests {
             "{}",
             verdict(&r)
         );
+        // Undecided because nothing succeeded before the incident: that
+        // is the reason given, when it is every undecided replicate's.
+        r.no_baseline = 2;
+        assert!(
+            verdict(&r).starts_with(
+                "undecided: no request succeeded before the incident in any of its 2 replicates"
+            ),
+            "{}",
+            verdict(&r)
+        );
+        r.no_baseline = 1;
+        assert!(verdict(&r).starts_with("undecided: all 2 replicates end too soon"));
         let mut r = row(1, &[2.0], Some(2.0));
         r.undecided = 1;
         assert_eq!(
             verdict(&r),
-            "recovered in 2 s in its only replicate; 1 more replicate could not be judged: too short, or no request, after the incident (undecided)"
+            "recovered in 2 s in its only replicate; 1 more replicate could not be judged: too short, or no request, after the incident, or none succeeded before it (undecided)"
         );
     }
 

@@ -59,6 +59,12 @@ const MAX_MARKER_BYTES: u64 = 1 << 20;
 pub const VISUALS: &[&str] = &["charts", "report.html"];
 /// The longest folder name most file systems take (NAME_MAX on Linux).
 pub const MAX_NAME_BYTES: usize = 255;
+
+/// The list, in a work folder, of every file its command put in `new/`
+/// (a path relative to the staging folder a line), each added before the
+/// file is created: what a later command may remove of a work folder
+/// left by one stopped outright, and nothing else.
+const JOURNAL: &str = "written";
 /// Bytes written between two polls of the stop flag.
 const WRITE_PIECE: usize = 4 << 20;
 /// Entries named in a refusal, at most.
@@ -175,12 +181,12 @@ impl OutputFile {
             }
             Ok(())
         };
-        write().map_err(|e| io_error(self.path.display(), &e))
+        write().map_err(|e| io_error(crate::escape::path(&self.path), &e))
     }
 
     /// Writes out what is buffered and closes the file.
     pub fn finish(mut self) -> Result<(), OutputError> {
-        io::Write::flush(&mut self.file).map_err(|e| io_error(self.path.display(), &e))
+        io::Write::flush(&mut self.file).map_err(|e| io_error(crate::escape::path(&self.path), &e))
     }
 }
 
@@ -452,7 +458,7 @@ fn resolve(path: &Path) -> io::Result<PathBuf> {
 
 /// Refuses a target that is a symbolic link or not a folder.
 fn check_kind(target: &Path, mode: Mode) -> Result<bool, OutputError> {
-    let shown = target.display();
+    let shown = crate::escape::path(target);
     match fs::symlink_metadata(target) {
         Ok(m) if m.file_type().is_symlink() => Err(OutputError::Refused(format!(
             "{shown} is a symbolic link; stormsim writes only into a real folder: \
@@ -470,7 +476,7 @@ fn check_kind(target: &Path, mode: Mode) -> Result<bool, OutputError> {
             Some(file) => format!(
                 "cannot use {shown} as the output folder: {} is a file, not a folder; \
                  nothing was written: choose another output folder",
-                file.display()
+                crate::escape::path(&file)
             ),
             None => format!("cannot use {shown} as the output folder: {e}"),
         })),
@@ -495,7 +501,7 @@ fn file_on_the_way(path: &Path) -> Option<PathBuf> {
 /// Refuses a target that is, holds or lies inside an input, or a folder
 /// to replace that holds the current folder.
 fn check_inputs(target: &Path, dest: &Path, opts: Options<'_>) -> Result<(), OutputError> {
-    let shown = target.display();
+    let shown = crate::escape::path(target);
     if let Some(cwd) = std::env::current_dir()
         .ok()
         .and_then(|c| c.canonicalize().ok())
@@ -529,7 +535,7 @@ fn check_inputs(target: &Path, dest: &Path, opts: Options<'_>) -> Result<(), Out
         return Err(OutputError::Refused(format!(
             "the output folder {shown} {relation} the input {}; writing there would \
              destroy what the command reads: choose another output folder",
-            input.display()
+            crate::escape::path(input)
         )));
     }
     Ok(())
@@ -586,7 +592,7 @@ fn check_writable(
     dest: &Path,
     mode: Mode,
 ) -> Result<(), OutputError> {
-    let shown = target.display();
+    let shown = crate::escape::path(target);
     let refuse = |what: String, e: &io::Error| {
         OutputError::Refused(format!(
             "cannot write {shown}: {what} {}; nothing was written: choose another folder \
@@ -596,7 +602,7 @@ fn check_writable(
     };
     if let Err(e) = writable(parent) {
         return Err(refuse(
-            format!("the folder that holds it, {},", parent.display()),
+            format!("the folder that holds it, {},", crate::escape::path(parent)),
             &e,
         ));
     }
@@ -632,7 +638,7 @@ fn check_writable(
         if let Err(e) = writable(&dir) {
             let rel = dir.strip_prefix(dest).unwrap_or(&dir);
             return Err(refuse(
-                format!("the folder {} inside it", rel.display()),
+                format!("the folder {} inside it", crate::escape::path(rel)),
                 &e,
             ));
         }
@@ -648,8 +654,9 @@ fn check_owned(target: &Path, dest: &Path, mode: Mode, force: bool) -> Result<()
     if force {
         return Ok(());
     }
-    let foreign = foreign_entries(dest, mode)
-        .map_err(|e| OutputError::Refused(format!("cannot read {}: {e}", target.display())))?;
+    let foreign = foreign_entries(dest, mode).map_err(|e| {
+        OutputError::Refused(format!("cannot read {}: {e}", crate::escape::path(target)))
+    })?;
     if foreign.is_empty() {
         return Ok(());
     }
@@ -680,7 +687,7 @@ fn has_old_marker(dir: &Path) -> bool {
 
 /// The refusal of `target`, which holds the `foreign` entries.
 fn refusal(target: &Path, mode: Mode, foreign: &[String]) -> OutputError {
-    let shown = target.display();
+    let shown = crate::escape::path(target);
     OutputError::Refused(match mode {
         Mode::Folder => format!(
             "{shown} already exists and holds files stormsim did not write ({}); \
@@ -838,11 +845,11 @@ fn clean_leftovers(
                 .map(|(p, pid)| (p, pid, Mode::Entries(VISUALS))),
         );
     }
-    let shown = target.display();
+    let shown = crate::escape::path(target);
     let mut notes = Vec::new();
     for (work, pid, kind) in found {
         let name = work.file_name().unwrap_or_default().to_string_lossy();
-        let place = work.parent().unwrap_or(Path::new(".")).display();
+        let place = crate::escape::path(work.parent().unwrap_or(Path::new(".")));
         if pid != own && super::folder_lock::process_alive(pid) {
             notes.push(format!(
                 "{name} in {place} is the work folder of a stormsim command (process {pid}) that \
@@ -890,7 +897,7 @@ fn recover(work: &Path, dest: &Path, mode: Mode) -> Result<String, String> {
     let other: Vec<String> = entries
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n != "new" && n != "old")
+        .filter(|n| n != "new" && n != "old" && n != JOURNAL && n != MARKER)
         .collect();
     if !other.is_empty() {
         return Err(format!(
@@ -904,17 +911,18 @@ fn recover(work: &Path, dest: &Path, mode: Mode) -> Result<String, String> {
         let absent = |p: &Path| fs::symlink_metadata(p).is_err();
         if mode == Mode::Folder && absent(dest) {
             fs::rename(&old, dest)
-                .map_err(|e| format!("cannot put back {}: {e}", dest.display()))?;
-            put_back.push(dest.display().to_string());
+                .map_err(|e| format!("cannot put back {}: {e}", crate::escape::path(dest)))?;
+            put_back.push(crate::escape::path(dest));
         } else {
             let entries = fs::read_dir(&old).map_err(|e| e.to_string())?;
             for entry in entries.flatten() {
                 let (from, to) = (entry.path(), dest.join(entry.file_name()));
                 let wanted = mode != Mode::Folder || is_carried(&from);
                 if wanted && absent(&to) {
-                    fs::rename(&from, &to)
-                        .map_err(|e| format!("cannot put back {}: {e}", to.display()))?;
-                    put_back.push(to.display().to_string());
+                    fs::rename(&from, &to).map_err(|e| {
+                        format!("cannot put back {}: {e}", crate::escape::path(&to))
+                    })?;
+                    put_back.push(crate::escape::path(&to));
                 }
             }
         }
@@ -941,15 +949,165 @@ fn recover(work: &Path, dest: &Path, mode: Mode) -> Result<String, String> {
             }
         }
     }
-    fs::remove_dir_all(work).map_err(|e| format!("cannot remove it: {e}"))?;
-    Ok(if put_back.is_empty() {
+    let done = if put_back.is_empty() {
         String::new()
     } else {
         format!(
             ", after putting back {} (moved aside to make room for its results)",
             put_back.join(", ")
         )
-    })
+    };
+    let name = dest.file_name().unwrap_or_default();
+    let foreign = foreign_in_new(work, name, mode).map_err(|e| e.to_string())?;
+    if !foreign.is_empty() {
+        return Err(format!(
+            "its new/ holds what stormsim did not write ({}): move what you need out of \
+             it, then delete it{done}",
+            shown_list(&foreign)
+        ));
+    }
+    fs::remove_dir_all(work).map_err(|e| format!("cannot remove it: {e}"))?;
+    Ok(done)
+}
+
+/// What the `new/` of the work folder `work` holds that its command did
+/// not put there, as paths relative to `work` (an entry named whole, not
+/// what lies inside it): anything but the staging folder `name` (or, with
+/// `Mode::Entries`, `new/` itself) and, in it, the files its
+/// [`JOURNAL`] lists, the folders holding them and the marker.
+fn foreign_in_new(work: &Path, name: &OsStr, mode: Mode) -> io::Result<Vec<String>> {
+    /// `dir` is the staging folder's `inner` (relative to it; empty at
+    /// its top, where `marker` says whether stormsim writes its marker),
+    /// shown as `shown`.
+    fn walk(
+        dir: &Path,
+        shown: &str,
+        inner: &str,
+        marker: bool,
+        listed: &[String],
+        foreign: &mut Vec<String>,
+    ) -> io::Result<()> {
+        for entry in fs::read_dir(dir)? {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let path = format!("{shown}/{name}");
+            let rel = if inner.is_empty() {
+                name.clone()
+            } else {
+                format!("{inner}/{name}")
+            };
+            let kind = EntryKind::of(&fs::symlink_metadata(entry.path())?);
+            let ours = entry.file_name().to_str().is_some()
+                && match kind {
+                    Some(EntryKind::File) => {
+                        (marker && inner.is_empty() && name == MARKER) || listed.contains(&rel)
+                    }
+                    Some(EntryKind::Folder) => listed
+                        .iter()
+                        .any(|l| l.strip_prefix(&rel).is_some_and(|r| r.starts_with('/'))),
+                    None => false,
+                };
+            if !ours {
+                foreign.push(path);
+            } else if kind == Some(EntryKind::Folder) {
+                walk(&entry.path(), &path, &rel, false, listed, foreign)?;
+            }
+        }
+        Ok(())
+    }
+    let new = work.join("new");
+    let mut foreign = Vec::new();
+    if !fs::symlink_metadata(&new).is_ok_and(|m| m.is_dir()) {
+        return Ok(foreign);
+    }
+    let listed: Vec<String> = match fs::read_to_string(work.join(JOURNAL)) {
+        Ok(text) => text.lines().map(str::to_string).collect(),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(e),
+    };
+    match mode {
+        Mode::Folder => {
+            for entry in fs::read_dir(&new)? {
+                let entry = entry?;
+                let path = format!("new/{}", entry.file_name().to_string_lossy());
+                let staging = entry.file_name() == name
+                    && fs::symlink_metadata(entry.path()).is_ok_and(|m| m.is_dir());
+                if staging {
+                    walk(&entry.path(), &path, "", true, &listed, &mut foreign)?;
+                } else {
+                    foreign.push(path);
+                }
+            }
+        }
+        Mode::Entries(_) => walk(&new, "new", "", false, &listed, &mut foreign)?,
+    }
+    foreign.sort();
+    Ok(foreign)
+}
+
+/// Before a command reads the folder `dir` (`merge DIR`, `plot DIR`):
+/// puts right what a stormsim command stopped outright while writing it
+/// left behind, as the next command writing it would ([`clean_leftovers`],
+/// under the folder's lock), and returns what was done (one sentence
+/// each). A folder killed in the middle of its swap is then back in
+/// place, rather than reported missing. Nothing is done (nor a lock
+/// taken) unless a work folder of a process no longer running is there;
+/// when the lock cannot be taken, the sentence says where the folder's
+/// contents are.
+pub fn recover_for_reading(dir: &Path) -> Vec<String> {
+    let plain = without_missing_dotdot(dir);
+    let Some(Component::Normal(name)) = plain.components().next_back() else {
+        return Vec::new();
+    };
+    let parent = match plain.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let Ok(parent) = parent.canonicalize() else {
+        return Vec::new();
+    };
+    let tag = format!("{:016x}", crate::shard::fnv1a64(name.as_encoded_bytes()));
+    let own = std::process::id();
+    let dead: Vec<PathBuf> = work_folders(&parent, &tag)
+        .into_iter()
+        .filter(|&(_, pid)| pid != own && !super::folder_lock::process_alive(pid))
+        .map(|(p, _)| p)
+        .collect();
+    if dead.is_empty() {
+        return Vec::new();
+    }
+    let shown = crate::escape::path(dir);
+    let lock = match FolderLock::acquire(&parent, name) {
+        Ok(lock) => lock,
+        // Its writer is at work and puts it right itself.
+        Err(LockError::Held(_)) => return Vec::new(),
+        Err(LockError::Foreign(lock) | LockError::Io(lock, _)) => {
+            return dead
+                .iter()
+                .map(|work| {
+                    format!(
+                        "a stormsim command was stopped outright while writing {shown} \
+                         (killed?), and its lock {} cannot be taken to put things right: \
+                         what it had moved aside is in {}/old (move it back to {shown} \
+                         if {shown} is missing)",
+                        crate::escape::path(&lock),
+                        crate::escape::path(work)
+                    )
+                })
+                .collect();
+        }
+    };
+    let stale = lock.stale_holder();
+    let notes = clean_leftovers(
+        &parent,
+        &tag,
+        &parent.join(name),
+        Mode::Folder,
+        &plain,
+        stale,
+    );
+    drop(lock);
+    notes
 }
 
 impl OutputDir {
@@ -960,7 +1118,7 @@ impl OutputDir {
         // below is of the path without them, which is a symbolic link.
         let plain = without_missing_dotdot(target);
         let target = plain.as_path();
-        let shown = target.display();
+        let shown = crate::escape::path(target);
         // `plot .` names its folder by its canonical path.
         let canonical;
         let located = match opts.mode {
@@ -999,12 +1157,12 @@ impl OutputDir {
                 Some(file) => format!(
                     "cannot create the folder {} for {shown}: {} is a file, not a folder; \
                      nothing was written: choose another output folder",
-                    parent.display(),
-                    file.display()
+                    crate::escape::path(&parent),
+                    crate::escape::path(&file)
                 ),
                 None => format!(
                     "cannot create the folder {} for {shown}: {e}",
-                    parent.display()
+                    crate::escape::path(&parent)
                 ),
             })
         })?;
@@ -1023,7 +1181,7 @@ impl OutputDir {
         // From here on, dropping `out` removes what was made.
         let parent = parent
             .canonicalize()
-            .map_err(|e| io_error(parent.display(), &e))?;
+            .map_err(|e| io_error(crate::escape::path(&parent), &e))?;
         out.dest = parent.join(&name);
         check_inputs(target, &out.dest, opts)?;
         check_writable(target, &parent, &out.dest, opts.mode)?;
@@ -1031,13 +1189,13 @@ impl OutputDir {
             LockError::Held(lock) => OutputError::Refused(format!(
                 "another stormsim command is writing {shown} (it holds the lock {}); \
                  nothing was written: wait for it to finish, or choose another folder",
-                lock.display()
+                crate::escape::path(&lock)
             )),
             LockError::Foreign(lock) => OutputError::Refused(format!(
                 "cannot lock {shown}: {} is where stormsim keeps the folder's lock file, \
                  and a file stormsim did not write is there; it was left as it is and \
                  nothing was written: move it, or choose another folder",
-                lock.display()
+                crate::escape::path(&lock)
             )),
             LockError::Io(lock, e) => {
                 let what = match fs::symlink_metadata(&lock) {
@@ -1055,8 +1213,8 @@ impl OutputDir {
                     "cannot lock {shown}: its lock file {} cannot be used ({what}); \
                      nothing was written. If no stormsim command is writing {shown}, \
                      remove {} and try again",
-                    lock.display(),
-                    lock.display()
+                    crate::escape::path(&lock),
+                    crate::escape::path(&lock)
                 ))
             }
         })?);
@@ -1089,12 +1247,12 @@ impl OutputDir {
         out.work = make_work_folder(&home, &tag).map_err(|e| {
             OutputError::Refused(format!(
                 "cannot create a work folder in {}: {e}",
-                home.display()
+                crate::escape::path(&home)
             ))
         })?;
         interrupt::register_cleanup(&out.work);
         let new = out.work.join("new");
-        fs::create_dir(&new).map_err(|e| io_error(new.display(), &e))?;
+        fs::create_dir(&new).map_err(|e| io_error(crate::escape::path(&new), &e))?;
         out.staging = match opts.mode {
             Mode::Folder => {
                 let staging = new.join(&name);
@@ -1103,7 +1261,7 @@ impl OutputDir {
                         "cannot create a folder named {:?} ({} bytes) in {}: {e}",
                         name.to_string_lossy(),
                         name.len(),
-                        out.dest.parent().unwrap_or(Path::new("/")).display()
+                        crate::escape::path(out.dest.parent().unwrap_or(Path::new("/")))
                     ))
                 })?;
                 staging
@@ -1132,7 +1290,7 @@ impl OutputDir {
     /// table written as the runs finish), as `write` would write it.
     pub fn create(&self, rel: &str) -> Result<OutputFile, OutputError> {
         let path = self.staged(rel)?;
-        let file = fs::File::create(&path).map_err(|e| io_error(path.display(), &e))?;
+        let file = fs::File::create(&path).map_err(|e| io_error(crate::escape::path(&path), &e))?;
         Ok(OutputFile {
             file: io::BufWriter::with_capacity(1 << 16, file),
             path,
@@ -1144,7 +1302,7 @@ impl OutputDir {
     /// tables as written).
     pub fn open_written(&self, rel: &str) -> Result<fs::File, OutputError> {
         let path = self.staged(rel)?;
-        fs::File::open(&path).map_err(|e| io_error(path.display(), &e))
+        fs::File::open(&path).map_err(|e| io_error(crate::escape::path(&path), &e))
     }
 
     /// Where the file `rel` is written (its folders created), once `rel`
@@ -1155,7 +1313,7 @@ impl OutputDir {
         if !rel.components().all(|c| matches!(c, Component::Normal(_))) {
             return Err(OutputError::Io(format!(
                 "{}: not a plain relative path",
-                rel.display()
+                crate::escape::path(rel)
             )));
         }
         if let Mode::Entries(names) = self.mode {
@@ -1163,39 +1321,78 @@ impl OutputDir {
             if !top.is_some_and(|t| names.iter().any(|n| OsStr::new(n) == t)) {
                 return Err(OutputError::Io(format!(
                     "{}: not one of the entries this command replaces",
-                    rel.display()
+                    crate::escape::path(rel)
                 )));
             }
         }
         let path = self.staging.join(rel);
+        // Listed before it exists: a command stopped outright leaves no
+        // file of its own that the list does not name.
+        let listed = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.work.join(JOURNAL))
+            .and_then(|mut j| {
+                io::Write::write_all(&mut j, format!("{}\n", crate::escape::path(rel)).as_bytes())
+            });
+        listed.map_err(|e| io_error(crate::escape::path(&self.work), &e))?;
         if let Some(dir) = path.parent() {
-            fs::create_dir_all(dir).map_err(|e| io_error(dir.display(), &e))?;
+            fs::create_dir_all(dir).map_err(|e| io_error(crate::escape::path(dir), &e))?;
         }
         Ok(path)
     }
 
     /// Puts everything written in place (see the module's documentation)
     /// and returns the folder's path as the user named it.
-    pub fn commit(mut self) -> Result<PathBuf, OutputError> {
-        interrupt::check()?;
-        let written =
-            walk_written(&self.staging).map_err(|e| io_error(self.staging.display(), &e))?;
+    pub fn commit(self) -> Result<PathBuf, OutputError> {
+        self.commit_unless(interrupt::requested)
+    }
+
+    /// [`OutputDir::commit`], with `stopped` saying whether a stop was
+    /// asked for. It is asked once more at the commit point, the first
+    /// rename of the swap, after the marker is written and the target
+    /// checked: a stop asked for before it leaves the folder as it was
+    /// (`OutputError::Interrupted`); one asked for during the renames
+    /// lets them finish, and a note says the folder was replaced.
+    fn commit_unless(mut self, stopped: impl Fn() -> bool) -> Result<PathBuf, OutputError> {
+        let stop = || {
+            if stopped() {
+                Err(OutputError::Interrupted)
+            } else {
+                Ok(())
+            }
+        };
+        stop()?;
+        let written = walk_written(&self.staging)
+            .map_err(|e| io_error(crate::escape::path(&self.staging), &e))?;
         if self.mode == Mode::Folder {
             fs::write(self.staging.join(MARKER), marker_text(&written))
-                .map_err(|e| io_error(self.staging.display(), &e))?;
+                .map_err(|e| io_error(crate::escape::path(&self.staging), &e))?;
         }
         // The target again: something may have appeared during the run.
         if check_kind(&self.target, self.mode)? {
             check_owned(&self.target, &self.dest, self.mode, self.force)?;
         }
-        let swapped = interrupt::uninterrupted(|| match self.mode {
-            Mode::Folder => self.swap_folder(),
-            Mode::Entries(_) => self.swap_entries(&written),
+        let swapped = interrupt::uninterrupted(|| {
+            // The commit point: from the first rename on, the swap runs to
+            // its end whatever signal comes.
+            stop()?;
+            match self.mode {
+                Mode::Folder => self.swap_folder(),
+                Mode::Entries(_) => self.swap_entries(&written),
+            }
         });
         swapped?;
         self.committed = true;
         let _ = fs::remove_dir_all(&self.work);
         interrupt::unregister_cleanup(&self.work);
+        if stopped() {
+            crate::terminal::errln!(
+                "note: the stop came during the final renames, which run to their end: {} \
+                 holds the new results",
+                crate::escape::path(&self.target)
+            );
+        }
         Ok(self.target.clone())
     }
 
@@ -1207,14 +1404,15 @@ impl OutputDir {
         let old = self.work.join("old");
         let had_old = fs::symlink_metadata(&self.dest).is_ok();
         if had_old {
-            fs::rename(&self.dest, &old).map_err(|e| io_error(self.target.display(), &e))?;
+            fs::rename(&self.dest, &old)
+                .map_err(|e| io_error(crate::escape::path(&self.target), &e))?;
             if !self.force {
                 let foreign = foreign_entries(&old, Mode::Folder);
                 if !foreign.as_ref().is_ok_and(Vec::is_empty) {
                     let _ = fs::rename(&old, &self.dest);
                     return Err(match foreign {
                         Ok(foreign) => refusal(&self.target, self.mode, &foreign),
-                        Err(e) => io_error(self.target.display(), &e),
+                        Err(e) => io_error(crate::escape::path(&self.target), &e),
                     });
                 }
             }
@@ -1223,12 +1421,12 @@ impl OutputDir {
             if had_old {
                 let _ = fs::rename(&old, &self.dest);
             }
-            return Err(io_error(self.target.display(), &e));
+            return Err(io_error(crate::escape::path(&self.target), &e));
         }
         if !had_old {
             return Ok(());
         }
-        let entries = fs::read_dir(&old).map_err(|e| io_error(old.display(), &e))?;
+        let entries = fs::read_dir(&old).map_err(|e| io_error(crate::escape::path(&old), &e))?;
         for entry in entries.flatten() {
             let (from, to) = (entry.path(), self.dest.join(entry.file_name()));
             if is_carried(&from) && fs::symlink_metadata(&to).is_err() {
@@ -1236,9 +1434,9 @@ impl OutputDir {
                     OutputError::Io(format!(
                         "the results are in {} but the shard folder {} could not be \
                          carried over ({e}); it is in {}",
-                        self.target.display(),
-                        entry.file_name().to_string_lossy(),
-                        old.display()
+                        crate::escape::path(&self.target),
+                        crate::escape::path(Path::new(&entry.file_name())),
+                        crate::escape::path(&old)
                     ))
                 })?;
             }
@@ -1255,7 +1453,7 @@ impl OutputDir {
     /// what was written.
     fn swap_entries(&self, written: &Marked) -> Result<(), OutputError> {
         let old = self.work.join("old");
-        fs::create_dir(&old).map_err(|e| io_error(old.display(), &e))?;
+        fs::create_dir(&old).map_err(|e| io_error(crate::escape::path(&old), &e))?;
         let marked = marked_entries(&self.dest);
         let names: Vec<&String> = written.keys().filter(|k| !k.contains('/')).collect();
         let mut moved: Vec<&String> = Vec::new();
@@ -1269,7 +1467,7 @@ impl OutputDir {
             if fs::symlink_metadata(&to).is_ok() {
                 if let Err(e) = fs::rename(&to, old.join(name)) {
                     put_back(&moved);
-                    return Err(io_error(to.display(), &e));
+                    return Err(io_error(crate::escape::path(&to), &e));
                 }
                 moved.push(name);
             }
@@ -1280,13 +1478,13 @@ impl OutputDir {
                 put_back(&moved);
                 return Err(match foreign {
                     Ok(foreign) => refusal(&self.target, self.mode, &foreign),
-                    Err(e) => io_error(self.target.display(), &e),
+                    Err(e) => io_error(crate::escape::path(&self.target), &e),
                 });
             }
         }
         for name in &names {
             let (from, to) = (self.staging.join(name), self.dest.join(name));
-            fs::rename(&from, &to).map_err(|e| io_error(to.display(), &e))?;
+            fs::rename(&from, &to).map_err(|e| io_error(crate::escape::path(&to), &e))?;
         }
         if let Some(mut listed) = marked {
             listed.retain(|rel, _| {
@@ -1301,7 +1499,7 @@ impl OutputDir {
             let fresh = self.work.join(MARKER);
             fs::write(&fresh, marker_text(&listed))
                 .and_then(|()| fs::rename(&fresh, self.dest.join(MARKER)))
-                .map_err(|e| io_error(self.target.display(), &e))?;
+                .map_err(|e| io_error(crate::escape::path(&self.target), &e))?;
         } else if fs::symlink_metadata(self.dest.join(MARKER)).is_err() {
             // A folder without a marker (tables copied by hand): a new one
             // lists only what was written here, so that the next `plot`
@@ -1311,7 +1509,7 @@ impl OutputDir {
             let fresh = self.work.join(MARKER);
             fs::write(&fresh, marker_text(written))
                 .and_then(|()| fs::hard_link(&fresh, self.dest.join(MARKER)))
-                .map_err(|e| io_error(self.target.display(), &e))?;
+                .map_err(|e| io_error(crate::escape::path(&self.target), &e))?;
         }
         Ok(())
     }
@@ -1598,6 +1796,30 @@ mod tests {
             assert_eq!(names(root.path()), ["out"], "no work folder left");
             fs::remove_file(target.join("charts/notes.md")).unwrap();
         }
+    }
+
+    #[test]
+    fn a_stop_asked_for_before_the_swap_leaves_the_folder_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out");
+        let out = OutputDir::prepare(&target, folder(&[])).unwrap();
+        out.write("a.csv", b"old").unwrap();
+        out.commit().unwrap();
+        let out = OutputDir::prepare(&target, folder(&[])).unwrap();
+        out.write("a.csv", b"new").unwrap();
+        // No stop at the start of the commit; one asked for while the
+        // marker was written, seen at the commit point.
+        let asked = std::cell::Cell::new(0);
+        let stopped = || {
+            asked.set(asked.get() + 1);
+            asked.get() > 1
+        };
+        assert!(matches!(
+            out.commit_unless(stopped),
+            Err(OutputError::Interrupted)
+        ));
+        assert_eq!(fs::read(target.join("a.csv")).unwrap(), b"old");
+        assert_eq!(names(dir.path()), ["out"]);
     }
 
     #[test]

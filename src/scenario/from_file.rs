@@ -184,7 +184,7 @@ pub fn fill_from_layers(
             continue;
         }
         let file = config_path(dir, &from);
-        let file_label = file.display().to_string();
+        let file_label = crate::escape::path(&file);
         let text = match crate::configs::read_file(&file, &file_label) {
             Ok(t) => t,
             Err(e) => {
@@ -281,7 +281,7 @@ pub(crate) fn recheck_calls<'s>(
             }
             seen.push((at.clone(), target));
             let file = config_path(dir, from);
-            let file_label = file.display().to_string();
+            let file_label = crate::escape::path(&file);
             let Ok(text) = crate::configs::read_file(&file, &file_label) else {
                 // Reported when the scenario loaded.
                 continue;

@@ -45,7 +45,7 @@ pub fn load_file(path: &Path) -> Result<Scenario, ScenarioErrors> {
 /// Reads and parses the scenario file at `path`, applies the `--set`
 /// overrides `sets` (in order), and validates the result once.
 pub fn load_file_with(path: &Path, sets: &[(String, Value)]) -> Result<Loaded, ScenarioErrors> {
-    let label = path.display().to_string();
+    let label = crate::escape::path(path);
     let text = read_text(path, &label)?;
     load_str_in(&text, &label, path.parent(), sets)
 }
@@ -207,6 +207,27 @@ fn check_with(
     index: &LocationIndex,
     dir: Option<&Path>,
 ) -> Result<Scenario, ScenarioErrors> {
+    // A sweep entry is one list, set whole: an index into it is no field.
+    let indexed: Vec<ScenarioError> = sets
+        .iter()
+        .filter_map(|(p, _)| {
+            let (key, last) = p.strip_prefix("sweep.")?.rsplit_once('.')?;
+            let digits = !last.is_empty() && last.bytes().all(|b| b.is_ascii_digit());
+            (digits && base.sweep.contains_key(key)).then(|| {
+                ScenarioError::new(
+                    SET_LABEL,
+                    format!(
+                        "a sweep entry cannot be indexed: `sweep.{key}` is one list of values, \
+                         set whole (--set 'sweep.{key}=[1, 2, 3]')"
+                    ),
+                )
+                .with_path(p)
+            })
+        })
+        .collect();
+    if !indexed.is_empty() {
+        return Err(ScenarioErrors::new(indexed));
+    }
     // Two overrides of one field (or of a field and a part of it): which
     // one applied would depend on their order.
     let keys: Vec<String> = sets.iter().map(|(k, _)| k.clone()).collect();
@@ -239,7 +260,33 @@ fn check_with(
         }
     };
     let failed = !errors.is_empty();
-    let set_paths: Vec<String> = sets.iter().map(|(p, _)| normalize_path(&s, p)).collect();
+    // Each set's field as `s` labels it: found by the item the set named
+    // in the file's scenario (`--set layers.client.name=x` renames the
+    // layer it names), or else in `s`.
+    let mut set_paths: Vec<String> = sets.iter().map(|(p, _)| normalize_path(&s, p)).collect();
+    // The fields of the sets that rename the item their path names.
+    let set_fields: Vec<(String, &str)> = sets
+        .iter()
+        .zip(&set_paths)
+        .filter_map(|((p, _), in_s)| {
+            let by_base = normalize_path(&s, &super::variants::indexed_path(base, p));
+            (by_base != *in_s).then_some((by_base, p.as_str()))
+        })
+        .collect();
+    set_paths.extend(set_fields.iter().map(|(p, _)| p.clone()));
+    // A problem of such a field says the path the user typed.
+    let as_typed = |mut e: ScenarioError| {
+        if e.file == SET_LABEL
+            && let Some(path) = &e.path
+            && let Some(typed) = set_fields.iter().find_map(|(field, typed)| {
+                let rest = path.strip_prefix(field.as_str())?;
+                (rest.is_empty() || rest.starts_with('.')).then(|| format!("{typed}{rest}"))
+            })
+        {
+            e.path = Some(typed);
+        }
+        e
+    };
     // The fields of the `--set`s that could not be applied still hold the
     // file's values, which those sets replace: one error per field (the
     // set's), none about the value it replaces.
@@ -254,7 +301,7 @@ fn check_with(
             .iter()
             .filter(|i| !unapplied.iter().any(|p| related(p, &i.path)))
             .cloned()
-            .map(|i| locate_issue(i, &set_paths, file_label, Some(index))),
+            .map(|i| as_typed(locate_issue(i, &set_paths, file_label, Some(index)))),
     );
     let (more, omitted, runs) = expansion_errors(&s, &issues, &set_paths, file_label, Some(index));
     errors.extend(more);
@@ -702,6 +749,21 @@ pub(crate) fn describe(
             message: improve_message(&message, None),
         };
     };
+    // A syntax error at a line indented with a tab: the tab is the cause,
+    // and the field it belongs to cannot be known (the reader's path is
+    // the previous field's).
+    if value.is_none()
+        && let Some(line) = index.tab_indented_near(pos.0)
+    {
+        return Described {
+            position: Some((line, 1)),
+            path: String::new(),
+            is_key: false,
+            message: format!(
+                "line {line} is indented with a tab: a tab cannot indent YAML; use spaces"
+            ),
+        };
+    }
     let (mut path, mut is_key, found) = match index.path_at(pos) {
         Some((path, is_key, scalar)) => (
             error_path(path, is_key, &message),

@@ -57,6 +57,9 @@ pub struct LocationIndex {
     /// Nodes with a YAML tag the format does not read: (path, position
     /// of the tag, the tag as written).
     tags: Vec<(String, Pos, String)>,
+    /// The lines (1-based) whose indentation holds a tab, which YAML does
+    /// not allow there.
+    tab_indented: Vec<u32>,
 }
 
 /// The label of each layer in field paths: `layers.NAME` when the name is
@@ -108,13 +111,29 @@ pub fn usable_layer_name(name: &str) -> bool {
         && !name.chars().all(|c| c.is_ascii_digit())
 }
 
+/// The lines (1-based) of `src` whose leading blanks hold a tab.
+fn tab_indented_lines(src: &str) -> Vec<u32> {
+    src.lines()
+        .zip(1u32..)
+        .filter(|(l, _)| {
+            l.chars()
+                .take_while(|c| *c == ' ' || *c == '\t')
+                .any(|c| c == '\t')
+        })
+        .map(|(_, n)| n)
+        .collect()
+}
+
 impl LocationIndex {
     /// Indexes the first document of `src`. Stops quietly at a syntax error:
     /// what was read before it is still indexed.
     pub fn build(src: &str) -> Self {
         let (raw, tags) = walk(src);
         let labels = list_labels(&raw);
-        let mut index = LocationIndex::default();
+        let mut index = LocationIndex {
+            tab_indented: tab_indented_lines(src),
+            ..LocationIndex::default()
+        };
         for (segs, at, tag) in tags {
             index.tags.push((render(&segs, &labels), at, tag));
         }
@@ -147,6 +166,15 @@ impl LocationIndex {
                 .push((path, node.start, node.end, node.is_key, node.scalar));
         }
         index
+    }
+
+    /// `line`, or else the line before it, when its indentation holds a
+    /// tab (the YAML reader reports such a line's error there or at the
+    /// next token).
+    pub fn tab_indented_near(&self, line: u32) -> Option<u32> {
+        [line, line.saturating_sub(1)]
+            .into_iter()
+            .find(|l| self.tab_indented.contains(l))
     }
 
     /// The position of `path`'s value, or of its nearest ancestor present in

@@ -443,7 +443,7 @@ with_policy_fields! {policy_struct! {
     }
 }}
 
-/// `from: { file, format, method | route | host | instance | section | profile, ignore }`.
+/// `from: { file, format, method | route | virtual_host | host | instance | section | profile, ignore }`.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FromFile {
@@ -453,10 +453,14 @@ pub struct FromFile {
     /// grpc-service-config: `pkg.Service/Method`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub method: Option<String>,
-    /// envoy-route: the route's name or match prefix; istio-virtualservice
-    /// and linkerd-serviceprofile: the route's name.
+    /// envoy-route: the route's name or match prefix; istio-virtualservice:
+    /// the route's name, or `#N` for `spec.http[N]`; linkerd-serviceprofile:
+    /// the route's name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub route: Option<String>,
+    /// envoy-route: the route's virtual host, by `name` or a domain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub virtual_host: Option<String>,
     /// istio-virtualservice: the destination host (or one of `hosts`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
@@ -467,7 +471,8 @@ pub struct FromFile {
     /// (`HttpClients:Orders:Resilience`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub section: Option<String>,
-    /// aws-config: the profile (`default`, or NAME of `[profile NAME]`).
+    /// aws-config: the profile (`default`, or NAME of `[profile NAME]`);
+    /// linkerd-serviceprofile: the ServiceProfile's `metadata.name`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
     /// Unmodelled keys of the file to leave out all the same.
@@ -484,6 +489,7 @@ impl FromFile {
         crate::configs::Selector {
             method: self.method.clone(),
             route: self.route.clone(),
+            virtual_host: self.virtual_host.clone(),
             host: self.host.clone(),
             instance: self.instance.clone(),
             section: self.section.clone(),

@@ -726,19 +726,34 @@ pub(crate) fn position(index: &LocationIndex, s: &Scenario, path: &str) -> Optio
 /// (`layers.api.timeout`, `services.orders.calls.postgres.retry`), as error
 /// paths write it.
 pub(crate) fn normalize_path(s: &Scenario, path: &str) -> String {
+    item_path(s, path, true)
+}
+
+/// `path` with a layer, a service or a call given by its label written by
+/// its index in `s` (`layers.client.name` is `layers.0.name`): the item a
+/// `--set` names in the file's scenario, whatever the set renames it to.
+pub(crate) fn indexed_path(s: &Scenario, path: &str) -> String {
+    item_path(s, path, false)
+}
+
+/// `path` with each item segment written by its label (`labels`) or its
+/// index in `s`.
+fn item_path(s: &Scenario, path: &str, labels: bool) -> String {
     let mut segs: Vec<String> = path.split('.').map(str::to_string).collect();
-    /// Replaces `segs[at]` (an index or a name among `names`) with its
-    /// label; returns the item's index.
-    fn relabel(segs: &mut [String], at: usize, names: &[&str]) -> Option<usize> {
-        let labels = item_segments(names);
+    let relabel = |segs: &mut [String], at: usize, names: &[&str]| -> Option<usize> {
+        let shown = item_segments(names);
         let seg = segs.get(at)?;
         let i = match seg.parse::<usize>() {
             Ok(i) => i,
-            Err(_) => labels.iter().position(|l| l == seg)?,
+            Err(_) => shown.iter().position(|l| l == seg)?,
         };
-        segs[at] = labels.get(i)?.clone();
+        segs[at] = if labels {
+            shown.get(i)?.clone()
+        } else {
+            shown.get(i).map(|_| i.to_string())?
+        };
         Some(i)
-    }
+    };
     match segs.first().map(String::as_str) {
         Some("layers") => {
             let names: Vec<&str> = s.layers.iter().map(|l| l.name.as_str()).collect();

@@ -80,11 +80,11 @@ impl Manifest {
     /// name the file, the line and column, and the field.
     pub fn read(dir: &Path) -> Result<Manifest, String> {
         let path = dir.join(MANIFEST);
-        let shown = path.display();
+        let shown = crate::escape::path(&path);
         let bytes = read_capped(&path, MAX_MANIFEST_BYTES).map_err(|e| match e {
             InputError::NotFound => format!(
                 "{} is not a shard folder: it has no {MANIFEST}",
-                dir.display()
+                crate::escape::path(dir)
             ),
             e => format!("{shown}: {e}"),
         })?;

@@ -181,7 +181,7 @@ pub fn from_file_inside(plan: &Plan, out: &Path) -> Option<(String, String, Path
 pub fn expand_dirs(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     let mut out = Vec::new();
     for d in dirs {
-        let shown = d.display();
+        let shown = crate::escape::path(d);
         let meta = std::fs::metadata(d).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => format!("{shown}: no such folder"),
             _ => format!("{shown}: cannot read it: {e}"),
@@ -261,7 +261,7 @@ fn read_resolved(shard: &Shard) -> Result<Vec<u8>, String> {
         return Err(format!(
             "{}: scenario.resolved.yaml does not match the digest in its {MANIFEST} \
              ({digest}, manifest says {}): the folder was changed after the run",
-            dir.display(),
+            crate::escape::path(dir),
             m.scenario_digest
         ));
     }
@@ -277,7 +277,7 @@ fn check_scenario(
     dir: &Path,
     resolved: &[u8],
 ) -> Result<(Scenario, RunShape), String> {
-    let label = dir.join("scenario.resolved.yaml").display().to_string();
+    let label = crate::escape::path(&dir.join("scenario.resolved.yaml"));
     let s = scenario::load_bytes(resolved, &label)
         .map_err(|e| format!("{label} is not a valid scenario:\n{e}"))?;
     let variants = scenario::expand_all(&s).map_err(|e| format!("{label}:\n{e}"))?;
@@ -285,7 +285,7 @@ fn check_scenario(
     if m0.scenario != s.name {
         return Err(format!(
             "{}: the manifest names the scenario `{}` but its scenario.resolved.yaml names `{}`",
-            shards[0].dir.display(),
+            crate::escape::path(&shards[0].dir),
             m0.scenario,
             s.name
         ));
@@ -314,7 +314,7 @@ fn check_scenario(
             if item.variant != v.name {
                 return Err(format!(
                     "{}: run {} is variant `{}` in the manifest but `{}` in the scenario",
-                    shard.dir.display(),
+                    crate::escape::path(&shard.dir),
                     item.item,
                     item.variant,
                     v.name
@@ -324,7 +324,7 @@ fn check_scenario(
                 return Err(format!(
                     "{}: run {} (variant `{}`, replicate {}) has {} rows of timeseries.csv \
                      in the manifest, but the scenario gives every run {expected}",
-                    shard.dir.display(),
+                    crate::escape::path(&shard.dir),
                     item.item,
                     item.variant,
                     item.replicate,
@@ -527,15 +527,15 @@ fn agree(
             "{}: {file} has Windows line endings (CRLF), which stormsim never writes \
              (was it opened and saved in an editor, or copied through a tool that converts \
              line endings?); convert it back to LF endings, or run that shard again",
-            shard.dir.display()
+            crate::escape::path(&shard.dir)
         ));
     }
     match seen {
         Some((s, from)) if *s != h => Err(format!(
             "{}: the columns of {file} differ from those of {} ({}); every shard of a run \
              writes the same columns",
-            shard.dir.display(),
-            from.display(),
+            crate::escape::path(&shard.dir),
+            crate::escape::path(from),
             column_difference(s, &h)
         )),
         Some(_) => Ok(()),
@@ -571,7 +571,7 @@ fn column_difference(first: &[u8], other: &[u8]) -> String {
 
 fn dirs_of<'a>(shards: impl Iterator<Item = &'a Shard>) -> String {
     shards
-        .map(|s| s.dir.display().to_string())
+        .map(|s| crate::escape::path(&s.dir))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -682,7 +682,7 @@ fn check_manifests(shards: &[Shard]) -> Result<(), String> {
             .map(|e| e.path())
             .filter(|p| p.is_dir() && p.join(MANIFEST).is_file())
             .take(LISTED)
-            .map(|p| p.display().to_string())
+            .map(|p| crate::escape::path(&p))
             .collect();
         let nested = if nested.is_empty() {
             String::new()
@@ -720,7 +720,7 @@ fn check_manifests(shards: &[Shard]) -> Result<(), String> {
         if !follows || !consistent {
             return Err(format!(
                 "{}: the items of shard {} of {n} do not follow the rule ({})",
-                s.dir.display(),
+                crate::escape::path(&s.dir),
                 m.shard,
                 super::RULE
             ));
@@ -732,8 +732,8 @@ fn check_manifests(shards: &[Shard]) -> Result<(), String> {
                         "variant {} is `{}` in {} but `{name}` in {}",
                         i.variant_index,
                         i.variant,
-                        s.dir.display(),
-                        other.dir.display()
+                        crate::escape::path(&s.dir),
+                        crate::escape::path(&other.dir)
                     ));
                 }
                 Some(_) => {}
@@ -761,8 +761,8 @@ struct ShardData {
 /// Reads a file of a shard folder: a regular file of at most `cap` bytes.
 fn read(dir: &Path, file: &str, cap: u64) -> Result<Vec<u8>, String> {
     read_capped(&dir.join(file), cap).map_err(|e| match e {
-        InputError::NotFound => format!("{}: {file} is missing", dir.display()),
-        e => format!("{}: {e}", dir.join(file).display()),
+        InputError::NotFound => format!("{}: {file} is missing", crate::escape::path(dir)),
+        e => format!("{}: {e}", crate::escape::path(&dir.join(file))),
     })
 }
 
@@ -844,12 +844,13 @@ fn read_shard(shard: &Shard, index: usize, plan_shape: &RunShape) -> Result<Shar
     let ts_bytes = read(dir, "timeseries.csv", ts_cap).map_err(input)?;
     let summary_bytes = read(dir, "summary.csv", summary_cap).map_err(input)?;
     let exact_bytes = read(dir, EXACT_SUMMARY, summary_cap).map_err(input)?;
-    let bad =
-        |file: &str, why: String| MergeError::Input(format!("{}: {why}", dir.join(file).display()));
+    let bad = |file: &str, why: String| {
+        MergeError::Input(format!("{}: {why}", crate::escape::path(&dir.join(file))))
+    };
     // The tables of the shard's runs, checked as `plot` checks a run's
     // (a shard without runs has empty tables).
     let runs: Vec<usize> = m.items.iter().map(|i| i.item).collect();
-    let label = |file: &str| dir.join(file).display().to_string();
+    let label = |file: &str| crate::escape::path(&dir.join(file));
     let check = |kind: TableKind| {
         (!runs.is_empty())
             .then(|| TableCheck::new(kind, label(kind.file()), plan_shape, Runs::Only(&runs)))
@@ -909,7 +910,7 @@ fn read_shard(shard: &Shard, index: usize, plan_shape: &RunShape) -> Result<Shar
         return Err(input(format!(
             "{}: the manifest lists {n_items} runs but summary.csv has {} rows and \
              {EXACT_SUMMARY} {}: the folder was changed after the run",
-            dir.display(),
+            crate::escape::path(dir),
             summary.records.len(),
             exact_rows.len()
         )));
@@ -938,7 +939,7 @@ fn read_shard(shard: &Shard, index: usize, plan_shape: &RunShape) -> Result<Shar
             return Err(input(format!(
                 "{}: the rows of summary.csv or {EXACT_SUMMARY} do not match the \
                  manifest's run {} (variant `{}`, replicate {})",
-                dir.display(),
+                crate::escape::path(dir),
                 item.item,
                 item.variant,
                 item.replicate

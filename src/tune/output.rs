@@ -399,7 +399,10 @@ pub fn console_text(o: &Outcome, scenario: &str, file: &str, left_out: &LeftOut)
     }
     if let Some(why) = no_best(o) {
         if o.ranked.iter().any(|(c, _)| c.finished()) {
-            let _ = writeln!(s, "\n{why}; choose an objective this scenario measures");
+            let _ = writeln!(
+                s,
+                "\n{why}; no best.yaml was written: choose an objective this scenario measures"
+            );
         } else {
             let _ = writeln!(s, "\n{why}; no best.yaml was written");
         }
