@@ -34,7 +34,7 @@ use serde_json::{Map, Value};
 use super::edit::Lit;
 use super::tree::{Doc, Entry, Node};
 use super::write::Writer;
-use super::{Builder, Origin, Selector, changed_leaves, get_path, uint};
+use super::{Builder, Origin, Selector, changed_leaves, get_path, sim_attempts, uint};
 
 /// The retry modes and the preset each one is.
 const MODES: &[(&str, &str)] = &[
@@ -71,15 +71,71 @@ const NEAR_RETRIES: &[(&str, &str)] = &[
 
 /// The profile a section header names: `default`, or NAME of
 /// `profile NAME` (botocore also reads `[profile default]` as the default).
+/// botocore `configloader.build_profile_map` takes a header that starts
+/// with `profile` and splits it with `shlex.split` (`_parse_section`): two
+/// words make a profile, the second its name, so `[profile "data
+/// science"]` is the profile `data science`; a header shlex cannot split
+/// (an open quote) names none.
 fn profile_of(header: &str) -> Option<String> {
     if header == "default" {
         return Some("default".into());
     }
-    let mut words = header.split_whitespace();
-    match (words.next(), words.next(), words.next()) {
-        (Some("profile"), Some(name), None) => Some(name.to_string()),
+    if !header.starts_with("profile") {
+        return None;
+    }
+    match shlex_split(header)?.as_slice() {
+        [_, name] => Some(name.clone()),
         _ => None,
     }
+}
+
+/// Python's `shlex.split` (POSIX mode, no comments): words split at
+/// whitespace; `'…'` keeps everything literally; in `"…"` a backslash
+/// escapes only `"` and a backslash; a backslash outside quotes escapes
+/// the next character. `None` where shlex raises ValueError (an open
+/// quote, a trailing backslash).
+pub(crate) fn shlex_split(text: &str) -> Option<Vec<String>> {
+    let mut words = Vec::new();
+    let mut cur: Option<String> = None;
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            c if c.is_whitespace() => {
+                if let Some(w) = cur.take() {
+                    words.push(w);
+                }
+            }
+            '\\' => cur.get_or_insert_with(String::new).push(chars.next()?),
+            '\'' => {
+                let w = cur.get_or_insert_with(String::new);
+                loop {
+                    match chars.next()? {
+                        '\'' => break,
+                        c => w.push(c),
+                    }
+                }
+            }
+            '"' => {
+                let w = cur.get_or_insert_with(String::new);
+                loop {
+                    match chars.next()? {
+                        '"' => break,
+                        '\\' => match chars.next()? {
+                            c @ ('\\' | '"') => w.push(c),
+                            c => {
+                                w.push('\\');
+                                w.push(c);
+                            }
+                        },
+                        c => w.push(c),
+                    }
+                }
+            }
+            c => cur.get_or_insert_with(String::new).push(c),
+        }
+    }
+    words.extend(cur);
+    Some(words)
 }
 
 /// The sections of the file that make the profile `name`.
@@ -287,7 +343,11 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
     };
     set_all(b, "", &f, &origin);
     if let Some(e) = setting(settings, "max_attempts")
-        && let Some(n) = uint(b, &e.value, &key(e), 1, 1000)
+        // botocore reads max_attempts as an int and sets no upper bound
+        // (configprovider.py; the AWS SDKs reference guide, "Retry
+        // behavior": "max_attempts", at least 1).
+        && let Some(n) = uint(b, &e.value, &key(e), 1, u64::from(u32::MAX))
+        && let Some(n) = sim_attempts(b, &e.value, &key(e), n, "botocore sets no upper bound on max_attempts")
     {
         b.set(
             "retry.max_attempts",

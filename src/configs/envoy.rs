@@ -47,16 +47,27 @@ const MIN_RETRY_CONCURRENCY: u64 = 3;
 const RATE_LIMITED_MAX_S: u64 = 300;
 
 /// Each `retry_on` condition and the simulated outcomes it retries.
-/// `5xx` covers no response at all (resets, connection failures) and a
-/// per-try timeout, which Envoy answers with 504; `gateway-error` is 502,
-/// 503 and 504 (a per-try timeout included); `retriable-4xx` is only 409;
-/// the gRPC conditions read the status the response headers carry, which
-/// here is the dependency's status (503 UNAVAILABLE, 429
-/// RESOURCE_EXHAUSTED, 500 INTERNAL, as the grpc presets read them).
+/// A per-try timeout is a reset: `router.cc` `Filter::onPerTryTimeoutCommon`
+/// resets the upstream stream and asks `maybeRetryReset(LocalReset, …)`,
+/// and `retry_state_impl.cc` `RetryStateImpl::wouldRetryFromReset` retries
+/// any reset but `Overflow` under `reset`, and under `5xx` and
+/// `gateway-error` too (Envoy counts an upstream reset as a 5xx). A
+/// connection failure that `connect-failure` does not claim falls through
+/// to the same checks. So `reset` is a timeout and a connection failure;
+/// `5xx` and `gateway-error` add their status codes to both;
+/// `reset-before-request` only retries a reset before any byte went
+/// upstream (a connection failure, never a per-try timeout, whose request
+/// was sent); `retriable-4xx` is only 409; the gRPC conditions read the
+/// status the response headers carry, which here is the dependency's
+/// status (503 UNAVAILABLE, 429 RESOURCE_EXHAUSTED, 500 INTERNAL, as the
+/// grpc presets read them).
 pub(crate) const CONDITIONS: &[(&str, &[&str])] = &[
     ("5xx", &["timeout", "connection", "5xx"]),
-    ("gateway-error", &["timeout", "502", "503", "504"]),
-    ("reset", &["connection"]),
+    (
+        "gateway-error",
+        &["timeout", "connection", "502", "503", "504"],
+    ),
+    ("reset", &["timeout", "connection"]),
     ("reset-before-request", &["connection"]),
     ("connect-failure", &["connection"]),
     ("refused-stream", &["connection"]),
@@ -1137,21 +1148,26 @@ pub(crate) fn retry_on_tokens(
         .filter(|o| !covered(&tokens).contains(o))
         .cloned()
         .collect();
-    if missing.iter().any(|o| o == "connection") {
-        tokens.push("connect-failure".into());
-        tokens.push("reset".into());
-        missing.retain(|o| o != "connection");
-    }
+    // Envoy retries a per-try timeout only as a reset (`reset`,
+    // `gateway-error`, `5xx`), and each of those retries connection
+    // failures too; `connect-failure` retries a connection failure alone.
     if missing.iter().any(|o| o == "timeout") {
+        if !want.iter().any(|w| w == "connection") {
+            return Err("Envoy retries a per-try timeout only as a reset, under `reset`, `gateway-error` or `5xx`, and each of them also retries connection failures (retry_state_impl.cc, wouldRetryFromReset): add `connection` to retry_on, or drop `timeout`".into());
+        }
         if ["502", "503", "504"]
             .iter()
             .all(|s| want.iter().any(|w| w == s))
         {
             tokens.push("gateway-error".into());
         } else {
-            return Err("Envoy retries a per-try timeout only under `5xx` or `gateway-error` (which also retry 502, 503 and 504)".into());
+            tokens.push("reset".into());
         }
-        missing.retain(|o| o != "timeout");
+        missing.retain(|o| o != "timeout" && o != "connection");
+    }
+    if missing.iter().any(|o| o == "connection") {
+        tokens.push("connect-failure".into());
+        missing.retain(|o| o != "connection");
     }
     let mut new_codes: Vec<u16> = Vec::new();
     for o in &missing {
@@ -1540,13 +1556,17 @@ mod tests {
                 vec![429]
             )
         );
-        // Drop connection failures.
-        let fewer = s(&["timeout", "502", "503", "504"]);
+        // Drop per-try timeouts: only connect-failure stays.
+        let fewer = s(&["connection", "502", "503", "504"]);
         assert_eq!(
             retry_on_tokens(&cur, &[], &fewer).unwrap(),
-            (s(&["gateway-error"]), vec![])
+            (
+                s(&["connect-failure", "retriable-status-codes"]),
+                vec![502, 503, 504]
+            )
         );
-        // A timeout without the gateway codes cannot be said.
+        // A timeout without connection failures cannot be said.
         assert!(retry_on_tokens(&cur, &[], &s(&["timeout"])).is_err());
+        assert!(retry_on_tokens(&cur, &[], &s(&["timeout", "502", "503", "504"])).is_err());
     }
 }

@@ -871,6 +871,16 @@ fn code_list(current: Option<&Node>, wanted: &[&'static str]) -> Lit {
     Lit::List(out)
 }
 
+/// The layer fields a new retryPolicy is written from, and the field of
+/// each (gRFC A6: all five are required).
+const REQUIRED_RETRY: [(&str, &str); 5] = [
+    ("retry.max_attempts", "maxAttempts"),
+    ("retry.backoff.base", "initialBackoff"),
+    ("retry.backoff.cap", "maxBackoff"),
+    ("retry.backoff.multiplier", "backoffMultiplier"),
+    ("retry.retry_on", "retryableStatusCodes"),
+];
+
 pub(crate) fn write(
     w: &mut Writer<'_>,
     sel: &Selector,
@@ -924,7 +934,43 @@ pub(crate) fn write(
             .and_then(Value::as_str)
             .and_then(|s| crate::scenario::units::parse_duration(s).ok())
     };
-    for leaf in changed {
+    // A method config without a retryPolicy gets a whole one: gRFC A6
+    // requires all of maxAttempts, initialBackoff, maxBackoff,
+    // backoffMultiplier and retryableStatusCodes (a service config missing
+    // one is invalid), so every one is written, including those the tuned
+    // layer holds at the values import shows for "no retryPolicy".
+    let mut changed: Vec<String> = changed.to_vec();
+    let policy_leaf = |l: &str| {
+        l == "timeout"
+            || l.starts_with("timeout.")
+            || l.starts_with("retry.") && !l.starts_with("retry.budget")
+    };
+    if !hedged && mc.get("retryPolicy").is_none() && changed.iter().any(|l| policy_leaf(l)) {
+        let missing: Vec<String> = REQUIRED_RETRY
+            .iter()
+            .filter(|(leaf, _)| want(leaf).is_none())
+            .map(|(leaf, field)| format!("{leaf} ({field})"))
+            .collect();
+        if !missing.is_empty() {
+            w.refuse(
+                "",
+                &format!(
+                    "{at} (line {}) has no retryPolicy, and a new one needs all five fields gRFC A6 requires (maxAttempts, initialBackoff, maxBackoff, backoffMultiplier, retryableStatusCodes); the tuned layer does not give {}",
+                    mc.pos.0,
+                    missing.join(", ")
+                ),
+            );
+            return;
+        }
+        let mut all: Vec<String> = REQUIRED_RETRY.iter().map(|(l, _)| l.to_string()).collect();
+        all.extend(
+            changed
+                .into_iter()
+                .filter(|l| !REQUIRED_RETRY.iter().any(|(r, _)| r == l)),
+        );
+        changed = all;
+    }
+    for leaf in &changed {
         let leaf = leaf.as_str();
         let top = |p: &str| leaf == p || leaf.starts_with(&format!("{p}."));
         let r = if top("total_timeout") {

@@ -596,6 +596,33 @@ pub(crate) fn uint(b: &mut Builder, node: &Node, key: &str, lo: u64, hi: u64) ->
     }
 }
 
+/// `attempts` (the first included), which the file's `node` gives and its
+/// own system accepts, as far as the simulator goes: stormsim simulates at
+/// most `MAX_ATTEMPTS` attempts a call (the scenario's `retry.max_attempts`
+/// range, `scenario::ranges`), so a larger count is refused with that
+/// limit named as stormsim's, not as the file's.
+pub(crate) fn sim_attempts(
+    b: &mut Builder,
+    node: &Node,
+    key: &str,
+    attempts: u64,
+    upstream: &str,
+) -> Option<u64> {
+    let max = u64::from(crate::scenario::validate::MAX_ATTEMPTS);
+    if attempts <= max {
+        return Some(attempts);
+    }
+    b.error(
+        key,
+        Some(node.pos),
+        format!(
+            "{} is valid ({upstream}), but it makes {attempts} attempts a call, and stormsim simulates at most {max} (the scenario's retry.max_attempts: a limit of the simulator, not of the file); to simulate this client, write the layer's retry.max_attempts (at most {max}) without `from:`, or import a copy of the file with a lower value",
+            node.describe()
+        ),
+    );
+    None
+}
+
 /// `lo..=hi` for people: `from 0.5 to 100`, and a `lo` of the smallest
 /// positive float (a bound that only excludes 0) as `greater than 0`,
 /// never its 300 digits.
@@ -669,5 +696,7 @@ pub(crate) fn fmt_num(v: f64) -> String {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_heldout3;
 #[cfg(test)]
 mod tests_selectors;

@@ -54,7 +54,9 @@ use super::durations::{TimeSpanText, parse_timespan, timespan, timespan_syntax};
 use super::edit::Lit;
 use super::tree::{Doc, Node, Pos, Style};
 use super::write::Writer;
-use super::{Builder, Origin, Selector, boolean, fmt_num, get_path, num, number, uint};
+use super::{
+    Builder, Origin, Selector, boolean, fmt_num, get_path, num, number, sim_attempts, uint,
+};
 use crate::scenario::units::Duration;
 
 /// One value of the file, under its configuration key.
@@ -412,8 +414,21 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
     // Retry.
     match s.get("retry:maxretryattempts") {
         Some(p) => {
-            if let Some(n) = uint(b, p.node, &key_of(p), 1, 999) {
-                b.set("retry.max_attempts", json!(n + 1), at(p));
+            // Polly v8 `RetryStrategyOptions.MaxRetryAttempts` is
+            // `[Range(1, RetryConstants.MaxRetryCount)]`, and `MaxRetryCount`
+            // is `int.MaxValue` (App-vNext/Polly
+            // src/Polly.Core/Retry/RetryConstants.cs): int.MaxValue is how
+            // a file says "retry forever".
+            if let Some(n) = uint(b, p.node, &key_of(p), 1, i32::MAX as u64)
+                && let Some(n) = sim_attempts(
+                    b,
+                    p.node,
+                    &key_of(p),
+                    n + 1,
+                    "Polly's MaxRetryAttempts takes 1 to 2147483647 retries",
+                )
+            {
+                b.set("retry.max_attempts", json!(n), at(p));
             }
         }
         None => b.set(

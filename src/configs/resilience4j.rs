@@ -40,7 +40,9 @@ use super::durations::{SpringStyle, parse_spring, spring};
 use super::edit::Lit;
 use super::tree::{Doc, Node};
 use super::write::Writer;
-use super::{Builder, Origin, Selector, boolean, fmt_num, get_path, num, number, uint};
+use super::{
+    Builder, Origin, Selector, boolean, fmt_num, get_path, num, number, sim_attempts, uint,
+};
 use crate::scenario::units::Duration;
 
 /// A property name as Spring's relaxed binding compares it.
@@ -552,7 +554,15 @@ fn read_resolved(doc: &Doc, sel: &Selector, b: &mut Builder) {
                     Some(p.node.pos),
                     "Resilience4j refuses it: maxAttempts must be greater than or equal to 1 (the binding fails at startup)",
                 );
-            } else if let Some(n) = uint(b, p.node, &key_of(&p), 1, 1000) {
+            } else if let Some(n) = uint(b, p.node, &key_of(&p), 1, i32::MAX as u64)
+                && let Some(n) = sim_attempts(
+                    b,
+                    p.node,
+                    &key_of(&p),
+                    n,
+                    "Resilience4j's maxAttempts is an int of at least 1",
+                )
+            {
                 b.set(
                     "retry.max_attempts",
                     json!(n),
@@ -634,6 +644,31 @@ fn read_resolved(doc: &Doc, sel: &Selector, b: &mut Builder) {
             },
         ),
     };
+    // Resilience4j builds a randomized or exponential interval function
+    // from waitDuration.toMillis() (CommonRetryConfigurationProperties),
+    // and IntervalFunction's `of(interval, backoff)` and `ofRandomized`
+    // (resilience4j-core IntervalFunction.java) call `checkInterval`,
+    // which throws IllegalArgumentException ("… millis is less than 1")
+    // for an interval under 1 ms: the retry is never built. A constant
+    // wait of 0 is fine (RetryConfig.Builder.waitDuration takes >= 0).
+    if (exp_on || rand_on)
+        && wait < Duration::from_millis(1)
+        && let Some(p) = &wait_prop
+    {
+        let flag = if exp_on {
+            "enableExponentialBackoff"
+        } else {
+            "enableRandomizedWait"
+        };
+        b.error(
+            key_of(p),
+            Some(p.key_pos),
+            format!(
+                "Resilience4j refuses it: with {flag} the waitDuration must be at least 1 ms (IntervalFunction.checkInterval throws IllegalArgumentException for an interval of {} millis, less than 1, and the application does not start)",
+                wait.0 / 1_000_000
+            ),
+        );
+    }
     b.set("retry.backoff.base", json!(wait.to_string()), wait_origin);
     b.absent("retry.backoff.throttle_base");
     let prop_origin = |p: &Prop| Origin {

@@ -1410,7 +1410,7 @@ fn ms_resilience_bad_values_are_named_with_their_position() {
     );
     let e = ms_errors("{ \"R\": { \"Retry\": { \"MaxRetryAttempts\": 0 } } }", "R");
     assert!(
-        e[0].contains("expected a whole number from 1 to 999, found `0`"),
+        e[0].contains("expected a whole number from 1 to 2147483647, found `0`"),
         "{e:?}"
     );
     let e = ms_errors(
@@ -1797,7 +1797,7 @@ fn aws_profiles_onto_the_presets() {
         &p,
         &[
             "retry.max_attempts=5.0",
-            "retry.retry_on=[\"429\",\"500\",\"503\",\"509\",\"connection\",\"timeout\"]",
+            "retry.retry_on=[\"429\",\"500\",\"502\",\"503\",\"504\",\"509\",\"connection\",\"timeout\"]",
         ],
     );
     lacks(&p, &["retry.budget", "retry.backoff.cap"]);
@@ -1850,7 +1850,9 @@ fn aws_errors_are_named_with_their_position() {
     );
     assert_eq!(
         e,
-        ["f:3:16: [profile a].max_attempts: expected a whole number from 1 to 1000, found `0`"]
+        [
+            "f:3:16: [profile a].max_attempts: expected a whole number from 1 to 4294967295, found `0`"
+        ]
     );
     let e = aws_errors("[profile a]\nmax_attempts = 3 # three\n", "a");
     assert!(e[0].contains("found `3 # three`"), "{e:?}");
@@ -1956,7 +1958,7 @@ fn aws_export_changes_only_the_tuned_values() {
             ("retry.budget", Value::Null),
             (
                 "retry.retry_on",
-                json!(["timeout", "connection", 429, 500, 503, 509]),
+                json!(["timeout", "connection", 429, 500, 502, 503, 504, 509]),
             ),
             ("retry.backoff.cap", Value::Null),
         ],
@@ -2480,7 +2482,7 @@ spec:
     )
     .unwrap();
     assert!(
-        out.after.contains("retryOn: \"reset,429,503\" }"),
+        out.after.contains("retryOn: \"connect-failure,429,503\" }"),
         "{}",
         out.after
     );
@@ -2534,15 +2536,15 @@ spec:
     for (block, after) in [
         (
             "      retryOn: |\n        reset\n    timeout: 5s\n",
-            "      retryOn: |\n        reset,gateway-error\n    timeout: 5s\n",
+            "      retryOn: |\n        reset,502,503,504\n    timeout: 5s\n",
         ),
         (
             "      retryOn: >-\n        reset,\n        connect-failure\n      # keep\n\n    timeout: 5s\n",
-            "      retryOn: >-\n        reset,connect-failure,gateway-error\n      # keep\n\n    timeout: 5s\n",
+            "      retryOn: >-\n        reset,connect-failure,502,503,504\n      # keep\n\n    timeout: 5s\n",
         ),
         (
             "      retryOn: >-\n        reset\n",
-            "      retryOn: >-\n        reset,gateway-error\n",
+            "      retryOn: >-\n        reset,502,503,504\n",
         ),
     ] {
         let src = format!("{head}{block}");

@@ -57,7 +57,7 @@ pub const PRESETS: &[Preset] = &[
     preset!(
         "aws-legacy-botocore",
         "botocore / boto3, legacy mode",
-        "5 attempts, full jitter 1s x2 with no cap, no quota, 502/504 not retried"
+        "5 attempts, full jitter 1s x2 with no cap, no quota, 429/500/502/503/504/509"
     ),
     preset!(
         "aws-adaptive",
