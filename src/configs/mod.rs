@@ -670,4 +670,6 @@ pub(crate) fn fmt_num(v: f64) -> String {
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_heldout3b;
+#[cfg(test)]
 mod tests_selectors;
