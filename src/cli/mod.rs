@@ -627,19 +627,34 @@ fn export(args: ExportArgs) -> i32 {
         }
         return 0;
     }
-    out!("{}", unified_diff(&done.before, &done.after, &label));
-    for n in &done.notes {
-        errln!("note: {}", escape(n));
-    }
+    let diff = unified_diff(&done.before, &done.after, &label);
+    let notes = || {
+        if configs::edit::is_crlf(&done.before) {
+            errln!(
+                "note: {} has CRLF line endings; the diff shows them as LF",
+                escape(&label)
+            );
+        }
+        for n in &done.notes {
+            errln!("note: {}", escape(n));
+        }
+    };
     if args.dry_run {
+        out!("{diff}");
+        notes();
         return 0;
     }
+    // The diff only once it is true of the file: a script reading stdout
+    // must not see a change that was not made.
     match replace_file(&args.into, &done.before, &done.after) {
         Ok(()) => {
+            out!("{diff}");
+            notes();
             errln!("wrote {}", escape(&label));
             0
         }
         Err(e) => {
+            notes();
             errln!("error: {}: {}", escape(&label), escape(&e));
             1
         }

@@ -46,6 +46,29 @@ pub fn apply(text: &str, mut edits: Vec<Edit>) -> Result<String, String> {
     Ok(out)
 }
 
+/// Whether `text` ends its lines in CRLF (as its first line does).
+pub fn is_crlf(text: &str) -> bool {
+    text.find('\n').is_some_and(|i| text[..i].ends_with('\r'))
+}
+
+/// Gives the lines `edits` write the CRLF line endings of `text`, a CRLF
+/// file (the edits are written with LF): a line stormsim adds ends like
+/// the file's other lines.
+pub fn crlf_edits(text: &str, edits: &mut [Edit]) {
+    for e in edits.iter_mut() {
+        let mut out = String::with_capacity(e.text.len() + 8);
+        let mut prev_cr = text[..e.range.start].ends_with('\r');
+        for c in e.text.chars() {
+            if c == '\n' && !prev_cr {
+                out.push('\r');
+            }
+            out.push(c);
+            prev_cr = c == '\r';
+        }
+        e.text = out;
+    }
+}
+
 pub(crate) fn json_string(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))
 }
@@ -349,8 +372,11 @@ pub fn insert(
         .iter()
         .filter(|e| map.span.start <= e.key_span.start && e.key_span.start < map.span.end)
         .collect();
+    // A mapping of only a `<<` merge key (`inventory: {<<: *defaults}`):
+    // the new keys are its own, after the merge key, indented like it
+    // (or after it in the braces); they override the merged ones.
     if have.is_empty() && !map.entries().is_empty() {
-        return Err("the mapping holds only keys a `<<` merge key brings in; add a key of its own by hand first".into());
+        return merge_only_insert(text, syntax, map, *flow, entries);
     }
     // The end of an entry's text: its value's, unless the value is an
     // alias (a copy of text that stands elsewhere): then its key's.
@@ -438,6 +464,59 @@ pub fn insert(
     Ok(Edit {
         range: at..at,
         text: lines,
+    })
+}
+
+/// [`insert`] into a mapping whose text holds only a `<<` merge key.
+fn merge_only_insert(
+    text: &str,
+    syntax: Syntax,
+    map: &Node,
+    flow: bool,
+    entries: &[(String, Ins)],
+) -> Result<Edit, String> {
+    let refuse = || {
+        "the mapping holds only keys a `<<` merge key brings in, written in a way stormsim cannot add to; add a key of its own by hand first".to_string()
+    };
+    let own = &text[map.span.clone()];
+    if flow {
+        let close = own.rfind('}').ok_or_else(refuse)?;
+        let at = map.span.start + own[..close].trim_end().len();
+        let items: String = entries
+            .iter()
+            .map(|(k, v)| format!(", {}: {}", key_text(syntax, k), inline(syntax, v)))
+            .collect();
+        return Ok(Edit {
+            range: at..at,
+            text: items,
+        });
+    }
+    if !own.starts_with("<<") {
+        return Err(refuse());
+    }
+    let line_start = text[..map.span.start].rfind('\n').map_or(0, |i| i + 1);
+    if !text[line_start..map.span.start].chars().all(|c| c == ' ') {
+        // `key: <<: …` cannot be; a `- <<: *a` item: its column.
+        if !text[line_start..map.span.start]
+            .trim_start()
+            .starts_with('-')
+        {
+            return Err(refuse());
+        }
+    }
+    let col = map.span.start - line_start;
+    let mut lines = String::new();
+    block(syntax, entries, col, &mut lines);
+    let end = map.span.end.max(map.span.start + 2);
+    Ok(match text[end..].find('\n') {
+        Some(i) => Edit {
+            range: end + i + 1..end + i + 1,
+            text: lines,
+        },
+        None => Edit {
+            range: text.len()..text.len(),
+            text: format!("\n{}", lines.trim_end_matches('\n')),
+        },
     })
 }
 

@@ -124,20 +124,49 @@ fn virtual_services(doc: &Doc) -> Vec<(String, &Node)> {
     out
 }
 
-fn host_matches(have: &str, want: &str) -> bool {
-    have == want || (!want.contains('.') && have.split('.').next() == Some(want))
+/// How well the host `have` of a file matches the host `want` given:
+/// `None` for not at all; a greater value for a more specific match.
+/// Exactly, or by its short name (`reviews` for
+/// `reviews.prod.svc.cluster.local`): best. A wildcard host of the
+/// VirtualService's `hosts` (`*.example.com`, and `*` for every host)
+/// matches the hosts under it, as Istio matches them (a `*` stands for
+/// one or more leading labels), and among wildcards the longer one is the
+/// more specific, as Istio picks it: `exact` is false for a destination's
+/// host, which names one service and is never a wildcard.
+fn host_rank(have: &str, want: &str, wildcard: bool) -> Option<(u8, usize)> {
+    if have == want || (!want.contains('.') && have.split('.').next() == Some(want)) {
+        return Some((2, 0));
+    }
+    if !wildcard {
+        return None;
+    }
+    if have == "*" {
+        return Some((0, 0));
+    }
+    let suffix = have.strip_prefix('*')?;
+    (suffix.starts_with('.') && want.len() > suffix.len() && want.ends_with(suffix))
+        .then_some((1, suffix.len()))
 }
 
 /// The route the selector picks: among the `http` routes of every
 /// VirtualService whose `hosts` hold the host, or whose destinations go to
-/// it, the one named `route` (or the only one).
+/// it, the one named `route` (or the only one). Of several matches, only
+/// the most specific count (see [`host_rank`]).
 pub(crate) fn select<'d>(
     doc: &'d Doc,
     host: &str,
     route: Option<&str>,
 ) -> Result<HttpAt<'d>, Finding> {
-    let mut all: Vec<(HttpAt<'d>, bool)> = Vec::new();
+    // Each route, with how well it matches and the file's host it matched.
+    type Rank = Option<((u8, usize), String)>;
+    let mut all: Vec<(HttpAt<'d>, Rank)> = Vec::new();
+    let mut known_hosts: Vec<String> = Vec::new();
     let mut seen_vs = false;
+    let best = |a: Rank, b: Rank| match (&a, &b) {
+        (Some(x), Some(y)) if y.0 > x.0 => b,
+        (None, _) => b,
+        _ => a,
+    };
     for (prefix, root) in virtual_services(doc) {
         seen_vs = true;
         let vs = root
@@ -149,24 +178,39 @@ pub(crate) fn select<'d>(
         let Some(spec) = root.get("spec") else {
             continue;
         };
-        let hosts_match = spec
+        let mut hosts_rank: Rank = None;
+        for h in spec
             .get("hosts")
             .map_or(&[][..], Node::items)
             .iter()
             .filter_map(Node::scalar)
-            .any(|h| host_matches(h, host));
+        {
+            if !known_hosts.iter().any(|k| k == h) {
+                known_hosts.push(h.to_string());
+            }
+            hosts_rank = best(
+                hosts_rank,
+                host_rank(h, host, true).map(|r| (r, h.to_string())),
+            );
+        }
         for (i, h) in spec
             .get("http")
             .map_or(&[][..], Node::items)
             .iter()
             .enumerate()
         {
-            let dest_match = h
+            let mut rank = hosts_rank.clone();
+            for d in h
                 .get("route")
                 .map_or(&[][..], Node::items)
                 .iter()
                 .filter_map(|d| d.get("destination")?.get("host")?.scalar())
-                .any(|d| host_matches(d, host));
+            {
+                if !known_hosts.iter().any(|k| k == d) {
+                    known_hosts.push(d.to_string());
+                }
+                rank = best(rank, host_rank(d, host, false).map(|r| (r, d.to_string())));
+            }
             all.push((
                 HttpAt {
                     key: format!("{prefix}spec.http[{i}]"),
@@ -174,7 +218,7 @@ pub(crate) fn select<'d>(
                     node: h,
                     vs: vs.clone(),
                 },
-                hosts_match || dest_match,
+                rank,
             ));
         }
     }
@@ -191,20 +235,40 @@ pub(crate) fn select<'d>(
             .and_then(Node::scalar)
             .map(str::to_string)
     };
-    let for_host: Vec<HttpAt> = all
+    let top = all
+        .iter()
+        .filter_map(|(_, r)| r.as_ref().map(|r| r.0))
+        .max();
+    let (for_host, matched): (Vec<HttpAt>, Vec<String>) = all
         .into_iter()
-        .filter(|(_, m)| *m)
-        .map(|(h, _)| h)
-        .collect();
+        .filter_map(|(h, r)| r.filter(|r| Some(r.0) == top).map(|r| (h, r.1)))
+        .unzip();
     if for_host.is_empty() {
+        let listed = known_hosts
+            .iter()
+            .map(|h| format!("`{h}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
         return Err(Finding {
             pos: None,
             key: String::new(),
             message: format!(
-                "no VirtualService route for host `{host}` (in `hosts` or a route's `destination.host`)"
+                "no VirtualService route for host `{host}` (in `hosts` or a route's `destination.host`); {}",
+                if listed.is_empty() {
+                    "the file names no host".to_string()
+                } else {
+                    format!("the file's hosts are {listed}")
+                }
             ),
         });
     }
+    let by_node: Vec<(&Node, String)> = for_host.iter().map(|h| h.node).zip(matched).collect();
+    let matched_for = |h: &HttpAt| -> &str {
+        by_node
+            .iter()
+            .find(|(n, _)| std::ptr::eq(*n, h.node))
+            .map_or("", |(_, m)| m.as_str())
+    };
     let names = |v: &[HttpAt]| -> String {
         v.iter()
             .map(|h| {
@@ -247,6 +311,34 @@ pub(crate) fn select<'d>(
     };
     if hits.len() == 1 {
         return Ok(hits.remove(0));
+    }
+    // The host given matched several of the file's hosts (a short name
+    // of a host in two namespaces): the full host picks one.
+    let mut full: Vec<&str> = Vec::new();
+    for h in &hits {
+        let m = matched_for(h);
+        if !full.contains(&m) {
+            full.push(m);
+        }
+    }
+    if full.len() > 1 {
+        return Err(Finding {
+            pos: Some(hits[1].node.pos),
+            key: hits[1].key.clone(),
+            message: format!(
+                "host `{host}` matches {} hosts of the file ({}){}; give the full host, e.g. `host: {}`",
+                full.len(),
+                full.iter()
+                    .map(|f| format!("`{f}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                match route {
+                    Some(r) => format!(", each with an http route `{r}`"),
+                    None => String::new(),
+                },
+                full[0]
+            ),
+        });
     }
     Err(Finding {
         pos: Some(hits[1].node.pos),

@@ -699,4 +699,6 @@ mod tests;
 #[cfg(test)]
 mod tests_heldout3;
 #[cfg(test)]
+mod tests_heldout3b;
+#[cfg(test)]
 mod tests_selectors;

@@ -425,14 +425,37 @@ fn retry_on(b: &mut Builder, retry: Option<&Prop>, ignore: Option<&Prop>) -> (Ve
 fn duration(b: &mut Builder, p: &Prop) -> Option<(Duration, SpringStyle)> {
     let d = p.node.scalar().and_then(parse_spring);
     if d.is_none() {
-        b.error(
-            key_of(p),
-            Some(p.node.pos),
+        // Well-formed but too long: the same text with each number 1
+        // reads.
+        let in_form = p.node.scalar().is_some_and(|t| {
+            let mut one = String::new();
+            let mut digits = false;
+            for c in t.chars() {
+                if c.is_ascii_digit() {
+                    if !digits {
+                        one.push('1');
+                    }
+                    digits = true;
+                } else {
+                    one.push(c);
+                    digits = false;
+                }
+            }
+            parse_spring(&one).is_some()
+        });
+        let message = if in_form {
+            format!(
+                "{} is a well-formed duration, but longer than stormsim can hold (at most {}, about 584 years)",
+                p.node.describe(),
+                Duration(u64::MAX)
+            )
+        } else {
             format!(
                 "expected a duration such as 500ms, 2s or PT2S, found {}",
                 p.node.describe()
-            ),
-        );
+            )
+        };
+        b.error(key_of(p), Some(p.node.pos), message);
     }
     d
 }
@@ -1342,5 +1365,37 @@ pub(crate) fn write(
         if let Err(e) = r {
             w.refuse_leaf(leaf, &e).ok();
         }
+    }
+}
+
+/// A `--set` style export that switches the backoff's kind without
+/// giving `retry.backoff.truncate_ms`: Resilience4j's kind decides it (its
+/// exponential IntervalFunction works in whole milliseconds at every
+/// step; a constant wait is used as written), so it is taken from the
+/// kind rather than required. The note says so, when it changes.
+pub(crate) fn implied_truncation(want: &mut Map<String, Value>) -> Option<String> {
+    let backoff = want
+        .get_mut("retry")
+        .and_then(Value::as_object_mut)
+        .and_then(|r| r.get_mut("backoff"))
+        .and_then(Value::as_object_mut)?;
+    let exponential = match backoff.get("kind").and_then(Value::as_str) {
+        Some("exponential") => true,
+        Some("constant") => false,
+        _ => return None,
+    };
+    let now = backoff
+        .get("truncate_ms")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    if now == exponential {
+        return None;
+    }
+    if exponential {
+        backoff.insert("truncate_ms".into(), Value::Bool(true));
+        Some("Resilience4j's exponential backoff works in whole milliseconds at every step: taken as retry.backoff.truncate_ms: true".into())
+    } else {
+        backoff.remove("truncate_ms");
+        None
     }
 }

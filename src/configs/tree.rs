@@ -982,10 +982,19 @@ mod json {
                         || word.parse::<f64>().is_ok_and(f64::is_finite);
                     if !ok {
                         self.at = start;
-                        return Err(self.error(&format!(
-                            "`{}` is not a JSON value",
-                            word.chars().take(40).collect::<String>()
-                        )));
+                        let shown = word.chars().take(40).collect::<String>();
+                        // JSON's number grammar (RFC 8259, section 6) has
+                        // no limit; a number beyond a double's range is
+                        // well-formed, only too large.
+                        let number = word.strip_prefix('-').unwrap_or(word);
+                        if number.starts_with(|c: char| c.is_ascii_digit())
+                            && word.parse::<f64>().is_ok()
+                        {
+                            return Err(self.error(&format!(
+                                "`{shown}` is a JSON number, but too large (a number here must be within ±1.7e308)"
+                            )));
+                        }
+                        return Err(self.error(&format!("`{shown}` is not a JSON value")));
                     }
                     Ok(Node {
                         kind: Kind::Scalar {

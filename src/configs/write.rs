@@ -420,6 +420,17 @@ pub fn export_text(
             canonical(&m, label)?
         }
     };
+    let mut want = want;
+    let mut implied = Vec::new();
+    if let (Format::Resilience4j, Wanted::Sets(sets)) = (format, wanted) {
+        const FLAG: &str = "retry.backoff.truncate_ms";
+        if !sets
+            .iter()
+            .any(|(p, _)| p == FLAG || FLAG.starts_with(&format!("{p}.")))
+        {
+            implied.extend(super::resilience4j::implied_truncation(&mut want));
+        }
+    }
     let changed = changed_leaves(&cur, &want, &owned);
     if changed.is_empty() {
         return Ok(Exported {
@@ -438,9 +449,13 @@ pub fn export_text(
         Format::MsResilience => super::ms_resilience::write(&mut w, selector, &want, &changed),
         Format::AwsConfig => super::aws::write(&mut w, selector, &want, &changed),
     }
-    let (edits, notes) = w
+    let (mut edits, mut notes) = w
         .finish()
         .map_err(|fs| fs.iter().map(|f| f.located(label)).collect::<Vec<_>>())?;
+    if edit::is_crlf(text) {
+        edit::crlf_edits(text, &mut edits);
+    }
+    notes.extend(implied);
     let after = edit::apply(text, edits).map_err(|e| vec![ScenarioError::new(label, e)])?;
     // The edited file must read back as exactly the tuned values.
     let again = super::import_text(&after, label, format, selector).map_err(|e| {
@@ -496,7 +511,13 @@ pub fn export_text(
 }
 
 /// A unified diff of `before` and `after`, labelled with `label`.
+/// A CRLF file's diff is shown without the CRs (each would show as a
+/// control character): see [`edit::is_crlf`].
 pub fn unified_diff(before: &str, after: &str, label: &str) -> String {
+    if edit::is_crlf(before) {
+        let (b, a) = (before.replace("\r\n", "\n"), after.replace("\r\n", "\n"));
+        return unified_diff(&b, &a, label);
+    }
     similar::TextDiff::from_lines(before, after)
         .unified_diff()
         .context_radius(3)
@@ -569,6 +590,33 @@ pub fn wanted_from_best(
 ) -> Result<(Wanted, Target), Vec<ScenarioError>> {
     let label = best.display().to_string();
     let text = super::read_file(best, &label).map_err(|e| vec![e])?;
+    // A key given twice, as the scenario loader says it.
+    let located = crate::scenario::locate::LocationIndex::build(&text);
+    let twice: Vec<ScenarioError> = located
+        .duplicates()
+        .iter()
+        .map(|(path, (line, col))| {
+            let key = path.rsplit('.').next().unwrap_or(path);
+            ScenarioError::new(
+                &label,
+                format!("`{key}` is given twice; expected each field once"),
+            )
+            .with_path(path.clone())
+            .at(*line, *col)
+        })
+        .collect();
+    if !twice.is_empty() {
+        // `layers.a.retry: {max_attempts: 3}` beside
+        // `layers.a.retry.max_attempts: 4` names one path twice too: the
+        // overlap is the mistake to name.
+        if let Some(Value::Object(m)) = crate::scenario::load::parse_value_first_wins(&text) {
+            let overlaps = overlapping(&m, &located, &label);
+            if !overlaps.is_empty() {
+                return Err(overlaps);
+            }
+        }
+        return Err(twice);
+    }
     let value: Value =
         serde_saphyr::from_str_with_options(&text, crate::scenario::load::parse_options())
             .map_err(|e| {
@@ -690,6 +738,7 @@ pub fn wanted_from_best(
         }
         sets.push((name, is_call, field.to_string(), v.clone()));
     }
+    errors.extend(overlapping(&map, &located, &label));
     if !errors.is_empty() {
         return Err(errors);
     }
@@ -777,6 +826,41 @@ pub fn wanted_from_best(
     Ok((Wanted::Sets(picked), target))
 }
 
+/// The keys of a dotted-path BEST file that set one field (or a field and
+/// a part of it) as an earlier key does, refused as `--set` refuses them:
+/// one of the values would never apply.
+fn overlapping(
+    map: &Map<String, Value>,
+    located: &crate::scenario::locate::LocationIndex,
+    label: &str,
+) -> Vec<ScenarioError> {
+    let related = |a: &str, b: &str| {
+        a == b || a.starts_with(&format!("{b}.")) || b.starts_with(&format!("{a}."))
+    };
+    let keys: Vec<&String> = map.keys().collect();
+    let mut errors = Vec::new();
+    for (j, k) in keys.iter().enumerate() {
+        if let Some(i) = (0..j).find(|&i| related(keys[i], k)) {
+            let mut e = ScenarioError::new(
+                label,
+                format!(
+                    "sets the same field as `{}`, so one of the two values would never apply; keep one of them",
+                    keys[i]
+                ),
+            )
+            .with_path(k.to_string());
+            // The key's own line: a path the earlier key's value also
+            // holds stands twice in the file, this key second.
+            let second = located.duplicates().iter().find(|(p, _)| p == *k);
+            if let Some((line, col)) = second.map(|d| d.1).or_else(|| located.position(k)) {
+                e = e.at(line, col);
+            }
+            errors.push(e);
+        }
+    }
+    errors
+}
+
 /// Replaces `path` with `text` (following a symbolic link to the file it
 /// names), keeping what makes it the user's file: its owner, group and
 /// mode, and its identity (inode) when other names share it. Refuses when
@@ -803,7 +887,7 @@ pub fn replace_file(path: &Path, expected: &str, text: &str) -> Result<(), Strin
     }
     let meta = std::fs::metadata(&real).map_err(|e| format!("cannot read the file again: {e}"))?;
     if meta.nlink() > 1 {
-        return write_in_place(&real, text);
+        return write_in_place(&real, &now, text);
     }
     let dir = real.parent().unwrap_or(Path::new("."));
     let name = real
@@ -834,7 +918,7 @@ pub fn replace_file(path: &Path, expected: &str, text: &str) -> Result<(), Strin
             // original file, and so its owner, by writing into it.
             drop(file);
             let _ = std::fs::remove_file(&tmp);
-            return write_in_place(&real, text);
+            return write_in_place(&real, &now, text);
         }
         let written = file
             .set_permissions(meta.permissions())
@@ -850,16 +934,84 @@ pub fn replace_file(path: &Path, expected: &str, text: &str) -> Result<(), Strin
 }
 
 /// Writes `text` into the file `real` itself (its inode, owner, group
-/// and mode unchanged): see [`replace_file`].
-fn write_in_place(real: &Path, text: &str) -> Result<(), String> {
+/// and mode unchanged), over `old`, its current content: see
+/// [`replace_file`] and [`overwrite`].
+fn write_in_place(real: &Path, old: &[u8], text: &str) -> Result<(), String> {
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .open(real)
-        .map_err(|e| format!("cannot write the file: {e}"))?;
-    file.write_all(text.as_bytes())
-        .and_then(|()| file.set_len(text.len() as u64))
-        .and_then(|()| file.sync_all())
-        .map_err(|e| format!("cannot write the file: {e}"))
+        .map_err(|e| format!("cannot write the file: {e}; it was not changed"))?;
+    overwrite(&mut file, old, text.as_bytes())
+}
+
+/// What [`overwrite`] does to a file, apart so that a test can make a
+/// step fail (a full disk) at will.
+pub(crate) trait InPlace {
+    fn write_at(&mut self, offset: u64, bytes: &[u8]) -> std::io::Result<()>;
+    fn set_len(&mut self, len: u64) -> std::io::Result<()>;
+    fn sync(&mut self) -> std::io::Result<()>;
+}
+
+impl InPlace for std::fs::File {
+    fn write_at(&mut self, offset: u64, bytes: &[u8]) -> std::io::Result<()> {
+        std::os::unix::fs::FileExt::write_all_at(self, bytes, offset)
+    }
+    fn set_len(&mut self, len: u64) -> std::io::Result<()> {
+        std::fs::File::set_len(self, len)
+    }
+    fn sync(&mut self) -> std::io::Result<()> {
+        self.sync_all()
+    }
+}
+
+/// Replaces the content `old` of `f` with `new`, in place, so that a
+/// failed write (a full disk) leaves the file as it was whenever that is
+/// possible, and says which it is.
+///
+/// When the new text is longer, the part beyond the old length is
+/// written first, after the old bytes, and flushed: that claims the disk
+/// space the new text needs while the old text is still whole, and if it
+/// fails the file is cut back to its old length, unchanged. Only then are
+/// the old bytes overwritten (blocks the file already has) and the file
+/// cut to the new length. Should that still fail (a copy-on-write file
+/// system needs new blocks for any write), the old text, kept in memory,
+/// is written back.
+pub(crate) fn overwrite(f: &mut impl InPlace, old: &[u8], new: &[u8]) -> Result<(), String> {
+    let old_len = old.len() as u64;
+    if new.len() > old.len()
+        && let Err(e) = f
+            .write_at(old_len, &new[old.len()..])
+            .and_then(|()| f.sync())
+    {
+        return Err(match f.set_len(old_len).and_then(|()| f.sync()) {
+            Ok(()) => format!("cannot write the file: {e}; it was not changed"),
+            Err(e2) => format!(
+                "cannot write the file: {e}; its text is unchanged, but it could not be \
+                 cut back to its old length ({e2}), so it may end in part of the new text"
+            ),
+        });
+    }
+    let shared = old.len().min(new.len());
+    let written = f
+        .write_at(0, &new[..shared])
+        .and_then(|()| f.set_len(new.len() as u64))
+        .and_then(|()| f.sync());
+    if let Err(e) = written {
+        let back = f
+            .write_at(0, old)
+            .and_then(|()| f.set_len(old_len))
+            .and_then(|()| f.sync());
+        return Err(match back {
+            Ok(()) => format!(
+                "cannot write the file: {e}; its old text was written back, so it is unchanged"
+            ),
+            Err(e2) => format!(
+                "cannot write the file: {e}, nor write its old text back ({e2}): \
+                 THE FILE IS PARTLY WRITTEN; restore it from a copy"
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// The file a layer's `from` names.

@@ -666,7 +666,7 @@ fn parse_value(src: &str) -> Option<Value> {
 }
 
 /// `src` as a plain value, the first of any key given twice kept.
-fn parse_value_first_wins(src: &str) -> Option<Value> {
+pub(crate) fn parse_value_first_wins(src: &str) -> Option<Value> {
     let mut options = parse_options();
     options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::FirstWins;
     serde_saphyr::from_str_with_options(src, options).ok()
