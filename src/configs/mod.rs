@@ -559,7 +559,7 @@ pub fn import_file(
     format: Format,
     selector: &Selector,
 ) -> Result<Policy, Vec<ScenarioError>> {
-    let label = path.display().to_string();
+    let label = crate::escape::path(path);
     let text = read_file(path, &label).map_err(|e| vec![e])?;
     import_text(&text, &label, format, selector)
 }

@@ -588,7 +588,7 @@ pub fn wanted_from_best(
     pick: Option<Pick<'_>>,
     into: &Path,
 ) -> Result<(Wanted, Target), Vec<ScenarioError>> {
-    let label = best.display().to_string();
+    let label = crate::escape::path(best);
     let text = super::read_file(best, &label).map_err(|e| vec![e])?;
     // A key given twice, as the scenario loader says it.
     let located = crate::scenario::locate::LocationIndex::build(&text);
@@ -696,7 +696,7 @@ pub fn wanted_from_best(
                     None if s.is_graph() => format!(
                         "which call? pick one of {} with --call (no call's `from` names {})",
                         call_names.join(", "),
-                        into.display()
+                        crate::escape::path(into)
                     ),
                     None => format!(
                         "which layer? pick one of {} with --layer",
