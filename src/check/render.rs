@@ -58,6 +58,30 @@ fn per_s(v: f64) -> String {
     }
 }
 
+/// An offered rate in requests per second: whole rates as they are
+/// (`500`), others to four significant digits (`0.01667` for one a
+/// minute, never `0.016666666666666666`), from 10^12 on the order of
+/// magnitude.
+fn offered_per_s(v: f64) -> String {
+    if !v.is_finite() || v >= 1e12 {
+        return super::findings::count(v);
+    }
+    if v == v.trunc() {
+        return format!("{v:.0}");
+    }
+    let digits = (3 - v.abs().log10().floor() as i32).max(0) as usize;
+    let mut t = format!("{v:.digits$}");
+    if t.contains('.') {
+        while t.ends_with('0') {
+            t.pop();
+        }
+        if t.ends_with('.') {
+            t.pop();
+        }
+    }
+    t
+}
+
 /// The reviews of a scenario's variants as JSON (pretty-printed, one
 /// trailing newline): the one review as [`json`] gives it when the
 /// scenario runs one variant, else every different review with the
@@ -194,7 +218,7 @@ pub fn human(r: &Report, file: &str) -> String {
         o,
         "deadline: {}   peak offered: {}/s",
         s.deadline_s.map_or("none".into(), |d| secs(Some(d))),
-        s.peak_offered_per_s
+        offered_per_s(s.peak_offered_per_s)
     );
     if r.layers.is_empty() {
         let _ = writeln!(
@@ -351,7 +375,7 @@ fn human_graph(r: &Report, file: &str) -> String {
         o,
         "deadline: {}   peak offered: {}/s",
         s.deadline_s.map_or("none".into(), |d| secs(Some(d))),
-        s.peak_offered_per_s
+        offered_per_s(s.peak_offered_per_s)
     );
     let name = |c: &super::graph::CallReport| match &c.review.preset {
         Some(p) => format!("{} ({p})", c.review.name),
@@ -474,4 +498,24 @@ fn human_graph(r: &Report, file: &str) -> String {
     );
     findings(&mut o, r);
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::offered_per_s;
+
+    #[test]
+    fn an_offered_rate_is_whole_or_four_significant_digits() {
+        assert_eq!(offered_per_s(500.0), "500");
+        assert_eq!(offered_per_s(1.0 / 60.0), "0.01667");
+        assert_eq!(offered_per_s(2.5), "2.5");
+        assert_eq!(offered_per_s(1200.5), "1200");
+        assert_eq!(offered_per_s(33.333333), "33.33");
+        assert_eq!(offered_per_s(0.0), "0");
+        assert!(
+            offered_per_s(1e15).contains("10^15"),
+            "{}",
+            offered_per_s(1e15)
+        );
+    }
 }
