@@ -508,7 +508,14 @@ fn merge_only_insert(
     let mut lines = String::new();
     block(syntax, entries, col, &mut lines);
     let end = map.span.end.max(map.span.start + 2);
-    Ok(match text[end..].find('\n') {
+    Ok(lines_after(text, end, lines))
+}
+
+/// The edit that puts whole `lines` after the line holding byte `end`
+/// (at the end of the file, on a new last line without a final newline,
+/// when that line is the last).
+fn lines_after(text: &str, end: usize, lines: String) -> Edit {
+    match text[end..].find('\n') {
         Some(i) => Edit {
             range: end + i + 1..end + i + 1,
             text: lines,
@@ -517,7 +524,7 @@ fn merge_only_insert(
             range: text.len()..text.len(),
             text: format!("\n{}", lines.trim_end_matches('\n')),
         },
-    })
+    }
 }
 
 /// The edit that adds `item` (text) after the last item of the flow or
@@ -568,16 +575,7 @@ fn ini_insert(
         }
     }
     let end = map.span.end;
-    Ok(match text[end..].find('\n') {
-        Some(i) => Edit {
-            range: end + i + 1..end + i + 1,
-            text: lines,
-        },
-        None => Edit {
-            range: text.len()..text.len(),
-            text: format!("\n{}", lines.trim_end_matches('\n')),
-        },
-    })
+    Ok(lines_after(text, end, lines))
 }
 
 #[cfg(test)]
