@@ -9,8 +9,11 @@
 //! (`edit`), and the edited text is read again: it must give exactly the
 //! tuned values, or nothing is written. The file is replaced atomically
 //! (a temporary file beside it, then a rename), and only if it did not
-//! change while stormsim was working; it keeps its owner, group, mode and
-//! hard links ([`replace_file`]); no other file is ever touched.
+//! change while stormsim was working; it keeps its owner, group, mode,
+//! extended attributes (ACLs, labels) and hard links ([`replace_file`]);
+//! no other file is ever touched. Two exports of one file take turns
+//! (an advisory lock on it): the second finds the text changed and writes
+//! nothing, rather than silently undoing the first's edit.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -881,6 +884,9 @@ pub fn replace_file(path: &Path, expected: &str, text: &str) -> Result<(), Strin
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let real: PathBuf =
         std::fs::canonicalize(path).map_err(|e| format!("cannot find the file: {e}"))?;
+    // Held until the file is replaced: another export of the same file
+    // waits, then finds the text changed and writes nothing.
+    let _turn = file_lock::take(&real)?;
     let now = std::fs::read(&real).map_err(|e| format!("cannot read the file again: {e}"))?;
     if now != expected.as_bytes() {
         return Err("the file changed while stormsim was editing it; nothing was written".into());
@@ -916,6 +922,13 @@ pub fn replace_file(path: &Path, expected: &str, text: &str) -> Result<(), Strin
         {
             // Not allowed to give the file to its owner: keep the
             // original file, and so its owner, by writing into it.
+            drop(file);
+            let _ = std::fs::remove_file(&tmp);
+            return write_in_place(&real, &now, text);
+        }
+        if xattrs::copy(&real, &file).is_err() {
+            // An attribute (an ACL, a label) the new file cannot be
+            // given: keep the original file, and so all of them.
             drop(file);
             let _ = std::fs::remove_file(&tmp);
             return write_in_place(&real, &now, text);
@@ -1012,6 +1025,149 @@ pub(crate) fn overwrite(f: &mut impl InPlace, old: &[u8], new: &[u8]) -> Result<
         });
     }
     Ok(())
+}
+
+/// Turn-taking between commands that edit the same file: an advisory
+/// lock (`flock(2)`) on the file, held from the last read of its text to
+/// its replacement. Without it two exports started together both find
+/// the text they read unchanged, and the one that renames last silently
+/// drops the other's edit. Programs that do not lock (an editor) are not
+/// kept out: the compare-before-replace in [`replace_file`] is the
+/// defence there.
+mod file_lock {
+    use std::fs::File;
+    use std::os::unix::fs::MetadataExt;
+    use std::path::Path;
+    use std::time::{Duration, Instant};
+
+    use nix::errno::Errno;
+    use nix::fcntl::{Flock, FlockArg};
+
+    /// How long a command waits for another's edit before giving up.
+    pub const PATIENCE: Duration = Duration::from_secs(30);
+    const POLL: Duration = Duration::from_millis(20);
+
+    /// The held lock; `None` on a file system without locks (some
+    /// network file systems), where the compare is the only defence.
+    pub type Turn = Option<Flock<File>>;
+
+    /// Locks the file at `real`, waiting up to [`PATIENCE`] for another
+    /// holder. A holder that renamed a new file over the name leaves the
+    /// lock on the old one, so the lock is taken again until it is on
+    /// the file the name holds now.
+    pub fn take(real: &Path) -> Result<Turn, String> {
+        let start = Instant::now();
+        loop {
+            let file = File::open(real).map_err(|e| format!("cannot read the file again: {e}"))?;
+            let held = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+                Ok(held) => held,
+                Err((_, Errno::EWOULDBLOCK)) => {
+                    if start.elapsed() >= PATIENCE {
+                        return Err(format!(
+                            "another program has been editing the file for {} s (it holds a lock \
+                             on it); nothing was written; try again when it is done",
+                            PATIENCE.as_secs()
+                        ));
+                    }
+                    if crate::interrupt::requested() {
+                        return Err(
+                            "stopped (Ctrl-C) before writing; the file was not changed".into()
+                        );
+                    }
+                    std::thread::sleep(POLL);
+                    continue;
+                }
+                Err((_, Errno::ENOLCK | Errno::EOPNOTSUPP | Errno::EINVAL)) => return Ok(None),
+                Err((_, e)) => return Err(format!("cannot lock the file: {e}")),
+            };
+            let locked = held
+                .metadata()
+                .map_err(|e| format!("cannot lock the file: {e}"))?;
+            match std::fs::metadata(real) {
+                Ok(now) if now.ino() == locked.ino() && now.dev() == locked.dev() => {
+                    return Ok(Some(held));
+                }
+                Ok(_) => continue,
+                Err(e) => return Err(format!("cannot find the file: {e}")),
+            }
+        }
+    }
+}
+
+/// Extended attributes (POSIX ACLs are stored as `system.posix_acl_*`,
+/// SELinux labels as `security.selinux`, user tags as `user.*`): a new
+/// file made beside the original starts without them, so they are copied
+/// before it replaces the original. When one cannot be copied the caller
+/// writes into the original instead, which keeps them all.
+mod xattrs {
+    use std::ffi::{CStr, CString};
+    use std::fs::File;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::ffi::OsStrExt;
+    use std::path::Path;
+
+    /// Largest attribute list or value read (the kernel's own limit for
+    /// one value is 64 KiB).
+    const MAX: usize = 1 << 16;
+
+    /// Copies every extended attribute of the file at `from` onto `to`.
+    pub fn copy(from: &Path, to: &File) -> Result<(), String> {
+        let path = CString::new(from.as_os_str().as_bytes()).map_err(|e| e.to_string())?;
+        let mut names = vec![0u8; MAX];
+        // SAFETY: `path` is NUL-terminated and `names` is writable for
+        // the length given.
+        let len = unsafe { libc::listxattr(path.as_ptr(), names.as_mut_ptr().cast(), names.len()) };
+        if len < 0 {
+            let e = std::io::Error::last_os_error();
+            return match e.raw_os_error() {
+                // A file system without extended attributes: none to keep.
+                Some(libc::ENOTSUP) => Ok(()),
+                _ => Err(format!("cannot list its extended attributes: {e}")),
+            };
+        }
+        names.truncate(len as usize);
+        let mut value = vec![0u8; MAX];
+        for name in names.split(|&b| b == 0).filter(|n| !n.is_empty()) {
+            let name = CString::new(name).map_err(|e| e.to_string())?;
+            let name: &CStr = &name;
+            // SAFETY: both strings are NUL-terminated; `value` is writable
+            // for the length given.
+            let n = unsafe {
+                libc::getxattr(
+                    path.as_ptr(),
+                    name.as_ptr(),
+                    value.as_mut_ptr().cast(),
+                    value.len(),
+                )
+            };
+            if n < 0 {
+                return Err(format!(
+                    "cannot read the extended attribute {}: {}",
+                    name.to_string_lossy(),
+                    std::io::Error::last_os_error()
+                ));
+            }
+            // SAFETY: the descriptor is open, `name` NUL-terminated, and
+            // `value` holds `n` bytes.
+            let set = unsafe {
+                libc::fsetxattr(
+                    to.as_raw_fd(),
+                    name.as_ptr(),
+                    value.as_ptr().cast(),
+                    n as usize,
+                    0,
+                )
+            };
+            if set < 0 {
+                return Err(format!(
+                    "cannot copy the extended attribute {}: {}",
+                    name.to_string_lossy(),
+                    std::io::Error::last_os_error()
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The file a layer's `from` names.
