@@ -3,10 +3,13 @@
 //! periodic timers in the events estimate, the yardstick kept out of a
 //! search, and the largest sweep refused from counts.
 
+mod common;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
+use common::files::{copy_dir, set_cell};
 use predicates::prelude::PredicateBooleanExt;
 use predicates::str::contains;
 
@@ -30,31 +33,6 @@ fn scenario(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("scenarios")
         .join(name)
-}
-
-/// Sets one cell of a shard's table (the tables quote nothing).
-fn set_cell(path: &Path, row: usize, column: &str, value: &str) {
-    let text = fs::read_to_string(path).unwrap();
-    let mut rows: Vec<Vec<String>> = text
-        .lines()
-        .map(|l| l.split(',').map(str::to_string).collect())
-        .collect();
-    let i = rows[0].iter().position(|h| h == column).unwrap();
-    rows[row][i] = value.to_string();
-    let text: String = rows.iter().map(|r| r.join(",") + "\n").collect();
-    fs::write(path, text).unwrap();
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for e in fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &to.join(e.file_name()));
-        } else {
-            fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
-    }
 }
 
 /// R6: a cell of another type than its column's (text where a number is

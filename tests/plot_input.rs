@@ -5,10 +5,13 @@
 //! refused with exit 2, naming the file, the line and the column, and
 //! nothing in the folder changes.
 
+mod common;
+
 use std::fs;
 use std::path::Path;
 
 use assert_cmd::Command;
+use common::files::copy_dir;
 
 fn stormsim() -> Command {
     Command::cargo_bin("stormsim").unwrap()
@@ -274,16 +277,4 @@ fn damaged_tables_and_scenarios_are_refused_with_file_line_and_column() {
     }
     // The folder as run wrote it draws.
     stormsim().arg("plot").arg(&good).assert().success();
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for e in fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &to.join(e.file_name()));
-        } else {
-            fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
-    }
 }

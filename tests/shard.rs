@@ -2,11 +2,14 @@
 //! `stormsim merge`): merged shards give the unsharded run byte for byte;
 //! missing, duplicate and mismatched shards are refused with exit 2.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
+use common::files::{copy_dir, set_cell};
 use predicates::prelude::PredicateBooleanExt;
 use predicates::str::contains;
 
@@ -199,14 +202,6 @@ fn three_shards(tmp: &Path) -> Vec<PathBuf> {
             d
         })
         .collect()
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for e in fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        fs::copy(e.path(), to.join(e.file_name())).unwrap();
-    }
 }
 
 fn refused(dirs: &[PathBuf], out: &Path, message: &str) {
@@ -812,19 +807,6 @@ fn regex_escape(path: &str) -> String {
                 .chain(std::iter::once(c))
         })
         .collect()
-}
-
-/// Sets one cell of a shard's table (the tables quote nothing).
-fn set_cell(path: &Path, row: usize, column: &str, value: &str) {
-    let text = fs::read_to_string(path).unwrap();
-    let mut rows: Vec<Vec<String>> = text
-        .lines()
-        .map(|l| l.split(',').map(str::to_string).collect())
-        .collect();
-    let i = rows[0].iter().position(|h| h == column).unwrap();
-    rows[row][i] = value.to_string();
-    let text: String = rows.iter().map(|r| r.join(",") + "\n").collect();
-    fs::write(path, text).unwrap();
 }
 
 /// The rows of every table are checked as `plot` checks a run's, and

@@ -11,6 +11,8 @@ use stormsim::model::server::ServiceConfig;
 use stormsim::model::service::ServiceDist;
 use stormsim::model::{CallPolicy, Limits, ModelConfig, Topology, World};
 
+pub mod files;
+
 pub const MS: Nanos = NS_PER_MS;
 pub const S: Nanos = NS_PER_S;
 

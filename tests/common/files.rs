@@ -1,0 +1,32 @@
+//! File helpers of the tests that damage or copy output folders: one
+//! cell of a table changed, a folder copied whole.
+
+use std::fs;
+use std::path::Path;
+
+/// Sets the cell of `column` in data row `row` (row 0 is the header) of
+/// a table stormsim wrote (its tables quote nothing).
+pub fn set_cell(path: &Path, row: usize, column: &str, value: &str) {
+    let text = fs::read_to_string(path).unwrap();
+    let mut rows: Vec<Vec<String>> = text
+        .lines()
+        .map(|l| l.split(',').map(str::to_string).collect())
+        .collect();
+    let i = rows[0].iter().position(|h| h == column).unwrap();
+    rows[row][i] = value.to_string();
+    let text: String = rows.iter().map(|r| r.join(",") + "\n").collect();
+    fs::write(path, text).unwrap();
+}
+
+/// Copies the folder `from`, with its subfolders, to `to`.
+pub fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for e in fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.path().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else {
+            fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
