@@ -212,6 +212,7 @@ pub fn class_violations(summary: &Summary, classes: &[ClassRow]) -> Vec<String> 
             sum(|c| c.open_at_end),
             s.in_flight_at_end,
         ),
+        ("hung requests", sum(|c| c.hung_at_end), s.hung_at_end),
     ] {
         if classes != run {
             found.push(format!(

@@ -276,7 +276,12 @@ fn run_one_until(
     let (rows, mut summary) = tabulate(&rec, &info, &ctx);
     summary.slo = plan.slo.as_ref().map(|o| o.judge(&summary));
     let graph = tabulate_services(&rec, &ctx, &summary);
-    let classes = crate::metrics::classes::tabulate_classes(&rec, cfg.classes.classes());
+    let run_end = crate::metrics::classes::RunEnd {
+        end: info.end,
+        hung_bound: crate::metrics::table::hung_bound(&rec, &ctx),
+        aborted: info.aborted.is_some(),
+    };
+    let classes = crate::metrics::classes::tabulate_classes(&rec, cfg.classes.classes(), run_end);
     // The OCC workload records its own shape (no dependency, no deadline).
     let violations = match plan.occ {
         Some(_) => Vec::new(),

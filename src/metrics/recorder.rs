@@ -195,6 +195,9 @@ pub struct ClassCounts {
     pub failed: u64,
     /// Ended failed with a priority shed as their last answer.
     pub shed: u64,
+    /// When each of its logical requests still open at the end of the
+    /// run arrived, sorted (set by `Recorder::finish_open`).
+    pub open_since: Vec<Nanos>,
     /// Attempts of the class shed by priority at any service.
     pub shed_attempts: u64,
     /// Latency of the requests that ended, in microseconds.
@@ -208,6 +211,7 @@ impl ClassCounts {
             succeeded: 0,
             failed: 0,
             shed: 0,
+            open_since: Vec::new(),
             shed_attempts: 0,
             latency: histogram(3),
         }
@@ -783,10 +787,31 @@ impl Recorder {
     }
 
     /// The arrival times of the logical requests still open when the run
-    /// ended at `end` (one per open request; the model knows them).
-    pub fn finish_open(&mut self, mut since: Vec<Nanos>) {
+    /// ended, each with its priority class (one per open request; the
+    /// model knows them).
+    pub fn finish_open(&mut self, open: Vec<(Nanos, u8)>) {
+        for &(arrived, class) in &open {
+            if let Some(c) = self.classes.get_mut(class as usize) {
+                c.open_since.push(arrived);
+            }
+        }
+        for c in &mut self.classes {
+            c.open_since.sort_unstable();
+        }
+        let mut since: Vec<Nanos> = open.into_iter().map(|(arrived, _)| arrived).collect();
         since.sort_unstable();
         self.open_since = since;
+    }
+
+    /// Of the requests of class `class` open at `end`, those that had
+    /// waited longer than `bound`: the class's share of [`Self::hung`]'s
+    /// first figure.
+    pub fn hung_in_class(&self, class: usize, end: Nanos, bound: Nanos) -> u64 {
+        self.classes.get(class).map_or(0, |c| {
+            // Sorted: those that waited longest come first.
+            c.open_since
+                .partition_point(|&arrived| end.saturating_sub(arrived) > bound) as u64
+        })
     }
 
     /// Of the requests open at `end`, those that had waited longer than

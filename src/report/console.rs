@@ -202,11 +202,10 @@ fn classes_text<'a>(
     for variant in variants.take(MAX_TABLE_ROWS) {
         let _ = write!(s, "{variant:<width$}");
         for (k, n) in names.iter().enumerate() {
-            let rows: Vec<_> = results
-                .iter()
-                .filter(|r| r.variant == variant)
-                .filter_map(|r| r.classes.get(k))
-                .collect();
+            let runs: Vec<&RunResult> = results.iter().filter(|r| r.variant == variant).collect();
+            let rows: Vec<_> = runs.iter().filter_map(|r| r.classes.get(k)).collect();
+            // Every run stopped by a guard rail: no class has a rate.
+            let all_aborted = !runs.is_empty() && runs.iter().all(|r| r.summary.aborted.is_some());
             let rates: Vec<f64> = rows.iter().filter_map(|c| c.success_rate).collect();
             let shed: Vec<f64> = rows
                 .iter()
@@ -216,6 +215,7 @@ fn classes_text<'a>(
             let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
             let cell = match (mean(&rates), mean(&shed)) {
                 (Some(ok), Some(sh)) => format!("{:.2}% ok, {:.1}% shed", ok * 100.0, sh * 100.0),
+                _ if all_aborted => "ABORTED".to_string(),
                 _ => NOT_APPLICABLE.to_string(),
             };
             let _ = write!(s, "  {:>w$}", cell, w = col(n));

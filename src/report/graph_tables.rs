@@ -350,6 +350,7 @@ pub fn class_cells(c: &ClassRow) -> Vec<(&'static str, Cell)> {
         ("failed", Cell::Int(c.failed)),
         ("shed", Cell::Int(c.shed)),
         ("open_at_end", Cell::Int(c.open_at_end)),
+        ("hung_at_end", Cell::Int(c.hung_at_end)),
         ("shed_attempts", Cell::Int(c.shed_attempts)),
         ("success_rate", opt(c.success_rate)),
         ("latency_p99_ms", opt(c.latency_p99_ms)),

@@ -176,6 +176,7 @@ impl TableKind {
                 "failed",
                 "shed",
                 "open_at_end",
+                "hung_at_end",
                 "success_rate",
                 "latency_p99_ms",
             ],

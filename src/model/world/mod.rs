@@ -455,14 +455,14 @@ impl<'a> World<'a> {
             self.rec.svc.replicas[r].unserved_at_end = unserved;
         }
         self.record_pools();
-        // When each logical request still open arrived: its root call
-        // (every request has one until it ends).
+        // When each logical request still open arrived, and its class:
+        // its root call (every request has one until it ends).
         let open_since = self
             .calls
             .iter_ids()
             .map(|id| self.calls.get(id))
             .filter(|c| c.state != CallState::Done && matches!(c.parent, Parent::Root { .. }))
-            .map(|c| c.retry.started)
+            .map(|c| (c.retry.started, c.class))
             .collect();
         self.rec.finish_open(open_since);
         self.rec.finish(end, open_messages);
