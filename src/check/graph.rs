@@ -12,9 +12,15 @@
 //!   stage go out together, so a stage lasts as long as its slowest call;
 //!   stages follow each other, so their times add up); a service that calls
 //!   nothing may hang, so only its caller's timeouts bound the attempts
-//!   into it (as for the innermost layer of a chain). A service's own work
-//!   and queueing are not counted: the worst case is every call's attempts
-//!   timing out. The clients' call bounds the logical request; each path
+//!   into it (as for the innermost layer of a chain). So may a service
+//!   that calls others but has a workers limit (a request may wait in its
+//!   queue for as long as the queue holds it), work of its own that is
+//!   not bounded (an exponential or lognormal service time) or an
+//!   incident: only its callers' timeouts bound it too. A forwarding
+//!   service (no workers limit, no incident) answers when its stages are
+//!   done and its own work (a constant or uniform service time, at most
+//!   its largest value) is; at mean draws, its mean service time is added
+//!   to its stages'. The clients' call bounds the logical request; each path
 //!   from the clients to a service that calls nothing gets its own timing,
 //!   as a chain of its calls, against the deadline.
 //! - findings per call, at the call's field path, and about the graph: a
@@ -25,7 +31,10 @@
 use serde::Serialize;
 
 use crate::engine::NS_PER_S;
+use crate::model::CallPolicy;
 use crate::model::adaptive::AdaptiveConfig;
+use crate::model::server::ServiceConfig;
+use crate::model::service::ServiceDist;
 use crate::model::topology::{EdgeId, ServiceId, Topology};
 use crate::scenario::graph::CLIENTS;
 use crate::scenario::locate::item_labels;
@@ -35,7 +44,7 @@ use crate::scenario::{Scenario, to_model};
 
 use super::amplification::{LayerAmplification, attempts_per_call, calls_out, layer_amplification};
 use super::findings::{Hop, Out, count, hop_findings, time_budget_findings};
-use super::timing::{LayerTiming, attempts_within, layer_timings, one_layer, worst_case_words};
+use super::timing::{LayerTiming, attempts_within, one_layer, worst_case_words};
 use super::{LayerReport, Report, Severity, StackReport, peak_rate, times};
 
 /// Paths listed at most; the figures of every service and call count all
@@ -116,6 +125,24 @@ fn add_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     Some(a? + b?)
 }
 
+/// How long a service that calls others takes for its own part of an
+/// answer, at most and at mean draws, in seconds (`None`: unbounded).
+/// A workers limit means a queue, and a request may wait there as long
+/// as the queue keeps it; an incident may stall it; an exponential or
+/// lognormal service time has no largest value.
+fn own_work(svc: &ServiceConfig) -> (Option<f64>, Option<f64>) {
+    let mean = svc.service.map_or(0.0, |d| d.mean() / NS_PER_S as f64);
+    let may_wait = svc.concurrency.is_some() || !svc.incidents.is_empty();
+    let worst = match svc.service {
+        _ if may_wait => None,
+        None => Some(0.0),
+        Some(ServiceDist::Constant(v)) => Some(secs(v)),
+        Some(ServiceDist::Uniform { max, .. }) => Some(secs(max)),
+        Some(ServiceDist::Exponential { .. } | ServiceDist::Lognormal { .. }) => None,
+    };
+    (worst, Some(mean))
+}
+
 /// The services, every caller before its callees (file order among
 /// services that do not depend on each other).
 pub fn topological_order(t: &Topology) -> Vec<ServiceId> {
@@ -190,7 +217,7 @@ pub(super) fn check_graph(s: &Scenario) -> Report {
         if stages.is_empty() {
             continue; // it may hang: only its callers' timeouts bound it
         }
-        let mut total = (Some(0.0), Some(0.0));
+        let mut total = own_work(t.service(sv));
         for stage in stages {
             let mut longest = (Some(0.0), Some(0.0));
             for &e in stage {
@@ -303,10 +330,21 @@ pub(super) fn check_graph(s: &Scenario) -> Report {
     let path_reports: Vec<PathReport> = listed
         .iter()
         .map(|p| {
-            let policies: Vec<_> = p.iter().map(|&e| t.edge(e).policy.clone()).collect();
-            let ra: Vec<Option<f64>> = p.iter().map(|e| retry_after[e.index()]).collect();
-            let chain = layer_timings(&policies, &ra);
-            let first = &chain[0];
+            let policies: Vec<&CallPolicy> = p.iter().map(|&e| &t.edge(e).policy).collect();
+            // The path's calls as a chain, innermost first: each caller
+            // answers when its own work and the call below are done.
+            let mut inner: (Option<f64>, Option<f64>) = (None, None);
+            let mut first = None;
+            for &e in p.iter().rev() {
+                let edge = t.edge(e);
+                let tm = one_layer(&edge.policy, inner, retry_after[e.index()]);
+                if let Some(caller) = edge.caller {
+                    let own = own_work(t.service(caller));
+                    inner = (add_opt(own.0, tm.worst), add_opt(own.1, tm.expected));
+                }
+                first = Some(tm);
+            }
+            let first = &first.expect("a path has a call");
             let product = |per: &dyn Fn(usize) -> f64| {
                 p.iter()
                     .map(|e| calls_out(&t.edge(*e).policy, per(e.index())))

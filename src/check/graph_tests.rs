@@ -112,14 +112,18 @@ fn amplification_multiplies_along_paths_and_adds_where_they_meet() {
 #[test]
 fn worst_case_time_per_path_against_the_deadline() {
     // Default backoff: exponential from 100 ms, full jitter (worst sleeps
-    // 100, 200, 400 ms; mean half of that). postgres calls nothing: only
-    // its callers' timeouts bound an attempt into it.
+    // 100, 200, 400 ms; mean half of that). postgres calls nothing, and
+    // gateway, orders and inventory have workers limits (a request may
+    // wait in their queues): only their callers' timeouts bound an
+    // attempt into them. At mean draws a service adds its mean service
+    // time (gateway 1 ms, orders 3 ms; inventory only forwards) to its
+    // calls'.
     //   orders.postgres:   2 x 200 ms + 100 ms            = 0.5 s (mean 0.45)
     //   inventory.db:      4 x 100 ms + 700 ms            = 1.1 s (mean 0.75)
-    //   gateway.orders:    3 x min(1 s, 0.5) + 300 ms     = 1.8 s (mean 3 x 0.45 + 0.15 = 1.5)
-    //   gateway.inventory: min(500 ms, 1.1 s)             = 0.5 s (mean 0.5)
+    //   gateway.orders:    3 x 1 s + 300 ms               = 3.3 s (mean 3 x 0.453 + 0.15 = 1.509)
+    //   gateway.inventory: 500 ms                         = 0.5 s (mean min(0.5, 0.752) = 0.5)
     // gateway's one stage (inventory is parallel) lasts its slowest call:
-    //   clients.gateway:   2 x min(3 s, 1.8) + 100 ms     = 3.7 s (mean 3.05)
+    //   clients.gateway:   2 x 3 s + 100 ms               = 6.1 s (mean 2 x (0.001 + 1.509) + 0.05 = 3.07)
     let r = review(GRAPH);
     let worst: Vec<(&str, Option<f64>)> = r
         .calls
@@ -129,59 +133,88 @@ fn worst_case_time_per_path_against_the_deadline() {
     for (name, w) in [
         ("orders.postgres", 0.5),
         ("inventory.db", 1.1),
-        ("gateway.orders", 1.8),
+        ("gateway.orders", 3.3),
         ("gateway.inventory", 0.5),
-        ("clients.gateway", 3.7),
+        ("clients.gateway", 6.1),
     ] {
         assert!(
             close(call(&r, name).review.worst_case_s, w),
             "{name}: {worst:?}"
         );
     }
-    assert!(close(call(&r, "gateway.orders").review.expected_s, 1.5));
-    assert!(close(r.stack.worst_case_s, 3.7), "{:?}", r.stack);
-    assert!(close(r.stack.expected_s, 3.05), "{:?}", r.stack);
+    assert!(close(call(&r, "gateway.orders").review.expected_s, 1.509));
+    assert!(close(r.stack.worst_case_s, 6.1), "{:?}", r.stack);
+    assert!(close(r.stack.expected_s, 3.07), "{:?}", r.stack);
     assert_eq!(r.stack.fits_deadline, Some(true));
-    // Each path alone: through inventory the clients' attempt lasts
-    // min(3 s, 0.5 s): 2 x 0.5 + 0.1 = 1.1 s.
-    assert!(close(r.paths[0].worst_case_s, 3.7));
-    assert!(close(r.paths[1].worst_case_s, 1.1));
-    // A 2 s deadline: the path through orders does not fit, the one
-    // through inventory does; at mean draws one clients' attempt fits.
-    let r = review(&edit("deadline: 10s", "deadline: 2s"));
+    // Each path alone: gateway may queue, so through either call the
+    // clients' attempt lasts up to its 3 s timeout.
+    assert!(close(r.paths[0].worst_case_s, 6.1));
+    assert!(close(r.paths[1].worst_case_s, 6.1));
+    // A 5 s deadline: neither path fits; at mean draws one clients'
+    // attempt (1.51 s) fits, and the second (after a sleep) too.
+    let r = review(&edit("deadline: 10s", "deadline: 5s"));
     let fits: Vec<Option<bool>> = r.paths.iter().map(|p| p.fits_deadline).collect();
-    assert_eq!(fits, [Some(false), Some(true)]);
+    assert_eq!(fits, [Some(false), Some(false)]);
     assert_eq!(r.stack.fits_deadline, Some(false));
-    assert_eq!(r.stack.attempts_within_deadline, Some(1));
+    assert_eq!(r.stack.attempts_within_deadline, Some(2));
     let f = r
         .findings
         .iter()
         .find(|f| f.code == "retries-exceed-deadline")
         .unwrap();
     assert_eq!(f.path, "clients.deadline");
-    assert!(f.message.contains("up to 3.70 s"), "{}", f.message);
+    assert!(f.message.contains("up to 6.10 s"), "{}", f.message);
     // Sequential instead of parallel: gateway's two stages add up,
-    // 1.8 + 0.5 = 2.3 s per attempt, 2 x 2.3 + 0.1 = 4.7 s.
+    // but gateway may queue: the clients' attempts still last up to 3 s.
     let r = review(&edit("parallel: true, ", ""));
-    assert!(close(r.stack.worst_case_s, 4.7), "{:?}", r.stack);
+    assert!(close(r.stack.worst_case_s, 6.1), "{:?}", r.stack);
+    // Without workers limits a service answers within its calls plus its
+    // own work, when that work has a largest value.
+    let forward = GRAPH
+        .replace("    concurrency: 100\n", "")
+        .replace("    concurrency: 50\n", "");
+    let r = review(&forward);
+    //   orders: no limit, but exponential work has no largest value, so
+    //   gateway.orders is still 3 x 1 s + 300 ms = 3.3 s.
+    assert!(close(call(&r, "gateway.orders").review.worst_case_s, 3.3));
+    let constant = forward.replace(
+        "service_time: { dist: exponential, mean: 3ms }",
+        "service_time: { dist: constant, value: 3ms }",
+    );
+    let r = review(&constant);
+    //   orders answers within 3 ms + orders.postgres's 0.5 s:
+    //   gateway.orders: 3 x min(1 s, 0.503) + 300 ms = 1.809 s.
+    assert!(
+        close(call(&r, "gateway.orders").review.worst_case_s, 1.809),
+        "{:?}",
+        call(&r, "gateway.orders").review.worst_case_s
+    );
 }
 
 #[test]
 fn findings_name_the_call_and_its_callers() {
     let r = review(GRAPH);
-    // inventory.db can spend 1.1 s, longer than gateway.inventory's 500 ms
-    // attempt; orders.postgres (0.5 s) fits in gateway.orders's 1 s.
+    // gateway.orders can spend 3.3 s, longer than the clients' 3 s
+    // attempt; inventory.db can spend 1.1 s, longer than
+    // gateway.inventory's 500 ms attempt; orders.postgres (0.5 s) fits in
+    // gateway.orders's 1 s.
     let outlive: Vec<&str> = r
         .findings
         .iter()
         .filter(|f| f.code == "inner-retries-outlive-caller")
         .map(|f| f.path.as_str())
         .collect();
-    assert_eq!(outlive, ["services.inventory.calls.db.deadline"]);
+    assert_eq!(
+        outlive,
+        [
+            "services.gateway.calls.orders.deadline",
+            "services.inventory.calls.db.deadline"
+        ]
+    );
     let f = r
         .findings
         .iter()
-        .find(|f| f.code == "inner-retries-outlive-caller")
+        .find(|f| f.path == "services.inventory.calls.db.deadline")
         .unwrap();
     assert!(
         f.message
