@@ -106,12 +106,40 @@ fn inner_path_problem(path: &str, has_slo: bool) -> Option<Issue> {
         });
     }
     let first = path.split('.').next().unwrap_or(path);
+    if let Some(reason) = scenario_wide(first, has_slo) {
+        return Some(Issue {
+            path: path.to_string(),
+            message: format!(
+                "`{first}` cannot be set from inside a variant or a sweep: {reason}; set it in the scenario itself or with --set"
+            ),
+        });
+    }
     matches!(first, "variants" | "sweep" | "tune").then(|| Issue {
         path: path.to_string(),
         message: format!(
             "`{first}` cannot be set from inside a variant or a sweep; set it in the scenario itself"
         ),
     })
+}
+
+/// Why a top-level field belongs to the whole scenario rather than to one
+/// variant or sweep point, if it does: the seeds, the number of replicates
+/// and the output's name are the run's own, and with an SLO the windows
+/// every verdict compares (`duration`, `bucket`) are too.
+fn scenario_wide(field: &str, has_slo: bool) -> Option<&'static str> {
+    match field {
+        "seed" => Some(
+            "each variant's and replicate's seed is derived from the scenario's seed, so that variants differ only by what they set",
+        ),
+        "replicates" => Some(
+            "every variant runs the scenario's number of replicates, so that their spreads compare",
+        ),
+        "name" => Some("it names the output folder of the whole run"),
+        "duration" | "bucket" if has_slo => Some(
+            "the scenario has an SLO, and its verdicts compare every variant over the same windows",
+        ),
+        _ => None,
+    }
 }
 
 /// Keys of one `set` or one `sweep` that name the same field, or a field

