@@ -108,3 +108,31 @@ fn duration_and_bucket_are_refused_per_variant_only_under_an_slo() {
     );
     stormsim().arg("validate").arg(&path).assert().success();
 }
+
+/// F6: a search may not change the length of the runs, their window or
+/// the guard rails: each refused with its reason.
+#[test]
+fn tune_space_refuses_duration_bucket_and_limits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = edited(
+        tmp.path(),
+        "slo-gate.yaml",
+        "    layers.api.retry.jitter: [none, full]",
+        "    duration: [1m, 2m]\n    bucket: [1s, 2s]\n    limits.max_events: [1000, 2000]",
+    );
+    let err = refused(&path);
+    for (key, why) in [
+        ("duration", "how long the candidates are tested"),
+        (
+            "bucket",
+            "the window the SLO and the recovery are measured over",
+        ),
+        ("limits.max_events", "the guard rails (`limits.*`)"),
+    ] {
+        assert!(
+            err.contains(&format!("tune.space.{key}: `{key}` cannot be searched: "))
+                && err.contains(why),
+            "{err}"
+        );
+    }
+}
