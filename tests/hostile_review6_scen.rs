@@ -136,3 +136,66 @@ fn tune_space_refuses_duration_bucket_and_limits() {
         );
     }
 }
+
+/// L5: a value with an explicit tag is refused naming the tag as written
+/// (a core schema tag, with the type error it causes; a custom one alone,
+/// without a type error besides).
+#[test]
+fn a_tagged_value_names_its_tag() {
+    let tmp = tempfile::tempdir().unwrap();
+    for tag in ["!!str", "!!float"] {
+        let path = edited(
+            tmp.path(),
+            "quickstart.yaml",
+            "replicates: 2",
+            &format!("replicates: {tag} 2"),
+        );
+        let err = refused(&path);
+        assert!(
+            err.contains(&format!("replicates: expected a whole number from 1 to 10000, found `2` (the value is written with the YAML tag `{tag}`: stormsim does not take YAML tags")),
+            "{err}"
+        );
+    }
+    let path = edited(
+        tmp.path(),
+        "quickstart.yaml",
+        "replicates: 2",
+        "replicates: !foo 2",
+    );
+    let err = refused(&path);
+    assert!(
+        err.contains("t.yaml:9:13: replicates: YAML tags such as `!foo` are not supported"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    // A core tag that says what plain YAML would is read.
+    let path = edited(
+        tmp.path(),
+        "quickstart.yaml",
+        "replicates: 2",
+        "replicates: !!int 2",
+    );
+    stormsim().arg("validate").arg(&path).assert().success();
+}
+
+/// A file of two YAML documents: one error at the second `---`, without
+/// a field path, and nothing about the first document's fields.
+#[test]
+fn two_documents_are_one_error_at_the_second() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("two.yaml");
+    fs::write(&path, "name: a\n---\nname: b\n").unwrap();
+    let err = refused(&path);
+    assert!(
+        err.starts_with(&format!(
+            "{}:2:1: the file holds more than one YAML document",
+            path.display()
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("missing field"), "{err}");
+    let one = tmp.path().join("one.yaml");
+    let text = fs::read_to_string(scenario("quickstart.yaml")).unwrap();
+    fs::write(&one, format!("---\n{text}")).unwrap();
+    stormsim().arg("validate").arg(&one).assert().success();
+}

@@ -390,6 +390,15 @@ fn parse_file(
         return Err(ScenarioError::new(label, EMPTY).into());
     }
     let direct = serde_saphyr::from_str_with_options::<Scenario>(src, parse_options());
+    if direct.is_err()
+        && let Some((line, col)) = second_document(src)
+    {
+        // Whatever else is wrong, this is what to fix first: the second
+        // document is not part of the scenario, and no field path fits.
+        return Err(ScenarioError::new(label, MULTIPLE_DOCUMENTS)
+            .at(line, col)
+            .into());
+    }
     let tags = tag_errors(index, label);
     if let Ok(s) = &direct
         && !s.has_preset()
@@ -469,7 +478,16 @@ fn parse_file(
         && !first_wins
         && let Err(e) = &direct
     {
-        reported.push(serde_error(e, src, label));
+        // Not again about a value an unsupported tag was reported on: the
+        // tag is the cause.
+        let e = serde_error(e, src, label);
+        let tagged = index
+            .unsupported_tags()
+            .iter()
+            .any(|(tagged, ..)| e.path.as_deref().is_some_and(|p| related(p, tagged)));
+        if !tagged {
+            reported.push(e);
+        }
     }
     let found = collect(value);
     let omitted = found.omitted;
@@ -493,6 +511,14 @@ fn parse_file(
             Some((line, col)) => e.at(line, col),
             None => e,
         });
+    }
+    for e in &mut reported {
+        if let Some(tag) = e.path.as_deref().and_then(|p| index.core_tag(p)) {
+            e.message = format!(
+                "{} (the value is written with the YAML tag `{tag}`: stormsim does not take YAML tags; write the plain value, without the tag)",
+                e.message
+            );
+        }
     }
     let repaired = match found.scenario {
         Some(s) if reported.is_empty() => {
@@ -533,6 +559,29 @@ fn parse_file(
         errors: ScenarioErrors(reported, omitted),
         repaired,
     })
+}
+
+/// What a file of more than one YAML document is told.
+const MULTIPLE_DOCUMENTS: &str = "the file holds more than one YAML document (a `---` line starts another); a scenario is one document";
+
+/// Where the second YAML document of `src` starts (its `---`), if there
+/// is one.
+fn second_document(src: &str) -> Option<(u32, u32)> {
+    use serde_saphyr::granit_parser::{Event, Parser};
+    let mut starts = 0;
+    for item in Parser::new_from_str(src) {
+        let Ok((event, span)) = item else {
+            return None;
+        };
+        if matches!(event, Event::DocumentStart(..)) {
+            starts += 1;
+            if starts == 2 {
+                let clamp = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
+                return Some((clamp(span.start.line()), clamp(span.start.col()) + 1));
+            }
+        }
+    }
+    None
 }
 
 /// What a YAML tag in a scenario (or a `--set` value) is told: stormsim
