@@ -199,3 +199,21 @@ fn two_documents_are_one_error_at_the_second() {
     fs::write(&one, format!("---\n{text}")).unwrap();
     stormsim().arg("validate").arg(&one).assert().success();
 }
+
+/// A duration beyond the largest one stormsim counts says that largest.
+#[test]
+fn a_duration_too_large_says_the_largest_accepted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = edited(
+        tmp.path(),
+        "quickstart.yaml",
+        "duration: 40s",
+        "duration: 12345678901234567890123456s",
+    );
+    let err = refused(&path);
+    assert!(
+        err.contains("the largest duration accepted is 18446744073709551615ns"),
+        "{err}"
+    );
+    assert!(!err.contains("u64"), "{err}");
+}
