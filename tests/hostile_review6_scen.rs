@@ -217,3 +217,36 @@ fn a_duration_too_large_says_the_largest_accepted() {
     );
     assert!(!err.contains("u64"), "{err}");
 }
+
+/// F8: a load against a capacity close to none (a million requests a
+/// second at one worker that takes 200000 days a request) is held to the
+/// tables' 10^15 when the run writes it: the run completes, and `plot`
+/// reads back what it wrote.
+#[test]
+fn a_load_ratio_beyond_the_tables_figures_is_written_as_their_limit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("f8.yaml");
+    fs::write(
+        &path,
+        "name: f8\nseed: 1\nduration: 1s\nbucket: 100ms\nreplicates: 1\n\
+         clients:\n  arrival: { kind: poisson, rate: 1000000/s }\n\
+         layers:\n  - name: client\n    timeout: 10ms\n\
+         dependency:\n  concurrency: 1\n  service_time: { dist: constant, value: 200000d }\n  queue: { capacity: 0 }\n",
+    )
+    .unwrap();
+    let out = tmp.path().join("out");
+    stormsim()
+        .arg("run")
+        .arg(&path)
+        .args(["--quiet", "--out"])
+        .arg(&out)
+        .assert()
+        .success();
+    let summary = fs::read_to_string(out.join("summary.csv")).unwrap();
+    let mut lines = summary.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let row: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let cell = |name: &str| row[header.iter().position(|h| *h == name).unwrap()];
+    assert_eq!(cell("peak_load_ratio"), "1000000000000000");
+    stormsim().arg("plot").arg(&out).assert().success();
+}

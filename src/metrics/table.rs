@@ -27,6 +27,7 @@
 use crate::engine::{NS_PER_S, NS_PER_US, Nanos};
 
 use super::abort::Abort;
+use super::columns::held_ratio;
 use super::criteria::RecoveryCriteria;
 use super::reason::Reason;
 use super::recorder::Recorder;
@@ -452,10 +453,10 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
                 .filter(|&cap| cap > 0.0)
                 .map(|cap| {
                     let load = ratio(c.dependency_attempts as f64, secs) / cap;
-                    match utilization {
+                    held_ratio(match utilization {
                         Some(u) if capacity.held => load.max(u),
                         _ => load,
-                    }
+                    })
                 }),
             layer_attempts: rec.layer_attempts[b * layers..(b + 1) * layers].to_vec(),
             layer_retries: rec.layer_retries[b * layers..(b + 1) * layers].to_vec(),
@@ -698,7 +699,9 @@ fn after_incident(
                 let factor = if capacity.held { 1.0 } else { factor };
                 let let_in = r.dependency_attempts - refused_in(b).min(r.dependency_attempts);
                 let let_in = let_in.saturating_sub(r.blackholed);
-                Some(let_in as f64 / secs / (cap * factor * focus_share(rec, ctx, Some(b)).0))
+                Some(held_ratio(
+                    let_in as f64 / secs / (cap * factor * focus_share(rec, ctx, Some(b)).0),
+                ))
             })
             .fold(None, max)
     };

@@ -34,6 +34,8 @@ use csv::StringRecord;
 
 use super::shape::RunShape;
 use crate::escape::{escape, is_unsafe_char};
+// The largest figure a table may hold (the writer holds its ratios to it).
+use crate::metrics::columns::MAX_FIGURE;
 
 /// The tables of a run folder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -275,10 +277,6 @@ fn column_kind(name: &str) -> Col {
         _ => Col::Number,
     }
 }
-
-/// The largest figure a table may hold: no run within stormsim's limits
-/// counts, waits or sends this much, and it is exact as a float.
-const MAX_FIGURE: f64 = 1e15;
 
 /// Whether the column `name` holds a fraction (0 to 1): success rates,
 /// ratios of a part to its whole, fractions of runs and of breakers
