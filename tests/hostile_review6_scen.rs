@@ -250,3 +250,21 @@ fn a_load_ratio_beyond_the_tables_figures_is_written_as_their_limit() {
     assert_eq!(cell("peak_load_ratio"), "1000000000000000");
     stormsim().arg("plot").arg(&out).assert().success();
 }
+
+/// F9: a range error quotes the number as the file wrote it, not the
+/// float it was read as.
+#[test]
+fn a_range_error_quotes_the_number_as_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = edited(
+        tmp.path(),
+        "quickstart.yaml",
+        "multiplier: 2",
+        "multiplier: -1.00000000000000001",
+    );
+    let err = refused(&path);
+    assert!(
+        err.contains("multiplier is -1.00000000000000001; expected a number > 0"),
+        "{err}"
+    );
+}

@@ -368,11 +368,45 @@ pub(crate) fn locate_issue(
     if set_paths.iter().any(|p| related(p, &issue.path)) {
         return ScenarioError::new(SET_LABEL, issue.message).with_path(issue.path);
     }
-    let e = ScenarioError::new(file_label, issue.message).with_path(issue.path.clone());
+    let message = match index.and_then(|i| i.scalar(&issue.path)) {
+        Some(text) => as_written(issue.message, text),
+        None => issue.message,
+    };
+    let e = ScenarioError::new(file_label, message).with_path(issue.path.clone());
     match index.and_then(|i| i.position(&issue.path)) {
         Some((line, col)) => e.at(line, col),
         None => e,
     }
+}
+
+/// `message` about a number the file wrote as `written`, with the number
+/// as it was read (`1e400` read as `inf`, `0.30000000000000004` as
+/// `0.30000000000000004`, `1.00000000000000001` as `1`) put back as
+/// written, so that the message quotes what the author can find in the
+/// file. Only a whole number token is replaced, the first one; a message
+/// without it is returned as it is.
+pub(crate) fn as_written(message: String, written: &str) -> String {
+    let written = written.trim();
+    let Ok(read) = written.parse::<f64>() else {
+        return message;
+    };
+    let shown = read.to_string();
+    if shown == written {
+        return message;
+    }
+    let mut from = 0;
+    while let Some(i) = message[from..].find(&shown).map(|i| i + from) {
+        let end = i + shown.len();
+        let before = message[..i].chars().next_back();
+        let after = message[end..].chars().next();
+        let alone = !before.is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-'))
+            && !after.is_some_and(|c| c.is_ascii_alphanumeric() || c == '.');
+        if alone {
+            return format!("{}{written}{}", &message[..i], &message[end..]);
+        }
+        from = end;
+    }
+    message
 }
 
 /// The file's scenario, typed, presets merged and field-dependent defaults
@@ -1283,5 +1317,33 @@ mod tests {
         let e = one(&src);
         assert_eq!(e.line, Some(48), "{e}");
         assert!(e.message.contains("did you mean `api`?"), "{e}");
+    }
+
+    /// F9: a number in a message is quoted as the file wrote it.
+    #[test]
+    fn numbers_in_messages_are_quoted_as_written() {
+        let m = |msg: &str, written: &str| as_written(msg.to_string(), written);
+        assert_eq!(
+            m(
+                "multiplier is -1; expected a number > 0",
+                "-1.00000000000000001"
+            ),
+            "multiplier is -1.00000000000000001; expected a number > 0"
+        );
+        assert_eq!(
+            m(
+                "`inf` is not a finite number; expected a real number",
+                "1e400"
+            ),
+            "`1e400` is not a finite number; expected a real number"
+        );
+        // Written as read, or not a number: as it is.
+        assert_eq!(m("is 0.5; expected", "0.5"), "is 0.5; expected");
+        assert_eq!(m("is 1s; expected", "1.0s"), "is 1s; expected");
+        // Only a whole token: `1` inside `10` or `1.5` is left alone.
+        assert_eq!(
+            m("from 10 to 1.5, found 1", "1.0"),
+            "from 10 to 1.5, found 1.0"
+        );
     }
 }

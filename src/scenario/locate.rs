@@ -217,6 +217,13 @@ impl LocationIndex {
         }
     }
 
+    /// The text of the scalar written at `path`, if a scalar is.
+    pub fn scalar(&self, path: &str) -> Option<&str> {
+        let &i = self.by_path.get(path)?;
+        let (_, _, _, is_key, scalar) = &self.nodes[i];
+        scalar.as_deref().filter(|_| !is_key)
+    }
+
     /// Whether `path` has a node of its own in the file.
     pub fn contains(&self, path: &str) -> bool {
         self.by_path.contains_key(path)

@@ -235,6 +235,13 @@ impl Locator<'_> {
         if self.set_paths.iter().any(|p| related(p, path)) {
             return ScenarioError::new(SET_LABEL, message).with_path(path);
         }
+        let written = self
+            .index
+            .and_then(|i| at.and_then(|a| i.scalar(a)).or_else(|| i.scalar(path)));
+        let message = match written {
+            Some(text) => super::load::as_written(message, text),
+            None => message,
+        };
         let e = ScenarioError::new(self.file_label, message).with_path(path);
         let pos = self.index.and_then(|i| {
             at.filter(|a| i.contains(a))
