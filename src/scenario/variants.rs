@@ -122,6 +122,28 @@ fn inner_path_problem(path: &str, has_slo: bool) -> Option<Issue> {
     })
 }
 
+/// An issue when the first segment of `path` is no field of a scenario
+/// (in the words a file's unknown field gets): such a sweep key is
+/// refused at once, each one, without building the points it would make
+/// (a sweep of many unknown keys is then counted exactly, in time linear
+/// in the keys).
+fn unknown_field(path: &str) -> Option<Issue> {
+    let first = path.split('.').next().unwrap_or(path);
+    let mut probe = serde_json::Map::new();
+    probe.insert(first.to_string(), Value::Null);
+    let e = serde_json::from_value::<Scenario>(Value::Object(probe)).err()?;
+    let message = e.to_string();
+    let (unknown, expected) = message.split_once(", expected ")?;
+    unknown.starts_with("unknown field `").then(|| {
+        // Names listed bare, as a file's unknown field lists them.
+        let message = format!("{unknown}, expected {}", expected.replace('`', ""));
+        Issue {
+            path: path.to_string(),
+            message: super::suggest::improve_message(&message, None),
+        }
+    })
+}
+
 /// Why a top-level field belongs to the whole scenario rather than to one
 /// variant or sweep point, if it does: the seeds, the number of replicates
 /// and the output's name are the run's own, and with an SLO the windows
@@ -351,7 +373,7 @@ fn expand(
     let keys: Vec<String> = s.sweep.keys().cloned().collect();
     let mut inner: Vec<Issue> = keys
         .iter()
-        .filter_map(|k| inner_path_problem(k, s.slo.is_some()))
+        .filter_map(|k| unknown_field(k).or_else(|| inner_path_problem(k, s.slo.is_some())))
         .collect();
     inner.extend(overlapping_keys(&base, &keys));
     inner.extend(swept_and_set(&base, &keys, &s.variants));
