@@ -28,11 +28,17 @@
 //!   the calls per second (`rate_limiter` delays the excess instead of
 //!   refusing it).
 //!
+//! A layer's `max_elapsed` bounds its attempts too: only those whose
+//! retries start within it, at the fastest failures and shortest sleeps
+//! (`attempts_within_elapsed`).
+//!
 //! Budgets per instance count once per layer instance. Each layer's bound
 //! is capped at its `max_attempts`; the stack bound is their product.
 //! Breakers and throttles cut load further and are not counted.
 
+use crate::engine::Nanos;
 use crate::model::CallPolicy;
+use crate::model::backoff::{Backoff, Jitter};
 use crate::model::budget::BudgetConfig;
 
 /// One layer's attempts per call: its `max_attempts` and the budgeted
@@ -45,9 +51,56 @@ pub struct LayerAmplification {
 }
 
 /// The attempts one call at `l` makes at most: its hedges with a hedging
-/// policy, else its `max_attempts`.
+/// policy, else its `max_attempts`, or fewer when `max_elapsed` stops
+/// the retries first ([`attempts_within_elapsed`]).
 pub fn attempts_per_call(l: &CallPolicy) -> u32 {
-    l.hedging.map_or(l.retry.max_attempts, |h| h.max_attempts)
+    l.hedging
+        .map_or_else(|| attempts_within_elapsed(l), |h| h.max_attempts)
+}
+
+/// The attempts of one call at `l` that `max_elapsed` lets happen at
+/// most (all of `max_attempts` without it). A retry is made only when
+/// the time since the call started plus its sleep is at most
+/// `max_elapsed` (the model's rule, cenkalti's); the most attempts fit
+/// when every attempt fails as fast as it can and every sleep is as
+/// short as its jitter allows. An attempt fails at once when the layer
+/// retries connection errors or a status; when it retries timeouts only,
+/// each failed attempt lasts its timeout. Counted exactly, in
+/// nanoseconds.
+pub fn attempts_within_elapsed(l: &CallPolicy) -> u32 {
+    let r = &l.retry;
+    let Some(limit) = r.max_elapsed else {
+        return r.max_attempts;
+    };
+    let fails_fast = r.retry_on.connection || (0..640u16).any(|code| r.retry_on.status(code));
+    let attempt = match (fails_fast, l.timeout) {
+        (false, Some(timeout)) if r.retry_on.timeout => timeout,
+        _ => 0,
+    };
+    let mut elapsed: u64 = 0;
+    for made in 1..r.max_attempts {
+        elapsed = elapsed.saturating_add(attempt);
+        let sleep = least_sleep(&r.backoff, r.jitter, made);
+        if elapsed.saturating_add(sleep) > limit {
+            return made;
+        }
+        elapsed = elapsed.saturating_add(sleep);
+    }
+    r.max_attempts
+}
+
+/// The shortest sleep before retry `n` (n >= 1) the jitter can draw, in
+/// nanoseconds (0 for Polly's, whose least draw is not counted here: a
+/// bound that may count more attempts than can happen, never fewer).
+fn least_sleep(b: &Backoff, jitter: Jitter, n: u32) -> Nanos {
+    let d = b.delay(n);
+    match jitter {
+        Jitter::None => d,
+        Jitter::Full | Jitter::PollyV2 => 0,
+        Jitter::Equal => d / 2,
+        Jitter::Proportional(f) => (d as f64 * (1.0 - f).max(0.0)).floor() as Nanos,
+        Jitter::Decorrelated => b.base().min(b.cap()),
+    }
 }
 
 /// Calls one call at `l` sends to the next hop at most, for `attempts`
@@ -230,5 +283,51 @@ mod tests {
             (layer_amplification(&layer(2, Some((env, true)), 1), 100.0, 0.1).budgeted - 1.3).abs()
                 < 1e-9
         );
+    }
+
+    /// 10 attempts, 1 s apart, within 2 s.
+    fn elapsed_layer(jitter: Jitter) -> CallPolicy {
+        use crate::engine::NS_PER_S;
+        use crate::model::retry::RetryOn;
+        let mut l = layer(10, None, 1);
+        l.retry.backoff = Backoff::Constant { base: NS_PER_S };
+        l.retry.jitter = jitter;
+        l.retry.max_elapsed = Some(2 * NS_PER_S);
+        l.retry.retry_on = RetryOn::nothing().with_status(503);
+        l
+    }
+
+    /// F2: only the retries that start within `max_elapsed` count: at
+    /// once-failing attempts, retries at 1 s and 2 s (2 s is not more than
+    /// the limit), so 3 attempts, and the amplification with them.
+    #[test]
+    fn max_elapsed_bounds_the_attempts_exactly() {
+        use crate::engine::NS_PER_MS;
+        let l = elapsed_layer(Jitter::None);
+        assert_eq!(attempts_per_call(&l), 3);
+        assert_eq!(layer_amplification(&l, 100.0, 0.0).budgeted, 3.0);
+        assert_eq!(layer_amplification(&l, 100.0, 0.0).max_attempts, 3);
+        // A limit just short of the second retry: 2 attempts.
+        let mut short = l.clone();
+        short.retry.max_elapsed = Some(2 * crate::engine::NS_PER_S - 1);
+        assert_eq!(attempts_per_call(&short), 2);
+        // Equal jitter sleeps at least 0.5 s: retries at 0.5, 1, 1.5, 2 s.
+        assert_eq!(attempts_per_call(&elapsed_layer(Jitter::Equal)), 5);
+        // Full jitter may sleep nothing: every attempt may happen.
+        assert_eq!(attempts_per_call(&elapsed_layer(Jitter::Full)), 10);
+        // Timeouts only, 500 ms each: retries after 0.5 + 1 s = 1.5 s, then
+        // 1.5 + 0.5 + 1 = 3 s > 2 s: 2 attempts.
+        let mut timeouts = l.clone();
+        timeouts.retry.retry_on = crate::model::retry::RetryOn::nothing();
+        timeouts.retry.retry_on.timeout = true;
+        timeouts.timeout = Some(500 * NS_PER_MS);
+        assert_eq!(attempts_per_call(&timeouts), 2);
+        // Connection errors fail at once even with a timeout: 3 again.
+        timeouts.retry.retry_on.connection = true;
+        assert_eq!(attempts_per_call(&timeouts), 3);
+        // Without max_elapsed, max_attempts.
+        let mut unbounded = l;
+        unbounded.retry.max_elapsed = None;
+        assert_eq!(attempts_per_call(&unbounded), 10);
     }
 }

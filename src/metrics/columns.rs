@@ -58,6 +58,19 @@ impl Cell {
     }
 }
 
+/// The largest figure a table holds, in size: no count, wait or rate of a
+/// run within stormsim's limits reaches it, and it is exact as a float.
+/// The tables' reader (`report::table_check`) refuses more.
+pub const MAX_FIGURE: f64 = 1e15;
+
+/// A ratio as the tables hold it: at most [`MAX_FIGURE`]. Only a load
+/// against a capacity close to none reaches that (a thousand billion
+/// times too much is as decided as more); without the cap a run could
+/// write a table its own `plot` and `merge` then refuse.
+pub fn held_ratio(v: f64) -> f64 {
+    v.min(MAX_FIGURE)
+}
+
 pub fn format_float(v: f64) -> String {
     let mut out = String::new();
     push_float(&mut out, v);

@@ -13,6 +13,7 @@
 
 use crate::engine::{NS_PER_S, Nanos};
 
+use super::columns::held_ratio;
 use super::gauge::Gauge;
 
 /// Counters of one service in one time bucket.
@@ -540,10 +541,10 @@ pub fn tabulate_graph(
             .map(|c| c * share);
             let load = cap.map(|cap| {
                 let l = ratio(ratio(c.attempts as f64, secs), cap);
-                match utilization {
+                held_ratio(match utilization {
                     Some(u) if info.holds_while_calling => l.max(u),
                     _ => l,
-                }
+                })
             });
             if let Some(l) = load {
                 raise(&mut peaks[s], l);
@@ -570,7 +571,7 @@ pub fn tabulate_graph(
                     let let_in = c.attempts.saturating_sub(c.refused + c.vanished);
                     raise(
                         &mut peaks_effective[s],
-                        ratio(let_in as f64, secs) / (cap * factor),
+                        held_ratio(ratio(let_in as f64, secs) / (cap * factor)),
                     );
                 }
             }

@@ -16,7 +16,9 @@
 //! never gets there is metastable (`recovered = false`). A run that ends
 //! before one full window after the trigger has no verdict: it is
 //! *undecided* (`recovered` empty in the summary, `undecided` in the
-//! tables), since it could not show either.
+//! tables), since it could not show either; so is a run that ends
+//! unhealthy while the warm-up after the incident is still going on (its
+//! capacity was not yet back: "never" and "not yet" look alike).
 //!
 //! A run stopped early by a guard rail (`aborted`) earns no verdict: its
 //! recovery cells and its success rate are empty (the requests still open
@@ -27,6 +29,7 @@
 use crate::engine::{NS_PER_S, NS_PER_US, Nanos};
 
 use super::abort::Abort;
+use super::columns::held_ratio;
 use super::criteria::RecoveryCriteria;
 use super::reason::Reason;
 use super::recorder::Recorder;
@@ -63,6 +66,12 @@ pub enum Undecided {
     /// "recovered in 0 s" while the system served nothing. There is no
     /// healthy level to recover to.
     NoBaseline,
+    /// The run ends `after_s` seconds (of full buckets) after the trigger
+    /// without a healthy stretch to its end, while the warm-up after the
+    /// incident still had `warming_s` seconds to go: the system was not
+    /// yet back to its capacity, so "never" could not be told from "not
+    /// yet".
+    WarmingUp { after_s: f64, warming_s: f64 },
 }
 
 /// Facts about the system that the tables are judged against.
@@ -452,10 +461,10 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
                 .filter(|&cap| cap > 0.0)
                 .map(|cap| {
                     let load = ratio(c.dependency_attempts as f64, secs) / cap;
-                    match utilization {
+                    held_ratio(match utilization {
                         Some(u) if capacity.held => load.max(u),
                         _ => load,
-                    }
+                    })
                 }),
             layer_attempts: rec.layer_attempts[b * layers..(b + 1) * layers].to_vec(),
             layer_retries: rec.layer_retries[b * layers..(b + 1) * layers].to_vec(),
@@ -527,7 +536,7 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         (!h.is_empty()).then(|| us_to_ms(h.value_at_quantile(q)))
     };
     let (baseline, mut recovery_time_s, mut recovered, mut undecided) =
-        recovery(rec, &rows, &ctx.recovery);
+        recovery(rec, &rows, &ctx.recovery, warm_until(ctx));
     let aborted = info.aborted.is_some();
     if aborted {
         (recovery_time_s, recovered, undecided) = (None, None, None);
@@ -698,7 +707,9 @@ fn after_incident(
                 let factor = if capacity.held { 1.0 } else { factor };
                 let let_in = r.dependency_attempts - refused_in(b).min(r.dependency_attempts);
                 let let_in = let_in.saturating_sub(r.blackholed);
-                Some(let_in as f64 / secs / (cap * factor * focus_share(rec, ctx, Some(b)).0))
+                Some(held_ratio(
+                    let_in as f64 / secs / (cap * factor * focus_share(rec, ctx, Some(b)).0),
+                ))
             })
             .fold(None, max)
     };
@@ -743,10 +754,25 @@ fn after_incident(
 /// Returns (baseline ratio, none when nothing was offered before the
 /// trigger; recovery time in seconds; recovered; why there is no verdict
 /// when the run is too short for one).
+/// When the warm-up after the trigger ends: the end of the disturbed
+/// time (an incident and the warm-up after it) the trigger's end falls in,
+/// when it goes on after it.
+fn warm_until(ctx: &RunContext) -> Option<Nanos> {
+    let end = ctx.recovery.trigger_end?;
+    ctx.incident_windows
+        .iter()
+        .find(|&&(from, to)| from <= end && end < to)
+        .map(|&(_, to)| to)
+}
+
+/// The baseline, the recovery time, the verdict and why there is none
+/// (see the module's documentation); `warm_until` is when the warm-up
+/// after the trigger ends, if one follows it.
 fn recovery(
     rec: &Recorder,
     rows: &[TimeRow],
     c: &RecoveryCriteria,
+    warm_until: Option<Nanos>,
 ) -> (Option<f64>, Option<f64>, Option<bool>, Option<Undecided>) {
     let bucket = rec.bucket_len();
     let full: Vec<usize> = (0..rows.len())
@@ -803,6 +829,15 @@ fn recovery(
         }
     }
     if settled > last {
+        let covered = (last as u64 + 1) * bucket;
+        if let Some(warm) = warm_until.filter(|&w| covered < w) {
+            let secs = |ns: u64| ns as f64 / NS_PER_S as f64;
+            let undecided = Undecided::WarmingUp {
+                after_s: secs(covered - end),
+                warming_s: secs(warm - covered),
+            };
+            return (measured, None, None, Some(undecided));
+        }
         return (measured, None, Some(false), None);
     }
     let window_start = ((settled + 1 - w) as u64 * bucket).max(end);
@@ -851,7 +886,7 @@ mod tests {
     /// (baseline, recovery time, recovered) as `summary.csv` gives them.
     fn undecided(rec: &Recorder, c: RecoveryCriteria) -> Option<Undecided> {
         let rows: Vec<TimeRow> = tabulate(rec, &info_of(rec), &ctx_of(c)).0;
-        recovery(rec, &rows, &c).3
+        recovery(rec, &rows, &c, None).3
     }
 
     fn info_of(rec: &Recorder) -> RunInfo {
@@ -1084,6 +1119,49 @@ mod tests {
         ok.extend(run_of(10, 100));
         let rec = recorder(33 * S, S, &ok);
         assert_eq!(verdict(&rec, c), (Some(1.0), Some(2.5), Some(true)));
+    }
+
+    /// F5: a run that ends unhealthy while the dependency is still warming
+    /// up after the incident is undecided, not "never"; once the warm-up
+    /// is over within the run, the same rows are "never".
+    #[test]
+    fn a_run_ending_in_the_warm_up_is_undecided() {
+        let c = trigger();
+        let rec = storm(&run_of(10, 0));
+        let judged = |warm: Nanos| {
+            let ctx = RunContext {
+                incident_windows: vec![(10 * S, warm)],
+                ..ctx_of(c)
+            };
+            let (rows, s) = tabulate(&rec, &info_of(&rec), &ctx);
+            let why = recovery(&rec, &rows, &c, warm_until(&ctx)).3;
+            (s.recovered, s.recovery_time_s, why)
+        };
+        // The trigger ends at 20 s, the run at 30 s, warm-up until 45 s.
+        assert_eq!(
+            judged(45 * S),
+            (
+                None,
+                None,
+                Some(Undecided::WarmingUp {
+                    after_s: 10.0,
+                    warming_s: 15.0
+                })
+            )
+        );
+        // Warm-up over at 30 s (the run's end) or before: never.
+        assert_eq!(judged(30 * S), (Some(false), None, None));
+        assert_eq!(judged(25 * S), (Some(false), None, None));
+        // No warm-up after the trigger (the window ends with it): never.
+        assert_eq!(judged(20 * S), (Some(false), None, None));
+        // Recovered while still warming up: recovered.
+        let back = storm(&run_of(10, 100));
+        let ctx = RunContext {
+            incident_windows: vec![(10 * S, 45 * S)],
+            ..ctx_of(c)
+        };
+        let (_, s) = tabulate(&back, &info_of(&back), &ctx);
+        assert_eq!((s.recovered, s.recovery_time_s), (Some(true), Some(0.0)));
     }
 
     /// A run that ends before one full window after the trigger could not

@@ -474,7 +474,7 @@ impl Drawable for RecoveryFigure {
                     ]
                 } else if r.undecided > 0 {
                     [
-                        "undecided: too short, or no traffic, after the incident",
+                        "undecided: too short, no traffic or still warming up after the incident",
                         "undecided",
                     ]
                 } else {

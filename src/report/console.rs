@@ -66,6 +66,11 @@ fn recovery_text(
             Some(Undecided::NoBaseline) => {
                 "undecided: no request succeeded before the trigger (baseline 0)".to_string()
             }
+            Some(Undecided::WarmingUp { after_s, warming_s }) => format!(
+                "undecided: run ends {} after the trigger, still warming up ({} to go)",
+                seconds(after_s),
+                seconds(warming_s)
+            ),
             None => "undecided".to_string(),
         }),
         (None, _) => Some("no trigger".to_string()),

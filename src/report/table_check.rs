@@ -34,6 +34,8 @@ use csv::StringRecord;
 
 use super::shape::RunShape;
 use crate::escape::{escape, is_unsafe_char};
+// The largest figure a table may hold (the writer holds its ratios to it).
+use crate::metrics::columns::MAX_FIGURE;
 
 /// The tables of a run folder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -277,10 +279,6 @@ fn column_kind(name: &str) -> Col {
     }
 }
 
-/// The largest figure a table may hold: no run within stormsim's limits
-/// counts, waits or sends this much, and it is exact as a float.
-const MAX_FIGURE: f64 = 1e15;
-
 /// Whether the column `name` holds a fraction (0 to 1): success rates,
 /// ratios of a part to its whole, fractions of runs and of breakers
 /// (with their `_mean` over a variant's runs).
@@ -309,7 +307,8 @@ fn quoted(text: &str) -> String {
 }
 
 /// Whether `text` is a number as stormsim writes one: an optional minus,
-/// 1 to 25 digits, and at most six decimals.
+/// digits, and at most six decimals (how large it may be is its column's
+/// limit: [`beyond_figures`]).
 fn is_number(text: &str) -> bool {
     let digits = text.strip_prefix('-').unwrap_or(text);
     let (int, frac) = match digits.split_once('.') {
@@ -317,7 +316,17 @@ fn is_number(text: &str) -> bool {
         None => (digits, None),
     };
     let all_digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    all_digits(int) && int.len() <= 25 && frac.is_none_or(|f| all_digits(f) && f.len() <= 6)
+    all_digits(int) && frac.is_none_or(|f| all_digits(f) && f.len() <= 6)
+}
+
+/// Whether the number `text` ([`is_number`]) is larger in size than
+/// [`MAX_FIGURE`]; its digits are counted first, so that a number of any
+/// length is judged without parsing it.
+fn beyond_figures(text: &str) -> bool {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    let int = digits.split('.').next().unwrap_or(digits);
+    let int = int.trim_start_matches('0');
+    int.len() > 16 || text.parse::<f64>().is_ok_and(|v| v.abs() > MAX_FIGURE)
 }
 
 /// Why `text` is not a cell of a column of kind `col` (None: it is).
@@ -338,7 +347,7 @@ fn cell_problem(col: Col, text: &str) -> Option<String> {
         Col::Number | Col::Fraction if !text.is_empty() && text.starts_with('-') => {
             bad("a number of 0 or more (stormsim writes no negative figure; empty for no value)")
         }
-        Col::Number | Col::Level if text.parse::<f64>().is_ok_and(|v| v.abs() > MAX_FIGURE) => {
+        Col::Number | Col::Level if !text.is_empty() && beyond_figures(text) => {
             bad("a number up to 10^15 (no run within stormsim's limits reaches more)")
         }
         Col::Fraction if !text.is_empty() && !is_number(text) => bad(
@@ -350,6 +359,9 @@ fn cell_problem(col: Col, text: &str) -> Option<String> {
         Col::Time if !is_number(text) || text.starts_with('-') => {
             bad("a time in seconds from the start (a number, 0 or more)")
         }
+        Col::Time if beyond_figures(text) => bad(
+            "a time in seconds from the start up to 10^15 (no run within stormsim's limits lasts longer)",
+        ),
         Col::Whole if !text.bytes().all(|b| b.is_ascii_digit()) || text.parse::<u64>().is_err() => {
             bad("a whole number from 0 to 18446744073709551615")
         }
@@ -1138,6 +1150,23 @@ mod tests {
         ] {
             assert!(!is_number(bad), "{bad}");
         }
-        assert!(!is_number(&"9".repeat(26)));
+    }
+
+    /// A number of any length is judged by the column's limit, in words
+    /// (not the 26 digits' shape, nor a storage type).
+    #[test]
+    fn numbers_beyond_a_tables_figures_say_the_limit() {
+        let huge = "9".repeat(26);
+        for col in [Col::Number, Col::Level] {
+            let why = cell_problem(col, &huge).unwrap();
+            assert!(why.starts_with("expected a number up to 10^15"), "{why}");
+            let why = cell_problem(col, &format!("{huge}.5")).unwrap();
+            assert!(why.starts_with("expected a number up to 10^15"), "{why}");
+        }
+        let why = cell_problem(Col::Time, &huge).unwrap();
+        assert!(why.contains("up to 10^15"), "{why}");
+        assert_eq!(cell_problem(Col::Number, "1000000000000000"), None);
+        assert_eq!(cell_problem(Col::Number, "0001000000000000000"), None);
+        assert!(cell_problem(Col::Number, "1000000000000000.5").is_some());
     }
 }

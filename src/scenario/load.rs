@@ -368,11 +368,45 @@ pub(crate) fn locate_issue(
     if set_paths.iter().any(|p| related(p, &issue.path)) {
         return ScenarioError::new(SET_LABEL, issue.message).with_path(issue.path);
     }
-    let e = ScenarioError::new(file_label, issue.message).with_path(issue.path.clone());
+    let message = match index.and_then(|i| i.scalar(&issue.path)) {
+        Some(text) => as_written(issue.message, text),
+        None => issue.message,
+    };
+    let e = ScenarioError::new(file_label, message).with_path(issue.path.clone());
     match index.and_then(|i| i.position(&issue.path)) {
         Some((line, col)) => e.at(line, col),
         None => e,
     }
+}
+
+/// `message` about a number the file wrote as `written`, with the number
+/// as it was read (`1e400` read as `inf`, `0.30000000000000004` as
+/// `0.30000000000000004`, `1.00000000000000001` as `1`) put back as
+/// written, so that the message quotes what the author can find in the
+/// file. Only a whole number token is replaced, the first one; a message
+/// without it is returned as it is.
+pub(crate) fn as_written(message: String, written: &str) -> String {
+    let written = written.trim();
+    let Ok(read) = written.parse::<f64>() else {
+        return message;
+    };
+    let shown = read.to_string();
+    if shown == written {
+        return message;
+    }
+    let mut from = 0;
+    while let Some(i) = message[from..].find(&shown).map(|i| i + from) {
+        let end = i + shown.len();
+        let before = message[..i].chars().next_back();
+        let after = message[end..].chars().next();
+        let alone = !before.is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-'))
+            && !after.is_some_and(|c| c.is_ascii_alphanumeric() || c == '.');
+        if alone {
+            return format!("{}{written}{}", &message[..i], &message[end..]);
+        }
+        from = end;
+    }
+    message
 }
 
 /// The file's scenario, typed, presets merged and field-dependent defaults
@@ -390,6 +424,15 @@ fn parse_file(
         return Err(ScenarioError::new(label, EMPTY).into());
     }
     let direct = serde_saphyr::from_str_with_options::<Scenario>(src, parse_options());
+    if direct.is_err()
+        && let Some((line, col)) = second_document(src)
+    {
+        // Whatever else is wrong, this is what to fix first: the second
+        // document is not part of the scenario, and no field path fits.
+        return Err(ScenarioError::new(label, MULTIPLE_DOCUMENTS)
+            .at(line, col)
+            .into());
+    }
     let tags = tag_errors(index, label);
     if let Ok(s) = &direct
         && !s.has_preset()
@@ -469,7 +512,16 @@ fn parse_file(
         && !first_wins
         && let Err(e) = &direct
     {
-        reported.push(serde_error(e, src, label));
+        // Not again about a value an unsupported tag was reported on: the
+        // tag is the cause.
+        let e = serde_error(e, src, label);
+        let tagged = index
+            .unsupported_tags()
+            .iter()
+            .any(|(tagged, ..)| e.path.as_deref().is_some_and(|p| related(p, tagged)));
+        if !tagged {
+            reported.push(e);
+        }
     }
     let found = collect(value);
     let omitted = found.omitted;
@@ -493,6 +545,14 @@ fn parse_file(
             Some((line, col)) => e.at(line, col),
             None => e,
         });
+    }
+    for e in &mut reported {
+        if let Some(tag) = e.path.as_deref().and_then(|p| index.core_tag(p)) {
+            e.message = format!(
+                "{} (the value is written with the YAML tag `{tag}`: stormsim does not take YAML tags; write the plain value, without the tag)",
+                e.message
+            );
+        }
     }
     let repaired = match found.scenario {
         Some(s) if reported.is_empty() => {
@@ -533,6 +593,29 @@ fn parse_file(
         errors: ScenarioErrors(reported, omitted),
         repaired,
     })
+}
+
+/// What a file of more than one YAML document is told.
+const MULTIPLE_DOCUMENTS: &str = "the file holds more than one YAML document (a `---` line starts another); a scenario is one document";
+
+/// Where the second YAML document of `src` starts (its `---`), if there
+/// is one.
+fn second_document(src: &str) -> Option<(u32, u32)> {
+    use serde_saphyr::granit_parser::{Event, Parser};
+    let mut starts = 0;
+    for item in Parser::new_from_str(src) {
+        let Ok((event, span)) = item else {
+            return None;
+        };
+        if matches!(event, Event::DocumentStart(..)) {
+            starts += 1;
+            if starts == 2 {
+                let clamp = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
+                return Some((clamp(span.start.line()), clamp(span.start.col()) + 1));
+            }
+        }
+    }
+    None
 }
 
 /// What a YAML tag in a scenario (or a `--set` value) is told: stormsim
@@ -1234,5 +1317,33 @@ mod tests {
         let e = one(&src);
         assert_eq!(e.line, Some(48), "{e}");
         assert!(e.message.contains("did you mean `api`?"), "{e}");
+    }
+
+    /// F9: a number in a message is quoted as the file wrote it.
+    #[test]
+    fn numbers_in_messages_are_quoted_as_written() {
+        let m = |msg: &str, written: &str| as_written(msg.to_string(), written);
+        assert_eq!(
+            m(
+                "multiplier is -1; expected a number > 0",
+                "-1.00000000000000001"
+            ),
+            "multiplier is -1.00000000000000001; expected a number > 0"
+        );
+        assert_eq!(
+            m(
+                "`inf` is not a finite number; expected a real number",
+                "1e400"
+            ),
+            "`1e400` is not a finite number; expected a real number"
+        );
+        // Written as read, or not a number: as it is.
+        assert_eq!(m("is 0.5; expected", "0.5"), "is 0.5; expected");
+        assert_eq!(m("is 1s; expected", "1.0s"), "is 1s; expected");
+        // Only a whole token: `1` inside `10` or `1.5` is left alone.
+        assert_eq!(
+            m("from 10 to 1.5, found 1", "1.0"),
+            "from 10 to 1.5, found 1.0"
+        );
     }
 }

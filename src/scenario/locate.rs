@@ -17,7 +17,7 @@ use serde_saphyr::granit_parser::{Event, Parser, ScalarStyle, Tag};
 
 /// Events read at most; a scenario has a few hundred.
 const MAX_EVENTS: usize = 2_000_000;
-/// Tags listed at most (each is an error of its own).
+/// Tags read at most (an unsupported one is an error of its own).
 const MAX_TAGS: usize = 100;
 /// Nodes deeper than this are not indexed (their ancestors still are).
 const MAX_INDEXED_DEPTH: usize = 64;
@@ -57,6 +57,10 @@ pub struct LocationIndex {
     /// Nodes with a YAML tag the format does not read: (path, position
     /// of the tag, the tag as written).
     tags: Vec<(String, Pos, String)>,
+    /// Nodes with one of the core schema's tags (`!!str`, `!!int`): path
+    /// → the tag as written. Read as plain YAML, but an error about such a
+    /// value names the tag, which is likely its cause.
+    core_tags: HashMap<String, String>,
     /// The lines (1-based) whose indentation holds a tab, which YAML does
     /// not allow there.
     tab_indented: Vec<u32>,
@@ -134,8 +138,19 @@ impl LocationIndex {
             tab_indented: tab_indented_lines(src),
             ..LocationIndex::default()
         };
-        for (segs, at, tag) in tags {
-            index.tags.push((render(&segs, &labels), at, tag));
+        for TagAt {
+            segs,
+            at,
+            tag,
+            core,
+        } in tags
+        {
+            let path = render(&segs, &labels);
+            if core {
+                index.core_tags.entry(path).or_insert(tag);
+            } else {
+                index.tags.push((path, at, tag));
+            }
         }
         for node in raw {
             let path = render(&node.segs, &labels);
@@ -202,6 +217,13 @@ impl LocationIndex {
         }
     }
 
+    /// The text of the scalar written at `path`, if a scalar is.
+    pub fn scalar(&self, path: &str) -> Option<&str> {
+        let &i = self.by_path.get(path)?;
+        let (_, _, _, is_key, scalar) = &self.nodes[i];
+        scalar.as_deref().filter(|_| !is_key)
+    }
+
     /// Whether `path` has a node of its own in the file.
     pub fn contains(&self, path: &str) -> bool {
         self.by_path.contains_key(path)
@@ -220,6 +242,12 @@ impl LocationIndex {
     /// not listed.
     pub fn unsupported_tags(&self) -> &[(String, Pos, String)] {
         &self.tags
+    }
+
+    /// The core schema's tag (`!!str`, `!!int`...) written on the value
+    /// at `path`, if one is.
+    pub fn core_tag(&self, path: &str) -> Option<&str> {
+        self.core_tags.get(path).map(String::as_str)
     }
 
     /// The field path of the mapping key that starts at `pos`, if one does
@@ -265,19 +293,23 @@ fn pos(mark: &serde_saphyr::granit_parser::Marker) -> Pos {
     (clamp(mark.line()), clamp(mark.col()).saturating_add(1))
 }
 
-/// A tag as written (`!include`, `!!binary`), unless it is one of the
-/// core schema's (`!!str`, `!!int`, `!!float`, `!!bool`, `!!null`,
-/// `!!map`, `!!seq`), which only say what plain YAML would.
-fn unsupported_tag(tag: &Tag) -> Option<String> {
+/// A tag as written (`!include`, `!!binary`, `!!str`), and whether it is
+/// one of the core schema's (`!!str`, `!!int`, `!!float`, `!!bool`,
+/// `!!null`, `!!map`, `!!seq`), which only say what plain YAML would.
+fn written_tag(tag: &Tag) -> (String, bool) {
     const CORE: &[&str] = &["str", "int", "float", "bool", "null", "map", "seq"];
-    if tag.handle() == "tag:yaml.org,2002:" && CORE.contains(&tag.suffix()) {
-        return None;
-    }
-    Some(format!("{}{}", tag.original_handle(), tag.suffix()))
+    let core = tag.handle() == "tag:yaml.org,2002:" && CORE.contains(&tag.suffix());
+    (format!("{}{}", tag.original_handle(), tag.suffix()), core)
 }
 
-/// A tagged node's segments, where its tag is, and the tag.
-type TagAt = (Vec<Seg>, Pos, String);
+/// A tagged node: its segments, where its tag is, the tag as written and
+/// whether it is one of the core schema's.
+struct TagAt {
+    segs: Vec<Seg>,
+    at: Pos,
+    tag: String,
+    core: bool,
+}
 
 /// Reads the events of the first document into nodes with segment paths,
 /// and the tags it finds.
@@ -294,7 +326,7 @@ fn walk(src: &str) -> (Vec<Node>, Vec<TagAt>) {
         let (start, end) = (pos(&span.start), pos(&span.end));
         let tag = match &event {
             Event::Scalar(.., t) | Event::MappingStart(.., t) | Event::SequenceStart(.., t) => {
-                t.as_deref().and_then(unsupported_tag)
+                t.as_deref().map(written_tag)
             }
             _ => None,
         };
@@ -329,11 +361,16 @@ fn walk(src: &str) -> (Vec<Node>, Vec<TagAt>) {
             }
             None => pushed = false,
         }
-        if let Some(tag) = tag
+        if let Some((tag, core)) = tag
             && tags.len() < MAX_TAGS
         {
             let at = span.tag_start.as_ref().map_or(start, pos);
-            tags.push((segs.clone(), at, tag));
+            tags.push(TagAt {
+                segs: segs.clone(),
+                at,
+                tag,
+                core,
+            });
         }
         let node = (segs.len() <= MAX_INDEXED_DEPTH).then(|| {
             nodes.push(Node {

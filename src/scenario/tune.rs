@@ -450,14 +450,30 @@ pub fn show(v: &Value) -> String {
 }
 
 /// Why `path` is part of the test a search holds fixed rather than a
-/// setting it may change: the analysis that judges the runs, the load the
-/// clients offer, the incidents, or a whole section (which would replace
+/// setting it may change: the analysis that judges the runs, the length
+/// of the runs and the window they are measured over, the guard rails that
+/// stop them, the load the clients offer, the incidents, or a whole section (which would replace
 /// them too).
 fn part_of_the_test(path: &str) -> Option<&'static str> {
     let under = |k: &str| path == k || path.starts_with(&format!("{k}."));
     if under("analysis") {
         return Some(
             "the analysis (`analysis.*`: the recovery threshold and window, the trigger) is the yardstick the candidates are judged by",
+        );
+    }
+    if path == "duration" {
+        return Some(
+            "the duration is how long the candidates are tested: a shorter run would hide a late collapse and look better",
+        );
+    }
+    if path == "bucket" {
+        return Some(
+            "the bucket is the window the SLO and the recovery are measured over: a wider one smooths a dip away and looks better",
+        );
+    }
+    if under("limits") {
+        return Some(
+            "the guard rails (`limits.*`) stop a run and mark it aborted: they bound the test, they are not a setting of the policy",
         );
     }
     if path.split('.').any(|seg| seg == "incidents") {

@@ -76,12 +76,22 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         };
         total = total
             .checked_add(exact_ns(num, scale, text)?)
-            .ok_or_else(|| format!("duration `{text}` is too large"))?;
+            .ok_or_else(|| too_large(text))?;
         rest = tail;
     }
     u64::try_from(total)
         .map(Duration)
-        .map_err(|_| format!("duration `{text}` is too large"))
+        .map_err(|_| too_large(text))
+}
+
+/// What a duration beyond the largest one stormsim counts is told: that
+/// largest one, in nanoseconds and in days.
+fn too_large(text: &str) -> String {
+    format!(
+        "duration `{text}` is too large: the largest duration accepted is {}ns (about {}d, 584 years)",
+        u64::MAX,
+        u64::MAX / 86_400_000_000_000
+    )
 }
 
 /// `num` (digits, with at most one `.`) times `scale` nanoseconds,
@@ -90,7 +100,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 /// nanosecond is refused rather than rounded.
 fn exact_ns(num: &str, scale: u64, text: &str) -> Result<u128, String> {
     let invalid = || format!("invalid number `{num}` in duration `{text}`");
-    let too_large = || format!("duration `{text}` is too large");
+    let too_large = || too_large(text);
     let (whole, frac) = num.split_once('.').unwrap_or((num, ""));
     if (whole.is_empty() && frac.is_empty()) || frac.contains('.') {
         return Err(invalid());
@@ -328,7 +338,10 @@ mod tests {
             parse_duration("18446744073709551615ns").unwrap().0,
             u64::MAX
         );
-        assert!(parse_duration("18446744073709551616ns").is_err());
+        assert_eq!(
+            parse_duration("18446744073709551616ns").unwrap_err(),
+            "duration `18446744073709551616ns` is too large: the largest duration accepted is 18446744073709551615ns (about 213503d, 584 years)"
+        );
         assert_eq!(parse_duration("0.000000001s").unwrap().0, 1);
         assert_eq!(
             parse_duration("1.000000000000000000000s").unwrap().0,

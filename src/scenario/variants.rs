@@ -106,12 +106,62 @@ fn inner_path_problem(path: &str, has_slo: bool) -> Option<Issue> {
         });
     }
     let first = path.split('.').next().unwrap_or(path);
+    if let Some(reason) = scenario_wide(first, has_slo) {
+        return Some(Issue {
+            path: path.to_string(),
+            message: format!(
+                "`{first}` cannot be set from inside a variant or a sweep: {reason}; set it in the scenario itself or with --set"
+            ),
+        });
+    }
     matches!(first, "variants" | "sweep" | "tune").then(|| Issue {
         path: path.to_string(),
         message: format!(
             "`{first}` cannot be set from inside a variant or a sweep; set it in the scenario itself"
         ),
     })
+}
+
+/// An issue when the first segment of `path` is no field of a scenario
+/// (in the words a file's unknown field gets): such a sweep key is
+/// refused at once, each one, without building the points it would make
+/// (a sweep of many unknown keys is then counted exactly, in time linear
+/// in the keys).
+fn unknown_field(path: &str) -> Option<Issue> {
+    let first = path.split('.').next().unwrap_or(path);
+    let mut probe = serde_json::Map::new();
+    probe.insert(first.to_string(), Value::Null);
+    let e = serde_json::from_value::<Scenario>(Value::Object(probe)).err()?;
+    let message = e.to_string();
+    let (unknown, expected) = message.split_once(", expected ")?;
+    unknown.starts_with("unknown field `").then(|| {
+        // Names listed bare, as a file's unknown field lists them.
+        let message = format!("{unknown}, expected {}", expected.replace('`', ""));
+        Issue {
+            path: path.to_string(),
+            message: super::suggest::improve_message(&message, None),
+        }
+    })
+}
+
+/// Why a top-level field belongs to the whole scenario rather than to one
+/// variant or sweep point, if it does: the seeds, the number of replicates
+/// and the output's name are the run's own, and with an SLO the windows
+/// every verdict compares (`duration`, `bucket`) are too.
+fn scenario_wide(field: &str, has_slo: bool) -> Option<&'static str> {
+    match field {
+        "seed" => Some(
+            "each variant's and replicate's seed is derived from the scenario's seed, so that variants differ only by what they set",
+        ),
+        "replicates" => Some(
+            "every variant runs the scenario's number of replicates, so that their spreads compare",
+        ),
+        "name" => Some("it names the output folder of the whole run"),
+        "duration" | "bucket" if has_slo => Some(
+            "the scenario has an SLO, and its verdicts compare every variant over the same windows",
+        ),
+        _ => None,
+    }
 }
 
 /// Keys of one `set` or one `sweep` that name the same field, or a field
@@ -207,6 +257,13 @@ impl Locator<'_> {
         if self.set_paths.iter().any(|p| related(p, path)) {
             return ScenarioError::new(SET_LABEL, message).with_path(path);
         }
+        let written = self
+            .index
+            .and_then(|i| at.and_then(|a| i.scalar(a)).or_else(|| i.scalar(path)));
+        let message = match written {
+            Some(text) => super::load::as_written(message, text),
+            None => message,
+        };
         let e = ScenarioError::new(self.file_label, message).with_path(path);
         let pos = self.index.and_then(|i| {
             at.filter(|a| i.contains(a))
@@ -316,7 +373,7 @@ fn expand(
     let keys: Vec<String> = s.sweep.keys().cloned().collect();
     let mut inner: Vec<Issue> = keys
         .iter()
-        .filter_map(|k| inner_path_problem(k, s.slo.is_some()))
+        .filter_map(|k| unknown_field(k).or_else(|| inner_path_problem(k, s.slo.is_some())))
         .collect();
     inner.extend(overlapping_keys(&base, &keys));
     inner.extend(swept_and_set(&base, &keys, &s.variants));
