@@ -44,7 +44,7 @@ use super::edit::Lit;
 use super::envoy::{CONDITIONS, INERT, retry_on_tokens};
 use super::tree::{Doc, Node};
 use super::write::Writer;
-use super::{Builder, Finding, Origin, Selector, get_path, join, uint};
+use super::{Builder, Finding, Origin, Selector, get_path, join, sim_attempts, uint};
 use crate::scenario::units::Duration;
 
 /// `DefaultPolicy` (retry.go): 2 retries on these conditions, and no
@@ -352,7 +352,13 @@ pub(crate) fn select<'d>(
 }
 
 fn duration(b: &mut Builder, node: &Node, key: &str) -> Option<Duration> {
-    let d = node.scalar().and_then(|s| parse_go(s.trim()));
+    if let Some(m) =
+        super::durations::space_refusal(node.scalar(), "Istio (Go's time.ParseDuration)")
+    {
+        b.error(key, Some(node.pos), m);
+        return None;
+    }
+    let d = node.scalar().and_then(parse_go);
     if d.is_none() {
         b.error(
             key,
@@ -566,8 +572,20 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
         };
         match e.key.as_str() {
             "attempts" => {
-                if let Some(n) = uint(b, &e.value, &key, 0, 999) {
-                    attempts = (n, o);
+                // virtual_service.proto: `int32 attempts = 1` (Istio's
+                // validation refuses a negative one): any int32 is
+                // Istio's; more than stormsim simulates is refused at
+                // this key, as the simulator's limit (`sim_attempts`).
+                if let Some(n) = uint(b, &e.value, &key, 0, i32::MAX as u64)
+                    && let Some(n) = sim_attempts(
+                        b,
+                        &e.value,
+                        &key,
+                        n + 1,
+                        "virtual_service.proto: attempts is an int32",
+                    )
+                {
+                    attempts = (n - 1, o);
                 }
             }
             "perTryTimeout" => {
@@ -589,7 +607,21 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
                     if d.0 == 0 {
                         b.error(key, Some(e.value.pos), "backoff must be greater than 0 (Envoy's base_interval)");
                     } else {
-                        base = (d, o);
+                        // retry.go `ConvertPolicy` hands `backoff` to Envoy
+                        // as it is (`RetryBackOff{BaseInterval: in.Backoff}`),
+                        // and Envoy counts whole milliseconds, truncated and
+                        // at least 1 (config_impl.cc `RetryPolicyImpl`:
+                        // `PROTOBUF_GET_MS_REQUIRED`, then 1 ms when below;
+                        // the cap is 10 × that), as for envoy-route.
+                        let ms = Duration::from_millis((d.0 / 1_000_000).max(1));
+                        if ms != d {
+                            b.warn(
+                                key,
+                                Some(e.value.pos),
+                                format!("Envoy, which runs Istio's retries, counts whole milliseconds, at least 1: {d} is {ms}"),
+                            );
+                        }
+                        base = (ms, o);
                     }
                 }
             }
