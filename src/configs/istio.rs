@@ -133,8 +133,28 @@ fn virtual_services(doc: &Doc) -> Vec<(String, &Node)> {
 /// one or more leading labels), and among wildcards the longer one is the
 /// more specific, as Istio picks it: `exact` is false for a destination's
 /// host, which names one service and is never a wildcard.
-fn host_rank(have: &str, want: &str, wildcard: bool) -> Option<(u8, usize)> {
-    if have == want || (!want.contains('.') && have.split('.').next() == Some(want)) {
+///
+/// A short host of the file (`reviews`, no dot) is the service of that
+/// name in the VirtualService's namespace `ns`, as Istio reads it
+/// (istio/api `virtual_service.proto`, `hosts`: "Istio will interpret the
+/// short name based on the namespace of the rule"; pilot
+/// `model.ResolveShortnameToFQDN`: a host without a dot, not `*`, gets
+/// `.<namespace>.svc.<domain>`, `cluster.local` by default); without a
+/// namespace in the file (kubectl's current one applies), by its first
+/// label. Ranking exact hosts first, then the longer wildcard, then `*`,
+/// is Istio's (`pkg/config/host` `MostSpecificHostMatch`: an exact match,
+/// else the most specific wildcard).
+fn host_rank(have: &str, want: &str, wildcard: bool, ns: Option<&str>) -> Option<(u8, usize)> {
+    let short = !have.contains('.') && have != "*";
+    let fqdn = match ns {
+        Some(ns) if short => Some(format!("{have}.{ns}.svc.cluster.local")),
+        _ => None,
+    };
+    if have == want
+        || fqdn.as_deref() == Some(want)
+        || (!want.contains('.') && have.split('.').next() == Some(want))
+        || (short && ns.is_none() && want.split('.').next() == Some(have))
+    {
         return Some((2, 0));
     }
     if !wildcard {
@@ -175,6 +195,10 @@ pub(crate) fn select<'d>(
             .and_then(Node::scalar)
             .unwrap_or("")
             .to_string();
+        let ns = root
+            .get("metadata")
+            .and_then(|m| m.get("namespace"))
+            .and_then(Node::scalar);
         let Some(spec) = root.get("spec") else {
             continue;
         };
@@ -190,7 +214,7 @@ pub(crate) fn select<'d>(
             }
             hosts_rank = best(
                 hosts_rank,
-                host_rank(h, host, true).map(|r| (r, h.to_string())),
+                host_rank(h, host, true, ns).map(|r| (r, h.to_string())),
             );
         }
         for (i, h) in spec
@@ -209,7 +233,10 @@ pub(crate) fn select<'d>(
                 if !known_hosts.iter().any(|k| k == d) {
                     known_hosts.push(d.to_string());
                 }
-                rank = best(rank, host_rank(d, host, false).map(|r| (r, d.to_string())));
+                rank = best(
+                    rank,
+                    host_rank(d, host, false, ns).map(|r| (r, d.to_string())),
+                );
             }
             all.push((
                 HttpAt {

@@ -383,3 +383,116 @@ fn istio_backoff_counts_whole_milliseconds_as_envoy_does() {
     assert_eq!(get(&p, "retry.backoff.base"), json!("2ms"));
     assert_eq!(get(&p, "retry.backoff.cap"), json!("20ms"));
 }
+
+// ------------------------ 4. Istio short hosts in the namespace; wildcards
+
+const BOOKINFO: &str = r#"apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata:
+  name: reviews
+  namespace: bookinfo
+spec:
+  hosts: [reviews]
+  http:
+  - route:
+    - destination: { host: reviews }
+    retries: { attempts: 4, retryOn: connect-failure }
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata:
+  name: wild
+  namespace: bookinfo
+spec:
+  hosts: ["*.bookinfo.svc.cluster.local"]
+  http:
+  - route:
+    - destination: { host: ratings }
+    retries: { attempts: 1, retryOn: connect-failure }
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata:
+  name: all
+  namespace: bookinfo
+spec:
+  hosts: ["*"]
+  http:
+  - route:
+    - destination: { host: x }
+    retries: { attempts: 2, retryOn: connect-failure }
+"#;
+
+fn istio_attempts(host: &str) -> Value {
+    let p = import(BOOKINFO, Format::IstioVirtualservice, host).unwrap();
+    get(&p, "retry.max_attempts")
+}
+
+#[test]
+fn istio_short_hosts_resolve_in_their_namespace_and_the_most_specific_wins() {
+    // `reviews` in namespace bookinfo is reviews.bookinfo.svc.cluster.local:
+    // an exact host, more specific than the wildcards.
+    assert_eq!(
+        istio_attempts("reviews.bookinfo.svc.cluster.local"),
+        json!(5)
+    );
+    assert_eq!(istio_attempts("reviews"), json!(5));
+    // Another service of the namespace: the namespace's wildcard.
+    assert_eq!(
+        istio_attempts("details.bookinfo.svc.cluster.local"),
+        json!(2)
+    );
+    // `reviews` of another namespace is not this one: `*`.
+    assert_eq!(istio_attempts("reviews.other.svc.cluster.local"), json!(3));
+    assert_eq!(istio_attempts("foo.example.com"), json!(3));
+}
+
+// ------------------------------------ 6. a JSON file stays JSON on export
+
+const ENVOY_JSON: &str = r#"{
+  "virtual_hosts": [
+    {
+      "name": "orders",
+      "domains": ["orders.internal"],
+      "routes": [
+        {
+          "name": "create",
+          "match": { "prefix": "/create" },
+          "route": {
+            "cluster": "orders",
+            "retry_policy": {
+              "retry_on": "connect-failure",
+              "num_retries": 2
+            }
+          }
+        }
+      ]
+    }
+  ]
+}
+"#;
+
+#[test]
+fn envoy_json_file_export_adds_keys_as_json() {
+    let (after, _) = export(
+        ENVOY_JSON,
+        Format::EnvoyRoute,
+        "create",
+        &[
+            ("retry.retry_on", json!(["connection", 503])),
+            ("timeout", json!("300ms")),
+        ],
+    )
+    .unwrap();
+    let parsed: Result<serde_json::Value, _> = serde_json::from_str(&after);
+    assert!(parsed.is_ok(), "not JSON any more:\n{after}");
+    assert!(
+        after.contains("              \"num_retries\": 2,\n              \""),
+        "{after}"
+    );
+    assert!(
+        after.contains("\"retriable_status_codes\": [503]"),
+        "{after}"
+    );
+    assert!(after.contains("\"per_try_timeout\": \"0.3s\""), "{after}");
+}
