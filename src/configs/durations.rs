@@ -18,6 +18,29 @@
 
 use crate::scenario::units::Duration;
 
+/// White space around a duration (`" 1s"`, quoted in the file), for the
+/// formats whose systems do not trim it but refuse the value: a Go
+/// `time.ParseDuration` (Istio, Linkerd) takes a sign or a digit first
+/// (golang/go `src/time/format.go`: anything else is "invalid duration");
+/// grpc-go `parseDuration` (service_config.go) reads the seconds with
+/// `strconv.ParseInt`, which takes no space, as protobuf's JSON mapping
+/// of `google.protobuf.Duration` (digits, an optional fraction, `s`) is
+/// read by Envoy; Spring Boot's `StringToDurationConverter` hands the
+/// text as it is to `DurationStyle.detect`, whose patterns are anchored
+/// (`^([+-]?\d+)([a-zA-Z]{0,2})$`, `^[+-]?[pP].*$`), so Resilience4j's
+/// binding fails at startup. (.NET's `TimeSpan.Parse` does allow white
+/// space around its value, `[ws]` in its format: `ms-resilience` trims.)
+/// The message for such a value, `None` when there is none.
+pub fn space_refusal(text: Option<&str>, system: &str) -> Option<String> {
+    let t = text?;
+    (t.trim() != t).then(|| {
+        format!(
+            "white space around the duration {:?}: {system} does not trim it and refuses the value; remove the space",
+            crate::escape::escape(t).as_ref()
+        )
+    })
+}
+
 const NS: u64 = 1;
 const US: u64 = 1_000;
 const MS: u64 = 1_000_000;

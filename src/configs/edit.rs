@@ -388,6 +388,22 @@ pub fn insert(
         }
     };
     if *flow {
+        // A YAML flow mapping whose keys are in double quotes is JSON (an
+        // Envoy, Istio or Linkerd file may be JSON, which YAML reads): the
+        // new entries are written as JSON too, key quoted and value in
+        // JSON, so that the file stays valid JSON.
+        // (JSON is YAML, so a flow mapping of a YAML file may take JSON
+        // whatever it is: an empty one is taken as JSON when the whole
+        // file is written as JSON.)
+        let json_like = match have.first() {
+            Some(e) => text[e.key_span.clone()].starts_with('"'),
+            None => text.trim_start().starts_with(['{', '[']),
+        };
+        let syntax = if syntax == Syntax::Yaml && json_like {
+            Syntax::Json
+        } else {
+            syntax
+        };
         let items: Vec<String> = entries
             .iter()
             .map(|(k, v)| format!("{}: {}", key_text(syntax, k), inline(syntax, v)))

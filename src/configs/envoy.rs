@@ -33,7 +33,9 @@ use super::durations::{parse_proto, proto};
 use super::edit::{self, Lit};
 use super::tree::{Doc, Kind, Node, Pos, Style};
 use super::write::Writer;
-use super::{Builder, Finding, Origin, Selector, boolean, get_path, join, num, number, uint};
+use super::{
+    Builder, Finding, Origin, Selector, boolean, get_path, join, num, number, sim_attempts, uint,
+};
 use crate::scenario::units::Duration;
 
 /// Envoy's defaults (docs/sources/presets.md §3).
@@ -86,6 +88,111 @@ pub(crate) const INERT: &[&str] = &[
     "cancelled",
     "deadline-exceeded",
 ];
+
+/// The fields of `VirtualHost`, `Route` and `RouteAction`, as
+/// envoyproxy/envoy `api/envoy/config/route/v3/route_components.proto`
+/// declares them (`cluster_specifier_plugin` and `per_try_idle_timeout`,
+/// which this reader already knew, kept).
+const VHOST_FIELDS: &[&str] = &[
+    "name",
+    "domains",
+    "routes",
+    "require_tls",
+    "virtual_clusters",
+    "rate_limits",
+    "request_headers_to_add",
+    "request_headers_to_remove",
+    "response_headers_to_add",
+    "response_headers_to_remove",
+    "cors",
+    "typed_per_filter_config",
+    "include_request_attempt_count",
+    "include_attempt_count_in_response",
+    "retry_policy",
+    "retry_policy_typed_config",
+    "hedge_policy",
+    "per_request_buffer_limit_bytes",
+];
+const ROUTE_FIELDS: &[&str] = &[
+    "name",
+    "match",
+    "route",
+    "redirect",
+    "direct_response",
+    "filter_action",
+    "non_forwarding_action",
+    "metadata",
+    "decorator",
+    "typed_per_filter_config",
+    "request_headers_to_add",
+    "request_headers_to_remove",
+    "response_headers_to_add",
+    "response_headers_to_remove",
+    "tracing",
+    "per_request_buffer_limit_bytes",
+];
+const ACTION_FIELDS: &[&str] = &[
+    "cluster",
+    "cluster_header",
+    "weighted_clusters",
+    "cluster_specifier_plugin",
+    "cluster_not_found_response_code",
+    "metadata_match",
+    "prefix_rewrite",
+    "regex_rewrite",
+    "host_rewrite_literal",
+    "auto_host_rewrite",
+    "host_rewrite_header",
+    "host_rewrite_path_regex",
+    "timeout",
+    "idle_timeout",
+    "retry_policy",
+    "retry_policy_typed_config",
+    "request_mirror_policies",
+    "priority",
+    "rate_limits",
+    "include_vh_rate_limits",
+    "hash_policy",
+    "cors",
+    "max_grpc_timeout",
+    "grpc_timeout_offset",
+    "upgrade_configs",
+    "internal_redirect_policy",
+    "internal_redirect_action",
+    "max_internal_redirects",
+    "hedge_policy",
+    "max_stream_duration",
+    "per_try_idle_timeout",
+];
+
+/// Keys of `node` (a `what`, at key path `at`) that are none of its
+/// `fields`: a misspelling of one (`retry_polcy`) would leave out what
+/// the key meant to say (a route's own retry policy, so the virtual
+/// host's applies), so a key close to a field is an error with a
+/// did-you-mean; one close to none says nothing stormsim reads, so it is
+/// a warning. (Envoy itself refuses a configuration with an unknown
+/// field when it loads it.)
+fn unknown_keys(b: &mut Builder, node: &Node, at: &str, what: &str, fields: &[&str]) {
+    for e in node.entries() {
+        if fields.contains(&e.key.as_str()) {
+            continue;
+        }
+        let key = join(at, &e.key);
+        let shown = crate::escape::escape(&e.key);
+        match crate::scenario::suggest::did_you_mean(&e.key, fields.iter().copied()) {
+            Some(near) => b.error(
+                key,
+                Some(e.key_pos),
+                format!("`{shown}` is not a field of an Envoy {what} (route_components.proto); did you mean `{near}`?"),
+            ),
+            None => b.warn(
+                key,
+                Some(e.key_pos),
+                format!("`{shown}` is not a field of an Envoy {what} (route_components.proto; Envoy refuses the configuration with it): ignored, as nothing stormsim reads depends on it"),
+            ),
+        }
+    }
+}
 
 /// One route of the file.
 pub(crate) struct RouteAt<'d> {
@@ -160,6 +267,27 @@ fn vhost_label(vh: &Node) -> String {
         .unwrap_or_else(|| format!("unnamed (line {})", vh.pos.0))
 }
 
+/// A virtual host for a list of the choices: its name and every domain
+/// (either selects it), `` `orders` (domains `orders.internal`, `*`) ``.
+fn vhost_with_domains(vh: &Node) -> String {
+    let name = vh.get("name").and_then(Node::scalar).map_or_else(
+        || format!("unnamed (line {})", vh.pos.0),
+        |n| format!("`{}`", crate::escape::escape(n)),
+    );
+    let domains: Vec<String> = vh
+        .get("domains")
+        .map_or(&[][..], Node::items)
+        .iter()
+        .filter_map(Node::scalar)
+        .map(|d| format!("`{}`", crate::escape::escape(d)))
+        .collect();
+    if domains.is_empty() {
+        format!("{name} (no domains)")
+    } else {
+        format!("{name} (domains {})", domains.join(", "))
+    }
+}
+
 /// Whether the virtual host is the one `want` names: its `name`, or one
 /// of its `domains` as written (`*.example.com` included).
 fn vhost_is(vh: &Node, want: &str) -> bool {
@@ -199,9 +327,9 @@ pub(crate) fn select<'d>(
     let vhost_list = || {
         vhosts
             .iter()
-            .map(|v| vhost_label(v))
+            .map(|v| vhost_with_domains(v))
             .collect::<Vec<_>>()
-            .join(", ")
+            .join("; ")
     };
     if let Some(vh) = vhost {
         all.retain(|r| vhost_is(r.vhost, vh));
@@ -210,7 +338,8 @@ pub(crate) fn select<'d>(
                 pos: None,
                 key: String::new(),
                 message: format!(
-                    "no virtual host named `{vh}` or with that domain; the virtual hosts are {}",
+                    "no virtual host named `{}` or with that domain; the virtual hosts are {}",
+                    crate::escape::escape(vh),
                     vhost_list()
                 ),
             });
@@ -370,7 +499,11 @@ fn route_priority(action: &Node) -> &str {
 }
 
 fn duration(b: &mut Builder, node: &Node, key: &str) -> Option<Duration> {
-    let d = node.scalar().and_then(|s| parse_proto(s.trim()));
+    if let Some(m) = super::durations::space_refusal(node.scalar(), "Envoy (protobuf JSON)") {
+        b.error(key, Some(node.pos), m);
+        return None;
+    }
+    let d = node.scalar().and_then(parse_proto);
     if d.is_none() {
         b.error(
             key,
@@ -452,7 +585,10 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
         );
         return;
     };
+    unknown_keys(b, r.vhost, &r.vhost_key, "virtual host", VHOST_FIELDS);
+    unknown_keys(b, r.route, &r.key, "route", ROUTE_FIELDS);
     let akey = join(&r.key, "route");
+    unknown_keys(b, action, &akey, "route action", ACTION_FIELDS);
     let mut policy = None;
     let mut hedge = None;
     let mut timeout = None;
@@ -484,6 +620,17 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
             "rate_limits" | "max_stream_duration" | "retry_policy_typed_config" | "per_try_idle_timeout" => {
                 b.unmodelled(&key, Some(e.key_pos), "a route setting that limits or times out requests")
             }
+            // route_components.proto, RouteAction: `max_grpc_timeout`
+            // (23) makes a gRPC request's deadline its `grpc-timeout`
+            // header (capped here; 0: no cap) instead of `timeout`, and
+            // `grpc_timeout_offset` (28) subtracts from that header; the
+            // simulated calls carry no grpc-timeout, so which deadline
+            // Envoy would apply is not known.
+            "max_grpc_timeout" | "grpc_timeout_offset" => b.unmodelled(
+                &key,
+                Some(e.key_pos),
+                "a gRPC request's deadline taken from its grpc-timeout header instead of the route's timeout (route_components.proto, RouteAction.max_grpc_timeout / grpc_timeout_offset); simulated calls carry no grpc-timeout header, so the deadline Envoy applies is not known",
+            ),
             "idle_timeout" => b.unmodelled(
                 &key,
                 Some(e.key_pos),
@@ -675,8 +822,20 @@ fn read_policy(b: &mut Builder, policy: Option<(String, &Node)>) {
         };
         match e.key.as_str() {
             "num_retries" | "max_retries" => {
-                if let Some(n) = uint(b, &e.value, &key, 0, 999) {
-                    b.set("retry.max_attempts", json!(n + 1), o);
+                // route_components.proto: `google.protobuf.UInt32Value
+                // num_retries = 2` (renamed max_retries): any uint32 is
+                // Envoy's; more than stormsim simulates is refused at
+                // this key, as the simulator's limit (`sim_attempts`).
+                if let Some(n) = uint(b, &e.value, &key, 0, u64::from(u32::MAX))
+                    && let Some(n) = sim_attempts(
+                        b,
+                        &e.value,
+                        &key,
+                        n + 1,
+                        "route_components.proto: num_retries is a UInt32Value",
+                    )
+                {
+                    b.set("retry.max_attempts", json!(n), o);
                 }
             }
             "retry_on" => {

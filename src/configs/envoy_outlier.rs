@@ -215,7 +215,7 @@ fn read_outlier(b: &mut Builder, okey: &str, at: (u32, u32), od: &Node, replicas
                 local_origin.push((key, e.key_pos));
             }
             "max_ejection_time_jitter" => {
-                let d = e.value.scalar().and_then(|s| super::durations::parse_proto(s.trim()));
+                let d = e.value.scalar().and_then(super::durations::parse_proto);
                 match d {
                     None => {
                         positive(b, &e.value, &key);
@@ -360,9 +360,7 @@ fn too_few(min: u64, replicas: Option<u32>) -> String {
 
 /// A duration greater than 0 (`validate.rules` `gt {}`).
 fn positive(b: &mut Builder, node: &Node, key: &str) -> Option<Duration> {
-    let d = node
-        .scalar()
-        .and_then(|s| super::durations::parse_proto(s.trim()));
+    let d = node.scalar().and_then(super::durations::parse_proto);
     match d {
         Some(d) if d.0 > 0 => Some(d),
         Some(_) => {

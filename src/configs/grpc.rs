@@ -173,6 +173,96 @@ pub(crate) fn select<'d>(doc: &'d Doc, method: &str) -> Result<Selected<'d>, Fin
     })
 }
 
+/// Every name the service config's `methodConfig` entries give, as a
+/// selector writes it: `pkg.Service/Method`, `pkg.Service`, or `` (the
+/// empty name, every method's default) as `""`.
+fn configured_names(root: &Node) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for mc in root.get("methodConfig").map_or(&[][..], Node::items) {
+        for n in mc.get("name").map_or(&[][..], Node::items) {
+            let s = n.get("service").and_then(Node::scalar).unwrap_or("");
+            let m = n.get("method").and_then(Node::scalar).unwrap_or("");
+            let name = match (s.is_empty(), m.is_empty()) {
+                (true, _) => String::new(),
+                (false, true) => s.to_string(),
+                (false, false) => format!("{s}/{m}"),
+            };
+            if !out.contains(&name) {
+                out.push(name);
+            }
+        }
+    }
+    out
+}
+
+/// A selector that names no method the file configures, when that is
+/// likely a slip rather than a wish for gRPC's defaults: a name that
+/// differs from a configured one only in case (gRPC matches service and method exactly, case
+/// included: gRFC A6 / doc/service_config.md, "the most specific name
+/// wins", and grpc-go `getMethodConfig` looks the path up as written), so
+/// `Getuser` would quietly take a default instead of `GetUser`'s config;
+/// or one no entry applies to at all, which would mean "no retries, no
+/// deadline" while the file configures other methods (with a did-you-mean
+/// when a configured name is close). Both are errors listing what the
+/// file configures.
+fn unconfigured(selected: &Selected, method: &str) -> Option<Finding> {
+    if selected.score == 3 {
+        return None;
+    }
+    let names = configured_names(selected.root);
+    if names.is_empty() {
+        return None;
+    }
+    let want = method.trim_start_matches('/');
+    let shown = |n: &String| {
+        if n.is_empty() {
+            "the empty name (every method's default)".to_string()
+        } else {
+            format!("`{}`", crate::escape::escape(n))
+        }
+    };
+    let listed = names.iter().map(shown).collect::<Vec<_>>().join(", ");
+    let close = names
+        .iter()
+        .filter(|n| !n.is_empty() && n.as_str() != want)
+        .find(|n| n.eq_ignore_ascii_case(want))
+        .map(String::as_str)
+        .or_else(|| {
+            // A near name is only a slip when no config applies: beside
+            // a service default, `GetOrders` may well be a method of its
+            // own that the default is meant for.
+            (selected.score == 0).then(|| {
+                crate::scenario::suggest::did_you_mean(
+                    want,
+                    names.iter().filter(|n| !n.is_empty()).map(String::as_str),
+                )
+            })?
+        });
+    let now = match selected.score {
+        2 => "its service's default config",
+        1 => "the default config of the empty name",
+        _ => "gRPC's defaults (no retries, no deadline)",
+    };
+    let want = crate::escape::escape(want);
+    if let Some(c) = close {
+        return Some(Finding {
+            pos: None,
+            key: String::new(),
+            message: format!(
+                "no methodConfig names `{want}`; did you mean `{}`? gRPC matches service and method names exactly, so `{want}` would get {now}; the file configures {listed}",
+                crate::escape::escape(c)
+            ),
+        });
+    }
+    (selected.score == 0).then(|| Finding {
+        pos: None,
+        key: String::new(),
+        message: format!(
+            "no methodConfig applies to `{want}` (gRPC would give it its defaults: no retries, no deadline); the file configures {listed}; to simulate a method this file leaves to gRPC's defaults, write the layer's retry without `from:`"
+        ),
+    })
+}
+
 pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
     let Some(method) = sel.method.as_deref() else {
         b.error(
@@ -189,6 +279,10 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
             return;
         }
     };
+    if let Some(f) = unconfigured(&selected, method) {
+        b.errors.push(f);
+        return;
+    }
     if b.target.is_call() {
         load_balancing(b, selected.root);
     }
@@ -443,8 +537,13 @@ fn load_balancing(b: &mut Builder, root: &Node) {
 
 /// A proto3 JSON duration (`"0.1s"`, or `{seconds, nanos}`).
 fn duration(b: &mut Builder, node: &Node, key: &str) -> Option<Duration> {
+    if let Some(m) = super::durations::space_refusal(node.scalar(), "gRPC (grpc-go parseDuration)")
+    {
+        b.error(key, Some(node.pos), m);
+        return None;
+    }
     let d = match &node.kind {
-        Kind::Scalar { text, .. } => parse_proto(text.trim()),
+        Kind::Scalar { text, .. } => parse_proto(text),
         Kind::Map { .. } => {
             let part = |k: &str| {
                 node.get(k)

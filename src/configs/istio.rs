@@ -44,7 +44,7 @@ use super::edit::Lit;
 use super::envoy::{CONDITIONS, INERT, retry_on_tokens};
 use super::tree::{Doc, Node};
 use super::write::Writer;
-use super::{Builder, Finding, Origin, Selector, get_path, join, uint};
+use super::{Builder, Finding, Origin, Selector, get_path, join, sim_attempts, uint};
 use crate::scenario::units::Duration;
 
 /// `DefaultPolicy` (retry.go): 2 retries on these conditions, and no
@@ -133,8 +133,28 @@ fn virtual_services(doc: &Doc) -> Vec<(String, &Node)> {
 /// one or more leading labels), and among wildcards the longer one is the
 /// more specific, as Istio picks it: `exact` is false for a destination's
 /// host, which names one service and is never a wildcard.
-fn host_rank(have: &str, want: &str, wildcard: bool) -> Option<(u8, usize)> {
-    if have == want || (!want.contains('.') && have.split('.').next() == Some(want)) {
+///
+/// A short host of the file (`reviews`, no dot) is the service of that
+/// name in the VirtualService's namespace `ns`, as Istio reads it
+/// (istio/api `virtual_service.proto`, `hosts`: "Istio will interpret the
+/// short name based on the namespace of the rule"; pilot
+/// `model.ResolveShortnameToFQDN`: a host without a dot, not `*`, gets
+/// `.<namespace>.svc.<domain>`, `cluster.local` by default); without a
+/// namespace in the file (kubectl's current one applies), by its first
+/// label. Ranking exact hosts first, then the longer wildcard, then `*`,
+/// is Istio's (`pkg/config/host` `MostSpecificHostMatch`: an exact match,
+/// else the most specific wildcard).
+fn host_rank(have: &str, want: &str, wildcard: bool, ns: Option<&str>) -> Option<(u8, usize)> {
+    let short = !have.contains('.') && have != "*";
+    let fqdn = match ns {
+        Some(ns) if short => Some(format!("{have}.{ns}.svc.cluster.local")),
+        _ => None,
+    };
+    if have == want
+        || fqdn.as_deref() == Some(want)
+        || (!want.contains('.') && have.split('.').next() == Some(want))
+        || (short && ns.is_none() && want.split('.').next() == Some(have))
+    {
         return Some((2, 0));
     }
     if !wildcard {
@@ -175,6 +195,10 @@ pub(crate) fn select<'d>(
             .and_then(Node::scalar)
             .unwrap_or("")
             .to_string();
+        let ns = root
+            .get("metadata")
+            .and_then(|m| m.get("namespace"))
+            .and_then(Node::scalar);
         let Some(spec) = root.get("spec") else {
             continue;
         };
@@ -190,7 +214,7 @@ pub(crate) fn select<'d>(
             }
             hosts_rank = best(
                 hosts_rank,
-                host_rank(h, host, true).map(|r| (r, h.to_string())),
+                host_rank(h, host, true, ns).map(|r| (r, h.to_string())),
             );
         }
         for (i, h) in spec
@@ -209,7 +233,10 @@ pub(crate) fn select<'d>(
                 if !known_hosts.iter().any(|k| k == d) {
                     known_hosts.push(d.to_string());
                 }
-                rank = best(rank, host_rank(d, host, false).map(|r| (r, d.to_string())));
+                rank = best(
+                    rank,
+                    host_rank(d, host, false, ns).map(|r| (r, d.to_string())),
+                );
             }
             all.push((
                 HttpAt {
@@ -352,7 +379,13 @@ pub(crate) fn select<'d>(
 }
 
 fn duration(b: &mut Builder, node: &Node, key: &str) -> Option<Duration> {
-    let d = node.scalar().and_then(|s| parse_go(s.trim()));
+    if let Some(m) =
+        super::durations::space_refusal(node.scalar(), "Istio (Go's time.ParseDuration)")
+    {
+        b.error(key, Some(node.pos), m);
+        return None;
+    }
+    let d = node.scalar().and_then(parse_go);
     if d.is_none() {
         b.error(
             key,
@@ -566,8 +599,20 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
         };
         match e.key.as_str() {
             "attempts" => {
-                if let Some(n) = uint(b, &e.value, &key, 0, 999) {
-                    attempts = (n, o);
+                // virtual_service.proto: `int32 attempts = 1` (Istio's
+                // validation refuses a negative one): any int32 is
+                // Istio's; more than stormsim simulates is refused at
+                // this key, as the simulator's limit (`sim_attempts`).
+                if let Some(n) = uint(b, &e.value, &key, 0, i32::MAX as u64)
+                    && let Some(n) = sim_attempts(
+                        b,
+                        &e.value,
+                        &key,
+                        n + 1,
+                        "virtual_service.proto: attempts is an int32",
+                    )
+                {
+                    attempts = (n - 1, o);
                 }
             }
             "perTryTimeout" => {
@@ -589,7 +634,21 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
                     if d.0 == 0 {
                         b.error(key, Some(e.value.pos), "backoff must be greater than 0 (Envoy's base_interval)");
                     } else {
-                        base = (d, o);
+                        // retry.go `ConvertPolicy` hands `backoff` to Envoy
+                        // as it is (`RetryBackOff{BaseInterval: in.Backoff}`),
+                        // and Envoy counts whole milliseconds, truncated and
+                        // at least 1 (config_impl.cc `RetryPolicyImpl`:
+                        // `PROTOBUF_GET_MS_REQUIRED`, then 1 ms when below;
+                        // the cap is 10 × that), as for envoy-route.
+                        let ms = Duration::from_millis((d.0 / 1_000_000).max(1));
+                        if ms != d {
+                            b.warn(
+                                key,
+                                Some(e.value.pos),
+                                format!("Envoy, which runs Istio's retries, counts whole milliseconds, at least 1: {d} is {ms}"),
+                            );
+                        }
+                        base = (ms, o);
                     }
                 }
             }

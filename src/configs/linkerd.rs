@@ -165,7 +165,13 @@ pub(crate) fn select<'d>(
 }
 
 fn duration(b: &mut Builder, node: &Node, key: &str) -> Option<Duration> {
-    let d = node.scalar().and_then(|s| parse_go(s.trim()));
+    if let Some(m) =
+        super::durations::space_refusal(node.scalar(), "Linkerd (Go's time.ParseDuration)")
+    {
+        b.error(key, Some(node.pos), m);
+        return None;
+    }
+    let d = node.scalar().and_then(parse_go);
     if d.is_none() {
         b.error(
             key,

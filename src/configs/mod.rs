@@ -478,6 +478,23 @@ pub fn import_text(
 }
 
 fn parse(text: &str, label: &str, format: Format) -> Result<Doc, Vec<ScenarioError>> {
+    // gRPC reads a service config as strict JSON: grpc-go
+    // `parseServiceConfig` (service_config.go) with encoding/json's
+    // `json.Unmarshal`, grpc core `JsonParse` (json_reader.cc), grpc-java
+    // `JsonParser` (a non-lenient Gson JsonReader): a comment or a
+    // trailing comma refuses the whole config, so it is refused here at
+    // its position rather than read as .NET's reader would.
+    if format == Format::GrpcServiceConfig
+        && let Some(((l, c), what)) = tree::json_extension(text)
+    {
+        return Err(vec![
+            ScenarioError::new(
+                label,
+                format!("not valid JSON: {what}; gRPC reads a service config as strict JSON and refuses the whole config with it"),
+            )
+            .at(l, c),
+        ]);
+    }
     Doc::parse(text, format.syntax()).map_err(|e| {
         let err = ScenarioError::new(
             label,
@@ -700,5 +717,7 @@ mod tests;
 mod tests_heldout3;
 #[cfg(test)]
 mod tests_heldout3b;
+#[cfg(test)]
+mod tests_heldout6;
 #[cfg(test)]
 mod tests_selectors;

@@ -94,6 +94,44 @@ fn flatten<'d>(node: &'d Node, segs: &[String], index: &mut Index<'d>) {
     }
 }
 
+/// Two spellings of one Resilience4j property in one document
+/// (`maxAttempts` and `max-attempts`, or `max_attempts`; a dotted key and
+/// the nested one): Spring Boot's relaxed binding gives both the one
+/// canonical name (Spring Boot reference, "Externalized Configuration",
+/// "Relaxed Binding": kebab case, camel case and underscore notation bind
+/// the same property; `ConfigurationPropertyName` compares the forms
+/// alike), and which value it binds is not the file's to say: an error at
+/// the second one, naming both positions. (The later document of a
+/// multi-document file overriding an earlier one is Spring's order and
+/// is read as such.)
+fn one_key_twice(props: &[Prop], b: &mut Builder) {
+    let mut seen: BTreeMap<Vec<String>, &Prop> = BTreeMap::new();
+    for p in props {
+        if p.segs.first().map(|s| norm(s)).as_deref() != Some("resilience4j") {
+            continue;
+        }
+        let canonical: Vec<String> = p.segs.iter().map(|s| norm(s)).collect();
+        match seen.get(&canonical) {
+            Some(first) => b.error(
+                key_of(p),
+                Some(p.key_pos),
+                format!(
+                    "`{}` (line {}, column {}) and `{}` (line {}, column {}) are one property to Spring Boot's relaxed binding (kebab case, camel case and underscores bind alike), and which of the two it binds is not defined: keep one",
+                    crate::escape::escape(&key_of(first)),
+                    first.key_pos.0,
+                    first.key_pos.1,
+                    crate::escape::escape(&key_of(p)),
+                    p.key_pos.0,
+                    p.key_pos.1,
+                ),
+            ),
+            None => {
+                seen.insert(canonical, p);
+            }
+        }
+    }
+}
+
 /// The modules read, as (property segment, what it is).
 const MODULES: &[&str] = &["retry", "circuitbreaker", "timelimiter", "bulkhead"];
 
@@ -139,6 +177,7 @@ impl<'d> File<'d> {
                 );
                 continue;
             }
+            one_key_twice(&one.props, b);
             index.props.extend(one.props);
             index.maps.extend(one.maps);
         }
@@ -423,6 +462,11 @@ fn retry_on(b: &mut Builder, retry: Option<&Prop>, ignore: Option<&Prop>) -> (Ve
 }
 
 fn duration(b: &mut Builder, p: &Prop) -> Option<(Duration, SpringStyle)> {
+    if let Some(m) = super::durations::space_refusal(p.node.scalar(), "Spring Boot (DurationStyle)")
+    {
+        b.error(key_of(p), Some(p.node.pos), m);
+        return None;
+    }
     let d = p.node.scalar().and_then(parse_spring);
     if d.is_none() {
         // Well-formed but too long: the same text with each number 1

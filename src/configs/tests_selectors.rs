@@ -115,7 +115,10 @@ fn envoy_a_virtual_host_is_selected_by_name_or_domain() {
     s.virtual_host = Some("c".into());
     let e = errors(VHOSTS, Format::EnvoyRoute, &s);
     assert!(e.contains("no virtual host named `c`"), "{e}");
-    assert!(e.contains("the virtual hosts are `a`, `b`"), "{e}");
+    assert!(
+        e.contains("the virtual hosts are `a` (domains `a.example.com`); `b` (domains `b.example.com`, `b.internal`)"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -314,6 +314,43 @@ impl Doc {
 
 // ----------------------------------------------------------------- YAML
 
+/// The first thing of `text` (read as JSON) that strict JSON (RFC 8259)
+/// does not allow but [`Doc::parse`] accepts, as .NET's reader does: a
+/// `//` or `/* */` comment, or a trailing comma; with its position. A
+/// format whose system reads strict JSON refuses the file with it.
+pub fn json_extension(text: &str) -> Option<(Pos, &'static str)> {
+    let bytes = text.as_bytes();
+    let lines = Lines::new(text);
+    let mut in_string = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
+        if in_string {
+            match c {
+                b'\\' => i += 1,
+                b'"' => in_string = false,
+                _ => {}
+            }
+        } else {
+            match c {
+                b'"' => in_string = true,
+                b'/' if matches!(bytes.get(i + 1), Some(b'/' | b'*')) => {
+                    return Some((lines.pos(text, i), "a comment"));
+                }
+                b',' => {
+                    let next = bytes[i + 1..].iter().find(|b| !b.is_ascii_whitespace());
+                    if matches!(next, Some(b'}' | b']')) {
+                        return Some((lines.pos(text, i), "a trailing comma"));
+                    }
+                }
+                _ => {}
+            }
+        }
+        i += 1;
+    }
+    None
+}
+
 mod yaml {
     use super::*;
 
