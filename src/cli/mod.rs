@@ -881,6 +881,12 @@ fn merge(args: MergeArgs) -> i32 {
             errln!("interrupted: {what}");
             interrupt::EXIT_CODE
         }
+        shard::merge::MergeError::Output(e) => output_failed(
+            e,
+            out.unwrap_or(Path::new(".")),
+            not_written,
+            "the shards were read",
+        ),
     };
     recover_inputs(&args.dirs, args.quiet);
     let plan = match interrupt::reading(
@@ -923,20 +929,14 @@ fn merge(args: MergeArgs) -> i32 {
         Err(e) => return output_failed(e, &out_path, not_written, "the shards were read"),
     };
     print_notes(&out, args.quiet);
-    let merged = match shard::merge::merge(&plan) {
+    let merged = match shard::merge::merge(&plan, &out) {
         Ok(m) => m,
         Err(e) => {
             drop(out);
             return merge_failed(e, Some(&out_path));
         }
     };
-    let write = |out: OutputDir| -> Result<PathBuf, OutputError> {
-        for (path, bytes) in &merged.files {
-            out.write(path, bytes)?;
-        }
-        out.commit()
-    };
-    match write(out) {
+    match out.commit() {
         Ok(dir) => {
             if !args.quiet {
                 outln!(

@@ -426,13 +426,34 @@ pub fn summary_by_variant_csv_from_rows_until(
     groups: &[(String, Vec<Cells>)],
     stop: &AtomicBool,
 ) -> Result<Vec<u8>, Stopped> {
-    let mut agg: Vec<(String, Vec<(String, Cell)>)> = Vec::with_capacity(groups.len());
+    let mut table = ByVariantRows::default();
     for (i, (name, rows)) in groups.iter().enumerate() {
         poll(i, stop)?;
-        agg.push((name.clone(), aggregate(rows)));
+        table.push(name.clone(), rows);
     }
-    with_slo_ranks(&mut agg);
-    Ok(by_variant_csv(&agg))
+    Ok(table.csv())
+}
+
+/// `summary_by_variant.csv` built a variant at a time, from the summary
+/// rows of its replicates, which can then be dropped (`stormsim merge`
+/// reads a variant's rows, aggregates them and goes on): what is kept is
+/// a row per variant.
+#[derive(Debug, Default)]
+pub struct ByVariantRows {
+    agg: Vec<(String, Cells)>,
+}
+
+impl ByVariantRows {
+    /// Adds the next variant, in variant order, with its replicates' rows.
+    pub fn push(&mut self, variant: String, rows: &[Cells]) {
+        self.agg.push((variant, aggregate(rows)));
+    }
+
+    /// The table (with the SLO ranks, which compare every variant).
+    pub fn csv(mut self) -> Vec<u8> {
+        with_slo_ranks(&mut self.agg);
+        by_variant_csv(&self.agg)
+    }
 }
 
 fn by_variant_csv(agg: &[(String, Vec<(String, Cell)>)]) -> Vec<u8> {

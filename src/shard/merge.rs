@@ -7,39 +7,46 @@
 //! `scenario.resolved.yaml` must match its digest and load as a valid
 //! scenario whose name, variants and replicates are the manifests'; and
 //! each run's row count must be the one its scenario implies. [`merge`]
-//! then reads the tables (regular files only, each under a byte cap) and
-//! checks them against the manifests: each table has exactly the rows of
-//! the manifest's runs, in order, and `timeseries.csv` exactly each run's
-//! row count. Rows are laid out in item order: `timeseries.csv` and
-//! `summary.csv` are the shards' rows as written (they already carry the
-//! columns of the whole run), `summary_by_variant.csv` is aggregated from
-//! the exact summary cells, and the charts and report are drawn from the
-//! merged tables as `stormsim plot` draws them. The result is byte for
-//! byte what the unsharded run writes. Both poll the stop flag
+//! then works in two passes over the tables, neither holding their rows:
+//!
+//! - the check pass ([`super::scan`]) reads each shard's tables (regular
+//!   files only, each under a byte cap) once, front to back, and checks
+//!   them against the manifests: each table has exactly the rows of the
+//!   manifest's runs, in order, and `timeseries.csv` exactly each run's
+//!   row count; what it keeps is where each run's rows lie;
+//! - the copy pass ([`super::copy`]) writes the merged tables into the
+//!   output's work folder, the runs in item order, each run's rows copied
+//!   from its shard's file as written (they already carry the columns of
+//!   the whole run); `summary_by_variant.csv` is aggregated from the
+//!   exact summary cells, a variant at a time; and the charts and report
+//!   are drawn from the merged tables read back, in one streaming pass, as
+//!   `stormsim plot` draws them.
+//!
+//! The result is byte for byte what the unsharded run writes. Memory
+//! follows the runs' summaries and the charts' points (variants ×
+//! buckets), not the rows. Both passes poll the stop flag
 //! (`crate::interrupt`).
 
 use std::collections::BTreeMap;
-use std::ops::Range;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use crate::input_file::{InputError, read_capped};
-use crate::interrupt::{self, POLL_ROWS};
+use crate::interrupt;
 use crate::metrics::Cell;
+use crate::report::output_dir::{OutputDir, OutputError};
 use crate::report::shape::RunShape;
-use crate::report::table_check::{Runs, TableCheck, TableKind};
+use crate::report::table_stream::TIMESERIES;
 use crate::report::{self, tables};
+use crate::scenario::validate::MAX_TIMESERIES_ROWS;
 use crate::scenario::{self, Scenario};
 
-/// The most rows of `timeseries.csv` a merge takes: it holds every
-/// shard's tables in memory (unlike `run`, which writes them as the runs
-/// finish), and a million rows peak at about 1.8 GB.
-const MAX_MERGED_ROWS: u64 = 2_000_000;
-/// The most bytes of one shard's `timeseries.csv` (or
-/// `services_timeseries.csv`) a merge reads into memory.
-const MAX_MERGED_TABLE_BYTES: u64 = 8 << 30;
+/// The most rows of `timeseries.csv` a merge takes: the most a run writes
+/// (the merge streams the tables, so its memory does not grow with them).
+const MAX_MERGED_ROWS: u64 = MAX_TIMESERIES_ROWS;
 
+use super::scan::{self, read};
 use super::{
-    CLASSES, EXACT_SUMMARY, GRAPH_TABLES, MANIFEST, Manifest, ShardSpec, decode_cell,
+    CLASSES, EXACT_SUMMARY, GRAPH_TABLES, MANIFEST, Manifest, ShardSpec, copy, decode_cell,
     scenario_digest,
 };
 
@@ -53,6 +60,17 @@ pub enum MergeError {
     Draw(String),
     /// Ctrl-C or SIGTERM.
     Interrupted,
+    /// The merged files could not be written.
+    Output(OutputError),
+}
+
+impl From<OutputError> for MergeError {
+    fn from(e: OutputError) -> Self {
+        match e {
+            OutputError::Interrupted => MergeError::Interrupted,
+            e => MergeError::Output(e),
+        }
+    }
 }
 
 impl From<interrupt::Stopped> for MergeError {
@@ -71,12 +89,9 @@ impl From<report::ReportError> for MergeError {
     }
 }
 
-/// The merged outputs, ready to write.
+/// What a merge found, once its files are written.
 #[derive(Debug)]
 pub struct Merged {
-    /// (relative path, bytes): the three tables, `scenario.resolved.yaml`,
-    /// the charts and `report.html`.
-    pub files: Vec<(String, Vec<u8>)>,
     /// The runs a guard rail stopped early, in order: (variant, why, as
     /// the `aborted` column says).
     pub aborted: Vec<(String, String)>,
@@ -337,125 +352,212 @@ fn check_scenario(
     if total_rows > MAX_MERGED_ROWS {
         return Err(format!(
             "the manifests describe {total_rows} rows of timeseries.csv; merge takes at most \
-             {MAX_MERGED_ROWS} (it holds the shards' tables in memory)"
+             {MAX_MERGED_ROWS} (the most a run writes)"
         ));
     }
     let shape = RunShape::of_expanded(&variants, &s);
     Ok((s, shape))
 }
 
-/// One item's share of the tables: byte ranges in its shard's files.
-struct ItemData {
-    shard: usize,
-    variant_index: usize,
-    variant: String,
-    timeseries: Range<usize>,
-    summary: Range<usize>,
-    exact: Vec<(String, Cell)>,
-    /// Its rows in each graph table.
-    graph: [Range<usize>; GRAPH_TABLES.len()],
-}
-
-/// Merges checked shard folders: reads their tables and builds the
-/// outputs of one run.
-pub fn merge(plan: &Plan) -> Result<Merged, MergeError> {
+/// Merges checked shard folders into `out` (not committed): checks every
+/// shard's tables ([`scan::check_shard`]), then writes the tables, a run
+/// after another in item order, copied from the shards' files
+/// ([`copy::Interleaved`]), and draws the charts and the report from the
+/// merged tables read back. Memory follows the runs' summaries and the
+/// charts' points, not the rows.
+pub fn merge(plan: &Plan, out: &OutputDir) -> Result<Merged, MergeError> {
     let input = MergeError::Input;
     let total = plan.items();
+    let n = plan.shards.len();
+
+    // The check pass: every shard, one after the other.
     let mut ts_header: Option<Seen> = None;
     let mut summary_header: Option<Seen> = None;
     let mut empty_ts: Option<Vec<u8>> = None;
     let mut empty_summary: Option<Vec<u8>> = None;
-    let mut tables: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(plan.shards.len());
-    let mut graph_tables: Vec<Vec<Vec<u8>>> = Vec::with_capacity(plan.shards.len());
     let mut graph_headers: Vec<Option<Seen>> = vec![None; GRAPH_TABLES.len()];
-    let mut items: Vec<Option<ItemData>> = (0..total).map(|_| None).collect();
-    for (i, shard) in plan.shards.iter().enumerate() {
+    let mut checked: Vec<scan::Checked> = Vec::with_capacity(n);
+    for shard in &plan.shards {
         interrupt::check()?;
-        let data = read_shard(shard, i, &plan.shape)?;
-        agree(&mut ts_header, data.ts_header, shard, "timeseries.csv").map_err(input)?;
+        let c = scan::check_shard(&shard.dir, &shard.manifest, &plan.shape)?;
+        agree(
+            &mut ts_header,
+            c.timeseries_header(),
+            shard,
+            "timeseries.csv",
+        )
+        .map_err(input)?;
         agree(
             &mut summary_header,
-            data.summary_header,
+            c.summary_header(),
             shard,
             "summary.csv",
         )
         .map_err(input)?;
-        if empty_ts.is_none() && !data.has_ts_rows {
-            empty_ts = Some(data.ts.clone());
+        if empty_ts.is_none() && !c.timeseries.spans.any_rows() {
+            empty_ts = Some(c.timeseries.head.clone());
         }
-        if empty_summary.is_none() && data.items.is_empty() {
-            empty_summary = Some(data.summary.clone());
+        if empty_summary.is_none() && shard.manifest.items.is_empty() {
+            empty_summary = Some(c.summary.clone());
         }
-        for (k, item) in data.items {
-            items[k] = Some(item);
+        for (t, g) in c.graph.iter().enumerate() {
+            agree(
+                &mut graph_headers[t],
+                Some(g.head.clone()),
+                shard,
+                GRAPH_TABLES[t],
+            )
+            .map_err(input)?;
         }
-        let mut own = Vec::with_capacity(GRAPH_TABLES.len());
-        for (t, (bytes, header)) in data.graph.into_iter().enumerate() {
-            let h = Some(bytes[header].to_vec());
-            agree(&mut graph_headers[t], h, shard, GRAPH_TABLES[t]).map_err(input)?;
-            own.push(bytes);
-        }
-        graph_tables.push(own);
-        tables.push((data.ts, data.summary));
+        checked.push(c);
     }
-    let items: Vec<ItemData> = items
-        .into_iter()
-        .enumerate()
-        .map(|(k, i)| i.ok_or_else(|| format!("item {k} is in no shard")))
-        .collect::<Result<_, _>>()
-        .map_err(input)?;
+    if let Some(k) = (0..total).find(|&k| {
+        let (i, j) = copy::place(k, n);
+        plan.shards[i]
+            .manifest
+            .items
+            .get(j)
+            .is_none_or(|m| m.item != k)
+    }) {
+        return Err(input(format!("item {k} is in no shard")));
+    }
+    let item = |k: usize| {
+        let (i, j) = copy::place(k, n);
+        &plan.shards[i].manifest.items[j]
+    };
 
-    let timeseries = assemble(
-        ts_header.map(|s| s.0),
-        empty_ts,
-        items
-            .iter()
-            .map(|i| &tables[i.shard].0[i.timeseries.clone()]),
-    );
-    let summary = assemble(
-        summary_header.map(|s| s.0),
-        empty_summary,
-        items.iter().map(|i| &tables[i.shard].1[i.summary.clone()]),
-    );
-    drop(tables);
-    // classes.csv only when some run has classes, as an unsharded run.
-    let has_classes = items.iter().any(|i| !i.graph[CLASSES].is_empty());
-    let graph: Vec<(String, Vec<u8>)> = GRAPH_TABLES
-        .iter()
-        .enumerate()
-        .filter(|&(t, _)| t != CLASSES || has_classes)
-        .map(|(t, name)| {
-            let mut out = graph_headers[t]
-                .as_ref()
-                .map(|s| s.0.clone())
-                .unwrap_or_default();
-            for i in &items {
-                out.extend_from_slice(&graph_tables[i.shard][t][i.graph[t].clone()]);
+    // The copy pass: each table, run by run in item order.
+    let checked: &[scan::Checked] = &checked;
+    // A shard's copy of `file`, opened again: the length the check pass
+    // read (`len(shard)`), or an error.
+    let shard_file = |file: &'static str, len: fn(&scan::Checked) -> &scan::Scanned| {
+        move |i: usize| -> std::io::Result<std::fs::File> {
+            let f = std::fs::File::open(plan.shards[i].dir.join(file))?;
+            let (now, then) = (f.metadata()?.len(), len(&checked[i]).len);
+            if now != then {
+                return Err(std::io::Error::other(format!(
+                    "it changed while being merged ({then} bytes when checked, {now} now)"
+                )));
             }
-            (name.to_string(), out)
-        })
-        .collect();
-    drop(graph_tables);
-    let mut groups: Vec<(String, Vec<tables::Cells>)> = Vec::new();
-    let mut last_variant = None;
-    for (k, item) in items.iter().enumerate() {
+            Ok(f)
+        }
+    };
+    let copy_table = |file: &'static str,
+                      header: Vec<u8>,
+                      table: fn(&scan::Checked) -> &scan::Scanned|
+     -> Result<(), MergeError> {
+        let mut f = out.create(file)?;
+        f.append(&header)?;
+        let spans = checked.iter().map(|c| &table(c).spans).collect();
+        let mut rows = copy::Interleaved::new(spans, shard_file(file, table));
+        for k in 0..total {
+            if k % 256 == 0 {
+                interrupt::check()?;
+            }
+            rows.copy(k, |bytes| f.append(bytes))
+                .map_err(|e| copy_failed(e, plan, k, file))?;
+        }
+        Ok(f.finish()?)
+    };
+    // No shard with a row: the table of an empty run, as a shard wrote it.
+    let header = |seen: Option<Seen>, empty: Option<Vec<u8>>| {
+        seen.map(|s| s.0).or(empty).unwrap_or_default()
+    };
+    copy_table(TIMESERIES, header(ts_header, empty_ts), |c| &c.timeseries)?;
+    // classes.csv only when some run has classes, as an unsharded run.
+    let has_classes = checked.iter().any(|c| c.graph[CLASSES].spans.any_rows());
+    let graph: [fn(&scan::Checked) -> &scan::Scanned; GRAPH_TABLES.len()] = [
+        |c| &c.graph[0],
+        |c| &c.graph[1],
+        |c| &c.graph[2],
+        |c| &c.graph[3],
+        |c| &c.graph[4],
+    ];
+    for (t, file) in GRAPH_TABLES.iter().enumerate() {
+        if t == CLASSES && !has_classes {
+            continue;
+        }
+        let header = graph_headers[t].as_ref().map(|s| s.0.clone());
+        copy_table(file, header.unwrap_or_default(), graph[t])?;
+    }
+    let mut summary = header(summary_header, empty_summary);
+    for k in 0..total {
+        let (i, j) = copy::place(k, n);
+        let c = &checked[i];
+        if let Some(r) = c.summary_spans.of(j) {
+            summary.extend_from_slice(&c.summary[r.start as usize..r.end as usize]);
+        }
+    }
+    out.write("summary.csv", &summary)?;
+
+    // summary_by_variant.csv from the exact cells, a variant at a time.
+    let mut by_variant = tables::ByVariantRows::default();
+    let mut aborted = Vec::new();
+    let mut exact = copy::Interleaved::new(
+        checked.iter().map(|c| &c.exact.spans).collect(),
+        shard_file(EXACT_SUMMARY, |c| &c.exact),
+    );
+    let mut replicates: Vec<tables::Cells> = Vec::new();
+    let mut row = Vec::new();
+    let names: Vec<String> = summary_names(&summary);
+    for k in 0..total {
         if k % 256 == 0 {
             interrupt::check()?;
         }
-        if last_variant != Some(item.variant_index) {
-            groups.push((item.variant.clone(), Vec::new()));
-            last_variant = Some(item.variant_index);
+        let it = item(k);
+        row.clear();
+        exact
+            .copy(k, |bytes| -> Result<(), MergeError> {
+                row.extend_from_slice(bytes);
+                Ok(())
+            })
+            .map_err(|e| copy_failed(e, plan, k, EXACT_SUMMARY))?;
+        let cells = exact_cells(&names, &row).ok_or_else(|| {
+            input(format!(
+                "{}: {EXACT_SUMMARY} changed while being merged",
+                crate::escape::path(&plan.shards[k % n].dir)
+            ))
+        })?;
+        if let Some(why) = cells.iter().find_map(|(name, cell)| match cell {
+            Cell::Text(why) if name == "aborted" => Some(why.clone()),
+            _ => None,
+        }) {
+            aborted.push((it.variant.clone(), why));
         }
-        if let Some((_, rows)) = groups.last_mut() {
-            rows.push(item.exact.clone());
+        replicates.push(cells);
+        let last = k + 1 == total || item(k + 1).variant_index != it.variant_index;
+        if last {
+            by_variant.push(it.variant.clone(), &replicates);
+            replicates.clear();
         }
     }
-    let by_variant = tables::summary_by_variant_csv_from_rows_until(&groups, interrupt::flag())?;
+    drop(exact);
+    let by_variant = by_variant.csv();
+    out.write("summary_by_variant.csv", &by_variant)?;
+    out.write("scenario.resolved.yaml", &plan.resolved)?;
+
+    // The charts and the report, from the merged tables read back.
+    let read_back = |file: &str| {
+        out.open_written(file)
+            .map(|f| std::io::BufReader::with_capacity(1 << 16, f))
+            .map_err(|e| match e {
+                OutputError::Interrupted => report::ReportError::Interrupted,
+                e => report::ReportError::Table(e.to_string()),
+            })
+    };
+    let classes = if has_classes {
+        let mut bytes = Vec::new();
+        read_back(GRAPH_TABLES[CLASSES])?
+            .read_to_end(&mut bytes)
+            .map_err(|e| MergeError::Output(OutputError::Io(e.to_string())))?;
+        Some(bytes)
+    } else {
+        None
+    };
     // GRAPH_TABLES: services.csv, services_timeseries.csv, calls.csv,
     // replicas.csv (which no chart reads).
-    let table = |t: usize| graph.get(t).map_or(&[][..], |(_, b)| &b[..]);
-    let data = report::ChartData::from_checked_bytes(
-        &timeseries,
+    let data = report::ChartData::from_checked_source(
+        || read_back(TIMESERIES),
         &summary,
         &by_variant,
         &plan.loaded,
@@ -463,47 +565,59 @@ pub fn merge(plan: &Plan) -> Result<Merged, MergeError> {
         None,
     )?
     .with_graph(report::graph_data::GraphSources {
-        services: table(0),
-        timeseries: table(1),
-        calls: table(2),
+        services: read_back(GRAPH_TABLES[0])?,
+        timeseries: read_back(GRAPH_TABLES[1])?,
+        calls: read_back(GRAPH_TABLES[2])?,
     })?
-    .with_classes(has_classes.then(|| table(CLASSES)))?;
-    let visuals = report::visual_files(&data)?;
-
-    let mut files = vec![
-        ("timeseries.csv".to_string(), timeseries),
-        ("summary.csv".to_string(), summary),
-        ("summary_by_variant.csv".to_string(), by_variant),
-        ("scenario.resolved.yaml".to_string(), plan.resolved.clone()),
-    ];
-    files.extend(graph);
-    files.extend(visuals);
-    let aborted = items
-        .iter()
-        .filter_map(|i| {
-            i.exact.iter().find_map(|(name, cell)| match cell {
-                Cell::Text(why) if name == "aborted" => Some((i.variant.clone(), why.clone())),
-                _ => None,
-            })
-        })
-        .collect();
-    Ok(Merged { files, aborted })
+    .with_classes(classes.as_deref())?;
+    for (path, bytes) in report::visual_files(&data)? {
+        out.write(&path, &bytes)?;
+    }
+    Ok(Merged { aborted })
 }
 
-fn assemble<'a>(
-    header: Option<Vec<u8>>,
-    empty: Option<Vec<u8>>,
-    chunks: impl Iterator<Item = &'a [u8]>,
-) -> Vec<u8> {
-    match header {
-        Some(mut out) => {
-            for c in chunks {
-                out.extend_from_slice(c);
-            }
-            out
-        }
-        // No shard had a row: the table of an empty run, as a shard wrote it.
-        None => empty.unwrap_or_default(),
+/// The columns of `summary.csv` (those of `summary.exact.csv`).
+fn summary_names(summary: &[u8]) -> Vec<String> {
+    csv::ReaderBuilder::new()
+        .from_reader(summary)
+        .headers()
+        .map(|h| h.iter().map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+/// One run's cells of `summary.exact.csv` (its row `row`, under the
+/// columns `names`: variant, replicate, seed, then the cells), as the
+/// check pass found them; `None` if they are not.
+fn exact_cells(names: &[String], row: &[u8]) -> Option<tables::Cells> {
+    let mut r = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_reader(row);
+    let mut rec = csv::StringRecord::new();
+    if !r.read_record(&mut rec).ok()? || rec.len() != names.len() {
+        return None;
+    }
+    names
+        .iter()
+        .zip(rec.iter())
+        .skip(3)
+        .map(|(name, text)| decode_cell(text).ok().map(|c| (name.clone(), c)))
+        .collect()
+}
+
+/// The error of a copy of item `k`'s rows of `file`.
+fn copy_failed(
+    e: copy::CopyError<impl Into<MergeError>>,
+    plan: &Plan,
+    k: usize,
+    file: &str,
+) -> MergeError {
+    match e {
+        copy::CopyError::Write(e) => e.into(),
+        copy::CopyError::NoItem(k) => MergeError::Input(format!("item {k} is in no shard")),
+        copy::CopyError::Read(i, e) => MergeError::Input(format!(
+            "{}: cannot read the rows of run {k}: {e}",
+            crate::escape::path(&plan.shards[i].dir.join(file))
+        )),
     }
 }
 
@@ -744,336 +858,4 @@ fn check_manifests(shards: &[Shard]) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// What one shard folder contributes.
-struct ShardData {
-    /// The graph tables ([`super::GRAPH_TABLES`]): their bytes and header.
-    graph: Vec<(Vec<u8>, Range<usize>)>,
-    ts: Vec<u8>,
-    summary: Vec<u8>,
-    ts_header: Option<Vec<u8>>,
-    summary_header: Option<Vec<u8>>,
-    has_ts_rows: bool,
-    items: Vec<(usize, ItemData)>,
-}
-
-/// Reads a file of a shard folder: a regular file of at most `cap` bytes.
-fn read(dir: &Path, file: &str, cap: u64) -> Result<Vec<u8>, String> {
-    read_capped(&dir.join(file), cap).map_err(|e| match e {
-        InputError::NotFound => format!("{}: {file} is missing", crate::escape::path(dir)),
-        e => format!("{}: {e}", crate::escape::path(&dir.join(file))),
-    })
-}
-
-/// A CSV table split into its header's byte range and each record's
-/// (variant, replicate, byte range); with `keep`, every record's fields.
-struct Split {
-    header: Range<usize>,
-    names: Vec<String>,
-    records: Vec<(String, String, Range<usize>)>,
-    fields: Vec<Vec<String>>,
-}
-
-/// Splits a table of a shard, named `file` in messages, each row checked
-/// by `check` (the table of the shard's runs) when given.
-fn split_csv(
-    bytes: &[u8],
-    file: &str,
-    mut check: Option<TableCheck<'_>>,
-    keep: bool,
-) -> Result<Split, MergeError> {
-    let bad = |e: csv::Error| MergeError::Input(format!("{file}: {e}"));
-    let checked = |e: report::table_check::TableError| MergeError::Input(e.to_string());
-    let mut r = csv::ReaderBuilder::new().flexible(true).from_reader(bytes);
-    let header = r.headers().map_err(bad)?.clone();
-    if let Some(c) = check.as_mut() {
-        c.header(&header).map_err(checked)?;
-    }
-    let mut starts = Vec::new();
-    let mut keys = Vec::new();
-    let mut fields = Vec::new();
-    let mut rec = csv::StringRecord::new();
-    while r.read_record(&mut rec).map_err(bad)? {
-        if keys.len() % POLL_ROWS == 0 {
-            interrupt::check()?;
-        }
-        if let Some(c) = check.as_mut() {
-            c.row(&rec).map_err(checked)?;
-        }
-        let start = rec.position().map_or(0, |p| p.byte()) as usize;
-        starts.push(start);
-        let field = |i| rec.get(i).unwrap_or_default().to_string();
-        keys.push((field(0), field(1)));
-        if keep {
-            fields.push(rec.iter().map(str::to_string).collect());
-        }
-    }
-    if let Some(c) = check.as_mut() {
-        c.finish().map_err(checked)?;
-    }
-    let header_end = starts.first().copied().unwrap_or(bytes.len());
-    let records = keys
-        .into_iter()
-        .enumerate()
-        .map(|(i, (v, r))| {
-            let end = starts.get(i + 1).copied().unwrap_or(bytes.len());
-            (v, r, starts[i]..end)
-        })
-        .collect();
-    Ok(Split {
-        header: 0..header_end,
-        names: header.iter().map(str::to_string).collect(),
-        records,
-        fields,
-    })
-}
-
-fn read_shard(shard: &Shard, index: usize, plan_shape: &RunShape) -> Result<ShardData, MergeError> {
-    let dir = &shard.dir;
-    let m = &shard.manifest;
-    let input = MergeError::Input;
-    // Caps from the manifest: no row stormsim writes is longer than
-    // MAX_ROW_BYTES, so a larger file is not the shard's.
-    let row = tables::MAX_ROW_BYTES as u64;
-    let rows: u64 = m.items.iter().map(|i| i.rows as u64).sum();
-    let ts_cap = (rows + 1).saturating_mul(row).min(MAX_MERGED_TABLE_BYTES);
-    let summary_cap = (m.items.len() as u64 + 1)
-        .saturating_mul(row)
-        .min(tables::MAX_SUMMARY_BYTES);
-    let ts_bytes = read(dir, "timeseries.csv", ts_cap).map_err(input)?;
-    let summary_bytes = read(dir, "summary.csv", summary_cap).map_err(input)?;
-    let exact_bytes = read(dir, EXACT_SUMMARY, summary_cap).map_err(input)?;
-    let bad = |file: &str, why: String| {
-        MergeError::Input(format!("{}: {why}", crate::escape::path(&dir.join(file))))
-    };
-    // The tables of the shard's runs, checked as `plot` checks a run's
-    // (a shard without runs has empty tables).
-    let runs: Vec<usize> = m.items.iter().map(|i| i.item).collect();
-    let label = |file: &str| crate::escape::path(&dir.join(file));
-    let check = |kind: TableKind| {
-        (!runs.is_empty())
-            .then(|| TableCheck::new(kind, label(kind.file()), plan_shape, Runs::Only(&runs)))
-    };
-    let ts = split_csv(
-        &ts_bytes,
-        &label("timeseries.csv"),
-        check(TableKind::Timeseries),
-        false,
-    )?;
-    let mut graph_split = Vec::with_capacity(GRAPH_TABLES.len());
-    let mut graph = Vec::with_capacity(GRAPH_TABLES.len());
-    let graph_kinds = [
-        TableKind::Services,
-        TableKind::ServicesTimeseries,
-        TableKind::Calls,
-        TableKind::Replicas,
-        TableKind::Classes,
-    ];
-    for (t, file) in GRAPH_TABLES.iter().enumerate() {
-        let rows: u64 = m.items.iter().map(|i| i.graph_rows[t] as u64).sum();
-        let cap = (rows + 1).saturating_mul(row).min(MAX_MERGED_TABLE_BYTES);
-        let bytes = read(dir, file, cap).map_err(input)?;
-        let split = split_csv(&bytes, &label(file), check(graph_kinds[t]), false)?;
-        graph.push((bytes, split.header.clone()));
-        graph_split.push(split.records.into_iter().peekable());
-    }
-    let summary = split_csv(
-        &summary_bytes,
-        &label("summary.csv"),
-        check(TableKind::Summary),
-        true,
-    )?;
-
-    let mut exact_reader = csv::ReaderBuilder::new().from_reader(exact_bytes.as_slice());
-    let exact_header: Vec<String> = if m.items.is_empty() {
-        Vec::new()
-    } else {
-        exact_reader
-            .headers()
-            .map_err(|e| bad(EXACT_SUMMARY, e.to_string()))?
-            .iter()
-            .map(str::to_string)
-            .collect()
-    };
-    let mut exact_rows = Vec::new();
-    for rec in exact_reader.records() {
-        if exact_rows.len() % POLL_ROWS == 0 {
-            interrupt::check()?;
-        }
-        let rec = rec.map_err(|e| bad(EXACT_SUMMARY, e.to_string()))?;
-        exact_rows.push(rec.iter().map(str::to_string).collect::<Vec<String>>());
-    }
-
-    let n_items = m.items.len();
-    if summary.records.len() != n_items || exact_rows.len() != n_items {
-        return Err(input(format!(
-            "{}: the manifest lists {n_items} runs but summary.csv has {} rows and \
-             {EXACT_SUMMARY} {}: the folder was changed after the run",
-            crate::escape::path(dir),
-            summary.records.len(),
-            exact_rows.len()
-        )));
-    }
-    let mut ts_records = ts.records.into_iter().peekable();
-    let mut items = Vec::with_capacity(n_items);
-    if n_items > 0 && summary.names != exact_header {
-        return Err(bad(
-            EXACT_SUMMARY,
-            "its columns are not those of summary.csv: the folder was changed after the run"
-                .to_string(),
-        ));
-    }
-    let rows = m.items.iter().zip(summary.records).zip(exact_rows);
-    for (line, (((item, srec), erow), shown)) in (2..).zip(rows.zip(&summary.fields)) {
-        if line % 256 == 0 {
-            interrupt::check()?;
-        }
-        let replicate = item.replicate.to_string();
-        let names_item = |v: &str, r: &str| v == item.variant && r == replicate;
-        if !names_item(&srec.0, &srec.1)
-            || erow.len() < 3
-            || !names_item(&erow[0], &erow[1])
-            || erow.len() != exact_header.len()
-        {
-            return Err(input(format!(
-                "{}: the rows of summary.csv or {EXACT_SUMMARY} do not match the \
-                 manifest's run {} (variant `{}`, replicate {})",
-                crate::escape::path(dir),
-                item.item,
-                item.variant,
-                item.replicate
-            )));
-        }
-        let mut exact = Vec::with_capacity(erow.len() - 3);
-        for (column, ((name, text), shown)) in exact_header
-            .iter()
-            .zip(&erow)
-            .zip(shown)
-            .enumerate()
-            .skip(3)
-        {
-            let at = || {
-                format!(
-                    "line {line}, column {} ({})",
-                    column + 1,
-                    crate::escape::escape(name)
-                )
-            };
-            let cell =
-                decode_cell(text).map_err(|e| bad(EXACT_SUMMARY, format!("{}: {e}", at())))?;
-            if let Err(want) = crate::metrics::columns::check_summary_cell(name, &cell) {
-                return Err(bad(
-                    EXACT_SUMMARY,
-                    format!(
-                        "{}: `{}`, but the column holds {want}: the folder was changed after the run",
-                        at(),
-                        crate::escape::escape(text)
-                    ),
-                ));
-            }
-            // summary.csv shows the exact cell, rounded: the two agree.
-            let rendered = cell.render();
-            if *shown != rendered {
-                return Err(bad(
-                    "summary.csv",
-                    format!(
-                        "line {line}, column {} ({}): `{}`, but {EXACT_SUMMARY} holds `{}` \
-                         for it: the folder was changed after the run",
-                        column + 1,
-                        crate::escape::escape(name),
-                        crate::escape::escape(shown),
-                        crate::escape::escape(&rendered)
-                    ),
-                ));
-            }
-            exact.push((name.clone(), cell));
-        }
-        let mut timeseries: Option<Range<usize>> = None;
-        let mut rows = 0usize;
-        while let Some((v, r, _)) = ts_records.peek() {
-            if !names_item(v, r) {
-                break;
-            }
-            if let Some((_, _, range)) = ts_records.next() {
-                timeseries = Some(timeseries.map_or(range.clone(), |t| t.start..range.end));
-                rows += 1;
-            }
-        }
-        if rows != item.rows {
-            return Err(bad(
-                "timeseries.csv",
-                format!(
-                    "{rows} rows of run {} (variant `{}`, replicate {}), but its {MANIFEST} \
-                     says {}: the file was cut or changed after the run",
-                    item.item, item.variant, item.replicate, item.rows
-                ),
-            ));
-        }
-        let mut graph_ranges: [Range<usize>; GRAPH_TABLES.len()] = Default::default();
-        for (t, records) in graph_split.iter_mut().enumerate() {
-            let mut range: Option<Range<usize>> = None;
-            let mut rows = 0usize;
-            while let Some((v, r, _)) = records.peek() {
-                if !names_item(v, r) {
-                    break;
-                }
-                if let Some((_, _, next)) = records.next() {
-                    range = Some(range.map_or(next.clone(), |t| t.start..next.end));
-                    rows += 1;
-                }
-            }
-            if rows != item.graph_rows[t] {
-                return Err(bad(
-                    GRAPH_TABLES[t],
-                    format!(
-                        "{rows} rows of run {} (variant `{}`, replicate {}), but its {MANIFEST} \
-                         says {}: the file was cut or changed after the run",
-                        item.item, item.variant, item.replicate, item.graph_rows[t]
-                    ),
-                ));
-            }
-            graph_ranges[t] = range.unwrap_or(0..0);
-        }
-        items.push((
-            item.item,
-            ItemData {
-                graph: graph_ranges,
-                shard: index,
-                variant_index: item.variant_index,
-                variant: item.variant.clone(),
-                timeseries: timeseries.unwrap_or(0..0),
-                summary: srec.2,
-                exact,
-            },
-        ));
-    }
-    if let Some((v, r, _)) = ts_records.next() {
-        return Err(bad(
-            "timeseries.csv",
-            format!(
-                "rows of variant {v:?} replicate {r:?} out of the manifest's runs or their order"
-            ),
-        ));
-    }
-    for (t, records) in graph_split.iter_mut().enumerate() {
-        if let Some((v, r, _)) = records.next() {
-            return Err(bad(
-                GRAPH_TABLES[t],
-                format!(
-                    "rows of variant {v:?} replicate {r:?} out of the manifest's runs or their order"
-                ),
-            ));
-        }
-    }
-    let has_ts_rows = items.iter().any(|(_, i)| !i.timeseries.is_empty());
-    Ok(ShardData {
-        graph,
-        ts_header: has_ts_rows.then(|| ts_bytes[ts.header.clone()].to_vec()),
-        summary_header: (n_items > 0).then(|| summary_bytes[summary.header.clone()].to_vec()),
-        has_ts_rows,
-        ts: ts_bytes,
-        summary: summary_bytes,
-        items,
-    })
 }

@@ -15,13 +15,17 @@
 //!   aggregates `summary_by_variant.csv` exactly as an unsharded run does;
 //! - `scenario.resolved.yaml` and `manifest.json` ([`Manifest`]).
 //!
-//! `stormsim merge` ([`merge`]) checks the manifests and writes the same
-//! files as an unsharded run, charts and report included.
+//! `stormsim merge` ([`merge`]) checks the manifests and the tables
+//! ([`scan`]), and writes the same files as an unsharded run, charts and
+//! report included, copying each run's rows from its shard ([`copy`])
+//! rather than holding them.
 
+pub mod copy;
 pub mod env;
 pub mod json_position;
 pub mod manifest;
 pub mod merge;
+pub mod scan;
 
 pub use manifest::{Manifest, ManifestItem};
 
