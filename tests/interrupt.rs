@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use stormsim::interrupt;
-use stormsim::report::output_dir::Options;
+use stormsim::report::output_dir::{Contents, Options};
 use stormsim::report::{Mode, OutputDir, OutputError};
 
 const BIN: &str = env!("CARGO_BIN_EXE_stormsim");
@@ -186,6 +186,7 @@ fn a_stop_while_writing_abandons_the_staging_folder() {
     let target = root.path().join("out");
     let options = Options {
         mode: Mode::Folder,
+        contents: Contents::Results,
         force: false,
         inputs: &[],
     };

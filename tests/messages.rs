@@ -622,7 +622,7 @@ fn messages_say_what_is_in_the_way_and_what_to_do() {
     ]));
     assert_eq!(code, Some(2), "{e}");
     assert!(
-        e.contains("is a symbolic link") && e.contains("remove"),
+        e.contains("is a symbolic link") && e.contains("move it") && !e.contains("remove"),
         "{e}"
     );
     assert!(!e.contains("Too many levels"), "{e}");

@@ -17,7 +17,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::configs;
 use crate::escape::{escape, escape_lines};
 use crate::interrupt;
-use crate::report::output_dir::{self, Options};
+use crate::report::output_dir::{self, Committed, Contents, Options};
 use crate::report::{self, Mode, OutputDir, OutputError};
 use crate::scenario::{self, Scenario, ScenarioError, ScenarioErrors, presets};
 use crate::shard::{self, ShardSpec};
@@ -323,6 +323,52 @@ struct RunArgs {
     fail_on_slo: bool,
 }
 
+/// A flag that replaces one field of the scenario (`--seed` for `seed`):
+/// applied as a `--set` override after the user's own, and named as the
+/// user typed it in an error about its value (`--budget: budget is 0`),
+/// not as `<--set>`. `run` and `tune` share it.
+#[derive(Clone, Copy, Debug)]
+struct FieldFlag {
+    /// The flag, as typed: `--budget`.
+    flag: &'static str,
+    /// The field it sets: `tune.budget`.
+    field: &'static str,
+    /// Its value, when given.
+    value: Option<u64>,
+}
+
+impl FieldFlag {
+    fn new(flag: &'static str, field: &'static str, value: Option<u64>) -> FieldFlag {
+        FieldFlag { flag, field, value }
+    }
+
+    /// The user's `--set` overrides, then one for each flag given.
+    fn overrides(sets: &[String], flags: &[FieldFlag]) -> Vec<String> {
+        let given = flags
+            .iter()
+            .filter_map(|f| Some(format!("{}={}", f.field, f.value?)));
+        sets.iter().cloned().chain(given).collect()
+    }
+
+    /// `errors`, each one about the override of a flag given naming the
+    /// flag instead of `<--set>` and the field.
+    fn name_in(mut errors: ScenarioErrors, flags: &[FieldFlag]) -> ScenarioErrors {
+        for err in &mut errors.0 {
+            if err.file != scenario::error::SET_LABEL {
+                continue;
+            }
+            let flag = flags
+                .iter()
+                .find(|f| f.value.is_some() && err.path.as_deref() == Some(f.field));
+            if let Some(f) = flag {
+                err.file = f.flag.to_string();
+                err.path = None;
+            }
+        }
+        errors
+    }
+}
+
 /// A flag's whole number, refused in words a user reads (clap's own
 /// message is Rust's: "invalid digit found in string", "0..=4294967295").
 fn parse_whole(text: &str, max: u64) -> Result<u64, String> {
@@ -377,22 +423,38 @@ pub(crate) fn whole_usize(text: &str) -> Result<usize, String> {
     parse_whole(text, u64::from(u32::MAX)).map(|v| v as usize)
 }
 
+/// Prints clap's message for a command line it refused (or its help), as
+/// clap would, unless the message quotes an argument holding a character
+/// a terminal would act on (`crate::escape`): then it is printed without
+/// colours, each such character escaped. The check reads the message as
+/// written, from the command without styles: clap's coloured rendering,
+/// shown as plain text, drops escape sequences and control characters
+/// without a trace, and printed to a terminal it writes them raw.
+fn print_parse_error(e: &clap::Error) {
+    let plain = Cli::command()
+        .styles(clap::builder::Styles::plain())
+        .try_get_matches_from(std::env::args_os())
+        .err();
+    let text = match &plain {
+        Some(p) => p.render().ansi().to_string(),
+        None => e.render().to_string(),
+    };
+    match escape_lines(&text) {
+        std::borrow::Cow::Borrowed(_) => {
+            let _ = e.print();
+        }
+        std::borrow::Cow::Owned(safe) if e.use_stderr() => errout!("{safe}"),
+        std::borrow::Cow::Owned(safe) => out!("{safe}"),
+    }
+}
+
 /// Runs the command line and returns the process exit code.
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() { 2 } else { 0 };
-            // The message quotes the arguments: escape them when they hold
-            // a character a terminal would act on (`crate::escape`).
-            let text = e.render().to_string();
-            match escape_lines(&text) {
-                std::borrow::Cow::Borrowed(_) => {
-                    let _ = e.print();
-                }
-                std::borrow::Cow::Owned(safe) if e.use_stderr() => errout!("{safe}"),
-                std::borrow::Cow::Owned(safe) => out!("{safe}"),
-            }
+            print_parse_error(&e);
             return terminal::finish(code);
         }
     };
@@ -841,6 +903,19 @@ fn recover_inputs(dirs: &[PathBuf], quiet: bool) {
     }
 }
 
+/// Says on stderr what of the folder (or entries) a command replaced
+/// could not be removed, and returns the exit code that follows: 1 when
+/// anything is left, 0 otherwise (README.md, "Outputs").
+fn warn_left_over(written: &Committed) -> i32 {
+    match written.left_over() {
+        Some(warning) => {
+            errln!("warning: {}", escape(&warning));
+            1
+        }
+        None => 0,
+    }
+}
+
 fn output_failed(e: OutputError, out: &Path, not_written: &str, done: &str) -> i32 {
     let code = e.exit_code();
     match &e {
@@ -921,6 +996,7 @@ fn merge(args: MergeArgs) -> i32 {
         &out_path,
         Options {
             mode: Mode::Folder,
+            contents: Contents::Results,
             force: args.force,
             inputs: &inputs,
         },
@@ -937,7 +1013,9 @@ fn merge(args: MergeArgs) -> i32 {
         }
     };
     match out.commit() {
-        Ok(dir) => {
+        Ok(written) => {
+            let left_over = warn_left_over(&written);
+            let dir = written.path;
             if !args.quiet {
                 outln!(
                     "merged {} shard{} ({} runs) of {}",
@@ -966,7 +1044,7 @@ fn merge(args: MergeArgs) -> i32 {
                 }
             }
             if lines.is_empty() {
-                return 0;
+                return left_over;
             }
             for line in &lines {
                 errln!("{line}");
@@ -1011,6 +1089,34 @@ fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
     bar
 }
 
+/// Why `plot` cannot draw the folder `dir`, when it is a shard's or a
+/// search's rather than a run's (even with `--force`: its tables are not
+/// a run's).
+fn not_a_run_folder(dir: &Path) -> Option<String> {
+    let shown = crate::escape::path(dir);
+    let found = Contents::found_in(dir)?;
+    let way_out = match found {
+        Contents::Results => return None,
+        Contents::Shard => {
+            "merge the shards first with `stormsim merge` (the folders of all the \
+             shards, or the folder holding them), then plot the merged folder"
+        }
+        Contents::Tune => {
+            "its chart, charts/pareto.svg, is drawn by `stormsim tune` itself: plot the \
+             run folder instead (output/<name>, after `stormsim run`)"
+        }
+    };
+    Some(format!(
+        "{shown} holds {} ({}), not a run folder, and plot draws a run's charts; \
+         nothing was written: {way_out}",
+        found.words(),
+        match found {
+            Contents::Shard => crate::shard::MANIFEST,
+            _ => "tune.csv",
+        }
+    ))
+}
+
 fn plot(args: PlotArgs) -> i32 {
     // First thing: a signal from now on ends the command with a message.
     interrupt::install();
@@ -1027,11 +1133,16 @@ fn plot(args: PlotArgs) -> i32 {
         interrupt::EXIT_CODE
     };
     recover_inputs(std::slice::from_ref(dir), args.quiet);
+    if let Some(refusal) = not_a_run_folder(dir) {
+        errln!("error: {refusal}");
+        return 2;
+    }
     // Decided before reading: only charts/ and report.html are replaced.
     let out = match OutputDir::prepare(
         dir,
         Options {
             mode: Mode::Entries(output_dir::VISUALS),
+            contents: Contents::Results,
             force: args.force,
             inputs: &[],
         },
@@ -1069,21 +1180,22 @@ fn plot(args: PlotArgs) -> i32 {
             return interrupted();
         }
     };
-    let write = |out: OutputDir| -> Result<PathBuf, OutputError> {
+    let write = |out: OutputDir| -> Result<Committed, OutputError> {
         for (path, bytes) in &files {
             out.write(path, bytes)?;
         }
         out.commit()
     };
     match write(out) {
-        Ok(dir) => {
+        Ok(written) => {
+            let left_over = warn_left_over(&written);
             if !args.quiet {
                 outln!(
                     "charts and report: {}",
-                    crate::escape::path(&dir.join("report.html"))
+                    crate::escape::path(&written.path.join("report.html"))
                 );
             }
-            0
+            left_over
         }
         Err(OutputError::Interrupted) => interrupted(),
         Err(OutputError::Refused(m)) => {

@@ -19,7 +19,7 @@ use crate::interrupt::{self, Stopped};
 use crate::invariants;
 use crate::metrics::RunResult;
 use crate::metrics::slo::Objectives;
-use crate::report::output_dir::{self, Options};
+use crate::report::output_dir::{self, Committed, Contents, Options};
 use crate::report::table_stream::{self, Columns, RunRows, TableStream};
 use crate::report::tables::Layout;
 use crate::report::{self, Mode, OutputDir, OutputError};
@@ -73,17 +73,18 @@ pub(super) fn run(args: RunArgs) -> i32 {
         }
     };
     let results = &streamed.results;
-    let dir = match settings.write(out, &streamed, &columns) {
-        Ok(d) => d,
+    let written = match settings.write(out, &streamed, &columns) {
+        Ok(w) => w,
         Err(e) => {
             let runs = format!("all {} runs had finished", settings.items.len());
             return output_failed(e, &settings.out_path, settings.not_written(), &runs);
         }
     };
+    let left_over = super::warn_left_over(&written);
     if !settings.quiet {
-        settings.print(results, &dir);
+        settings.print(results, &written.path);
     }
-    settings.exit_code(results)
+    settings.exit_code(results).max(left_over)
 }
 
 /// Everything `run` needs, decided and checked before the first run.
@@ -163,39 +164,18 @@ impl Settings {
             }
             (None, false) => None,
         };
-        // The flags that replace a field are overrides like any --set,
-        // applied after them.
-        let mut sets = args.set.clone();
         let flags = [
-            ("seed", args.seed),
-            ("replicates", args.replicates.map(u64::from)),
-            ("limits.max_events", args.max_events),
-            ("limits.max_in_flight", args.max_in_flight),
+            super::FieldFlag::new("--seed", "seed", args.seed),
+            super::FieldFlag::new("--replicates", "replicates", args.replicates.map(u64::from)),
+            super::FieldFlag::new("--max-events", "limits.max_events", args.max_events),
+            super::FieldFlag::new(
+                "--max-in-flight",
+                "limits.max_in_flight",
+                args.max_in_flight,
+            ),
         ];
-        for (path, value) in flags {
-            if let Some(v) = value {
-                sets.push(format!("{path}={v}"));
-            }
-        }
-        // An error in a flag's value names the flag, not `<--set>`.
-        let by_flag = |mut e: scenario::ScenarioErrors| {
-            for err in &mut e.0 {
-                let flag = match err.path.as_deref() {
-                    Some("seed") if args.seed.is_some() => "--seed",
-                    Some("replicates") if args.replicates.is_some() => "--replicates",
-                    Some("limits.max_events") if args.max_events.is_some() => "--max-events",
-                    Some("limits.max_in_flight") if args.max_in_flight.is_some() => {
-                        "--max-in-flight"
-                    }
-                    _ => continue,
-                };
-                if err.file == scenario::error::SET_LABEL {
-                    err.file = flag.to_string();
-                    err.path = None;
-                }
-            }
-            SettingsError::Scenario(e)
-        };
+        let sets = super::FieldFlag::overrides(&args.set, &flags);
+        let by_flag = |e| SettingsError::Scenario(super::FieldFlag::name_in(e, &flags));
         let scenario = load(args.file.as_deref(), &sets).map_err(by_flag)?;
         super::warn_events_over_limit(&scenario);
         // From the counts, before the variants are built: a command whose
@@ -338,6 +318,10 @@ impl Settings {
             &self.out_path,
             Options {
                 mode: Mode::Folder,
+                contents: match self.shard {
+                    Some(_) => Contents::Shard,
+                    None => Contents::Results,
+                },
                 force: self.force,
                 inputs: &self.inputs,
             },
@@ -459,7 +443,7 @@ impl Settings {
         out: OutputDir,
         streamed: &Streamed,
         columns: &Columns,
-    ) -> Result<PathBuf, OutputError> {
+    ) -> Result<Committed, OutputError> {
         let layout = &columns.layout;
         match self.shard {
             Some(spec) => write_shard(out, spec, &self.scenario, &self.plans, streamed, layout),
@@ -568,7 +552,7 @@ fn write_folder(
     plans: &[VariantPlan],
     results: &[RunResult],
     layout: &Layout,
-) -> Result<PathBuf, OutputError> {
+) -> Result<Committed, OutputError> {
     let stop = interrupt::flag();
     let summary = report::tables::summary_csv_until(layout, results, stop)?;
     let by_variant = report::tables::summary_by_variant_csv_until(results, stop)?;
@@ -631,7 +615,7 @@ fn write_shard(
     plans: &[VariantPlan],
     streamed: &Streamed,
     layout: &Layout,
-) -> Result<PathBuf, OutputError> {
+) -> Result<Committed, OutputError> {
     let results = &streamed.results;
     let resolved = scenario::resolved_yaml(s);
     let cells = report::tables::summary_rows_with(layout, results);

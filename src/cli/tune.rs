@@ -6,10 +6,10 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::{load, nothing_written, output_failed, progress_bar, report_errors};
+use super::{FieldFlag, load, nothing_written, output_failed, progress_bar, report_errors};
 use crate::escape::escape;
 use crate::report::OutputDir;
-use crate::report::output_dir::{self, Mode, Options, OutputError};
+use crate::report::output_dir::{self, Committed, Contents, Mode, Options, OutputError};
 use crate::scenario;
 use crate::terminal::{errln, out, outln};
 use crate::tune::{self, TuneError, output, pareto::Pareto, schedule};
@@ -53,19 +53,17 @@ pub(super) fn tune(args: TuneArgs) -> i32 {
         errln!("error: {m}");
         return code;
     }
-    let mut sets = args.set.clone();
-    if let Some(seed) = args.seed {
-        sets.push(format!("seed={seed}"));
-    }
-    if let Some(b) = args.budget {
-        sets.push(format!("tune.budget={b}"));
-    }
+    let flags = [
+        FieldFlag::new("--seed", "seed", args.seed),
+        FieldFlag::new("--budget", "tune.budget", args.budget.map(u64::from)),
+    ];
+    let sets = FieldFlag::overrides(&args.set, &flags);
     let s = match interrupt::reading(
         "interrupted: nothing was written (stopped while reading the scenario)",
         || load(Some(&args.file), &sets),
     ) {
         Ok(s) => s,
-        Err(e) => return report_errors(&e),
+        Err(e) => return report_errors(&FieldFlag::name_in(e, &flags)),
     };
     let file = escape(&crate::escape::path(&args.file)).into_owned();
     let Some(t) = &s.tune else {
@@ -106,6 +104,7 @@ pub(super) fn tune(args: TuneArgs) -> i32 {
         &out_path,
         Options {
             mode: Mode::Folder,
+            contents: Contents::Tune,
             force: args.force,
             inputs: &inputs,
         },
@@ -142,7 +141,7 @@ pub(super) fn tune(args: TuneArgs) -> i32 {
         }
         Err(TuneError::NoTune) => return 2,
     };
-    let write = |out: OutputDir| -> Result<PathBuf, OutputError> {
+    let write = |out: OutputDir| -> Result<Committed, OutputError> {
         let csv = output::tune_csv(&outcome)
             .map_err(|e| OutputError::Io(format!("cannot write tune.csv: {e}")))?;
         out.write("tune.csv", &csv)?;
@@ -170,8 +169,8 @@ pub(super) fn tune(args: TuneArgs) -> i32 {
         )?;
         out.commit()
     };
-    let dir = match write(out) {
-        Ok(d) => d,
+    let written = match write(out) {
+        Ok(w) => w,
         Err(e) => {
             let runs = format!("all {} runs had finished", outcome.runs);
             return output_failed(e, &out_path, NOT_WRITTEN, &runs);
@@ -195,7 +194,10 @@ pub(super) fn tune(args: TuneArgs) -> i32 {
             "{}",
             output::console_text(&outcome, &s.name, &file, &left_out)
         );
-        outln!("results: {}", crate::escape::path(&dir));
+        outln!("results: {}", crate::escape::path(&written.path));
+    }
+    if super::warn_left_over(&written) != 0 {
+        return 1;
     }
     if !outcome.violations.is_empty() {
         for (c, r, broken) in &outcome.violations {

@@ -65,6 +65,12 @@ pub const MAX_NAME_BYTES: usize = 255;
 /// file is created: what a later command may remove of a work folder
 /// left by one stopped outright, and nothing else.
 const JOURNAL: &str = "written";
+/// The note, in a work folder, saying that its command finished (its
+/// folder is in place) but could not remove all of what it replaced,
+/// which is left in the work folder's `old/`: the next command writing
+/// the folder tries again to remove it, and does not take it for the
+/// work folder of a command stopped outright.
+const LEFT: &str = "left-over";
 /// Bytes written between two polls of the stop flag.
 const WRITE_PIECE: usize = 4 << 20;
 /// Entries named in a refusal, at most.
@@ -127,10 +133,72 @@ pub enum Mode {
     Entries(&'static [&'static str]),
 }
 
+/// What a folder stormsim writes holds. A command replaces only a folder
+/// of its own kind (unless given `--force`): a run never takes the place
+/// of a search or of a shard, nor a search or a merge that of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Contents {
+    /// The tables, charts and report of a run (`run`, `merge`).
+    Results,
+    /// One shard of a run (`run --shard`), for `merge`.
+    Shard,
+    /// A search (`tune`).
+    Tune,
+}
+
+impl Contents {
+    /// The file that tells a folder of this kind: a shard's folder holds
+    /// a `summary.csv` too, so its `manifest.json` is looked for first
+    /// ([`Contents::ALL`]'s order).
+    pub fn telltale(self) -> &'static str {
+        match self {
+            Contents::Results => "summary.csv",
+            Contents::Shard => crate::shard::MANIFEST,
+            Contents::Tune => "tune.csv",
+        }
+    }
+
+    /// The kinds, in the order their telltale files are looked for.
+    const ALL: [Contents; 3] = [Contents::Shard, Contents::Tune, Contents::Results];
+
+    /// What a folder of this kind holds, in words.
+    pub fn words(self) -> &'static str {
+        match self {
+            Contents::Results => "the results of a run",
+            Contents::Shard => "a shard of a run",
+            Contents::Tune => "a tune search",
+        }
+    }
+
+    /// The kind of the folder `dir`, from what its marker lists (an
+    /// older marker's bare names included), if it holds a marker of
+    /// stormsim's listing one of the telltale files.
+    pub fn marked_in(dir: &Path) -> Option<Contents> {
+        let marked = marked_entries(dir)?;
+        Contents::ALL
+            .into_iter()
+            .find(|c| marked.contains_key(c.telltale()))
+    }
+
+    /// [`Contents::marked_in`], or, in a folder without a marker of
+    /// stormsim's (tables copied by hand), the kind its telltale files
+    /// say.
+    pub fn found_in(dir: &Path) -> Option<Contents> {
+        if marked_entries(dir).is_some() {
+            return Contents::marked_in(dir);
+        }
+        let holds = |file: &str| fs::symlink_metadata(dir.join(file)).is_ok_and(|m| m.is_file());
+        Contents::ALL.into_iter().find(|c| holds(c.telltale()))
+    }
+}
+
 /// How a command may write its folder.
 #[derive(Clone, Copy, Debug)]
 pub struct Options<'a> {
     pub mode: Mode,
+    /// What the command writes: a folder of another kind is not replaced
+    /// without `force`.
+    pub contents: Contents,
     /// Replace what stormsim did not write (`--force`).
     pub force: bool,
     /// What the command reads: the output may not be, hold or lie inside
@@ -146,6 +214,7 @@ pub struct OutputDir {
     /// The folder, absolute (canonical parent and name).
     dest: PathBuf,
     mode: Mode,
+    contents: Contents,
     force: bool,
     /// The private work folder: `new/` (staging), later `old/`.
     work: PathBuf,
@@ -188,6 +257,168 @@ impl OutputFile {
     pub fn finish(mut self) -> Result<(), OutputError> {
         io::Write::flush(&mut self.file).map_err(|e| io_error(crate::escape::path(&self.path), &e))
     }
+}
+
+/// A folder [`OutputDir::commit`] put in place.
+#[derive(Debug)]
+pub struct Committed {
+    /// The folder, as the user named it.
+    pub path: PathBuf,
+    /// What of the folder (or entries) it replaced could not be removed,
+    /// with why, each left where it is in the work folder `work`.
+    left: Vec<(PathBuf, String)>,
+    work: PathBuf,
+}
+
+impl Committed {
+    /// The warning to print when something of what the folder replaced
+    /// could not be removed (the command then exits 1, README.md,
+    /// "Outputs"), naming each path and why.
+    pub fn left_over(&self) -> Option<String> {
+        if self.left.is_empty() {
+            return None;
+        }
+        let each: Vec<String> = self
+            .left
+            .iter()
+            .map(|(path, why)| format!("{} ({why})", crate::escape::path(path)))
+            .collect();
+        Some(format!(
+            "{} holds the new results, but stormsim could not remove all of what they \
+             replaced: {}. It is left in {}; stormsim tries again to remove it the next \
+             time it writes {} (or remove it yourself once nothing in it is needed)",
+            crate::escape::path(&self.path),
+            shown_paths(&each),
+            crate::escape::path(&self.work),
+            crate::escape::path(&self.path)
+        ))
+    }
+}
+
+fn shown_paths(each: &[String]) -> String {
+    let mut s = each
+        .iter()
+        .take(SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("; ");
+    if each.len() > SHOWN {
+        s.push_str(&format!("; and {} more", each.len() - SHOWN));
+    }
+    s
+}
+
+/// The file system (`st_dev`) of what `meta` describes.
+fn device(path: &Path, meta: &fs::Metadata) -> u64 {
+    #[cfg(test)]
+    if tests::on_another_device(path) {
+        return u64::MAX;
+    }
+    let _ = path;
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::MetadataExt::dev(meta)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        0
+    }
+}
+
+/// Removes `path` and everything under it, never following a symbolic
+/// link (the link is removed, not what it points to) and never crossing
+/// into another file system than `dev` (a mount point stays, with all it
+/// holds, and so do the folders holding it). What cannot be removed is
+/// added to `left`, with why; returns whether all of it was removed.
+fn remove_tree(path: &Path, dev: u64, left: &mut Vec<(PathBuf, String)>) -> bool {
+    let meta = match fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return true,
+        Err(e) => {
+            left.push((path.to_path_buf(), os_reason(&e)));
+            return false;
+        }
+    };
+    if device(path, &meta) != dev {
+        left.push((
+            path.to_path_buf(),
+            "a mount point of another file system, which stormsim never removes".to_string(),
+        ));
+        return false;
+    }
+    if !meta.is_dir() {
+        return match fs::remove_file(path) {
+            Ok(()) => true,
+            Err(e) => {
+                left.push((path.to_path_buf(), os_reason(&e)));
+                false
+            }
+        };
+    }
+    let entries = match fs::read_dir(path) {
+        Ok(entries) => entries,
+        Err(e) => {
+            left.push((path.to_path_buf(), os_reason(&e)));
+            return false;
+        }
+    };
+    let mut all = true;
+    for entry in entries {
+        match entry {
+            Ok(entry) => all &= remove_tree(&entry.path(), dev, left),
+            Err(e) => {
+                left.push((path.to_path_buf(), os_reason(&e)));
+                all = false;
+            }
+        }
+    }
+    if !all {
+        return false;
+    }
+    match fs::remove_dir(path) {
+        Ok(()) => true,
+        Err(e) => {
+            left.push((path.to_path_buf(), os_reason(&e)));
+            false
+        }
+    }
+}
+
+/// Removes the work folder `work` of a command whose folder is in place,
+/// as [`remove_tree`] does. When something cannot be removed, it stays,
+/// and so does the work folder, with the note [`LEFT`]; returns what
+/// stays, with why (nothing when the work folder is gone).
+fn clear_work(work: &Path) -> Vec<(PathBuf, String)> {
+    let mut left = Vec::new();
+    let dev = match fs::symlink_metadata(work) {
+        Ok(m) => device(work, &m),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return left,
+        Err(e) => {
+            left.push((work.to_path_buf(), os_reason(&e)));
+            return left;
+        }
+    };
+    let entries = match fs::read_dir(work) {
+        Ok(entries) => entries,
+        Err(e) => {
+            left.push((work.to_path_buf(), os_reason(&e)));
+            return left;
+        }
+    };
+    for entry in entries.flatten() {
+        if entry.file_name() != LEFT {
+            remove_tree(&entry.path(), dev, &mut left);
+        }
+    }
+    if left.is_empty() {
+        remove_tree(work, dev, &mut left);
+    } else {
+        let note = "stormsim: the command that made this folder put its results in place \
+                    but could not remove what is left here of what they replaced\n";
+        let _ = fs::write(work.join(LEFT), note);
+    }
+    left
 }
 
 /// The default output folder of a scenario: `output/<name>`, refused when
@@ -649,10 +880,31 @@ fn check_writable(
     Ok(())
 }
 
-/// Refuses a folder holding what stormsim did not write (without force).
-fn check_owned(target: &Path, dest: &Path, mode: Mode, force: bool) -> Result<(), OutputError> {
+/// Refuses (without force) a folder holding what stormsim did not write,
+/// or, replaced whole, a folder of another kind than `contents`.
+fn check_owned(
+    target: &Path,
+    dest: &Path,
+    mode: Mode,
+    contents: Contents,
+    force: bool,
+) -> Result<(), OutputError> {
     if force {
         return Ok(());
+    }
+    if mode == Mode::Folder
+        && let Some(found) = Contents::marked_in(dest).filter(|&found| found != contents)
+    {
+        return Err(OutputError::Refused(format!(
+            "{} holds {} (its {MARKER} marker lists {}), and this command writes {}: \
+             stormsim does not replace a folder of one kind with another. Nothing was \
+             written: choose another folder with --out, or pass --force to replace the \
+             folder and everything in it",
+            crate::escape::path(target),
+            found.words(),
+            found.telltale(),
+            contents.words()
+        )));
     }
     let foreign = foreign_entries(dest, mode).map_err(|e| {
         OutputError::Refused(format!("cannot read {}: {e}", crate::escape::path(target)))
@@ -717,6 +969,13 @@ fn refusal(target: &Path, mode: Mode, foreign: &[String]) -> OutputError {
             )
         }
     })
+}
+
+/// Whether `name` is one stormsim gives its own files beside or inside a
+/// folder it writes: the marker, [`MARKER`], or `.stormsim-…` (its work
+/// folders and lock files), which a later command would take for its own.
+fn is_reserved(name: &OsStr) -> bool {
+    name == MARKER || name.as_encoded_bytes().starts_with(b".stormsim-")
 }
 
 /// Creates the missing ancestors of `dir`, returning those created,
@@ -850,6 +1109,29 @@ fn clean_leftovers(
     for (work, pid, kind) in found {
         let name = work.file_name().unwrap_or_default().to_string_lossy();
         let place = crate::escape::path(work.parent().unwrap_or(Path::new(".")));
+        // Left on purpose by a command that finished (its results are in
+        // place), which no command is using now that the lock is held.
+        if fs::symlink_metadata(work.join(LEFT)).is_ok_and(|m| m.is_file()) {
+            let left = clear_work(&work);
+            notes.push(if left.is_empty() {
+                format!(
+                    "removed {name} in {place}, what an earlier stormsim command (process \
+                     {pid}) could not remove of what its results replaced in {shown}"
+                )
+            } else {
+                let each: Vec<String> = left
+                    .iter()
+                    .map(|(path, why)| format!("{} ({why})", crate::escape::path(path)))
+                    .collect();
+                format!(
+                    "{name} in {place} still holds what an earlier stormsim command (process \
+                     {pid}) could not remove of what its results replaced in {shown}: {}; \
+                     left as it is",
+                    shown_paths(&each)
+                )
+            });
+            continue;
+        }
         if pid != own && super::folder_lock::process_alive(pid) {
             notes.push(format!(
                 "{name} in {place} is the work folder of a stormsim command (process {pid}) that \
@@ -966,7 +1248,20 @@ fn recover(work: &Path, dest: &Path, mode: Mode) -> Result<String, String> {
             shown_list(&foreign)
         ));
     }
-    fs::remove_dir_all(work).map_err(|e| format!("cannot remove it: {e}"))?;
+    let dev = fs::symlink_metadata(work)
+        .map(|m| device(work, &m))
+        .map_err(|e| os_reason(&e))?;
+    let mut left = Vec::new();
+    if !remove_tree(work, dev, &mut left) {
+        let each: Vec<String> = left
+            .iter()
+            .map(|(path, why)| format!("{} ({why})", crate::escape::path(path)))
+            .collect();
+        return Err(format!(
+            "cannot remove all of it: {}{done}",
+            shown_paths(&each)
+        ));
+    }
     Ok(done)
 }
 
@@ -1110,6 +1405,71 @@ pub fn recover_for_reading(dir: &Path) -> Vec<String> {
     notes
 }
 
+/// What the OS said of `e`, in words (`permission denied`), without the
+/// error's number.
+fn os_reason(e: &io::Error) -> String {
+    let text = e.to_string();
+    let words = match text.rfind(" (os error ") {
+        Some(at) if text.ends_with(')') => &text[..at],
+        _ => &text,
+    };
+    let mut chars = words.chars();
+    chars.next().map_or_else(String::new, |first| {
+        first.to_lowercase().chain(chars).collect()
+    })
+}
+
+/// The refusal of an output folder (`shown`, in the folder `parent`)
+/// whose lock was not taken. What sits at the lock's path may be the
+/// user's: the message says to move it, never to remove it.
+fn lock_refusal(shown: &str, parent: &Path, e: LockError) -> OutputError {
+    OutputError::Refused(match e {
+        LockError::Held(lock) => format!(
+            "another stormsim command is writing {shown} (it holds the lock {}); \
+             nothing was written: wait for it to finish, or choose another folder",
+            crate::escape::path(&lock)
+        ),
+        LockError::Foreign(lock) => format!(
+            "cannot lock {shown}: {} is where stormsim keeps the folder's lock file, \
+             and a file stormsim did not write is there; it was left as it is and \
+             nothing was written: move it, or choose another folder",
+            crate::escape::path(&lock)
+        ),
+        LockError::Io(lock, e) => {
+            let what = match fs::symlink_metadata(&lock) {
+                Err(_) => {
+                    return OutputError::Refused(format!(
+                        "cannot lock {shown}: its lock file {} cannot be created there \
+                         ({}); nothing was written: choose another folder, or make {} \
+                         writable",
+                        crate::escape::path(&lock),
+                        os_reason(&e),
+                        crate::escape::path(parent)
+                    ));
+                }
+                Ok(m) if m.file_type().is_symlink() => {
+                    "it is a symbolic link, and stormsim's lock files are plain files it \
+                     makes itself"
+                        .to_string()
+                }
+                Ok(m) if m.is_dir() => {
+                    "it is a folder, and stormsim's lock files are plain files".to_string()
+                }
+                Ok(m) if !m.is_file() => {
+                    "it is not a plain file, as stormsim's lock files are".to_string()
+                }
+                Ok(_) => os_reason(&e),
+            };
+            format!(
+                "cannot lock {shown}: {} is where stormsim keeps the folder's lock file, \
+                 and what is there cannot be used ({what}); it was left as it is and \
+                 nothing was written: move it (it may be yours), or choose another folder",
+                crate::escape::path(&lock)
+            )
+        }
+    })
+}
+
 impl OutputDir {
     /// Decides everything about writing `target` before the work starts:
     /// see the module's documentation. A refusal leaves nothing behind.
@@ -1140,6 +1500,14 @@ impl OutputDir {
                 )));
             }
         };
+        if is_reserved(&name) {
+            return Err(OutputError::Refused(format!(
+                "{shown}: the name {:?} is stormsim's own ({MARKER} is the marker file of \
+                 the folders it writes, .stormsim-… its work folders and locks), and no \
+                 output folder may take it; nothing was written: choose another name",
+                name.to_string_lossy()
+            )));
+        }
         let parent = match located.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
@@ -1149,7 +1517,7 @@ impl OutputDir {
         let guess = resolve(located).map_err(|e| io_error(&shown, &e))?;
         check_inputs(target, &guess, opts)?;
         if exists {
-            check_owned(target, &guess, opts.mode, opts.force)?;
+            check_owned(target, &guess, opts.mode, opts.contents, opts.force)?;
         }
 
         let created = create_parents(&parent).map_err(|e| {
@@ -1170,6 +1538,7 @@ impl OutputDir {
             target: target.to_path_buf(),
             dest: guess,
             mode: opts.mode,
+            contents: opts.contents,
             force: opts.force,
             work: PathBuf::new(),
             staging: PathBuf::new(),
@@ -1185,39 +1554,9 @@ impl OutputDir {
         out.dest = parent.join(&name);
         check_inputs(target, &out.dest, opts)?;
         check_writable(target, &parent, &out.dest, opts.mode)?;
-        out.lock = Some(FolderLock::acquire(&parent, &name).map_err(|e| match e {
-            LockError::Held(lock) => OutputError::Refused(format!(
-                "another stormsim command is writing {shown} (it holds the lock {}); \
-                 nothing was written: wait for it to finish, or choose another folder",
-                crate::escape::path(&lock)
-            )),
-            LockError::Foreign(lock) => OutputError::Refused(format!(
-                "cannot lock {shown}: {} is where stormsim keeps the folder's lock file, \
-                 and a file stormsim did not write is there; it was left as it is and \
-                 nothing was written: move it, or choose another folder",
-                crate::escape::path(&lock)
-            )),
-            LockError::Io(lock, e) => {
-                let what = match fs::symlink_metadata(&lock) {
-                    Ok(m) if m.file_type().is_symlink() => {
-                        "it is a symbolic link, and stormsim's lock files are plain files \
-                         it makes itself"
-                            .to_string()
-                    }
-                    Ok(m) if !m.is_file() => {
-                        "it is not a plain file, as stormsim's lock files are".to_string()
-                    }
-                    _ => e.to_string(),
-                };
-                OutputError::Refused(format!(
-                    "cannot lock {shown}: its lock file {} cannot be used ({what}); \
-                     nothing was written. If no stormsim command is writing {shown}, \
-                     remove {} and try again",
-                    crate::escape::path(&lock),
-                    crate::escape::path(&lock)
-                ))
-            }
-        })?);
+        out.lock = Some(
+            FolderLock::acquire(&parent, &name).map_err(|e| lock_refusal(&shown, &parent, e))?,
+        );
         let (home, tag) = match opts.mode {
             Mode::Folder => (
                 parent,
@@ -1232,7 +1571,7 @@ impl OutputDir {
         // Again, now that no other stormsim command can change it.
         let again = check_kind(target, opts.mode).and_then(|exists| {
             if exists {
-                check_owned(target, &out.dest, opts.mode, opts.force)
+                check_owned(target, &out.dest, opts.mode, opts.contents, opts.force)
             } else {
                 Ok(())
             }
@@ -1344,7 +1683,7 @@ impl OutputDir {
 
     /// Puts everything written in place (see the module's documentation)
     /// and returns the folder's path as the user named it.
-    pub fn commit(self) -> Result<PathBuf, OutputError> {
+    pub fn commit(self) -> Result<Committed, OutputError> {
         self.commit_unless(interrupt::requested)
     }
 
@@ -1354,7 +1693,7 @@ impl OutputDir {
     /// checked: a stop asked for before it leaves the folder as it was
     /// (`OutputError::Interrupted`); one asked for during the renames
     /// lets them finish, and a note says the folder was replaced.
-    fn commit_unless(mut self, stopped: impl Fn() -> bool) -> Result<PathBuf, OutputError> {
+    fn commit_unless(mut self, stopped: impl Fn() -> bool) -> Result<Committed, OutputError> {
         let stop = || {
             if stopped() {
                 Err(OutputError::Interrupted)
@@ -1371,7 +1710,13 @@ impl OutputDir {
         }
         // The target again: something may have appeared during the run.
         if check_kind(&self.target, self.mode)? {
-            check_owned(&self.target, &self.dest, self.mode, self.force)?;
+            check_owned(
+                &self.target,
+                &self.dest,
+                self.mode,
+                self.contents,
+                self.force,
+            )?;
         }
         let swapped = interrupt::uninterrupted(|| {
             // The commit point: from the first rename on, the swap runs to
@@ -1384,8 +1729,10 @@ impl OutputDir {
         });
         swapped?;
         self.committed = true;
-        let _ = fs::remove_dir_all(&self.work);
+        // What it replaced, moved aside: removed as carefully as anything
+        // of the user's, and what cannot be is said, not lost track of.
         interrupt::unregister_cleanup(&self.work);
+        let left = clear_work(&self.work);
         if stopped() {
             crate::terminal::errln!(
                 "note: the stop came during the final renames, which run to their end: {} \
@@ -1393,7 +1740,11 @@ impl OutputDir {
                 crate::escape::path(&self.target)
             );
         }
-        Ok(self.target.clone())
+        Ok(Committed {
+            path: self.target.clone(),
+            left,
+            work: self.work.clone(),
+        })
     }
 
     /// Moves the old folder aside, checks once more that it holds nothing
@@ -1532,10 +1883,205 @@ impl Drop for OutputDir {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::RefCell;
+
+    thread_local! {
+        /// The name of the folders this test takes for mount points of
+        /// another file system (no test can mount one).
+        static OTHER_DEVICE: RefCell<Option<&'static str>> = const { RefCell::new(None) };
+    }
+
+    /// Whether `path` is taken, in this test, for a mount point.
+    pub(super) fn on_another_device(path: &Path) -> bool {
+        OTHER_DEVICE.with(|d| {
+            d.borrow()
+                .is_some_and(|name| path.file_name() == Some(OsStr::new(name)))
+        })
+    }
+
+    fn forced(inputs: &[PathBuf]) -> Options<'_> {
+        Options {
+            force: true,
+            ..folder(inputs)
+        }
+    }
+
+    #[test]
+    fn a_folder_of_another_kind_is_replaced_only_with_force() {
+        let root = tempfile::tempdir().unwrap();
+        let target = root.path().join("out");
+        let out = OutputDir::prepare(&target, folder(&[])).unwrap();
+        out.write("summary.csv", b"run").unwrap();
+        out.commit().unwrap();
+        assert_eq!(Contents::marked_in(&target), Some(Contents::Results));
+        for (contents, words) in [
+            (Contents::Tune, "a tune search"),
+            (Contents::Shard, "a shard"),
+        ] {
+            let opts = Options {
+                contents,
+                ..folder(&[])
+            };
+            let m = refused(OutputDir::prepare(&target, opts));
+            assert!(
+                m.contains("holds the results of a run")
+                    && m.contains("summary.csv")
+                    && m.contains(words)
+                    && m.contains("--out")
+                    && m.contains("--force"),
+                "{m}"
+            );
+        }
+        // A marker of an older stormsim (bare names) tells the kind too.
+        let tuned = root.path().join("tuned");
+        fs::create_dir(&tuned).unwrap();
+        fs::write(tuned.join(MARKER), format!("{SIGNATURE}\ntune.csv\n")).unwrap();
+        fs::write(tuned.join("tune.csv"), "c").unwrap();
+        assert_eq!(Contents::marked_in(&tuned), Some(Contents::Tune));
+        let m = refused(OutputDir::prepare(&tuned, folder(&[])));
+        assert!(m.contains("holds a tune search"), "{m}");
+        assert_eq!(names(&tuned), [MARKER, "tune.csv"], "left as it was");
+        // The same kind is replaced; another with --force.
+        let opts = Options {
+            contents: Contents::Tune,
+            ..folder(&[])
+        };
+        OutputDir::prepare(&tuned, opts).unwrap().commit().unwrap();
+        let out = OutputDir::prepare(&tuned, forced(&[])).unwrap();
+        out.write("summary.csv", b"run").unwrap();
+        out.commit().unwrap();
+        assert_eq!(names(&tuned), [MARKER, "summary.csv"]);
+        // A shard folder lists summary.csv too: its manifest decides.
+        fs::write(
+            tuned.join(MARKER),
+            format!("{SIGNATURE}\nsummary.csv\nmanifest.json\n"),
+        )
+        .unwrap();
+        assert_eq!(Contents::marked_in(&tuned), Some(Contents::Shard));
+    }
+
+    #[test]
+    fn stormsims_own_names_are_refused_before_anything_is_made() {
+        let root = tempfile::tempdir().unwrap();
+        for name in [MARKER, ".stormsim-", ".stormsim-lock-0123", ".stormsim-x"] {
+            let target = root.path().join("new").join(name);
+            let m = refused(OutputDir::prepare(&target, forced(&[])));
+            assert!(
+                m.contains("stormsim's own") && m.contains("choose another name"),
+                "{m}"
+            );
+        }
+        assert!(names(root.path()).is_empty(), "{:?}", names(root.path()));
+        for fine in [".stormsimx", "stormsim-x", "a.stormsim-"] {
+            assert!(!is_reserved(OsStr::new(fine)), "{fine}");
+        }
+    }
+
+    #[test]
+    fn a_lock_path_in_the_way_is_to_be_moved_never_removed() {
+        let root = tempfile::tempdir().unwrap();
+        let never = |m: &str| {
+            let lower = m.to_lowercase();
+            assert!(
+                !lower.contains("remove") && !lower.contains("delete"),
+                "{m}"
+            );
+        };
+        // Nothing there: it could not be created.
+        let absent = root.path().join(".stormsim-lock-0");
+        let denied = io::Error::from_raw_os_error(13);
+        let OutputError::Refused(m) =
+            lock_refusal("out", root.path(), LockError::Io(absent, denied))
+        else {
+            panic!()
+        };
+        assert!(
+            m.contains("cannot be created there (permission denied)"),
+            "{m}"
+        );
+        assert!(!m.contains("os error"), "{m}");
+        never(&m);
+        // A folder at the lock's path (perhaps the user's).
+        let target = root.path().join("out");
+        let lock = super::super::folder_lock::lock_path(root.path(), OsStr::new("out"));
+        fs::create_dir(&lock).unwrap();
+        fs::write(lock.join("mine.txt"), "x").unwrap();
+        let m = refused(OutputDir::prepare(&target, folder(&[])));
+        assert!(m.contains("it is a folder") && m.contains("move it"), "{m}");
+        never(&m);
+        assert!(lock.join("mine.txt").is_file());
+    }
+
+    #[test]
+    fn what_a_forced_replace_cannot_remove_is_said_and_known_later() {
+        let root = tempfile::tempdir().unwrap();
+        let target = root.path().join("out");
+        fs::create_dir_all(target.join("mnt")).unwrap();
+        fs::write(target.join("mnt/theirs.txt"), "on another disk").unwrap();
+        fs::write(target.join("notes.txt"), "mine").unwrap();
+        // A link to a folder outside: removed, what it points to kept.
+        let outside = root.path().join("outside");
+        fs::create_dir(&outside).unwrap();
+        fs::write(outside.join("keep.txt"), "k").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(&outside, target.join("link")).unwrap();
+        OTHER_DEVICE.with(|d| *d.borrow_mut() = Some("mnt"));
+        let out = OutputDir::prepare(&target, forced(&[])).unwrap();
+        out.write("summary.csv", b"new").unwrap();
+        let done = out.commit().unwrap();
+        assert_eq!(
+            names(&target),
+            [MARKER, "summary.csv"],
+            "the results are in place"
+        );
+        assert!(outside.join("keep.txt").is_file(), "no link followed");
+        let warning = done.left_over().expect("a warning");
+        assert!(
+            warning.contains("mnt") && warning.contains("mount point"),
+            "{warning}"
+        );
+        let work = done.work.clone();
+        assert!(
+            work.join("old/mnt/theirs.txt").is_file(),
+            "nothing across the mount"
+        );
+        assert!(!work.join("old/notes.txt").exists());
+        assert!(work.join(LEFT).is_file());
+        // The next command says what is still left, not that a command
+        // was killed.
+        let out = OutputDir::prepare(&target, folder(&[])).unwrap();
+        let notes = out.notes().join("\n");
+        assert!(
+            notes.contains("still holds") && !notes.contains("killed"),
+            "{notes}"
+        );
+        drop(out);
+        // Once it can be removed, it is.
+        OTHER_DEVICE.with(|d| *d.borrow_mut() = None);
+        let out = OutputDir::prepare(&target, folder(&[])).unwrap();
+        let notes = out.notes().join("\n");
+        assert!(
+            notes.contains("removed") && !notes.contains("killed"),
+            "{notes}"
+        );
+        drop(out);
+        assert!(!work.exists());
+        assert_eq!(names(root.path()), ["out", "outside"]);
+    }
+
+    #[test]
+    fn os_reasons_are_words() {
+        assert_eq!(
+            os_reason(&io::Error::from_raw_os_error(13)),
+            "permission denied"
+        );
+        assert_eq!(os_reason(&io::Error::other("Odd thing")), "odd thing");
+    }
 
     fn folder(inputs: &[PathBuf]) -> Options<'_> {
         Options {
             mode: Mode::Folder,
+            contents: Contents::Results,
             force: false,
             inputs,
         }
@@ -1740,6 +2286,7 @@ mod tests {
         fs::write(target.join("a.tmp"), "user").unwrap();
         let plot = Options {
             mode: Mode::Entries(VISUALS),
+            contents: Contents::Results,
             force: false,
             inputs: &[],
         };
