@@ -15,8 +15,9 @@
 //!   bytes).
 
 use stormsim::invariants;
-use stormsim::metrics::classes::{ClassRow, tabulate_classes};
+use stormsim::metrics::classes::{ClassRow, RunEnd, tabulate_classes};
 use stormsim::metrics::services::GraphTables;
+use stormsim::metrics::table::hung_bound;
 use stormsim::metrics::{Summary, tabulate, tabulate_services};
 use stormsim::model::{ModelConfig, World};
 use stormsim::scenario::{load_str, to_model};
@@ -33,7 +34,14 @@ fn run(cfg: &ModelConfig, seed: u64) -> (Summary, GraphTables, Vec<ClassRow>) {
     let g = tabulate_services(&rec, &ctx, &s);
     let broken = invariants::violations(cfg, &s, &rows, &g);
     assert!(broken.is_empty(), "{broken:?}");
-    let classes = tabulate_classes(&rec, cfg.classes.classes());
+    let end = RunEnd {
+        end: info.end,
+        hung_bound: hung_bound(&rec, &ctx),
+        aborted: info.aborted.is_some(),
+    };
+    let classes = tabulate_classes(&rec, cfg.classes.classes(), end);
+    let broken = invariants::class_violations(&s, &classes);
+    assert!(broken.is_empty(), "{broken:?}");
     (s, g, classes)
 }
 
