@@ -6,34 +6,10 @@
 mod common;
 
 use std::fs;
-use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
-use common::files::{copy_dir, set_cell};
+use common::files::{copy_dir, scenario, set_cell, stormsim};
 use predicates::prelude::PredicateBooleanExt;
 use predicates::str::contains;
-
-fn stormsim() -> Command {
-    let mut c = Command::cargo_bin("stormsim").unwrap();
-    for v in [
-        "JOB_COMPLETION_INDEX",
-        "STORMSIM_SHARDS",
-        "SLURM_ARRAY_TASK_ID",
-        "SLURM_ARRAY_TASK_COUNT",
-        "SLURM_ARRAY_TASK_MIN",
-        "SLURM_ARRAY_TASK_MAX",
-        "SLURM_ARRAY_TASK_STEP",
-    ] {
-        c.env_remove(v);
-    }
-    c
-}
-
-fn scenario(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("scenarios")
-        .join(name)
-}
 
 /// R6: a cell of another type than its column's (text where a number is
 /// due, with `summary.csv` emptied to match; a float that is not finite; a

@@ -4,32 +4,12 @@
 //! field's or a table's limit refused in words, what a run writes read
 //! back, and the exact tally of many unknown sweep keys.
 
+mod common;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
-
-fn stormsim() -> Command {
-    let mut c = Command::cargo_bin("stormsim").unwrap();
-    for v in [
-        "JOB_COMPLETION_INDEX",
-        "STORMSIM_SHARDS",
-        "SLURM_ARRAY_TASK_ID",
-        "SLURM_ARRAY_TASK_COUNT",
-        "SLURM_ARRAY_TASK_MIN",
-        "SLURM_ARRAY_TASK_MAX",
-        "SLURM_ARRAY_TASK_STEP",
-    ] {
-        c.env_remove(v);
-    }
-    c
-}
-
-fn scenario(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("scenarios")
-        .join(name)
-}
+use common::files::{scenario, stormsim};
 
 /// The published scenario `name` with `from` replaced by `to` (which must
 /// be there), written to `dir/t.yaml`.

@@ -7,11 +7,13 @@
 //! every run's bytes back in item order from real files, also past the
 //! shards it keeps open.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
+use common::files::stormsim;
 use predicates::str::contains;
 use stormsim::shard::copy::{Interleaved, KEPT_OPEN, Spans, place};
 
@@ -45,22 +47,6 @@ services:
 sweep:
   services.db.concurrency: [3, 4, 6, 9]
 "#;
-
-fn stormsim() -> Command {
-    let mut c = Command::cargo_bin("stormsim").unwrap();
-    for v in [
-        "JOB_COMPLETION_INDEX",
-        "STORMSIM_SHARDS",
-        "SLURM_ARRAY_TASK_ID",
-        "SLURM_ARRAY_TASK_COUNT",
-        "SLURM_ARRAY_TASK_MIN",
-        "SLURM_ARRAY_TASK_MAX",
-        "SLURM_ARRAY_TASK_STEP",
-    ] {
-        c.env_remove(v);
-    }
-    c
-}
 
 fn run(file: &Path, out: &Path, extra: &[&str]) {
     stormsim()

@@ -30,3 +30,29 @@ pub fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// The `stormsim` binary, with the variables that choose a shard
+/// (Kubernetes, Slurm, `STORMSIM_SHARDS`) cleared so the host's do not
+/// leak into a test.
+pub fn stormsim() -> assert_cmd::Command {
+    let mut c = assert_cmd::Command::cargo_bin("stormsim").unwrap();
+    for v in [
+        "JOB_COMPLETION_INDEX",
+        "STORMSIM_SHARDS",
+        "SLURM_ARRAY_TASK_ID",
+        "SLURM_ARRAY_TASK_COUNT",
+        "SLURM_ARRAY_TASK_MIN",
+        "SLURM_ARRAY_TASK_MAX",
+        "SLURM_ARRAY_TASK_STEP",
+    ] {
+        c.env_remove(v);
+    }
+    c
+}
+
+/// The bundled scenario `name` (`scenarios/NAME`).
+pub fn scenario(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios")
+        .join(name)
+}
