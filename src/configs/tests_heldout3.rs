@@ -8,7 +8,9 @@ use serde_json::{Value, json};
 use super::write::{Wanted, export_text};
 use super::*;
 
-fn sel(format: Format, value: &str) -> Selector {
+/// The selector that picks `value` in a file of `format` (also used by
+/// the other held-out test modules).
+pub(super) fn sel(format: Format, value: &str) -> Selector {
     let mut s = Selector::default();
     match format {
         Format::GrpcServiceConfig => s.method = Some(value.into()),

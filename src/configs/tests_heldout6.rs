@@ -3,21 +3,9 @@
 
 use serde_json::{Value, json};
 
+use super::tests_heldout3::sel;
 use super::write::{Wanted, export_text};
 use super::*;
-
-fn sel(format: Format, value: &str) -> Selector {
-    let mut s = Selector::default();
-    match format {
-        Format::GrpcServiceConfig => s.method = Some(value.into()),
-        Format::EnvoyRoute | Format::LinkerdServiceprofile => s.route = Some(value.into()),
-        Format::IstioVirtualservice => s.host = Some(value.into()),
-        Format::Resilience4j => s.instance = Some(value.into()),
-        Format::MsResilience => s.section = Some(value.into()),
-        Format::AwsConfig => s.profile = Some(value.into()),
-    }
-    s
-}
 
 fn import_with(text: &str, format: Format, s: &Selector) -> Result<Policy, Vec<String>> {
     import_text(text, "f", format, s).map_err(|e| e.iter().map(ToString::to_string).collect())
