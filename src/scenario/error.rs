@@ -40,7 +40,7 @@ impl ScenarioError {
             line: None,
             column: None,
             path: None,
-            message: one_line(&message.into()),
+            message: yaml11_boolean_note(one_line(&message.into())),
         }
     }
 
@@ -121,6 +121,32 @@ pub fn clip(text: &str) -> std::borrow::Cow<'_, str> {
         Some((end, _)) => std::borrow::Cow::Owned(format!("{}…", &text[..end])),
         None => std::borrow::Cow::Borrowed(text),
     }
+}
+
+/// The words YAML 1.1 read as booleans and YAML 1.2 reads as text.
+pub const YAML11_BOOLEANS: &[&str] = &["y", "n", "yes", "no", "on", "off"];
+
+/// `message` with a word on YAML 1.1's booleans when it refuses one of
+/// them for a boolean field (`expected true or false, found `on``):
+/// stormsim reads YAML 1.2 everywhere (a file, `--set`, a variant's
+/// `set`, a sweep), where `on` is text, so the author learns why `on` is
+/// not `true`.
+pub(crate) fn yaml11_boolean_note(message: String) -> String {
+    const REFUSED: &str = "expected true or false, found `";
+    let Some(at) = message.find(REFUSED) else {
+        return message;
+    };
+    let rest = &message[at + REFUSED.len()..];
+    let Some(word) = rest.split('`').next() else {
+        return message;
+    };
+    if !YAML11_BOOLEANS.iter().any(|b| b.eq_ignore_ascii_case(word)) || message.contains("YAML 1.1")
+    {
+        return message;
+    }
+    format!(
+        "{message} (`{word}` is a boolean in YAML 1.1 only; stormsim reads YAML 1.2, where it is text: write true or false)"
+    )
 }
 
 /// Turns a possibly multi-line message into one line.
@@ -239,6 +265,24 @@ impl ScenarioErrors {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn yaml11_booleans_refused_are_explained() {
+        let m = yaml11_boolean_note("expected true or false, found `Off`".into());
+        assert!(m.ends_with("(`Off` is a boolean in YAML 1.1 only; stormsim reads YAML 1.2, where it is text: write true or false)"), "{m}");
+        // Not for other values, nor twice.
+        let five = "expected true or false, found `5`".to_string();
+        assert_eq!(yaml11_boolean_note(five.clone()), five);
+        assert_eq!(yaml11_boolean_note(m.clone()), m);
+        let e = ScenarioError::new(
+            "x.yaml",
+            "in variant `a`: expected true or false, found `y`",
+        );
+        assert!(
+            e.message.contains("`y` is a boolean in YAML 1.1 only"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn long_numbers_are_cut_in_messages() {

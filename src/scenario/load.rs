@@ -723,9 +723,18 @@ fn end_position(bytes: &[u8]) -> (u32, u32) {
     (clamp(line), clamp(col))
 }
 
-/// Parser options: budgets against alias bombs and deep nesting.
+/// Parser options: budgets against alias bombs and deep nesting, and
+/// YAML 1.2's booleans only (`true`, `false`). YAML 1.1 also read `y`,
+/// `n`, `yes`, `no`, `on` and `off` as booleans; read so in a scenario
+/// file they were booleans where a field takes one and text elsewhere,
+/// but in a `--set` value, a variant's `set` or a sweep (read before the
+/// field is known) always booleans, so `--set layers.0.name=no` named a
+/// layer `false`. Strict, they are text everywhere: a boolean field
+/// refuses them with `expected true or false` wherever they are written,
+/// and a text field takes them as written.
 pub(crate) fn parse_options() -> serde_saphyr::Options {
     serde_saphyr::options! {
+        strict_booleans: true,
         budget: serde_saphyr::budget! {
             max_depth: 32,
             max_events: 500_000,
