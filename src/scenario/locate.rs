@@ -64,6 +64,9 @@ pub struct LocationIndex {
     /// The lines (1-based) whose indentation holds a tab, which YAML does
     /// not allow there.
     tab_indented: Vec<u32>,
+    /// The label of each item of each named list (`layers`, `services`, a
+    /// service's `calls`), by the list's segments.
+    labels: HashMap<Vec<Seg>, Vec<String>>,
 }
 
 /// The label of each layer in field paths: `layers.NAME` when the name is
@@ -152,6 +155,7 @@ impl LocationIndex {
                 index.tags.push((path, at, tag));
             }
         }
+        index.labels = labels.clone();
         for node in raw {
             let path = render(&node.segs, &labels);
             let i = index.nodes.len();
@@ -198,7 +202,11 @@ impl LocationIndex {
         if let Some(&i) = self.by_path.get(path) {
             return Some(self.nodes[i].1);
         }
-        let mut p = path;
+        // An item named by its index where the file's path names it, or
+        // by a name the file's path does not use (an override renamed it,
+        // or made two names alike): the item at that place in the file.
+        let as_file = self.as_file(path);
+        let mut p = as_file.as_str();
         loop {
             if let Some(&i) = self.keys.get(p).or_else(|| self.by_path.get(p)) {
                 return Some(self.nodes[i].1);
@@ -206,6 +214,24 @@ impl LocationIndex {
             let cut = p.rfind(['.', '['])?;
             p = &p[..cut];
         }
+    }
+
+    /// `path` with each item of a named list written as the file labels
+    /// it: an index (`services.1`) or a label of the file
+    /// (`services.db`) both become the file's label of that item.
+    fn as_file(&self, path: &str) -> String {
+        let mut segs: Vec<Seg> = Vec::new();
+        for part in path.split('.') {
+            let label = self
+                .labels
+                .get(&segs)
+                .and_then(|l| l.iter().position(|x| x == part));
+            segs.push(match (part.parse::<usize>(), label) {
+                (_, Some(i)) | (Ok(i), None) => Seg::Index(i),
+                (Err(_), None) => Seg::Key(part.to_string()),
+            });
+        }
+        render(&segs, &self.labels)
     }
 
     /// The position of `path`'s key (where an unknown field is written), or
@@ -512,6 +538,21 @@ dependency:
   incidents:
     - { kind: down, start: 1m, end: 2m }
 ";
+
+    /// An item named by its index, or by a name an override gave it, is
+    /// found where the file writes it.
+    #[test]
+    fn items_by_index_are_found_at_their_file_labels() {
+        let index = LocationIndex::build(SRC);
+        let by_name = index.position("layers.db.name");
+        assert!(by_name.is_some());
+        assert_eq!(index.position("layers.1.name"), by_name);
+        assert_eq!(
+            index.position("layers.0.retry.backoff.base"),
+            index.position("layers.api.retry.backoff.base")
+        );
+        assert_eq!(index.position("layers.1.name").unwrap().0, 7);
+    }
 
     #[test]
     fn finds_values_keys_and_layer_names() {
