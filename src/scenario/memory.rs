@@ -56,6 +56,9 @@ pub struct Part {
     /// Whether it grows with load up to a guard rail (requests in flight,
     /// records per request) rather than being allocated from the start.
     pub grows: bool,
+    /// Another field that drives it as much (a part per instance: the
+    /// layer's or call's `instances`, beside `path`'s size of each).
+    pub also: Option<String>,
 }
 
 /// The estimate of one run, largest part first.
@@ -87,6 +90,7 @@ pub fn estimate(s: &Scenario) -> Estimate {
             how: format!("{} clients", o.clients),
             bytes: u64::from(o.clients) * OCC_CLIENT_BYTES,
             grows: false,
+            also: None,
         });
         // Its length is known only when it ends: the most buckets.
         let max = crate::metrics::recorder::MAX_BUCKETS as u64;
@@ -95,19 +99,27 @@ pub fn estimate(s: &Scenario) -> Estimate {
             how: format!("up to {max} time buckets"),
             bytes: Recorder::state_bytes(max, 1, 1),
             grows: false,
+            also: None,
         });
         return total(parts);
     }
     let m = to_model(s);
     let buckets = m.duration.div_ceil(m.bucket.max(1)).max(1);
+    // A chain's series are per layer; a graph's per call edge (the
+    // clients' entry call and every service's calls).
+    let edges = m.topology.edges().len();
+    let per = match (s.is_graph(), edges) {
+        (false, 1) => "1 layer".to_string(),
+        (false, n) => format!("{n} layers"),
+        (true, 1) => "1 call edge".to_string(),
+        (true, n) => format!("{n} call edges"),
+    };
     parts.push(Part {
         path: "bucket".into(),
-        how: format!(
-            "{buckets} time buckets (duration / bucket) × {} layer(s)",
-            m.topology.edges().len()
-        ),
+        how: format!("{buckets} time buckets (duration / bucket) × {per}"),
         bytes: Recorder::state_bytes(m.duration, m.bucket, m.topology.edges().len()),
         grows: false,
+        also: None,
     });
     // Per service and bucket: its counters and gauges while the run goes,
     // then a row of `services_timeseries.csv` kept with the run's results.
@@ -124,10 +136,12 @@ pub fn estimate(s: &Scenario) -> Estimate {
         parts.push(Part {
             path: "bucket".into(),
             how: format!(
-                "{buckets} time buckets (duration / bucket) × {services} service(s): counters and rows of services_timeseries.csv"
+                "{buckets} time buckets (duration / bucket) × {}: counters and rows of services_timeseries.csv",
+                if services == 1 { "1 service".to_string() } else { format!("{services} services") }
             ),
             bytes: state.saturating_add(rows),
             grows: false,
+            also: None,
         });
     }
     if !m.classes.is_empty() {
@@ -140,50 +154,77 @@ pub fn estimate(s: &Scenario) -> Estimate {
             ),
             bytes: n * Recorder::class_bytes(),
             grows: false,
+            also: None,
         });
     }
     let labels = edge_labels(s);
-    for (l, label) in m.topology.edges().iter().map(|e| &e.policy).zip(&labels) {
+    let instance_fields = edge_instance_fields(s);
+    for ((l, label), instances) in m
+        .topology
+        .edges()
+        .iter()
+        .map(|e| &e.policy)
+        .zip(&labels)
+        .zip(&instance_fields)
+    {
         for (what, count, each) in gates::state_bytes(l) {
             let per_instance = count > 1;
             let path = match (what, l.breaker.map(|b| b.config.window)) {
                 ("breaker", Some(crate::model::breaker::BreakerWindow::Count(n))) if n >= 1000 => {
                     format!("{label}.breaker.window_calls")
                 }
-                _ if per_instance => format!("{label}.instances"),
+                _ if per_instance => instances.clone(),
                 _ => format!("{label}.{what}"),
             };
             let how = if per_instance {
                 format!(
-                    "{count} {what} states ({label}.instances) × {} each",
+                    "{count} {what} states ({instances}) × {} each",
                     bytes_text(each)
                 )
             } else {
                 format!("one {what} state of {}", bytes_text(each))
             };
+            let also = (per_instance && path != *instances).then(|| instances.clone());
             parts.push(Part {
                 path,
                 how,
                 bytes: count.saturating_mul(each),
                 grows: false,
+                also,
             });
         }
     }
     // Connection pools: one per caller instance that uses it, each with its
     // slots (made when first used; counted as if every instance did).
-    for (l, label) in m.topology.edges().iter().map(|e| &e.policy).zip(&labels) {
+    for ((l, label), instances) in m
+        .topology
+        .edges()
+        .iter()
+        .map(|e| &e.policy)
+        .zip(&labels)
+        .zip(&instance_fields)
+    {
         if let Some(pool) = l.pool {
             let each =
                 std::mem::size_of::<crate::model::pool::Slot>() as u64 * u64::from(pool.size) + 64;
             let count = u64::from(l.instances.max(1));
+            // The larger factor is the field to name first; the other
+            // drives it too (a sweep or variant of either is blamed).
+            let (path, also) = if count > u64::from(pool.size) {
+                (instances.clone(), format!("{label}.pool.size"))
+            } else {
+                (format!("{label}.pool.size"), instances.clone())
+            };
             parts.push(Part {
-                path: format!("{label}.pool.size"),
+                path,
                 how: format!(
-                    "{count} connection pools ({label}.instances) × {} each",
-                    bytes_text(each)
+                    "{count} connection pools ({instances}) × {} each ({label}.pool.size: {} connections)",
+                    bytes_text(each),
+                    pool.size
                 ),
                 bytes: count.saturating_mul(each),
                 grows: false,
+                also: Some(also),
             });
         }
     }
@@ -209,6 +250,7 @@ pub fn estimate(s: &Scenario) -> Estimate {
                     ),
                     bytes: count.saturating_mul(each),
                     grows: false,
+                    also: None,
                 });
             }
             if let Some(c) = &svc.cache {
@@ -224,6 +266,7 @@ pub fn estimate(s: &Scenario) -> Estimate {
                         .saturating_mul(KEY_STATE_BYTES)
                         .saturating_add(entries.saturating_mul(ENTRY_BYTES)),
                     grows: false,
+                    also: None,
                 });
             }
         }
@@ -237,6 +280,7 @@ pub fn estimate(s: &Scenario) -> Estimate {
         ),
         bytes: m.limits.max_in_flight.saturating_mul(IN_FLIGHT_BYTES),
         grows: true,
+        also: None,
     });
     if s.is_graph() {
         parts.push(Part {
@@ -244,6 +288,7 @@ pub fn estimate(s: &Scenario) -> Estimate {
             how: format!("{services} services' servers and random streams"),
             bytes: services as u64 * SERVICE_BYTES,
             grows: false,
+            also: None,
         });
     }
     if let Some(c) = m.closed {
@@ -252,6 +297,7 @@ pub fn estimate(s: &Scenario) -> Estimate {
             how: format!("{} closed-loop clients", c.clients),
             bytes: u64::from(c.clients) * CLIENT_BYTES,
             grows: false,
+            also: None,
         });
     }
     // A record per message; a commit count per request at each service
@@ -295,6 +341,7 @@ pub fn estimate(s: &Scenario) -> Estimate {
             how: format!("about {requests} logical requests over the run ({field}: {what})"),
             bytes: requests.saturating_mul(each),
             grows: true,
+            also: None,
         });
     }
     total(parts)
@@ -313,6 +360,36 @@ pub(crate) fn edge_labels(s: &Scenario) -> Vec<String> {
     for (svc, label) in s.services.iter().zip(item_labels("services", &names)) {
         let calls: Vec<&str> = svc.calls.iter().map(|c| c.label()).collect();
         out.extend(item_labels(&format!("{label}.calls"), &calls));
+    }
+    out
+}
+
+/// The field that says how many instances each edge's policy state has
+/// (in the order of [`edge_labels`]): a layer's or a call's `instances`,
+/// or for a call of a replicated service that leaves it at 1, the
+/// caller's `replicas` (its autoscaler's `max`), which the call's state
+/// is kept per.
+pub(crate) fn edge_instance_fields(s: &Scenario) -> Vec<String> {
+    let labels = edge_labels(s);
+    if !s.is_graph() {
+        return labels.iter().map(|l| format!("{l}.instances")).collect();
+    }
+    let mut out = vec!["clients.calls.instances".to_string()];
+    let names: Vec<&str> = s.services.iter().map(|x| x.name.as_str()).collect();
+    let mut k = 1;
+    for (svc, label) in s.services.iter().zip(item_labels("services", &names)) {
+        for call in &svc.calls {
+            let edge = labels.get(k).cloned().unwrap_or_default();
+            k += 1;
+            out.push(if call.instances == 1 && svc.slots() > 1 {
+                match svc.autoscale {
+                    Some(_) => format!("{label}.autoscale.max"),
+                    None => format!("{label}.replicas"),
+                }
+            } else {
+                format!("{edge}.instances")
+            });
+        }
     }
     out
 }
@@ -348,7 +425,10 @@ pub(crate) fn memory_issue<'a>(
         .iter()
         .map(|p| format!("{}: {} = {}", p.path, p.how, bytes_text(p.bytes)))
         .collect();
-    let paths: Vec<String> = parts.iter().map(|p| p.path.clone()).collect();
+    let paths: Vec<String> = parts
+        .iter()
+        .flat_map(|p| std::iter::once(p.path.clone()).chain(p.also.clone()))
+        .collect();
     let which = if name == super::variants::BASE_VARIANT {
         String::new()
     } else {
@@ -417,7 +497,7 @@ mod tests {
         let part = e
             .parts
             .iter()
-            .find(|p| p.how.contains("× 100 service(s)"))
+            .find(|p| p.how.contains("× 100 services:"))
             .expect("the services' series are a part");
         let rows = 10_000u64 * 100;
         assert_eq!(
@@ -434,8 +514,32 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            err.contains("100000 time buckets (duration / bucket) × 100 service(s): counters and rows of services_timeseries.csv = 3.6 GB"),
+            err.contains("100000 time buckets (duration / bucket) × 100 services: counters and rows of services_timeseries.csv = 3.6 GB"),
             "{err}"
+        );
+    }
+
+    /// N10: a graph's series are per call edge (the clients' entry call
+    /// and every service's calls), and the estimate says so; a chain's
+    /// are per layer.
+    #[test]
+    fn series_are_counted_per_call_edge_or_layer() {
+        let graph = "name: g\nduration: 10s\nbucket: 1s\nreplicates: 1\n\
+             clients: { arrival: { kind: poisson, rate: 10/s }, calls: { to: a, timeout: 1s } }\n\
+             services:\n  - { name: a, concurrency: 4, service_time: { dist: constant, value: 1ms }, calls: [{ to: b }, { to: c }] }\n\
+             \x20 - { name: b, concurrency: 4, service_time: { dist: constant, value: 1ms } }\n\
+             \x20 - { name: c, concurrency: 4, service_time: { dist: constant, value: 1ms } }\n";
+        let e = estimate(&load_str(graph, "g.yaml").unwrap_or_else(|e| panic!("{e}")));
+        assert!(
+            e.parts
+                .iter()
+                .any(|p| p.how == "10 time buckets (duration / bucket) × 3 call edges"),
+            "{e:?}"
+        );
+        let e = estimate(&with("layers:\n  - name: api\n").unwrap());
+        assert!(
+            e.parts.iter().any(|p| p.how.ends_with("× 1 layer")),
+            "{e:?}"
         );
     }
 

@@ -470,6 +470,15 @@ fn memory_error(
     {
         return loc.error(&format!("variants.{i}.set.{key}"), None, issue.message);
     }
+    // A `--set` of a field that drives it (`instances` beside a pool's
+    // size): the set is the cause, whichever field the estimate names.
+    if let Some(set) = loc
+        .set_paths
+        .iter()
+        .find(|p| drivers.iter().any(|d| related(p, d)))
+    {
+        return ScenarioError::new(SET_LABEL, issue.message).with_path(set.clone());
+    }
     locate_issue(issue, loc.set_paths, loc.file_label, loc.index)
 }
 
