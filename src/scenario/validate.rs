@@ -519,7 +519,7 @@ impl Checker {
             Some(d.concurrency),
             Some(&d.service_time),
             &d.server_fields(),
-            1,
+            Some(1),
             run,
         );
         self.flushes(&d.incidents, "dependency.incidents", false);
@@ -527,14 +527,17 @@ impl Checker {
 
     /// A server (a chain's dependency, a graph's service) at `path`: its
     /// workers, service time, queue, overload answer, incidents within the
-    /// run and recovery.
+    /// run and recovery. `replicas` is how many it has, `None` when that
+    /// count is itself refused (`replicas: 0`): what depends on it (the
+    /// replicas an incident names) is then not judged against a count
+    /// that does not stand, which would only echo the root cause.
     pub(super) fn server(
         &mut self,
         path: &str,
         concurrency: Option<u32>,
         service_time: Option<&ServiceTime>,
         f: &ServerFields,
-        replicas: u32,
+        replicas: Option<u32>,
         run: Duration,
     ) {
         if let Some(c) = concurrency {
@@ -570,7 +573,9 @@ impl Checker {
         }
         for (i, inc) in f.incidents.iter().enumerate() {
             self.incident(inc, &format!("{path}.incidents.{i}"), run);
-            self.incident_replicas(inc, &format!("{path}.incidents.{i}.replicas"), replicas);
+            if let Some(replicas) = replicas {
+                self.incident_replicas(inc, &format!("{path}.incidents.{i}.replicas"), replicas);
+            }
         }
         self.incident_overlaps(&f.incidents, &format!("{path}.incidents"));
         self.fraction(

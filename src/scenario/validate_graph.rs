@@ -30,6 +30,15 @@ pub const MAX_REMEMBERED_REPLICAS: u32 = 64;
 /// is 16 bits).
 pub const MAX_POOL_SIZE: u32 = 10_000;
 
+/// The replicas `svc` may have ([`Service::slots`]) when the fields that
+/// say so are within their range (`replicas`, or an autoscaler's `max`),
+/// else `None`: that field is refused, and nothing is judged against it.
+fn counted_slots(svc: &Service) -> Option<u32> {
+    let n = svc.slots();
+    let replicas_ok = svc.autoscale.is_some() || (1..=MAX_REPLICAS).contains(&svc.replicas);
+    (replicas_ok && (1..=MAX_REPLICAS).contains(&n)).then_some(n)
+}
+
 impl Checker {
     /// Everything about a services graph.
     pub(super) fn graph(&mut self, s: &Scenario) {
@@ -72,7 +81,7 @@ impl Checker {
                 svc.concurrency,
                 svc.service_time.as_ref(),
                 &svc.server_fields(),
-                svc.slots().clamp(1, MAX_REPLICAS),
+                counted_slots(svc),
                 s.duration,
             );
             if let Some(sd) = &svc.slowdown {
@@ -261,7 +270,9 @@ impl Checker {
         if let Some(c) = callee
             && call.retry_other_replica
         {
-            let n = services[c].slots();
+            // Only against a count that stands (`replicas: 0` is its own
+            // error).
+            let n = counted_slots(&services[c]).unwrap_or(0);
             self.check(n <= MAX_REMEMBERED_REPLICAS, &format!("{path}.retry_other_replica"), || {
                 format!("`{}` has {n} replicas; a call remembers the replicas it tried among at most {MAX_REMEMBERED_REPLICAS}; expected fewer replicas, or no retry_other_replica", services[c].name)
             });
