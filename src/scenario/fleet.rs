@@ -223,3 +223,71 @@ impl Checker {
         );
     }
 }
+
+/// An autoscaler interval below this is warned about (1 s): real
+/// autoscalers decide every few seconds (Kubernetes' HPA every 15 s).
+pub const WARN_INTERVAL_NS: u64 = 1_000_000_000;
+/// A closed-loop think time (its mean) below this is warned about (1 ms).
+pub const WARN_THINK_NS: f64 = 1_000_000.0;
+
+/// Warnings on timers so short that a run grows enormous without any
+/// field being out of range: an autoscaler deciding every millisecond
+/// (duration / interval decisions, each an event), closed-loop clients
+/// thinking for nanoseconds (each client's next request follows its last
+/// at once, and one answered at once, shed say, comes back at once: up to
+/// clients × duration / think requests). Each names its field and the
+/// estimate, and says when it is beyond `limits.max_events` (the run
+/// would stop at that guard rail).
+pub fn scale_warnings(s: &super::types::Scenario) -> Vec<String> {
+    let mut out = Vec::new();
+    if s.occ.is_some() {
+        return out;
+    }
+    let run_ns = s.duration.ns() as f64;
+    let limit = s.limits.max_events as f64;
+    let over = |events: f64| {
+        if events > limit {
+            format!(
+                ", over limits.max_events ({}): runs would stop at that guard rail",
+                s.limits.max_events
+            )
+        } else {
+            String::new()
+        }
+    };
+    if s.is_graph() {
+        let names: Vec<&str> = s.services.iter().map(|x| x.name.as_str()).collect();
+        for (svc, label) in s
+            .services
+            .iter()
+            .zip(super::locate::item_labels("services", &names))
+        {
+            let Some(a) = &svc.autoscale else { continue };
+            let ns = a.interval.ns().max(1);
+            if ns >= WARN_INTERVAL_NS {
+                continue;
+            }
+            let decisions = run_ns / ns as f64;
+            out.push(format!(
+                "{label}.autoscale.interval: an autoscaler that decides every {} makes about {decisions:.0} decisions in a run of {} (duration / interval), each an event of the run{}, and scales on noise rather than load; real autoscalers decide every few seconds (Kubernetes' HPA every 15s): lengthen the interval",
+                a.interval,
+                s.duration,
+                over(decisions)
+            ));
+        }
+    }
+    let m = super::build::to_model(s);
+    if let Some(c) = m.closed {
+        let think = c.think.mean();
+        if think < WARN_THINK_NS {
+            let requests = f64::from(c.clients) * run_ns / think.max(1.0);
+            out.push(format!(
+                "clients.arrival.think: a think time of {} (its mean) sends each of the {} clients' next request right after its last one ends, and a request answered at once (shed by a full queue, refused by a breaker) comes back at once: up to about {requests:.1e} requests in a run (clients × duration / think){}; real users think for a second or more: lengthen it",
+                Duration(think.max(1.0) as u64),
+                c.clients,
+                over(requests * 2.0)
+            ));
+        }
+    }
+    out
+}

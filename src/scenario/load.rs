@@ -110,6 +110,7 @@ fn load_unbounded(
                 Ok(s) => {
                     let mut warnings = from_warnings;
                     warnings.extend(set_warnings(&base, &s, sets));
+                    warnings.extend(super::fleet::scale_warnings(&s));
                     Ok(Loaded {
                         scenario: s,
                         warnings,
@@ -155,6 +156,7 @@ fn load_unbounded(
         return check_with(&r.scenario, sets, file_label, &index, dir).map(|s| {
             let mut warnings = from_warnings;
             warnings.extend(set_warnings(&r.scenario, &s, sets));
+            warnings.extend(super::fleet::scale_warnings(&s));
             Loaded {
                 scenario: s,
                 warnings,
