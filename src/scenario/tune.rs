@@ -375,6 +375,24 @@ impl Checker {
             self.push(format!("tune.space.{}", issue.path), issue.message);
         }
         let mut base_issues: Option<Vec<super::validate::Issue>> = None;
+        // The other dimensions' ends: the search replaces the base value
+        // of every searched field, so an end of one dimension is checked
+        // beside the others' ends, not beside their base values, which
+        // never run.
+        let dims: Vec<(String, Option<Dimension>)> = t
+            .space
+            .iter()
+            .map(|(p, v)| (p.clone(), dimension(v).ok()))
+            .collect();
+        let others_at = |path: &str, pick: fn(&[Value]) -> Option<&Value>| {
+            dims.iter()
+                .filter(|(p, _)| p != path)
+                .filter_map(|(p, d)| {
+                    let ends = d.as_ref()?.ends();
+                    pick(&ends).map(|v| (p.clone(), v.clone()))
+                })
+                .collect::<Vec<(String, Value)>>()
+        };
         for (path, v) in &t.space {
             let at = format!("tune.space.{path}");
             if path == "description" {
@@ -406,6 +424,10 @@ impl Checker {
                 );
                 continue;
             }
+            if let Some(why) = not_searchable(path) {
+                self.push(at, why);
+                continue;
+            }
             let d = match dimension(v) {
                 Ok(d) => d,
                 Err(e) => {
@@ -413,12 +435,26 @@ impl Checker {
                     continue;
                 }
             };
+            let low = others_at(path, <[Value]>::first);
+            let high = others_at(path, <[Value]>::last);
             // The scenario must take every value at the ends. A problem
             // the scenario has whatever the value is reported once, as the
             // scenario's own, not again here for every dimension.
             let own = base_issues.get_or_insert_with(|| super::validate::validate(&base));
             for end in d.ends() {
+                let with_others = |others: &[(String, Value)]| {
+                    let mut sets = vec![(path.clone(), end.clone())];
+                    sets.extend(others.iter().cloned());
+                    super::apply_sets(&base, &sets).is_ok()
+                };
                 if let Err(e) = super::apply_set(&base, path, end.clone()) {
+                    // Taken beside the other searched fields' ends (all
+                    // low, or all high): candidates with it run.
+                    if (!low.is_empty() && with_others(&low))
+                        || (!high.is_empty() && with_others(&high))
+                    {
+                        continue;
+                    }
                     let new: Vec<String> = e
                         .0
                         .iter()
@@ -439,6 +475,63 @@ impl Checker {
             }
         }
     }
+}
+
+/// Why the field at `path` cannot be searched, when it is text: a name
+/// (`layers.api.name`, `services.db.name`), the service a call goes to
+/// (`services.api.calls.db.to`), a file or a description. A search steps
+/// through numbers, durations, rates, booleans and the names a field
+/// takes (`jitter: [none, full]`), and whole mappings or lists given as
+/// choices; text names what the candidates are about, not a setting of
+/// their policy. The message lists the searchable fields there.
+fn not_searchable(path: &str) -> Option<String> {
+    let segs: Vec<&str> = path.split('.').collect();
+    let (last, parent) = segs.split_last()?;
+    if *last == "preset" {
+        return None;
+    }
+    let words = super::schema::expects(&segs)?;
+    if words != "text" {
+        return None;
+    }
+    let fields = searchable_fields(parent);
+    let there = if parent.is_empty() {
+        "the top level".to_string()
+    } else {
+        format!("`{}`", parent.join("."))
+    };
+    let list = if fields.is_empty() {
+        String::new()
+    } else {
+        format!("; searchable fields in {there}: {}", fields.join(", "))
+    };
+    Some(format!(
+        "`{last}` is text (a name, a service called, a file), which a search cannot step through: a search compares settings of one scenario's policies; search numbers, durations, rates, booleans or the names a field takes{list}"
+    ))
+}
+
+/// The fields at `segs` a search can step through (not text), with the
+/// mappings among them written `NAME.*`.
+fn searchable_fields(segs: &[&str]) -> Vec<String> {
+    let Some(fields) = super::schema::fields_at(segs) else {
+        return Vec::new();
+    };
+    fields
+        .into_iter()
+        .filter_map(|(name, is_map)| {
+            if name == "from" {
+                // A configuration file's place and format: text.
+                return None;
+            }
+            let mut at: Vec<&str> = segs.to_vec();
+            at.push(&name);
+            if is_map {
+                return Some(format!("{name}.*"));
+            }
+            let words = super::schema::expects(&at)?;
+            (words != "text" || name == "preset").then_some(name)
+        })
+        .collect()
 }
 
 /// A value as a user writes it.
