@@ -211,11 +211,23 @@ pub(super) fn tune(args: TuneArgs) -> i32 {
     // Finished candidates, none of which measured the objective: a
     // search that chose nothing is a failure.
     if outcome.best().is_none() && outcome.ranked.iter().any(|(c, _)| c.finished()) {
-        errln!(
-            "error: no run of any candidate measured {} (and none met an SLO), so none is \
-             ranked and no best.yaml was written: choose an objective this scenario measures",
-            escape(&outcome.figure)
-        );
+        let measured = outcome
+            .ranked
+            .iter()
+            .any(|(c, st)| c.finished() && st.objective.is_some());
+        if measured {
+            errln!(
+                "error: the candidate that met the SLO in the most runs has no value of {}, so \
+                 none is ranked and no best.yaml was written: choose an objective every run measures",
+                escape(&outcome.figure)
+            );
+        } else {
+            errln!(
+                "error: no run of any candidate measured {} (and none met an SLO), so none is \
+                 ranked and no best.yaml was written: choose an objective this scenario measures",
+                escape(&outcome.figure)
+            );
+        }
         return 1;
     }
     // As `run` does when a guard rail stopped runs: say so on stderr, exit 1.

@@ -63,9 +63,10 @@ pub fn tune_csv(o: &Outcome) -> Result<Vec<u8>, csv::Error> {
     header.push("aborted".into());
     header.push("invalid".into());
     w.write_record(&header)?;
+    let ranks = o.best().is_some();
     for (i, (c, st)) in o.ranked.iter().enumerate() {
         let mut row: Vec<String> = vec![
-            if c.finished() {
+            if c.finished() && ranks {
                 (i + 1).to_string()
             } else {
                 String::new()
@@ -124,19 +125,52 @@ pub fn set_args(o: &Outcome, c: &Candidate) -> Vec<String> {
 }
 
 /// Why a search whose candidates ran names no best (`Outcome::best`).
+/// Then no candidate is ranked either: the table and `tune.csv` leave
+/// their rank empty (`-`), since an order without grounds is no ranking.
 fn no_best(o: &Outcome) -> Option<String> {
     let ran = o.ranked.first().is_some_and(|(c, _)| c.invalid.is_none());
-    if ran && o.best().is_none() && !o.ranked.iter().any(|(c, _)| c.finished()) {
+    if !ran || o.best().is_some() {
+        return None;
+    }
+    if !o.ranked.iter().any(|(c, _)| c.finished()) {
         return Some(
             "no best: a guard rail stopped every candidate that ran, so none can be ranked".into(),
         );
     }
-    (ran && o.best().is_none()).then(|| {
-        format!(
-            "no best: no run of any candidate had a value of {} (and none met an SLO)",
-            o.figure
-        )
-    })
+    let measured = o
+        .ranked
+        .iter()
+        .any(|(c, st)| c.finished() && st.objective.is_some());
+    if measured && let Some((c, _)) = o.ranked.first() {
+        return Some(format!(
+            "no best: the candidate that met the SLO in the most runs, c{}, has no value of {} (a run of it measured none), so the candidates cannot be ranked on it",
+            c.id, o.figure
+        ));
+    }
+    Some(format!(
+        "no best: no run of any candidate had a value of {} (and none met an SLO), so none is ranked",
+        o.figure
+    ))
+}
+
+/// The SLO cell of the console's table: `pass`, or how the candidate
+/// missed it with the share of its runs that met it: `fail` when a run
+/// missed an objective by a value (or was aborted), `undecided` when
+/// every miss had nothing to judge it by (`success_rate undecided`).
+fn slo_cell(st: &Standing) -> String {
+    match (st.slo_pass, st.slo_pass_fraction) {
+        (Some(true), _) => "pass".into(),
+        (_, Some(f)) => {
+            let word = crate::metrics::slo::miss_word(st.slo_failed.as_deref().unwrap_or(""));
+            let word = if word == "undecided" {
+                "undecided"
+            } else {
+                "fail"
+            };
+            format!("{word} ({}% met)", format_float((f * 100.0).round()))
+        }
+        _ => String::new(),
+    }
 }
 
 /// `best.yaml`: the best settings, commented with what they achieved.
@@ -335,6 +369,7 @@ pub fn console_text(o: &Outcome, scenario: &str, file: &str, left_out: &LeftOut)
     }
     head.push(format!("{} (95% CI)", o.figure));
     let mut rows: Vec<Vec<String>> = vec![head];
+    let ranks = o.best().is_some();
     for (i, (c, st)) in o
         .ranked
         .iter()
@@ -342,15 +377,16 @@ pub fn console_text(o: &Outcome, scenario: &str, file: &str, left_out: &LeftOut)
         .take(SHOWN)
         .enumerate()
     {
-        let mut row = vec![(i + 1).to_string(), format!("c{}", c.id)];
+        let rank = if ranks {
+            (i + 1).to_string()
+        } else {
+            "-".to_string()
+        };
+        let mut row = vec![rank, format!("c{}", c.id)];
         row.extend(c.values.iter().map(show));
         row.push(c.runs.len().to_string());
         if o.slo.is_some() {
-            row.push(match (st.slo_pass, st.slo_pass_fraction) {
-                (Some(true), _) => "pass".into(),
-                (_, Some(f)) => format!("fail ({}% met)", format_float((f * 100.0).round())),
-                _ => String::new(),
-            });
+            row.push(slo_cell(st));
         }
         let mut fig = st.objective.map_or("-".into(), format_float);
         if let Some(ci) = st.objective_ci95 {
