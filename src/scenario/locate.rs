@@ -206,6 +206,9 @@ impl LocationIndex {
         // by a name the file's path does not use (an override renamed it,
         // or made two names alike): the item at that place in the file.
         let as_file = self.as_file(path);
+        if let Some(&i) = self.by_path.get(&as_file) {
+            return Some(self.nodes[i].1);
+        }
         let mut p = as_file.as_str();
         loop {
             if let Some(&i) = self.keys.get(p).or_else(|| self.by_path.get(p)) {
