@@ -425,9 +425,11 @@ pub(crate) fn memory_issue<'a>(
         .iter()
         .map(|p| format!("{}: {} = {}", p.path, p.how, bytes_text(p.bytes)))
         .collect();
+    // The fields named first, then those that drive the parts too.
     let paths: Vec<String> = parts
         .iter()
-        .flat_map(|p| std::iter::once(p.path.clone()).chain(p.also.clone()))
+        .map(|p| p.path.clone())
+        .chain(parts.iter().filter_map(|p| p.also.clone()))
         .collect();
     let which = if name == super::variants::BASE_VARIANT {
         String::new()

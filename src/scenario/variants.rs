@@ -440,10 +440,19 @@ fn memory_error(
         let k = normalize_path(s, key);
         drivers.iter().any(|d| related(&k, d))
     };
-    for (key, text) in &run.params {
-        if key == "variant" || !about(key) {
-            continue;
-        }
+    // The first driver a sweep key is about decides (the fields the
+    // estimate names come before those that drive it too).
+    let rank = |key: &str| {
+        let k = normalize_path(s, key);
+        drivers.iter().position(|d| related(&k, d))
+    };
+    let mut swept: Vec<&(String, String)> = run
+        .params
+        .iter()
+        .filter(|(k, _)| k != "variant" && about(k))
+        .collect();
+    swept.sort_by_key(|(k, _)| rank(k));
+    if let Some((key, text)) = swept.first() {
         let j = s
             .sweep
             .get(key)
@@ -456,6 +465,7 @@ fn memory_error(
             format!("sweep value {text}: {}", issue.message),
         );
     }
+    let by_rank = |keys: Vec<&String>| keys.into_iter().min_by_key(|k| rank(k)).cloned();
     let variant = run
         .params
         .iter()
@@ -466,18 +476,16 @@ fn memory_error(
         .iter()
         .enumerate()
         .find(|(_, v)| v.name == variant)
-        && let Some(key) = v.set.keys().find(|k| about(k))
+        && let Some(key) = by_rank(v.set.keys().filter(|k| about(k)).collect())
     {
         return loc.error(&format!("variants.{i}.set.{key}"), None, issue.message);
     }
     // A `--set` of a field that drives it (`instances` beside a pool's
     // size): the set is the cause, whichever field the estimate names.
-    if let Some(set) = loc
-        .set_paths
-        .iter()
-        .find(|p| drivers.iter().any(|d| related(p, d)))
+    if !loc.set_paths.iter().any(|p| related(p, &issue.path))
+        && let Some(set) = by_rank(loc.set_paths.iter().filter(|p| about(p)).collect())
     {
-        return ScenarioError::new(SET_LABEL, issue.message).with_path(set.clone());
+        return ScenarioError::new(SET_LABEL, issue.message).with_path(set);
     }
     locate_issue(issue, loc.set_paths, loc.file_label, loc.index)
 }
