@@ -291,3 +291,51 @@ pub fn scale_warnings(s: &super::types::Scenario) -> Vec<String> {
     }
     out
 }
+
+/// [`scale_warnings`] of `s` and of each of its variants and sweep points
+/// that changes what they judge (at most [`MAX_RUN_WARNINGS`] more, each
+/// `in variant `NAME`: ...`), none twice.
+pub fn scale_warnings_all(s: &super::types::Scenario) -> Vec<String> {
+    let mut out = scale_warnings(s);
+    let touches = |k: &str| {
+        [
+            "autoscale",
+            "think",
+            "arrival",
+            "clients",
+            "duration",
+            "services",
+            "occ",
+        ]
+        .iter()
+        .any(|w| k.contains(w))
+    };
+    let varies = s.sweep.keys().any(|k| touches(k))
+        || s.variants.iter().any(|v| v.set.keys().any(|k| touches(k)));
+    if !varies {
+        return out;
+    }
+    let Ok(runs) = super::variants::expand_all(s) else {
+        return out;
+    };
+    let mut more = 0;
+    for r in &runs {
+        for w in scale_warnings(&r.scenario) {
+            if out
+                .iter()
+                .any(|o| *o == w || o.ends_with(&format!(": {w}")))
+            {
+                continue;
+            }
+            if more == MAX_RUN_WARNINGS {
+                return out;
+            }
+            more += 1;
+            out.push(format!("in variant `{}`: {w}", r.name));
+        }
+    }
+    out
+}
+
+/// The most warnings [`scale_warnings_all`] adds for variants.
+pub const MAX_RUN_WARNINGS: usize = 10;

@@ -110,7 +110,7 @@ fn load_unbounded(
                 Ok(s) => {
                     let mut warnings = from_warnings;
                     warnings.extend(set_warnings(&base, &s, sets));
-                    warnings.extend(super::fleet::scale_warnings(&s));
+                    warnings.extend(super::fleet::scale_warnings_all(&s));
                     Ok(Loaded {
                         scenario: s,
                         warnings,
@@ -156,7 +156,7 @@ fn load_unbounded(
         return check_with(&r.scenario, sets, file_label, &index, dir).map(|s| {
             let mut warnings = from_warnings;
             warnings.extend(set_warnings(&r.scenario, &s, sets));
-            warnings.extend(super::fleet::scale_warnings(&s));
+            warnings.extend(super::fleet::scale_warnings_all(&s));
             Loaded {
                 scenario: s,
                 warnings,
