@@ -182,3 +182,73 @@ fn variants_of_different_graphs_write_the_union_of_their_columns() {
     );
 }
 
+const STORM: &str = r#"name: storm
+seed: 1
+duration: 20s
+bucket: 1s
+clients:
+  arrival: { kind: poisson, rate: 500/s }
+  calls:
+    to: api
+    timeout: 5s
+    retry: { max_attempts: 10, backoff: { kind: constant, base: 0s }, jitter: none }
+services:
+  - name: api
+    concurrency: 50
+    service_time: { dist: constant, value: 1ms }
+    calls:
+      - to: db
+        timeout: 5s
+        retry: { max_attempts: 10, backoff: { kind: constant, base: 0s }, jitter: none }
+  - name: db
+    concurrency: 8
+    service_time: { dist: constant, value: 10ms }
+    incidents:
+      - { kind: down, start: 2s, end: 20s }
+"#;
+
+/// N15: a run stopped by a guard rail a few seconds in. Its buckets after
+/// the stop were written as zeros (in `timeseries.csv` and
+/// `services_timeseries.csv`), as if measured, and `services.csv`'s
+/// utilization and mean in flight were over the whole duration, not the
+/// time simulated (so the analysis service's utilization disagreed with
+/// the summary's `dependency_utilization`). Rows after the stop now keep
+/// their time and nothing else, in both tables, and the figures are over
+/// the time simulated.
+#[test]
+fn an_aborted_runs_graph_tables_cover_the_time_it_simulated() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("storm.yaml");
+    fs::write(&file, STORM).unwrap();
+    let out = tmp.path().join("out");
+    let (code, err) = run(&file, &out, &["--max-events", "100000"]);
+    assert_eq!(code, Some(1), "{err}");
+    let summary = &rows(&out.join("summary.csv"))[0];
+    assert!(summary["aborted"].contains("max_events"), "{summary:?}");
+    let services = rows(&out.join("services.csv"));
+    let db = services.iter().find(|r| r["service"] == "db").unwrap();
+    assert_eq!(db["utilization"], summary["dependency_utilization"]);
+    assert_eq!(db["peak_load_ratio_after"], "");
+    // The stop is within the first seconds: most buckets come after it.
+    let series = rows(&out.join("timeseries.csv"));
+    assert_eq!(series.len(), 20, "one row per bucket still");
+    let stopped: Vec<_> = series.iter().filter(|r| r["offered"].is_empty()).collect();
+    assert!(stopped.len() >= 10, "{} rows after the stop", stopped.len());
+    for r in &stopped {
+        assert!(!r["t_s"].is_empty());
+        assert_eq!(r["goodput"], "", "{r:?}");
+        assert_eq!(r["attempts_clients.api"], "", "{r:?}");
+    }
+    let first_stopped = stopped[0]["t_s"].clone();
+    let svc = rows(&out.join("services_timeseries.csv"));
+    assert_eq!(svc.len(), 40);
+    for r in &svc {
+        let t: f64 = r["t_s"].parse().unwrap();
+        let after = t >= first_stopped.parse::<f64>().unwrap();
+        for col in ["attempts", "utilization", "replicas", "served", "refused"] {
+            assert_eq!(r[col].is_empty(), after, "{col}: {r:?}");
+        }
+    }
+    plot_reproduces(&out, tmp.path());
+}
+

@@ -173,6 +173,10 @@ pub fn for_each_time_cell(
     mut f: impl FnMut(fmt::Arguments, Cell),
 ) {
     f(format_args!("t_s"), Cell::Float(r.t_s));
+    // A bucket after a guard rail stopped the run: only its time.
+    let stopped = r.after_stop;
+    let mut f =
+        |name: fmt::Arguments, cell: Cell| f(name, if stopped { Cell::Missing } else { cell });
     f(format_args!("offered"), Cell::Int(r.offered));
     f(format_args!("attempts"), Cell::Int(r.attempts));
     f(format_args!("retries"), Cell::Int(r.retries));

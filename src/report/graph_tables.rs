@@ -113,6 +113,13 @@ pub fn service_row_cells(r: &ServiceRow, caches: bool) -> Vec<(&'static str, Cel
     if caches {
         cells.extend(cache_cells(r.cache.as_ref()));
     }
+    // A bucket after a guard rail stopped the run: nothing was simulated
+    // in it (as in `timeseries.csv`).
+    if r.after_stop {
+        for (_, c) in &mut cells {
+            *c = Cell::Missing;
+        }
+    }
     cells
 }
 
