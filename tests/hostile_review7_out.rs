@@ -252,3 +252,98 @@ fn an_aborted_runs_graph_tables_cover_the_time_it_simulated() {
     plot_reproduces(&out, tmp.path());
 }
 
+const MOVING_FOCUS: &str = r#"name: moving
+seed: 3
+duration: 20s
+bucket: 1s
+replicates: 2
+clients:
+  arrival: { kind: poisson, rate: 100/s }
+  calls: { to: api, timeout: 1s, retry: { max_attempts: 3 } }
+services:
+  - name: api
+    concurrency: 20
+    service_time: { dist: constant, value: 1ms }
+    calls:
+      - { to: search, timeout: 300ms, retry: { max_attempts: 2 } }
+      - { to: db, timeout: 300ms, retry: { max_attempts: 2 } }
+  - name: search
+    concurrency: 8
+    service_time: { dist: constant, value: 5ms }
+  - name: db
+    concurrency: 4
+    service_time: { dist: constant, value: 10ms }
+    incidents:
+      - { kind: down, start: 5s, end: 9s }
+slo:
+  success_rate: 0.9
+  peak_load_after: 1.5
+sweep:
+  services.search.calls: [[], [{ to: db, timeout: 200ms }]]
+"#;
+
+/// N18: the default analysis service is the first service that calls
+/// nothing: `search` in the base, `db` at the sweep point where search
+/// calls db. Decided per point, the second point's dependency columns and
+/// SLO described db while `scenario.resolved.yaml` (and so `plot` and a
+/// rerun) said search. It is decided once for the scenario: every point
+/// describes search, `plot` redraws the folder byte for byte and the
+/// resolved scenario reruns the same tables; a variant without that
+/// service is refused before anything runs, naming it.
+#[test]
+fn the_analysis_service_is_decided_once_per_scenario() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("moving.yaml");
+    fs::write(&file, MOVING_FOCUS).unwrap();
+    let out = tmp.path().join("out");
+    let (code, err) = run(&file, &out, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    let services = rows(&out.join("services.csv"));
+    let summary = rows(&out.join("summary.csv"));
+    assert_eq!(summary.len(), 4);
+    for s in &summary {
+        let search = services
+            .iter()
+            .find(|r| {
+                r["variant"] == s["variant"]
+                    && r["replicate"] == s["replicate"]
+                    && r["service"] == "search"
+            })
+            .unwrap();
+        // The dependency columns describe search at every point.
+        assert_eq!(s["capacity_per_s"], search["capacity_per_s"], "{s:?}");
+        assert_eq!(s["peak_load_ratio_after"], search["peak_load_ratio_after"]);
+    }
+    plot_reproduces(&out, tmp.path());
+    let again = tmp.path().join("again");
+    let (code, err) = run(&out.join("scenario.resolved.yaml"), &again, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    for f in ["summary.csv", "summary_by_variant.csv", "timeseries.csv"] {
+        assert!(
+            fs::read(out.join(f)).unwrap() == fs::read(again.join(f)).unwrap(),
+            "{f} of the resolved scenario differs"
+        );
+    }
+    // A variant without the scenario's analysis service.
+    let text = MOVING_FOCUS.split("slo:").next().unwrap().to_string()
+        + "variants:\n  - { name: both, set: {} }\n  - name: no-search\n    set:\n      services:\n\
+           \x20       - { name: api, concurrency: 20, service_time: { dist: constant, value: 1ms }, calls: [{ to: db, timeout: 300ms }] }\n\
+           \x20       - { name: db, concurrency: 4, service_time: { dist: constant, value: 10ms } }\n";
+    let bad = tmp.path().join("bad.yaml");
+    fs::write(&bad, text).unwrap();
+    let o = stormsim()
+        .arg("run")
+        .arg(&bad)
+        .arg("--out")
+        .arg(tmp.path().join("x"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("in variant `no-search`: analysis.service: the variant has no service `search`, the scenario's analysis service"),
+        "{err}"
+    );
+    assert!(!tmp.path().join("x").exists());
+}
+
