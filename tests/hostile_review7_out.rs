@@ -10,7 +10,7 @@ mod common;
 use std::fs;
 use std::path::Path;
 
-use common::files::{copy_dir, stormsim};
+use common::files::{copy_dir, scenario, stormsim};
 
 /// Every file under `dir` (the marker aside), with its bytes, sorted.
 fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
@@ -347,3 +347,47 @@ fn the_analysis_service_is_decided_once_per_scenario() {
     assert!(!tmp.path().join("x").exists());
 }
 
+/// The summary of `yaml` run once: its first row.
+fn summary_of(tmp: &Path, yaml: &str) -> std::collections::HashMap<String, String> {
+    let file = tmp.join("s.yaml");
+    fs::write(&file, yaml).unwrap();
+    let out = tmp.join("s-out");
+    let (code, err) = run(&file, &out, &["--force"]);
+    assert_eq!(code, Some(0), "{err}");
+    rows(&out.join("summary.csv")).remove(0)
+}
+
+/// N2: clients that stop before the incident ends leave no request after
+/// it: every second after it looked healthy and `time_to_full_goodput_s`
+/// read 0 (full goodput at once). With nothing to judge it is empty, as
+/// the recovery verdict is undecided. A run whose clients stop later,
+/// with requests after the incident, keeps its figure (the queue
+/// consumers' 137 s: `scenarios/queue-consumer-dlq.yaml`, whose golden
+/// results are unchanged).
+#[test]
+fn no_time_to_full_goodput_without_a_request_after_the_incident() {
+    let tmp = tempfile::tempdir().unwrap();
+    let yaml = |stop: &str| {
+        format!(
+            "name: quiet\nseed: 1\nduration: 30s\nbucket: 1s\n\
+             clients:\n  arrival: {{ kind: poisson, rate: 100/s }}\n  schedule: [ {{ at: {stop}, rate: 0/s }} ]\n\
+             layers: [{{ name: api, timeout: 200ms, retry: {{ max_attempts: 2 }} }}]\n\
+             dependency:\n  concurrency: 4\n  service_time: {{ dist: constant, value: 5ms }}\n  \
+             incidents: [{{ kind: down, start: 5s, end: 10s }}]\n\
+             analysis: {{ trigger_end: 10s }}\n"
+        )
+    };
+    let quiet = summary_of(tmp.path(), &yaml("8s"));
+    assert_eq!(quiet["recovered"], "undecided", "{quiet:?}");
+    assert_eq!(quiet["time_to_full_goodput_s"], "", "{quiet:?}");
+    let busy = summary_of(tmp.path(), &yaml("20s"));
+    assert_eq!(busy["recovered"], "true", "{busy:?}");
+    assert!(!busy["time_to_full_goodput_s"].is_empty(), "{busy:?}");
+    // The published scenario keeps its figure.
+    let out = tmp.path().join("dlq");
+    let (code, err) = run(&scenario("queue-consumer-dlq.yaml"), &out, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    for r in rows(&out.join("summary_by_variant.csv")) {
+        assert!(!r["time_to_full_goodput_s_mean"].is_empty(), "{r:?}");
+    }
+}

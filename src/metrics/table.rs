@@ -737,6 +737,19 @@ fn after_incident(
             .filter(|&b| b + span <= rows.len() && (b..b + span).all(full))
             .collect();
         spans.last()?;
+        // No request offered after the trigger: every second would pass
+        // for healthy, and "full goodput at once" would be said of a
+        // system nobody asked anything (the clients had stopped). There
+        // is nothing to judge (as recovery's `Undecided::NoTraffic`).
+        // Seconds without requests at the end of a run that had some
+        // after the trigger still count as healthy: the system served
+        // what it was asked, then nothing more was asked.
+        let offered_after: u64 = (spans.iter())
+            .map(|&b| rows[b..b + span].iter().map(|r| r.offered).sum::<u64>())
+            .sum();
+        if offered_after == 0 {
+            return None;
+        }
         let mut settled = None;
         for &b in spans.iter().rev() {
             let (offered, succeeded) = (rows[b..b + span].iter())
