@@ -5,12 +5,11 @@
 //! scenario, not per sweep point (N18); no time to full goodput without a
 //! request to judge it by (N2).
 
-mod common;
 
 use std::fs;
 use std::path::Path;
 
-use common::files::{copy_dir, scenario, stormsim};
+use crate::common::files::{copy_dir, scenario, stormsim};
 
 /// Every file under `dir` (the marker aside), with its bytes, sorted.
 fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
