@@ -5,7 +5,6 @@
 //! scenario, not per sweep point (N18); no time to full goodput without a
 //! request to judge it by (N2).
 
-
 use std::fs;
 use std::path::Path;
 
