@@ -1,7 +1,7 @@
 //! What stormsim does with bytes it did not write: the body of the fuzz
 //! targets (`fuzz/fuzz_targets/scenario.rs` calls `exercise`,
 //! `fuzz/fuzz_targets/sets.rs` calls `exercise_sets`), kept in the library
-//! so that the regression tests (`tests/fuzz_regressions.rs`) replay the
+//! so that the regression tests (`tests/it/fuzz_regressions.rs`) replay the
 //! fuzz corpora on stable Rust, without cargo-fuzz.
 //!
 //! `exercise` loads the bytes as a scenario file, exactly as `stormsim

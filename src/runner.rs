@@ -219,6 +219,18 @@ impl VariantPlan {
                 .any(|s| s.cache.is_some())
     }
 
+    /// Whether a call of its runs has a connection pool (`summary.csv`
+    /// then has `failed_pool_timeout`).
+    pub fn has_pools(&self) -> bool {
+        self.occ.is_none()
+            && self
+                .config
+                .topology
+                .edges()
+                .iter()
+                .any(|e| e.policy.pool.is_some())
+    }
+
     /// What its runs' tables hold (run metadata for the report).
     pub fn shape(&self) -> VariantShape {
         let bucket = self.config.bucket.max(1);

@@ -21,7 +21,7 @@ use crate::metrics::RunResult;
 use crate::metrics::slo::Objectives;
 use crate::report::output_dir::{self, Committed, Contents, Options};
 use crate::report::table_stream::{self, Columns, RunRows, TableStream};
-use crate::report::tables::Layout;
+use crate::report::tables::{Layout, VariantColumns};
 use crate::report::{self, Mode, OutputDir, OutputError};
 use crate::runner::{self, Interrupted, VariantPlan};
 use crate::scenario::{self, Scenario, ScenarioErrors};
@@ -333,34 +333,18 @@ impl Settings {
     /// every variant of the scenario (`Layout::of_variants`), so that its
     /// rows are the unsharded run's.
     fn columns(&self) -> Columns {
-        let layout = match self.shard {
-            Some(_) => {
-                let names: Vec<Vec<String>> = self
-                    .plans
-                    .iter()
-                    .map(|p| p.config.topology.edge_names())
-                    .collect();
-                Layout::of_variants(
-                    names
-                        .iter()
-                        .zip(&self.plans)
-                        .map(|(names, p)| (names.as_slice(), p.params.as_slice())),
-                )
-            }
-            None => {
-                let names: Vec<Vec<String>> =
-                    self.plans.iter().map(VariantPlan::layer_names).collect();
-                Layout::of_variants(
-                    self.items
-                        .iter()
-                        .map(|&(v, _)| (names[v].as_slice(), self.plans[v].params.as_slice())),
-                )
-            }
+        let names: Vec<Vec<String>> = self.plans.iter().map(VariantPlan::layer_names).collect();
+        let of = |v: usize| VariantColumns {
+            layers: names[v].as_slice(),
+            params: self.plans[v].params.as_slice(),
+            pools: self.plans[v].has_pools(),
+            caches: self.plans[v].has_cache(),
         };
-        Columns {
-            layout,
-            caches: self.items.iter().any(|&(v, _)| self.plans[v].has_cache()),
-        }
+        let layout = match self.shard {
+            Some(_) => Layout::of_variants((0..self.plans.len()).map(of)),
+            None => Layout::of_variants(self.items.iter().map(|&(v, _)| of(v))),
+        };
+        Columns { layout }
     }
 
     /// Makes every run of `items` in parallel, with a progress bar (and a

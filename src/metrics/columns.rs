@@ -142,21 +142,41 @@ pub fn repeated_column(layer_names: &[String]) -> Option<String> {
 /// Columns of a time-series row, after `variant, replicate`.
 pub fn time_row_cells(r: &TimeRow, layer_names: &[String]) -> Vec<(String, Cell)> {
     let mut v = Vec::new();
-    for_each_time_cell(r, layer_names, |name, cell| {
+    for_each_time_cell(r, layer_names, &[], |name, cell| {
         v.push((name.to_string(), cell))
     });
     v
 }
 
+/// Whether layer `i` of a table's layers is one the run has (`present`:
+/// one flag per layer; empty: all of them). A layer of another variant
+/// has empty cells in a run's row: it has no such layer, which is not
+/// zero attempts on it.
+fn has(present: &[bool], i: usize) -> bool {
+    present.get(i).copied().unwrap_or(true)
+}
+
+/// `cell`, or an empty one where the run has no layer `i`.
+fn of_layer(present: &[bool], i: usize, cell: Cell) -> Cell {
+    if has(present, i) { cell } else { Cell::Missing }
+}
+
 /// The columns of a time-series row, in order, each as (name, cell) given
 /// to `f`; the name is formatted only if `f` uses it (the CSV writer
 /// streams a long run's rows and needs the names once, for its header).
+/// `present`: which of `layer_names` the run has (empty: all); the cells
+/// of the others are empty.
 pub fn for_each_time_cell(
     r: &TimeRow,
     layer_names: &[String],
+    present: &[bool],
     mut f: impl FnMut(fmt::Arguments, Cell),
 ) {
     f(format_args!("t_s"), Cell::Float(r.t_s));
+    // A bucket after a guard rail stopped the run: only its time.
+    let stopped = r.after_stop;
+    let mut f =
+        |name: fmt::Arguments, cell: Cell| f(name, if stopped { Cell::Missing } else { cell });
     f(format_args!("offered"), Cell::Int(r.offered));
     f(format_args!("attempts"), Cell::Int(r.attempts));
     f(format_args!("retries"), Cell::Int(r.retries));
@@ -242,23 +262,24 @@ pub fn for_each_time_cell(
     );
     f(format_args!("processed"), Cell::Int(r.processed));
     f(format_args!("dead_lettered"), Cell::Int(r.dead_lettered));
+    let p = present;
     for (i, name) in layer_names.iter().enumerate() {
         f(
             format_args!("attempts_{name}"),
-            Cell::Int(r.layer_attempts[i]),
+            of_layer(p, i, Cell::Int(r.layer_attempts[i])),
         );
     }
     for (i, name) in layer_names.iter().enumerate() {
         f(
             format_args!("retries_{name}"),
-            Cell::Int(r.layer_retries[i]),
+            of_layer(p, i, Cell::Int(r.layer_retries[i])),
         );
     }
-    gate_cells(&r.layer_gates, layer_names, &mut f);
+    gate_cells(&r.layer_gates, layer_names, p, &mut f);
     for (i, name) in layer_names.iter().enumerate() {
         f(
             format_args!("orphaned_attempts_{name}"),
-            Cell::Int(r.layer_orphaned[i]),
+            of_layer(p, i, Cell::Int(r.layer_orphaned[i])),
         );
     }
     for (i, name) in layer_names.iter().enumerate() {
@@ -279,8 +300,13 @@ fn per(a: u64, b: u64) -> Option<f64> {
 
 /// Per-layer refusals: `budget_exhausted_<layer>`, `throttled_<layer>`,
 /// `breaker_rejected_<layer>`.
-fn push_gates(v: &mut Vec<(String, Cell)>, gates: &[[u64; 3]], layer_names: &[String]) {
-    gate_cells(gates, layer_names, &mut |name, cell| {
+fn push_gates(
+    v: &mut Vec<(String, Cell)>,
+    gates: &[[u64; 3]],
+    layer_names: &[String],
+    present: &[bool],
+) {
+    gate_cells(gates, layer_names, present, &mut |name, cell| {
         v.push((name.to_string(), cell))
     });
 }
@@ -288,13 +314,15 @@ fn push_gates(v: &mut Vec<(String, Cell)>, gates: &[[u64; 3]], layer_names: &[St
 fn gate_cells(
     gates: &[[u64; 3]],
     layer_names: &[String],
+    present: &[bool],
     f: &mut impl FnMut(fmt::Arguments, Cell),
 ) {
     for (i, name) in layer_names.iter().enumerate() {
         let [budget, throttle, breaker] = gates[i];
-        f(format_args!("budget_exhausted_{name}"), Cell::Int(budget));
-        f(format_args!("throttled_{name}"), Cell::Int(throttle));
-        f(format_args!("breaker_rejected_{name}"), Cell::Int(breaker));
+        let cell = |v| of_layer(present, i, Cell::Int(v));
+        f(format_args!("budget_exhausted_{name}"), cell(budget));
+        f(format_args!("throttled_{name}"), cell(throttle));
+        f(format_args!("breaker_rejected_{name}"), cell(breaker));
     }
 }
 
@@ -307,6 +335,10 @@ pub fn check_summary_cell(name: &str, cell: &Cell) -> Result<(), &'static str> {
     const NUMBER_OR_EMPTY: &str = "a finite number (`f:`) or an empty cell";
     const FLOAT: &str = "a finite number (`f:`)";
     const INT: &str = "a whole number (`i:`, 0 or more)";
+    const INT_OR_EMPTY: &str =
+        "a whole number (`i:`, 0 or more), or an empty cell for a layer the run does not have";
+    const FLOAT_OR_EMPTY: &str =
+        "a finite number (`f:`), or an empty cell for a layer the run does not have";
     let finite = |v: &f64| v.is_finite();
     let (ok, want) = match name {
         _ if name.starts_with("sweep.") => (
@@ -339,16 +371,19 @@ pub fn check_summary_cell(name: &str, cell: &Cell) -> Result<(), &'static str> {
                 &[],
             );
             let kind = fixed.into_iter().find(|(n, _)| n == name).map(|(_, c)| c);
+            // A per-layer column is empty in the row of a run of a
+            // variant without that layer.
             let want = match kind {
                 Some(Cell::Int(_)) => INT,
                 Some(Cell::Float(_)) => FLOAT,
                 Some(_) => NUMBER_OR_EMPTY,
                 None if name.starts_with("amplification_") => NUMBER_OR_EMPTY,
-                None if name.starts_with("orphaned_work_s_") => FLOAT,
-                None => INT,
+                None if name.starts_with("orphaned_work_s_") => FLOAT_OR_EMPTY,
+                None => INT_OR_EMPTY,
             };
             let ok = match want {
                 INT => matches!(cell, Cell::Int(_)),
+                INT_OR_EMPTY => matches!(cell, Cell::Int(_) | Cell::Missing),
                 FLOAT => matches!(cell, Cell::Float(v) if finite(v)),
                 _ => matches!(cell, Cell::Missing) || matches!(cell, Cell::Float(v) if finite(v)),
             };
@@ -360,6 +395,17 @@ pub fn check_summary_cell(name: &str, cell: &Cell) -> Result<(), &'static str> {
 
 /// Columns of a summary row, after `variant, replicate, seed`.
 pub fn summary_cells(s: &Summary, layer_names: &[String]) -> Vec<(String, Cell)> {
+    summary_cells_of(s, layer_names, &[])
+}
+
+/// [`summary_cells`] of a run that has only the layers flagged in
+/// `present` (one flag per layer of `layer_names`; empty: all): the cells
+/// of the others are empty.
+pub fn summary_cells_of(
+    s: &Summary,
+    layer_names: &[String],
+    present: &[bool],
+) -> Vec<(String, Cell)> {
     let mut v: Vec<(String, Cell)> = vec![
         ("logical_requests".into(), Cell::Int(s.logical_requests)),
         ("succeeded".into(), Cell::Int(s.succeeded)),
@@ -512,26 +558,31 @@ pub fn summary_cells(s: &Summary, layer_names: &[String]) -> Vec<(String, Cell)>
             Cell::opt_f(s.message_latency_p99_ms),
         ),
     ]);
+    let p = present;
     for (i, name) in layer_names.iter().enumerate() {
-        v.push((format!("attempts_{name}"), Cell::Int(s.layer_attempts[i])));
+        let cell = of_layer(p, i, Cell::Int(s.layer_attempts[i]));
+        v.push((format!("attempts_{name}"), cell));
     }
     for (i, name) in layer_names.iter().enumerate() {
-        v.push((format!("retries_{name}"), Cell::Int(s.layer_retries[i])));
+        let cell = of_layer(p, i, Cell::Int(s.layer_retries[i]));
+        v.push((format!("retries_{name}"), cell));
     }
-    push_gates(&mut v, &s.layer_gates, layer_names);
+    push_gates(&mut v, &s.layer_gates, layer_names, p);
     for (i, name) in layer_names.iter().enumerate() {
         let per_request = per(s.layer_attempts[i], s.logical_requests);
-        v.push((format!("amplification_{name}"), Cell::opt_f(per_request)));
+        let cell = of_layer(p, i, Cell::opt_f(per_request));
+        v.push((format!("amplification_{name}"), cell));
     }
     for (i, name) in layer_names.iter().enumerate() {
-        v.push((format!("calls_{name}"), Cell::Int(s.layer_calls[i])));
+        let cell = |c| of_layer(p, i, c);
+        v.push((format!("calls_{name}"), cell(Cell::Int(s.layer_calls[i]))));
         v.push((
             format!("orphaned_attempts_{name}"),
-            Cell::Int(s.layer_orphaned[i]),
+            cell(Cell::Int(s.layer_orphaned[i])),
         ));
         v.push((
             format!("orphaned_work_s_{name}"),
-            Cell::Float(s.layer_orphaned_work_s[i]),
+            cell(Cell::Float(s.layer_orphaned_work_s[i])),
         ));
     }
     v.extend([

@@ -141,6 +141,10 @@ pub struct Totals {
 pub struct Recorder {
     bucket: Nanos,
     duration: Nanos,
+    /// When the run ended (`finish`): the duration, or earlier for a run a
+    /// guard rail stopped; its buckets that start at or after it were
+    /// never simulated.
+    pub end: Nanos,
     layers: usize,
     pub buckets: Vec<BucketCounts>,
     /// Attempts and retries per bucket and layer, `[bucket * layers + layer]`.
@@ -275,6 +279,7 @@ impl Recorder {
         Recorder {
             bucket,
             duration,
+            end: duration,
             layers,
             buckets: vec![BucketCounts::default(); n],
             layer_attempts: vec![0; n * layers],
@@ -591,6 +596,7 @@ impl Recorder {
 
     /// Closes the run at its end time; `messages_open` are still queued.
     pub fn finish(&mut self, end: Nanos, messages_open: u64) {
+        self.end = end;
         self.totals.messages_open = messages_open;
         self.queue.advance(end);
         self.busy.advance(end);

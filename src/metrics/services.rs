@@ -342,6 +342,9 @@ pub struct EdgeInfo {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ServiceRow {
     pub t_s: f64,
+    /// The bucket starts at or after the time a guard rail stopped the run:
+    /// its cells are empty (`TimeRow::after_stop`).
+    pub after_stop: bool,
     pub service: usize,
     pub counts: ServiceCounts,
     /// Attempts per second ÷ capacity (None without a capacity).
@@ -480,6 +483,13 @@ pub struct EdgeTotals<'a> {
 /// When the figures after the incident start, and the capacity each
 /// service had per bucket (`RunContext::capacity_factors`).
 pub struct AfterIncident<'a> {
+    /// When the run ended (`Recorder::end`): the figures are over the time
+    /// simulated, and the buckets that start at or after it have empty
+    /// rows.
+    pub end: Nanos,
+    /// A guard rail stopped the run: it never reached "after the
+    /// incident" (`peak_load_ratio_after` is empty, as the summary's).
+    pub aborted: bool,
     /// The first bucket that starts at or after the end of the trigger.
     pub first_bucket: usize,
     pub capacity_factors: &'a [Vec<f64>],
@@ -500,7 +510,12 @@ pub fn tabulate_graph(
     let services_info = services;
     let buckets = m.counts.len().checked_div(m.services).unwrap_or(0);
     let mut rows = Vec::with_capacity(buckets * n);
-    let run_ns: Nanos = (0..buckets).map(&len_of).sum();
+    // The time simulated: a run a guard rail stopped covers only part of
+    // its buckets (the gauges integrate up to the stop).
+    let run_ns: Nanos = (0..buckets)
+        .map(&len_of)
+        .sum::<Nanos>()
+        .min(after.end.max(1));
     let run_secs = run_ns as f64 / NS_PER_S as f64;
     let mut peaks: Vec<Option<f64>> = vec![None; n];
     let mut peaks_after: Vec<Option<f64>> = vec![None; n];
@@ -515,6 +530,7 @@ pub fn tabulate_graph(
     for b in 0..buckets {
         let len = len_of(b);
         let secs = len as f64 / NS_PER_S as f64;
+        let after_stop = b as u64 * bucket >= after.end;
         for &s in &order {
             let info = &services[s];
             let c = m.counts[b * m.services + s];
@@ -546,11 +562,12 @@ pub fn tabulate_graph(
                     _ => l,
                 })
             });
-            if let Some(l) = load {
+            if let Some(l) = load.filter(|_| !after_stop) {
                 raise(&mut peaks[s], l);
             }
             if let (Some(l), Some(cap)) = (load, cap)
                 && len == bucket
+                && !after_stop
             {
                 if b >= after.first_bucket {
                     raise(&mut peaks_after[s], l);
@@ -578,6 +595,7 @@ pub fn tabulate_graph(
             let ejected = m.ejected.get(b * m.services + s).copied().unwrap_or([0; 2]);
             rows.push(ServiceRow {
                 t_s: (b as u64 * bucket) as f64 / NS_PER_S as f64,
+                after_stop,
                 service: s,
                 counts: c,
                 load_ratio: load,
@@ -636,7 +654,7 @@ pub fn tabulate_graph(
                 amplification: (logical_requests > 0)
                     .then(|| t.attempts as f64 / logical_requests as f64),
                 peak_load_ratio: peaks[s],
-                peak_load_ratio_after: peaks_after[s],
+                peak_load_ratio_after: peaks_after[s].filter(|_| !after.aborted),
                 peak_effective_load_ratio: peaks_effective[s],
                 utilization: info
                     .concurrency

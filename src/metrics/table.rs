@@ -108,6 +108,10 @@ pub struct RunContext {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TimeRow {
     pub t_s: f64,
+    /// The bucket starts at or after the time a guard rail stopped the run
+    /// (`Recorder::end`): nothing in it was simulated, and its cells are
+    /// empty (none of its zeros was measured).
+    pub after_stop: bool,
     pub offered: u64,
     pub attempts: u64,
     pub retries: u64,
@@ -302,6 +306,8 @@ pub fn tabulate_services(rec: &Recorder, ctx: &RunContext, s: &Summary) -> Graph
         s.logical_requests,
         rec.bucket_len(),
         AfterIncident {
+            end: rec.end,
+            aborted: s.aborted.is_some(),
             first_bucket: ctx
                 .recovery
                 .trigger_end
@@ -423,6 +429,7 @@ pub fn tabulate(rec: &Recorder, info: &RunInfo, ctx: &RunContext) -> (Vec<TimeRo
         let utilization = (workers > 0.0).then(|| busy / workers);
         rows.push(TimeRow {
             t_s: (b as u64 * rec.bucket_len()) as f64 / NS_PER_S as f64,
+            after_stop: b as u64 * rec.bucket_len() >= info.end,
             offered: c.offered,
             attempts: c.attempts,
             retries: c.retries,
@@ -730,6 +737,19 @@ fn after_incident(
             .filter(|&b| b + span <= rows.len() && (b..b + span).all(full))
             .collect();
         spans.last()?;
+        // No request offered after the trigger: every second would pass
+        // for healthy, and "full goodput at once" would be said of a
+        // system nobody asked anything (the clients had stopped). There
+        // is nothing to judge (as recovery's `Undecided::NoTraffic`).
+        // Seconds without requests at the end of a run that had some
+        // after the trigger still count as healthy: the system served
+        // what it was asked, then nothing more was asked.
+        let offered_after: u64 = (spans.iter())
+            .map(|&b| rows[b..b + span].iter().map(|r| r.offered).sum::<u64>())
+            .sum();
+        if offered_after == 0 {
+            return None;
+        }
         let mut settled = None;
         for &b in spans.iter().rev() {
             let (offered, succeeded) = (rows[b..b + span].iter())

@@ -11,8 +11,8 @@
 //! Every row starts with `variant, replicate` and ends with the run's
 //! `sweep.<path>` columns, as in `summary.csv`. The cache columns
 //! (`hits, misses, coalesced, hit_ratio`) are there only when a service of
-//! the results has a cache, so the tables of a scenario without one keep
-//! their columns.
+//! some variant has a cache (`Layout::caches`), so the tables of a
+//! scenario without one keep their columns.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -54,14 +54,6 @@ fn cache_cells(c: Option<&CacheCounts>) -> [(&'static str, Cell); 4] {
         ("coalesced", int(|c| c.coalesced)),
         ("hit_ratio", opt(c.and_then(CacheCounts::hit_ratio))),
     ]
-}
-
-/// Whether a service of these results has a cache (the tables then have
-/// the cache columns).
-fn any_cache(results: &[RunResult]) -> bool {
-    results
-        .iter()
-        .any(|r| r.graph.services.iter().any(|s| s.cache.is_some()))
 }
 
 /// The cells of one `services.csv` row, after `variant, replicate,
@@ -120,6 +112,13 @@ pub fn service_row_cells(r: &ServiceRow, caches: bool) -> Vec<(&'static str, Cel
     ];
     if caches {
         cells.extend(cache_cells(r.cache.as_ref()));
+    }
+    // A bucket after a guard rail stopped the run: nothing was simulated
+    // in it (as in `timeseries.csv`).
+    if r.after_stop {
+        for (_, c) in &mut cells {
+            *c = Cell::Missing;
+        }
     }
     cells
 }
@@ -218,7 +217,7 @@ fn services_csv(
     results: &[RunResult],
     stop: &AtomicBool,
 ) -> Result<Vec<u8>, Stopped> {
-    let caches = any_cache(results);
+    let caches = layout.caches;
     let rows = results.iter().flat_map(|r| {
         let sweep = param_cells(r, &layout.params);
         r.graph.services.iter().map(move |s| {
@@ -245,7 +244,7 @@ fn services_timeseries_csv(
     results: &[RunResult],
     stop: &AtomicBool,
 ) -> Result<Vec<u8>, Stopped> {
-    let caches = any_cache(results);
+    let caches = layout.caches;
     let mut out = services_timeseries_header(layout, caches);
     for r in results {
         out.extend_from_slice(&services_timeseries_rows(layout, caches, r, stop)?);

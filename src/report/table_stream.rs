@@ -46,11 +46,11 @@ pub const SERVICES_TIMESERIES: &str = "services_timeseries.csv";
 
 /// The columns of the streamed tables, known before the first run ends:
 /// the per-layer and `sweep.<path>` columns, and whether a service of the
-/// runs has a cache (the cache columns of `services_timeseries.csv`).
+/// runs has a cache (the cache columns of `services_timeseries.csv`):
+/// those of every variant (`Layout`).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Columns {
     pub layout: Layout,
-    pub caches: bool,
 }
 
 /// One run's rows of both tables, rendered.
@@ -66,7 +66,7 @@ impl RunRows {
     /// Renders the rows of `r` with `columns` and takes them out of it.
     pub fn take(columns: &Columns, r: &mut RunResult, stop: &AtomicBool) -> Result<Self, Stopped> {
         let timeseries = timeseries_rows(&columns.layout, r, stop)?;
-        let services = services_timeseries_rows(&columns.layout, columns.caches, r, stop)?;
+        let services = services_timeseries_rows(&columns.layout, columns.layout.caches, r, stop)?;
         let service_rows = r.graph.rows.len();
         r.rows = Vec::new();
         r.graph.rows = Vec::new();
@@ -98,7 +98,10 @@ impl TableStream {
     pub fn create(out: &OutputDir, columns: &Columns) -> Result<Self, OutputError> {
         let timeseries = out.create(TIMESERIES)?;
         let mut services = out.create(SERVICES_TIMESERIES)?;
-        services.append(&services_timeseries_header(&columns.layout, columns.caches))?;
+        services.append(&services_timeseries_header(
+            &columns.layout,
+            columns.layout.caches,
+        ))?;
         Ok(TableStream {
             timeseries,
             services,

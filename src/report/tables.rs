@@ -8,7 +8,7 @@ use crate::interrupt::{POLL_ROWS, Stopped};
 use crate::metrics::Cell;
 use crate::metrics::RunResult;
 use crate::metrics::aggregate::aggregate;
-use crate::metrics::columns::{for_each_time_cell, summary_cells, time_row_cells};
+use crate::metrics::columns::{for_each_time_cell, summary_cells_of};
 
 /// The most bytes of `timeseries.csv` (or `services_timeseries.csv`) read
 /// back (`plot`), in one streaming pass: more than the largest run writes
@@ -24,7 +24,7 @@ pub const MAX_ROW_BYTES: usize = 1 << 20;
 
 /// Layer names across all variants, in order of first appearance: the
 /// per-layer columns (`attempts_<layer>`). A layer absent from a variant
-/// has zeros there.
+/// has empty cells there.
 pub fn all_layer_names(results: &[RunResult]) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     for r in results {
@@ -99,14 +99,33 @@ fn header_of(prefix: &[&str], cells: &[(String, Cell)]) -> Vec<String> {
         .collect()
 }
 
-/// The per-layer and `sweep.<path>` columns of the tables. An unsharded
-/// run takes them from its results; a shard takes them from every variant
-/// of the scenario (`Layout::of_variants`), so that its rows are exactly the
-/// rows the unsharded run writes for the same runs.
+/// The columns of the tables that depend on the runs: the per-layer and
+/// `sweep.<path>` columns, `summary.csv`'s `failed_pool_timeout` (some
+/// call of the runs has a connection pool) and the cache columns of the
+/// services tables (some service has a cache). They are the union over
+/// every variant, so that variants of different graphs (a call, a pool or
+/// a cache only some of them have) write one table, with empty cells
+/// where a run has no such layer. An unsharded run takes them from its
+/// results; a shard takes them from every variant of the scenario
+/// (`Layout::of_variants`), so that its rows are exactly the rows the
+/// unsharded run writes for the same runs.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Layout {
     pub layers: Vec<String>,
     pub params: Vec<String>,
+    pub pools: bool,
+    pub caches: bool,
+}
+
+/// What one variant brings to a [`Layout`].
+#[derive(Clone, Copy, Debug)]
+pub struct VariantColumns<'a> {
+    pub layers: &'a [String],
+    pub params: &'a [(String, String)],
+    /// A call of the variant has a connection pool.
+    pub pools: bool,
+    /// A service of the variant has a cache.
+    pub caches: bool,
 }
 
 impl Layout {
@@ -115,29 +134,40 @@ impl Layout {
         Layout {
             layers: all_layer_names(results),
             params: all_params(results),
+            pools: results.iter().any(|r| r.summary.pools),
+            caches: results
+                .iter()
+                .any(|r| r.graph.services.iter().any(|s| s.cache.is_some())),
         }
     }
 
-    /// The columns of a run of these variants, as (layer names, swept
-    /// (path, value) pairs) in variant order: the same as `Layout::of`
-    /// over the results of every variant.
-    pub fn of_variants<'a>(
-        variants: impl IntoIterator<Item = (&'a [String], &'a [(String, String)])>,
-    ) -> Layout {
+    /// The columns of a run of these variants, in variant order: the same
+    /// as `Layout::of` over the results of every variant.
+    pub fn of_variants<'a>(variants: impl IntoIterator<Item = VariantColumns<'a>>) -> Layout {
         let mut out = Layout::default();
-        for (layers, params) in variants {
-            for n in layers {
+        for v in variants {
+            for n in v.layers {
                 if !out.layers.contains(n) {
                     out.layers.push(n.clone());
                 }
             }
-            for (p, _) in params {
+            for (p, _) in v.params {
                 if !out.params.contains(p) {
                     out.params.push(p.clone());
                 }
             }
+            out.pools |= v.pools;
+            out.caches |= v.caches;
         }
         out
+    }
+
+    /// Which of the layers `r` has (one flag per layer of the layout).
+    fn present(&self, r: &RunResult) -> Vec<bool> {
+        self.layers
+            .iter()
+            .map(|n| r.layer_names.contains(n))
+            .collect()
     }
 }
 
@@ -211,6 +241,7 @@ pub fn timeseries_rows(
     let mut header = None;
     let mut field = String::new();
     let params = param_cells(r, &layout.params);
+    let present = layout.present(r);
     for (written, row) in r.rows.iter().enumerate() {
         if written.is_multiple_of(POLL_ROWS) && stop.load(Ordering::Relaxed) {
             return Err(Stopped);
@@ -222,7 +253,10 @@ pub fn timeseries_rows(
         row.layer_levels = spread(&row.layer_levels, &r.layer_names, layers, [None; 3]);
         row.layer_orphaned = spread(&row.layer_orphaned, &r.layer_names, layers, 0);
         if header.is_none() {
-            let mut cells = time_row_cells(&row, layers);
+            let mut cells = Vec::new();
+            for_each_time_cell(&row, layers, &present, |name, cell| {
+                cells.push((name.to_string(), cell))
+            });
             cells.extend(params.iter().cloned());
             let mut h = csv::Writer::from_writer(Vec::new());
             h.write_record(header_of(&["variant", "replicate"], &cells))
@@ -238,7 +272,7 @@ pub fn timeseries_rows(
             cell.render_into(&mut field);
             w.write_field(&field).expect("writing to memory");
         };
-        for_each_time_cell(&row, layers, |_, cell| put(&cell));
+        for_each_time_cell(&row, layers, &present, |_, cell| put(&cell));
         for (_, cell) in &params {
             put(cell);
         }
@@ -294,7 +328,10 @@ pub fn summary_rows_until(
             s.layer_orphaned = spread(&s.layer_orphaned, &r.layer_names, layers, 0);
             s.layer_calls = spread(&s.layer_calls, &r.layer_names, layers, 0);
             s.layer_orphaned_work_s = spread(&s.layer_orphaned_work_s, &r.layer_names, layers, 0.0);
-            let mut cells = summary_cells(&s, layers);
+            // The columns of every variant: `failed_pool_timeout` when
+            // some run has a pool (0 for a run without one).
+            s.pools = layout.pools;
+            let mut cells = summary_cells_of(&s, layers, &layout.present(r));
             cells.extend(param_cells(r, params));
             Ok(cells)
         })

@@ -70,12 +70,54 @@ pub(crate) fn expansion_errors(
     (errors, omitted, out)
 }
 
-/// The base scenario of the variants: `s` without `variants` and `sweep`.
+/// The base scenario of the variants: `s` without `variants` and `sweep`,
+/// with its analysis service decided ([`pinned_focus`]).
 fn base_of(s: &Scenario) -> Scenario {
     let mut base = s.clone();
     base.variants.clear();
     base.sweep.clear();
+    if let Some(name) = pinned_focus(s) {
+        base.analysis.service = Some(name);
+    }
     base
+}
+
+/// The analysis service of a graph scenario that names none: its default
+/// (the service named `dependency`, else the first that calls nothing),
+/// decided once, on the scenario itself, for every variant and sweep
+/// point. Decided per point, a sweep or a variant that adds a call to
+/// that service (or a service before it) would move the dependency
+/// columns, the load chart and the SLO's yardstick to another service
+/// from one point to the next, and `scenario.resolved.yaml`, which holds
+/// the scenario's default, would no longer reproduce the run (`plot`,
+/// `merge`). A variant may still name its own (`analysis.service` in its
+/// `set`, without an SLO).
+pub(crate) fn pinned_focus(s: &Scenario) -> Option<String> {
+    if !s.is_graph() || s.analysis.service.is_some() {
+        return None;
+    }
+    s.focus_service().map(|i| s.services[i].name.clone())
+}
+
+/// `validate(sc)` of a variant or sweep point of `s`, which says so when
+/// the analysis service decided for `s` ([`pinned_focus`]) is not one of
+/// the point's services.
+fn validate_in(sc: &Scenario, s: &Scenario) -> Vec<Issue> {
+    let mut issues = validate(sc);
+    let Some(pinned) = pinned_focus(s) else {
+        return issues;
+    };
+    if sc.analysis.service.as_deref() != Some(pinned.as_str()) {
+        return issues;
+    }
+    for i in &mut issues {
+        if i.path == "analysis.service" {
+            i.message = format!(
+                "the variant has no service `{pinned}`, the scenario's analysis service (the service the dependency columns, the load chart and the SLO describe: by default the one named `dependency`, else the first that calls nothing, decided once for the whole scenario, so that every variant and sweep point describes the same service); name one every variant has with `analysis.service` in the scenario"
+            );
+        }
+    }
+    issues
 }
 
 /// The overrides of a variant's `set`, in file order.
@@ -321,13 +363,13 @@ fn expand(
         let scenario = if issues.is_empty() {
             match apply_overrides(&base, &sets) {
                 Ok(sc) => {
-                    issues = new_issues(validate(&sc));
+                    issues = new_issues(validate_in(&sc, s));
                     Some(sc)
                 }
                 Err(e) => {
                     // The other entries' problems too.
                     let rest = apply_the_rest(&base, &sets, &e)
-                        .map(|sc| new_issues(validate(&sc)))
+                        .map(|sc| new_issues(validate_in(&sc, s)))
                         .unwrap_or_default();
                     issues = e;
                     issues.extend(rest);
@@ -510,7 +552,7 @@ impl<F: Fn(Vec<Issue>) -> Vec<Issue>> Sweep<'_, F> {
     /// together) that the variant `own` does not have.
     fn problems(&self, sets: &[(String, Value)], own: &[Issue]) -> (Option<Scenario>, Vec<Issue>) {
         let fresh = |sc: &Scenario| -> Vec<Issue> {
-            (self.new_issues)(validate(sc))
+            (self.new_issues)(validate_in(sc, self.s))
                 .into_iter()
                 .filter(|i| !own.contains(i))
                 .collect()
@@ -558,7 +600,10 @@ impl<F: Fn(Vec<Issue>) -> Vec<Issue>> Sweep<'_, F> {
         &self,
         variants: &[(String, Scenario, Overrides)],
     ) -> (Vec<Expanded>, Vec<ScenarioError>, Omitted) {
-        let own: Vec<Vec<Issue>> = variants.iter().map(|(_, v, _)| validate(v)).collect();
+        let own: Vec<Vec<Issue>> = variants
+            .iter()
+            .map(|(_, v, _)| validate_in(v, self.s))
+            .collect();
         let grid = grid(&self.s.sweep);
         let short = short_names(&self.s.sweep);
         // Every point of every variant: its scenario, or its problems.

@@ -8,12 +8,10 @@
 //! load after the restart higher without jitter than with each jitter
 //! strategy, by a margin measured across seeds.
 
-mod common;
-
 use std::fs;
 
+use crate::common::*;
 use assert_cmd::Command;
-use common::*;
 use stormsim::engine::Nanos;
 use stormsim::metrics::{Reason, Recorder, tabulate};
 use stormsim::model::backoff::{Backoff, Jitter};

@@ -4,12 +4,10 @@
 //! field's or a table's limit refused in words, what a run writes read
 //! back, and the exact tally of many unknown sweep keys.
 
-mod common;
-
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use common::files::{scenario, stormsim};
+use crate::common::files::{scenario, stormsim};
 
 /// The published scenario `name` with `from` replaced by `to` (which must
 /// be there), written to `dir/t.yaml`.

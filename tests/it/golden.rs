@@ -9,7 +9,7 @@
 //! numbers must be deliberate: regenerate with
 //!
 //! ```sh
-//! STORMSIM_UPDATE_GOLDEN=1 cargo test --release --test golden
+//! STORMSIM_UPDATE_GOLDEN=1 cargo test --release --test it golden::
 //! ```
 //!
 //! and say in the commit why the numbers moved. The test then fails once
@@ -125,7 +125,7 @@ fn bundled_scenarios_keep_their_results() {
         if update {
             " (golden files updated: review and commit them)"
         } else {
-            " (if on purpose: STORMSIM_UPDATE_GOLDEN=1 cargo test --release --test golden)"
+            " (if on purpose: STORMSIM_UPDATE_GOLDEN=1 cargo test --release --test it golden::)"
         }
     );
 }

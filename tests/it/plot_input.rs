@@ -5,13 +5,11 @@
 //! refused with exit 2, naming the file, the line and the column, and
 //! nothing in the folder changes.
 
-mod common;
-
 use std::fs;
 use std::path::Path;
 
+use crate::common::files::copy_dir;
 use assert_cmd::Command;
-use common::files::copy_dir;
 
 fn stormsim() -> Command {
     Command::cargo_bin("stormsim").unwrap()

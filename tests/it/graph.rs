@@ -3,9 +3,7 @@
 //! law per service, a tandem of M/M/c services against Jackson-network
 //! theory, and a slow database exhausting the thread pool above it.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use stormsim::invariants;
 use stormsim::metrics::{GraphTables, Summary, TimeRow, tabulate, tabulate_services};
 use stormsim::model::backoff::{Backoff, Jitter};

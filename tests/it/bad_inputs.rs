@@ -2,7 +2,7 @@
 //! (with the extra arguments of `NAME.args`, one a line, if any) must make
 //! both `stormsim validate` and `stormsim run --out DIR` exit 2 with exactly
 //! the stderr of `NAME.expected`, without a panic and without writing the
-//! output folder. `BLESS=1 cargo test --test bad_inputs` rewrites the
+//! output folder. `BLESS=1 cargo test --test it bad_inputs::` rewrites the
 //! expectations (review the diff).
 
 use std::path::{Path, PathBuf};

@@ -1,8 +1,8 @@
 //! With retries off, the dependency is an M/M/c queue and must agree with
 //! queueing theory (docs/sources/experiments.md §5).
 
-mod common;
-use common::*;
+use crate::common;
+use crate::common::*;
 use stormsim::model::CallPolicy;
 use stormsim::model::service::ServiceDist;
 

@@ -1,7 +1,6 @@
 //! Message consumers: visibility timeout, redelivery, dead-letter queue.
 
-mod common;
-use common::*;
+use crate::common::*;
 use stormsim::model::rate::{RateChange, RateProfile};
 use stormsim::model::service::ServiceDist;
 use stormsim::model::{CallPolicy, ConsumerConfig, ModelConfig};

@@ -13,8 +13,7 @@
 //! is a truncated geometric variable with SD ≤ 1.2, so the relative SE of
 //! the mean load is ≤ 0.12% ≪ 2% / 4.
 
-mod common;
-use common::*;
+use crate::common::*;
 use stormsim::metrics::Summary;
 use stormsim::model::breaker::{BreakerConfig, BreakerWindow};
 use stormsim::model::budget::BudgetConfig;

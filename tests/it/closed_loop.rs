@@ -1,8 +1,7 @@
 //! Closed-loop fleets: N clients, each waiting for its request and a think
 //! time before the next.
 
-mod common;
-use common::*;
+use crate::common::*;
 use stormsim::model::backoff::Backoff;
 use stormsim::model::server::{Effect, Incident};
 use stormsim::model::service::ServiceDist;

@@ -1,7 +1,6 @@
 //! Retry budgets, throttles, breakers and Retry-After inside whole runs.
 
-mod common;
-use common::*;
+use crate::common::*;
 use stormsim::model::CallPolicy;
 use stormsim::model::breaker::{BreakerConfig, BreakerWindow};
 use stormsim::model::budget::BudgetConfig;

@@ -6,9 +6,7 @@
 //! receive a request; scaling in drains replicas without losing a request
 //! (every request accounted for, none failed).
 
-mod common;
-
-use common::assert_conserved;
+use crate::common::assert_conserved;
 use stormsim::metrics::services::ServiceRow;
 use stormsim::metrics::{tabulate, tabulate_services};
 use stormsim::model::{ModelConfig, World};

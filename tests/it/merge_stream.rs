@@ -7,13 +7,11 @@
 //! every run's bytes back in item order from real files, also past the
 //! shards it keeps open.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use common::files::stormsim;
+use crate::common::files::stormsim;
 use predicates::str::contains;
 use stormsim::shard::copy::{Interleaved, KEPT_OPEN, Spans, place};
 

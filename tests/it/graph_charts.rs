@@ -6,11 +6,9 @@
 //! another, the report's services section, and the same bytes for the
 //! same run.
 
-mod common;
-
 use std::collections::HashMap;
 
-use common::*;
+use crate::common::*;
 use stormsim::model::server::{Effect, Incident, ServiceConfig};
 use stormsim::model::service::ServiceDist;
 use stormsim::model::{EdgeConfig, EdgeId, ModelConfig, ServiceId, Topology};

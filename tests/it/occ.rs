@@ -253,7 +253,7 @@ fn decorrelated_does_more_work_than_full_jitter_at_larger_n() {
 }
 
 /// The post's whole sweep, N = 10, 30, ..., 190, for quoting:
-/// `cargo test --release --test occ -- --ignored --nocapture`.
+/// `cargo test --release --test it occ:: -- --ignored --nocapture`.
 #[test]
 #[ignore]
 fn sweep_10_to_190() {

@@ -2,14 +2,12 @@
 //! `stormsim merge`): merged shards give the unsharded run byte for byte;
 //! missing, duplicate and mismatched shards are refused with exit 2.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use crate::common::files::{copy_dir, set_cell};
 use assert_cmd::Command;
-use common::files::{copy_dir, set_cell};
 use predicates::prelude::PredicateBooleanExt;
 use predicates::str::contains;
 

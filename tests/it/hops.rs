@@ -1,8 +1,7 @@
 //! Hop semantics: deadline propagation, cancellation and orphaned work,
 //! bulkheads, fan-out, side effects and idempotency, hedging.
 
-mod common;
-use common::*;
+use crate::common::*;
 use stormsim::model::CallPolicy;
 use stormsim::model::backoff::Backoff;
 use stormsim::model::bulkhead::BulkheadConfig;

@@ -2,8 +2,7 @@
 //! amplification, conservation under every incident, deadlines, orphaned
 //! work and determinism.
 
-mod common;
-use common::*;
+use crate::common::*;
 use stormsim::model::CallPolicy;
 use stormsim::model::backoff::{Backoff, Jitter};
 use stormsim::model::server::{Effect, Incident};

@@ -21,8 +21,7 @@
 //! correct model with probability below 1e-4 per check (and the seeds are
 //! fixed, so the outcome is deterministic).
 
-mod common;
-use common::*;
+use crate::common::*;
 use stormsim::model::CallPolicy;
 use stormsim::model::service::ServiceDist;
 

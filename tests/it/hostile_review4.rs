@@ -3,11 +3,9 @@
 //! periodic timers in the events estimate, the yardstick kept out of a
 //! search, and the largest sweep refused from counts.
 
-mod common;
-
 use std::fs;
 
-use common::files::{copy_dir, scenario, set_cell, stormsim};
+use crate::common::files::{copy_dir, scenario, set_cell, stormsim};
 use predicates::prelude::PredicateBooleanExt;
 use predicates::str::contains;
 
@@ -239,7 +237,6 @@ fn a_sweep_too_large_for_memory_is_refused_from_its_counts() {
     )
     .unwrap();
     let out = tmp.path().join("out");
-    let started = std::time::Instant::now();
     let o = std::process::Command::new("sh")
         .arg("-c")
         .arg("ulimit -v 4000000 && exec \"$0\" run \"$1\" --out \"$2\" --quiet")
@@ -256,10 +253,8 @@ fn a_sweep_too_large_for_memory_is_refused_from_its_counts() {
         "{err}"
     );
     assert!(err.contains(" or more in memory"), "{err}");
+    // Refused from the counts, before any run: the message says so and
+    // no folder was made (a timing bound here would be a timed test).
+    assert!(err.contains("nothing was run"), "{err}");
     assert!(!out.exists());
-    assert!(
-        started.elapsed() < std::time::Duration::from_secs(20),
-        "{:?}",
-        started.elapsed()
-    );
 }

@@ -23,8 +23,7 @@
 //!
 //! Each case runs 3 seeds; every seed must reach the verdict.
 
-mod common;
-use common::*;
+use crate::common::*;
 use stormsim::metrics::{Summary, TimeRow};
 use stormsim::model::ModelConfig;
 use stormsim::model::budget::BudgetConfig;

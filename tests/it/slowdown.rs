@@ -13,9 +13,7 @@
 //!   retry at all, while the same service without slowdown drains its
 //!   queue and recovers.
 
-mod common;
-
-use common::{assert_conserved, mean_se, par_seeds};
+use crate::common::{assert_conserved, mean_se, par_seeds};
 use stormsim::metrics::{tabulate, tabulate_services};
 use stormsim::model::World;
 use stormsim::scenario::{load_str, to_model};

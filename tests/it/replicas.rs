@@ -10,12 +10,10 @@
 //! every request it received; and the bundled scenario is byte-identical
 //! with one thread or two.
 
-mod common;
-
 use std::fs;
 
+use crate::common::*;
 use assert_cmd::Command;
-use common::*;
 use stormsim::engine::Nanos;
 use stormsim::metrics::{Recorder, tabulate, tabulate_services};
 use stormsim::model::balancer::Balancer;
