@@ -35,6 +35,7 @@ mod hostile_review4;
 mod hostile_review6_out;
 mod hostile_review6_scen;
 mod hostile_review7_out;
+mod hostile_review7_scen;
 mod merge_stream;
 mod messages;
 mod model;

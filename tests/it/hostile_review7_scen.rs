@@ -6,13 +6,11 @@
 //! make a run enormous warned about, no cascade from `replicas: 0`, and
 //! text fields refused in a search space.
 
-mod common;
-
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use common::files::{scenario, stormsim};
+use crate::common::files::{scenario, stormsim};
 
 /// A graph of two services: `api` (called by the clients, calls `db`)
 /// and `db`; `services:` is on line 11, `to: db` on line 16 (its value
