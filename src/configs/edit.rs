@@ -568,6 +568,68 @@ pub fn append_item(text: &str, list: &Node, item: &str) -> Result<Edit, String> 
     })
 }
 
+/// The edit that deletes the entry `index` of the mapping `map`, key and
+/// value, and nothing else of the file. In a block mapping (YAML, and an
+/// INI section) the entry's lines go whole, a comment at the end of them
+/// with them (it is about the entry); the lines around it, comments
+/// included, stay. In a flow mapping or JSON object the entry goes with
+/// the comma that separates it from the next entry (or, for the last one,
+/// from the previous), so the others keep their layout. Refused for the
+/// only entry of its mapping (what is left would read as empty, a value
+/// of its own), for an entry a `<<` merge key brings in (its text is the
+/// anchor's), and for a block entry that shares its line with something
+/// before it (`- key: value`, the first key of a list item).
+pub fn remove(text: &str, map: &Node, index: usize) -> Result<Edit, String> {
+    let Kind::Map { entries, flow } = &map.kind else {
+        return Err("not a mapping".into());
+    };
+    let own: Vec<(usize, &super::tree::Entry)> = entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| map.span.start <= e.key_span.start && e.key_span.start < map.span.end)
+        .collect();
+    let Some(at) = own.iter().position(|(i, _)| *i == index) else {
+        return Err("the key comes from a YAML merge key (its text is the anchor's); remove it there by hand".into());
+    };
+    if own.len() == 1 {
+        return Err("it is the only key of its mapping; remove the mapping by hand".into());
+    }
+    let e = own[at].1;
+    let end = e.value.span.end.max(e.key_span.end);
+    if *flow {
+        let range = match own.get(at + 1) {
+            Some((_, next)) => e.key_span.start..next.key_span.start,
+            None => {
+                let prev = own[at - 1].1;
+                prev.value.span.end.max(prev.key_span.end)..end
+            }
+        };
+        return Ok(Edit {
+            range,
+            text: String::new(),
+        });
+    }
+    let line_start = text[..e.key_span.start].rfind('\n').map_or(0, |i| i + 1);
+    if !text[line_start..e.key_span.start].trim().is_empty() {
+        return Err("the key shares its line with what comes before it; remove it by hand".into());
+    }
+    let line_end = match text[end..].find('\n') {
+        Some(i) => end + i + 1,
+        None => text.len(),
+    };
+    // A block value's text ends with its last child, which may end its
+    // line already.
+    let line_end = if end > 0 && text.as_bytes()[end - 1] == b'\n' {
+        end
+    } else {
+        line_end
+    };
+    Ok(Edit {
+        range: line_start..line_end,
+        text: String::new(),
+    })
+}
+
 /// INI: `key = value` lines after the section's last setting (or its
 /// header), at the indentation of its settings.
 fn ini_insert(
@@ -698,6 +760,44 @@ mod tests {
             "{\n  \"a\": {\n    \"x\": 1,\n    \"y\": \"2s\"\n  },\n  \"b\": { \"z\": { \"w\": 3 } }\n}\n"
         );
         Doc::parse(&out, Syntax::Json).unwrap();
+    }
+
+    #[test]
+    fn removes_an_entry_and_only_it() {
+        let src = "top:\n  # about a\n  a: 1 # why\n  b:\n    c: 2\n  d: 3\nlast: x\n";
+        let doc = yaml(src);
+        let top = doc.roots[0].get("top").unwrap();
+        let out = apply(src, vec![remove(src, top, 0).unwrap()]).unwrap();
+        assert_eq!(out, "top:\n  # about a\n  b:\n    c: 2\n  d: 3\nlast: x\n");
+        let out = apply(src, vec![remove(src, top, 1).unwrap()]).unwrap();
+        assert_eq!(out, "top:\n  # about a\n  a: 1 # why\n  d: 3\nlast: x\n");
+        let out = apply(src, vec![remove(src, top, 2).unwrap()]).unwrap();
+        assert_eq!(
+            out,
+            "top:\n  # about a\n  a: 1 # why\n  b:\n    c: 2\nlast: x\n"
+        );
+        // The only key of a mapping stays.
+        let b = top.get("b").unwrap();
+        assert!(remove(src, b, 0).is_err());
+        // JSON: the entry and one comma.
+        let src = "{\n  \"a\": 1,\n  \"b\": {\"x\": 2},\n  \"c\": 3\n}\n";
+        let doc = Doc::parse(src, Syntax::Json).unwrap();
+        let r = &doc.roots[0];
+        let one = |i| apply(src, vec![remove(src, r, i).unwrap()]).unwrap();
+        assert_eq!(one(0), "{\n  \"b\": {\"x\": 2},\n  \"c\": 3\n}\n");
+        assert_eq!(one(1), "{\n  \"a\": 1,\n  \"c\": 3\n}\n");
+        assert_eq!(one(2), "{\n  \"a\": 1,\n  \"b\": {\"x\": 2}\n}\n");
+        for i in 0..3 {
+            Doc::parse(&one(i), Syntax::Json).unwrap();
+        }
+        // A flow mapping.
+        let src = "m: {a: 1, b: 2}\n";
+        let doc = yaml(src);
+        let m = doc.roots[0].get("m").unwrap();
+        assert_eq!(
+            apply(src, vec![remove(src, m, 1).unwrap()]).unwrap(),
+            "m: {a: 1}\n"
+        );
     }
 
     #[test]

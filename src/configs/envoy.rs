@@ -89,6 +89,94 @@ pub(crate) const INERT: &[&str] = &[
     "deadline-exceeded",
 ];
 
+/// Envoy's gRPC retry conditions: envoyproxy/envoy
+/// `docs/root/configuration/http/http_filters/router_filter.rst`,
+/// `x-envoy-retry-grpc-on`, lists these five, each matched against the
+/// gRPC status a response carries in its headers (not its trailers);
+/// `retry_on` takes them beside the HTTP ones of `x-envoy-retry-on`
+/// (`5xx`, `gateway-error`, `reset`, `connect-failure`, `retriable-4xx`,
+/// `refused-stream`, `retriable-status-codes`, ...), and so does Istio's
+/// `retryOn` (istio/api `virtual_service.proto`, `HTTPRetry.retryOn`,
+/// which points at both lists and adds bare HTTP status codes).
+pub(crate) const GRPC_CONDITIONS: &[&str] = &[
+    "cancelled",
+    "deadline-exceeded",
+    "internal",
+    "resource-exhausted",
+    "unavailable",
+];
+
+/// What a route carries, as its retry conditions say: a `retry_on` that
+/// names a gRPC condition is a gRPC route's (nobody writes one for HTTP
+/// traffic, which never meets it); any other is an HTTP route's.
+///
+/// On an HTTP route the simulated dependency's status is the response's
+/// HTTP status. On a gRPC route it is the gRPC status, in the response
+/// headers, while the HTTP status is 200 (gRPC over HTTP/2 answers an
+/// error with `:status` 200 and a `grpc-status`): 503 stands for
+/// UNAVAILABLE, 429 for RESOURCE_EXHAUSTED, 500 for INTERNAL, as the grpc
+/// presets read them. So there the gRPC conditions retry those statuses,
+/// and the conditions that read the HTTP status (`5xx` and
+/// `gateway-error` for their codes, `retriable-4xx`,
+/// `retriable-status-codes`) retry no status, only what they retry
+/// without a response (resets, per-try timeouts, connection failures).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RouteKind {
+    Http,
+    Grpc,
+}
+
+impl RouteKind {
+    pub(crate) fn of<'a>(tokens: impl IntoIterator<Item = &'a str>) -> RouteKind {
+        let mut tokens = tokens.into_iter();
+        if tokens.any(|t| GRPC_CONDITIONS.contains(&t.trim())) {
+            RouteKind::Grpc
+        } else {
+            RouteKind::Http
+        }
+    }
+}
+
+/// The outcomes `token` retries on a route of `kind` (`None`: no
+/// condition Envoy knows). `retriable-status-codes` retries the codes
+/// listed with it, which are not here.
+pub(crate) fn condition(token: &str, kind: RouteKind) -> Option<&'static [&'static str]> {
+    match (kind, token) {
+        (RouteKind::Grpc, "5xx" | "gateway-error") => Some(&["timeout", "connection"]),
+        (RouteKind::Grpc, "retriable-4xx") => Some(&[]),
+        // On an HTTP route no response carries a grpc-status.
+        (RouteKind::Http, t) if GRPC_CONDITIONS.contains(&t) => Some(&[]),
+        _ => CONDITIONS
+            .iter()
+            .find(|(c, _)| *c == token)
+            .map(|(_, o)| *o),
+    }
+}
+
+/// The gRPC condition that retries the simulated status `code` on a gRPC
+/// route.
+fn grpc_condition_for(code: &str) -> Option<&'static str> {
+    CONDITIONS
+        .iter()
+        .find(|(c, o)| GRPC_CONDITIONS.contains(c) && o.contains(&code))
+        .map(|(c, _)| *c)
+}
+
+/// The warning for HTTP status codes on a gRPC route.
+pub(crate) fn grpc_codes_warning(codes: &[u16]) -> String {
+    let list: Vec<String> = codes.iter().map(u16::to_string).collect();
+    format!(
+        "status code{} {} on a gRPC route (its retry conditions name gRPC ones): Envoy compares them with the HTTP status, which a gRPC response carries as 200 (the error is in grpc-status), so {} nothing here; a gRPC status is retried by its condition (`unavailable` for 503, `resource-exhausted` for 429, `internal` for 500)",
+        if codes.len() == 1 { "" } else { "s" },
+        list.join(", "),
+        if codes.len() == 1 {
+            "it retries"
+        } else {
+            "they retry"
+        }
+    )
+}
+
 /// The fields of `VirtualHost`, `Route` and `RouteAction`, as
 /// envoyproxy/envoy `api/envoy/config/route/v3/route_components.proto`
 /// declares them (`cluster_specifier_plugin` and `per_try_idle_timeout`,
@@ -521,7 +609,8 @@ fn duration(b: &mut Builder, node: &Node, key: &str) -> Option<Duration> {
     d
 }
 
-/// The outcomes of a `retry_on` string (and its status codes).
+/// The outcomes of a `retry_on` string (and its status codes), on a
+/// route of the kind its conditions say ([`RouteKind`]).
 fn outcomes(b: &mut Builder, node: &Node, key: &str, codes: &[u16]) -> Vec<Value> {
     let mut out: Vec<Value> = Vec::new();
     let mut push = |v: Value| {
@@ -529,13 +618,15 @@ fn outcomes(b: &mut Builder, node: &Node, key: &str, codes: &[u16]) -> Vec<Value
             out.push(v);
         }
     };
-    for token in node
+    let tokens: Vec<&str> = node
         .scalar()
         .unwrap_or("")
         .split(',')
         .map(str::trim)
         .filter(|t| !t.is_empty())
-    {
+        .collect();
+    let kind = RouteKind::of(tokens.iter().copied());
+    for token in tokens {
         if INERT.contains(&token) {
             b.warn(
                 key,
@@ -544,7 +635,7 @@ fn outcomes(b: &mut Builder, node: &Node, key: &str, codes: &[u16]) -> Vec<Value
             );
             continue;
         }
-        let Some((_, outs)) = CONDITIONS.iter().find(|(c, _)| *c == token) else {
+        let Some(outs) = condition(token, kind) else {
             b.error(
                 key,
                 Some(node.pos),
@@ -553,11 +644,27 @@ fn outcomes(b: &mut Builder, node: &Node, key: &str, codes: &[u16]) -> Vec<Value
             continue;
         };
         if token == "retriable-status-codes" {
-            for c in codes {
-                push(json!(c));
+            if kind == RouteKind::Grpc {
+                if !codes.is_empty() {
+                    b.warn(key, Some(node.pos), grpc_codes_warning(codes));
+                }
+            } else {
+                for c in codes {
+                    push(json!(c));
+                }
             }
         }
-        for o in *outs {
+        if kind == RouteKind::Grpc && matches!(token, "5xx" | "gateway-error" | "retriable-4xx") {
+            b.warn(
+                key,
+                Some(node.pos),
+                format!(
+                    "`{token}` on a gRPC route (its retry conditions name gRPC ones): it reads the HTTP status, which a gRPC response carries as 200, so it retries no gRPC status{}",
+                    if token == "retriable-4xx" { ": nothing here" } else { ", only resets, per-try timeouts and connection failures" }
+                ),
+            );
+        }
+        for o in outs {
             push(o.parse::<u16>().map_or(json!(o), |n| json!(n)));
         }
     }
@@ -918,7 +1025,8 @@ fn read_policy(b: &mut Builder, policy: Option<(String, &Node)>) {
         );
     }
     // Envoy counts the intervals in whole milliseconds, truncated, and at
-    // least 1 ms (`RetryPolicyImpl`, source/common/router/config_impl.cc:
+    // least 1 ms (`RetryPolicyImpl`, source/common/router/
+    // retry_policy_impl.cc, in config_impl.cc before it moved:
     // `PROTOBUF_GET_MS_REQUIRED`, then `if (count() < 1) = 1ms`, the same
     // for max_interval).
     let whole_ms = |b: &mut Builder, d: Duration, origin: &Origin| {
@@ -1269,29 +1377,50 @@ fn read_cluster(
 
 // ---------------------------------------------------------------- export
 
-/// The `retry_on` tokens and status codes that give the outcomes `want`,
-/// changing the file's tokens as little as possible.
+/// The `retry_on` tokens and status codes that give the outcomes `want`
+/// on a route of `kind` (what the file's tokens say, [`RouteKind`]),
+/// changing the file's tokens as little as possible: HTTP conditions and
+/// status codes on an HTTP route, gRPC conditions for the statuses on a
+/// gRPC route (`resource-exhausted` for 429, never the HTTP code).
 pub(crate) fn retry_on_tokens(
     current: &[String],
     codes: &[u16],
     want: &[String],
+    kind: RouteKind,
 ) -> Result<(Vec<String>, Vec<u16>), String> {
+    let r = tokens_for(current, codes, want, kind)?;
+    if kind == RouteKind::Grpc && RouteKind::of(r.0.iter().map(String::as_str)) == RouteKind::Http {
+        // Without a gRPC condition the route reads as an HTTP one again
+        // (whose `5xx` retries every 5xx): written as one.
+        return tokens_for(current, codes, want, RouteKind::Http);
+    }
+    Ok(r)
+}
+
+fn tokens_for(
+    current: &[String],
+    codes: &[u16],
+    want: &[String],
+    kind: RouteKind,
+) -> Result<(Vec<String>, Vec<u16>), String> {
+    let grpc = kind == RouteKind::Grpc;
     let contributes = |t: &str| -> Vec<String> {
         if t == "retriable-status-codes" {
+            if grpc {
+                return Vec::new();
+            }
             return codes.iter().map(|c| c.to_string()).collect();
         }
-        CONDITIONS
-            .iter()
-            .find(|(c, _)| *c == t)
-            .map_or(Vec::new(), |(_, o)| {
-                o.iter().map(|s| s.to_string()).collect()
-            })
+        condition(t, kind).map_or(Vec::new(), |o| o.iter().map(|s| s.to_string()).collect())
     };
     let mut tokens: Vec<String> = current
         .iter()
         .filter(|t| {
-            t.as_str() == "retriable-status-codes"
-                || contributes(t).iter().all(|o| want.contains(o))
+            // A gRPC condition says nothing on an HTTP route (Istio's
+            // default names two): not written there.
+            !(kind == RouteKind::Http && GRPC_CONDITIONS.contains(&t.as_str()))
+                && (t.as_str() == "retriable-status-codes"
+                    || contributes(t).iter().all(|o| want.contains(o)))
         })
         .cloned()
         .collect();
@@ -1314,9 +1443,10 @@ pub(crate) fn retry_on_tokens(
         if !want.iter().any(|w| w == "connection") {
             return Err("Envoy retries a per-try timeout only as a reset, under `reset`, `gateway-error` or `5xx`, and each of them also retries connection failures (retry_state_impl.cc, wouldRetryFromReset): add `connection` to retry_on, or drop `timeout`".into());
         }
-        if ["502", "503", "504"]
-            .iter()
-            .all(|s| want.iter().any(|w| w == s))
+        if !grpc
+            && ["502", "503", "504"]
+                .iter()
+                .all(|s| want.iter().any(|w| w == s))
         {
             tokens.push("gateway-error".into());
         } else {
@@ -1331,13 +1461,37 @@ pub(crate) fn retry_on_tokens(
     let mut new_codes: Vec<u16> = Vec::new();
     for o in &missing {
         if o == "5xx" {
+            if grpc {
+                return Err("a gRPC route has no condition for every 5xx: Envoy's `5xx` reads the HTTP status, which a gRPC response carries as 200; name the statuses (503 is `unavailable`, 429 `resource-exhausted`, 500 `internal`)".into());
+            }
             return Err("retrying every 5xx is Envoy's `5xx`, which also retries connection failures and per-try timeouts".into());
+        }
+        if grpc {
+            if covered(&tokens).contains(o) {
+                continue;
+            }
+            match grpc_condition_for(o) {
+                Some(c) => tokens.push(c.to_string()),
+                None => {
+                    return Err(format!(
+                        "a gRPC route retries gRPC statuses, by Envoy's gRPC conditions ({}: unavailable is 503, resource-exhausted 429, internal 500); none stands for `{o}`, and an HTTP status code never matches a gRPC response (its HTTP status is 200)",
+                        GRPC_CONDITIONS.join(", ")
+                    ));
+                }
+            }
+            continue;
         }
         match o.parse::<u16>() {
             Ok(c) if !covered(&tokens).contains(o) => new_codes.push(c),
             Ok(_) => {}
             Err(_) => return Err(format!("Envoy has no retry_on condition for `{o}`")),
         }
+    }
+    if grpc {
+        // The file's status codes match no gRPC response: left as they
+        // are (they change nothing here).
+        tokens.dedup();
+        return Ok((tokens, codes.to_vec()));
     }
     // Codes already listed that are still wanted stay, in their order.
     let mut all_codes: Vec<u16> = codes
@@ -1431,10 +1585,18 @@ pub(crate) fn write(
                     &[pnode, "per_try_timeout"],
                     Lit::Str(proto(d)),
                 ),
-                None => w.refuse_leaf(
-                    leaf,
-                    "stormsim does not remove a per_try_timeout; delete it by hand",
-                ),
+                // No per-try timeout: the route's own goes (one its
+                // virtual host's policy gives is the other routes' too).
+                None => match action
+                    .get("retry_policy")
+                    .and_then(|p| p.get("per_try_timeout"))
+                {
+                    Some(t) => w.remove(t, &format!("{akey}.retry_policy.per_try_timeout")),
+                    None => w.refuse_leaf(
+                        leaf,
+                        "the per_try_timeout is the virtual host's retry_policy's, which other routes share: remove it there by hand",
+                    ),
+                },
             }
         } else if leaf == "retry.max_attempts" {
             match want(leaf).and_then(Value::as_u64) {
@@ -1483,7 +1645,8 @@ pub(crate) fn write(
                     .iter()
                     .filter_map(|c| c.scalar().and_then(|s| s.parse().ok()))
                     .collect();
-                match retry_on_tokens(&cur_tokens, &cur_codes, &wanted_list) {
+                let kind = RouteKind::of(cur_tokens.iter().map(String::as_str));
+                match retry_on_tokens(&cur_tokens, &cur_codes, &wanted_list, kind) {
                     Ok((tokens, codes)) => {
                         let mut res = Ok(());
                         if tokens != cur_tokens {
@@ -1500,6 +1663,20 @@ pub(crate) fn write(
                                 &pkey,
                                 &[pnode, "retriable_status_codes"],
                                 Lit::List(codes.iter().map(|c| Lit::Bare(c.to_string())).collect()),
+                            );
+                        }
+                        // No condition reads the route's status codes any
+                        // more: the list goes, rather than stay in the file
+                        // as codes it seems to retry.
+                        if res.is_ok()
+                            && codes.is_empty()
+                            && let Some(list) = action
+                                .get("retry_policy")
+                                .and_then(|p| p.get("retriable_status_codes"))
+                        {
+                            res = w.remove(
+                                list,
+                                &format!("{akey}.retry_policy.retriable_status_codes"),
                             );
                         }
                         res
@@ -1697,14 +1874,14 @@ mod tests {
         // Same outcomes: same tokens.
         let want = s(&["timeout", "502", "503", "504", "connection"]);
         assert_eq!(
-            retry_on_tokens(&cur, &[], &want).unwrap(),
+            retry_on_tokens(&cur, &[], &want, RouteKind::Http).unwrap(),
             (cur.clone(), vec![])
         );
         // Add 429: retriable-status-codes.
         let mut more = want.clone();
         more.push("429".into());
         assert_eq!(
-            retry_on_tokens(&cur, &[], &more).unwrap(),
+            retry_on_tokens(&cur, &[], &more, RouteKind::Http).unwrap(),
             (
                 s(&[
                     "gateway-error",
@@ -1718,14 +1895,69 @@ mod tests {
         // Drop per-try timeouts: only connect-failure stays.
         let fewer = s(&["connection", "502", "503", "504"]);
         assert_eq!(
-            retry_on_tokens(&cur, &[], &fewer).unwrap(),
+            retry_on_tokens(&cur, &[], &fewer, RouteKind::Http).unwrap(),
             (
                 s(&["connect-failure", "retriable-status-codes"]),
                 vec![502, 503, 504]
             )
         );
         // A timeout without connection failures cannot be said.
-        assert!(retry_on_tokens(&cur, &[], &s(&["timeout"])).is_err());
-        assert!(retry_on_tokens(&cur, &[], &s(&["timeout", "502", "503", "504"])).is_err());
+        let h = RouteKind::Http;
+        assert!(retry_on_tokens(&cur, &[], &s(&["timeout"]), h).is_err());
+        assert!(retry_on_tokens(&cur, &[], &s(&["timeout", "502", "503", "504"]), h).is_err());
+    }
+
+    #[test]
+    fn retry_on_per_route_kind() {
+        let g = RouteKind::Grpc;
+        let h = RouteKind::Http;
+        // A gRPC route retries a 429 as RESOURCE_EXHAUSTED, never as the
+        // HTTP status.
+        let cur = s(&["unavailable", "cancelled"]);
+        assert_eq!(
+            retry_on_tokens(&cur, &[], &s(&["503", "429"]), g).unwrap(),
+            (
+                s(&["unavailable", "cancelled", "resource-exhausted"]),
+                vec![]
+            )
+        );
+        assert_eq!(
+            retry_on_tokens(&cur, &[], &s(&["500", "connection"]), g).unwrap(),
+            (s(&["cancelled", "connect-failure", "internal"]), vec![])
+        );
+        assert!(retry_on_tokens(&cur, &[], &s(&["502"]), g).is_err());
+        assert!(retry_on_tokens(&cur, &[], &s(&["5xx"]), g).is_err());
+        // A gRPC route left without a gRPC condition is written as an
+        // HTTP one (its `5xx` would retry every 5xx there).
+        let cur = s(&["5xx", "unavailable"]);
+        assert_eq!(
+            retry_on_tokens(&cur, &[], &s(&["timeout", "connection"]), g).unwrap(),
+            (s(&["reset"]), vec![])
+        );
+        // An HTTP route drops gRPC conditions (Istio's default) and
+        // writes status codes.
+        let cur = s(&[
+            "connect-failure",
+            "refused-stream",
+            "unavailable",
+            "cancelled",
+            "retriable-status-codes",
+        ]);
+        assert_eq!(
+            retry_on_tokens(&cur, &[], &s(&["503", "connection"]), h).unwrap(),
+            (
+                s(&[
+                    "connect-failure",
+                    "refused-stream",
+                    "retriable-status-codes"
+                ]),
+                vec![503]
+            )
+        );
+        assert_eq!(RouteKind::of(["5xx", " unavailable"]), g);
+        assert_eq!(RouteKind::of(["5xx", "reset"]), h);
+        assert_eq!(condition("5xx", g), Some(&["timeout", "connection"][..]));
+        assert_eq!(condition("unavailable", h), Some(&[][..]));
+        assert_eq!(condition("resource-exhausted", g), Some(&["429"][..]));
     }
 }

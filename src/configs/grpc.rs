@@ -1075,10 +1075,11 @@ pub(crate) fn write(
         let r = if top("total_timeout") {
             match dur("total_timeout") {
                 Some(d) => w.put(mc, &at, &["timeout"], Lit::Str(proto(d))),
-                None => w.refuse_leaf(
-                    leaf,
-                    "stormsim does not remove a methodConfig's timeout; delete it by hand",
-                ),
+                // No deadline: the methodConfig's timeout goes.
+                None => match mc.get("timeout") {
+                    Some(t) => w.remove(t, &join(&at, "timeout")),
+                    None => Ok(()),
+                },
             }
         } else if top("timeout") {
             match dur("timeout") {

@@ -41,7 +41,7 @@ use serde_json::{Map, Value, json};
 
 use super::durations::{go, parse_go};
 use super::edit::Lit;
-use super::envoy::{CONDITIONS, INERT, retry_on_tokens};
+use super::envoy::{INERT, RouteKind, condition, grpc_codes_warning, retry_on_tokens};
 use super::tree::{Doc, Node};
 use super::write::Writer;
 use super::{Builder, Finding, Origin, Selector, get_path, join, sim_attempts, uint};
@@ -142,8 +142,9 @@ fn virtual_services(doc: &Doc) -> Vec<(String, &Node)> {
 /// `.<namespace>.svc.<domain>`, `cluster.local` by default); without a
 /// namespace in the file (kubectl's current one applies), by its first
 /// label. Ranking exact hosts first, then the longer wildcard, then `*`,
-/// is Istio's (`pkg/config/host` `MostSpecificHostMatch`: an exact match,
-/// else the most specific wildcard).
+/// is Istio's (`pilot/pkg/model/config.go` `MostSpecificHostMatch`: an
+/// exact match, else the wildcard `host.MoreSpecific` ranks first;
+/// `ResolveShortnameToFQDN` is in the same file).
 fn host_rank(have: &str, want: &str, wildcard: bool, ns: Option<&str>) -> Option<(u8, usize)> {
     let short = !have.contains('.') && have != "*";
     let fqdn = match ns {
@@ -429,6 +430,9 @@ fn outcomes(
             out.push(v);
         }
     };
+    // A retryOn that names a gRPC condition is a gRPC route's
+    // (`RouteKind`): its bare status codes match no gRPC response.
+    let kind = RouteKind::of(tokens.iter().map(String::as_str));
     for t in tokens {
         if INERT.contains(&t.as_str()) {
             if let Some((key, node)) = at {
@@ -440,7 +444,7 @@ fn outcomes(
             }
             continue;
         }
-        let Some((_, outs)) = CONDITIONS.iter().find(|(c, _)| c == t) else {
+        let Some(outs) = condition(t, kind) else {
             if let Some((key, node)) = at {
                 b.error(
                     key,
@@ -453,11 +457,30 @@ fn outcomes(
             continue;
         };
         if t == "retriable-status-codes" {
-            for c in codes {
-                push(json!(c));
+            if kind == RouteKind::Grpc {
+                if let (Some((key, node)), false) = (at, codes.is_empty()) {
+                    b.warn(key, Some(node.pos), grpc_codes_warning(codes));
+                }
+            } else {
+                for c in codes {
+                    push(json!(c));
+                }
             }
         }
-        for o in *outs {
+        if kind == RouteKind::Grpc
+            && matches!(t.as_str(), "5xx" | "gateway-error" | "retriable-4xx")
+            && let Some((key, node)) = at
+        {
+            b.warn(
+                key,
+                Some(node.pos),
+                format!(
+                    "`{t}` on a gRPC route (its retryOn names gRPC conditions): it reads the HTTP status, which a gRPC response carries as 200, so it retries no gRPC status{}",
+                    if t == "retriable-4xx" { ": nothing here" } else { ", only resets, per-try timeouts and connection failures" }
+                ),
+            );
+        }
+        for o in outs {
             push(o.parse::<u16>().map_or(json!(o), |n| json!(n)));
         }
     }
@@ -637,7 +660,8 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
                         // retry.go `ConvertPolicy` hands `backoff` to Envoy
                         // as it is (`RetryBackOff{BaseInterval: in.Backoff}`),
                         // and Envoy counts whole milliseconds, truncated and
-                        // at least 1 (config_impl.cc `RetryPolicyImpl`:
+                        // at least 1 (`RetryPolicyImpl`, retry_policy_impl.cc,
+                        // config_impl.cc before it moved:
                         // `PROTOBUF_GET_MS_REQUIRED`, then 1 ms when below;
                         // the cap is 10 × that), as for envoy-route.
                         let ms = Duration::from_millis((d.0 / 1_000_000).max(1));
@@ -795,7 +819,11 @@ pub(crate) fn write(
             }
             "timeout" => match dur(leaf) {
                 Some(d) => w.put(node, &r.key, &["retries", "perTryTimeout"], Lit::Str(go(d))),
-                None => w.refuse_leaf(leaf, "stormsim does not remove a perTryTimeout; delete it by hand"),
+                // No per-try timeout: the route's perTryTimeout goes.
+                None => match retries.and_then(|p| p.get("perTryTimeout")) {
+                    Some(t) => w.remove(t, &format!("{}.retries.perTryTimeout", r.key)),
+                    None => Ok(()),
+                },
             },
             "retry.max_attempts" => match want(leaf).and_then(Value::as_u64) {
                 Some(n) if n >= 1 => {
@@ -811,12 +839,19 @@ pub(crate) fn write(
                     .and_then(Value::as_array)
                     .map(|a| a.iter().map(|v| v.to_string().trim_matches('"').to_string()).collect())
                     .unwrap_or_default();
-                let current = retries
+                let written = retries
                     .and_then(|p| p.get("retryOn"))
-                    .and_then(Node::scalar)
-                    .unwrap_or(DEFAULT_RETRY_ON);
-                let (cur_tokens, cur_codes) = split_retry_on(current);
-                match retry_on_tokens(&cur_tokens, &cur_codes, &wanted_list) {
+                    .and_then(Node::scalar);
+                let (cur_tokens, cur_codes) = split_retry_on(written.unwrap_or(DEFAULT_RETRY_ON));
+                // Istio's default, set on every route, is read as an HTTP
+                // route's (`DEFAULT_OUTCOMES`): its gRPC conditions are
+                // not written into an HTTP route's retryOn. A retryOn of
+                // the file's own says what the route carries.
+                let kind = match written {
+                    Some(_) => RouteKind::of(cur_tokens.iter().map(String::as_str)),
+                    None => RouteKind::Http,
+                };
+                match retry_on_tokens(&cur_tokens, &cur_codes, &wanted_list, kind) {
                     Ok((tokens, codes)) => {
                         let mut parts: Vec<String> = tokens
                             .into_iter()

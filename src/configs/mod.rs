@@ -720,4 +720,6 @@ mod tests_heldout3b;
 #[cfg(test)]
 mod tests_heldout6;
 #[cfg(test)]
+mod tests_heldout7;
+#[cfg(test)]
 mod tests_selectors;

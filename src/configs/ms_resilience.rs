@@ -698,33 +698,6 @@ fn put<'d>(
     w.put(m.node, &m.segs.join(":"), &keys, lit)
 }
 
-/// Whether the section's MaxDelay is at or above the largest delay of a
-/// constant backoff with `base` and `jitter` (Polly caps after the jitter,
-/// which adds up to a quarter): then it has no effect, as import reads it.
-fn constant_never_reaches(
-    cur: &Section<'_>,
-    base: Option<Duration>,
-    jitter: Option<&Value>,
-) -> bool {
-    let Some(base) = base else {
-        return false;
-    };
-    let Some(max) = cur
-        .get("retry:maxdelay")
-        .and_then(|p| p.node.scalar())
-        .and_then(parse_timespan)
-    else {
-        return false;
-    };
-    let jittered = !matches!(jitter, Some(Value::String(s)) if s == "none");
-    let top = if jittered {
-        base.0 + base.0 / 4
-    } else {
-        base.0
-    };
-    max.0 >= top
-}
-
 pub(crate) fn write(
     w: &mut Writer<'_>,
     sel: &Selector,
@@ -766,15 +739,13 @@ pub(crate) fn write(
             },
             "retry.backoff.cap" => match dur(leaf) {
                 Some(d) => put(w, &file, sec, &["Retry", "MaxDelay"], ts(d)),
-                // A constant delay never reaches a MaxDelay at or above its
-                // largest jittered value (import reads it as no cap): the
-                // file's MaxDelay can stay.
-                None if kind == Some(BackoffType::Constant)
-                    && constant_never_reaches(&cur, dur("retry.backoff.base"), want("retry.jitter")) =>
-                {
-                    Ok(())
-                }
-                None => w.refuse_leaf(leaf, "stormsim does not remove a MaxDelay; delete it by hand"),
+                // No cap: the section's MaxDelay goes. (A constant delay
+                // that never reaches it is capped by nothing, as import
+                // reads it, but the file would still say a cap.)
+                None => match cur.get("retry:maxdelay") {
+                    Some(p) => w.remove(p.node, &key_of(p)),
+                    None => Ok(()),
+                },
             },
             "retry.backoff.kind" => match kind {
                 Some(k) => {

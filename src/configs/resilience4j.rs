@@ -1259,6 +1259,31 @@ fn put_prop<'d>(
     w.put(map, &key, &[spelled.as_str()], lit)
 }
 
+/// Removes the instance's own `prop`, a key the exported policy makes
+/// wrong (it would stay in the file with no effect, saying another
+/// policy). One the instance inherits, or one a `<<` merge key brings in,
+/// is shared with other instances and stays, with a note.
+fn drop_prop<'d>(
+    w: &mut Writer<'d>,
+    file: &File<'d>,
+    module: &str,
+    name: &str,
+    prop: &str,
+) -> Result<(), String> {
+    let own = file.props(module, "instances", name).unwrap_or_default();
+    match own.get(prop) {
+        Some(p) if p.node.aliased => {
+            w.note(format!(
+                "{} comes from a YAML merge key and no longer applies to resilience4j.{module}.instances.{name}; it stays in the anchor, which other instances may read",
+                key_of(p)
+            ));
+            Ok(())
+        }
+        Some(p) => w.remove(p.node, &key_of(p)),
+        None => Ok(()),
+    }
+}
+
 pub(crate) fn write(
     w: &mut Writer<'_>,
     sel: &Selector,
@@ -1316,7 +1341,18 @@ pub(crate) fn write(
             },
             "retry.backoff.kind" => match want(leaf).and_then(Value::as_str) {
                 Some("exponential") => put_prop(w, &file, "retry", name, "enableExponentialBackoff", Lit::Bare("true".into())),
-                Some("constant") => put_prop(w, &file, "retry", name, "enableExponentialBackoff", Lit::Bare("false".into())),
+                Some("constant") => {
+                    // The multiplier and maximum of an exponential backoff
+                    // no longer apply: they go, so that the file says the
+                    // constant wait it now gives.
+                    let mut res = put_prop(w, &file, "retry", name, "enableExponentialBackoff", Lit::Bare("false".into()));
+                    for p in ["exponentialBackoffMultiplier", "exponentialMaxWaitDuration"] {
+                        if res.is_ok() {
+                            res = drop_prop(w, &file, "retry", name, p);
+                        }
+                    }
+                    res
+                }
                 _ => w.refuse_leaf(leaf, "Resilience4j's backoff is constant or exponential"),
             },
             "retry.backoff.multiplier" if exp => match want(leaf).and_then(Value::as_f64) {
@@ -1333,12 +1369,21 @@ pub(crate) fn write(
                     }
                     res
                 }
-                None => w.refuse_leaf(leaf, "stormsim does not remove an exponentialMaxWaitDuration; delete it by hand"),
+                // No maximum: the instance's own goes (an inherited one
+                // cannot be taken away from this instance alone).
+                None => match own.get("exponentialMaxWaitDuration") {
+                    Some(_) => drop_prop(w, &file, "retry", name, "exponentialMaxWaitDuration"),
+                    None => w.refuse_leaf(leaf, "the instance inherits its exponentialMaxWaitDuration: remove it from the config it comes from by hand, or give the instance a maximum"),
+                },
             },
             "retry.backoff.multiplier" | "retry.backoff.cap" => Ok(()),
             "retry.backoff.truncate_ms" => Ok(()),
             "retry.jitter" | "retry.jitter.proportional" => match want("retry.jitter") {
-                Some(Value::String(s)) if s == "none" => put_prop(w, &file, "retry", name, "enableRandomizedWait", Lit::Bare("false".into())),
+                Some(Value::String(s)) if s == "none" => {
+                    // Without a randomized wait its factor no longer applies.
+                    let res = put_prop(w, &file, "retry", name, "enableRandomizedWait", Lit::Bare("false".into()));
+                    res.and_then(|()| drop_prop(w, &file, "retry", name, "randomizedWaitFactor"))
+                }
                 Some(Value::Object(m)) if m.contains_key("proportional") => {
                     let f = m.get("proportional").and_then(Value::as_f64).unwrap_or(0.5);
                     let mut res = put_prop(w, &file, "retry", name, "enableRandomizedWait", Lit::Bare("true".into()));

@@ -190,6 +190,40 @@ impl<'d> Writer<'d> {
         Ok(())
     }
 
+    /// Deletes from the file the key whose value is `value`, with its
+    /// line (block YAML, INI) or its comma (JSON, flow YAML), and nothing
+    /// else: for a key the tuned policy makes wrong (a Resilience4j
+    /// multiplier once the backoff is constant, Envoy status codes no
+    /// condition reads any more). `where_` names it in a refusal. Refused
+    /// as an edit is (an alias, a shared anchor), and where
+    /// [`edit::remove`] refuses.
+    pub fn remove(&mut self, value: &Node, where_: &str) -> Result<(), String> {
+        let Some((map, index)) = entry_of(&self.doc.roots, value) else {
+            return Err(format!("{where_}: not a key of a mapping"));
+        };
+        if value.aliased || map.aliased {
+            return Err(format!(
+                "{where_} (line {}) comes from a YAML alias or merge key; remove it from the anchor by hand",
+                value.pos.0
+            ));
+        }
+        let value = &map.entries()[index].value;
+        self.shared_check(where_, value)?;
+        let e = edit::remove(&self.doc.text, map, index).map_err(|e| {
+            format!(
+                "{where_} (line {}) no longer applies, but cannot be removed: {e}",
+                value.pos.0
+            )
+        })?;
+        // An edit of text inside what goes is moot.
+        self.replaced
+            .retain(|r| !(e.range.start <= r.range.start && r.range.end <= e.range.end));
+        if !self.replaced.iter().any(|r| r.range == e.range) {
+            self.replaced.push(e);
+        }
+        Ok(())
+    }
+
     /// Refuses an edit of `node`'s text when the text is (inside) a YAML
     /// anchor that aliases elsewhere read: the edit would change each of
     /// them too, policies the export was not asked to touch.
@@ -304,6 +338,26 @@ impl<'d> Writer<'d> {
         outside.push(added);
         Ok((outside, self.notes))
     }
+}
+
+/// The mapping holding the entry whose value is `value` (the node of
+/// the file's own text at its place: not one a YAML alias copies), and
+/// the entry's index.
+fn entry_of<'d>(roots: &'d [Node], value: &Node) -> Option<(&'d Node, usize)> {
+    fn walk<'d>(n: &'d Node, value: &Node) -> Option<(&'d Node, usize)> {
+        if let Some(i) = n.entries().iter().position(|e| {
+            std::ptr::eq(&e.value, value)
+                || (!e.value.aliased && e.value.span == value.span && e.value.pos == value.pos)
+        }) {
+            return Some((n, i));
+        }
+        n.entries()
+            .iter()
+            .map(|e| &e.value)
+            .chain(n.items())
+            .find_map(|c| walk(c, value))
+    }
+    roots.iter().find_map(|r| walk(r, value))
 }
 
 /// What `best.yaml` asks for.

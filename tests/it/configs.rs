@@ -915,8 +915,8 @@ fn import_envoy(route: &str, extra: &[&str]) -> Output {
 /// slow responses: it changes results), a retry_back_off without its
 /// required base_interval: errors at their positions, nothing printed.
 /// Intervals below 1 ms: Envoy counts whole milliseconds, at least 1
-/// (config_impl.cc, RetryPolicyImpl), and so does stormsim, with a
-/// warning.
+/// (RetryPolicyImpl, retry_policy_impl.cc; config_impl.cc in older
+/// releases), and so does stormsim, with a warning.
 #[test]
 fn envoy_values_envoy_refuses_or_rounds() {
     let refused = |route: &str, extra: &[&str], want: &str| {
