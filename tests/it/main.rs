@@ -19,6 +19,7 @@ mod closed_loop;
 mod completions;
 mod configs;
 mod configs_calls;
+mod configs_heldout7;
 mod consumers;
 mod export_write;
 mod fidelity_metastability;

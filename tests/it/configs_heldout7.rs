@@ -5,12 +5,10 @@
 //! nothing; import → export → import gives the values read first; and a
 //! key stormsim does not model is named at its file:line:column.
 
-mod common;
-
 use std::fs;
 use std::path::Path;
 
-use common::files::stormsim;
+use crate::common::files::stormsim;
 
 struct Case {
     file: &'static str,
