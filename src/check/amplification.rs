@@ -19,11 +19,20 @@
 //! - `ratio` (SRE, §8): 1 + ratio.
 //! - `finagle` (§4): deposits only on success: the reserve,
 //!   min_retries_per_sec per budget, over the calls per second.
-//! - `envoy` (§3): concurrent retries ≤ budget_percent of active calls:
-//!   about 1 + budget_percent/100 (when retries last as long as first
-//!   attempts).
-//! - `envoy_max_retries` (§3): max_retries concurrent retries per budget,
-//!   each held at least for its sleep and attempt.
+//! - `envoy` (§3): concurrent retries ≤ max(budget_percent % of active
+//!   calls, min_retry_concurrency), and `envoy_max_retries` (§3):
+//!   max_retries concurrent retries, per budget. A retry holds its slot
+//!   from its grant until its attempt ends (its sleep `s` and attempt
+//!   `a`), so `m` slots let `m / (s + a)` retries a second through; and
+//!   retries, counted among the active calls, are at most p/(1 − p) of
+//!   the calls in a first attempt, `p/(1 − p) × a/(s + a)` retries per
+//!   call when first attempts last `a` too. Both depend on how long the
+//!   failures take: [`RetryHold`] gives the two cases, attempts that fail
+//!   slowly (their timeout, or the call below) and, when the layer
+//!   retries connection errors or a status, attempts that fail at once
+//!   (a service that is down refuses at once), which hold a slot for the
+//!   sleep alone and let the most retries through. The bound is the
+//!   larger of the two.
 //! - `per_minute` (§8), `rate_limiter` (§7.4): their rate per budget over
 //!   the calls per second (`rate_limiter` delays the excess instead of
 //!   refusing it).
@@ -72,8 +81,7 @@ pub fn attempts_within_elapsed(l: &CallPolicy) -> u32 {
     let Some(limit) = r.max_elapsed else {
         return r.max_attempts;
     };
-    let fails_fast = r.retry_on.connection || (0..640u16).any(|code| r.retry_on.status(code));
-    let attempt = match (fails_fast, l.timeout) {
+    let attempt = match (fails_fast(l), l.timeout) {
         (false, Some(timeout)) if r.retry_on.timeout => timeout,
         _ => 0,
     };
@@ -103,6 +111,18 @@ fn least_sleep(b: &Backoff, jitter: Jitter, n: u32) -> Nanos {
     }
 }
 
+/// How long a retry holds its slot, in words: its sleep, and the attempt
+/// of the case that lets the most retries through (`None`: unknown).
+fn held(sleep_s: f64, attempt: Option<f64>) -> String {
+    match attempt {
+        Some(a) if a <= 0.0 => {
+            format!("each held for its sleep ({sleep_s:.3} s) when attempts fail at once")
+        }
+        Some(a) => format!("each held for its sleep and attempt ({:.3} s)", sleep_s + a),
+        None => "each held until its attempt ends".to_string(),
+    }
+}
+
 /// Calls one call at `l` sends to the next hop at most, for `attempts`
 /// attempts: each attempt fans out, and (innermost layer) a status probe
 /// may precede each retry.
@@ -115,10 +135,100 @@ pub fn calls_out(l: &CallPolicy, attempts: f64) -> f64 {
     attempts * f64::from(l.fan_out.max(1)) + probes
 }
 
+/// How long a granted retry holds one of Envoy's concurrency slots: from
+/// its grant until its attempt ends.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RetryHold {
+    /// The mean sleep before the first retry, in seconds.
+    pub sleep_s: f64,
+    /// How long an attempt that fails slowly lasts at mean draws (its
+    /// timeout, or the call below), when known.
+    pub slow_attempt_s: Option<f64>,
+    /// Whether the layer retries failures that come at once (connection
+    /// errors, a status), so an attempt may fail in no time.
+    pub fails_fast: bool,
+}
+
+impl RetryHold {
+    /// The hold of a layer's retries: its first mean sleep, its mean
+    /// attempt when failing slowly, and whether it retries fast failures.
+    pub fn of(l: &CallPolicy, sleep_s: f64, slow_attempt_s: Option<f64>) -> Self {
+        RetryHold {
+            sleep_s,
+            slow_attempt_s,
+            fails_fast: fails_fast(l),
+        }
+    }
+
+    /// The attempt durations to bound over: slow failures and, when
+    /// retried, instant ones.
+    fn attempts(&self) -> impl Iterator<Item = f64> {
+        self.slow_attempt_s
+            .into_iter()
+            .chain(self.fails_fast.then_some(0.0))
+    }
+}
+
+/// Whether `l` retries a failure that can come at once: a connection
+/// error, or a status.
+fn fails_fast(l: &CallPolicy) -> bool {
+    let r = &l.retry;
+    r.retry_on.connection || (0..640u16).any(|code| r.retry_on.status(code))
+}
+
+/// Retries per call that Envoy's concurrency limits let through, at most,
+/// over the attempt durations of `hold`: `slots` concurrent retries (the
+/// minimum concurrency of a budget, or `max_retries`, times the number of
+/// budgets) at `calls_per_s`, and `percent` of the active calls (`None`
+/// for the `max_retries` breaker, which has no share). Unbounded (`cap`)
+/// when a retry can hold its slot for no time at all.
+fn concurrent_retries(
+    hold: &RetryHold,
+    percent: Option<f64>,
+    slots: f64,
+    calls_per_s: f64,
+    cap: f64,
+) -> (f64, Option<f64>) {
+    let mut most: Option<(f64, f64)> = None;
+    for a in hold.attempts() {
+        let h = hold.sleep_s + a;
+        let extra = if h <= 0.0 || calls_per_s <= 0.0 {
+            cap
+        } else {
+            let by_slots = slots / (calls_per_s * h);
+            let by_share = match percent {
+                Some(p) if p >= 100.0 => cap,
+                Some(p) => p / (100.0 - p) * a / h,
+                None => 0.0,
+            };
+            by_slots.max(by_share)
+        };
+        if most.is_none_or(|(m, _)| extra > m) {
+            most = Some((extra, a));
+        }
+    }
+    match most {
+        Some((extra, a)) => (extra.min(cap), Some(a)),
+        // Neither known (attempts that hang, never retried fast): the
+        // share of the active calls when retries last as long as first
+        // attempts.
+        None => (
+            percent
+                .map_or(0.0, |p| if p >= 100.0 { cap } else { p / (100.0 - p) })
+                .min(cap),
+            None,
+        ),
+    }
+}
+
 /// `calls_per_s` is the peak rate of calls entering the layer (with the
-/// budgets of the outer layers applied); `hold_s` how long a retry holds
-/// an Envoy slot at least (sleep + attempt), when known.
-pub fn layer_amplification(l: &CallPolicy, calls_per_s: f64, hold_s: f64) -> LayerAmplification {
+/// budgets of the outer layers applied); `hold` how long its retries
+/// hold an Envoy slot.
+pub fn layer_amplification(
+    l: &CallPolicy,
+    calls_per_s: f64,
+    hold: &RetryHold,
+) -> LayerAmplification {
     let a = attempts_per_call(l);
     let max = a as f64;
     let Some(b) = l.budget else {
@@ -196,19 +306,34 @@ pub fn layer_amplification(l: &CallPolicy, calls_per_s: f64, hold_s: f64) -> Lay
                 "Finagle reserve: {min_retries_per_sec} retries/s per budget (deposits need successes)"
             ),
         ),
-        BudgetConfig::EnvoyBudget { percent, .. } => (
-            percent / 100.0,
-            format!("concurrent retries <= {percent}% of active calls (approximate)"),
-        ),
-        BudgetConfig::EnvoyMaxRetries { max: m } => {
-            let f = if hold_s > 0.0 {
-                per_call(m as f64 / hold_s)
-            } else {
-                max
-            };
+        BudgetConfig::EnvoyBudget {
+            percent,
+            min_concurrency,
+        } => {
+            let (extra, attempt) = concurrent_retries(
+                hold,
+                Some(percent),
+                f64::from(min_concurrency) * states,
+                calls_per_s,
+                max - 1.0,
+            );
             (
-                f,
-                format!("{m} concurrent retries per budget, each held >= {hold_s:.3} s"),
+                extra,
+                format!(
+                    "concurrent retries <= max({percent}% of active calls, {min_concurrency}) per budget, {}",
+                    held(hold.sleep_s, attempt)
+                ),
+            )
+        }
+        BudgetConfig::EnvoyMaxRetries { max: m } => {
+            let (extra, attempt) =
+                concurrent_retries(hold, None, f64::from(m) * states, calls_per_s, max - 1.0);
+            (
+                extra,
+                format!(
+                    "{m} concurrent retries per budget, {}",
+                    held(hold.sleep_s, attempt)
+                ),
             )
         }
         BudgetConfig::PerMinute { per_minute } => (
@@ -233,6 +358,21 @@ mod tests {
     use super::*;
     use crate::model::config::Shared;
 
+    const NO_HOLD: RetryHold = RetryHold {
+        sleep_s: 0.0,
+        slow_attempt_s: None,
+        fails_fast: false,
+    };
+
+    /// Retries held `s` seconds by attempts that fail slowly.
+    fn slow(s: f64) -> RetryHold {
+        RetryHold {
+            sleep_s: 0.0,
+            slow_attempt_s: Some(s),
+            fails_fast: false,
+        }
+    }
+
     fn layer(attempts: u32, budget: Option<(BudgetConfig, bool)>, instances: u32) -> CallPolicy {
         let mut l = CallPolicy::passthrough("a");
         l.retry.max_attempts = attempts;
@@ -243,7 +383,7 @@ mod tests {
 
     #[test]
     fn bounds_per_budget_kind() {
-        let no = layer_amplification(&layer(4, None, 1), 100.0, 0.0);
+        let no = layer_amplification(&layer(4, None, 1), 100.0, &NO_HOLD);
         assert_eq!((no.budgeted, no.note.as_str()), (4.0, "no budget"));
         let ratio = layer(
             4,
@@ -256,13 +396,13 @@ mod tests {
             )),
             1,
         );
-        assert!((layer_amplification(&ratio, 100.0, 0.0).budgeted - 1.1).abs() < 1e-12);
+        assert!((layer_amplification(&ratio, 100.0, &NO_HOLD).budgeted - 1.1).abs() < 1e-12);
         let tb = BudgetConfig::TokenBucket {
             max_tokens: 10.0,
             token_ratio: 0.1,
         };
         assert_eq!(
-            layer_amplification(&layer(4, Some((tb, false)), 1), 100.0, 0.0).budgeted,
+            layer_amplification(&layer(4, Some((tb, false)), 1), 100.0, &NO_HOLD).budgeted,
             1.0
         );
         // 10 retries/s for 100 calls/s, shared: +0.1; per instance x 20: capped at 4.
@@ -271,18 +411,60 @@ mod tests {
             burst: 100.0,
         };
         assert!(
-            (layer_amplification(&layer(4, Some((rl, true)), 20), 100.0, 0.0).budgeted - 1.1).abs()
+            (layer_amplification(&layer(4, Some((rl, true)), 20), 100.0, &NO_HOLD).budgeted - 1.1)
+                .abs()
                 < 1e-12
         );
         assert_eq!(
-            layer_amplification(&layer(4, Some((rl, false)), 40), 100.0, 0.0).budgeted,
+            layer_amplification(&layer(4, Some((rl, false)), 40), 100.0, &NO_HOLD).budgeted,
             4.0
         );
         let env = BudgetConfig::EnvoyMaxRetries { max: 3 };
         assert!(
-            (layer_amplification(&layer(2, Some((env, true)), 1), 100.0, 0.1).budgeted - 1.3).abs()
+            (layer_amplification(&layer(2, Some((env, true)), 1), 100.0, &slow(0.1)).budgeted
+                - 1.3)
+                .abs()
                 < 1e-9
         );
+    }
+
+    /// Envoy's limits by how long a retry holds its slot: 3 slots held
+    /// 10 ms by attempts that fail at once let 300 retries/s through, 1.5
+    /// per call at 200 calls/s; held for a 1 s attempt too, 3/(200 × 1.01).
+    /// A 50% share of active calls, first attempts and retries 1 s long
+    /// after a 0.1 s sleep: retries ≤ calls in a first attempt, 1/1.1 per
+    /// call. A retry held for no time at all is not limited.
+    #[test]
+    fn envoy_limits_follow_the_time_a_retry_holds_its_slot() {
+        let hold = |sleep_s: f64, slow: Option<f64>, fast: bool| RetryHold {
+            sleep_s,
+            slow_attempt_s: slow,
+            fails_fast: fast,
+        };
+        let budget = |percent: f64| BudgetConfig::EnvoyBudget {
+            percent,
+            min_concurrency: 3,
+        };
+        let at = |b: BudgetConfig, h: RetryHold, instances: u32| {
+            layer_amplification(&layer(5, Some((b, false)), instances), 200.0, &h).budgeted
+        };
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+        let max3 = BudgetConfig::EnvoyMaxRetries { max: 3 };
+        assert!(close(at(budget(20.0), hold(0.01, Some(1.0), true), 1), 2.5));
+        assert!(close(at(max3, hold(0.01, Some(1.0), true), 1), 2.5));
+        assert!(close(
+            at(max3, hold(0.01, Some(1.0), false), 1),
+            1.0 + 3.0 / 202.0
+        ));
+        // Two budgets, one per instance: twice the slots.
+        assert!(close(at(max3, hold(0.01, None, true), 2), 4.0));
+        // The share: 50/(100 - 50) × 1/1.1, above the slots' 3/220.
+        assert!(close(
+            at(budget(50.0), hold(0.1, Some(1.0), false), 1),
+            1.0 + 1.0 / 1.1
+        ));
+        assert_eq!(at(budget(20.0), hold(0.0, Some(1.0), true), 1), 5.0);
+        assert_eq!(at(budget(100.0), hold(0.1, Some(1.0), false), 1), 5.0);
     }
 
     /// 10 attempts, 1 s apart, within 2 s.
@@ -305,8 +487,8 @@ mod tests {
         use crate::engine::NS_PER_MS;
         let l = elapsed_layer(Jitter::None);
         assert_eq!(attempts_per_call(&l), 3);
-        assert_eq!(layer_amplification(&l, 100.0, 0.0).budgeted, 3.0);
-        assert_eq!(layer_amplification(&l, 100.0, 0.0).max_attempts, 3);
+        assert_eq!(layer_amplification(&l, 100.0, &NO_HOLD).budgeted, 3.0);
+        assert_eq!(layer_amplification(&l, 100.0, &NO_HOLD).max_attempts, 3);
         // A limit just short of the second retry: 2 attempts.
         let mut short = l.clone();
         short.retry.max_elapsed = Some(2 * crate::engine::NS_PER_S - 1);

@@ -42,7 +42,9 @@ use crate::scenario::memory::edge_labels;
 use crate::scenario::types::{Idempotency, Layer, Scope, SideEffects};
 use crate::scenario::{Scenario, to_model};
 
-use super::amplification::{LayerAmplification, attempts_per_call, calls_out, layer_amplification};
+use super::amplification::{
+    LayerAmplification, RetryHold, attempts_per_call, calls_out, layer_amplification,
+};
 use super::findings::{Hop, Out, count, hop_findings, time_budget_findings};
 use super::timing::{LayerTiming, attempts_within, one_layer, worst_case_words};
 use super::{LayerReport, Report, Severity, StackReport, peak_rate, times};
@@ -263,8 +265,12 @@ pub(super) fn check_graph(s: &Scenario) -> Report {
             Some(sv) => (calls[sv.index()], budgeted[sv.index()]),
         };
         let tm = &timing[e.index()];
-        let hold = tm.sleeps_mean.first().copied().unwrap_or(0.0) + tm.attempt_mean.unwrap_or(0.0);
-        let a = layer_amplification(&edge.policy, peak * b, hold);
+        let hold = RetryHold::of(
+            &edge.policy,
+            tm.sleeps_mean.first().copied().unwrap_or(0.0),
+            tm.attempt_mean,
+        );
+        let a = layer_amplification(&edge.policy, peak * b, &hold);
         let callee = edge.callee.index();
         calls[callee] += c * calls_out(&edge.policy, attempts_per_call(&edge.policy) as f64);
         budgeted[callee] += b * calls_out(&edge.policy, a.budgeted);
@@ -274,7 +280,11 @@ pub(super) fn check_graph(s: &Scenario) -> Report {
     let amp: Vec<LayerAmplification> = amp
         .into_iter()
         .zip(edges)
-        .map(|(a, e)| a.unwrap_or_else(|| layer_amplification(&e.policy, 0.0, 0.0)))
+        .map(|(a, e)| {
+            a.unwrap_or_else(|| {
+                layer_amplification(&e.policy, 0.0, &RetryHold::of(&e.policy, 0.0, None))
+            })
+        })
         .collect();
 
     let call_reports: Vec<CallReport> = edges
@@ -611,17 +621,34 @@ fn graph_findings(
         first,
         "the calls below",
     );
-    for (svc, label) in g.services.iter().zip(g.service_labels) {
+    let focus = s.focus_service();
+    for (i, (svc, label)) in g.services.iter().zip(g.service_labels).enumerate() {
         if svc.calls_per_request == 0.0 {
+            // The analysis service idle: every figure of the run about it
+            // (load, recovery, the SLO objectives judged by them) is of a
+            // service that is never called.
+            let (severity, why, fix) = if focus == Some(i) {
+                (
+                    Severity::Warning,
+                    ", and it is the analysis service: its load, utilization and recovery figures (and the SLO objectives judged by them) describe an idle service",
+                    "call it from a service the clients reach, or name another in analysis.service",
+                )
+            } else {
+                (
+                    Severity::Info,
+                    "",
+                    "call it from a service the clients reach, or remove it",
+                )
+            };
             out.add(
-                Severity::Info,
+                severity,
                 "unreachable-service",
                 label,
                 format!(
-                    "service `{}` is not reached from the clients' call: it receives no requests",
+                    "service `{}` is not reached from the clients' call: it receives no requests{why}",
                     svc.name
                 ),
-                "call it from a service the clients reach, or remove it",
+                fix,
             );
         }
     }

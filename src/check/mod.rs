@@ -266,8 +266,12 @@ fn check_chain(s: &Scenario) -> Report {
     let mut reports = Vec::with_capacity(layers.len());
     let (mut calls, mut budgeted_calls) = (1.0, 1.0);
     for ((l, t), sl) in layers.iter().zip(&timings).zip(&s.layers) {
-        let hold = t.sleeps_mean.first().copied().unwrap_or(0.0) + t.attempt_mean.unwrap_or(0.0);
-        let amp = amplification::layer_amplification(l, peak * budgeted_calls, hold);
+        let hold = amplification::RetryHold::of(
+            l,
+            t.sleeps_mean.first().copied().unwrap_or(0.0),
+            t.attempt_mean,
+        );
+        let amp = amplification::layer_amplification(l, peak * budgeted_calls, &hold);
         let attempts = amplification::attempts_per_call(l);
         reports.push(LayerReport {
             name: l.name.clone(),

@@ -623,7 +623,7 @@ fn export(args: ExportArgs) -> i32 {
         (None, Some(c)) => Some(configs::write::Pick::Call(c)),
         (None, None) => None,
     };
-    let wanted = match wanted_from_best(&args.best, pick, &args.into) {
+    let wanted = match wanted_from_best(&args.best, pick, &args.into, &selector) {
         Ok((w, target)) => {
             selector.target = match (target, args.select.replicas) {
                 (configs::Target::Call { balancer, .. }, Some(n)) => configs::Target::Call {
@@ -673,6 +673,12 @@ fn export(args: ExportArgs) -> i32 {
             return 2;
         }
     };
+    if !args.dry_run
+        && let Err(e) = configs::write::check_writable(&args.into)
+    {
+        errln!("error: {}: {}", escape(&label), escape(&e));
+        return 2;
+    }
     let done = match export_text(&text, &label, args.select.format, &selector, &wanted) {
         Ok(d) => d,
         Err(e) => {

@@ -365,7 +365,9 @@ fn best_file_duplicates_and_overlaps_are_refused_plainly() {
     let read = |name: &str, text: &str| {
         let best = dir.path().join(name);
         std::fs::write(&best, text).unwrap();
-        let Err(e) = super::write::wanted_from_best(&best, None, &into) else {
+        let Err(e) =
+            super::write::wanted_from_best(&best, None, &into, &super::Selector::default())
+        else {
             panic!("accepted");
         };
         e.iter().map(ToString::to_string).collect::<Vec<_>>()

@@ -636,6 +636,42 @@ fn policies(s: &crate::scenario::Scenario) -> Vec<(String, String, Value, Option
     out
 }
 
+/// Whether a layer's or call's `from` (in `policy`, its JSON value)
+/// agrees with every selector flag `given`: each one given names the
+/// same method, route, host... as the `from` does.
+fn from_agrees(policy: &Value, given: &Selector) -> bool {
+    let Some(from) = policy
+        .get("from")
+        .and_then(|f| serde_json::from_value::<crate::scenario::types::FromFile>(f.clone()).ok())
+    else {
+        return false;
+    };
+    let f = from.selector();
+    let same = |g: &Option<String>, theirs: &Option<String>| g.is_none() || g == theirs;
+    same(&given.method, &f.method)
+        && same(&given.route, &f.route)
+        && same(&given.virtual_host, &f.virtual_host)
+        && same(&given.host, &f.host)
+        && same(&given.instance, &f.instance)
+        && same(&given.section, &f.section)
+        && same(&given.profile, &f.profile)
+}
+
+/// Whether any selector flag is given.
+fn has_selector(given: &Selector) -> bool {
+    [
+        &given.method,
+        &given.route,
+        &given.virtual_host,
+        &given.host,
+        &given.instance,
+        &given.section,
+        &given.profile,
+    ]
+    .iter()
+    .any(|g| g.is_some())
+}
+
 /// Reads `best.yaml`: a scenario (and which of its layers or calls), or a
 /// mapping of dotted paths to values. Also says what the policy is for (a
 /// layer, or a call and the replicas of the service it calls when the
@@ -644,6 +680,7 @@ pub fn wanted_from_best(
     best: &Path,
     pick: Option<Pick<'_>>,
     into: &Path,
+    given: &Selector,
 ) -> Result<(Wanted, Target), Vec<ScenarioError>> {
     let label = crate::escape::path(best);
     let text = super::read_file(best, &label).map_err(|e| vec![e])?;
@@ -725,10 +762,54 @@ pub fn wanted_from_best(
                         })
                     })
                     .collect();
-                match (from_this.len(), s.layers.len(), s.is_graph()) {
+                // Several name the file: the selector flags given (--route
+                // and the like) pick the one whose `from` says the same.
+                let selected: Vec<_> = from_this
+                    .iter()
+                    .copied()
+                    .filter(|p| from_agrees(&p.2, given))
+                    .collect();
+                match (
+                    from_this.len(),
+                    selected.len(),
+                    s.layers.len(),
+                    s.is_graph(),
+                ) {
                     (1, ..) => Some(from_this[0]),
-                    (_, 1, false) => all.first(),
-                    _ => None,
+                    (_, 1, ..) => Some(selected[0]),
+                    (0, _, 1, false) => all.first(),
+                    (0, ..) => None,
+                    (n, m, ..) => {
+                        let (what, flag) = if s.is_graph() {
+                            ("call", "--call")
+                        } else {
+                            ("layer", "--layer")
+                        };
+                        let list = |v: &[&(String, String, Value, Option<String>, Target)]| {
+                            v.iter()
+                                .map(|p| p.1.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        };
+                        let file = crate::escape::path(into);
+                        let message = if m > 1 && has_selector(given) {
+                            format!(
+                                "which {what}? the `from` of {n} {what}s names {file}, and {m} of them ({}) agree with the selector given; pick one with {flag}",
+                                list(&selected)
+                            )
+                        } else if m == 0 {
+                            format!(
+                                "which {what}? the `from` of {n} {what}s names {file} ({}), and none of them agrees with the selector given; pick one with {flag}",
+                                list(&from_this)
+                            )
+                        } else {
+                            format!(
+                                "which {what}? the `from` of {n} {what}s names {file} ({}); pick one with {flag}, or give its selector (--route, --method...)",
+                                list(&from_this)
+                            )
+                        };
+                        return Err(vec![ScenarioError::new(&label, message)]);
+                    }
                 }
             }
         };
@@ -998,6 +1079,36 @@ pub fn replace_file(path: &Path, expected: &str, text: &str) -> Result<(), Strin
         });
     }
     Err("cannot create a temporary file beside the file".into())
+}
+
+/// Refuses a file the user may not write (a read-only mode, a read-only
+/// file system) before anything is shown or written: replacing it by a
+/// rename would succeed in a writable folder, overriding the protection
+/// the user gave it. A mode with no write bit at all is the user's own
+/// "do not change" and is refused whoever runs stormsim (root included,
+/// whom the system would let write); otherwise opening the file for
+/// writing, without truncating, asks the system and changes nothing.
+pub fn check_writable(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let refused = |mode: u32| {
+        format!(
+            "the file is not writable (mode {mode:04o}); nothing was written: make it writable (chmod u+w) to export into it, or see the change with --dry-run"
+        )
+    };
+    if let Ok(m) = std::fs::metadata(path)
+        && m.permissions().mode() & 0o222 == 0
+    {
+        return Err(refused(m.permissions().mode() & 0o7777));
+    }
+    match std::fs::OpenOptions::new().write(true).open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(refused(
+            std::fs::metadata(path).map_or(0, |m| m.permissions().mode() & 0o7777),
+        )),
+        Err(e) => Err(format!(
+            "cannot open the file for writing: {e}; nothing was written"
+        )),
+    }
 }
 
 /// Writes `text` into the file `real` itself (its inode, owner, group

@@ -237,7 +237,8 @@ pub const WARN_THINK_NS: f64 = 1_000_000.0;
 /// at once, and one answered at once, shed say, comes back at once: up to
 /// clients × duration / think requests). Each names its field and the
 /// estimate, and says when it is beyond `limits.max_events` (the run
-/// would stop at that guard rail).
+/// would stop at that guard rail). Also an analysis service no call
+/// reaches, whose figures would describe an idle service.
 pub fn scale_warnings(s: &super::types::Scenario) -> Vec<String> {
     let mut out = Vec::new();
     if s.occ.is_some() {
@@ -275,6 +276,14 @@ pub fn scale_warnings(s: &super::types::Scenario) -> Vec<String> {
                 over(decisions)
             ));
         }
+    }
+    if let Some(i) = s.focus_service()
+        && !s.reached_from_clients(i)
+    {
+        out.push(format!(
+            "analysis.service: `{}` is not reached from the clients' call, so it receives no requests: its load, utilization and recovery figures (and the SLO objectives judged by them) describe an idle service; call it from a service the clients reach, or name another in analysis.service",
+            s.services[i].name
+        ));
     }
     let m = super::build::to_model(s);
     if let Some(c) = m.closed {

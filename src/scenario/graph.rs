@@ -331,6 +331,32 @@ impl Scenario {
                 .or_else(|| self.services.iter().position(|s| s.calls.is_empty())),
         }
     }
+
+    /// Whether service `i` receives requests: the clients' call reaches
+    /// it, directly or through the calls of services it reaches.
+    pub fn reached_from_clients(&self, i: usize) -> bool {
+        let by_name = |n: &str| self.services.iter().position(|s| s.name == n);
+        let mut seen = vec![false; self.services.len()];
+        let mut todo: Vec<usize> = self
+            .clients
+            .calls
+            .as_ref()
+            .and_then(|c| by_name(&c.to))
+            .into_iter()
+            .collect();
+        while let Some(at) = todo.pop() {
+            if std::mem::replace(&mut seen[at], true) {
+                continue;
+            }
+            todo.extend(
+                self.services[at]
+                    .calls
+                    .iter()
+                    .filter_map(|c| by_name(&c.to)),
+            );
+        }
+        seen.get(i).copied().unwrap_or(false)
+    }
 }
 
 #[cfg(test)]

@@ -113,6 +113,12 @@ pub(crate) fn expects(segs: &[&str]) -> Option<String> {
     node_at(segs).map(|n| words(n, 0))
 }
 
+/// Whether the field at `segs` takes whole numbers only (an integer in
+/// every numeric form it has, never a fraction).
+pub(crate) fn takes_whole_numbers_only(segs: &[&str]) -> bool {
+    node_at(segs).is_some_and(|n| takes(n, "integer", 0) && !takes(n, "number", 0))
+}
+
 /// Whether the field at `segs` takes a list (one of its forms).
 pub(crate) fn is_list(segs: &[&str]) -> bool {
     node_at(segs).is_some_and(|n| takes(n, "array", 0))

@@ -435,6 +435,38 @@ impl Checker {
                     continue;
                 }
             };
+            // A `range` or `log` of numbers steps through fractions: on a
+            // field of whole numbers its ends run and the candidates
+            // between them are refused only once the search has begun.
+            if let Dimension::Range {
+                lo,
+                hi,
+                unit: Unit::Number,
+            }
+            | Dimension::Log {
+                lo,
+                hi,
+                unit: Unit::Number,
+            } = d
+            {
+                let segs: Vec<&str> = path.split('.').collect();
+                if super::schema::takes_whole_numbers_only(&segs) {
+                    let kind = if matches!(d, Dimension::Log { .. }) {
+                        "log"
+                    } else {
+                        "range"
+                    };
+                    self.push(
+                        at,
+                        format!(
+                            "`{path}` takes whole numbers, and a `{kind}` gives the fractions between its ends too; search it with {{ int: [{}, {}] }} or a list of values",
+                            lo.ceil(),
+                            hi.floor()
+                        ),
+                    );
+                    continue;
+                }
+            }
             let low = others_at(path, <[Value]>::first);
             let high = others_at(path, <[Value]>::last);
             // The scenario must take every value at the ends. A problem

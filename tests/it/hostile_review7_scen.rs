@@ -482,3 +482,42 @@ fn a_search_space_refuses_text_fields() {
         "{err}"
     );
 }
+
+/// R1 (review 7b): a `range` or `log` of numbers on a field of whole
+/// numbers ran its two whole ends, so `validate` and `check` said ok, and
+/// `tune` then failed on the fractions between them with no place named.
+/// It is refused when the file is read, at the entry, with the `int` to
+/// write instead; a range of a fractional field stays accepted.
+#[test]
+fn a_range_of_fractions_on_a_whole_number_field_is_refused_at_its_place() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = "name: tn\nduration: 5s\nclients: { arrival: { kind: poisson, rate: 100/s } }\n\
+                layers:\n  - { name: api, timeout: 100ms, retry: { max_attempts: 2, backoff: { kind: exponential, base: 10ms, multiplier: 2 } } }\n\
+                dependency:\n  concurrency: 4\n  service_time: { dist: exponential, mean: 20ms }\n\
+                slo: { success_rate: 0.9 }\ntune:\n  budget: 6\n  space:\n    SPACE\n";
+    for (space, kind) in [
+        ("layers.api.retry.max_attempts: { range: [1, 3] }", "range"),
+        ("layers.api.retry.max_attempts: { log: [1, 8] }", "log"),
+        ("dependency.concurrency: { range: [2, 8.5] }", "range"),
+    ] {
+        let f = write(tmp.path(), "tn.yaml", &edit(text, "SPACE", space));
+        let err = refused(&f, &[]);
+        let field = space.split(':').next().unwrap();
+        assert!(
+            err.contains("/tn.yaml:13:")
+                && err.contains(&format!(": tune.space.{field}: `{field}` takes whole numbers, and a `{kind}` gives the fractions between its ends too")),
+            "{err}"
+        );
+        assert!(err.contains("search it with { int: ["), "{err}");
+    }
+    let f = write(
+        tmp.path(),
+        "tn.yaml",
+        &edit(
+            text,
+            "SPACE",
+            "layers.api.retry.backoff.multiplier: { range: [1.5, 3] }",
+        ),
+    );
+    accepted(&f, &[]);
+}

@@ -37,6 +37,7 @@ mod hostile_review6_out;
 mod hostile_review6_scen;
 mod hostile_review7_out;
 mod hostile_review7_scen;
+mod hostile_review8;
 mod merge_stream;
 mod messages;
 mod model;
