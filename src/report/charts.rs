@@ -516,26 +516,35 @@ enum Job {
 /// on its own, collected in order: the bytes do not depend on threads);
 /// a stop asked for (`crate::interrupt`) skips the charts not yet begun.
 pub fn all_charts(d: &ChartData) -> Result<Vec<Chart>, ReportError> {
+    // More variants than styles: the time charts draw their spread.
+    let view = super::spread::time_view(d);
+    let td = view.as_ref().unwrap_or(d);
+    let time = |mut f: Figure| {
+        if view.is_some() {
+            super::spread::retitle(&mut f, d.series.len());
+        }
+        Box::new(f)
+    };
     let mut jobs: Vec<(String, String, Job)> = vec![
         (
             "load".into(),
             "Load at the dependency against its capacity".into(),
-            Job::Lines(Box::new(load_figure(d))),
+            Job::Lines(time(load_figure(td))),
         ),
         (
             "amplification".into(),
             "Amplification over time".into(),
-            Job::Lines(Box::new(amplification_figure(d))),
+            Job::Lines(time(amplification_figure(td))),
         ),
         (
             "goodput".into(),
             "Goodput and offered load".into(),
-            Job::Lines(Box::new(goodput_figure(d))),
+            Job::Lines(time(goodput_figure(td))),
         ),
         (
             "latency".into(),
             "Latency p50 and p99".into(),
-            Job::Lines(Box::new(latency_figure(d))),
+            Job::Lines(time(latency_figure(td))),
         ),
         (
             "recovery".into(),

@@ -22,6 +22,7 @@ pub mod limits_chart;
 pub mod output_dir;
 pub mod services_chart;
 pub mod shape;
+pub mod spread;
 pub mod stability;
 pub mod styles;
 pub mod sweep;

@@ -207,9 +207,27 @@ pub fn sweep_figures(d: &ChartData) -> Vec<(String, String, Figure)> {
                     marker: marker(g),
                 });
             }
+            // More combinations than styles: their spread, as the time
+            // charts draw it (`spread`).
+            let many = lines.len() > super::spread::MAX_LINES;
+            let title = if many {
+                let n = lines.len();
+                let pts = super::spread::spread(lines.iter().map(|l| &l.points));
+                lines = vec![Line {
+                    label: format!("median of {n} lines"),
+                    colour: colour(0),
+                    points: pts,
+                    band: true,
+                    dashed: false,
+                    marker: marker(0),
+                }];
+                format!("{fig} against {field} (median of {n} lines, band: least–greatest)")
+            } else {
+                format!("{fig} against {field} (mean, 95% CI band)")
+            };
             let scale = if axis.log { " (log scale)" } else { "" };
             let mut f = Figure {
-                title: format!("{fig} against {field} (mean, 95% CI band)"),
+                title,
                 x_desc: format!("{field}{scale}"),
                 y_desc: y_desc.to_string(),
                 lines,
@@ -217,7 +235,7 @@ pub fn sweep_figures(d: &ChartData) -> Vec<(String, String, Figure)> {
                 x_axis: Some(axis.clone()),
                 fit_y: true,
                 y_domain: Some(domain),
-                legend_title: legend_title.clone(),
+                legend_title: legend_title.clone().filter(|_| !many),
                 markers: true,
                 ..Figure::default()
             };

@@ -288,3 +288,63 @@ fn an_analysis_service_no_call_reaches_is_warned_about() {
         "{text}"
     );
 }
+
+/// A sweep of more variants than the 45 styles drew a line per variant
+/// in every time chart (10 GB to draw 100 000 points): past 45 the time
+/// charts draw the median over the variants with a band, and a sweep
+/// chart with more than 45 lines the median of its lines; no variant's
+/// name is in them, and the charts are as large for 48 variants as for 46.
+#[test]
+fn more_variants_than_styles_draw_their_spread() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = |n: usize| {
+        let values: Vec<String> = (1..=n).map(|v| v.to_string()).collect();
+        format!(
+            "name: many\nseed: 3\nduration: 4s\nbucket: 1s\nreplicates: 1\n\
+             clients: {{ arrival: {{ kind: poisson, rate: 20/s }} }}\n\
+             layers:\n  - {{ name: api, timeout: 100ms }}\n\
+             dependency: {{ concurrency: 4, service_time: {{ dist: exponential, mean: 10ms }} }}\n\
+             sweep:\n  dependency.queue.capacity: [{}]\n  layers.api.retry.max_attempts: [1, 2]\n",
+            values.join(", ")
+        )
+    };
+    let run = |n: usize| {
+        let f = tmp.path().join(format!("many{n}.yaml"));
+        fs::write(&f, sweep(n)).unwrap();
+        let dir = tmp.path().join(format!("out{n}"));
+        let out = stormsim()
+            .arg("run")
+            .arg(&f)
+            .arg("--out")
+            .arg(&dir)
+            .arg("--quiet")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        dir
+    };
+    let (small, large) = (run(23), run(24));
+    // 23 x 2 = 46 variants, 24 x 2 = 48.
+    for (dir, n) in [(&small, 46), (&large, 48)] {
+        for chart in ["load", "amplification", "goodput", "latency"] {
+            let svg = fs::read_to_string(dir.join(format!("charts/{chart}.svg"))).unwrap();
+            assert!(svg.contains(&format!("median of {n} variants")), "{chart}");
+            assert!(!svg.contains("capacity=1 "), "{chart}: a variant's name");
+        }
+        // 23 (24) queue capacities: one line per capacity against
+        // max_attempts, past 45 only for... neither; 2 lines against the
+        // capacity: drawn each.
+        let by_cap = fs::read_to_string(
+            dir.join("charts/sweep-amplification-vs-dependency.queue.capacity.svg"),
+        )
+        .unwrap();
+        assert!(!by_cap.contains("median of"), "two lines are drawn each");
+    }
+    let size = |dir: &Path| fs::metadata(dir.join("charts/goodput.svg")).unwrap().len() as f64;
+    assert!(
+        (size(&large) / size(&small) - 1.0).abs() < 0.05,
+        "{} against {}",
+        size(&large),
+        size(&small)
+    );
+}
