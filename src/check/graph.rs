@@ -630,13 +630,16 @@ fn graph_findings(
             let (severity, why, fix) = if focus == Some(i) {
                 (
                     Severity::Warning,
-                    ", and it is the analysis service: its load, utilization and recovery figures (and the SLO objectives judged by them) describe an idle service",
+                    format!(
+                        ", and it is the analysis service: {}",
+                        Scenario::IDLE_ANALYSIS
+                    ),
                     "call it from a service the clients reach, or name another in analysis.service",
                 )
             } else {
                 (
                     Severity::Info,
-                    "",
+                    String::new(),
                     "call it from a service the clients reach, or remove it",
                 )
             };

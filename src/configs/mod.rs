@@ -242,19 +242,38 @@ impl Selector {
     /// file), by name.
     pub fn foreign_keys(&self, format: Format) -> Vec<&'static str> {
         let own = format.selector_keys();
+        self.keys()
+            .into_iter()
+            .filter(|(k, v)| v.is_some() && !own.contains(k))
+            .map(|(k, _)| k)
+            .collect()
+    }
+
+    /// The keys that name a policy in a file, by name, with their values.
+    fn keys(&self) -> [(&'static str, &Option<String>); 7] {
         [
-            ("method", self.method.is_some()),
-            ("route", self.route.is_some()),
-            ("virtual_host", self.virtual_host.is_some()),
-            ("host", self.host.is_some()),
-            ("instance", self.instance.is_some()),
-            ("section", self.section.is_some()),
-            ("profile", self.profile.is_some()),
+            ("method", &self.method),
+            ("route", &self.route),
+            ("virtual_host", &self.virtual_host),
+            ("host", &self.host),
+            ("instance", &self.instance),
+            ("section", &self.section),
+            ("profile", &self.profile),
         ]
-        .into_iter()
-        .filter(|(k, set)| *set && !own.contains(k))
-        .map(|(k, _)| k)
-        .collect()
+    }
+
+    /// Whether any key naming a policy is given.
+    pub fn names_any(&self) -> bool {
+        self.keys().iter().any(|(_, v)| v.is_some())
+    }
+
+    /// Whether `other` says what this one says wherever this one says
+    /// something (a `from:`'s selector against the flags given).
+    pub fn agrees_with(&self, other: &Selector) -> bool {
+        self.keys()
+            .iter()
+            .zip(other.keys())
+            .all(|((_, mine), (_, theirs))| mine.is_none() || *mine == theirs)
     }
 }
 

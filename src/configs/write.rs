@@ -640,36 +640,10 @@ fn policies(s: &crate::scenario::Scenario) -> Vec<(String, String, Value, Option
 /// agrees with every selector flag `given`: each one given names the
 /// same method, route, host... as the `from` does.
 fn from_agrees(policy: &Value, given: &Selector) -> bool {
-    let Some(from) = policy
+    policy
         .get("from")
         .and_then(|f| serde_json::from_value::<crate::scenario::types::FromFile>(f.clone()).ok())
-    else {
-        return false;
-    };
-    let f = from.selector();
-    let same = |g: &Option<String>, theirs: &Option<String>| g.is_none() || g == theirs;
-    same(&given.method, &f.method)
-        && same(&given.route, &f.route)
-        && same(&given.virtual_host, &f.virtual_host)
-        && same(&given.host, &f.host)
-        && same(&given.instance, &f.instance)
-        && same(&given.section, &f.section)
-        && same(&given.profile, &f.profile)
-}
-
-/// Whether any selector flag is given.
-fn has_selector(given: &Selector) -> bool {
-    [
-        &given.method,
-        &given.route,
-        &given.virtual_host,
-        &given.host,
-        &given.instance,
-        &given.section,
-        &given.profile,
-    ]
-    .iter()
-    .any(|g| g.is_some())
+        .is_some_and(|from| given.agrees_with(&from.selector()))
 }
 
 /// Reads `best.yaml`: a scenario (and which of its layers or calls), or a
@@ -792,7 +766,7 @@ pub fn wanted_from_best(
                                 .join(", ")
                         };
                         let file = crate::escape::path(into);
-                        let message = if m > 1 && has_selector(given) {
+                        let message = if m > 1 && given.names_any() {
                             format!(
                                 "which {what}? the `from` of {n} {what}s names {file}, and {m} of them ({}) agree with the selector given; pick one with {flag}",
                                 list(&selected)
@@ -1090,21 +1064,21 @@ pub fn replace_file(path: &Path, expected: &str, text: &str) -> Result<(), Strin
 /// writing, without truncating, asks the system and changes nothing.
 pub fn check_writable(path: &Path) -> Result<(), String> {
     use std::os::unix::fs::PermissionsExt;
-    let refused = |mode: u32| {
+    let mode = std::fs::metadata(path)
+        .ok()
+        .map(|m| m.permissions().mode() & 0o7777);
+    let refused = || {
+        let mode = mode.map_or_else(String::new, |m| format!(" (mode {m:04o})"));
         format!(
-            "the file is not writable (mode {mode:04o}); nothing was written: make it writable (chmod u+w) to export into it, or see the change with --dry-run"
+            "the file is not writable{mode}; nothing was written: make it writable (chmod u+w) to export into it, or see the change with --dry-run"
         )
     };
-    if let Ok(m) = std::fs::metadata(path)
-        && m.permissions().mode() & 0o222 == 0
-    {
-        return Err(refused(m.permissions().mode() & 0o7777));
+    if mode.is_some_and(|m| m & 0o222 == 0) {
+        return Err(refused());
     }
     match std::fs::OpenOptions::new().write(true).open(path) {
         Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(refused(
-            std::fs::metadata(path).map_or(0, |m| m.permissions().mode() & 0o7777),
-        )),
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(refused()),
         Err(e) => Err(format!(
             "cannot open the file for writing: {e}; nothing was written"
         )),

@@ -281,8 +281,9 @@ pub fn scale_warnings(s: &super::types::Scenario) -> Vec<String> {
         && !s.reached_from_clients(i)
     {
         out.push(format!(
-            "analysis.service: `{}` is not reached from the clients' call, so it receives no requests: its load, utilization and recovery figures (and the SLO objectives judged by them) describe an idle service; call it from a service the clients reach, or name another in analysis.service",
-            s.services[i].name
+            "analysis.service: `{}` is not reached from the clients' call, so it receives no requests: {}; call it from a service the clients reach, or name another in analysis.service",
+            s.services[i].name,
+            super::types::Scenario::IDLE_ANALYSIS
         ));
     }
     let m = super::build::to_model(s);

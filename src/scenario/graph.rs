@@ -332,6 +332,10 @@ impl Scenario {
         }
     }
 
+    /// What a run's figures are worth when no call reaches its analysis
+    /// service (the words of `run`'s warning and `check`'s finding).
+    pub const IDLE_ANALYSIS: &'static str = "its load, utilization and recovery figures (and the SLO objectives judged by them) describe an idle service";
+
     /// Whether service `i` receives requests: the clients' call reaches
     /// it, directly or through the calls of services it reaches.
     pub fn reached_from_clients(&self, i: usize) -> bool {

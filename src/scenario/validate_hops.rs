@@ -10,6 +10,57 @@ use crate::escape::unsafe_char_in;
 
 /// At most this many grid points in a sweep (variants × grid).
 pub const MAX_SWEEP_POINTS: usize = 100_000;
+
+/// At most this many fields in all the points of a grid together (points
+/// × the fields of the scenario): every point is built as a scenario of
+/// its own, to be validated and sized before anything runs, at about
+/// [`BYTES_PER_FIELD`] each, so this bounds that work to about 1.2 GB.
+/// A 100 000-point sweep of a one-layer scenario (about 60 fields) is
+/// within it; 3 160 points of 300 layers are not.
+pub const MAX_GRID_FIELDS: u64 = 10_000_000;
+
+/// About what one field of a built scenario holds (its value, key and
+/// the structures around it), measured: `validate` of 100 000 points of a
+/// one-layer scenario (57 fields each, 5.7 million in all) peaked at
+/// 0.67 GB.
+pub const BYTES_PER_FIELD: u64 = 120;
+
+/// The points of `s`'s grid: its variants (at least one) times the
+/// values of each swept field.
+pub fn grid_points(s: &Scenario) -> u64 {
+    s.sweep
+        .values()
+        .fold(s.variants.len().max(1) as u64, |n, v| {
+            n.saturating_mul(v.as_array().map_or(1, Vec::len) as u64)
+        })
+}
+
+/// The fields of one point of `s`'s grid (every value in its tree, as
+/// it is written out, without the variants and the sweep), and of the
+/// whole grid: that times [`grid_points`].
+pub fn grid_fields(s: &Scenario) -> (u64, u64) {
+    fn count(v: &serde_json::Value) -> u64 {
+        match v {
+            serde_json::Value::Array(a) => 1 + a.iter().map(count).sum::<u64>(),
+            serde_json::Value::Object(m) => 1 + m.values().map(count).sum::<u64>(),
+            _ => 1,
+        }
+    }
+    let mut one = s.clone();
+    one.sweep.clear();
+    one.variants.clear();
+    let fields = serde_json::to_value(&one).map_or(1, |v| count(&v));
+    (fields, fields.saturating_mul(grid_points(s)))
+}
+
+/// Whether `s`'s grid may be built: at most [`MAX_SWEEP_POINTS`] points
+/// and [`MAX_GRID_FIELDS`] fields in all (validation says which bound a
+/// grid passes, and by how much).
+pub fn grid_fits(s: &Scenario) -> bool {
+    let points = grid_points(s);
+    points <= MAX_SWEEP_POINTS as u64 && (points <= 1 || grid_fields(s).1 <= MAX_GRID_FIELDS)
+}
+
 /// Fan-out per attempt.
 pub const MAX_FAN_OUT: u32 = 1_000;
 
@@ -261,5 +312,14 @@ impl Checker {
         self.check(points <= MAX_SWEEP_POINTS, "sweep", || {
             format!("the grid has {points} points; expected at most {MAX_SWEEP_POINTS}")
         });
+        if points > 1 && points <= MAX_SWEEP_POINTS {
+            let (fields, total) = grid_fields(s);
+            self.check(total <= MAX_GRID_FIELDS, "sweep", || {
+                format!(
+                    "the grid has {points} points of a scenario of {fields} fields: building every point before running would hold {total} fields, about {:.1} GB; expected at most {MAX_GRID_FIELDS} (points x fields): sweep fewer points, or a smaller scenario",
+                    (total * BYTES_PER_FIELD) as f64 / 1e9
+                )
+            });
+        }
     }
 }

@@ -16,7 +16,6 @@ use super::memory::memory_issue;
 use super::overrides::{apply_overrides, apply_the_rest};
 use super::types::Scenario;
 use super::validate::{Issue, timeseries_rows_issue, validate};
-use super::validate_hops::MAX_SWEEP_POINTS;
 
 /// Overrides as (dotted path, value), in the order they apply.
 type Overrides = Vec<(String, Value)>;
@@ -405,10 +404,7 @@ fn expand(
     let named = !s.variants.is_empty();
     // A grid too large to build is refused by validation (`sweep`): never
     // built here.
-    let points = s.sweep.values().fold(s.variants.len().max(1), |n, v| {
-        n.saturating_mul(v.as_array().map_or(1, Vec::len))
-    });
-    if points > MAX_SWEEP_POINTS {
+    if !super::validate_hops::grid_fits(s) {
         errors.dedup();
         return (Vec::new(), errors, Omitted::default());
     }

@@ -136,6 +136,24 @@ fn two_from(dir: &Path) -> std::path::PathBuf {
     best
 }
 
+/// `stormsim export best.yaml --into envoy.yaml --format envoy-route`
+/// in `dir`, with `extra` flags.
+fn export_envoy(dir: &Path, extra: &[&str]) -> Output {
+    stormsim()
+        .current_dir(dir)
+        .args([
+            "export",
+            "best.yaml",
+            "--into",
+            "envoy.yaml",
+            "--format",
+            "envoy-route",
+        ])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
 /// R4: with two layers whose `from` names the file, export said no
 /// layer's `from` named it and ignored `--route`. It names both, and the
 /// selector given picks the one whose `from` says the same.
@@ -143,22 +161,7 @@ fn two_from(dir: &Path) -> std::path::PathBuf {
 fn an_export_into_a_file_two_layers_read_names_both_and_follows_the_selector() {
     let tmp = tempfile::tempdir().unwrap();
     let best = two_from(tmp.path());
-    let export = |extra: &[&str]| {
-        stormsim()
-            .current_dir(tmp.path())
-            .args([
-                "export",
-                "best.yaml",
-                "--into",
-                "envoy.yaml",
-                "--format",
-                "envoy-route",
-                "--dry-run",
-            ])
-            .args(extra)
-            .output()
-            .unwrap()
-    };
+    let export = |extra: &[&str]| export_envoy(tmp.path(), &[&["--dry-run"], extra].concat());
     let out = export(&[]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
@@ -206,23 +209,8 @@ fn an_export_into_a_read_only_file_is_refused() {
     let into = tmp.path().join("envoy.yaml");
     let before = fs::read(&into).unwrap();
     fs::set_permissions(&into, fs::Permissions::from_mode(0o444)).unwrap();
-    let export = |extra: &[&str]| {
-        stormsim()
-            .current_dir(tmp.path())
-            .args([
-                "export",
-                "best.yaml",
-                "--into",
-                "envoy.yaml",
-                "--format",
-                "envoy-route",
-                "--layer",
-                "inner",
-            ])
-            .args(extra)
-            .output()
-            .unwrap()
-    };
+    let export =
+        |extra: &[&str]| export_envoy(tmp.path(), &[&["--layer", "inner"], extra].concat());
     let dry = export(&["--dry-run"]);
     assert_eq!(dry.status.code(), Some(0), "{}", stderr(&dry));
     assert!(stdout(&dry).contains("+"), "{}", stdout(&dry));
@@ -346,5 +334,68 @@ fn more_variants_than_styles_draw_their_spread() {
         "{} against {}",
         size(&large),
         size(&small)
+    );
+}
+
+/// M1 (review 8): every point of a grid was built as a scenario before
+/// anything was checked, so a 13 kB file of 300 layers and a 316 x 316
+/// sweep took gigabytes (an abort under an address-space limit) to say
+/// "at most 16 layers". Points x fields is bounded before any point is
+/// built, at once and in little memory; a 100 000-point sweep of a
+/// small scenario stays accepted.
+#[test]
+fn a_grid_too_large_to_build_is_refused_before_it_is_built() {
+    let tmp = tempfile::tempdir().unwrap();
+    let layers: String = (0..40)
+        .map(|i| format!("  - {{ name: l{i}, timeout: 1s, retry: {{ max_attempts: 2 }} }}\n"))
+        .collect();
+    let values = |n: usize| {
+        (1..=n)
+            .map(|v| v.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let text = format!(
+        "name: wide\nduration: 5s\nclients: {{ arrival: {{ kind: poisson, rate: 10/s }} }}\n\
+         layers:\n{layers}dependency: {{ concurrency: 4, service_time: {{ dist: exponential, mean: 10ms }} }}\n\
+         sweep:\n  dependency.concurrency: [{}]\n  dependency.queue.capacity: [{}]\n",
+        values(300),
+        values(300)
+    );
+    let f = tmp.path().join("wide.yaml");
+    fs::write(&f, &text).unwrap();
+    let out = stormsim().arg("validate").arg(&f).output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("sweep: the grid has 90000 points of a scenario of")
+            && err.contains("expected at most 10000000 (points x fields)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("layers: 40 layers; expected at most 16"),
+        "{err}"
+    );
+    // A small scenario: a grid of it is within the bound (20 000 points
+    // here to keep the test short; 100 000 are too, 57 fields each).
+    let small = "name: small\nduration: 5s\nclients: { arrival: { kind: poisson, rate: 10/s } }\n\
+                 layers:\n  - { name: api, timeout: 1s }\n\
+                 dependency: { concurrency: 4, service_time: { dist: exponential, mean: 10ms } }\n";
+    let f = tmp.path().join("small.yaml");
+    fs::write(
+        &f,
+        format!(
+            "{small}sweep:\n  dependency.concurrency: [{}]\n  dependency.queue.capacity: [{}]\n",
+            values(100),
+            values(200)
+        ),
+    )
+    .unwrap();
+    let out = stormsim().arg("validate").arg(&f).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("ok (20000 variants"),
+        "{}",
+        stdout(&out)
     );
 }
