@@ -309,6 +309,11 @@ pub(crate) struct Builder<'a> {
     ignore: &'a [String],
     /// What the policy is for (a layer, a call edge).
     pub target: Target,
+    /// Reading a part of the file only to find what makes the file's own
+    /// system refuse the whole file (gRPC: a methodConfig the selected
+    /// method does not use): what stormsim does not model there changes
+    /// nothing, so `unmodelled` says nothing.
+    pub check_only: bool,
 }
 
 impl<'a> Builder<'a> {
@@ -318,6 +323,7 @@ impl<'a> Builder<'a> {
             errors: Vec::new(),
             ignore: &selector.ignore,
             target: selector.target,
+            check_only: false,
         }
     }
 
@@ -351,6 +357,9 @@ impl<'a> Builder<'a> {
     /// A setting that can change results and that stormsim does not model:
     /// an error, unless the user's `ignore` names it (then a warning).
     pub fn unmodelled(&mut self, key: &str, pos: Option<Pos>, what: &str) {
+        if self.check_only {
+            return;
+        }
         let name = key.rsplit(['.', '[', ':']).next().unwrap_or(key);
         let name = name.trim_end_matches(']');
         if self.ignore.iter().any(|i| i == key || i == name) {
@@ -721,5 +730,7 @@ mod tests_heldout3b;
 mod tests_heldout6;
 #[cfg(test)]
 mod tests_heldout7;
+#[cfg(test)]
+mod tests_heldout8;
 #[cfg(test)]
 mod tests_selectors;
