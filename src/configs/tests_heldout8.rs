@@ -226,3 +226,99 @@ fn grpc_what_stormsim_does_not_model_in_another_entry_changes_nothing() {
         .contains("waitForReady")
     );
 }
+
+// ------------------------------------------------------------------ D2
+
+const PROFILE: &str = "apiVersion: linkerd.io/v1alpha2
+kind: ServiceProfile
+metadata:
+  name: web.shop.svc.cluster.local
+spec:
+  routes:
+    - name: GET /list
+      isRetryable: true
+      timeout: 500ms
+  retryBudget:
+    retryRatio: 0.5
+    minRetriesPerSecond: 3
+    ttl: 30s
+";
+
+fn route_sel(route: &str) -> Selector {
+    Selector {
+        route: Some(route.into()),
+        ..Selector::default()
+    }
+}
+
+#[test]
+fn linkerd_a_misspelt_key_at_any_level_is_an_error_with_did_you_mean() {
+    let sel = route_sel("GET /list");
+    let p = import(PROFILE, Format::LinkerdServiceprofile, &sel);
+    assert_eq!(
+        get_path(&p.fragment, "retry.budget.percent_can_retry"),
+        Some(&json!(0.5))
+    );
+    for (from, to, at, meant) in [
+        (
+            "  retryBudget:",
+            "  retryBudjet:",
+            "f:10:3: spec.retryBudjet:",
+            "retryBudget",
+        ),
+        ("  routes:", "  route:", "f:6:3: spec.route:", "routes"),
+        (
+            "      isRetryable:",
+            "      isRetriable:",
+            "f:8:7: spec.routes[0].isRetriable:",
+            "isRetryable",
+        ),
+        (
+            "    ttl:",
+            "    ttls:",
+            "f:13:5: spec.retryBudget.ttls:",
+            "ttl",
+        ),
+    ] {
+        let text = PROFILE.replace(from, to);
+        let e = errors(&text, Format::LinkerdServiceprofile, &sel);
+        assert!(e.contains(at), "{to}: {e}");
+        assert!(e.contains(&format!("did you mean `{meant}`?")), "{to}: {e}");
+    }
+    // A spec field nothing like a known one: named at its position.
+    let text = PROFILE.replace("  retryBudget:", "  shadowTraffic: 1\n  retryBudget:");
+    let e = errors(&text, Format::LinkerdServiceprofile, &sel);
+    assert!(
+        e.starts_with("f:10:3: spec.shadowTraffic: not modelled"),
+        "{e}"
+    );
+    // The CRD's own spec fields are known.
+    let text = PROFILE.replace(
+        "  retryBudget:",
+        "  dstOverrides:\n    - authority: web-v2\n      weight: 1\n  retryBudget:",
+    );
+    let p = import(&text, Format::LinkerdServiceprofile, &sel);
+    assert!(
+        p.warnings.iter().any(|w| w.key == "spec.dstOverrides"),
+        "{:?}",
+        p.warnings
+    );
+    let text = PROFILE.replace("  retryBudget:", "  opaquePorts: [5432]\n  retryBudget:");
+    assert!(
+        errors(&text, Format::LinkerdServiceprofile, &sel)
+            .contains("spec.opaquePorts: not modelled")
+    );
+}
+
+// ------------------------------------------------------------ D8 (Linkerd)
+
+#[test]
+fn linkerd_is_retryable_in_quotes_is_refused() {
+    let sel = route_sel("GET /list");
+    for v in ["\"true\"", "'false'"] {
+        let text = PROFILE.replace("isRetryable: true", &format!("isRetryable: {v}"));
+        let e = errors(&text, Format::LinkerdServiceprofile, &sel);
+        assert!(e.starts_with("f:8:20: spec.routes[0].isRetryable:"), "{e}");
+        assert!(e.contains("a string"), "{e}");
+    }
+}
