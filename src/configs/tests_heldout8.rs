@@ -39,7 +39,6 @@ fn import(text: &str, format: Format, s: &Selector) -> Policy {
     })
 }
 
-#[allow(dead_code)]
 fn export(
     text: &str,
     format: Format,
@@ -321,4 +320,69 @@ fn linkerd_is_retryable_in_quotes_is_refused() {
         assert!(e.starts_with("f:8:20: spec.routes[0].isRetryable:"), "{e}");
         assert!(e.contains("a string"), "{e}");
     }
+}
+
+// ------------------------------------------------------------------ D3
+
+const VS: &str = "apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: { name: web, namespace: shop }
+spec:
+  hosts: [web]
+  http:
+    - name: plain
+      route:
+        - destination: { host: web }
+    - name: own
+      route:
+        - destination: { host: web }
+      retries:
+        attempts: 2
+        retryOn: connect-failure
+";
+
+#[test]
+fn istio_a_retry_on_replacing_the_default_says_what_grpc_loses() {
+    let sel = |route: &str| Selector {
+        host: Some("web".into()),
+        route: Some(route.into()),
+        ..Selector::default()
+    };
+    // The import's advice for a gRPC service names what its export does.
+    let p = import(VS, Format::IstioVirtualservice, &sel("plain"));
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.message.contains("keep `unavailable,cancelled`")),
+        "{:?}",
+        p.warnings
+    );
+    let (after, notes) = export(
+        VS,
+        Format::IstioVirtualservice,
+        &sel("plain"),
+        &[("retry.retry_on", json!(["connection", 503]))],
+    );
+    assert!(
+        after.contains("retryOn: connect-failure,refused-stream,503"),
+        "{after}"
+    );
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("Istio's default retryOn")
+                && n.contains("add `unavailable,cancelled`")),
+        "{notes:?}"
+    );
+    // A route with a retryOn of its own had no default to lose.
+    let (_, notes) = export(
+        VS,
+        Format::IstioVirtualservice,
+        &sel("own"),
+        &[("retry.retry_on", json!(["connection", 503]))],
+    );
+    assert!(
+        !notes.iter().any(|n| n.contains("Istio's default retryOn")),
+        "{notes:?}"
+    );
 }
