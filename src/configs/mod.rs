@@ -493,6 +493,18 @@ fn parse(text: &str, label: &str, format: Format) -> Result<Doc, Vec<ScenarioErr
     // `JsonParser` (a non-lenient Gson JsonReader): a comment or a
     // trailing comma refuses the whole config, so it is refused here at
     // its position rather than read as .NET's reader would.
+    // A byte order mark is not JSON either: Go's encoding/json refuses it
+    // ("invalid character 'ï' looking for beginning of value"), so grpc-go
+    // refuses the config (.NET strips it, so an appsettings.json keeps it).
+    if format == Format::GrpcServiceConfig && text.starts_with('\u{feff}') {
+        return Err(vec![
+            ScenarioError::new(
+                label,
+                "not valid JSON: a byte order mark (U+FEFF) before the service config; gRPC reads a service config as strict JSON (grpc-go's encoding/json refuses it) and refuses the whole config with it: save the file without the BOM",
+            )
+            .at(1, 1),
+        ]);
+    }
     if format == Format::GrpcServiceConfig
         && let Some(((l, c), what)) = tree::json_extension(text)
     {

@@ -386,3 +386,19 @@ fn istio_a_retry_on_replacing_the_default_says_what_grpc_loses() {
         "{notes:?}"
     );
 }
+
+// ------------------------------------------------------------------ D7
+
+#[test]
+fn grpc_a_byte_order_mark_is_refused_as_grpc_go_would() {
+    let good = TWO.replace("{BAD}", GOOD);
+    let e = errors(
+        &format!("\u{feff}{good}"),
+        Format::GrpcServiceConfig,
+        &method_sel("g.Greeter/Bye"),
+    );
+    assert!(
+        e.starts_with("f:1:1: not valid JSON: a byte order mark"),
+        "{e}"
+    );
+}
