@@ -283,6 +283,7 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
         b.errors.push(f);
         return;
     }
+    check_others(b, selected.root, selected.config.map(|(i, _)| i), method);
     if b.target.is_call() {
         load_balancing(b, selected.root);
     }
@@ -314,8 +315,8 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
             pos: None,
         },
     );
-    let mut retry_policy = None;
-    let mut hedging_policy = None;
+    let mut retry_policy: PolicyAt = None;
+    let mut hedging_policy: PolicyAt = None;
     match selected.config {
         None => {
             b.policy.selected = format!(
@@ -325,41 +326,7 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
         Some((i, mc)) => {
             let at = format!("methodConfig[{i}]");
             b.policy.selected = format!("{at} (line {})", mc.pos.0);
-            for e in mc.entries() {
-                let key = join(&at, &e.key);
-                match e.key.as_str() {
-                    "name" => {}
-                    "timeout" => {
-                        if let Some(d) = duration(b, &e.value, &key) {
-                            b.set(
-                                "total_timeout",
-                                json!(d.to_string()),
-                                Origin {
-                                    key,
-                                    pos: Some(e.value.pos),
-                                },
-                            );
-                        }
-                    }
-                    "waitForReady" => {
-                        if boolean(b, &e.value, &key) == Some(true) {
-                            b.unmodelled(&key, Some(e.value.pos), "an RPC waits for a connection instead of failing at once with UNAVAILABLE");
-                        }
-                    }
-                    "maxRequestMessageBytes" | "maxResponseMessageBytes" => b.warn(
-                        key,
-                        Some(e.key_pos),
-                        "not simulated: requests have no size in stormsim",
-                    ),
-                    "retryPolicy" => retry_policy = Some((key, &e.value)),
-                    "hedgingPolicy" => hedging_policy = Some((key, &e.value)),
-                    _ => b.unmodelled(
-                        &key,
-                        Some(e.key_pos),
-                        "a methodConfig field stormsim does not know",
-                    ),
-                }
-            }
+            (retry_policy, hedging_policy) = read_entry(b, &at, mc);
         }
     }
     if let (Some((rk, _)), Some((_, h))) = (&retry_policy, &hedging_policy) {
@@ -434,6 +401,140 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
         read_hedging(b, h, &key);
     }
     read_throttling(b, selected.root);
+}
+
+/// A methodConfig's retryPolicy or hedgingPolicy: its key path and node.
+type PolicyAt<'n> = Option<(String, &'n Node)>;
+
+/// Reads the fields of the methodConfig `mc` (at key path `at`) that are
+/// its own (`timeout`, `waitForReady`, ...), and hands back its
+/// retryPolicy and hedgingPolicy for `read_retry` / `read_hedging`.
+fn read_entry<'n>(b: &mut Builder, at: &str, mc: &'n Node) -> (PolicyAt<'n>, PolicyAt<'n>) {
+    let (mut retry_policy, mut hedging_policy) = (None, None);
+    if !mc.is_map() {
+        b.error(
+            at,
+            Some(mc.pos),
+            format!("expected a methodConfig object, found {}", mc.describe()),
+        );
+        return (None, None);
+    }
+    for e in mc.entries() {
+        let key = join(at, &e.key);
+        match e.key.as_str() {
+            "name" => {}
+            "timeout" => {
+                if let Some(d) = duration(b, &e.value, &key) {
+                    b.set(
+                        "total_timeout",
+                        json!(d.to_string()),
+                        Origin {
+                            key,
+                            pos: Some(e.value.pos),
+                        },
+                    );
+                }
+            }
+            "waitForReady" => {
+                if boolean(b, &e.value, &key) == Some(true) {
+                    b.unmodelled(
+                        &key,
+                        Some(e.value.pos),
+                        "an RPC waits for a connection instead of failing at once with UNAVAILABLE",
+                    );
+                }
+            }
+            "maxRequestMessageBytes" | "maxResponseMessageBytes" => b.warn(
+                key,
+                Some(e.key_pos),
+                "not simulated: requests have no size in stormsim",
+            ),
+            "retryPolicy" => retry_policy = Some((key, &e.value)),
+            "hedgingPolicy" => hedging_policy = Some((key, &e.value)),
+            _ => b.unmodelled(
+                &key,
+                Some(e.key_pos),
+                "a methodConfig field stormsim does not know",
+            ),
+        }
+    }
+    (retry_policy, hedging_policy)
+}
+
+/// Every methodConfig entry but the selected one, checked for what makes
+/// gRPC refuse the whole service config, so that no method gets any of
+/// it: a wrong entry anywhere is an error at its position, whatever
+/// method is selected.
+///
+/// grpc-go `service_config.go`, `parseServiceConfig`, reads the whole
+/// config with one `json.Unmarshal`: a status code name not spelt as
+/// `codes.Code.UnmarshalJSON` knows it (capitals, or a bare JSON number:
+/// `"unavailable"`, `"14"` and `"FOO"` all fail), a duration
+/// `internal/serviceconfig` `Duration.UnmarshalJSON` cannot read (`"100ms"`,
+/// no `s` suffix, more than 9 decimals) or a value of the wrong JSON type
+/// fails the parse, and with it the config. It then converts each
+/// methodConfig's retryPolicy in turn and returns the first error of
+/// `convertRetryPolicy`: maxAttempts below 2, initialBackoff or
+/// maxBackoff not above 0, backoffMultiplier not above 0, or empty
+/// retryableStatusCodes (an error since grpc-go 1.70, PR #7905, "reject
+/// service configs containing an invalid retryPolicy"; before, the policy
+/// was dropped with a log line). gRFC A6 ("Validation of retryPolicy",
+/// "Validation of hedgingPolicy") and gRFC A21 (service config error
+/// handling) make an invalid policy invalidate the whole service config
+/// in every language, as do a retryPolicy beside a hedgingPolicy and a
+/// missing required field. So each entry is read as the selected one is
+/// (`read_entry`, `read_retry`, `read_hedging`) into a scratch policy,
+/// with `check_only`: what stormsim does not model in an entry the method
+/// does not use changes nothing, and warnings about it would be noise.
+fn check_others(b: &mut Builder, root: &Node, selected: Option<usize>, method: &str) {
+    let Some(list) = root.get("methodConfig") else {
+        return;
+    };
+    if !list.is_seq() {
+        b.error(
+            "methodConfig",
+            Some(list.pos),
+            format!(
+                "expected a list of method configs, found {}; gRPC refuses the whole service config",
+                list.describe()
+            ),
+        );
+        return;
+    }
+    for (i, mc) in list.items().iter().enumerate() {
+        if Some(i) == selected {
+            continue;
+        }
+        let at = format!("methodConfig[{i}]");
+        let mut s = Builder {
+            policy: super::Policy::default(),
+            errors: Vec::new(),
+            ignore: &[],
+            target: b.target,
+            check_only: true,
+        };
+        let (retry, hedging) = read_entry(&mut s, &at, mc);
+        match (retry, hedging) {
+            (Some((rk, _)), Some((_, h))) => s.error(
+                rk,
+                Some(h.pos),
+                "a methodConfig has either a retryPolicy or a hedgingPolicy, never both (gRFC A6)",
+            ),
+            (Some((key, p)), None) => read_retry(&mut s, p, &key),
+            (None, Some((key, h))) => read_hedging(&mut s, h, &key),
+            (None, None) => {}
+        }
+        let method = crate::escape::escape(method);
+        for f in s.errors {
+            b.errors.push(Finding {
+                message: format!(
+                    "{}; {at} (line {}) is not the config of `{method}`, but gRPC refuses the whole service config for it, so no method would get this file's settings: fix it, or import a copy without it",
+                    f.message, mc.pos.0
+                ),
+                ..f
+            });
+        }
+    }
 }
 
 /// The channel's load-balancing policy, on a call to a service that may
@@ -661,6 +762,9 @@ fn read_retry(b: &mut Builder, p: &Node, at: &str) {
         };
         match e.key.as_str() {
             "maxAttempts" => {
+                if below_two(b, &e.value, &key, "retryPolicy") {
+                    continue;
+                }
                 if let Some(n) = uint(b, &e.value, &key, 2, u64::from(u32::MAX)) {
                     if n > MAX_ATTEMPTS_CAP {
                         b.warn(key.clone(), Some(e.value.pos), format!("{n} attempts: gRPC clients cap maxAttempts at {MAX_ATTEMPTS_CAP} (gRFC A6), so {MAX_ATTEMPTS_CAP} are simulated"));
@@ -683,6 +787,22 @@ fn read_retry(b: &mut Builder, p: &Node, at: &str) {
                 }
             }
             "backoffMultiplier" => {
+                // gRPC takes any multiplier above 0 (a number not above 0
+                // refuses the service config: gRFC A6, grpc-go
+                // `convertRetryPolicy`); the simulator's own bound matters
+                // only for the method simulated.
+                let v = e.value.scalar().and_then(|t| t.trim().parse::<f64>().ok());
+                if let Some(v) = v.filter(|v| *v <= 0.0) {
+                    b.error(
+                        key,
+                        Some(e.value.pos),
+                        format!("backoffMultiplier {}: gRPC needs a multiplier greater than 0 (gRFC A6) and refuses the whole service config otherwise", super::fmt_num(v)),
+                    );
+                    continue;
+                }
+                if b.check_only && v.is_some_and(f64::is_finite) {
+                    continue;
+                }
                 if let Some(m) = number(b, &e.value, &key, f64::MIN_POSITIVE, 1e6) {
                     b.set("retry.backoff.multiplier", num(m), o);
                 }
@@ -731,6 +851,28 @@ fn read_retry(b: &mut Builder, p: &Node, at: &str) {
     }
 }
 
+/// A whole-number maxAttempts below 2, refused by name: gRFC A6 requires
+/// "two or greater" for a retryPolicy and a hedgingPolicy, and grpc-go's
+/// `convertRetryPolicy` refuses the service config for `maxAttempts <= 1`.
+fn below_two(b: &mut Builder, node: &Node, key: &str, policy: &str) -> bool {
+    let Some(n) = node
+        .scalar()
+        .filter(|_| node.style() == Some(super::tree::Style::Plain))
+        .and_then(|s| s.trim().parse::<i64>().ok())
+        .filter(|n| *n < 2)
+    else {
+        return false;
+    };
+    b.error(
+        key,
+        Some(node.pos),
+        format!(
+            "maxAttempts {n}: a {policy} needs 2 or more (gRFC A6: the first attempt included), and gRPC refuses the whole service config otherwise; for no retries, leave the {policy} out"
+        ),
+    );
+    true
+}
+
 fn positive(b: &mut Builder, d: Duration, node: &Node, key: &str) -> bool {
     if d.0 == 0 {
         b.error(key, Some(node.pos), "must be greater than 0 (gRFC A6)");
@@ -750,6 +892,9 @@ fn read_hedging(b: &mut Builder, h: &Node, at: &str) {
         let key = join(at, &e.key);
         match e.key.as_str() {
             "maxAttempts" => {
+                if below_two(b, &e.value, &key, "hedgingPolicy") {
+                    continue;
+                }
                 if let Some(n) = uint(b, &e.value, &key, 2, u64::from(u32::MAX)) {
                     if n > MAX_ATTEMPTS_CAP {
                         b.warn(key.clone(), Some(e.value.pos), format!("{n} attempts: gRPC clients cap maxAttempts at {MAX_ATTEMPTS_CAP} (gRFC A6), so {MAX_ATTEMPTS_CAP} are simulated"));

@@ -72,7 +72,7 @@ fn default_outcomes(b: &mut Builder, key: &str) -> Vec<Value> {
     b.warn(
         key,
         None,
-        "Istio's default retryOn also retries the gRPC statuses UNAVAILABLE and CANCELLED (`unavailable`, `cancelled`), which an HTTP response never carries: simulated as an HTTP route, retrying connection failures only (no status code since Istio 1.24, PR #52111). For a gRPC service, whose 503 stands for UNAVAILABLE, add 503 to retry.retry_on beside `from`",
+        "Istio's default retryOn also retries the gRPC statuses UNAVAILABLE and CANCELLED (`unavailable`, `cancelled`), which an HTTP response never carries: simulated as an HTTP route, retrying connection failures only (no status code since Istio 1.24, PR #52111). For a gRPC service, whose 503 stands for UNAVAILABLE, add 503 to retry.retry_on beside `from` (an `export` of that writes a retryOn replacing the default, and its note says to keep `unavailable,cancelled` in it)",
     );
     DEFAULT_OUTCOMES.iter().map(|o| json!(o)).collect()
 }
@@ -861,6 +861,18 @@ pub(crate) fn write(
                         if parts.is_empty() {
                             w.refuse_leaf(leaf, "an empty retryOn means Istio's default; retry nothing with attempts: 0 (retry.max_attempts: 1)")
                         } else {
+                            // An explicit retryOn replaces Istio's default
+                            // whole (retry.go `ConvertPolicy`): on a gRPC
+                            // service, whose errors come back as HTTP 200
+                            // with a grpc-status, the default's
+                            // `unavailable` and `cancelled` stop retrying,
+                            // and a bare 503 does not stand for them.
+                            if written.is_none() {
+                                w.note(format!(
+                                    "{}: the route had Istio's default retryOn ({DEFAULT_RETRY_ON}); the retryOn written replaces it, so if this service speaks gRPC its UNAVAILABLE and CANCELLED statuses are no longer retried: add `unavailable,cancelled` to the written retryOn by hand to keep them",
+                                    r.key
+                                ));
+                            }
                             w.put(node, &r.key, &["retries", "retryOn"], Lit::Str(parts.join(",")))
                         }
                     }

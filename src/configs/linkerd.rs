@@ -100,6 +100,26 @@ pub(crate) fn select<'d>(
         }
     }
     if all.is_empty() {
+        // `route:` for `routes:` leaves the profile without routes: the
+        // misspelt key, at its position, says why.
+        let near = doc
+            .roots
+            .iter()
+            .filter(|r| r.get("kind").and_then(Node::scalar) == Some("ServiceProfile"))
+            .filter_map(|r| r.get("spec"))
+            .filter(|s| s.get("routes").is_none())
+            .flat_map(Node::entries)
+            .find(|e| crate::scenario::suggest::did_you_mean(&e.key, ["routes"]).is_some());
+        if let Some(e) = near {
+            return Err(Finding {
+                pos: Some(e.key_pos),
+                key: join("spec", &e.key),
+                message: format!(
+                    "unknown field `{}`; did you mean `routes`? The ServiceProfile CRD has no such field (the API server refuses it), and without `routes` the profile has no route to select",
+                    crate::escape::escape(&e.key)
+                ),
+            });
+        }
         let message = match profile {
             Some(p) if !profiles.is_empty() => format!(
                 "no ServiceProfile named `{p}` with `spec.routes`; the profiles are {}",
@@ -204,6 +224,47 @@ fn is_default_class(class: &Node) -> bool {
         && n("max") == Some(599)
 }
 
+/// The fields of a ServiceProfile (linkerd2
+/// `controller/gen/apis/serviceprofile/v1alpha2/types.go`: `ServiceProfileSpec`,
+/// `RouteSpec`, `RetryBudget`).
+const SPEC_FIELDS: &[&str] = &["routes", "retryBudget", "dstOverrides", "opaquePorts"];
+const ROUTE_FIELDS: &[&str] = &[
+    "name",
+    "condition",
+    "responseClasses",
+    "isRetryable",
+    "timeout",
+];
+const BUDGET_FIELDS: &[&str] = &["retryRatio", "minRetriesPerSecond", "ttl"];
+
+/// A field the ServiceProfile CRD does not define. Close to one it does
+/// (`retryBudjet`): an error with a did-you-mean, since the field meant
+/// is then left to its default (a budget of 0.2 / 10 per second / 10 s
+/// for a misspelt `retryBudget`), and the API server would refuse the
+/// profile anyway (kubectl applies with strict field validation since
+/// Kubernetes 1.27: an unknown field is an error). Otherwise, as any
+/// setting stormsim does not know: `unmodelled`.
+fn unknown(
+    b: &mut Builder,
+    key: &str,
+    pos: super::tree::Pos,
+    field: &str,
+    known: &[&str],
+    what: &str,
+) {
+    match crate::scenario::suggest::did_you_mean(field, known.iter().copied()) {
+        Some(meant) => b.error(
+            key,
+            Some(pos),
+            format!(
+                "unknown field `{}`; did you mean `{meant}`? The ServiceProfile CRD has no such field (the API server refuses it), and stormsim would read `{meant}` as absent",
+                crate::escape::escape(field)
+            ),
+        ),
+        None => b.unmodelled(key, Some(pos), what),
+    }
+}
+
 pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
     let Some(want) = sel.route.as_deref() else {
         b.error(
@@ -258,6 +319,14 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
                     }
                 }
             }
+            "isRetryable" if e.value.style() != Some(super::tree::Style::Plain) => b.error(
+                key,
+                Some(e.value.pos),
+                format!(
+                    "\"{}\": a string, but the ServiceProfile CRD types isRetryable as a boolean and the API server refuses the profile; write true or false without quotes",
+                    crate::escape::escape(e.value.scalar().unwrap_or(""))
+                ),
+            ),
             "isRetryable" => {
                 if let Some(true) = super::boolean(b, &e.value, &key) {
                     b.set("retry.max_attempts", json!(MAX_ATTEMPTS), Origin { key, pos: Some(e.value.pos) });
@@ -274,7 +343,24 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
                     }
                 }
             }
-            _ => b.unmodelled(&key, Some(e.key_pos), "a route field stormsim does not know"),
+            other => unknown(b, &key, e.key_pos, other, ROUTE_FIELDS, "a route field stormsim does not know"),
+        }
+    }
+    for e in r.spec.entries() {
+        let key = join("spec", &e.key);
+        match e.key.as_str() {
+            "routes" | "retryBudget" => {}
+            "dstOverrides" => b.warn(
+                key,
+                Some(e.key_pos),
+                "not simulated: it splits the traffic between destinations, and a layer calls one dependency",
+            ),
+            "opaquePorts" => b.unmodelled(
+                &key,
+                Some(e.key_pos),
+                "on an opaque port the proxy forwards bytes, so no route, timeout or retry of this profile applies there",
+            ),
+            other => unknown(b, &key, e.key_pos, other, SPEC_FIELDS, "a ServiceProfile spec field stormsim does not know"),
         }
     }
     b.absent("timeout");
@@ -444,9 +530,12 @@ fn read_budget(b: &mut Builder, spec: &Node) {
                         }
                     }
                 }
-                _ => b.unmodelled(
+                other => unknown(
+                    b,
                     &key,
-                    Some(e.key_pos),
+                    e.key_pos,
+                    other,
+                    BUDGET_FIELDS,
                     "a retryBudget field stormsim does not know",
                 ),
             }

@@ -328,6 +328,11 @@ pub(crate) struct Builder<'a> {
     ignore: &'a [String],
     /// What the policy is for (a layer, a call edge).
     pub target: Target,
+    /// Reading a part of the file only to find what makes the file's own
+    /// system refuse the whole file (gRPC: a methodConfig the selected
+    /// method does not use): what stormsim does not model there changes
+    /// nothing, so `unmodelled` says nothing.
+    pub check_only: bool,
 }
 
 impl<'a> Builder<'a> {
@@ -337,6 +342,7 @@ impl<'a> Builder<'a> {
             errors: Vec::new(),
             ignore: &selector.ignore,
             target: selector.target,
+            check_only: false,
         }
     }
 
@@ -370,6 +376,9 @@ impl<'a> Builder<'a> {
     /// A setting that can change results and that stormsim does not model:
     /// an error, unless the user's `ignore` names it (then a warning).
     pub fn unmodelled(&mut self, key: &str, pos: Option<Pos>, what: &str) {
+        if self.check_only {
+            return;
+        }
         let name = key.rsplit(['.', '[', ':']).next().unwrap_or(key);
         let name = name.trim_end_matches(']');
         if self.ignore.iter().any(|i| i == key || i == name) {
@@ -503,6 +512,18 @@ fn parse(text: &str, label: &str, format: Format) -> Result<Doc, Vec<ScenarioErr
     // `JsonParser` (a non-lenient Gson JsonReader): a comment or a
     // trailing comma refuses the whole config, so it is refused here at
     // its position rather than read as .NET's reader would.
+    // A byte order mark is not JSON either: Go's encoding/json refuses it
+    // ("invalid character 'ï' looking for beginning of value"), so grpc-go
+    // refuses the config (.NET strips it, so an appsettings.json keeps it).
+    if format == Format::GrpcServiceConfig && text.starts_with('\u{feff}') {
+        return Err(vec![
+            ScenarioError::new(
+                label,
+                "not valid JSON: a byte order mark (U+FEFF) before the service config; gRPC reads a service config as strict JSON (grpc-go's encoding/json refuses it) and refuses the whole config with it: save the file without the BOM",
+            )
+            .at(1, 1),
+        ]);
+    }
     if format == Format::GrpcServiceConfig
         && let Some(((l, c), what)) = tree::json_extension(text)
     {
@@ -740,5 +761,7 @@ mod tests_heldout3b;
 mod tests_heldout6;
 #[cfg(test)]
 mod tests_heldout7;
+#[cfg(test)]
+mod tests_heldout8;
 #[cfg(test)]
 mod tests_selectors;
