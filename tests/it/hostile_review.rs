@@ -1037,7 +1037,7 @@ fn import_bounds_and_protobuf_durations_are_explained() {
     );
     assert_eq!(code, Some(2), "{err}");
     assert!(
-        err.contains("expected a number greater than 0 and at most 1000000, found"),
+        err.contains("g.json:1:167: methodConfig[0].retryPolicy.backoffMultiplier: backoffMultiplier 0: gRPC needs a multiplier greater than 0"),
         "{err}"
     );
     assert!(!err.contains("0.0000"), "{err}");
