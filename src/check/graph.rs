@@ -315,7 +315,7 @@ pub(super) fn check_graph(s: &Scenario) -> Report {
                     budgeted_calls_per_request: into[i].1,
                     budgeted_attempts: amp[i].budgeted,
                     budget_note: amp[i].note.clone(),
-                    worst_case: worst_case_words(&e.policy, &layers[i], tm.attempt_worst.is_some()),
+                    worst_case: worst_case_words(&e.policy, &layers[i], tm),
                 },
             }
         })

@@ -288,7 +288,7 @@ fn check_chain(s: &Scenario) -> Report {
             budgeted_calls_per_request: budgeted_calls,
             budgeted_attempts: amp.budgeted,
             budget_note: amp.note,
-            worst_case: timing::worst_case_words(l, sl, t.attempt_worst.is_some()),
+            worst_case: timing::worst_case_words(l, sl, t),
         });
         calls *= amplification::calls_out(l, attempts as f64);
         budgeted_calls *= amplification::calls_out(l, amp.budgeted);

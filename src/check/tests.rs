@@ -305,6 +305,67 @@ fn huge_amplification_prints_as_an_order_of_magnitude() {
     assert_eq!(times(1.1), "1.10x");
 }
 
+/// Review 8 C2: when `total_timeout` or `max_elapsed` bounds the call, the
+/// story says what fits inside that bound, not "all N attempts timing out".
+#[test]
+fn the_worst_case_story_matches_the_bound_that_made_it() {
+    let layer = |extra: &str| {
+        report(&format!(
+            "layers:\n  - {{ name: a, timeout: 500ms{extra}, retry: {{ max_attempts: 4, backoff: {{ kind: exponential, base: 50ms, multiplier: 2, cap: 1s }}, jitter: none, retry_on: [timeout, connection, 503]{{retry}} }} }}\n"
+        ).replace("{retry}", ""))
+    };
+    // 0-500 ms, sleep 50 ms, 550 ms: the second attempt is cut at 700 ms.
+    let r = layer(", total_timeout: 700ms");
+    assert_eq!(
+        r.stack.worst_case,
+        "layer `a`: attempts timing out until `total_timeout` ends the call at 700ms: 2 of the 4 attempts start"
+    );
+    assert!((r.stack.worst_case_s.unwrap() - 0.7).abs() < 1e-9);
+    // Attempt 2 would start at 550 ms: exactly at a 550 ms total_timeout it does not.
+    let r = layer(", total_timeout: 550ms");
+    assert!(
+        r.stack
+            .worst_case
+            .ends_with("only the first of the 4 attempts starts"),
+        "{}",
+        r.stack.worst_case
+    );
+    let r = layer(", total_timeout: 551ms");
+    assert!(r.stack.worst_case.ends_with("2 of the 4 attempts start"));
+    // 4 × 500 ms + 50 + 100 + 200 = 2350 ms: 2100 ms cuts the last one.
+    let r = layer(", total_timeout: 2100ms");
+    assert!(
+        r.stack
+            .worst_case
+            .ends_with("the last of the 4 attempts cut short"),
+        "{}",
+        r.stack.worst_case
+    );
+    // max_elapsed 120 ms: fast failures retried within it, then one timeout.
+    let r = report(
+        "layers:\n  - { name: a, timeout: 500ms, retry: { max_attempts: 4, max_elapsed: 120ms, retry_on: [timeout, connection, 503] } }\n",
+    );
+    assert_eq!(
+        r.stack.worst_case,
+        "layer `a`: failures that come at once (connection errors, 503) retried until `max_elapsed` (120ms) lets no more retries start, then the last attempt timing out (at most 4 attempts)"
+    );
+    assert!((r.stack.worst_case_s.unwrap() - 0.62).abs() < 1e-9);
+    // Only timeouts retried: no retry starts after the first timeout.
+    let r = report(
+        "layers:\n  - { name: a, timeout: 500ms, retry: { max_attempts: 4, max_elapsed: 120ms, retry_on: [timeout] } }\n",
+    );
+    assert!(
+        r.stack
+            .worst_case
+            .ends_with("lets retries start: 1 of the 4 attempts go"),
+        "{}",
+        r.stack.worst_case
+    );
+    // Not binding: the unbounded story.
+    let r = layer(", total_timeout: 10s");
+    assert_eq!(r.stack.worst_case, "layer `a`: all 4 attempts timing out");
+}
+
 #[test]
 fn the_worst_case_is_described_for_the_policy_it_is() {
     // Timeouts retried: every attempt times out.

@@ -105,12 +105,129 @@ pub fn retry_after_wait(mode: RetryAfterMode, ra: f64, t_worst: f64, t_mean: f64
 /// nothing out: its attempts last as long as the call below them
 /// (`bounded`: that call has a bound), or, when nothing below gives up,
 /// its first attempt hangs and no retry ever goes.
+///
+/// When `total_timeout` or `max_elapsed` is what bounds the call (`t`'s
+/// `bounded_by`), the words say what fits inside that bound instead: the
+/// attempts that start before `total_timeout` ends the call, or the
+/// failures retried until `max_elapsed` lets no more retries start.
 pub fn worst_case_words(
     l: &CallPolicy,
     layer: &crate::scenario::types::Layer,
-    bounded: bool,
+    t: &LayerTiming,
 ) -> String {
+    let unbounded = unbounded_words(l, layer, t.attempt_worst.is_some());
+    if l.hedging.is_some() || l.retry.max_attempts <= 1 {
+        return cut_words(l, t).map_or(unbounded.clone(), |c| format!("{unbounded}, {c}"));
+    }
+    bounded_words(l, layer, t).unwrap_or(unbounded)
+}
+
+/// How a single attempt (or a hedged call) is cut short by `total_timeout`.
+fn cut_words(l: &CallPolicy, t: &LayerTiming) -> Option<String> {
+    let tt = l.total_timeout?;
+    t.bounded_by.iter().any(|b| b == "total_timeout").then(|| {
+        format!(
+            "cut short by `total_timeout` at {}",
+            crate::scenario::units::Duration(tt)
+        )
+    })
+}
+
+/// The worst case of a retrying layer when `total_timeout` or
+/// `max_elapsed` bounds it; `None` when neither does.
+fn bounded_words(
+    l: &CallPolicy,
+    layer: &crate::scenario::types::Layer,
+    t: &LayerTiming,
+) -> Option<String> {
+    use crate::scenario::units::Duration;
+    let a = t.attempt_worst?;
+    let n = l.retry.max_attempts;
+    let by = |name: &str| t.bounded_by.iter().any(|b| b == name);
+    let fast = retried_failures(layer);
+    let slow = if l.timeout.is_none() {
+        "lasting as long as the call below them".to_string()
+    } else if l.retry.retry_on.timeout {
+        "timing out".to_string()
+    } else if fast.is_empty() {
+        // Only the first attempt goes; total_timeout can only cut it.
+        return cut_words(l, t).map(|c| format!("its first attempt timing out, {c}"));
+    } else {
+        format!(
+            "failing with a retried outcome ({}) just before its timeout",
+            fast.join(", ")
+        )
+    };
+    // Start of each attempt when every one fails as late as it can, with
+    // the worst sleeps between them.
+    let starts = |limit: f64, strict: bool| -> u32 {
+        let mut start = 0.0;
+        let mut k = 1;
+        while k < n {
+            let next = start + a + t.sleeps_worst.get(k as usize - 1).copied().unwrap_or(0.0);
+            if next > limit || (strict && next >= limit) {
+                break;
+            }
+            start = next;
+            k += 1;
+        }
+        k
+    };
+    if by("total_timeout")
+        && let Some(tt) = l.total_timeout
+    {
+        let k = starts(tt as f64 / NS_PER_S as f64, true);
+        let which = if k == n {
+            format!("the last of the {n} attempts cut short")
+        } else if k == 1 {
+            format!("only the first of the {n} attempts starts")
+        } else {
+            format!("{k} of the {n} attempts start")
+        };
+        return Some(format!(
+            "attempts {slow} until `total_timeout` ends the call at {}: {which}",
+            Duration(tt)
+        ));
+    }
+    let me = l.retry.max_elapsed.filter(|_| by("max_elapsed"))?;
+    let last = if l.timeout.is_none() {
+        "lasting as long as the call below it"
+    } else {
+        "timing out"
+    };
+    if fast.is_empty() || l.timeout.is_none() {
+        let k = starts(me as f64 / NS_PER_S as f64, false);
+        return Some(format!(
+            "attempts {slow} while `max_elapsed` ({}) lets retries start: {k} of the {n} attempts go",
+            Duration(me)
+        ));
+    }
+    Some(format!(
+        "failures that come at once ({}) retried until `max_elapsed` ({}) lets no more retries start, then the last attempt {last} (at most {n} attempts)",
+        fast.join(", "),
+        Duration(me)
+    ))
+}
+
+/// The failures other than timeouts that `layer` retries, in words.
+fn retried_failures(layer: &crate::scenario::types::Layer) -> Vec<String> {
     use crate::scenario::types::RetryOn;
+    layer
+        .retry
+        .retry_on
+        .iter()
+        .filter(|on| !matches!(on, RetryOn::Timeout))
+        .map(|on| match on {
+            RetryOn::Timeout => "timeout".to_string(),
+            RetryOn::Connection => "connection errors".to_string(),
+            RetryOn::Status(c) => c.to_string(),
+            RetryOn::Class(c) => format!("{c}xx"),
+        })
+        .collect()
+}
+
+/// The worst case with neither `total_timeout` nor `max_elapsed` binding.
+fn unbounded_words(l: &CallPolicy, layer: &crate::scenario::types::Layer, bounded: bool) -> String {
     let ends = if l.timeout.is_some() {
         "its timeout"
     } else {
@@ -145,18 +262,7 @@ pub fn worst_case_words(
             ),
         };
     }
-    let retried: Vec<String> = layer
-        .retry
-        .retry_on
-        .iter()
-        .filter(|on| !matches!(on, RetryOn::Timeout))
-        .map(|on| match on {
-            RetryOn::Timeout => "timeout".to_string(),
-            RetryOn::Connection => "connection errors".to_string(),
-            RetryOn::Status(c) => c.to_string(),
-            RetryOn::Class(c) => format!("{c}xx"),
-        })
-        .collect();
+    let retried = retried_failures(layer);
     match l.retry.max_attempts {
         0 | 1 => "its one attempt timing out".into(),
         n if l.retry.retry_on.timeout => format!("all {n} attempts timing out"),
