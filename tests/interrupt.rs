@@ -458,3 +458,42 @@ fn a_signal_while_reading_a_large_sweep_quits_at_once() {
         leftovers(root.path())
     );
 }
+
+/// `validate` and `check` write nothing but take seconds on a large
+/// sweep: they catch a signal from their first moments too (they used to
+/// die silently, 143 for SIGTERM), exit 130 and say so.
+#[cfg(target_os = "linux")]
+#[test]
+fn sigterm_early_in_validate_and_check_exits_130_with_a_message() {
+    let root = tempfile::tempdir().unwrap();
+    let file = root.path().join("big.yaml");
+    let list = |n: u32| {
+        (1..=n)
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    // 100 000 points: seconds to check, so the signal lands mid-way.
+    std::fs::write(
+        &file,
+        format!(
+            "name: big\nduration: 2s\n\
+             dependency: {{ concurrency: 8, service_time: {{ dist: exponential, mean: 20ms }} }}\n\
+             clients: {{ arrival: {{ kind: poisson, rate: 50/s }} }}\n\
+             layers:\n  - {{ name: api, timeout: 1s, retry: {{ max_attempts: 3 }} }}\n\
+             sweep:\n  layers.api.retry.max_attempts: [{}]\n  dependency.concurrency: [{}]\n  \
+             layers.api.timeout: [100ms, 200ms, 300ms, 400ms, 500ms, 600ms, 700ms, 800ms, 900ms, 1s]\n",
+            list(100),
+            list(100)
+        ),
+    )
+    .unwrap();
+    for command in ["validate", "check"] {
+        let (code, stderr) = sigterm_early(&[command.as_ref(), file.as_os_str()]);
+        assert_eq!(code, interrupt::EXIT_CODE, "{command}: {stderr}");
+        assert!(
+            stderr.contains("interrupted: nothing was written"),
+            "{command}: {stderr}"
+        );
+    }
+}

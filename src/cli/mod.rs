@@ -461,23 +461,35 @@ pub fn main() -> i32 {
     let code = match cli.command {
         Command::Run(args) => run::run(args),
         Command::Merge(args) => merge(args),
-        Command::Validate(args) => validate(args),
+        Command::Validate(args) => checking(|| validate(args)),
         Command::Plot(args) => plot(args),
         Command::Presets { action: None } => list_presets(),
         Command::Presets {
             action: Some(PresetsAction::Show { name }),
         } => show_preset(&name),
-        Command::Check(args) => check(args),
+        Command::Check(args) => checking(|| check(args)),
         Command::Schema => {
             out!("{}", scenario::schema::scenario_schema_text());
             0
         }
         Command::Completions { shell } => completions(shell),
         Command::Tune(args) => tune::tune(args),
-        Command::Import(args) => import(args),
+        Command::Import(args) => checking(|| import(args)),
         Command::Export(args) => export(args),
     };
     terminal::finish(code)
+}
+
+/// Runs a command that writes no file (`validate`, `check`, `import`)
+/// with the signal handler installed first thing: Ctrl-C or SIGTERM at
+/// any moment (a sweep of 100 000 points takes seconds to check) ends it
+/// at once with a message and [`interrupt::EXIT_CODE`], as it ends `run`.
+fn checking(f: impl FnOnce() -> i32) -> i32 {
+    interrupt::install();
+    interrupt::reading(
+        "interrupted: nothing was written (stopped while checking)",
+        f,
+    )
 }
 
 fn print_located(errors: &[ScenarioError], warning: bool) {
@@ -615,8 +627,57 @@ fn import(args: ImportArgs) -> i32 {
 
 /// `stormsim export`: tuned values into the user's file, with a diff.
 fn export(args: ExportArgs) -> i32 {
-    use configs::write::{export_text, replace_file, unified_diff, wanted_from_best};
+    // First thing: a signal while reading and checking quits at once; one
+    // while waiting for the file's lock or writing stops before the file
+    // is replaced (the replacement itself is a rename, never half done).
+    interrupt::install();
     let label = crate::escape::path(&args.into);
+    let (done, diff, notes) = match interrupt::reading(
+        "interrupted: nothing was written (stopped while reading the files)",
+        || export_prepare(&args, &label),
+    ) {
+        Ok(ready) => ready,
+        Err(code) => return code,
+    };
+    let notes = || {
+        for n in &notes {
+            errln!("note: {}", escape(n));
+        }
+    };
+    // The diff only once it is true of the file: a script reading stdout
+    // must not see a change that was not made.
+    match configs::write::replace_file(&args.into, &done.before, &done.after) {
+        Ok(()) => {
+            out!("{diff}");
+            notes();
+            errln!("wrote {}", escape(&label));
+            0
+        }
+        Err(_) if interrupt::requested() => {
+            errln!(
+                "interrupted: nothing was written: {} was not changed",
+                escape(&label)
+            );
+            interrupt::EXIT_CODE
+        }
+        Err(e) => {
+            notes();
+            errln!("error: {}: {}", escape(&label), escape(&e));
+            1
+        }
+    }
+}
+
+/// Everything `export` does before it replaces the file: `Err` holds the
+/// exit code of a command that ends there (an error, `--dry-run`, nothing
+/// to change); `Ok` the new text, its diff and the notes to print.
+#[allow(clippy::type_complexity)]
+fn export_prepare(
+    args: &ExportArgs,
+    label: &str,
+) -> Result<(configs::write::Exported, String, Vec<String>), i32> {
+    use configs::write::{export_text, unified_diff, wanted_from_best};
+    let label = label.to_string();
     let mut selector = args.select.selector();
     let pick = match (&args.layer, &args.call) {
         (Some(l), _) => Some(configs::write::Pick::Layer(l)),
@@ -636,7 +697,7 @@ fn export(args: ExportArgs) -> i32 {
         }
         Err(e) => {
             print_located(&e, false);
-            return 2;
+            return Err(2);
         }
     };
     // No --route (or another selector flag): the picked layer's or call's
@@ -670,20 +731,20 @@ fn export(args: ExportArgs) -> i32 {
         Ok(t) => t,
         Err(e) => {
             print_located(&[e], false);
-            return 2;
+            return Err(2);
         }
     };
     if !args.dry_run
         && let Err(e) = configs::write::check_writable(&args.into)
     {
         errln!("error: {}: {}", escape(&label), escape(&e));
-        return 2;
+        return Err(2);
     }
     let done = match export_text(&text, &label, args.select.format, &selector, &wanted) {
         Ok(d) => d,
         Err(e) => {
             print_located(&e, false);
-            return 2;
+            return Err(2);
         }
     };
     if done.after == done.before {
@@ -693,40 +754,24 @@ fn export(args: ExportArgs) -> i32 {
                 escape(&label)
             );
         }
-        return 0;
+        return Err(0);
     }
     let diff = unified_diff(&done.before, &done.after, &label);
-    let notes = || {
-        if configs::edit::is_crlf(&done.before) {
-            errln!(
-                "note: {} has CRLF line endings; the diff shows them as LF",
-                escape(&label)
-            );
-        }
-        for n in &done.notes {
-            errln!("note: {}", escape(n));
-        }
-    };
+    let mut notes = Vec::new();
+    if configs::edit::is_crlf(&done.before) {
+        notes.push(format!(
+            "{label} has CRLF line endings; the diff shows them as LF"
+        ));
+    }
+    notes.extend(done.notes.iter().cloned());
     if args.dry_run {
         out!("{diff}");
-        notes();
-        return 0;
-    }
-    // The diff only once it is true of the file: a script reading stdout
-    // must not see a change that was not made.
-    match replace_file(&args.into, &done.before, &done.after) {
-        Ok(()) => {
-            out!("{diff}");
-            notes();
-            errln!("wrote {}", escape(&label));
-            0
+        for n in &notes {
+            errln!("note: {}", escape(n));
         }
-        Err(e) => {
-            notes();
-            errln!("error: {}: {}", escape(&label), escape(&e));
-            1
-        }
+        return Err(0);
     }
+    Ok((done, diff, notes))
 }
 
 /// Writes the completion script of `shell` to stdout, generated by

@@ -990,12 +990,23 @@ fn overlapping(
 /// written; a rename cannot, but it would break the links or hand the
 /// file to another owner, which the user did not ask for.
 pub fn replace_file(path: &Path, expected: &str, text: &str) -> Result<(), String> {
-    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let real: PathBuf =
         std::fs::canonicalize(path).map_err(|e| format!("cannot find the file: {e}"))?;
     // Held until the file is replaced: another export of the same file
     // waits, then finds the text changed and writes nothing.
     let _turn = file_lock::take(&real)?;
+    // A stop asked for while waiting: the file is not touched. From here
+    // on the write runs to its end (a second signal waits for it), so the
+    // file is either as it was or wholly replaced.
+    if crate::interrupt::requested() {
+        return Err("stopped (Ctrl-C) before writing; the file was not changed".into());
+    }
+    crate::interrupt::uninterrupted(|| replace_locked(&real, expected, text))
+}
+
+/// [`replace_file`] once the file is locked.
+fn replace_locked(real: &Path, expected: &str, text: &str) -> Result<(), String> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let now = std::fs::read(&real).map_err(|e| format!("cannot read the file again: {e}"))?;
     if now != expected.as_bytes() {
         return Err("the file changed while stormsim was editing it; nothing was written".into());
