@@ -577,7 +577,8 @@ fn import(args: ImportArgs) -> i32 {
         // path (`CreateOrder`); a Linkerd route's whole name, method and
         // path (`GET /x.json`: `get-x-json`), as its last part alone
         // (`json`) would name every `.json` route alike; an Istio route
-        // picked by index, its host and index (`reviews-1`).
+        // picked by index, its host and index (`reviews-1`); an Istio host
+        // alone, its first label.
         let whole;
         let last = match format {
             configs::Format::LinkerdServiceprofile => raw,
@@ -587,6 +588,12 @@ fn import(args: ImportArgs) -> i32 {
                 whole = format!("{host}-{}", &raw[1..]);
                 whole.as_str()
             }
+            // An Istio host (no route given): its service, the first
+            // label (`details` of `details.bookinfo.svc.cluster.local`).
+            configs::Format::IstioVirtualservice if selector.host.as_deref() == Some(raw) => raw
+                .split('.')
+                .find(|s| !s.is_empty() && *s != "*")
+                .unwrap_or(raw),
             _ => raw
                 .rsplit(['/', '.'])
                 .find(|s| !s.is_empty())

@@ -283,6 +283,18 @@ pub(crate) fn read(doc: &Doc, sel: &Selector, b: &mut Builder) {
         let lower = e.key.to_ascii_lowercase();
         if let Some((_, why)) = NEAR_RETRIES.iter().find(|(k, _)| *k == lower) {
             b.warn(key(e), Some(e.key_pos), *why);
+        } else if lower != "retry_mode"
+            && lower != "max_attempts"
+            && let Some(m) =
+                crate::scenario::suggest::did_you_mean(&lower, ["retry_mode", "max_attempts"])
+        {
+            // botocore reads only the exact option names (case aside) and
+            // ignores every other key, so a near miss leaves the default.
+            b.warn(
+                key(e),
+                Some(e.key_pos),
+                format!("not read: `{}` is no option botocore knows, so its default applies; did you mean `{m}`?", e.key),
+            );
         }
     }
     b.policy.selected = format!("[{}] (line {})", section.key, section.key_pos.0);

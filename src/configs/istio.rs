@@ -169,6 +169,17 @@ fn host_rank(have: &str, want: &str, wildcard: bool, ns: Option<&str>) -> Option
         .then_some((1, suffix.len()))
 }
 
+/// The host `h` of a file as Istio reads it: a short name (no dot, not
+/// `*`) is `h.<namespace>.svc.cluster.local` in a VirtualService with a
+/// namespace (pilot `model.ResolveShortnameToFQDN`), so the same short
+/// name in two namespaces is two hosts.
+fn full_host(h: &str, ns: Option<&str>) -> String {
+    match ns {
+        Some(ns) if !h.contains('.') && h != "*" => format!("{h}.{ns}.svc.cluster.local"),
+        _ => h.to_string(),
+    }
+}
+
 /// The route the selector picks: among the `http` routes of every
 /// VirtualService whose `hosts` hold the host, or whose destinations go to
 /// it, the one named `route` (or the only one). Of several matches, only
@@ -215,7 +226,7 @@ pub(crate) fn select<'d>(
             }
             hosts_rank = best(
                 hosts_rank,
-                host_rank(h, host, true, ns).map(|r| (r, h.to_string())),
+                host_rank(h, host, true, ns).map(|r| (r, full_host(h, ns))),
             );
         }
         for (i, h) in spec
@@ -236,7 +247,7 @@ pub(crate) fn select<'d>(
                 }
                 rank = best(
                     rank,
-                    host_rank(d, host, false, ns).map(|r| (r, d.to_string())),
+                    host_rank(d, host, false, ns).map(|r| (r, full_host(d, ns))),
                 );
             }
             all.push((

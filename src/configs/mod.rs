@@ -764,4 +764,6 @@ mod tests_heldout7;
 #[cfg(test)]
 mod tests_heldout8;
 #[cfg(test)]
+mod tests_heldout9;
+#[cfg(test)]
 mod tests_selectors;
