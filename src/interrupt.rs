@@ -12,8 +12,9 @@
 //! and checks its input ([`reading`]: a scenario with a sweep of 100 000
 //! points takes seconds to check), there is nothing to finish and nothing
 //! to save, so the first signal quits at once. Commands that write nothing
-//! (`validate`, `check`, ...) do not install the handler and keep the
-//! default: they die at once.
+//! (`validate`, `check`, `import`) run wholly in [`reading`]: the first
+//! signal quits at once with the message and [`EXIT_CODE`]; `export` reads
+//! that way and then replaces its file uninterrupted.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

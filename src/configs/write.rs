@@ -1007,13 +1007,13 @@ pub fn replace_file(path: &Path, expected: &str, text: &str) -> Result<(), Strin
 /// [`replace_file`] once the file is locked.
 fn replace_locked(real: &Path, expected: &str, text: &str) -> Result<(), String> {
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-    let now = std::fs::read(&real).map_err(|e| format!("cannot read the file again: {e}"))?;
+    let now = std::fs::read(real).map_err(|e| format!("cannot read the file again: {e}"))?;
     if now != expected.as_bytes() {
         return Err("the file changed while stormsim was editing it; nothing was written".into());
     }
-    let meta = std::fs::metadata(&real).map_err(|e| format!("cannot read the file again: {e}"))?;
+    let meta = std::fs::metadata(real).map_err(|e| format!("cannot read the file again: {e}"))?;
     if meta.nlink() > 1 {
-        return write_in_place(&real, &now, text);
+        return write_in_place(real, &now, text);
     }
     let dir = real.parent().unwrap_or(Path::new("."));
     let name = real
@@ -1044,20 +1044,20 @@ fn replace_locked(real: &Path, expected: &str, text: &str) -> Result<(), String>
             // original file, and so its owner, by writing into it.
             drop(file);
             let _ = std::fs::remove_file(&tmp);
-            return write_in_place(&real, &now, text);
+            return write_in_place(real, &now, text);
         }
-        if xattrs::copy(&real, &file).is_err() {
+        if xattrs::copy(real, &file).is_err() {
             // An attribute (an ACL, a label) the new file cannot be
             // given: keep the original file, and so all of them.
             drop(file);
             let _ = std::fs::remove_file(&tmp);
-            return write_in_place(&real, &now, text);
+            return write_in_place(real, &now, text);
         }
         let written = file
             .set_permissions(meta.permissions())
             .and_then(|()| file.write_all(text.as_bytes()))
             .and_then(|()| file.sync_all())
-            .and_then(|()| std::fs::rename(&tmp, &real));
+            .and_then(|()| std::fs::rename(&tmp, real));
         return written.map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
             format!("cannot write the file: {e}")
