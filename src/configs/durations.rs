@@ -411,6 +411,196 @@ pub fn timespan(d: Duration) -> String {
     out
 }
 
+// ------------------------------------------------- writing in the file's style
+
+/// A duration notation, for [`styled`]: a tuned value is written the way
+/// the value it replaces (or, for a new key, a duration beside it) was
+/// written, so that an export changes the number and nothing of the
+/// user's style.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Notation {
+    /// protobuf JSON (gRPC service config, Envoy).
+    Proto,
+    /// Go `time.ParseDuration` (Istio, Linkerd).
+    Go,
+    /// .NET `TimeSpan` (`appsettings.json`).
+    TimeSpan,
+}
+
+impl Notation {
+    /// Whether `text` is a duration of this notation that tells a style
+    /// (a bare `0` of Go, or a whole number of days of a TimeSpan, says
+    /// too little to copy).
+    pub fn reads(self, text: &str) -> bool {
+        let t = text.trim();
+        match self {
+            Notation::Proto => parse_proto(t).is_some(),
+            Notation::Go => t != "0" && parse_go(t).is_some(),
+            Notation::TimeSpan => t.contains(':') && parse_timespan(t).is_some(),
+        }
+    }
+}
+
+/// `d` in `notation`, written as `sample` (a value of the same notation,
+/// as the file has it) was; the notation's usual form when there is no
+/// sample or it tells nothing. Always text the notation reads back as
+/// exactly `d` (where the notation can hold `d` at all).
+pub fn styled(notation: Notation, d: Duration, sample: Option<&str>) -> String {
+    let sample = sample.map(str::trim).filter(|s| notation.reads(s));
+    match notation {
+        Notation::Proto => proto_like(d, sample),
+        Notation::Go => go_like(d, sample),
+        Notation::TimeSpan => timespan_like(d, sample),
+    }
+}
+
+/// The fixed number of decimals a sample pads to (`0.100s`, `2.000s`,
+/// `00:00:01.5000000`): `Some(n)` when its fraction ends in `0`, which
+/// only a fixed-width writer does (protobuf's own JSON printer writes 0,
+/// 3, 6 or 9 decimals; .NET's `"c"` format 7).
+fn padded_decimals(number: &str) -> Option<usize> {
+    let (_, frac) = number.split_once('.')?;
+    frac.ends_with('0').then_some(frac.len())
+}
+
+/// `ns % unit` (a whole part and `unit`'s nanoseconds, `unit` a power of
+/// ten) with at least `min` decimals, as many as needed beyond.
+fn decimals(ns: u64, unit: u64, min: usize) -> String {
+    let (whole, rest) = (ns / unit, ns % unit);
+    let digits = unit.ilog10() as usize;
+    let mut frac = format!("{rest:0digits$}");
+    while frac.len() > min && frac.ends_with('0') {
+        frac.pop();
+    }
+    if digits == 0 || frac.is_empty() {
+        return whole.to_string();
+    }
+    format!("{whole}.{frac}")
+}
+
+fn proto_like(d: Duration, sample: Option<&str>) -> String {
+    match sample
+        .and_then(|s| s.strip_suffix('s'))
+        .and_then(padded_decimals)
+    {
+        Some(n) if n <= 9 => format!("{}s", decimals(d.0, S, n)),
+        _ => proto(d),
+    }
+}
+
+fn go_like(d: Duration, sample: Option<&str>) -> String {
+    // A sample of one unit (`300ms`, `30s`, `0.5s`, `2m`): the value in
+    // that unit, when it can be written exactly in it.
+    let unit = sample.and_then(|s| {
+        let n = s
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .filter(|&n| n > 0)?;
+        let unit = &s[n..];
+        (!unit.contains(|c: char| c.is_ascii_digit() || c == '.')).then_some((&s[..n], unit))
+    });
+    let Some((number, unit)) = unit else {
+        return go(d);
+    };
+    let scale = match unit {
+        "ns" => NS,
+        "us" | "µs" | "μs" => US,
+        "ms" => MS,
+        "s" => S,
+        "m" => M,
+        "h" => H,
+        _ => return go(d),
+    };
+    // The unit stays when the value is a whole number of it (`2000ms`
+    // gives `3000ms`, `30s` `90s`), or when the sample itself has
+    // decimals in it (`0.5s` gives `0.25s`); else Go's own spelling
+    // (`2s` and 200 ms give `200ms`, not `0.2s`).
+    let min = padded_decimals(number).unwrap_or(0);
+    let decimal_unit = 10u64.pow(scale.ilog10()) == scale;
+    if d.0.is_multiple_of(scale) && min == 0 {
+        format!("{}{unit}", d.0 / scale)
+    } else if decimal_unit && number.contains('.') {
+        format!("{}{unit}", decimals(d.0, scale, min))
+    } else {
+        go(d)
+    }
+}
+
+/// `d` as a Spring Boot duration written like `sample` (a Spring duration
+/// of the file): a bare number of milliseconds, ISO-8601, or a number
+/// and unit, the unit kept when the value is a whole number of it
+/// (`500ms` gives `1000ms`, not `1s`), else the largest unit that holds it
+/// whole. No sample: `500ms`, `2s`.
+pub fn spring_like(d: Duration, sample: Option<&str>) -> String {
+    let Some((_, style)) = sample.and_then(parse_spring) else {
+        return spring(d, SpringStyle::Simple);
+    };
+    if style == SpringStyle::Simple
+        && let Some(s) = sample.map(str::trim)
+    {
+        let unit = s.trim_start_matches(|c: char| c.is_ascii_digit() || c == '+');
+        let scale = match unit.to_ascii_lowercase().as_str() {
+            "ns" => NS,
+            "us" => US,
+            "ms" => MS,
+            "s" => S,
+            "m" => M,
+            "h" => H,
+            "d" => D,
+            _ => 0,
+        };
+        if scale > 0 && d.0.is_multiple_of(scale) && d.0 > 0 {
+            return format!("{}{unit}", d.0 / scale);
+        }
+    }
+    spring(d, style)
+}
+
+/// How a TimeSpan sample is written: `00:00:02` or `0:0:2`, `hh:mm` alone,
+/// `d.hh:mm:ss` or `d:hh:mm:ss`, a fixed number of decimals.
+fn timespan_like(d: Duration, sample: Option<&str>) -> String {
+    let Some(s) = sample else {
+        return timespan(d);
+    };
+    let ns = d.0 - d.0 % 100;
+    let (days, h, m, sec, frac) = (ns / D, (ns % D) / H, (ns % H) / M, (ns % M) / S, ns % S);
+    // The sample's clock, without its days.
+    let (day_sep, clock) = match s.split_once(':') {
+        Some((head, _)) if head.contains('.') => {
+            (Some('.'), &s[head.find('.').map_or(0, |i| i + 1)..])
+        }
+        _ if s.split(':').count() == 4 => (Some(':'), &s[s.find(':').map_or(0, |i| i + 1)..]),
+        _ => (None, s),
+    };
+    let parts: Vec<&str> = clock.split(':').collect();
+    let width = |i: usize| {
+        parts
+            .get(i)
+            .map_or(2, |p| p.split('.').next().map_or(2, str::len).clamp(1, 2))
+    };
+    let (wh, wm, ws) = (width(0), width(1), width(2));
+    let with_seconds = parts.len() >= 3 || sec != 0 || frac != 0;
+    let min = parts
+        .get(2)
+        .and_then(|p| padded_decimals(p))
+        .filter(|n| (1..=7).contains(n))
+        .unwrap_or(0);
+    let mut out = match (days, day_sep) {
+        (0, Some('.')) if s.starts_with("0.") => format!("0.{h:0wh$}"),
+        (0, _) => format!("{h:0wh$}"),
+        (days, Some(':')) => format!("{days}:{h:0wh$}"),
+        (days, _) => format!("{days}.{h:0wh$}"),
+    };
+    out += &format!(":{m:0wm$}");
+    if with_seconds {
+        out += &format!(":{sec:0ws$}");
+        let f = decimals(frac / 100, 10_000_000, min);
+        if let Some((_, f)) = f.split_once('.') {
+            out += &format!(".{f}");
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -29,7 +29,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::durations::{parse_proto, proto};
+use super::durations::{Notation, parse_proto};
 use super::edit::{self, Lit};
 use super::tree::{Doc, Kind, Node, Pos, Style};
 use super::write::Writer;
@@ -1576,14 +1576,15 @@ pub(crate) fn write(
         let leaf = leaf.as_str();
         let r = if leaf == "total_timeout" {
             let d = dur(leaf).unwrap_or(Duration(0));
-            w.put(action, &akey, &["timeout"], Lit::Str(proto(d)))
+            w.put_duration(action, &akey, &["timeout"], d, Notation::Proto)
         } else if leaf == "timeout" {
             match dur(leaf) {
-                Some(d) => w.put(
+                Some(d) => w.put_duration(
                     pbase,
                     &pkey,
                     &[pnode, "per_try_timeout"],
-                    Lit::Str(proto(d)),
+                    d,
+                    Notation::Proto,
                 ),
                 // No per-try timeout: the route's own goes (one its
                 // virtual host's policy gives is the other routes' too).
@@ -1692,22 +1693,24 @@ pub(crate) fn write(
                 let base =
                     dur("retry.backoff.base").unwrap_or(Duration::from_millis(BASE_INTERVAL_MS));
                 let cap = dur("retry.backoff.cap").unwrap_or(Duration(base.0 * 10));
-                let mut res = w.put(
+                let mut res = w.put_duration(
                     pbase,
                     &pkey,
                     &[pnode, "retry_back_off", "base_interval"],
-                    Lit::Str(proto(base)),
+                    base,
+                    Notation::Proto,
                 );
                 let has_max = policy
                     .and_then(|p| p.get("retry_back_off"))
                     .and_then(|b| b.get("max_interval"))
                     .is_some();
                 if res.is_ok() && (has_max || cap.0 != base.0 * 10) {
-                    res = w.put(
+                    res = w.put_duration(
                         pbase,
                         &pkey,
                         &[pnode, "retry_back_off", "max_interval"],
-                        Lit::Str(proto(cap)),
+                        cap,
+                        Notation::Proto,
                     );
                 }
                 res
@@ -1724,7 +1727,13 @@ pub(crate) fn write(
             )
         } else if leaf.starts_with("outlier_detection") {
             let c = cluster_node.as_ref().map(|(k, c)| (k.as_str(), *c));
-            super::envoy_outlier::write(w, c, leaf, wanted, changed)
+            let res = super::envoy_outlier::write(w, c, leaf, wanted, changed);
+            if res.is_ok()
+                && let Some((ckey, c)) = &cluster_node
+            {
+                w.note(shared_cluster_note(doc, &r, ckey, c, "outlier_detection"));
+            }
+            res
         } else if leaf == "retry_other_replica" {
             w.refuse_leaf(
                 leaf,
@@ -1733,7 +1742,18 @@ pub(crate) fn write(
         } else if leaf.starts_with("retry.budget") || leaf.starts_with("bulkhead") {
             match &cluster_node {
                 None => w.refuse_leaf(leaf, "the route's cluster is not in this file, so its circuit breakers cannot be edited here"),
-                Some((ckey, c)) => write_breakers(w, ckey, c, route_priority(action), leaf, wanted),
+                Some((ckey, c)) => {
+                    let res = write_breakers(w, ckey, c, route_priority(action), leaf, wanted);
+                    if res.is_ok() {
+                        let what = if leaf.starts_with("retry.budget") {
+                            "circuit_breakers (the retry budget)"
+                        } else {
+                            "circuit_breakers"
+                        };
+                        w.note(shared_cluster_note(doc, &r, ckey, c, what));
+                    }
+                    res
+                }
             }
         } else {
             w.refuse_leaf(
@@ -1745,6 +1765,69 @@ pub(crate) fn write(
             w.refuse_leaf(leaf, &e).ok();
         }
     }
+}
+
+/// The note for an edit of the cluster `c` (its `what`: circuit breakers,
+/// retry budget, outlier detection) made for the route `r`: those are the
+/// cluster's, so they hold for every route that sends to it (Envoy keeps
+/// one set per cluster, shared by all its callers), and the note names
+/// the file's other routes to it, by name, else match, with their line.
+fn shared_cluster_note(doc: &Doc, r: &RouteAt, ckey: &str, c: &Node, what: &str) -> String {
+    let cname = c.get("name").and_then(Node::scalar).unwrap_or("");
+    let sends_to = |route: &Node| {
+        let Some(action) = route.get("route") else {
+            return false;
+        };
+        action.get("cluster").and_then(Node::scalar) == Some(cname)
+            || action
+                .get("weighted_clusters")
+                .and_then(|wc| wc.get("clusters"))
+                .map_or(&[][..], Node::items)
+                .iter()
+                .any(|wc| wc.get("name").and_then(Node::scalar) == Some(cname))
+    };
+    let others: Vec<String> = routes(doc)
+        .iter()
+        .filter(|o| !std::ptr::eq(o.route, r.route) && sends_to(o.route))
+        .map(|o| {
+            let label = o
+                .route
+                .get("name")
+                .and_then(Node::scalar)
+                .or_else(|| {
+                    let m = o.route.get("match")?;
+                    ["prefix", "path", "path_separated_prefix"]
+                        .iter()
+                        .find_map(|k| m.get(k).and_then(Node::scalar))
+                })
+                .map_or_else(String::new, |l| format!("`{}` ", crate::escape::escape(l)));
+            format!(
+                "{label}(line {}, virtual host {})",
+                o.route.pos.0,
+                vhost_label(o.vhost)
+            )
+        })
+        .collect();
+    let also = if others.is_empty() {
+        "no other route in this file sends to it (routes in other files, or other listeners, may)"
+            .to_string()
+    } else {
+        format!(
+            "in this file that is also {} {}",
+            if others.len() == 1 {
+                "the route"
+            } else {
+                "the routes"
+            },
+            others.join(", ")
+        )
+    };
+    format!(
+        "{ckey}.{what} (cluster `{}`, line {}) is the cluster's, not the route's: the change applies to every route that sends to `{}`; {also}",
+        crate::escape::escape(cname),
+        c.pos.0,
+        crate::escape::escape(cname),
+    )
 }
 
 /// Adds `node` (a mapping of the virtual host's retry policy) below

@@ -26,7 +26,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::durations::proto;
+use super::durations::Notation;
 use super::edit::Lit;
 use super::tree::Node;
 use super::write::Writer;
@@ -564,17 +564,21 @@ pub(crate) fn write<'d>(
             .and_then(|s| parse_duration(s).ok())
     };
     let od = c.get("outlier_detection");
-    let lit = match field {
+    match field {
         "consecutive_5xx" | "max_ejection_percent" => match want(leaf).and_then(Value::as_u64) {
-            Some(n) => Lit::Bare(n.to_string()),
+            Some(n) => w.put(
+                c,
+                ckey,
+                &["outlier_detection", key],
+                Lit::Bare(n.to_string()),
+            )?,
             None => return w.refuse_leaf(leaf, "missing"),
         },
         _ => match dur(field) {
-            Some(d) => Lit::Str(proto(d)),
+            Some(d) => w.put_duration(c, ckey, &["outlier_detection", key], d, Notation::Proto)?,
             None => return w.refuse_leaf(leaf, "missing"),
         },
-    };
-    w.put(c, ckey, &["outlier_detection", key], lit)?;
+    }
     // Without a max_ejection_time of its own the file's maximum follows
     // base_ejection_time (the longer of it and 300 s): write it when that
     // would not give the tuned maximum.
@@ -587,11 +591,12 @@ pub(crate) fn write<'d>(
         && let (Some(base), Some(max)) = (dur("base_ejection"), dur("max_ejection"))
         && max != Duration::from_secs(MAX_EJECTION_S).max(base)
     {
-        w.put(
+        w.put_duration(
             c,
             ckey,
             &["outlier_detection", "max_ejection_time"],
-            Lit::Str(proto(max)),
+            max,
+            Notation::Proto,
         )?;
     }
     Ok(())

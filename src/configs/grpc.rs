@@ -31,7 +31,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::durations::{parse_proto, proto};
+use super::durations::{Notation, parse_proto};
 use super::edit::{self, Lit};
 use super::tree::{Doc, Kind, Node};
 use super::write::Writer;
@@ -1125,6 +1125,46 @@ const REQUIRED_RETRY: [(&str, &str); 5] = [
     ("retry.retry_on", "retryableStatusCodes"),
 ];
 
+/// The note for an edit of `retryThrottling`, made for `method`: the
+/// token bucket is the channel's (gRFC A6: the client keeps the
+/// throttling tokens per server, for all its methods together),
+/// so the note names the other methods and services the service config's
+/// `methodConfig` entries name.
+fn shared_throttling_note(root: &Node, method: &str) -> String {
+    let (service, mname) = split_method(method);
+    let mut others: Vec<String> = Vec::new();
+    for mc in root.get("methodConfig").map_or(&[][..], Node::items) {
+        for n in mc.get("name").map_or(&[][..], Node::items) {
+            let s = n.get("service").and_then(Node::scalar).unwrap_or("");
+            let m = n.get("method").and_then(Node::scalar).unwrap_or("");
+            if s == service && m == mname {
+                continue;
+            }
+            let label = match (s, m) {
+                ("", _) => "every method's default (`{}`)".to_string(),
+                (s, "") => format!("`{}/*`", crate::escape::escape(s)),
+                (s, m) => format!(
+                    "`{}/{}`",
+                    crate::escape::escape(s),
+                    crate::escape::escape(m)
+                ),
+            };
+            if !others.contains(&label) {
+                others.push(label);
+            }
+        }
+    }
+    let also = if others.is_empty() {
+        "the service config names no other method".to_string()
+    } else {
+        format!("the service config also names {}", others.join(", "))
+    };
+    format!(
+        "retryThrottling is the channel's, not `{}`'s: one token bucket for every call on the channel, whatever its method, so the change applies to every method of this service config; {also}",
+        crate::escape::escape(method)
+    )
+}
+
 pub(crate) fn write(
     w: &mut Writer<'_>,
     sel: &Selector,
@@ -1219,7 +1259,7 @@ pub(crate) fn write(
         let top = |p: &str| leaf == p || leaf.starts_with(&format!("{p}."));
         let r = if top("total_timeout") {
             match dur("total_timeout") {
-                Some(d) => w.put(mc, &at, &["timeout"], Lit::Str(proto(d))),
+                Some(d) => w.put_duration(mc, &at, &["timeout"], d, Notation::Proto),
                 // No deadline: the methodConfig's timeout goes.
                 None => match mc.get("timeout") {
                     Some(t) => w.remove(t, &join(&at, "timeout")),
@@ -1228,7 +1268,7 @@ pub(crate) fn write(
             }
         } else if top("timeout") {
             match dur("timeout") {
-                Some(d) if !hedged => w.put(mc, &at, &["retryPolicy", "perAttemptRecvTimeout"], Lit::Str(proto(d))),
+                Some(d) if !hedged => w.put_duration(mc, &at, &["retryPolicy", "perAttemptRecvTimeout"], d, Notation::Proto),
                 _ => w.refuse_leaf(leaf, "a per-attempt timeout is retryPolicy.perAttemptRecvTimeout: only with a retryPolicy"),
             }
         } else if leaf == "retry.max_attempts" && !hedged {
@@ -1249,16 +1289,19 @@ pub(crate) fn write(
             }
         } else if leaf == "retry.backoff.base" && !hedged {
             dur(leaf).map_or(Ok(()), |d| {
-                w.put(
+                w.put_duration(
                     mc,
                     &at,
                     &["retryPolicy", "initialBackoff"],
-                    Lit::Str(proto(d)),
+                    d,
+                    Notation::Proto,
                 )
             })
         } else if leaf == "retry.backoff.cap" && !hedged {
             match dur(leaf) {
-                Some(d) => w.put(mc, &at, &["retryPolicy", "maxBackoff"], Lit::Str(proto(d))),
+                Some(d) => {
+                    w.put_duration(mc, &at, &["retryPolicy", "maxBackoff"], d, Notation::Proto)
+                }
                 None => w.refuse_leaf(leaf, "gRPC's backoff always has a maxBackoff"),
             }
         } else if leaf == "retry.backoff.multiplier" && !hedged {
@@ -1306,11 +1349,12 @@ pub(crate) fn write(
             }
         } else if leaf == "hedging.delay" && hedged {
             dur(leaf).map_or(Ok(()), |d| {
-                w.put(
+                w.put_duration(
                     mc,
                     &at,
                     &["hedgingPolicy", "hedgingDelay"],
-                    Lit::Str(proto(d)),
+                    d,
+                    Notation::Proto,
                 )
             })
         } else if leaf == "hedging.non_fatal" && hedged {
@@ -1342,12 +1386,18 @@ pub(crate) fn write(
                 want("retry.budget.kind").and_then(Value::as_str),
                 want(leaf).and_then(Value::as_f64),
             ) {
-                (Some("token_bucket"), Some(v)) => w.put(
-                    selected.root,
-                    "",
-                    &["retryThrottling", key],
-                    Lit::Bare(super::fmt_num(v)),
-                ),
+                (Some("token_bucket"), Some(v)) => {
+                    let res = w.put(
+                        selected.root,
+                        "",
+                        &["retryThrottling", key],
+                        Lit::Bare(super::fmt_num(v)),
+                    );
+                    if res.is_ok() {
+                        w.note(shared_throttling_note(selected.root, method));
+                    }
+                    res
+                }
                 _ => w.refuse_leaf(
                     leaf,
                     "gRPC's only retry budget is retryThrottling (a token bucket)",

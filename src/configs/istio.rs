@@ -39,7 +39,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::durations::{go, parse_go};
+use super::durations::{Notation, parse_go};
 use super::edit::Lit;
 use super::envoy::{INERT, RouteKind, condition, grpc_codes_warning, retry_on_tokens};
 use super::tree::{Doc, Node};
@@ -826,10 +826,10 @@ pub(crate) fn write(
         let res = match leaf {
             "total_timeout" => {
                 let d = dur(leaf).unwrap_or(Duration(0));
-                w.put(node, &r.key, &["timeout"], Lit::Str(go(d)))
+                w.put_duration(node, &r.key, &["timeout"], d, Notation::Go)
             }
             "timeout" => match dur(leaf) {
-                Some(d) => w.put(node, &r.key, &["retries", "perTryTimeout"], Lit::Str(go(d))),
+                Some(d) => w.put_duration(node, &r.key, &["retries", "perTryTimeout"], d, Notation::Go),
                 // No per-try timeout: the route's perTryTimeout goes.
                 None => match retries.and_then(|p| p.get("perTryTimeout")) {
                     Some(t) => w.remove(t, &format!("{}.retries.perTryTimeout", r.key)),
@@ -900,7 +900,7 @@ pub(crate) fn write(
                     if cap.0 != base.0.saturating_mul(10) {
                         w.refuse_leaf("retry.backoff.cap", "Istio sets only the base interval; Envoy caps the back-off at 10 × base")
                     } else {
-                        w.put(node, &r.key, &["retries", "backoff"], Lit::Str(go(base)))
+                        w.put_duration(node, &r.key, &["retries", "backoff"], base, Notation::Go)
                     }
                 }
             }

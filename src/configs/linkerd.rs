@@ -34,7 +34,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::durations::{go, parse_go};
+use super::durations::{Notation, parse_go};
 use super::edit::Lit;
 use super::tree::{Doc, Node};
 use super::write::Writer;
@@ -548,6 +548,41 @@ fn read_budget(b: &mut Builder, spec: &Node) {
 
 // ---------------------------------------------------------------- export
 
+/// The note for an edit of `spec.retryBudget`, made for the route `r`:
+/// the budget is the ServiceProfile's, one for all its routes (Linkerd's
+/// proxy keeps one budget per profile, and every retryable route draws
+/// on it), so the note names the profile's other routes.
+fn shared_budget_note(r: &RouteAt) -> String {
+    let others: Vec<String> = r
+        .spec
+        .get("routes")
+        .map_or(&[][..], Node::items)
+        .iter()
+        .filter(|o| !std::ptr::eq(*o, r.node))
+        .map(|o| match o.get("name").and_then(Node::scalar) {
+            Some(n) => format!("`{}`", crate::escape::escape(n)),
+            None => format!("the route at line {}", o.pos.0),
+        })
+        .collect();
+    let also = if others.is_empty() {
+        "the profile has no other route".to_string()
+    } else {
+        format!(
+            "that is also {} {}",
+            if others.len() == 1 {
+                "the route"
+            } else {
+                "the routes"
+            },
+            others.join(", ")
+        )
+    };
+    format!(
+        "spec.retryBudget is the ServiceProfile's (`{}`), not the route's: the change applies to every route of the profile; {also}",
+        crate::escape::escape(&r.profile)
+    )
+}
+
 pub(crate) fn write(
     w: &mut Writer<'_>,
     sel: &Selector,
@@ -572,7 +607,7 @@ pub(crate) fn write(
         let leaf = leaf.as_str();
         let res = match leaf {
             "total_timeout" => match dur(leaf) {
-                Some(d) if d.0 > 0 => w.put(r.node, &r.key, &["timeout"], Lit::Str(go(d))),
+                Some(d) if d.0 > 0 => w.put_duration(r.node, &r.key, &["timeout"], d, Notation::Go),
                 _ => w.refuse_leaf(leaf, "a Linkerd route always has a timeout (10s when absent)"),
             },
             "retry.max_attempts" => match want(leaf).and_then(Value::as_u64) {
@@ -589,13 +624,15 @@ pub(crate) fn write(
                 _ => w.refuse_leaf(leaf, "minRetriesPerSecond is a whole number"),
             },
             "retry.budget.ttl" => match dur(leaf) {
-                Some(d) => w.put(r.spec, "spec", &["retryBudget", "ttl"], Lit::Str(go(d))),
+                Some(d) => w.put_duration(r.spec, "spec", &["retryBudget", "ttl"], d, Notation::Go),
                 None => w.refuse_leaf(leaf, "missing"),
             },
             _ => w.refuse_leaf(leaf, &format!("fixed by Linkerd (immediate retries of failed responses, a Finagle-style budget in {at})")),
         };
         if let Err(e) = res {
             w.refuse_leaf(leaf, &e).ok();
+        } else if leaf.starts_with("retry.budget.") {
+            w.note(shared_budget_note(&r));
         }
     }
     // Linkerd reads a missing retryRatio or minRetriesPerSecond of a
@@ -611,15 +648,22 @@ pub(crate) fn write(
             if have.is_some_and(|rb| rb.get(field).is_some()) || changed.iter().any(|c| c == leaf) {
                 continue;
             }
-            let lit = match field {
-                "ttl" => dur(leaf).map(|d| Lit::Str(go(d))),
-                _ => want(leaf)
-                    .and_then(Value::as_f64)
-                    .map(|v| Lit::Bare(super::fmt_num(v))),
-            };
-            let res = match lit {
-                Some(lit) => w.put(r.spec, "spec", &["retryBudget", field], lit),
-                None => Err("missing".to_string()),
+            let res = match field {
+                "ttl" => match dur(leaf) {
+                    Some(d) => {
+                        w.put_duration(r.spec, "spec", &["retryBudget", field], d, Notation::Go)
+                    }
+                    None => Err("missing".to_string()),
+                },
+                _ => match want(leaf).and_then(Value::as_f64) {
+                    Some(v) => w.put(
+                        r.spec,
+                        "spec",
+                        &["retryBudget", field],
+                        Lit::Bare(super::fmt_num(v)),
+                    ),
+                    None => Err("missing".to_string()),
+                },
             };
             if let Err(e) = res {
                 w.refuse_leaf(leaf, &e).ok();

@@ -50,7 +50,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value, json};
 
-use super::durations::{TimeSpanText, parse_timespan, timespan, timespan_syntax};
+use super::durations::{Notation, TimeSpanText, parse_timespan, styled, timespan, timespan_syntax};
 use super::edit::Lit;
 use super::tree::{Doc, Node, Pos, Style};
 use super::write::Writer;
@@ -698,6 +698,43 @@ fn put<'d>(
     w.put(m.node, &m.segs.join(":"), &keys, lit)
 }
 
+/// Writes the duration `d` at `path` of the section as a TimeSpan in the
+/// style of the value it replaces (`00:00:02`, `0:0:2`, `00:00:00.5000000`),
+/// else of the section's first TimeSpan (a new key), else `hh:mm:ss`.
+fn put_span<'d>(
+    w: &mut Writer<'d>,
+    file: &File<'d>,
+    sec: (&[String], &str),
+    path: &[&str],
+    d: Duration,
+) -> Result<(), String> {
+    let mut full: Vec<String> = sec.0.to_vec();
+    full.extend(path.iter().map(|s| s.to_lowercase()));
+    let reads = |p: &&Prop| p.node.scalar().is_some_and(|t| Notation::TimeSpan.reads(t));
+    let sample = file
+        .props
+        .iter()
+        .rev()
+        .find(|p| lower(&p.segs) == full)
+        .filter(reads)
+        .or_else(|| {
+            file.props
+                .iter()
+                .filter(|p| {
+                    p.segs.len() > sec.0.len() && lower(&p.segs[..sec.0.len()]) == lower(sec.0)
+                })
+                .find(reads)
+        })
+        .and_then(|p| p.node.scalar());
+    put(
+        w,
+        file,
+        sec,
+        path,
+        Lit::Str(styled(Notation::TimeSpan, d, sample)),
+    )
+}
+
 pub(crate) fn write(
     w: &mut Writer<'_>,
     sel: &Selector,
@@ -727,18 +764,17 @@ pub(crate) fn write(
     };
     for leaf in changed {
         let leaf = leaf.as_str();
-        let ts = |d: Duration| Lit::Str(timespan(d));
         let r = match leaf {
             "retry.max_attempts" => match want(leaf).and_then(Value::as_u64) {
                 Some(n) if n >= 2 => put(w, &file, sec, &["Retry", "MaxRetryAttempts"], Lit::Bare((n - 1).to_string())),
                 _ => w.refuse_leaf(leaf, "Polly's MaxRetryAttempts is at least 1 (2 attempts); to stop retrying, remove the retry strategy in code"),
             },
             "retry.backoff.base" => match dur(leaf) {
-                Some(d) => put(w, &file, sec, &["Retry", "Delay"], ts(d)),
+                Some(d) => put_span(w, &file, sec, &["Retry", "Delay"], d),
                 None => w.refuse_leaf(leaf, "missing"),
             },
             "retry.backoff.cap" => match dur(leaf) {
-                Some(d) => put(w, &file, sec, &["Retry", "MaxDelay"], ts(d)),
+                Some(d) => put_span(w, &file, sec, &["Retry", "MaxDelay"], d),
                 // No cap: the section's MaxDelay goes. (A constant delay
                 // that never reaches it is capped by nothing, as import
                 // reads it, but the file would still say a cap.)
@@ -803,11 +839,11 @@ pub(crate) fn write(
             },
             "retry.retry_on" => w.refuse_leaf(leaf, "what is transient is fixed by HttpClientResiliencePredicates (ShouldHandle is set in code)"),
             "timeout" => match dur(leaf) {
-                Some(d) => put(w, &file, sec, &["AttemptTimeout", "Timeout"], ts(d)),
+                Some(d) => put_span(w, &file, sec, &["AttemptTimeout", "Timeout"], d),
                 None => w.refuse_leaf(leaf, "the standard handler always has an attempt timeout"),
             },
             "total_timeout" => match dur(leaf) {
-                Some(d) => put(w, &file, sec, &["TotalRequestTimeout", "Timeout"], ts(d)),
+                Some(d) => put_span(w, &file, sec, &["TotalRequestTimeout", "Timeout"], d),
                 None => w.refuse_leaf(leaf, "the standard handler always has a total request timeout"),
             },
             "breaker.failure_ratio" => match want(leaf).and_then(Value::as_f64) {
@@ -819,11 +855,11 @@ pub(crate) fn write(
                 None => w.refuse_leaf(leaf, "missing"),
             },
             "breaker.window" => match dur(leaf) {
-                Some(d) => put(w, &file, sec, &["CircuitBreaker", "SamplingDuration"], ts(d)),
+                Some(d) => put_span(w, &file, sec, &["CircuitBreaker", "SamplingDuration"], d),
                 None => w.refuse_leaf(leaf, "missing"),
             },
             "breaker.open_for" => match dur(leaf) {
-                Some(d) => put(w, &file, sec, &["CircuitBreaker", "BreakDuration"], ts(d)),
+                Some(d) => put_span(w, &file, sec, &["CircuitBreaker", "BreakDuration"], d),
                 None => w.refuse_leaf(leaf, "missing"),
             },
             l if l.starts_with("breaker") => w.refuse_leaf(l, "the standard handler's circuit breaker is Polly's: time-sampled, per client, one probe"),

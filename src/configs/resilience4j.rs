@@ -36,9 +36,9 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::durations::{SpringStyle, parse_spring, spring};
+use super::durations::{SpringStyle, parse_spring, spring_like};
 use super::edit::Lit;
-use super::tree::{Doc, Node};
+use super::tree::{Doc, Node, Style};
 use super::write::Writer;
 use super::{
     Builder, Origin, Selector, boolean, fmt_num, get_path, num, number, sim_attempts, uint,
@@ -1193,26 +1193,50 @@ fn spelled(own: &Props, camel: &str) -> String {
     out
 }
 
-/// The Spring style a duration is written in: the property's own, else
-/// that of the instance's other durations, else that of the file's first
-/// Resilience4j duration (`1s`, `500ms`; a bare number is milliseconds
-/// and `PT1S` ISO-8601: Spring Boot's `DurationStyle`), else `500ms`.
-/// Only duration properties count (a `maxAttempts: 2` is no duration).
-fn style_of(file: &File, own: &Props, prop: &str) -> SpringStyle {
+/// The Spring duration whose style a written one copies, and whether it
+/// is quoted: that of the value it replaces (the instance's own `prop`), else of the
+/// value it overrides (`prop` along the `baseConfig` chain: the new key
+/// follows the style the file already uses for it), else of the
+/// instance's other durations, else of the file's first Resilience4j
+/// duration (`1s`, `500ms`; a bare number is milliseconds and `PT1S`
+/// ISO-8601: Spring Boot's `DurationStyle`), else `500ms`. Only duration
+/// properties count (a `maxAttempts: 2` is no duration).
+fn style_of<'a>(
+    file: &'a File,
+    chain: &'a [(Props, String)],
+    prop: &str,
+) -> Option<(&'a str, bool)> {
     let is_duration = |p: &&Prop| {
         p.segs.last().is_some_and(|s| norm(s).contains("duration"))
             && p.node.scalar().and_then(parse_spring).is_some()
     };
-    own.get(prop)
-        .filter(is_duration)
-        .or_else(|| own.by.values().find(is_duration))
+    let own = chain.first().map(|(p, _)| p);
+    chain
+        .iter()
+        .find_map(|(p, _)| p.get(prop).filter(is_duration))
+        .or_else(|| own.and_then(|o| o.by.values().find(is_duration)))
         .or_else(|| {
             file.index.props.iter().find(|p| {
                 p.segs.first().is_some_and(|s| norm(s) == "resilience4j") && is_duration(p)
             })
         })
-        .and_then(|p| p.node.scalar().and_then(parse_spring))
-        .map_or(SpringStyle::Simple, |(_, s)| s)
+        .and_then(|p| {
+            let quoted = matches!(p.node.style(), Some(Style::Single | Style::Double));
+            p.node.scalar().map(|t| (t, quoted))
+        })
+}
+
+/// `d` as the literal of `prop`, in the style [`style_of`] finds
+/// ([`spring_like`]): a bare number of milliseconds stays a bare number
+/// (Spring Boot binds it as milliseconds), unless the file quotes it.
+fn duration_lit(file: &File, chain: &[(Props, String)], prop: &str, d: Duration) -> Lit {
+    let sample = style_of(file, chain, prop);
+    let text = spring_like(d, sample.map(|s| s.0));
+    if !sample.is_some_and(|s| s.1) && text.chars().all(|c| c.is_ascii_digit()) {
+        Lit::Bare(text)
+    } else {
+        Lit::Str(text)
+    }
 }
 
 /// Writes `lit` as `prop` of the module's instance `name`.
@@ -1295,6 +1319,11 @@ pub(crate) fn write(
     let mut scratch = Builder::new(sel);
     let file = File::new(doc, &mut scratch);
     let own = file.props("retry", "instances", name).unwrap_or_default();
+    let chain =
+        |module: &str, scratch: &mut Builder| file.chain(scratch, module, name).unwrap_or_default();
+    let retry_chain = chain("retry", &mut scratch);
+    let limiter_chain = chain("timelimiter", &mut scratch);
+    let breaker_chain = chain("circuitbreaker", &mut scratch);
     let want = |p: &str| get_path(wanted, p).filter(|v| !v.is_null());
     let dur = |p: &str| {
         want(p)
@@ -1318,7 +1347,7 @@ pub(crate) fn write(
         && !changed.iter().any(|l| l == "retry.backoff.base")
         && let Some(d) = dur("retry.backoff.base")
     {
-        let lit = Lit::Str(spring(d, style_of(&file, &own, "waitDuration")));
+        let lit = duration_lit(&file, &retry_chain, "waitDuration", d);
         match put_prop(w, &file, "retry", name, "waitDuration", lit) {
             Ok(()) => w.note(format!(
                 "resilience4j.retry.instances.{name} inherited its waitDuration ({d}); it is written into the instance, because Resilience4j uses the backoff and randomized-wait settings of the level where waitDuration is written"
@@ -1336,7 +1365,7 @@ pub(crate) fn write(
                 None => w.refuse_leaf(leaf, "missing"),
             },
             "retry.backoff.base" => match dur(leaf) {
-                Some(d) => put_prop(w, &file, "retry", name, "waitDuration", Lit::Str(spring(d, style_of(&file, &own, "waitDuration")))),
+                Some(d) => put_prop(w, &file, "retry", name, "waitDuration", duration_lit(&file, &retry_chain, "waitDuration", d)),
                 None => w.refuse_leaf(leaf, "missing"),
             },
             "retry.backoff.kind" => match want(leaf).and_then(Value::as_str) {
@@ -1365,7 +1394,7 @@ pub(crate) fn write(
                     // Without its own multiplier Resilience4j ignores the maximum.
                     let mut res = put_prop(w, &file, "retry", name, "exponentialBackoffMultiplier", Lit::Bare(fmt_num(m)));
                     if res.is_ok() {
-                        res = put_prop(w, &file, "retry", name, "exponentialMaxWaitDuration", Lit::Str(spring(d, style_of(&file, &own, "exponentialMaxWaitDuration"))));
+                        res = put_prop(w, &file, "retry", name, "exponentialMaxWaitDuration", duration_lit(&file, &retry_chain, "exponentialMaxWaitDuration", d));
                     }
                     res
                 }
@@ -1397,7 +1426,7 @@ pub(crate) fn write(
             "retry.retry_on" => w.refuse_leaf(leaf, "Resilience4j retries exception classes: change retryExceptions by hand"),
             "timeout" => match dur(leaf) {
                 Some(d) if file.props("timelimiter", "instances", name).is_some() => {
-                    put_prop(w, &file, "timelimiter", name, "timeoutDuration", Lit::Str(spring(d, SpringStyle::Simple)))
+                    put_prop(w, &file, "timelimiter", name, "timeoutDuration", duration_lit(&file, &limiter_chain, "timeoutDuration", d))
                 }
                 _ => w.refuse_leaf(leaf, &format!("the instance has no time limiter (resilience4j.timelimiter.instances.{name}): add one by hand")),
             },
@@ -1429,7 +1458,7 @@ pub(crate) fn write(
                         None => w.refuse_leaf(l, "missing"),
                     },
                     "breaker.open_for" => match dur(l) {
-                        Some(d) => put_prop(w, &file, "circuitbreaker", name, "waitDurationInOpenState", Lit::Str(spring(d, SpringStyle::Simple))),
+                        Some(d) => put_prop(w, &file, "circuitbreaker", name, "waitDurationInOpenState", duration_lit(&file, &breaker_chain, "waitDurationInOpenState", d)),
                         None => w.refuse_leaf(l, "missing"),
                     },
                     "breaker.probes" => match want(l).and_then(Value::as_u64) {

@@ -993,8 +993,9 @@ fn istio_export_changes_only_the_tuned_values() {
             ("      timeout: 3s".into(), "      timeout: 2.5s".into()),
             ("        attempts: 3".into(), "        attempts: 1".into()),
             (
+                // The file's unit kept: a whole number of milliseconds.
                 "        perTryTimeout: 750ms".into(),
-                "        perTryTimeout: 1s".into()
+                "        perTryTimeout: 1000ms".into()
             ),
         ]
     );
@@ -1507,8 +1508,9 @@ fn ms_resilience_export_changes_only_the_tuned_values() {
                 "          \"MaxRetryAttempts\": 3,".into()
             ),
             (
+                // The file's three decimals kept.
                 "          \"Delay\": \"00:00:00.500\",".into(),
-                "          \"Delay\": \"00:00:00.25\",".into()
+                "          \"Delay\": \"00:00:00.250\",".into()
             ),
             (
                 "        \"AttemptTimeout\": { \"Timeout\": \"00:00:02\" },".into(),

@@ -20,12 +20,14 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use super::durations::{self, Notation};
 use super::edit::{self, Edit, Ins, Lit};
 use super::tree::{Doc, Node};
 use super::{Finding, Format, Selector, Target, changed_leaves, import_doc, join, parse, set_path};
 use crate::scenario::ScenarioError;
 use crate::scenario::graph::Call;
 use crate::scenario::types::Layer;
+use crate::scenario::units::Duration;
 
 /// Where a value lives in the file: its node, or the mapping it would be
 /// added to and the keys to add.
@@ -132,6 +134,72 @@ impl<'d> Writer<'d> {
                 }
             }
             Place::Missing { map, keys } => self.insert(&where_, map, &keys, lit)?,
+        }
+        Ok(())
+    }
+
+    /// Writes the duration `d` at `keys` below `base`, as [`put`] does,
+    /// in `notation` and in the style of the value it replaces (`0.100s`
+    /// stays three decimals, `2000ms` milliseconds, `0:0:2` short), or
+    /// for a new key that of a duration beside it. A protobuf duration
+    /// written as an object (`{"seconds": 1, "nanos": 0}`, which gRPC
+    /// reads) stays one: its fields are written.
+    ///
+    /// [`put`]: Writer::put
+    pub fn put_duration(
+        &mut self,
+        base: &'d Node,
+        base_key: &str,
+        keys: &[&str],
+        d: Duration,
+        notation: Notation,
+    ) -> Result<(), String> {
+        let sample = match place(base, keys) {
+            Ok(Place::At(node)) if notation == Notation::Proto && node.is_map() => {
+                if node.get("seconds").is_some() || node.get("nanos").is_some() {
+                    return self.put_proto_object(base_key, keys, node, d);
+                }
+                None
+            }
+            Ok(Place::At(node)) => node.scalar().map(str::to_string),
+            // A new key: the style of a duration beside it.
+            Ok(Place::Missing { map, .. }) => map
+                .entries()
+                .iter()
+                .filter_map(|e| e.value.scalar())
+                .find(|t| notation.reads(t))
+                .map(str::to_string),
+            Err(_) => None,
+        };
+        let text = durations::styled(notation, d, sample.as_deref());
+        self.put(base, base_key, keys, Lit::Str(text))
+    }
+
+    /// [`put_duration`](Writer::put_duration) for a protobuf duration the
+    /// file writes as `{seconds, nanos}`: each field in place, written as
+    /// the file writes it (a number, or a quoted one); `nanos` only when
+    /// the file has it or the value needs it.
+    fn put_proto_object(
+        &mut self,
+        base_key: &str,
+        keys: &[&str],
+        node: &'d Node,
+        d: Duration,
+    ) -> Result<(), String> {
+        const S: u64 = 1_000_000_000;
+        let like = |field: Option<&Node>, n: u64| match field.and_then(Node::style) {
+            Some(super::tree::Style::Single | super::tree::Style::Double) => {
+                Lit::Str(n.to_string())
+            }
+            _ => Lit::Bare(n.to_string()),
+        };
+        let at = keys.iter().fold(base_key.to_string(), |p, k| join(&p, k));
+        let (secs, nanos) = (d.0 / S, d.0 % S);
+        if node.get("seconds").is_some() || nanos == 0 || secs != 0 {
+            self.put(node, &at, &["seconds"], like(node.get("seconds"), secs))?;
+        }
+        if node.get("nanos").is_some() || nanos != 0 {
+            self.put(node, &at, &["nanos"], like(node.get("nanos"), nanos))?;
         }
         Ok(())
     }

@@ -340,7 +340,7 @@ fn export_a_linkerd_route_from_a_scenario() {
         changed,
         [
             "-      timeout: 800ms",
-            "+      timeout: 1.2s",
+            "+      timeout: 1200ms",
             "-    minRetriesPerSecond: 5",
             "+    minRetriesPerSecond: 2",
         ],

@@ -188,7 +188,10 @@ const CASES: &[Case] = &[
             "\"Delay\": \"00:00:00.200\",",
             "\"MaxDelay\": \"00:00:05\"",
         ],
-        added: &["\"BackoffType\": \"Constant\",", "\"Delay\": \"00:00:01\""],
+        added: &[
+            "\"BackoffType\": \"Constant\",",
+            "\"Delay\": \"00:00:01.000\"",
+        ],
         unmodelled: (
             "\"Resilience\": {",
             "        \"RateLimiter\": { \"DefaultRateLimiterOptions\": { \"PermitLimit\": 10 } },",
