@@ -754,6 +754,8 @@ pub(crate) fn fmt_num(v: f64) -> String {
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_export_style;
+#[cfg(test)]
 mod tests_heldout3;
 #[cfg(test)]
 mod tests_heldout3b;

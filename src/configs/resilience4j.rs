@@ -1280,7 +1280,56 @@ fn put_prop<'d>(
         ));
     };
     let spelled = spelled(&own, prop);
-    w.put(map, &key, &[spelled.as_str()], lit)
+    w.put(map, &key, &[spelled.as_str()], lit)?;
+    if let Some(n) = inherited_note(file, module, name, prop) {
+        w.note(n);
+    }
+    Ok(())
+}
+
+/// The note for `prop` written into the instance `name` when it had it
+/// from a base config (`baseConfig`, else `configs.default`): the value
+/// goes into the instance, never into the base, which other instances may
+/// read too; the note says so and names those that take `prop` from it.
+fn inherited_note(file: &File, module: &str, name: &str, prop: &str) -> Option<String> {
+    let none = Selector::default();
+    let mut scratch = Builder::new(&none);
+    let chain = file.chain(&mut scratch, module, name)?;
+    let (base, p) = chain
+        .iter()
+        .skip(1)
+        .find_map(|(props, label)| props.get(prop).map(|p| (label.clone(), p.node.pos.0)))?;
+    let readers: Vec<String> = file
+        .names(module, "instances")
+        .into_iter()
+        .filter(|other| other != name)
+        .filter(|other| {
+            file.chain(&mut scratch, module, other).is_some_and(|c| {
+                c.iter()
+                    .find(|(props, _)| props.get(prop).is_some())
+                    .is_some_and(|(_, l)| *l == base)
+            })
+        })
+        .map(|other| format!("`{}`", crate::escape::escape(&other)))
+        .collect();
+    let others = if readers.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ": {} {}, which also {} {prop} from it, {} the old value",
+            if readers.len() == 1 {
+                "the instance"
+            } else {
+                "the instances"
+            },
+            readers.join(", "),
+            if readers.len() == 1 { "takes" } else { "take" },
+            if readers.len() == 1 { "keeps" } else { "keep" },
+        )
+    };
+    Some(format!(
+        "resilience4j.{module}.instances.{name} inherited {prop} from resilience4j.{module}.configs.{base} (line {p}); the new value is written into the instance, so configs.{base} is not changed{others}"
+    ))
 }
 
 /// Removes the instance's own `prop`, a key the exported policy makes

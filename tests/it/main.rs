@@ -21,6 +21,7 @@ mod configs;
 mod configs_calls;
 mod configs_heldout7;
 mod consumers;
+mod export_shared_notes;
 mod export_write;
 mod fidelity_metastability;
 mod fidelity_queueing;
