@@ -88,8 +88,16 @@ const RANGES: &[(&str, u64, u64)] = &[
         1,
         MAX_LIMIT as u64,
     ),
-    ("services.*.adaptive_concurrency.min_limit", 1, MAX_LIMIT as u64),
-    ("services.*.adaptive_concurrency.max_limit", 1, MAX_LIMIT as u64),
+    (
+        "services.*.adaptive_concurrency.min_limit",
+        1,
+        MAX_LIMIT as u64,
+    ),
+    (
+        "services.*.adaptive_concurrency.max_limit",
+        1,
+        MAX_LIMIT as u64,
+    ),
     (
         "services.*.adaptive_concurrency.long_window",
         1,
@@ -222,14 +230,20 @@ mod tests {
         for (path, want) in [
             ("layers.api.instances", (1, 1_000_000)),
             ("clients.calls.instances", (1, 1_000_000)),
-            ("services.gw.calls.db.breaker.window_calls", (1, u32::MAX as u64)),
+            (
+                "services.gw.calls.db.breaker.window_calls",
+                (1, u32::MAX as u64),
+            ),
             ("clients.calls.retry.max_attempts", (1, 1000)),
             ("limits.max_events", (1, u64::MAX)),
             ("limits.max_in_flight", (1, u64::MAX)),
             ("services.db.queue.capacity", (0, 100_000_000)),
             ("dependency.overload.status", (400, 599)),
             ("dependency.incidents.0.status", (400, 599)),
-            ("services.api.adaptive_concurrency.queue_size", (0, 1_000_000)),
+            (
+                "services.api.adaptive_concurrency.queue_size",
+                (0, 1_000_000),
+            ),
             ("variants.0.set.layers.api.instances", (1, 1_000_000)),
             ("sweep.layers.api.instances", (1, 1_000_000)),
             ("sweep.layers.api.instances.3", (1, 1_000_000)),
@@ -266,7 +280,12 @@ mod tests {
                 }
             }
             for key in ["anyOf", "oneOf", "allOf"] {
-                for b in node.get(key).and_then(Value::as_array).into_iter().flatten() {
+                for b in node
+                    .get(key)
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
                     walk(b, defs, path, seen, out);
                 }
             }
@@ -329,7 +348,11 @@ mod tests {
         // And nothing listed that the format does not have (a policy's
         // or a server's field at one of its places at least).
         let has = |p: &str| fields.iter().any(|f| f == p);
-        for p in RANGES.iter().map(|r| r.0).chain(STORAGE_RANGE.iter().copied()) {
+        for p in RANGES
+            .iter()
+            .map(|r| r.0)
+            .chain(STORAGE_RANGE.iter().copied())
+        {
             assert!(has(p), "{p} is no whole-number field of the format");
         }
         for (places, list) in [(CALLERS, POLICY), (SERVERS, SERVER)] {
