@@ -109,6 +109,10 @@ fn cell(path: &Path, row: usize, column: &str) -> String {
     rows[row][i].to_string()
 }
 
+/// Cells set in a shard's table, the column the error names, and what
+/// it says.
+type Tamper<'a> = (Vec<(&'a str, String)>, &'a str, &'a str);
+
 /// L3: `merge` checks each shard's `timeseries.csv` rows against the
 /// identities every run keeps (counts whole and not negative, requests
 /// that add up, failures that add up to their reasons, retries among
@@ -151,7 +155,7 @@ fn merge_refuses_timeseries_rows_no_run_can_write() {
     let get = |c: &str| cell(&ts, 4, c).parse::<f64>().unwrap();
     assert!(get("retries") > 0.0 && get("failed") > 0.0);
     let plus = |c: &str, by: f64| (get(c) + by).to_string();
-    let cases: Vec<(Vec<(&str, String)>, &str, &str)> = vec![
+    let cases: Vec<Tamper> = vec![
         (
             vec![
                 ("retries", plus("attempts_edge", 1.0)),
