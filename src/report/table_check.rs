@@ -1187,7 +1187,7 @@ mod tests {
         sweep.dependency.concurrency";
 
     fn row(v: &str, t: &str, goodput: &str, c: &str) -> String {
-        format!("{v},0,{t},1,1,0,1,1,0,0,0,0,0,0,0,0,0.5,{goodput},1.5,,0,{c}")
+        format!("{v},0,{t},1,1,0,1,1,0,0,0,0,0,0,0,0,0.5,{goodput},1.5,2,0,{c}")
     }
 
     fn check(text: &str) -> Result<(), TableError> {
@@ -1228,6 +1228,36 @@ mod tests {
     #[test]
     fn a_table_as_stormsim_writes_it_passes() {
         check(&table(&good())).unwrap();
+    }
+
+    #[test]
+    fn counters_that_no_run_writes_are_named() {
+        // Latencies only where requests ended, in order; failures that
+        // add up to their reasons; counts that are whole numbers.
+        for (edit, want) in [
+            (
+                ("1.5,2,", "3,2,"),
+                "line 2, column 20 (latency_p99_ms): bucket 0 of the run of variant `a`, replicate 0: latency_p99_ms 2 is below latency_p50_ms 3",
+            ),
+            (
+                ("1.5,2,", "1.5,,"),
+                "column 20 (latency_p99_ms): bucket 0 of the run of variant `a`, replicate 0: 1 requests ended in it, but latency_p99_ms is empty",
+            ),
+            (
+                (",1,0,0,0,0,0,0,0,", ",1,0,1,0,0,0,0,0,"),
+                "column 9 (failed): bucket 0 of the run of variant `a`, replicate 0: 0 failed, but its reasons",
+            ),
+            (
+                ("a,0,0,1,", "a,0,0,1.5,"),
+                "column 4 (offered): expected a whole number",
+            ),
+        ] {
+            let mut g = good();
+            g[0] = g[0].replacen(edit.0, edit.1, 1);
+            assert_ne!(g[0], good()[0], "{edit:?}");
+            let e = check(&table(&g)).unwrap_err().to_string();
+            assert!(e.contains(want), "{edit:?}: {e}");
+        }
     }
 
     #[test]
