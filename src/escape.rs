@@ -14,7 +14,6 @@
 //! Unicode 15.1's `DerivedGeneralCategory.txt`.
 
 use std::borrow::Cow;
-use std::fmt::Write;
 
 /// The format characters (general category Cf), as inclusive ranges.
 const FORMAT: &[(u32, u32)] = &[
@@ -73,6 +72,33 @@ pub fn escape_lines(text: &str) -> Cow<'_, str> {
     escape_but(text, |c| c == '\n')
 }
 
+/// How [`escape`] writes the unsafe character `c`: `\u{1b}`, its code
+/// point in lowercase hexadecimal, as Rust writes it. Every place that
+/// shows input (the console, messages, `report.html`) writes it so.
+pub fn escaped_char(c: char) -> String {
+    format!("\\u{{{:x}}}", c as u32)
+}
+
+/// `text` escaped ([`escape`]) between double quotes, as a message quotes
+/// a name or a path (instead of Rust's `{:?}`, which writes a line break
+/// as `\n` but an escape as `\u{1b}`).
+pub fn quoted(text: &str) -> String {
+    format!("\"{}\"", escape(text))
+}
+
+/// `message` on one line: runs of spaces and line feeds (a parser's
+/// message may span lines) become one space, and every other unsafe
+/// character is escaped ([`escape`]), so that a carriage return or a line
+/// or paragraph separator from input is shown as itself (`\u{d}`,
+/// `\u{2028}`), never as a space.
+pub fn one_line(message: &str) -> String {
+    escape_lines(message)
+        .split([' ', '\n'])
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn escape_but(text: &str, keep: impl Fn(char) -> bool) -> Cow<'_, str> {
     let bad = |c: char| is_unsafe_char(c) && !keep(c);
     if !text.chars().any(bad) {
@@ -81,7 +107,7 @@ fn escape_but(text: &str, keep: impl Fn(char) -> bool) -> Cow<'_, str> {
     let mut out = String::with_capacity(text.len() + 8);
     for c in text.chars() {
         if bad(c) {
-            let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            out.push_str(&escaped_char(c));
         } else {
             out.push(c);
         }
@@ -95,6 +121,8 @@ pub fn unsafe_char_in(name: &str) -> Option<String> {
     let c = name.chars().find(|&c| is_unsafe_char(c))?;
     let kind = if c.is_control() {
         "a control character"
+    } else if matches!(c, '\u{2028}' | '\u{2029}') {
+        "a line or paragraph separator"
     } else if matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
     {
         "a bidirectional text control"
@@ -144,6 +172,21 @@ mod tests {
         assert_eq!(escape("tag\u{e0041}"), "tag\\u{e0041}");
         assert_eq!(escape("two\nlines"), "two\\u{a}lines");
         assert_eq!(escape_lines("two\nlines\u{1b}"), "two\nlines\\u{1b}");
+    }
+
+    #[test]
+    fn one_line_escapes_carriage_returns_and_separators_visibly() {
+        assert_eq!(one_line("a\n  b\n"), "a b");
+        assert_eq!(one_line("name `a\rb`"), "name `a\\u{d}b`");
+        assert_eq!(one_line("x\u{2028}y\u{2029}z"), "x\\u{2028}y\\u{2029}z");
+        assert_eq!(one_line("tab\there\u{85}"), "tab\\u{9}here\\u{85}");
+        // Escaping twice changes nothing.
+        assert_eq!(escape(&one_line("a\u{1b}b")), one_line("a\u{1b}b"));
+        assert_eq!(quoted("a\u{1b}\r"), "\"a\\u{1b}\\u{d}\"");
+        assert_eq!(
+            unsafe_char_in("a\u{2028}").as_deref(),
+            Some("U+2028, a line or paragraph separator")
+        );
     }
 
     #[test]

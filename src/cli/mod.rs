@@ -1175,6 +1175,64 @@ fn not_a_run_folder(dir: &Path) -> Option<String> {
     ))
 }
 
+/// The files every run folder holds, which `plot` reads.
+const RUN_FILES: [&str; 4] = [
+    "scenario.resolved.yaml",
+    "timeseries.csv",
+    "summary.csv",
+    "summary_by_variant.csv",
+];
+
+/// Why `dir` is not (yet) a run's folder `plot` can draw, when that is
+/// something other than damage to its tables: a stormsim command writing
+/// it now (the folder may not exist yet, or hold the run it replaces), an
+/// empty folder, a folder missing files every run writes. `None`: what
+/// follows (the folder's kind, its tables) decides.
+fn plot_source_problem(dir: &Path) -> Option<String> {
+    let shown = crate::escape::path(dir);
+    if let Some((lock, pid)) = output_dir::writer_of(dir) {
+        return Some(format!(
+            "a stormsim command (process {pid}) is writing {shown} now (it holds the \
+             folder's lock {}); nothing was written: plot it once that command has \
+             finished",
+            crate::escape::path(&lock)
+        ));
+    }
+    if !std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
+        return None;
+    }
+    if Contents::found_in(dir).is_some_and(|c| c != Contents::Results) {
+        return None;
+    }
+    let mut entries = std::fs::read_dir(dir).ok()?.filter_map(Result::ok);
+    if entries.next().is_none() {
+        return Some(format!(
+            "{shown} is empty: no run has been written there; nothing was written: \
+             plot the folder of a finished run (stormsim run writes output/<name>, or \
+             the folder given to --out)"
+        ));
+    }
+    let missing: Vec<&str> = RUN_FILES
+        .iter()
+        .copied()
+        .filter(|f| std::fs::symlink_metadata(dir.join(f)).is_err())
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    let list = |names: &[&str]| match names {
+        [one] => one.to_string(),
+        [head @ .., last] => format!("{} and {last}", head.join(", ")),
+        [] => String::new(),
+    };
+    Some(format!(
+        "{shown} is not the folder of a finished run: it has no {} (a run writes {} \
+         together); nothing was written: plot the folder of a finished run",
+        list(&missing),
+        list(&RUN_FILES)
+    ))
+}
+
 fn plot(args: PlotArgs) -> i32 {
     // First thing: a signal from now on ends the command with a message.
     interrupt::install();
@@ -1191,7 +1249,7 @@ fn plot(args: PlotArgs) -> i32 {
         interrupt::EXIT_CODE
     };
     recover_inputs(std::slice::from_ref(dir), args.quiet);
-    if let Some(refusal) = not_a_run_folder(dir) {
+    if let Some(refusal) = plot_source_problem(dir).or_else(|| not_a_run_folder(dir)) {
         errln!("error: {refusal}");
         return 2;
     }

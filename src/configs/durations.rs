@@ -35,8 +35,8 @@ pub fn space_refusal(text: Option<&str>, system: &str) -> Option<String> {
     let t = text?;
     (t.trim() != t).then(|| {
         format!(
-            "white space around the duration {:?}: {system} does not trim it and refuses the value; remove the space",
-            crate::escape::escape(t).as_ref()
+            "white space around the duration {}: {system} does not trim it and refuses the value; remove the space",
+            crate::escape::quoted(t)
         )
     })
 }

@@ -197,6 +197,25 @@ fn previous_holder(file: &mut File) -> Result<Option<u32>, NotALock> {
     Ok(Some(pid))
 }
 
+/// The live process, other than this one, whose line the lock file at
+/// `path` holds: a command writing that folder now. Read only, never
+/// locked (taking the lock, even for a moment, could refuse that
+/// command's own start); a file that is not a lock file says nothing.
+pub fn live_holder(path: &Path) -> Option<u32> {
+    let mut options = OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(
+            nix::fcntl::OFlag::O_NOFOLLOW.bits() | nix::fcntl::OFlag::O_NONBLOCK.bits(),
+        );
+    }
+    let mut file = options.open(path).ok()?;
+    let pid = previous_holder(&mut file).ok()??;
+    (pid != std::process::id() && process_alive(pid)).then_some(pid)
+}
+
 /// Whether the process `pid` is alive on this machine (`kill(pid, 0)`):
 /// one that exists but may not be signalled counts as alive; anything
 /// that is not a plain process id does too (never a process group).

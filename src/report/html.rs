@@ -103,7 +103,7 @@ pub fn escape(s: &str) -> String {
             // A control or invisible formatting character from a scenario
             // (an ESC sequence in a description) is shown, not obeyed.
             c if crate::escape::is_unsafe_char(c) => {
-                let _ = write!(out, "\\u{{{:04X}}}", c as u32);
+                out.push_str(&crate::escape::escaped_char(c));
             }
             c => out.push(c),
         }
@@ -683,6 +683,6 @@ mod tests {
     #[test]
     fn text_is_escaped() {
         assert_eq!(escape("<a&'\">"), "&lt;a&amp;&#39;&quot;&gt;");
-        assert_eq!(escape("a\u{1b}[31m\u{202e}b"), "a\\u{001B}[31m\\u{202E}b");
+        assert_eq!(escape("a\u{1b}[31m\u{202e}b"), "a\\u{1b}[31m\\u{202e}b");
     }
 }

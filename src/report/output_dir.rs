@@ -430,8 +430,9 @@ pub fn default_folder(name: &str) -> Result<PathBuf, OutputError> {
     };
     if !one_component || name.chars().any(crate::input_file::is_unsafe_char) {
         return Err(OutputError::Refused(format!(
-            "the scenario name {name:?} cannot name a folder (expected one folder name, \
-             without `/`, `..` or control characters); choose the folder with --out"
+            "the scenario name {} cannot name a folder (expected one folder name, \
+             without `/`, `..` or control characters); choose the folder with --out",
+            crate::escape::quoted(name)
         )));
     }
     if name.len() > MAX_NAME_BYTES {
@@ -585,7 +586,7 @@ fn shown_list(names: &[String]) -> String {
     let mut s = names
         .iter()
         .take(SHOWN)
-        .map(|n| format!("{n:?}"))
+        .map(|n| crate::escape::quoted(n))
         .collect::<Vec<_>>()
         .join(", ");
     if names.len() > SHOWN {
@@ -662,6 +663,24 @@ fn owned_at(
         }
     }
     Ok(())
+}
+
+/// The stormsim command writing the folder `dir` now, if any: its lock
+/// file and process (read from the lock file, which is not taken). A
+/// folder being written for the first time does not exist yet (its run
+/// stages it elsewhere), so this is how `plot` tells "being written"
+/// from "no such folder".
+pub fn writer_of(dir: &Path) -> Option<(PathBuf, u32)> {
+    let plain = without_missing_dotdot(dir);
+    let located = match plain.canonicalize() {
+        Ok(c) => c,
+        Err(_) => resolve(&plain).ok()?,
+    };
+    let name = located.file_name()?;
+    let parent = located.parent()?;
+    let lock = super::folder_lock::lock_path(parent, name);
+    let pid = super::folder_lock::live_holder(&lock)?;
+    Some((lock, pid))
 }
 
 /// `path` made absolute with its longest existing ancestor resolved
@@ -880,6 +899,68 @@ fn check_writable(
     Ok(())
 }
 
+/// Refuses (without force) a target that is, or lies inside, an entry of
+/// another output folder of stormsim's, as its marker lists it
+/// (`out/charts`, `out/charts/x`, `out/report.html/x`): written there, a
+/// folder would break those results, and writing that folder again would
+/// replace it. `dest` is the target made absolute ([`resolve`]).
+fn check_nested(target: &Path, dest: &Path, force: bool) -> Result<(), OutputError> {
+    if force {
+        return Ok(());
+    }
+    for outer in dest.ancestors().skip(1) {
+        let Some(marked) = marked_entries(outer) else {
+            continue;
+        };
+        let Ok(rel) = dest.strip_prefix(outer) else {
+            continue;
+        };
+        let parts: Vec<String> = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        // The outermost listed entry the target is or lies inside.
+        let Some(k) = (1..=parts.len()).find(|&k| marked.contains_key(&parts[..k].join("/")))
+        else {
+            continue;
+        };
+        let entry = parts[..k].join("/");
+        // The outer folder as the user wrote it, when the target's last
+        // components are plain names.
+        let tail_plain = target
+            .components()
+            .rev()
+            .take(parts.len())
+            .all(|c| matches!(c, Component::Normal(_)))
+            && target.components().count() >= parts.len();
+        let outer_shown = match target.ancestors().nth(parts.len()) {
+            Some(a) if tail_plain && a.as_os_str().is_empty() => ".".to_string(),
+            Some(a) if tail_plain => crate::escape::path(a),
+            _ => crate::escape::path(outer),
+        };
+        let what = match marked.get(&entry) {
+            Some(EntryKind::Folder) => "folder",
+            _ => "file",
+        };
+        let kind =
+            Contents::marked_in(outer).map_or("the output of a stormsim command", Contents::words);
+        return Err(OutputError::Refused(format!(
+            "{} {} `{entry}` of {outer_shown}, which holds {kind} (its {MARKER} marker \
+             lists `{entry}` as a {what} stormsim wrote there); a folder written there \
+             would break those results, and writing {outer_shown} again would replace it. \
+             Nothing was written: choose a folder outside {outer_shown}, or --out \
+             {outer_shown} to replace those results",
+            crate::escape::path(target),
+            if k == parts.len() {
+                format!("is the {what}")
+            } else {
+                format!("lies inside the {what}")
+            }
+        )));
+    }
+    Ok(())
+}
+
 /// Refuses (without force) a folder holding what stormsim did not write,
 /// or, replaced whole, a folder of another kind than `contents`.
 fn check_owned(
@@ -940,12 +1021,39 @@ fn has_old_marker(dir: &Path) -> bool {
 /// The refusal of `target`, which holds the `foreign` entries.
 fn refusal(target: &Path, mode: Mode, foreign: &[String]) -> OutputError {
     let shown = crate::escape::path(target);
+    // Output folders of stormsim's own written inside this one (`run
+    // --out out/sub`): stormsim wrote them, but not as part of it.
+    let (own, other): (Vec<String>, Vec<String>) = foreign.iter().cloned().partition(|f| {
+        fs::symlink_metadata(target.join(f)).is_ok_and(|m| m.is_dir())
+            && marked_entries(&target.join(f)).is_some()
+    });
     OutputError::Refused(match mode {
+        Mode::Folder if other.is_empty() => format!(
+            "{shown} already exists and holds {}: {} of stormsim's written inside it, \
+             not part of the results it holds, which replacing {shown} would delete; \
+             nothing was written. Move {} out of {shown}, choose another folder with \
+             --out, or pass --force to replace the folder and everything in it",
+            shown_list(&own),
+            if own.len() == 1 {
+                "another output folder"
+            } else {
+                "other output folders"
+            },
+            if own.len() == 1 { "it" } else { "them" }
+        ),
         Mode::Folder => format!(
-            "{shown} already exists and holds files stormsim did not write ({}); \
+            "{shown} already exists and holds files stormsim did not write ({}){}; \
              nothing was written. Choose another folder with --out, or pass --force \
              to replace the folder and everything in it",
-            shown_list(foreign)
+            shown_list(&other),
+            if own.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ", and other output folders of stormsim's written inside it ({})",
+                    shown_list(&own)
+                )
+            }
         ),
         Mode::Entries(_) => {
             let marker = target.join(MARKER);
@@ -1502,10 +1610,10 @@ impl OutputDir {
         };
         if is_reserved(&name) {
             return Err(OutputError::Refused(format!(
-                "{shown}: the name {:?} is stormsim's own ({MARKER} is the marker file of \
+                "{shown}: the name {} is stormsim's own ({MARKER} is the marker file of \
                  the folders it writes, .stormsim-… its work folders and locks), and no \
                  output folder may take it; nothing was written: choose another name",
-                name.to_string_lossy()
+                crate::escape::quoted(&name.to_string_lossy())
             )));
         }
         let parent = match located.parent() {
@@ -1516,6 +1624,9 @@ impl OutputDir {
         let exists = check_kind(target, opts.mode)?;
         let guess = resolve(located).map_err(|e| io_error(&shown, &e))?;
         check_inputs(target, &guess, opts)?;
+        if opts.mode == Mode::Folder {
+            check_nested(target, &guess, opts.force)?;
+        }
         if exists {
             check_owned(target, &guess, opts.mode, opts.contents, opts.force)?;
         }
@@ -1597,8 +1708,8 @@ impl OutputDir {
                 let staging = new.join(&name);
                 fs::create_dir(&staging).map_err(|e| {
                     OutputError::Refused(format!(
-                        "cannot create a folder named {:?} ({} bytes) in {}: {e}",
-                        name.to_string_lossy(),
+                        "cannot create a folder named {} ({} bytes) in {}: {e}",
+                        crate::escape::quoted(&name.to_string_lossy()),
                         name.len(),
                         crate::escape::path(out.dest.parent().unwrap_or(Path::new("/")))
                     ))

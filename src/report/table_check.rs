@@ -407,6 +407,49 @@ pub struct TableCheck<'a> {
     first_bucket_done: bool,
     /// The services (call edges) of the current run so far.
     names_seen: HashSet<String>,
+    /// `timeseries.csv`: the current run's `open_requests` at the end of
+    /// its last bucket with cells (0 before its first).
+    open_before: u64,
+}
+
+/// Whether the `timeseries.csv` column `name` counts things (requests,
+/// attempts, messages: a whole number), as the runner writes them.
+fn is_count(name: &str) -> bool {
+    const COUNTS: &[&str] = &[
+        "offered",
+        "attempts",
+        "retries",
+        "dependency_attempts",
+        "succeeded",
+        "failed",
+        "shed",
+        "orphaned",
+        "blackholed",
+        "queue_timeouts",
+        "open_requests",
+        "commits",
+        "duplicate_side_effects",
+        "ambiguous_successes",
+        "deduplicated",
+        "cancelled",
+        "probes",
+        "messages",
+        "deliveries",
+        "redeliveries",
+        "duplicate_deliveries",
+        "processed",
+        "dead_lettered",
+    ];
+    const PER_LAYER: &[&str] = &[
+        "failed_",
+        "attempts_",
+        "retries_",
+        "budget_exhausted_",
+        "throttled_",
+        "breaker_rejected_",
+        "orphaned_attempts_",
+    ];
+    COUNTS.contains(&name) || PER_LAYER.iter().any(|p| name.starts_with(p))
 }
 
 impl<'a> TableCheck<'a> {
@@ -426,6 +469,7 @@ impl<'a> TableCheck<'a> {
             bucket_services: Vec::new(),
             first_bucket_done: false,
             names_seen: HashSet::new(),
+            open_before: 0,
         }
     }
 
@@ -621,6 +665,7 @@ impl<'a> TableCheck<'a> {
                         ),
                     ));
                 }
+                self.bucket_invariants(rec)?;
             }
             TableKind::ServicesTimeseries => self.service_bucket(rec)?,
             TableKind::Services | TableKind::Calls | TableKind::Replicas | TableKind::Classes => {
@@ -678,6 +723,181 @@ impl<'a> TableCheck<'a> {
                     ));
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// A `timeseries.csv` row's counters agree with each other as in every
+    /// run stormsim makes (the identities `crate::invariants` holds the
+    /// run to, bucket by bucket): each count a whole number; the run's
+    /// open requests at the bucket's end are those at the previous end,
+    /// plus those offered, less those that ended (`succeeded`, `failed`);
+    /// `failed` is the sum of its reasons (`failed_*`); `retries` is the
+    /// sum of the layers' (`retries_<layer>`), and no layer retries more
+    /// than it attempts; a bucket in which requests ended has latencies,
+    /// `latency_p50_ms` at most `latency_p99_ms`, and one in which none
+    /// did has none; the mean queue is at most the mean work in the
+    /// dependency (`queue_depth <= in_flight`). The cells of a bucket
+    /// after a guard rail stopped the run are empty: nothing to check.
+    fn bucket_invariants(&mut self, rec: &StringRecord) -> Result<(), TableError> {
+        if self.rows_in == 1 {
+            self.open_before = 0;
+        }
+        let changed = "(the row was changed: stormsim never writes this)";
+        let mut counts: Vec<Option<u64>> = vec![None; self.header.len()];
+        for (i, name) in self.header.iter().enumerate() {
+            let text = rec.get(i).unwrap_or("");
+            if text.is_empty() || !is_count(name) {
+                continue;
+            }
+            match text.parse::<u64>() {
+                Ok(n) if text.bytes().all(|b| b.is_ascii_digit()) => counts[i] = Some(n),
+                _ => {
+                    return Err(self.error(
+                        Some(i),
+                        format!(
+                            "expected a whole number (a count of the bucket), got {}",
+                            quoted(text)
+                        ),
+                    ));
+                }
+            }
+        }
+        let col = |name: &str| self.header.iter().position(|h| h == name);
+        let count = |name: &str| col(name).and_then(|i| counts[i].map(|n| (i, n)));
+        let bucket = format!("bucket {} of {}", self.rows_in - 1, self.describe(self.at));
+        // Requests: open at the end = open before + offered - ended.
+        if let (Some((_, offered)), Some((si, ok)), Some((_, failed)), Some((oi, open))) = (
+            count("offered"),
+            count("succeeded"),
+            count("failed"),
+            count("open_requests"),
+        ) {
+            let want =
+                (self.open_before.saturating_add(offered)).checked_sub(ok.saturating_add(failed));
+            if want != Some(open) {
+                let why = match want {
+                    None => format!(
+                        "{ok} succeeded + {failed} failed, more than the {} requests open \
+                         before it and the {offered} offered in it",
+                        self.open_before
+                    ),
+                    Some(w) => format!(
+                        "open_requests is {open}, but {} open before it + {offered} offered \
+                         - {ok} succeeded - {failed} failed = {w}",
+                        self.open_before
+                    ),
+                };
+                return Err(self.error(
+                    Some(if want.is_none() { si } else { oi }),
+                    format!("{bucket}: {why}; a run's requests always add up {changed}"),
+                ));
+            }
+            self.open_before = open;
+        }
+        // Failures: the reasons add up.
+        if let Some((fi, failed)) = count("failed") {
+            let reasons: Vec<(usize, u64)> = (self.header.iter().enumerate())
+                .filter(|(_, h)| h.starts_with("failed_"))
+                .filter_map(|(i, _)| counts[i].map(|n| (i, n)))
+                .collect();
+            let sum = reasons.iter().fold(0u64, |s, r| s.saturating_add(r.1));
+            if !reasons.is_empty() && sum != failed {
+                return Err(self.error(
+                    Some(fi),
+                    format!(
+                        "{bucket}: {failed} failed, but its reasons (the failed_ columns) add \
+                         up to {sum}; every failure has one reason {changed}"
+                    ),
+                ));
+            }
+        }
+        // Retries: the layers' add up, and none retries more than it attempts.
+        let layers: Vec<(usize, usize)> = (self.header.iter().enumerate())
+            .filter_map(|(i, h)| {
+                let layer = h.strip_prefix("retries_")?;
+                Some((col(&format!("attempts_{layer}"))?, i))
+            })
+            .collect();
+        for &(ai, ri) in &layers {
+            if let (Some(a), Some(r)) = (counts[ai], counts[ri])
+                && r > a
+            {
+                return Err(self.error(
+                    Some(ri),
+                    format!(
+                        "{bucket}: {r} {}, more than its {a} {}; a layer's retries are \
+                         among its attempts {changed}",
+                        escape(&self.header[ri]),
+                        escape(&self.header[ai])
+                    ),
+                ));
+            }
+        }
+        if let Some((ri, retries)) = count("retries") {
+            let sum =
+                (layers.iter().filter_map(|&(_, ri)| counts[ri])).fold(0u64, u64::saturating_add);
+            if !layers.is_empty() && sum != retries {
+                return Err(self.error(
+                    Some(ri),
+                    format!(
+                        "{bucket}: {retries} retries, but the layers' (the retries_ \
+                         columns) add up to {sum} {changed}"
+                    ),
+                ));
+            }
+        }
+        // Latencies: there when requests ended, in order.
+        let number =
+            |name: &str| col(name).map(|i| (i, rec.get(i).unwrap_or("").parse::<f64>().ok()));
+        if let (Some((_, ok)), Some((_, failed))) = (count("succeeded"), count("failed")) {
+            let ended = ok.saturating_add(failed);
+            for name in ["latency_p50_ms", "latency_p99_ms"] {
+                if let Some((i, v)) = number(name) {
+                    if ended > 0 && v.is_none() {
+                        return Err(self.error(
+                            Some(i),
+                            format!(
+                                "{bucket}: {ended} requests ended in it, but {name} is empty \
+                                 {changed}"
+                            ),
+                        ));
+                    }
+                    if ended == 0 && v.is_some() {
+                        return Err(self.error(
+                            Some(i),
+                            format!(
+                                "{bucket}: no request ended in it, but {name} is {} {changed}",
+                                quoted(rec.get(i).unwrap_or(""))
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        if let (Some((_, Some(p50))), Some((i, Some(p99)))) =
+            (number("latency_p50_ms"), number("latency_p99_ms"))
+            && p50 > p99
+        {
+            return Err(self.error(
+                Some(i),
+                format!(
+                    "{bucket}: latency_p99_ms {p99} is below latency_p50_ms {p50}; a \
+                     percentile never falls below a lower one {changed}"
+                ),
+            ));
+        }
+        if let (Some((_, Some(q))), Some((i, Some(f)))) =
+            (number("queue_depth"), number("in_flight"))
+            && q > f + 1e-6
+        {
+            return Err(self.error(
+                Some(i),
+                format!(
+                    "{bucket}: in_flight {f} is below queue_depth {q}; the requests in the \
+                     dependency include those waiting in its queue {changed}"
+                ),
+            ));
         }
         Ok(())
     }
@@ -967,7 +1187,7 @@ mod tests {
         sweep.dependency.concurrency";
 
     fn row(v: &str, t: &str, goodput: &str, c: &str) -> String {
-        format!("{v},0,{t},1,1,0,1,1,0,0,0,0,0,0,0,0,0.5,{goodput},1.5,,0,{c}")
+        format!("{v},0,{t},1,1,0,1,1,0,0,0,0,0,0,0,0,0.5,{goodput},1.5,2,0,{c}")
     }
 
     fn check(text: &str) -> Result<(), TableError> {
@@ -1008,6 +1228,36 @@ mod tests {
     #[test]
     fn a_table_as_stormsim_writes_it_passes() {
         check(&table(&good())).unwrap();
+    }
+
+    #[test]
+    fn counters_that_no_run_writes_are_named() {
+        // Latencies only where requests ended, in order; failures that
+        // add up to their reasons; counts that are whole numbers.
+        for (edit, want) in [
+            (
+                ("1.5,2,", "3,2,"),
+                "line 2, column 20 (latency_p99_ms): bucket 0 of the run of variant `a`, replicate 0: latency_p99_ms 2 is below latency_p50_ms 3",
+            ),
+            (
+                ("1.5,2,", "1.5,,"),
+                "column 20 (latency_p99_ms): bucket 0 of the run of variant `a`, replicate 0: 1 requests ended in it, but latency_p99_ms is empty",
+            ),
+            (
+                (",1,0,0,0,0,0,0,0,", ",1,0,1,0,0,0,0,0,"),
+                "column 9 (failed): bucket 0 of the run of variant `a`, replicate 0: 0 failed, but its reasons",
+            ),
+            (
+                ("a,0,0,1,", "a,0,0,1.5,"),
+                "column 4 (offered): expected a whole number",
+            ),
+        ] {
+            let mut g = good();
+            g[0] = g[0].replacen(edit.0, edit.1, 1);
+            assert_ne!(g[0], good()[0], "{edit:?}");
+            let e = check(&table(&g)).unwrap_err().to_string();
+            assert!(e.contains(want), "{edit:?}: {e}");
+        }
     }
 
     #[test]

@@ -149,9 +149,10 @@ pub(crate) fn yaml11_boolean_note(message: String) -> String {
     )
 }
 
-/// Turns a possibly multi-line message into one line.
+/// Turns a possibly multi-line message into one line, input's control
+/// characters escaped ([`crate::escape::one_line`]).
 pub(crate) fn one_line(message: &str) -> String {
-    message.split_whitespace().collect::<Vec<_>>().join(" ")
+    crate::escape::one_line(message)
 }
 
 /// Several errors, in the order they were found (never empty when

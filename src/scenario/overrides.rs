@@ -89,6 +89,25 @@ pub fn parse_set_arg(arg: &str) -> Result<(String, Value), ScenarioError> {
         ))
         .with_path(path));
     }
+    // YAML reads a carriage return (and a line or paragraph separator,
+    // as a YAML 1.1 reader would) as a line break, which would fold the
+    // value into another one ("x\ry" read as "x y"): a value given on
+    // the command line holds none of them.
+    if let Some(c) = text
+        .chars()
+        .find(|c| matches!(c, '\r' | '\u{85}' | '\u{2028}' | '\u{2029}'))
+    {
+        return Err(err(format!(
+            "the value `{}` holds {}, which YAML reads as a line break; a value on the \
+             command line takes none: remove it",
+            clip(text),
+            match c {
+                '\r' => "a carriage return (U+000D)".to_string(),
+                c => crate::escape::unsafe_char_in(&c.to_string()).unwrap_or_default(),
+            }
+        ))
+        .with_path(path));
+    }
     let value = serde_saphyr::from_str_with_options::<Value>(text, super::load::parse_options())
         .map_err(|e| {
             let m = serde_saphyr::MessageFormatter::format_message(&Wording, e.without_snippet());

@@ -128,8 +128,9 @@ impl Manifest {
             return Err(FieldError::at(
                 &["format"],
                 format!(
-                    "unknown shard format {format:?} (expected {FORMAT:?}: a shard \
-                     written by this version of stormsim)"
+                    "unknown shard format {} (expected {FORMAT:?}: a shard \
+                     written by this version of stormsim)",
+                    crate::escape::quoted(&format)
                 ),
             ));
         }
@@ -137,7 +138,7 @@ impl Manifest {
         if rule != RULE {
             return Err(FieldError::at(
                 &["rule"],
-                format!("expected {RULE:?}, got {rule:?}"),
+                format!("expected {RULE:?}, got {}", crate::escape::quoted(&rule)),
             ));
         }
         let scenario = top.text("scenario")?;
@@ -145,8 +146,9 @@ impl Manifest {
             return Err(FieldError::at(
                 &["scenario"],
                 format!(
-                    "{scenario:?} is not a scenario name (expected one folder name of at most \
-                     255 bytes, without `/`, `..` or control characters)"
+                    "{} is not a scenario name (expected one folder name of at most \
+                     255 bytes, without `/`, `..` or control characters)",
+                    crate::escape::quoted(&scenario)
                 ),
             ));
         }
@@ -159,7 +161,10 @@ impl Manifest {
         {
             return Err(FieldError::at(
                 &["scenario_digest"],
-                format!("expected `fnv1a64:` and 16 lowercase hex digits, got {digest:?}"),
+                format!(
+                    "expected `fnv1a64:` and 16 lowercase hex digits, got {}",
+                    crate::escape::quoted(&digest)
+                ),
             ));
         }
         let shards = top.whole("shards", 1, MAX_ITEMS)?;

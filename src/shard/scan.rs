@@ -489,7 +489,9 @@ pub fn check_shard(dir: &Path, m: &Manifest, shape: &RunShape) -> Result<Checked
             return Err(bad(
                 file,
                 format!(
-                    "rows of variant {v:?} replicate {r:?} out of the manifest's runs or their order"
+                    "rows of variant {} replicate {} out of the manifest's runs or their order",
+                    crate::escape::quoted(v),
+                    crate::escape::quoted(r)
                 ),
             ));
         }

@@ -216,7 +216,7 @@ fn damaged_tables_and_scenarios_are_refused_with_file_line_and_column() {
         ),
         (
             Box::new(|d| fs::remove_file(d.join("scenario.resolved.yaml")).unwrap()),
-            "scenario.resolved.yaml: no such file",
+            "it has no scenario.resolved.yaml",
         ),
         (
             Box::new(|d| fs::write(d.join("scenario.resolved.yaml"), "name: [\n").unwrap()),

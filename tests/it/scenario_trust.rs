@@ -132,7 +132,8 @@ fn type_errors_speak_the_users_words() {
         (
             "dependency.overload.status=70000",
             "dependency.overload.status",
-            "expected a whole number (at most 65535)",
+            // The range validation takes (review 10, L1), not the storage type's.
+            "expected a whole number from 400 to 599",
         ),
         (
             "layers.api.from={file: x, format: bogus}",
