@@ -23,6 +23,7 @@ use crate::metrics::{
 use crate::model::occ::{OccConfig, run_occ_until};
 use crate::model::{ModelConfig, World};
 use crate::reorder::Halted;
+use crate::report::chart_data::MAX_POINTS;
 use crate::scenario::{self, Scenario, ScenarioErrors};
 
 /// The stop flag of runs nobody can interrupt (`run_one`, `run_all`).
@@ -121,11 +122,13 @@ const VARIANT_BYTES: u64 = 48_000;
 /// Bytes more a variant holds per service, call edge or layer (measured: a
 /// three-service graph's variants held about 58 kB each).
 const VARIANT_ITEM_BYTES: u64 = 6_000;
-/// Bytes the charts hold per time bucket of a variant while they read the
-/// tables back, per layer or service it describes, with the bucket itself
-/// (its running means over replicates: measured, a sweep of 100 variants
-/// of one layer and one service peaked 120 MB higher with 1 200 buckets a
-/// run than with 600, about 2 kB a bucket).
+/// Bytes the charts hold per point of a variant's series while they read
+/// the tables back, per layer or service it describes, with the point
+/// itself (its running means over replicates: measured, a sweep of 100
+/// variants of one layer and one service peaked 120 MB higher with 1 200
+/// buckets a run than with 600, about 2 kB a bucket). A run of more than
+/// `MAX_POINTS` buckets is read in groups of buckets, at most
+/// `MAX_POINTS` points (`report::chart_data::Bins`).
 const VARIANT_BUCKET_BYTES: u64 = 700;
 /// Bytes a run's result holds until the folder is written: its summary
 /// cells and names (its rows of `timeseries.csv` and
@@ -135,8 +138,13 @@ const RUN_BYTES: u64 = 4_000;
 /// rows of `services.csv`, `calls.csv` and `replicas.csv`).
 const RUN_ITEM_BYTES: u64 = 1_000;
 /// Bytes a row of `timeseries.csv` waiting in the reorder buffer holds,
-/// per layer or service it describes, with the row itself.
-const ROW_ITEM_BYTES: u64 = 600;
+/// per layer or service it describes, with the row itself (rendered text,
+/// about 100 bytes a row of each table, and its share of the run's
+/// buckets while the run renders them). Measured on two threads: 20
+/// replicates of 100 000 buckets, one layer and one service (2 million
+/// rows), peaked at 380 MB, and 20 such variants at 342 MB, whose
+/// estimate at this figure is 565 MB: an upper bound, not four times one.
+const ROW_ITEM_BYTES: u64 = 400;
 
 /// How many variants `s` runs (every variant × every sweep point), from
 /// the counts alone: before they are built (a 100 000-point sweep takes a
@@ -167,7 +175,8 @@ pub fn retained_bytes_at_least(variants: u64, runs: u64) -> u64 {
 /// per worker thread, at most). It adds up over the whole command,
 /// unlike a run's own memory, which is freed when it ends.
 pub fn retained_bytes(plans: &[VariantPlan], items: &[(usize, u32)]) -> u64 {
-    let ahead = (AHEAD_PER_THREAD * rayon::current_num_threads().max(1)) as u64;
+    // Never more runs waiting than there are.
+    let ahead = (AHEAD_PER_THREAD * rayon::current_num_threads().max(1)).min(items.len()) as u64;
     let mut variants = vec![false; plans.len()];
     let mut bytes = 0u64;
     let mut waiting = 0u64;
@@ -187,7 +196,8 @@ pub fn retained_bytes(plans: &[VariantPlan], items: &[(usize, u32)]) -> u64 {
                 .max(1),
         };
         if !std::mem::replace(&mut variants[v], true) {
-            let buckets = rows.saturating_mul(VARIANT_BUCKET_BYTES * (1 + parts));
+            let points = rows.min(MAX_POINTS as u64);
+            let buckets = points.saturating_mul(VARIANT_BUCKET_BYTES * (1 + parts));
             bytes = bytes
                 .saturating_add(VARIANT_BYTES + VARIANT_ITEM_BYTES * parts)
                 .saturating_add(buckets);

@@ -340,9 +340,14 @@ pub fn layer_amplification(
             per_call(per_minute / 60.0),
             format!("{per_minute} retries per minute per budget"),
         ),
-        BudgetConfig::RateLimiter { rate_per_sec, .. } => (
+        BudgetConfig::RateLimiter {
+            rate_per_sec,
+            burst,
+        } => (
             per_call(rate_per_sec),
-            format!("{rate_per_sec} retries/s per budget (the excess waits)"),
+            format!(
+                "{rate_per_sec} retries/s per budget (the excess waits; burst {burst} retries per budget)"
+            ),
         ),
     };
     let budgeted = (1.0 + extra).min(max);

@@ -237,10 +237,25 @@ impl Settings {
         if let Some(budget) = crate::memory_gate::process_budget() {
             let held = runner::retained_bytes(&plans, &items);
             if held > budget {
+                // One run cannot be split: what it holds follows its
+                // buckets.
+                let (what, way_out) = if items.len() == 1 {
+                    (
+                        "the results of the one run".to_string(),
+                        "use a longer `bucket` or a shorter `duration` (its rows, one per bucket, wait to be written), or raise ulimit -v",
+                    )
+                } else {
+                    (
+                        format!(
+                            "the results of {} runs ({} variants)",
+                            items.len(),
+                            plans.len()
+                        ),
+                        "use fewer sweep points, variants or replicates, a longer `bucket`, or split the work with --shard",
+                    )
+                };
                 return Err(SettingsError::Memory(format!(
-                    "the results of {} runs ({} variants) would hold about {} in memory until the output folder is written, more than this process may use ({}: three quarters of the smaller of its address-space limit, ulimit -v, and the memory available); nothing was run: use fewer sweep points, variants or replicates, or split the work with --shard",
-                    items.len(),
-                    plans.len(),
+                    "{what} would hold about {} in memory until the output folder is written, more than this process may use ({}: three quarters of the smaller of its address-space limit, ulimit -v, and the memory available); nothing was run: {way_out}",
                     scenario::memory::bytes_text(held),
                     scenario::memory::bytes_text(budget),
                 )));

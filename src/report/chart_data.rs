@@ -13,7 +13,7 @@
 //! read only if regular and under a byte cap (`crate::input_file`), and
 //! the stop flag (`crate::interrupt`) is polled every few thousand rows.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -174,6 +174,9 @@ pub struct ChartData {
     pub capacity: Option<CapacityModels>,
     /// `classes.csv`, when the run has priority classes.
     pub classes: Option<Table>,
+    /// How the time series' rows fell into points (the services graph's
+    /// are read the same way).
+    pub bins: Bins,
 }
 
 /// What a `ChartData`'s tables were checked against.
@@ -236,13 +239,59 @@ impl Acc {
     }
 }
 
-/// A series being read: its values per time key.
+/// A series being read: its values per time key (a bucket, or a group
+/// of buckets: [`Bins`]).
 pub(super) type Series = BTreeMap<i64, Acc>;
 
-pub(super) fn push(acc: &mut Series, t: f64, v: Option<f64>) {
-    let e = acc
-        .entry((t * 1e6).round() as i64)
-        .or_insert_with(|| Acc::new(t));
+/// How the rows of a table fall into the points of a chart: one point per
+/// bucket while a run has at most [`MAX_POINTS`] buckets, else one per
+/// group of `group` consecutive buckets (`group_for` of the buckets a run
+/// has), so that a series never holds more than about `MAX_POINTS`
+/// accumulators however long the run and however many replicates: memory
+/// follows the points drawn, not the rows (a 20-variant sweep of 100 000
+/// buckets each, 2 million rows, needed 1.2 GB to plot when every bucket
+/// was kept until the end).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Bins {
+    /// The bucket width, in seconds.
+    pub bucket_s: f64,
+    /// Buckets per point (at least 1).
+    pub group: usize,
+}
+
+impl Bins {
+    /// One point per bucket.
+    pub fn every_bucket(bucket_s: f64) -> Bins {
+        Bins { bucket_s, group: 1 }
+    }
+
+    /// The bins for runs of at most `buckets` buckets of `bucket_s`.
+    pub fn for_buckets(bucket_s: f64, buckets: u64) -> Bins {
+        let buckets = usize::try_from(buckets).unwrap_or(usize::MAX);
+        Bins {
+            bucket_s,
+            group: group_for(buckets),
+        }
+    }
+
+    /// The key of the point a row at `t` (seconds) falls into: its time
+    /// in microseconds while every bucket is a point (distinct bucket
+    /// starts never share one), else its group of buckets.
+    fn key(&self, t: f64) -> i64 {
+        if self.group <= 1 || self.bucket_s <= 0.0 {
+            (t * 1e6).round() as i64
+        } else {
+            let bucket = (t / self.bucket_s).round() as i64;
+            bucket.div_euclid(self.group as i64)
+        }
+    }
+}
+
+/// Adds the value `v` of a row at `t` to its point of `acc` (a point is
+/// made for the row even without a value: its time is that of the first
+/// row that falls into it, the start of its first bucket).
+pub(super) fn push(acc: &mut Series, bins: Bins, t: f64, v: Option<f64>) {
+    let e = acc.entry(bins.key(t)).or_insert_with(|| Acc::new(t));
     if let Some(v) = v.filter(|v| v.is_finite()) {
         e.add(v);
     }
@@ -262,8 +311,13 @@ pub(super) fn reduce(map: &Series) -> Vec<Point> {
 }
 
 /// The most points a time chart draws of one series: more than its
-/// pixels across. A longer series (a long run in fine buckets) is thinned
-/// by `decimate`; the CSV tables keep every bucket.
+/// pixels across. A longer run (fine buckets) is read in groups of
+/// buckets ([`Bins`]): a point is then the mean of every value in its
+/// group (its buckets of every replicate), at the group's first time,
+/// and its band spans the group's extremes, so peaks and troughs survive
+/// in the band. A series that still has more points (rows past the end
+/// the scenario gives) is thinned by `decimate`. The CSV tables keep
+/// every bucket.
 pub const MAX_POINTS: usize = 2_000;
 
 /// Thins a series to at most [`MAX_POINTS`]: the points are cut into
@@ -300,45 +354,63 @@ pub fn group_for(len: usize) -> usize {
     }
 }
 
-/// An order-preserving integer key of a float (`f64::total_cmp`'s order).
-fn total_key(v: f64) -> i64 {
-    let bits = v.to_bits() as i64;
-    bits ^ (((bits >> 63) as u64) >> 1) as i64
+/// What a first pass over `timeseries.csv` learns when the scenario does
+/// not say it, in constant memory: the bucket width (the smallest
+/// positive step between consecutive rows: a run's rows are its buckets
+/// in time order) and the last bucket start.
+#[derive(Clone, Copy, Debug, Default)]
+struct Extent {
+    step: Option<f64>,
+    t_max: Option<f64>,
+    last: Option<f64>,
 }
 
-/// The bucket width: the smallest positive step between distinct bucket
-/// starts.
-fn infer_bucket(times: &BTreeSet<i64>) -> f64 {
-    let times: Vec<f64> = times
-        .iter()
-        .map(|&k| {
-            let bits = k ^ (((k >> 63) as u64) >> 1) as i64;
-            f64::from_bits(bits as u64)
-        })
-        .collect();
-    times
-        .windows(2)
-        .map(|w| w[1] - w[0])
-        .filter(|d| *d > 1e-9)
-        .fold(None, |m: Option<f64>, d| Some(m.map_or(d, |m| m.min(d))))
-        .unwrap_or(1.0)
+impl Extent {
+    fn add(&mut self, t: f64) {
+        if let Some(last) = self.last {
+            let d = t - last;
+            if d > 1e-9 {
+                self.step = Some(self.step.map_or(d, |m| m.min(d)));
+            }
+        }
+        self.last = Some(t);
+        self.t_max = Some(self.t_max.map_or(t, |m| m.max(t)));
+    }
+
+    /// The bucket width (1 s when no two rows tell it), to the
+    /// nanosecond: bucket widths are whole nanoseconds, and the step
+    /// between two printed times carries the error of their decimals
+    /// (400.1 − 400.0 is 0.09999999999997).
+    fn bucket_s(&self) -> f64 {
+        self.step
+            .map_or(1.0, |s| ((s * 1e9).round() / 1e9).max(1e-9))
+    }
+
+    /// Buckets of `bucket_s` up to the last bucket start, counting both
+    /// ends.
+    fn buckets(&self, bucket_s: f64) -> u64 {
+        match self.t_max {
+            Some(t) if bucket_s > 0.0 && t > 0.0 => (t / bucket_s).round() as u64 + 1,
+            _ => 1,
+        }
+    }
 }
 
 /// `timeseries.csv` reduced in one pass: every variant's six series, in
-/// the order the variants first appear, and the distinct bucket starts.
+/// the order the variants first appear, and the extent of its times.
 #[derive(Default)]
 struct TimeSeries {
     names: Vec<String>,
     series: Vec<[Series; 6]>,
-    times: BTreeSet<i64>,
+    extent: Extent,
 }
 
 impl TimeSeries {
     /// Reads the table from `source`, row by row, with rates per second
-    /// over buckets of `bucket_s` (`None`: only the bucket starts).
+    /// over the buckets of `bins` (`None`: only the extent of the times).
     fn read(
         source: impl Read,
-        bucket_s: Option<f64>,
+        bins: Option<Bins>,
         mut check: Option<TableCheck<'_>>,
     ) -> Result<TimeSeries, ReportError> {
         let file = check
@@ -387,9 +459,9 @@ impl TimeSeries {
             let name = cell(variant);
             let t = num(t_s);
             if let Some(t) = t {
-                out.times.insert(total_key(t));
+                out.extent.add(t);
             }
-            let Some(bucket_s) = bucket_s.filter(|_| !name.is_empty()) else {
+            let Some(bins) = bins.filter(|_| !name.is_empty()) else {
                 continue;
             };
             let v = match index.get(name) {
@@ -404,16 +476,17 @@ impl TimeSeries {
             let Some(t) = t else { continue };
             let acc = &mut out.series[v];
             let (o, d) = (num(offered), num(dep));
-            push(&mut acc[0], t, d.map(|d| d / bucket_s));
-            push(&mut acc[1], t, o.map(|o| o / bucket_s));
+            let bucket_s = bins.bucket_s;
+            push(&mut acc[0], bins, t, d.map(|d| d / bucket_s));
+            push(&mut acc[1], bins, t, o.map(|o| o / bucket_s));
             let amp = match (d, o) {
                 (Some(d), Some(o)) if o > 0.0 => Some(d / o),
                 _ => None,
             };
-            push(&mut acc[2], t, amp);
-            push(&mut acc[3], t, num(goodput));
-            push(&mut acc[4], t, num(p50));
-            push(&mut acc[5], t, num(p99));
+            push(&mut acc[2], bins, t, amp);
+            push(&mut acc[3], bins, t, num(goodput));
+            push(&mut acc[4], bins, t, num(p50));
+            push(&mut acc[5], bins, t, num(p99));
         }
         if let Some(c) = check.as_mut() {
             c.finish().map_err(table_error)?;
@@ -454,7 +527,7 @@ impl ChartData {
                 .map_err(|e| ReportError::Table(format!("{}: {e}", crate::escape::path(&ts_path))))
         };
         let data = ChartData::build(
-            |bucket, check| TimeSeries::read(open()?, bucket, check),
+            |bins, check| TimeSeries::read(open()?, bins, check),
             &summary,
             &by_variant,
             Some(&s),
@@ -548,7 +621,10 @@ impl ChartData {
             sources,
             &self.index,
             n,
-            self.bucket_s,
+            Bins {
+                bucket_s: self.bucket_s,
+                ..self.bins
+            },
             self.checked.as_ref(),
             self.capacity.as_ref(),
         )?);
@@ -566,7 +642,7 @@ impl ChartData {
     ) -> Result<ChartData, ReportError> {
         let s = resolved_yaml.and_then(|y| scenario::load_str(y, "scenario.resolved.yaml").ok());
         ChartData::build(
-            |bucket, check| TimeSeries::read(timeseries, bucket, check),
+            |bins, check| TimeSeries::read(timeseries, bins, check),
             summary,
             by_variant,
             s.as_ref(),
@@ -601,7 +677,7 @@ impl ChartData {
         folder: Option<&Path>,
     ) -> Result<ChartData, ReportError> {
         ChartData::build(
-            |bucket, check| TimeSeries::read(open()?, bucket, check),
+            |bins, check| TimeSeries::read(open()?, bins, check),
             summary,
             by_variant,
             Some(s),
@@ -612,12 +688,12 @@ impl ChartData {
         )
     }
 
-    /// `read_ts(bucket, check)` reads `timeseries.csv` with rates over
-    /// buckets of that width, or only the bucket starts with `None` (to
-    /// infer the width when the scenario does not give it), each row
-    /// checked by `check` when given.
+    /// `read_ts(bins, check)` reads `timeseries.csv` into the points of
+    /// `bins`, or with `None` only the extent of its times (to infer the
+    /// bucket width and the run's length when neither the scenario nor the
+    /// checked shape gives them), each row checked by `check` when given.
     fn build(
-        read_ts: impl Fn(Option<f64>, Option<TableCheck<'_>>) -> Result<TimeSeries, ReportError>,
+        read_ts: impl Fn(Option<Bins>, Option<TableCheck<'_>>) -> Result<TimeSeries, ReportError>,
         summary: &[u8],
         by_variant: &[u8],
         scenario: Option<&crate::scenario::Scenario>,
@@ -659,10 +735,24 @@ impl ChartData {
                 })
                 .collect();
         }
-        if data.bucket_s <= 0.0 {
-            data.bucket_s = infer_bucket(&read_ts(None, None)?.times);
-        }
-        let ts = read_ts(Some(data.bucket_s), check(TableKind::Timeseries))?;
+        // The points: from the buckets the runs have, which the checked
+        // shape gives, else a first pass over the table (constant memory).
+        let planned = checked
+            .as_ref()
+            .filter(|_| data.bucket_s > 0.0)
+            .and_then(|c| planned_buckets(&c.shape, data.bucket_s));
+        let bins = match planned {
+            Some(buckets) => Bins::for_buckets(data.bucket_s, buckets),
+            None => {
+                let extent = read_ts(None, None)?.extent;
+                if data.bucket_s <= 0.0 {
+                    data.bucket_s = extent.bucket_s();
+                }
+                Bins::for_buckets(data.bucket_s, extent.buckets(data.bucket_s))
+            }
+        };
+        data.bins = bins;
+        let ts = read_ts(Some(bins), check(TableKind::Timeseries))?;
         interrupt::check()?;
         // Variant order: as the tables list them.
         let mut variants: Vec<String> = Vec::new();
@@ -693,7 +783,7 @@ impl ChartData {
             .zip(capacities)
             .map(|(v, capacity)| {
                 let acc = by_name.get(v.as_str()).copied().unwrap_or(&empty);
-                variant_series(v, acc, capacity)
+                variant_series(v, acc, capacity, bins.group)
             })
             .collect();
         data.capacity = scenario.and_then(|s| CapacityModels::of(s, &seen, variants.len()));
@@ -740,14 +830,38 @@ fn first_capacities(summary: &Table, index: &HashMap<String, usize>) -> Vec<Opti
         .collect()
 }
 
-fn variant_series(name: &str, acc: &[Series; 6], capacity_per_s: Option<f64>) -> VariantSeries {
+/// Buckets per run at most, in buckets of `bucket_s`, when the shape
+/// gives every variant's (not for the OCC workload, whose runs last until
+/// its clients are done).
+fn planned_buckets(shape: &RunShape, bucket_s: f64) -> Option<u64> {
+    let bucket_ns = bucket_s * 1e9;
+    shape
+        .variants
+        .iter()
+        .map(|v| {
+            v.rows
+                .map(|rows| (rows as f64 * v.bucket_ns as f64 / bucket_ns).ceil() as u64)
+        })
+        .try_fold(0u64, |most, rows| rows.map(|r| most.max(r)))
+        .filter(|&most| most > 0)
+}
+
+/// A variant's six series from its accumulators read in groups of
+/// `read_group` buckets (`Bins::group`).
+fn variant_series(
+    name: &str,
+    acc: &[Series; 6],
+    capacity_per_s: Option<f64>,
+    read_group: usize,
+) -> VariantSeries {
     let [load, offered, amplification, goodput, p50, p99] =
         [0, 1, 2, 3, 4, 5].map(|i| reduce(&acc[i]));
-    let group = [&load, &offered, &amplification, &goodput, &p50, &p99]
+    let thinned = [&load, &offered, &amplification, &goodput, &p50, &p99]
         .iter()
         .map(|p| group_for(p.len()))
         .max()
         .unwrap_or(1);
+    let group = read_group.max(1) * thinned;
     VariantSeries {
         name: name.to_string(),
         load: decimate(load),
@@ -832,6 +946,71 @@ mod tests {
         // A short series is left alone.
         let short = series[..MAX_POINTS].to_vec();
         assert_eq!(decimate(short.clone()), short);
+    }
+
+    #[test]
+    fn a_long_run_is_read_in_groups_of_buckets_with_the_group_extremes_in_the_band() {
+        // Two replicates of 5 000 buckets of 100 ms (the width inferred
+        // from the rows): read in groups of 3 buckets, 1 667 points, never
+        // one accumulator per bucket.
+        let mut ts = String::from(
+            "variant,replicate,t_s,offered,dependency_attempts,goodput,latency_p50_ms,latency_p99_ms\n",
+        );
+        let attempts = |r: u32, k: u32| f64::from(k % 7) + f64::from(r) * 10.0;
+        for r in 0..2 {
+            for k in 0..5_000u32 {
+                let t = f64::from(k) / 10.0;
+                let p99 = if k == 4_001 && r == 1 { 900.0 } else { 50.0 };
+                // The first bucket of each group: no p50 for replicate 0,
+                // 40 ms for replicate 1; else 20 ms.
+                let p50 = match (k % 3, r) {
+                    (0, 0) => String::new(),
+                    (0, _) => "40".into(),
+                    _ => "20".into(),
+                };
+                ts.push_str(&format!("a,{r},{t},10,{},9,{p50},{p99}\n", attempts(r, k)));
+            }
+        }
+        let d = ChartData::from_bytes(ts.as_bytes(), b"variant\n", b"variant\n", None).unwrap();
+        assert_eq!(d.bucket_s, 0.1);
+        assert_eq!(d.bins.group, 3);
+        let a = &d.series[0];
+        assert_eq!(a.group, 3);
+        assert_eq!(a.load.len(), 1_667);
+        // Group 10: buckets 30, 31, 32 of both replicates, pooled; rates
+        // per second over 100 ms buckets.
+        let p = a.load[10];
+        assert!((p.t - 3.0).abs() < 1e-12);
+        let values: Vec<f64> = (0..2)
+            .flat_map(|r| (30..33).map(move |k| attempts(r, k) / 0.1))
+            .collect();
+        let mean = values.iter().sum::<f64>() / 6.0;
+        assert!((p.mean - mean).abs() < 1e-9, "{} vs {mean}", p.mean);
+        assert_eq!(p.min, values.iter().copied().fold(f64::INFINITY, f64::min));
+        assert_eq!(
+            p.max,
+            values.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+        );
+        // The one-bucket p99 spike of one replicate survives in its
+        // group's band, and moves the group's mean by a sixth of it.
+        let spike = a.latency_p99_ms[4_001 / 3];
+        assert_eq!(spike.max, 900.0);
+        assert!((spike.mean - (50.0 * 5.0 + 900.0) / 6.0).abs() < 1e-9);
+        // A group whose first bucket lacks one replicate's value still
+        // starts at its first bucket, and its mean is that of its five
+        // values (40, 20, 20, 20, 20), not the mean of its buckets' means
+        // (26.7).
+        let p50 = a.latency_p50_ms[7];
+        assert!((p50.t - 2.1).abs() < 1e-12);
+        assert!((p50.mean - 24.0).abs() < 1e-12, "{}", p50.mean);
+        // What is held while reading: one accumulator per group.
+        let bins = Bins::for_buckets(0.1, 5_000);
+        let read = TimeSeries::read(ts.as_bytes(), Some(bins), None).unwrap();
+        assert!(read.series[0].iter().all(|s| s.len() <= 1_667));
+        // A run short enough keeps every bucket.
+        let d =
+            ChartData::from_bytes(TS.as_bytes(), SUMMARY.as_bytes(), b"variant\n", None).unwrap();
+        assert_eq!(d.bins.group, 1);
     }
 
     #[test]

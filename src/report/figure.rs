@@ -303,6 +303,34 @@ pub fn sparse_marks(n: usize, i: usize) -> impl Iterator<Item = usize> {
     (offset..n).step_by(k)
 }
 
+/// The most dashes the dashed lines of one chart draw together. Each dash
+/// is an element of the SVG: a p99 line that swings across the chart at
+/// each of its 2 000 points is over a million pixels long, some 100 000
+/// dashes of 8 and 5 pixels (a 99 000-bucket run's `latency.svg` was
+/// 16 MB), so lines that long have longer dashes and gaps instead, in the
+/// same proportion, each line its share of the budget.
+pub const MAX_DASHES: f64 = 4_000.0;
+
+/// The dash and gap lengths, in pixels, of a dashed line through the
+/// pixels `px` allowed `budget` dashes: 8 and 5, stretched so that the
+/// line draws at most that many.
+fn dash_lengths(px: &[(i32, i32)], budget: f64) -> (u32, u32) {
+    let (dash, gap) = (8.0, 5.0);
+    let length: f64 = px
+        .windows(2)
+        .map(|w| {
+            let dx = f64::from(w[1].0) - f64::from(w[0].0);
+            let dy = f64::from(w[1].1) - f64::from(w[0].1);
+            dx.hypot(dy)
+        })
+        .sum();
+    let stretch = (length / (dash + gap) / budget.max(1.0)).max(1.0);
+    (
+        (dash * stretch).round().min(f64::from(u32::MAX)) as u32,
+        (gap * stretch).round().min(f64::from(u32::MAX)) as u32,
+    )
+}
+
 /// Runs of points whose steps stay within `max_gap`.
 fn runs(points: &[Point], max_gap: f64) -> Vec<&[Point]> {
     let mut out = Vec::new();
@@ -617,6 +645,8 @@ impl Drawable for Figure {
                 ))
                 .map_err(err)?;
         }
+        let dashed_lines = self.lines.iter().filter(|l| l.dashed).count().max(1);
+        let dash_budget = MAX_DASHES / dashed_lines as f64;
         for (i, l) in self.lines.iter().enumerate() {
             stop_point()?;
             let c = l.colour;
@@ -629,8 +659,10 @@ impl Drawable for Figure {
                         .draw_series(std::iter::once(Circle::new(pts[0], 4, c.filled())))
                         .map_err(err)?;
                 } else if l.dashed {
+                    let px: Vec<(i32, i32)> = pts.iter().map(|p| chart.backend_coord(p)).collect();
+                    let (dash, gap) = dash_lengths(&px, dash_budget);
                     chart
-                        .draw_series(DashedLineSeries::new(pts, 8, 5, style))
+                        .draw_series(DashedLineSeries::new(pts, dash, gap, style))
                         .map_err(err)?;
                 } else {
                     chart
@@ -678,6 +710,26 @@ mod tests {
         assert_eq!(tick(0.30000000004), "0.3");
         assert_eq!(tick(2560.4), "2560");
         assert_eq!(tick(-0.0001), "0");
+    }
+
+    #[test]
+    fn long_dashed_lines_draw_at_most_max_dashes() {
+        // A short line keeps 8 and 5 pixels.
+        assert_eq!(dash_lengths(&[(0, 0), (1300, 0)], 100.0), (8, 5));
+        assert_eq!(dash_lengths(&[], 100.0), (8, 5));
+        // 2 000 swings of 600 pixels: 1.2 million pixels, 46x the 2 000
+        // dashes allowed at 8 + 5.
+        let zigzag: Vec<(i32, i32)> = (0..=2000)
+            .map(|i| (i, if i % 2 == 0 { 0 } else { 600 }))
+            .collect();
+        let (dash, gap) = dash_lengths(&zigzag, 2000.0);
+        let length: f64 = 2000.0 * (600f64.hypot(1.0));
+        let dashes = length / f64::from(dash + gap);
+        assert!((1900.0..=2050.0).contains(&dashes), "{dashes}");
+        assert!(
+            (f64::from(dash) / f64::from(gap) - 1.6).abs() < 0.1,
+            "{dash}/{gap}"
+        );
     }
 
     #[test]

@@ -17,7 +17,7 @@ use std::io::Read;
 use super::ReportError;
 use super::capacity_series::CapacityModels;
 use super::chart_data::{
-    Checked, Point, Series, decimate, group_for, parse_num, push, reduce, table_error,
+    Bins, Checked, Point, Series, decimate, group_for, parse_num, push, reduce, table_error,
 };
 use super::table_check::TableKind;
 use super::tables::MAX_ROW_BYTES;
@@ -217,13 +217,14 @@ impl Names {
 impl GraphData {
     /// Reads the three tables. `variants` maps a variant's name to its
     /// index (`ChartData::index`, `n` variants); attempts are turned into
-    /// rates over buckets of `bucket_s` seconds; the capacity per bucket of
+    /// rates over the buckets of `bins`, read in its groups of buckets
+    /// like `timeseries.csv`; the capacity per bucket of
     /// the services `models` holds is computed from their rows.
     pub fn read(
         sources: GraphSources<impl Read, impl Read, impl Read>,
         variants: &HashMap<String, usize>,
         n: usize,
-        bucket_s: f64,
+        bins: Bins,
         checked: Option<&Checked>,
         models: Option<&CapacityModels>,
     ) -> Result<GraphData, ReportError> {
@@ -319,21 +320,21 @@ impl GraphData {
                 if load.len() <= s {
                     load.resize_with(s + 1, || vec![Series::new(); n]);
                 }
-                let rate = parse_num(text("attempts")).map(|a| a / bucket_s);
-                push(&mut load[s][v], t, rate);
+                let rate = parse_num(text("attempts")).map(|a| a / bins.bucket_s);
+                push(&mut load[s][v], bins, t, rate);
                 let limit_now = parse_num(text("concurrency_limit"));
                 if limit_now.is_some() {
                     if limit.len() <= s {
                         limit.resize_with(s + 1, || vec![Series::new(); n]);
                     }
-                    push(&mut limit[s][v], t, limit_now);
+                    push(&mut limit[s][v], bins, t, limit_now);
                 }
                 if let Some(m) = models.and_then(|m| m.get(v, name)) {
                     if capacity.len() <= s {
                         capacity.resize_with(s + 1, || vec![Series::new(); n]);
                     }
                     let cap = m.at(t, parse_num(text("replicas")), limit_now);
-                    push(&mut capacity[s][v], t, cap);
+                    push(&mut capacity[s][v], bins, t, cap);
                 }
                 Ok(())
             },
@@ -342,7 +343,7 @@ impl GraphData {
 
         let count = services.names.len();
         load.resize_with(count, || vec![Series::new(); n]);
-        let mut group = 1;
+        let mut thinned = 1;
         let load: Vec<Vec<Vec<Point>>> = load
             .iter()
             .map(|per_variant| {
@@ -350,7 +351,7 @@ impl GraphData {
                     .iter()
                     .map(|series| {
                         let points = reduce(series);
-                        group = group.max(group_for(points.len()));
+                        thinned = thinned.max(group_for(points.len()));
                         decimate(points)
                     })
                     .collect()
@@ -365,6 +366,7 @@ impl GraphData {
         };
         let capacity = thin(capacity);
         let limit = thin(limit);
+        let group = bins.group.max(1) * thinned;
         let service_figures = figures
             .into_iter()
             .map(|row| {
@@ -472,7 +474,7 @@ mod tests {
             },
             &index,
             2,
-            2.0,
+            Bins::every_bucket(2.0),
             None,
             None,
         )
