@@ -246,12 +246,16 @@ fn check_with(
         match apply_overrides(base, sets) {
             Ok(s) => (s, Vec::new()),
             Err(issues) => {
+                // What the other overrides make of the scenario, too (and
+                // the problems of those that one hid).
+                let mut more = Vec::new();
+                let rest = apply_the_rest(base, sets, &issues, &mut more);
                 let errors: Vec<ScenarioError> = issues
                     .iter()
+                    .chain(&more)
                     .map(|i| ScenarioError::new(SET_LABEL, &i.message).with_path(&i.path))
                     .collect();
-                // What the other overrides make of the scenario, too.
-                match apply_the_rest(base, sets, &issues) {
+                match rest {
                     Some(rest) => (rest, errors),
                     None if issues.iter().any(|i| i.path.is_empty()) => {
                         return Err(ScenarioErrors::new(errors));
