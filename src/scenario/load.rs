@@ -131,6 +131,9 @@ fn load_unbounded(
     // field and none a stand-in made up (the same scenario with other
     // stand-ins has it too, word for word).
     let ScenarioErrors(mut reported, mut omitted) = errors;
+    if sets.is_empty() {
+        reported.extend(r.semantic.iter().cloned());
+    }
     // A `--set` replaces the file's value of its field (and of everything
     // under it) before the file is judged: the file's type errors there
     // are not errors, and what the set makes of the field is.
@@ -307,7 +310,25 @@ fn check_with(
             .iter()
             .filter(|i| !unapplied.iter().any(|p| related(p, &i.path)))
             .cloned()
-            .map(|i| as_typed(locate_issue(i, &set_paths, file_label, Some(index)))),
+            .map(|i| {
+                let e = locate_issue(i.clone(), &set_paths, file_label, Some(index));
+                if e.file == SET_LABEL {
+                    return as_typed(e);
+                }
+                // A problem in the file is about an item as the file names
+                // it (as a path names it: `--set layers.1.name=x` leaves
+                // `layers.1.timeout` the file's `layers.1.timeout`), and
+                // located there.
+                let in_file = normalize_path(base, &super::variants::indexed_path(&s, &i.path));
+                if in_file == i.path {
+                    return e;
+                }
+                let moved = Issue {
+                    path: in_file,
+                    message: i.message,
+                };
+                locate_issue(moved, &[], file_label, Some(index))
+            }),
     );
     let (more, omitted, runs) = expansion_errors(&s, &issues, &set_paths, file_label, Some(index));
     errors.extend(more);
@@ -327,7 +348,12 @@ fn check_with(
     if errors.is_empty() && !failed {
         return Ok(s);
     }
-    errors.dedup();
+    // Each problem once, however many of the checks found it.
+    let mut seen = std::collections::BTreeSet::new();
+    let errors: Vec<ScenarioError> = errors
+        .into_iter()
+        .filter(|e| seen.insert(e.to_string()))
+        .collect();
     Err(ScenarioErrors(errors, omitted))
 }
 
@@ -569,6 +595,7 @@ fn parse_file(
         // have it too, word for word).
         Some(s) => {
             let other = found.other.as_ref().map(validate);
+            let mut semantic = Vec::new();
             for issue in validate(&s) {
                 let made_up =
                     found.stand_ins && !other.as_ref().is_some_and(|o| o.contains(&issue));
@@ -577,7 +604,7 @@ fn parse_file(
                     .iter()
                     .any(|r| r.path.as_deref().is_some_and(|p| related(p, &issue.path)));
                 if !dropped && !known {
-                    reported.push(locate_issue(issue, &[], label, Some(index)));
+                    semantic.push(locate_issue(issue, &[], label, Some(index)));
                 }
             }
             Some(Repaired {
@@ -585,6 +612,7 @@ fn parse_file(
                 other: found.other.map(Box::new),
                 stand_ins: found.stand_ins,
                 paths: found.repaired,
+                semantic,
             })
         }
         None => None,
@@ -672,6 +700,11 @@ struct Repaired {
     stand_ins: bool,
     /// Paths of the repaired fields.
     paths: Vec<String>,
+    /// The problems of the file's values (not of their types), without
+    /// any override: with overrides they are found again, with them
+    /// applied (else a `--set duration=…` would see both the file's and
+    /// its own version of one problem).
+    semantic: Vec<ScenarioError>,
 }
 
 /// Reads the file: a regular file only (never a device, FIFO or folder),

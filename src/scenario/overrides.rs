@@ -319,7 +319,10 @@ fn changed_from(
     if culprits.is_empty() {
         // Not recognisably one override's doing: every override may be.
         let all: Vec<&str> = changed.iter().map(|(_, shown)| shown.as_str()).collect();
-        culprits = sets.iter().map(|(p, _)| (p.as_str(), all.clone())).collect();
+        culprits = sets
+            .iter()
+            .map(|(p, _)| (p.as_str(), all.clone()))
+            .collect();
     }
     culprits
         .into_iter()

@@ -291,7 +291,10 @@ fn key_for<'a>(
     keys.iter()
         .find(|k| *k == path)
         .or_else(|| keys.iter().find(|k| related(&field(k), path)))
-        .or_else(|| keys.iter().find(|k| related(&normalize_path(base, k), path)))
+        .or_else(|| {
+            keys.iter()
+                .find(|k| related(&normalize_path(base, k), path))
+        })
         .or_else(|| keys.first())
 }
 
