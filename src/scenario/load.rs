@@ -1394,4 +1394,21 @@ mod tests {
             "from 10 to 1.5, found 1.0"
         );
     }
+
+    #[test]
+    fn a_broken_file_with_sets_judges_its_values_once() {
+        let src =
+            FULL.replacen("timeout: 1s", "timeout: abc", 1)
+                .replacen("end: 9m30s", "end: 11m", 1);
+        let sets = vec![("duration".to_string(), serde_json::json!("8m"))];
+        let e = load_str_with(&src, "b.yaml", &sets)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("invalid duration `abc`"), "{e}");
+        assert_eq!(e.matches("dependency.incidents.4.end").count(), 1, "{e}");
+        assert!(
+            e.contains("incident ends at 11m, after the run (8m)"),
+            "{e}"
+        );
+    }
 }

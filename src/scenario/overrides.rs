@@ -914,4 +914,89 @@ mod tests {
         assert!(parse_set_arg("=1").is_err());
         assert!(parse_set_arg("a=[").is_err());
     }
+
+    fn sets(args: &[&str]) -> Vec<(String, Value)> {
+        args.iter().map(|a| parse_set_arg(a).unwrap()).collect()
+    }
+
+    #[test]
+    fn paths_name_items_as_before_any_override() {
+        let s = full();
+        let forward = apply_sets(
+            &s,
+            &sets(&["layers.api.name=edge", "layers.api.timeout=3s"]),
+        );
+        let backward = apply_sets(
+            &s,
+            &sets(&["layers.api.timeout=3s", "layers.api.name=edge"]),
+        );
+        let forward = forward.unwrap();
+        assert_eq!(forward, backward.unwrap());
+        assert_eq!(forward.layers[0].name, "edge");
+        assert_eq!(forward.layers[0].timeout, Some(Duration::from_secs(3)));
+        // Two names swapped, in either order.
+        let swap = ["layers.api.name=storage", "layers.storage.name=api"];
+        let a = apply_sets(&s, &sets(&swap)).unwrap();
+        let b = apply_sets(&s, &sets(&[swap[1], swap[0]])).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(
+            (a.layers[0].name.as_str(), a.layers[1].name.as_str()),
+            ("storage", "api")
+        );
+        // The new name is no path, whatever the order, and the message
+        // names the override that gave it.
+        for order in [
+            ["layers.api.name=edge", "layers.edge.timeout=3s"],
+            ["layers.edge.timeout=3s", "layers.api.name=edge"],
+        ] {
+            let e = apply_sets(&s, &sets(&order)).unwrap_err().to_string();
+            assert!(
+                e.contains("no item named `edge` in `layers`")
+                    && e.contains("`layers.api.name` gives one the name `edge`"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_preset_is_put_before_the_fields_beside_it() {
+        let s = full();
+        let a = apply_sets(
+            &s,
+            &sets(&[
+                "layers.api.preset=grpc-a6",
+                "layers.api.retry.max_attempts=2",
+            ]),
+        )
+        .unwrap();
+        let b = apply_sets(
+            &s,
+            &sets(&[
+                "layers.api.retry.max_attempts=2",
+                "layers.api.preset=grpc-a6",
+            ]),
+        )
+        .unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a.layers[0].retry.max_attempts, 2);
+        assert_eq!(a.layers[0].preset.as_deref(), Some("grpc-a6"));
+    }
+
+    #[test]
+    fn resolving_stops_at_dotted_keys_and_past_the_document() {
+        let json = serde_json::to_value(full()).unwrap();
+        assert_eq!(
+            resolve_items(&json, "layers.storage.retry.jitter", &[]).unwrap(),
+            "layers.1.retry.jitter"
+        );
+        assert_eq!(
+            resolve_items(&json, "layers.api.breaker.kind", &[]).unwrap(),
+            "layers.0.breaker.kind"
+        );
+        assert_eq!(
+            resolve_items(&json, "sweep.layers.api.timeout", &[]).unwrap(),
+            "sweep.layers.api.timeout"
+        );
+        assert!(resolve_items(&json, "layers.nope.timeout", &[]).is_err());
+    }
 }
