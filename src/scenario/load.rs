@@ -131,6 +131,9 @@ fn load_unbounded(
     // field and none a stand-in made up (the same scenario with other
     // stand-ins has it too, word for word).
     let ScenarioErrors(mut reported, mut omitted) = errors;
+    if sets.is_empty() {
+        reported.extend(r.semantic.iter().cloned());
+    }
     // A `--set` replaces the file's value of its field (and of everything
     // under it) before the file is judged: the file's type errors there
     // are not errors, and what the set makes of the field is.
@@ -246,12 +249,16 @@ fn check_with(
         match apply_overrides(base, sets) {
             Ok(s) => (s, Vec::new()),
             Err(issues) => {
+                // What the other overrides make of the scenario, too (and
+                // the problems of those that one hid).
+                let mut more = Vec::new();
+                let rest = apply_the_rest(base, sets, &issues, &mut more);
                 let errors: Vec<ScenarioError> = issues
                     .iter()
+                    .chain(&more)
                     .map(|i| ScenarioError::new(SET_LABEL, &i.message).with_path(&i.path))
                     .collect();
-                // What the other overrides make of the scenario, too.
-                match apply_the_rest(base, sets, &issues) {
+                match rest {
                     Some(rest) => (rest, errors),
                     None if issues.iter().any(|i| i.path.is_empty()) => {
                         return Err(ScenarioErrors::new(errors));
@@ -303,7 +310,25 @@ fn check_with(
             .iter()
             .filter(|i| !unapplied.iter().any(|p| related(p, &i.path)))
             .cloned()
-            .map(|i| as_typed(locate_issue(i, &set_paths, file_label, Some(index)))),
+            .map(|i| {
+                let e = locate_issue(i.clone(), &set_paths, file_label, Some(index));
+                if e.file == SET_LABEL {
+                    return as_typed(e);
+                }
+                // A problem in the file is about an item as the file names
+                // it (as a path names it: `--set layers.1.name=x` leaves
+                // `layers.1.timeout` the file's `layers.1.timeout`), and
+                // located there.
+                let in_file = normalize_path(base, &super::variants::indexed_path(&s, &i.path));
+                if in_file == i.path {
+                    return e;
+                }
+                let moved = Issue {
+                    path: in_file,
+                    message: i.message,
+                };
+                locate_issue(moved, &[], file_label, Some(index))
+            }),
     );
     let (more, omitted, runs) = expansion_errors(&s, &issues, &set_paths, file_label, Some(index));
     errors.extend(more);
@@ -323,7 +348,12 @@ fn check_with(
     if errors.is_empty() && !failed {
         return Ok(s);
     }
-    errors.dedup();
+    // Each problem once, however many of the checks found it.
+    let mut seen = std::collections::BTreeSet::new();
+    let errors: Vec<ScenarioError> = errors
+        .into_iter()
+        .filter(|e| seen.insert(e.to_string()))
+        .collect();
     Err(ScenarioErrors(errors, omitted))
 }
 
@@ -565,6 +595,7 @@ fn parse_file(
         // have it too, word for word).
         Some(s) => {
             let other = found.other.as_ref().map(validate);
+            let mut semantic = Vec::new();
             for issue in validate(&s) {
                 let made_up =
                     found.stand_ins && !other.as_ref().is_some_and(|o| o.contains(&issue));
@@ -573,7 +604,7 @@ fn parse_file(
                     .iter()
                     .any(|r| r.path.as_deref().is_some_and(|p| related(p, &issue.path)));
                 if !dropped && !known {
-                    reported.push(locate_issue(issue, &[], label, Some(index)));
+                    semantic.push(locate_issue(issue, &[], label, Some(index)));
                 }
             }
             Some(Repaired {
@@ -581,6 +612,7 @@ fn parse_file(
                 other: found.other.map(Box::new),
                 stand_ins: found.stand_ins,
                 paths: found.repaired,
+                semantic,
             })
         }
         None => None,
@@ -668,6 +700,11 @@ struct Repaired {
     stand_ins: bool,
     /// Paths of the repaired fields.
     paths: Vec<String>,
+    /// The problems of the file's values (not of their types), without
+    /// any override: with overrides they are found again, with them
+    /// applied (else a `--set duration=…` would see both the file's and
+    /// its own version of one problem).
+    semantic: Vec<ScenarioError>,
 }
 
 /// Reads the file: a regular file only (never a device, FIFO or folder),
@@ -1355,6 +1392,23 @@ mod tests {
         assert_eq!(
             m("from 10 to 1.5, found 1", "1.0"),
             "from 10 to 1.5, found 1.0"
+        );
+    }
+
+    #[test]
+    fn a_broken_file_with_sets_judges_its_values_once() {
+        let src =
+            FULL.replacen("timeout: 1s", "timeout: abc", 1)
+                .replacen("end: 9m30s", "end: 11m", 1);
+        let sets = vec![("duration".to_string(), serde_json::json!("8m"))];
+        let e = load_str_with(&src, "b.yaml", &sets)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("invalid duration `abc`"), "{e}");
+        assert_eq!(e.matches("dependency.incidents.4.end").count(), 1, "{e}");
+        assert!(
+            e.contains("incident ends at 11m, after the run (8m)"),
+            "{e}"
         );
     }
 }

@@ -177,11 +177,41 @@ pub(crate) fn apply_overrides(
         }]
     })?;
     let mut issues = Vec::new();
+    // Every path names its items as the scenario before any override has
+    // them (a rename by another override changes nothing of it), so the
+    // order of the overrides never matters.
+    let renames = renames(sets);
+    let mut resolved: Vec<(String, Value)> = Vec::with_capacity(sets.len());
+    let mut ok: Vec<bool> = Vec::with_capacity(sets.len());
+    for (path, value) in sets {
+        match resolve_items(&json, path, &renames) {
+            Ok(r) => {
+                resolved.push((r, value.clone()));
+                ok.push(true);
+            }
+            Err(mut e) => {
+                issues.append(&mut e);
+                resolved.push((path.clone(), value.clone()));
+                ok.push(false);
+            }
+        }
+    }
+    // A `preset` is put before every other override, so that the fields
+    // set beside it override it (as beside a preset in a file) whatever
+    // their order; the rest keep theirs.
+    let is_preset = |i: &usize| resolved[*i].0.rsplit('.').next() == Some("preset");
+    let order: Vec<usize> = (0..sets.len())
+        .filter(is_preset)
+        .chain((0..sets.len()).filter(|i| !is_preset(i)))
+        .filter(|i| ok[*i])
+        .collect();
+    let applied: Vec<(String, Value)> = order.iter().map(|&i| resolved[i].clone()).collect();
     let mut seeded: Vec<(String, usize)> = Vec::new();
-    for (i, (path, value)) in sets.iter().enumerate() {
+    for (i, &at) in order.iter().enumerate() {
+        let (typed, (path, value)) = (&sets[at].0, &applied[i]);
         let target = preset_target(&json, path);
         let mut seeds = Vec::new();
-        let put = put(&mut json, path, value.clone(), &mut seeds);
+        let put = put_seeding(&mut json, typed, path, value.clone(), &mut seeds);
         seeded.extend(seeds.into_iter().map(|p| (p, i)));
         match put {
             Ok(()) => {
@@ -192,7 +222,7 @@ pub(crate) fn apply_overrides(
             Err(mut e) => issues.append(&mut e),
         }
     }
-    derive_seeded(&mut json, &seeded, sets);
+    derive_seeded(&mut json, &seeded, &applied);
     // `null` on a field the format does not require: its default (an
     // optional field unset, the base scenario's value removed).
     super::schema::strip_nulls(&mut json);
@@ -227,76 +257,99 @@ pub(crate) fn apply_overrides(
             }
         }
     };
-    if !issues.is_empty() {
-        return Err(issues);
-    }
-    issues.extend(changed_from(s, &out, sets));
+    issues.extend(changed_from(s, &out, sets, &resolved));
     if !issues.is_empty() {
         return Err(issues);
     }
     Ok(out)
 }
 
-/// Every `from` of `s` with where it is: a layer's (`layers.NAME`), a
-/// call's (`services.NAME.calls.I`, `clients.calls`).
-fn from_specs(s: &Scenario) -> Vec<(String, &super::types::FromFile)> {
+/// Every `from` of `s`: where it is by index (`layers.0`,
+/// `services.1.calls.0`, `clients.calls`), as a path labels it
+/// (`layers.api`, `services.gateway.calls.0`), and the `from` itself.
+fn from_specs(s: &Scenario) -> Vec<(String, String, &super::types::FromFile)> {
     let mut out = Vec::new();
-    for l in &s.layers {
+    for (i, l) in s.layers.iter().enumerate() {
         if let Some(f) = &l.from {
-            out.push((format!("layers.{}", l.name), f));
+            let at = format!("layers.{i}");
+            let shown = super::variants::normalize_path(s, &at);
+            out.push((at, shown, f));
         }
     }
-    for sv in &s.services {
+    for (k, sv) in s.services.iter().enumerate() {
         for (i, c) in sv.calls.iter().enumerate() {
             if let Some(f) = &c.from {
-                out.push((format!("services.{}.calls.{i}", sv.name), f));
+                let at = format!("services.{k}.calls.{i}");
+                let shown = super::variants::normalize_path(s, &at);
+                out.push((at, shown, f));
             }
         }
     }
     if let Some(f) = s.clients.calls.as_ref().and_then(|c| c.from.as_ref()) {
-        out.push(("clients.calls".to_string(), f));
+        out.push(("clients.calls".to_string(), "clients.calls".to_string(), f));
     }
     out
 }
 
-/// An issue about each override when `out` has a `from` that `s` has not
-/// at the same place (a new one, or one changed): a file's settings are
-/// read when the scenario file loads, so an override of `from` would be
-/// recorded as resolved beside values the file never gave. Removing a
-/// `from` is fine (the values read stay, written out).
-fn changed_from(s: &Scenario, out: &Scenario, sets: &[(String, Value)]) -> Vec<Issue> {
+/// An issue about each override that gives `out` a `from` that `s` has
+/// not at the same place (a new one, or one changed): a file's settings
+/// are read when the scenario file loads, so an override of `from` would
+/// be recorded as resolved beside values the file never gave. Removing a
+/// `from` is fine (the values read stay, written out); so is renaming
+/// the item that has it. `sets` are the overrides as typed, `resolved`
+/// the same with their items by index ([`resolve_items`]): an override
+/// is blamed only when it writes the `from` or what holds it, never
+/// another one beside it.
+fn changed_from(
+    s: &Scenario,
+    out: &Scenario,
+    sets: &[(String, Value)],
+    resolved: &[(String, Value)],
+) -> Vec<Issue> {
     let before = from_specs(s);
-    let changed: Vec<String> = from_specs(out)
+    let changed: Vec<(String, String)> = from_specs(out)
         .into_iter()
-        .filter(|(at, f)| !before.iter().any(|(b_at, b)| b_at == at && b == f))
-        .map(|(at, _)| at)
+        .filter(|(at, _, f)| !before.iter().any(|(b_at, _, b)| b_at == at && b == f))
+        .map(|(at, shown, _)| {
+            // Labelled as the scenario before the overrides labels it.
+            let label = before
+                .iter()
+                .find(|(b_at, _, _)| *b_at == at)
+                .map(|(_, b_shown, _)| b_shown.clone())
+                .unwrap_or(shown);
+            (format!("{at}.from"), label)
+        })
         .collect();
     if changed.is_empty() {
         return Vec::new();
     }
-    // The overrides that may have done it: those at or around a `from`
-    // (all of them when none is recognisably one).
-    let about_from = |p: &str| p.split('.').any(|seg| seg == "from") || !p.contains('.');
-    let mut culprits: Vec<&str> = sets
+    let mut culprits: Vec<(&str, Vec<&str>)> = sets
         .iter()
-        .map(|(p, _)| p.as_str())
-        .filter(|p| {
-            about_from(p)
-                || changed
-                    .iter()
-                    .any(|c| c.starts_with(*p) || p.starts_with(c.as_str()))
+        .zip(resolved)
+        .filter_map(|((typed, _), (p, _))| {
+            let which: Vec<&str> = changed
+                .iter()
+                .filter(|(at, _)| super::collect::related(p, at))
+                .map(|(_, shown)| shown.as_str())
+                .collect();
+            (!which.is_empty()).then_some((typed.as_str(), which))
         })
         .collect();
     if culprits.is_empty() {
-        culprits = sets.iter().map(|(p, _)| p.as_str()).collect();
+        // Not recognisably one override's doing: every override may be.
+        let all: Vec<&str> = changed.iter().map(|(_, shown)| shown.as_str()).collect();
+        culprits = sets
+            .iter()
+            .map(|(p, _)| (p.as_str(), all.clone()))
+            .collect();
     }
     culprits
         .into_iter()
-        .map(|p| Issue {
+        .map(|(p, which)| Issue {
             path: p.to_string(),
             message: format!(
                 "changes the `from` of {}: a configuration file's settings are read when the scenario file loads, not after an override; set the fields themselves (they override the file's, leaf by leaf), or change `from` in the scenario file",
-                changed.join(", ")
+                which.join(", ")
             ),
         })
         .collect()
@@ -304,27 +357,49 @@ fn changed_from(s: &Scenario, out: &Scenario, sets: &[(String, Value)]) -> Vec<I
 
 /// `s` with those of `sets` that none of `issues` is about, when any: what
 /// the other overrides make of the scenario, so that its problems can be
-/// reported beside the bad overrides' own.
+/// reported beside the bad overrides' own. Overrides that cannot be
+/// applied beside the others are left out too, until the rest applies;
+/// their problems (which `issues` did not have: one override's may hide
+/// another's) go to `more`.
 pub(crate) fn apply_the_rest(
     s: &Scenario,
     sets: &[(String, Value)],
     issues: &[Issue],
+    more: &mut Vec<Issue>,
 ) -> Option<Scenario> {
-    let rest: Vec<(String, Value)> = sets
-        .iter()
-        .filter(|(p, _)| {
-            !issues.iter().any(|i| {
-                i.path.is_empty()
-                    || super::collect::related(p, &i.path)
-                    || i.path.starts_with(p.as_str())
+    let keep = |sets: &[(String, Value)], issues: &[Issue]| -> Vec<(String, Value)> {
+        sets.iter()
+            .filter(|(p, _)| {
+                !issues.iter().any(|i| {
+                    i.path.is_empty()
+                        || super::collect::related(p, &i.path)
+                        || i.path.starts_with(p.as_str())
+                })
             })
-        })
-        .cloned()
-        .collect();
+            .cloned()
+            .collect()
+    };
+    let mut rest = keep(sets, issues);
     if rest.len() == sets.len() {
         return None;
     }
-    apply_overrides(s, &rest).ok()
+    loop {
+        match apply_overrides(s, &rest) {
+            Ok(out) => return Some(out),
+            Err(found) => {
+                let fewer = keep(&rest, &found);
+                for i in found {
+                    if !issues.contains(&i) && !more.contains(&i) {
+                        more.push(i);
+                    }
+                }
+                if fewer.len() == rest.len() {
+                    return None;
+                }
+                rest = fewer;
+            }
+        }
+    }
 }
 
 /// How a `--set` path touches presets: the steps (indexes, not names) it
@@ -392,21 +467,69 @@ pub(super) fn dotted_keys(segs: &[&str]) -> bool {
     matches!(segs, ["sweep"] | ["variants", _, "set"] | ["tune", "space"])
 }
 
-/// Puts `value` at `path` in `root`. The last segment may create a missing
-/// mapping key (the typed re-read rejects unknown ones); a missing mapping
-/// on the way is created when the scenario format has it (`sweep`, a
-/// layer's `breaker`), else the path is an error that lists the fields
-/// there. In `sweep` and a variant's `set` the rest of the path is one key;
-/// `null` there removes the key.
-/// Notes in `seeds` the path of every mapping it created from its
-/// default ([`seed`]).
-fn put(
-    root: &mut Value,
+/// The names overrides give list items: (new name, the override's path)
+/// for each override of an item's `name` (or a call's `to`, which names a
+/// call without a `name`) to a text.
+fn renames(sets: &[(String, Value)]) -> Vec<(String, String)> {
+    sets.iter()
+        .filter(|(p, _)| {
+            let segs: Vec<&str> = p.split('.').collect();
+            matches!(segs.last(), Some(&"name") | Some(&"to")) && segs.len() >= 3
+        })
+        .filter_map(|(p, v)| Some((v.as_str()?.to_string(), p.clone())))
+        .collect()
+}
+
+/// `path` with every list item it names (`layers.api`,
+/// `services.db.calls.cache`, `variants.fast`) written as its index in
+/// `root`, the scenario before any override: a path names an item by the
+/// name the file gives it, whatever another override renames it to
+/// (`--set services.db.name=db2 --set services.db.capacity=4` in either
+/// order). In a map whose keys are paths (`sweep`, a variant's `set`,
+/// `tune.space`) the rest is one key, left as it is (a variant's keys
+/// name the base scenario's items when the variant is applied); so is
+/// the rest of a path past what `root` has (a mapping an override
+/// creates). A name no item has is an error (naming the override that
+/// gives an item that name, if one does: `renames`).
+fn resolve_items(
+    root: &Value,
     path: &str,
-    value: Value,
-    seeds: &mut Vec<String>,
-) -> Result<(), Vec<Issue>> {
-    put_seeding(root, path, value, seeds)
+    renames: &[(String, String)],
+) -> Result<String, Vec<Issue>> {
+    let mut segs: Vec<String> = path.split('.').map(str::to_string).collect();
+    let mut cur = root;
+    for depth in 0..segs.len() {
+        let here: Vec<&str> = segs[..depth].iter().map(String::as_str).collect();
+        if dotted_keys(&here) && cur.is_object() {
+            break;
+        }
+        let seg = segs[depth].clone();
+        cur = match cur {
+            Value::Object(map) => match map.get(&seg) {
+                Some(v) => v,
+                None => break,
+            },
+            Value::Array(items) => {
+                let shown: Vec<&str> = path.split('.').take(depth).collect();
+                let i = item_index(items, &seg, &shown.join("."), path).map_err(|mut e| {
+                    if let Some((_, by)) = renames.iter().find(|(n, by)| *n == seg && by != path)
+                    {
+                        for i in &mut e {
+                            i.message = format!(
+                                "{}; a path names an item by its name before any override (`{by}` gives one the name `{seg}`, which the other overrides do not see, so that their order never matters): use its name in the file, or its index",
+                                i.message
+                            );
+                        }
+                    }
+                    e
+                })?;
+                segs[depth] = i.to_string();
+                &items[i]
+            }
+            _ => break,
+        };
+    }
+    Ok(segs.join("."))
 }
 
 /// The default of a mapping field whose default is not empty, written when
@@ -482,16 +605,25 @@ fn node_mut<'a>(root: &'a mut Value, path: &str) -> Option<&'a mut Value> {
     Some(cur)
 }
 
-/// [`put`], noting in `seeds` the path of every mapping it created from
+/// Puts `value` at `nav` (`path`, the override as typed, with its items
+/// resolved by [`resolve_items`]) in `root`. The last segment may create
+/// a missing mapping key (the typed re-read rejects unknown ones); a
+/// missing mapping on the way is created when the scenario format has it
+/// (`sweep`, a layer's `breaker`), else the path is an error that lists
+/// the fields there. In `sweep` and a variant's `set` the rest of the
+/// path is one key; `null` there removes the key. Messages say `path`.
+/// Notes in `seeds` the path (as `nav`) of every mapping it created from
 /// its default ([`seed`]).
 fn put_seeding(
     root: &mut Value,
     path: &str,
+    nav: &str,
     value: Value,
     seeds: &mut Vec<String>,
 ) -> Result<(), Vec<Issue>> {
-    let segs: Vec<&str> = path.split('.').collect();
-    if segs.iter().any(|s| s.trim().is_empty()) {
+    let segs: Vec<&str> = nav.split('.').collect();
+    let typed: Vec<&str> = path.split('.').collect();
+    if segs.iter().any(|s| s.trim().is_empty()) || typed.len() != segs.len() {
         return Err(issue(
             path,
             "the path has an empty segment; expected dotted names such as layers.api.retry.jitter",
@@ -501,6 +633,7 @@ fn put_seeding(
     let mut depth = 0;
     loop {
         let here = &segs[..depth];
+        let shown = typed[..depth].join(".");
         let rest = &segs[depth..];
         if dotted_keys(here)
             && let Value::Object(map) = cur
@@ -521,31 +654,34 @@ fn put_seeding(
                     Ok(())
                 }
                 Value::Array(items) => {
-                    let i = item_index(items, seg, &here.join("."), path)?;
+                    let i = item_index(items, seg, &shown, path)?;
                     items[i] = value;
                     Ok(())
                 }
-                other => Err(not_a_container(other, seg, &here.join("."), path)),
+                other => Err(not_a_container(other, typed[depth], &shown, path)),
             };
         }
-        cur = child(cur, seg, here, path, seeds)?;
+        cur = child(cur, seg, here, &typed[..depth], path, seeds)?;
         depth += 1;
     }
 }
 
+/// The child `seg` of `cur` at `here` (as [`put_seeding`] navigates;
+/// `shown`, as the override was typed, for messages).
 fn child<'a>(
     cur: &'a mut Value,
     seg: &str,
     here: &[&str],
+    shown: &[&str],
     path: &str,
     seeds: &mut Vec<String>,
 ) -> Result<&'a mut Value, Vec<Issue>> {
-    let here_text = here.join(".");
+    let here_text = shown.join(".");
     match cur {
         Value::Object(map) => {
             if !map.contains_key(seg) {
                 if !known_mapping(here, seg) {
-                    return Err(missing_key(map, seg, here, path));
+                    return Err(missing_key(map, seg, shown, path));
                 }
                 let fresh = match seed(here, seg) {
                     Some(v) => {
@@ -796,5 +932,90 @@ mod tests {
         assert!(parse_set_arg("a=").is_err());
         assert!(parse_set_arg("=1").is_err());
         assert!(parse_set_arg("a=[").is_err());
+    }
+
+    fn sets(args: &[&str]) -> Vec<(String, Value)> {
+        args.iter().map(|a| parse_set_arg(a).unwrap()).collect()
+    }
+
+    #[test]
+    fn paths_name_items_as_before_any_override() {
+        let s = full();
+        let forward = apply_sets(
+            &s,
+            &sets(&["layers.api.name=edge", "layers.api.timeout=3s"]),
+        );
+        let backward = apply_sets(
+            &s,
+            &sets(&["layers.api.timeout=3s", "layers.api.name=edge"]),
+        );
+        let forward = forward.unwrap();
+        assert_eq!(forward, backward.unwrap());
+        assert_eq!(forward.layers[0].name, "edge");
+        assert_eq!(forward.layers[0].timeout, Some(Duration::from_secs(3)));
+        // Two names swapped, in either order.
+        let swap = ["layers.api.name=storage", "layers.storage.name=api"];
+        let a = apply_sets(&s, &sets(&swap)).unwrap();
+        let b = apply_sets(&s, &sets(&[swap[1], swap[0]])).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(
+            (a.layers[0].name.as_str(), a.layers[1].name.as_str()),
+            ("storage", "api")
+        );
+        // The new name is no path, whatever the order, and the message
+        // names the override that gave it.
+        for order in [
+            ["layers.api.name=edge", "layers.edge.timeout=3s"],
+            ["layers.edge.timeout=3s", "layers.api.name=edge"],
+        ] {
+            let e = apply_sets(&s, &sets(&order)).unwrap_err().to_string();
+            assert!(
+                e.contains("no item named `edge` in `layers`")
+                    && e.contains("`layers.api.name` gives one the name `edge`"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_preset_is_put_before_the_fields_beside_it() {
+        let s = full();
+        let a = apply_sets(
+            &s,
+            &sets(&[
+                "layers.api.preset=grpc-a6",
+                "layers.api.retry.max_attempts=2",
+            ]),
+        )
+        .unwrap();
+        let b = apply_sets(
+            &s,
+            &sets(&[
+                "layers.api.retry.max_attempts=2",
+                "layers.api.preset=grpc-a6",
+            ]),
+        )
+        .unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a.layers[0].retry.max_attempts, 2);
+        assert_eq!(a.layers[0].preset.as_deref(), Some("grpc-a6"));
+    }
+
+    #[test]
+    fn resolving_stops_at_dotted_keys_and_past_the_document() {
+        let json = serde_json::to_value(full()).unwrap();
+        assert_eq!(
+            resolve_items(&json, "layers.storage.retry.jitter", &[]).unwrap(),
+            "layers.1.retry.jitter"
+        );
+        assert_eq!(
+            resolve_items(&json, "layers.api.breaker.kind", &[]).unwrap(),
+            "layers.0.breaker.kind"
+        );
+        assert_eq!(
+            resolve_items(&json, "sweep.layers.api.timeout", &[]).unwrap(),
+            "sweep.layers.api.timeout"
+        );
+        assert!(resolve_items(&json, "layers.nope.timeout", &[]).is_err());
     }
 }

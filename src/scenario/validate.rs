@@ -325,7 +325,9 @@ impl Checker {
                 }
             }
         }
-        self.check(p.at < run, &format!("{path}.at"), || {
+        // A point that starts after the run also ends after it: one
+        // problem, reported once (at its start).
+        let inside = self.check(p.at < run, &format!("{path}.at"), || {
             format!(
                 "point at {} is not inside the run ({}); expected at < duration",
                 p.at, run
@@ -365,9 +367,13 @@ impl Checker {
         } else {
             "at"
         };
-        self.check(end <= run, &format!("{path}.{end_field}"), || {
-            format!("point ends at {end}, after the run ({run}); expected it to end within the run")
-        });
+        if inside {
+            self.check(end <= run, &format!("{path}.{end_field}"), || {
+                format!(
+                    "point ends at {end}, after the run ({run}); expected it to end within the run"
+                )
+            });
+        }
         Some(end)
     }
 
@@ -1297,5 +1303,31 @@ mod tests {
             "variants.0.name",
             "empty",
         );
+    }
+
+    #[test]
+    fn a_schedule_point_after_the_run_is_one_problem() {
+        let mut s = full();
+        s.duration = Duration::from_secs(30);
+        s.clients.schedule.truncate(2);
+        s.dependency.incidents.clear();
+        let issues: Vec<Issue> = validate(&s)
+            .into_iter()
+            .filter(|i| i.path.starts_with("clients.schedule"))
+            .collect();
+        // Point 0 at 1m and point 1 at 2m (for 10s): each once, at its start.
+        assert_eq!(
+            issues.iter().map(|i| i.path.as_str()).collect::<Vec<_>>(),
+            ["clients.schedule.0.at", "clients.schedule.1.at"],
+            "{issues:?}"
+        );
+        // A point that starts inside and ends after: its end.
+        s.duration = Duration::from_secs(125);
+        let ends: Vec<String> = validate(&s)
+            .into_iter()
+            .filter(|i| i.path.starts_with("clients.schedule"))
+            .map(|i| i.path)
+            .collect();
+        assert_eq!(ends, ["clients.schedule.1.for"]);
     }
 }

@@ -273,12 +273,28 @@ fn swept_and_set(
     issues
 }
 
-/// The key of `keys` that an issue at `path` is about (`keys` normalised
-/// against `s`), or the first key.
-fn key_for<'a>(s: &Scenario, keys: &'a [String], path: &str) -> Option<&'a String> {
+/// The key of `keys` that an issue at `path` is about, or the first key.
+/// Keys name items as `base` has them (the scenario they apply to); the
+/// issue's path labels them as `after` does (`base` with the keys
+/// applied, when it could be built), which may have renamed one: a key
+/// is found by the item it names in `base`, labelled as in `after`.
+fn key_for<'a>(
+    base: &Scenario,
+    after: Option<&Scenario>,
+    keys: &'a [String],
+    path: &str,
+) -> Option<&'a String> {
+    let field = |k: &String| match after {
+        Some(a) => normalize_path(a, &indexed_path(base, k)),
+        None => normalize_path(base, k),
+    };
     keys.iter()
         .find(|k| *k == path)
-        .or_else(|| keys.iter().find(|k| related(&normalize_path(s, k), path)))
+        .or_else(|| keys.iter().find(|k| related(&field(k), path)))
+        .or_else(|| {
+            keys.iter()
+                .find(|k| related(&normalize_path(base, k), path))
+        })
         .or_else(|| keys.first())
 }
 
@@ -359,6 +375,8 @@ fn expand(
             .filter_map(|k| inner_path_problem(k, s.slo.is_some()))
             .collect();
         issues.extend(overlapping_keys(&base, &keys));
+        // The scenario the issues' paths label items by.
+        let mut labelled_by: Option<Scenario> = None;
         let scenario = if issues.is_empty() {
             match apply_overrides(&base, &sets) {
                 Ok(sc) => {
@@ -367,10 +385,14 @@ fn expand(
                 }
                 Err(e) => {
                     // The other entries' problems too.
-                    let rest = apply_the_rest(&base, &sets, &e)
-                        .map(|sc| new_issues(validate_in(&sc, s)))
+                    let mut more = Vec::new();
+                    labelled_by = apply_the_rest(&base, &sets, &e, &mut more);
+                    let rest = labelled_by
+                        .as_ref()
+                        .map(|sc| new_issues(validate_in(sc, s)))
                         .unwrap_or_default();
                     issues = e;
+                    issues.extend(more);
                     issues.extend(rest);
                     None
                 }
@@ -384,8 +406,9 @@ fn expand(
             variants.push((v.name.clone(), sc, sets));
             continue;
         }
+        let after = scenario.as_ref().or(labelled_by.as_ref());
         for issue in issues {
-            let key = key_for(&base, &keys, &issue.path)
+            let key = key_for(&base, after, &keys, &issue.path)
                 .cloned()
                 .unwrap_or_default();
             let message = if issue.path == key || issue.path.is_empty() {
@@ -560,7 +583,10 @@ impl<F: Fn(Vec<Issue>) -> Vec<Issue>> Sweep<'_, F> {
             }
             // A value that cannot be applied hides nothing of the others.
             Err(mut e) => {
-                if let Some(rest) = apply_the_rest(self.base, sets, &e) {
+                let mut hidden = Vec::new();
+                let rest = apply_the_rest(self.base, sets, &e, &mut hidden);
+                e.extend(hidden);
+                if let Some(rest) = rest {
                     let more: Vec<Issue> = fresh(&rest)
                         .into_iter()
                         .filter(|i| !e.contains(i))
@@ -746,7 +772,7 @@ impl<F: Fn(Vec<Issue>) -> Vec<Issue>> Sweep<'_, F> {
                         continue;
                     }
                     shown += 1;
-                    let k = key_for(self.base, self.keys, &issue.path)
+                    let k = key_for(self.base, scenario.as_ref(), self.keys, &issue.path)
                         .cloned()
                         .unwrap_or_default();
                     let at = self

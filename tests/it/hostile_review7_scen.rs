@@ -200,24 +200,26 @@ fn a_pool_memory_refusal_names_the_field_that_drives_it() {
 }
 
 /// N3: a `--set` rename that makes a name twice, or leaves a call without
-/// its service, is blamed at the items' own lines, not at `services:`.
+/// its service, is blamed at the items' own lines, not at `services:`,
+/// each named as the file names it (issue 13: a path names an item by
+/// its name before any override).
 #[test]
 fn errors_of_a_rename_point_at_the_items_own_lines() {
     let tmp = tempfile::tempdir().unwrap();
     let g = write(tmp.path(), "g.yaml", GRAPH);
     let err = refused(&g, &["services.api.name=db"]);
     assert!(
-        err.contains("g.yaml:18:11: services.1.name: service name `db` is used twice"),
+        err.contains("g.yaml:18:11: services.db.name: service name `db` is used twice"),
         "{err}"
     );
     assert!(
-        err.contains("g.yaml:16:13: services.0.calls.db.to: service `db` calls itself"),
+        err.contains("g.yaml:16:13: services.api.calls.db.to: service `db` calls itself"),
         "{err}"
     );
     let err = refused(&g, &["services.db.name=api"]);
     assert!(
         err.contains("<--set>: services.db.name: service name `api` is used twice")
-            && err.contains("g.yaml:16:13: services.0.calls.db.to: no service is named `db`"),
+            && err.contains("g.yaml:16:13: services.api.calls.db.to: no service is named `db`"),
         "{err}"
     );
     assert!(!err.contains(":11:1:"), "{err}");

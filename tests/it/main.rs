@@ -59,6 +59,7 @@ mod scenario_trust;
 mod scenarios;
 mod schema;
 mod self_contained;
+mod set_order;
 mod shard;
 mod slo;
 mod slowdown;
