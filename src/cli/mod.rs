@@ -450,6 +450,7 @@ fn print_parse_error(e: &clap::Error) {
 
 /// Runs the command line and returns the process exit code.
 pub fn main() -> i32 {
+    crate::memory_gate::one_arena_under_a_limit();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

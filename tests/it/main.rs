@@ -9,6 +9,7 @@ mod common;
 
 mod adaptive;
 mod after_incident;
+mod arena;
 mod autoscale;
 mod bad_inputs;
 mod cache;
