@@ -285,11 +285,11 @@ struct RunArgs {
     #[arg(long, value_parser = whole_threads, allow_negative_numbers = true)]
     threads: Option<usize>,
     /// Guard rail: events per run (replaces `limits.max_events`).
-    #[arg(long, value_parser = whole_u64, allow_negative_numbers = true)]
+    #[arg(long, value_parser = whole_limit, allow_negative_numbers = true)]
     max_events: Option<u64>,
     /// Guard rail: calls and dependency requests in flight at once
     /// (replaces `limits.max_in_flight`).
-    #[arg(long, value_parser = whole_u64, allow_negative_numbers = true)]
+    #[arg(long, value_parser = whole_limit, allow_negative_numbers = true)]
     max_in_flight: Option<u64>,
     /// Print nothing but errors.
     #[arg(long, short, conflicts_with = "verbose")]
@@ -417,6 +417,12 @@ pub(crate) fn whole_budget(text: &str) -> Result<u32, String> {
 
 pub(crate) fn whole_u64(text: &str) -> Result<u64, String> {
     parse_whole(text, u64::MAX)
+}
+
+/// `--max-events`, `--max-in-flight`: 1 and up, as their fields (0 is
+/// then refused with the field's message).
+pub(crate) fn whole_limit(text: &str) -> Result<u64, String> {
+    parse_shown(text, u64::MAX, (1, u64::MAX))
 }
 
 pub(crate) fn whole_usize(text: &str) -> Result<usize, String> {

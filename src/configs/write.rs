@@ -591,6 +591,27 @@ pub fn export_text(
         v.extend(e);
         v
     })?;
+    // And it must give settings a scenario takes, as `stormsim import`
+    // checks before printing them: a base written beside the file's
+    // smaller cap reads back as written, but no layer takes it.
+    // A policy with settings only a call takes (Envoy's outlier detection,
+    // `retry_other_replica`) is checked as a call to a service with
+    // replicas, as `import --to` prints it.
+    let probe = super::layer_yaml::layer_yaml(&again, "exported", &[]);
+    if let Err(e) = super::layer_yaml::check_loads(&probe, &again, "exported", label) {
+        let call = super::layer_yaml::call_yaml(&again, "exported", None, &[]);
+        let replicas = Some(CALL_CHECK_REPLICAS);
+        if super::layer_yaml::check_call_loads(&call, &again, "exported", None, replicas, label)
+            .is_err()
+        {
+            let mut v = vec![ScenarioError::new(
+                label,
+                "the edited file would give settings no scenario takes (stormsim import would refuse it); nothing was written",
+            )];
+            v.extend(e);
+            return Err(v);
+        }
+    }
     let back = canonical(&again.fragment, label)?;
     let off = changed_leaves(&back, &want, &owned);
     if !off.is_empty() {
@@ -634,6 +655,11 @@ pub fn export_text(
         notes,
     })
 }
+
+/// The replicas of the service an exported call is checked against: a
+/// few, so that settings of calls to replicated services (outlier
+/// detection, retrying another replica) are taken.
+const CALL_CHECK_REPLICAS: u32 = 3;
 
 /// A unified diff of `before` and `after`, labelled with `label`.
 /// A CRLF file's diff is shown without the CRs (each would show as a
