@@ -549,7 +549,7 @@ fn flag_numbers_say_what_the_flag_expects() {
         ),
         (
             vec!["run", &f, "--max-events", "1.5"],
-            "expected a whole number from 0 to 18446744073709551615 (digits only",
+            "expected a whole number from 1 to 18446744073709551615 (digits only",
         ),
         (
             vec!["tune", &f, "--budget", "-1"],
