@@ -134,6 +134,20 @@ pub fn proto(d: Duration) -> String {
     }
 }
 
+/// The nanoseconds of one of Go's duration units (`time.ParseDuration`:
+/// ns, us/µs/μs, ms, s, m, h).
+fn go_unit(unit: &str) -> Option<u64> {
+    Some(match unit {
+        "ns" => NS,
+        "us" | "µs" | "μs" => US,
+        "ms" => MS,
+        "s" => S,
+        "m" => M,
+        "h" => H,
+        _ => return None,
+    })
+}
+
 /// Go's `time.ParseDuration` (no sign: a negative duration means nothing
 /// here).
 pub fn parse_go(text: &str) -> Option<Duration> {
@@ -154,15 +168,7 @@ pub fn parse_go(text: &str) -> Option<Duration> {
             .find(|c: char| c.is_ascii_digit() || c == '.')
             .unwrap_or(tail.len());
         let (unit, next) = tail.split_at(u);
-        let scale = match unit {
-            "ns" => NS,
-            "us" | "µs" | "μs" => US,
-            "ms" => MS,
-            "s" => S,
-            "m" => M,
-            "h" => H,
-            _ => return None,
-        };
+        let scale = go_unit(unit)?;
         total = total.checked_add(decimal(number, scale)?)?;
         rest = next;
     }
@@ -501,14 +507,8 @@ fn go_like(d: Duration, sample: Option<&str>) -> String {
     let Some((number, unit)) = unit else {
         return go(d);
     };
-    let scale = match unit {
-        "ns" => NS,
-        "us" | "µs" | "μs" => US,
-        "ms" => MS,
-        "s" => S,
-        "m" => M,
-        "h" => H,
-        _ => return go(d),
+    let Some(scale) = go_unit(unit) else {
+        return go(d);
     };
     // The unit stays when the value is a whole number of it (`2000ms`
     // gives `3000ms`, `30s` `90s`), or when the sample itself has
