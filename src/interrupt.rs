@@ -118,16 +118,29 @@ pub fn unregister_cleanup(path: &Path) {
 
 fn remove_staging() {
     if let Ok(paths) = CLEANUP.lock() {
-        for path in paths.iter() {
-            match std::fs::symlink_metadata(path) {
-                Ok(m) if m.is_dir() => {
-                    let _ = std::fs::remove_dir_all(path);
-                }
-                Ok(_) => {
-                    let _ = std::fs::remove_file(path);
-                }
-                Err(_) => {}
+        remove_all(&paths);
+    }
+}
+
+/// Removes the registered staging folders and lock files unless the list
+/// is in use (a thread whose allocation failed while it held the list:
+/// waiting would never end). For [`crate::out_of_memory`].
+pub fn remove_staging_if_free() {
+    if let Ok(paths) = CLEANUP.try_lock() {
+        remove_all(&paths);
+    }
+}
+
+fn remove_all(paths: &[PathBuf]) {
+    for path in paths {
+        match std::fs::symlink_metadata(path) {
+            Ok(m) if m.is_dir() => {
+                let _ = std::fs::remove_dir_all(path);
             }
+            Ok(_) => {
+                let _ = std::fs::remove_file(path);
+            }
+            Err(_) => {}
         }
     }
 }

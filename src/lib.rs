@@ -22,6 +22,8 @@ pub mod invariants;
 pub mod memory_gate;
 pub mod metrics;
 pub mod model;
+#[cfg(unix)]
+pub mod out_of_memory;
 pub mod reorder;
 pub mod report;
 pub mod runner;

@@ -96,8 +96,10 @@ pub fn address_space_budget() -> Option<u64> {
     address_space_limit().map(|b| b / 4 * 3)
 }
 
+/// The address-space limit (`ulimit -v`, getrlimit(2) `RLIMIT_AS`), when
+/// one is set. Allocates nothing.
 #[cfg(unix)]
-fn address_space_limit() -> Option<u64> {
+pub fn address_space_limit() -> Option<u64> {
     use nix::sys::resource::{RLIM_INFINITY, Resource, getrlimit};
     let (soft, _) = getrlimit(Resource::RLIMIT_AS).ok()?;
     (soft != RLIM_INFINITY).then_some(soft)

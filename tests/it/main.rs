@@ -47,6 +47,7 @@ mod merge_stream;
 mod messages;
 mod model;
 mod occ;
+mod out_of_memory;
 mod output_folders;
 mod plot_input;
 mod policies;
