@@ -27,6 +27,7 @@ pub mod stability;
 pub mod styles;
 pub mod sweep;
 pub mod table_check;
+pub mod table_identities;
 pub mod table_stream;
 pub mod tables;
 

@@ -292,6 +292,10 @@ fn is_fraction(name: &str) -> bool {
             | "baseline_success_ratio"
             | "recovered_fraction"
             | "slo_pass_fraction"
+            // Busy time of the worker time that may be busy (the writer
+            // keeps it within [0, 1]: `metrics::table`, `metrics::services`).
+            | "utilization"
+            | "dependency_utilization"
     ) || base.starts_with("breaker_open_")
 }
 
@@ -710,6 +714,13 @@ impl<'a> TableCheck<'a> {
                     ));
                 }
                 self.conservation(rec)?;
+                let who = self.describe(self.at);
+                super::table_identities::summary(&self.header, rec).map_err(|(i, why)| {
+                    self.error(
+                        Some(i),
+                        format!("{who}: {why} (the row was changed: stormsim never writes this)"),
+                    )
+                })?;
             }
             TableKind::ByVariant => {
                 let want = self.shape.replicates.to_string();
@@ -899,7 +910,8 @@ impl<'a> TableCheck<'a> {
                 ),
             ));
         }
-        Ok(())
+        super::table_identities::bucket(&self.header, rec, &counts)
+            .map_err(|(i, why)| self.error(Some(i), format!("{bucket}: {why} {changed}")))
     }
 
     /// A summary row's requests add up: `logical_requests = succeeded +

@@ -70,4 +70,5 @@ mod slowdown;
 mod special_files;
 mod stdio;
 mod sweep_charts;
+mod table_identities;
 mod tune;
