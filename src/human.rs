@@ -39,3 +39,25 @@ mod tests {
         assert_eq!(num(f64::NAN), "NaN");
     }
 }
+
+/// Bytes for people: `512 B`, `3.2 MB`, `40.0 GB`, `1.2 PB`. A `Display`
+/// that allocates nothing, so the out-of-memory message can use it too.
+#[derive(Clone, Copy, Debug)]
+pub struct Bytes(pub u64);
+
+impl std::fmt::Display for Bytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const UNITS: [&str; 6] = ["B", "kB", "MB", "GB", "TB", "PB"];
+        let mut v = self.0 as f64;
+        let mut unit = 0;
+        while v >= 1000.0 && unit + 1 < UNITS.len() {
+            v /= 1000.0;
+            unit += 1;
+        }
+        if unit == 0 {
+            write!(f, "{} B", self.0)
+        } else {
+            write!(f, "{v:.1} {}", UNITS[unit])
+        }
+    }
+}

@@ -22,6 +22,8 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::fmt::Write as _;
+
+use crate::human::Bytes;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 /// The system allocator, ending the process cleanly when it fails.
@@ -177,36 +179,9 @@ impl std::fmt::Write for Line {
     }
 }
 
-/// Bytes in the largest unit that keeps a whole part (`2.5 MB`).
-struct Bytes(u64);
-
-impl std::fmt::Display for Bytes {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let b = self.0 as f64;
-        if b >= 1e9 {
-            write!(f, "{:.1} GB", b / 1e9)
-        } else if b >= 1e6 {
-            write!(f, "{:.1} MB", b / 1e6)
-        } else if b >= 1e3 {
-            write!(f, "{:.1} kB", b / 1e3)
-        } else {
-            write!(f, "{} bytes", self.0)
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sizes_read_in_their_unit() {
-        let text = |b| Bytes(b).to_string();
-        assert_eq!(text(999), "999 bytes");
-        assert_eq!(text(2_520_000), "2.5 MB");
-        assert_eq!(text(25_600_000), "25.6 MB");
-        assert_eq!(text(4_000_000_000), "4.0 GB");
-    }
 
     #[test]
     fn a_line_keeps_what_fits() {

@@ -450,18 +450,7 @@ pub(crate) fn memory_issue<'a>(
 
 /// Bytes for people: `512 B`, `3.2 MB`, `40.0 GB`, `1.2 PB`.
 pub fn bytes_text(b: u64) -> String {
-    const UNITS: [&str; 6] = ["B", "kB", "MB", "GB", "TB", "PB"];
-    let mut v = b as f64;
-    let mut unit = 0;
-    while v >= 1000.0 && unit + 1 < UNITS.len() {
-        v /= 1000.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{b} B")
-    } else {
-        format!("{v:.1} {}", UNITS[unit])
-    }
+    crate::human::Bytes(b).to_string()
 }
 
 #[cfg(test)]

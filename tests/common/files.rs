@@ -1,5 +1,5 @@
 //! File helpers of the tests that damage or copy output folders: one
-//! cell of a table changed, a folder copied whole.
+//! cell of a table changed, a folder copied whole or its files read.
 
 use std::fs;
 use std::path::Path;
@@ -16,6 +16,24 @@ pub fn set_cell(path: &Path, row: usize, column: &str, value: &str) {
     rows[row][i] = value.to_string();
     let text: String = rows.iter().map(|r| r.join(",") + "\n").collect();
     fs::write(path, text).unwrap();
+}
+
+/// Every file directly in `dir` (subfolders left out), by name, with its
+/// bytes: to assert that a command left a folder as it was.
+pub fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<(String, Vec<u8>)> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.path().is_file())
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
 }
 
 /// Copies the folder `from`, with its subfolders, to `to`.

@@ -6,23 +6,7 @@
 //! (`out_of_memory::ExitOnFailure`) says so, removes its staging folder
 //! and exits 1; the folder's results are as they were.
 
-use std::path::Path;
-
-fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap())
-        .filter(|e| e.path().is_file())
-        .map(|e| {
-            (
-                e.file_name().to_string_lossy().into_owned(),
-                std::fs::read(e.path()).unwrap(),
-            )
-        })
-        .collect();
-    out.sort();
-    out
-}
+use crate::common::files::snapshot;
 
 #[cfg(target_os = "linux")]
 #[test]
@@ -38,7 +22,7 @@ fn out_of_memory_under_a_limit_is_an_error_with_a_message_not_an_abort() {
         .unwrap()
         .success();
     assert!(ok);
-    let before = files(&folder);
+    let before = snapshot(&folder);
     let mut out_of_memory = 0;
     // From too little to start the worker threads to enough to draw.
     for limit in (22_000..=40_000).step_by(2_000) {
@@ -83,7 +67,10 @@ fn out_of_memory_under_a_limit_is_an_error_with_a_message_not_an_abort() {
                 .filter(|n| n.starts_with(".stormsim-"))
                 .collect();
             assert!(leftovers.is_empty(), "{limit} kB, {command}: {leftovers:?}");
-            assert!(files(&folder) == before, "{limit} kB: the folder changed");
+            assert!(
+                snapshot(&folder) == before,
+                "{limit} kB: the folder changed"
+            );
         }
     }
     // The test bites: some of these limits do run out of memory.

@@ -7,34 +7,14 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
 use predicates::str::contains;
 
-use crate::common::files::copy_dir;
-
-fn stormsim() -> Command {
-    let mut c = Command::cargo_bin("stormsim").unwrap();
-    for v in [
-        "STORMSIM_SHARD",
-        "SLURM_ARRAY_TASK_ID",
-        "SLURM_ARRAY_TASK_COUNT",
-        "SLURM_ARRAY_TASK_MIN",
-        "SLURM_ARRAY_TASK_MAX",
-        "SLURM_ARRAY_TASK_STEP",
-    ] {
-        c.env_remove(v);
-    }
-    c
-}
-
-fn scenario(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("scenarios/{name}.yaml"))
-}
+use crate::common::files::{copy_dir, scenario, set_cell, stormsim};
 
 fn run(name: &str, out: &Path, extra: &[&str]) {
     stormsim()
         .arg("run")
-        .arg(scenario(name))
+        .arg(scenario(&format!("{name}.yaml")))
         .args(["--replicates", "1", "--quiet", "--out"])
         .arg(out)
         .args(extra)
@@ -52,15 +32,6 @@ fn rows(path: &Path) -> Vec<Vec<String>> {
 
 fn col(path: &Path, name: &str) -> usize {
     rows(path)[0].iter().position(|h| h == name).unwrap()
-}
-
-/// Sets the cell of `column` on data row `row` (1: the first).
-fn set_cell(path: &Path, row: usize, column: &str, value: &str) {
-    let mut r = rows(path);
-    let i = r[0].iter().position(|h| h == column).unwrap();
-    r[row][i] = value.to_string();
-    let text: String = r.iter().map(|r| r.join(",") + "\n").collect();
-    fs::write(path, text).unwrap();
 }
 
 /// The first data row (1-based) whose `column` is `value`.
