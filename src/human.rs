@@ -19,9 +19,41 @@ pub fn num(v: f64) -> String {
     format!("{rounded}")
 }
 
+/// `v` as written in a message that quotes a value back: Rust's shortest
+/// round-trip spelling (`0.5`, `250`), or its exponent form when that is
+/// shorter for a value of at least a billion or under a millionth (`1e12`,
+/// `1e23`, `2.5e-9`), where the digits would be mostly zeros
+/// (`100000000000000000000000`). Exact: it reads back as `v`.
+pub fn compact(v: f64) -> String {
+    let plain = format!("{v}");
+    let large_or_tiny = v.abs() >= 1e9 || (v != 0.0 && v.abs() < 1e-6);
+    if !v.is_finite() || !large_or_tiny {
+        return plain;
+    }
+    let exp = format!("{v:e}");
+    if exp.len() < plain.len() { exp } else { plain }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::num;
+    use super::{compact, num};
+
+    #[test]
+    fn compact_takes_the_exponent_only_where_it_is_shorter() {
+        assert_eq!(compact(1e12), "1e12");
+        assert_eq!(compact(1e23), "1e23");
+        assert_eq!(compact(1.5e-9), "1.5e-9");
+        assert_eq!(compact(-2e15), "-2e15");
+        assert_eq!(compact(1_234_567_891.0), "1234567891");
+        assert_eq!(compact(999_999_999.0), "999999999");
+        assert_eq!(compact(0.000_001), "0.000001");
+        assert_eq!(compact(2.5), "2.5");
+        assert_eq!(compact(0.0), "0");
+        assert_eq!(compact(f64::INFINITY), "inf");
+        for v in [1e12, 1e23, 1.5e-9, 1_234_567_891.0, 0.1 + 0.2] {
+            assert_eq!(compact(v).parse::<f64>().unwrap(), v, "{v}");
+        }
+    }
 
     #[test]
     fn noise_goes_and_written_values_stay() {

@@ -234,15 +234,27 @@ fn check_with(
         return Err(ScenarioErrors::new(indexed));
     }
     // Two overrides of one field (or of a field and a part of it): which
-    // one applied would depend on their order.
+    // one applied would depend on their order. The later one is refused
+    // and left out; the first applies, so that the problems of the
+    // others are reported too.
     let keys: Vec<String> = sets.iter().map(|(k, _)| k.clone()).collect();
-    let overlaps: Vec<ScenarioError> = super::variants::overlapping_keys(base, &keys)
-        .into_iter()
-        .map(|i| ScenarioError::new(SET_LABEL, &i.message).with_path(&i.path))
+    let overlapping = super::variants::overlapping(base, &keys);
+    let overlaps: Vec<ScenarioError> = overlapping
+        .iter()
+        .map(|(_, i)| ScenarioError::new(SET_LABEL, &i.message).with_path(&i.path))
         .collect();
-    if !overlaps.is_empty() {
-        return Err(ScenarioErrors::new(overlaps));
-    }
+    let kept: Vec<(String, Value)>;
+    let sets = if overlapping.is_empty() {
+        sets
+    } else {
+        kept = sets
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| !overlapping.iter().any(|(o, _)| o == j))
+            .map(|(_, set)| set.clone())
+            .collect();
+        &kept[..]
+    };
     let (s, mut errors) = if sets.is_empty() {
         (base.clone(), Vec::new())
     } else {
@@ -345,13 +357,14 @@ fn check_with(
         file_label,
         index,
     ));
-    if errors.is_empty() && !failed {
+    if errors.is_empty() && !failed && overlaps.is_empty() {
         return Ok(s);
     }
     // Each problem once, however many of the checks found it.
     let mut seen = std::collections::BTreeSet::new();
-    let errors: Vec<ScenarioError> = errors
+    let errors: Vec<ScenarioError> = overlaps
         .into_iter()
+        .chain(errors)
         .filter(|e| seen.insert(e.to_string()))
         .collect();
     Err(ScenarioErrors(errors, omitted))
@@ -422,21 +435,30 @@ pub(crate) fn as_written(message: String, written: &str) -> String {
     let Ok(read) = written.parse::<f64>() else {
         return message;
     };
-    let shown = read.to_string();
-    if shown == written {
-        return message;
-    }
-    let mut from = 0;
-    while let Some(i) = message[from..].find(&shown).map(|i| i + from) {
-        let end = i + shown.len();
-        let before = message[..i].chars().next_back();
-        let after = message[end..].chars().next();
-        let alone = !before.is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-'))
-            && !after.is_some_and(|c| c.is_ascii_alphanumeric() || c == '.');
-        if alone {
-            return format!("{}{written}{}", &message[..i], &message[end..]);
+    // The spellings a message may have it in: Rust's, JSON's and
+    // serde's (`1000000000000.0`), the compact one (`1e23`).
+    let mut spellings = vec![
+        read.to_string(),
+        format!("{read:?}"),
+        crate::human::compact(read),
+    ];
+    spellings.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    spellings.dedup();
+    spellings.retain(|s| s != written);
+    for shown in &spellings {
+        let mut from = 0;
+        while let Some(i) = message[from..].find(shown.as_str()).map(|i| i + from) {
+            let end = i + shown.len();
+            let before = message[..i].chars().next_back();
+            let after = message[end..].chars().next();
+            let alone = !before
+                .is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-'))
+                && !after.is_some_and(|c| c.is_ascii_alphanumeric() || c == '.');
+            if alone {
+                return format!("{}{written}{}", &message[..i], &message[end..]);
+            }
+            from = end;
         }
-        from = end;
     }
     message
 }
@@ -932,6 +954,11 @@ pub(crate) fn describe(
         is_key = !missing;
     }
     let mut message = improve_message(&message, found.as_deref());
+    // A number quoted back as the file wrote it (`99999999999999999999999`,
+    // not the float it reads as).
+    if let Some(text) = &found {
+        message = as_written(message, text);
+    }
     // A list or a mapping where one value belongs: the parser stops inside
     // it (`dependency.concurrency.0`); the error is about the field.
     if message.starts_with("expected ")

@@ -231,7 +231,7 @@ pub(crate) fn apply_overrides(
         Err(e) => {
             // Read as a file is read (a YAML scalar `5` is also text), with
             // every type error located.
-            let found = super::collect::collect(json);
+            let found = super::collect::collect(json.clone());
             match found.scenario {
                 Some(out) if found.errors.is_empty() => out,
                 _ if found.errors.is_empty() => {
@@ -248,8 +248,17 @@ pub(crate) fn apply_overrides(
                     return Err(issues);
                 }
                 _ => {
+                    // Each error's path names items as the overrides were
+                    // typed (a renamed item by its name in the file).
+                    let ok_sets: Vec<(&str, &str)> = sets
+                        .iter()
+                        .zip(&resolved)
+                        .zip(&ok)
+                        .filter(|(_, ok)| **ok)
+                        .map(|(((typed, _), (at, _)), _)| (typed.as_str(), at.as_str()))
+                        .collect();
                     issues.extend(found.errors.into_iter().map(|e| Issue {
-                        path: e.path,
+                        path: as_typed(&json, s, &ok_sets, &e.path),
                         message: e.message,
                     }));
                     return Err(issues);
@@ -262,6 +271,61 @@ pub(crate) fn apply_overrides(
         return Err(issues);
     }
     Ok(out)
+}
+
+/// `path`, a field of `after` (the scenario with the overrides put in
+/// place) that names its items by their names there, as the user names
+/// it: under an override's field (`sets`: as typed, and by index), by the
+/// path typed (`--set layers.a.timeout=x` beside a rename of `a` is about
+/// `layers.a.timeout`, not the new name); else by the names `base`, the
+/// scenario before the overrides, gives its items.
+fn as_typed(after: &Value, base: &Scenario, sets: &[(&str, &str)], path: &str) -> String {
+    let at = indexed_in(after, path);
+    for (typed, by_index) in sets {
+        if let Some(rest) = at.strip_prefix(by_index)
+            && (rest.is_empty() || rest.starts_with('.'))
+        {
+            return format!("{typed}{rest}");
+        }
+    }
+    super::variants::normalize_path(base, &at)
+}
+
+/// `path` with every list item it names written as its index in `root`
+/// (the rest of a path past what `root` holds, or inside a map whose keys
+/// are paths, as it is).
+fn indexed_in(root: &Value, path: &str) -> String {
+    let mut segs: Vec<String> = path.split('.').map(str::to_string).collect();
+    let mut cur = root;
+    for depth in 0..segs.len() {
+        let here: Vec<&str> = segs[..depth].iter().map(String::as_str).collect();
+        if dotted_keys(&here) {
+            break;
+        }
+        cur = match cur {
+            Value::Object(map) => match map.get(&segs[depth]) {
+                Some(v) => v,
+                None => break,
+            },
+            Value::Array(items) => {
+                let i = match segs[depth].parse::<usize>() {
+                    Ok(i) => i,
+                    Err(_) => match items
+                        .iter()
+                        .position(|v| item_name(v) == Some(segs[depth].as_str()))
+                    {
+                        Some(i) => i,
+                        None => break,
+                    },
+                };
+                let Some(v) = items.get(i) else { break };
+                segs[depth] = i.to_string();
+                v
+            }
+            _ => break,
+        };
+    }
+    segs.join(".")
 }
 
 /// Every `from` of `s`: where it is by index (`layers.0`,

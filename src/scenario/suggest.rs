@@ -225,6 +225,14 @@ fn expected_words(expected: &str) -> String {
 /// What serde says it found (`integer `5``, `floating point `1.5``,
 /// `string "x"`, `sequence`), in YAML terms.
 fn found_words(unexpected: &str) -> String {
+    // A float as serde writes it (`100000000000000000000000.0` for a 1e23
+    // read from a 23-digit number) in its compact spelling (`1e23`), which
+    // `load::as_written` puts back as the file wrote it.
+    if let Some(v) = unexpected.strip_prefix("floating point ")
+        && let Ok(read) = v.trim_matches('`').parse::<f64>()
+    {
+        return crate::human::compact(read);
+    }
     for prefix in ["integer ", "floating point ", "boolean ", "char "] {
         if let Some(v) = unexpected.strip_prefix(prefix) {
             return v.trim_matches('`').to_string();

@@ -211,17 +211,32 @@ fn scenario_wide(field: &str, has_slo: bool) -> Option<&'static str> {
 /// silently win over the other, and a label would name a value that did
 /// not apply. An issue about each later key.
 pub(super) fn overlapping_keys(base: &Scenario, keys: &[String]) -> Vec<Issue> {
+    overlapping(base, keys)
+        .into_iter()
+        .map(|(_, i)| i)
+        .collect()
+}
+
+/// [`overlapping_keys`], each issue with the index of the key it is
+/// about (two keys may be written alike: `--set duration=5s --set
+/// duration=6s`). The first key of each field is never one of them, so
+/// the keys not listed apply without overlap: their problems can still
+/// be reported.
+pub(super) fn overlapping(base: &Scenario, keys: &[String]) -> Vec<(usize, Issue)> {
     let norm: Vec<String> = keys.iter().map(|k| normalize_path(base, k)).collect();
     let mut issues = Vec::new();
     for (j, key) in keys.iter().enumerate() {
         if let Some(i) = (0..j).find(|&i| related(&norm[i], &norm[j])) {
-            issues.push(Issue {
-                path: key.clone(),
-                message: format!(
-                    "sets the same field as `{}`, so one of the two values would never apply; keep one of them",
-                    keys[i]
-                ),
-            });
+            issues.push((
+                j,
+                Issue {
+                    path: key.clone(),
+                    message: format!(
+                        "sets the same field as `{}`, so one of the two values would never apply; keep one of them",
+                        keys[i]
+                    ),
+                },
+            ));
         }
     }
     issues
@@ -370,35 +385,46 @@ fn expand(
     for (i, v) in s.variants.iter().enumerate() {
         let sets = variant_sets(v);
         let keys: Vec<String> = sets.iter().map(|(k, _)| k.clone()).collect();
-        let mut issues: Vec<Issue> = keys
+        // Entries that cannot be set from a variant, and the later of two
+        // entries of one field, are refused and left out; the others are
+        // applied, so that their problems are reported too.
+        let mut refused: Vec<(usize, Issue)> = keys
             .iter()
-            .filter_map(|k| inner_path_problem(k, s.slo.is_some()))
+            .enumerate()
+            .filter_map(|(j, k)| Some((j, inner_path_problem(k, s.slo.is_some())?)))
             .collect();
-        issues.extend(overlapping_keys(&base, &keys));
+        let later: Vec<(usize, Issue)> = overlapping(&base, &keys)
+            .into_iter()
+            .filter(|(j, _)| !refused.iter().any(|(r, _)| r == j))
+            .collect();
+        refused.extend(later);
+        let usable: Overrides = sets
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| !refused.iter().any(|(r, _)| r == j))
+            .map(|(_, set)| set.clone())
+            .collect();
+        let mut issues: Vec<Issue> = refused.into_iter().map(|(_, i)| i).collect();
         // The scenario the issues' paths label items by.
         let mut labelled_by: Option<Scenario> = None;
-        let scenario = if issues.is_empty() {
-            match apply_overrides(&base, &sets) {
-                Ok(sc) => {
-                    issues = new_issues(validate_in(&sc, s));
-                    Some(sc)
-                }
-                Err(e) => {
-                    // The other entries' problems too.
-                    let mut more = Vec::new();
-                    labelled_by = apply_the_rest(&base, &sets, &e, &mut more);
-                    let rest = labelled_by
-                        .as_ref()
-                        .map(|sc| new_issues(validate_in(sc, s)))
-                        .unwrap_or_default();
-                    issues = e;
-                    issues.extend(more);
-                    issues.extend(rest);
-                    None
-                }
+        let scenario = match apply_overrides(&base, &usable) {
+            Ok(sc) => {
+                issues.extend(new_issues(validate_in(&sc, s)));
+                Some(sc)
             }
-        } else {
-            None
+            Err(e) => {
+                // The other entries' problems too.
+                let mut more = Vec::new();
+                labelled_by = apply_the_rest(&base, &usable, &e, &mut more);
+                let rest = labelled_by
+                    .as_ref()
+                    .map(|sc| new_issues(validate_in(sc, s)))
+                    .unwrap_or_default();
+                issues.extend(e);
+                issues.extend(more);
+                issues.extend(rest);
+                None
+            }
         };
         if issues.is_empty()
             && let Some(sc) = scenario
@@ -432,11 +458,24 @@ fn expand(
         return (Vec::new(), errors, Omitted::default());
     }
     let keys: Vec<String> = s.sweep.keys().cloned().collect();
-    let mut inner: Vec<Issue> = keys
+    // Keys that name no field, or one a sweep cannot set, and the later
+    // of two keys of one field are refused and left out of the grid; a
+    // key that a variant also sets stays in, so that its values' own
+    // problems are reported too. Any of them refuses the run.
+    let mut unusable: Vec<(usize, Issue)> = keys
         .iter()
-        .filter_map(|k| unknown_field(k).or_else(|| inner_path_problem(k, s.slo.is_some())))
+        .enumerate()
+        .filter_map(|(j, k)| {
+            let issue = unknown_field(k).or_else(|| inner_path_problem(k, s.slo.is_some()))?;
+            Some((j, issue))
+        })
         .collect();
-    inner.extend(overlapping_keys(&base, &keys));
+    let later: Vec<(usize, Issue)> = overlapping(&base, &keys)
+        .into_iter()
+        .filter(|(j, _)| !unusable.iter().any(|(u, _)| u == j))
+        .collect();
+    unusable.extend(later);
+    let mut inner: Vec<Issue> = unusable.iter().map(|(_, i)| i.clone()).collect();
     inner.extend(swept_and_set(&base, &keys, &s.variants));
     for issue in &inner {
         errors.push(loc.error(
@@ -447,22 +486,31 @@ fn expand(
     }
     let mut omitted = Omitted::default();
     let mut out = Vec::new();
-    if s.sweep.is_empty() || !inner.is_empty() {
-        if s.sweep.is_empty() {
-            out = variants
-                .into_iter()
-                .map(|(name, scenario, _)| Expanded {
-                    name,
-                    scenario,
-                    params: Vec::new(),
-                })
-                .collect();
+    // The sweep of the usable keys.
+    let mut trimmed: Option<Scenario> = None;
+    if !unusable.is_empty() {
+        let mut t = s.clone();
+        for (j, _) in &unusable {
+            t.sweep.remove(&keys[*j]);
         }
-    } else {
+        trimmed = Some(t);
+    }
+    let swept = trimmed.as_ref().unwrap_or(s);
+    if s.sweep.is_empty() {
+        out = variants
+            .into_iter()
+            .map(|(name, scenario, _)| Expanded {
+                name,
+                scenario,
+                params: Vec::new(),
+            })
+            .collect();
+    } else if !swept.sweep.is_empty() {
+        let usable: Vec<String> = swept.sweep.keys().cloned().collect();
         let sweep = Sweep {
-            s,
+            s: swept,
             base: &base,
-            keys: &keys,
+            keys: &usable,
             named,
             new_issues: &new_issues,
             loc: &loc,
@@ -471,6 +519,9 @@ fn expand(
         out = grid_out;
         errors.extend(sweep_errors);
         omitted = more;
+    }
+    if !inner.is_empty() {
+        out.clear();
     }
     if errors.is_empty() && base_issues.is_empty() {
         let size = timeseries_rows_issue(out.iter().map(|e| &e.scenario), s.replicates);
@@ -1034,6 +1085,36 @@ fn short_names(sweep: &serde_json::Map<String, Value>) -> Vec<String> {
 pub(crate) fn value_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
+        other => compact_json(other),
+    }
+}
+
+/// `v` as JSON, each float that is not a whole number of moderate size in
+/// its compact spelling (`1e12`, not `1000000000000.0`; `0.5` and `2.0`
+/// as JSON writes them), so that a sweep label or a message quotes a
+/// large value legibly.
+fn compact_json(v: &Value) -> String {
+    match v {
+        Value::Number(n) if n.is_f64() => {
+            let f = n.as_f64().unwrap_or_default();
+            let short = crate::human::compact(f);
+            if short.contains('e') {
+                short
+            } else {
+                n.to_string()
+            }
+        }
+        Value::Array(items) => {
+            let inner: Vec<String> = items.iter().map(compact_json).collect();
+            format!("[{}]", inner.join(","))
+        }
+        Value::Object(map) => {
+            let inner: Vec<String> = map
+                .iter()
+                .map(|(k, v)| format!("{}:{}", Value::from(k.as_str()), compact_json(v)))
+                .collect();
+            format!("{{{}}}", inner.join(","))
+        }
         other => other.to_string(),
     }
 }
