@@ -242,6 +242,29 @@ pub(super) fn overlapping(base: &Scenario, keys: &[String]) -> Vec<(usize, Issue
     issues
 }
 
+/// The keys of one `set` or sweep that are refused and left out, with
+/// their index and why: those `own` refuses (a field a variant or a sweep
+/// cannot set), then the later of two keys of one field
+/// ([`overlapping`]). The keys left apply together, so that their
+/// problems are reported beside these.
+fn refused_keys(
+    base: &Scenario,
+    keys: &[String],
+    own: impl Fn(&str) -> Option<Issue>,
+) -> Vec<(usize, Issue)> {
+    let mut refused: Vec<(usize, Issue)> = keys
+        .iter()
+        .enumerate()
+        .filter_map(|(j, k)| Some((j, own(k)?)))
+        .collect();
+    let later: Vec<(usize, Issue)> = overlapping(base, keys)
+        .into_iter()
+        .filter(|(j, _)| !refused.iter().any(|(r, _)| r == j))
+        .collect();
+    refused.extend(later);
+    refused
+}
+
 /// Sweep keys that name a field a variant's `set` also sets (or a part of
 /// it, or the whole it is part of): the sweep applies on top of the
 /// variant, so the variant's value would silently never apply while its
@@ -388,16 +411,7 @@ fn expand(
         // Entries that cannot be set from a variant, and the later of two
         // entries of one field, are refused and left out; the others are
         // applied, so that their problems are reported too.
-        let mut refused: Vec<(usize, Issue)> = keys
-            .iter()
-            .enumerate()
-            .filter_map(|(j, k)| Some((j, inner_path_problem(k, s.slo.is_some())?)))
-            .collect();
-        let later: Vec<(usize, Issue)> = overlapping(&base, &keys)
-            .into_iter()
-            .filter(|(j, _)| !refused.iter().any(|(r, _)| r == j))
-            .collect();
-        refused.extend(later);
+        let refused = refused_keys(&base, &keys, |k| inner_path_problem(k, s.slo.is_some()));
         let usable: Overrides = sets
             .iter()
             .enumerate()
@@ -462,19 +476,9 @@ fn expand(
     // of two keys of one field are refused and left out of the grid; a
     // key that a variant also sets stays in, so that its values' own
     // problems are reported too. Any of them refuses the run.
-    let mut unusable: Vec<(usize, Issue)> = keys
-        .iter()
-        .enumerate()
-        .filter_map(|(j, k)| {
-            let issue = unknown_field(k).or_else(|| inner_path_problem(k, s.slo.is_some()))?;
-            Some((j, issue))
-        })
-        .collect();
-    let later: Vec<(usize, Issue)> = overlapping(&base, &keys)
-        .into_iter()
-        .filter(|(j, _)| !unusable.iter().any(|(u, _)| u == j))
-        .collect();
-    unusable.extend(later);
+    let unusable = refused_keys(&base, &keys, |k| {
+        unknown_field(k).or_else(|| inner_path_problem(k, s.slo.is_some()))
+    });
     let mut inner: Vec<Issue> = unusable.iter().map(|(_, i)| i.clone()).collect();
     inner.extend(swept_and_set(&base, &keys, &s.variants));
     for issue in &inner {
@@ -487,14 +491,13 @@ fn expand(
     let mut omitted = Omitted::default();
     let mut out = Vec::new();
     // The sweep of the usable keys.
-    let mut trimmed: Option<Scenario> = None;
-    if !unusable.is_empty() {
+    let trimmed = (!unusable.is_empty()).then(|| {
         let mut t = s.clone();
         for (j, _) in &unusable {
             t.sweep.remove(&keys[*j]);
         }
-        trimmed = Some(t);
-    }
+        t
+    });
     let swept = trimmed.as_ref().unwrap_or(s);
     if s.sweep.is_empty() {
         out = variants
@@ -1089,10 +1092,11 @@ pub(crate) fn value_text(v: &Value) -> String {
     }
 }
 
-/// `v` as JSON, each float that is not a whole number of moderate size in
-/// its compact spelling (`1e12`, not `1000000000000.0`; `0.5` and `2.0`
-/// as JSON writes them), so that a sweep label or a message quotes a
-/// large value legibly.
+/// `v` as JSON, each float of at least a billion or under a millionth in
+/// its exponent spelling when that is shorter ([`crate::human::compact`]:
+/// `1e12`, not `1000000000000.0`), every other number as JSON writes it
+/// (`0.5`, `2.0`), so that a sweep label or a message quotes a large
+/// value legibly.
 fn compact_json(v: &Value) -> String {
     match v {
         Value::Number(n) if n.is_f64() => {
