@@ -13,7 +13,7 @@
 
 use serde_json::{Map, Value};
 
-use super::load::{describe, parse_options};
+use super::load::{Writer, describe, parse_options};
 use super::locate::LocationIndex;
 use super::overrides::dotted_keys;
 use super::types::Scenario;
@@ -167,7 +167,12 @@ impl Reader {
         self.budget = self.budget.checked_sub(yaml.len())?;
         Some(
             serde_saphyr::from_str_with_options::<Scenario>(&yaml, parse_options()).map_err(|e| {
-                let d = describe(&e, &LocationIndex::build(&yaml), Some(value));
+                let d = describe(
+                    &e,
+                    &LocationIndex::build(&yaml),
+                    Some(value),
+                    Writer::Stormsim,
+                );
                 TypeError {
                     path: d.path,
                     is_key: d.is_key,

@@ -432,30 +432,53 @@ pub(crate) fn locate_issue(
 /// without it is returned as it is.
 pub(crate) fn as_written(message: String, written: &str) -> String {
     let written = written.trim();
-    let Ok(read) = written.parse::<f64>() else {
+    match written.parse::<f64>() {
+        Ok(read) => quote_as(message, read, &[], written),
+        Err(_) => message,
+    }
+}
+
+/// As [`as_written`] for a number stormsim itself wrote as `emitted`
+/// (its YAML for a value it read: `1.0e+23`, `1000000000000.0`): quoted in
+/// its compact spelling (`1e23`, `1e12`), the way a user most likely typed
+/// it.
+fn as_compact(message: String, emitted: &str) -> String {
+    let emitted = emitted.trim();
+    // A whole number (a text stormsim kept as typed) is shown as it is.
+    let whole = emitted.strip_prefix('-').unwrap_or(emitted);
+    if !whole.is_empty() && whole.bytes().all(|b| b.is_ascii_digit()) {
         return message;
-    };
-    // The spellings a message may have it in: Rust's, JSON's and
-    // serde's (`1000000000000.0`), the compact one (`1e23`).
+    }
+    match emitted.parse::<f64>() {
+        Ok(read) => quote_as(message, read, &[emitted], &crate::human::compact(read)),
+        Err(_) => message,
+    }
+}
+
+/// `message` with its first whole token that spells `read` (as Rust,
+/// JSON and serde write it, compactly, or as one of `also`) replaced by
+/// `shown`.
+fn quote_as(message: String, read: f64, also: &[&str], shown: &str) -> String {
     let mut spellings = vec![
         read.to_string(),
         format!("{read:?}"),
         crate::human::compact(read),
     ];
+    spellings.extend(also.iter().map(|s| s.to_string()));
     spellings.sort_by_key(|s| std::cmp::Reverse(s.len()));
     spellings.dedup();
-    spellings.retain(|s| s != written);
-    for shown in &spellings {
+    spellings.retain(|s| s != shown);
+    for spelling in &spellings {
         let mut from = 0;
-        while let Some(i) = message[from..].find(shown.as_str()).map(|i| i + from) {
-            let end = i + shown.len();
+        while let Some(i) = message[from..].find(spelling.as_str()).map(|i| i + from) {
+            let end = i + spelling.len();
             let before = message[..i].chars().next_back();
             let after = message[end..].chars().next();
             let alone = !before
                 .is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-'))
                 && !after.is_some_and(|c| c.is_ascii_alphanumeric() || c == '.');
             if alone {
-                return format!("{}{written}{}", &message[..i], &message[end..]);
+                return format!("{}{shown}{}", &message[..i], &message[end..]);
             }
             from = end;
         }
@@ -863,7 +886,12 @@ fn is_limit(e: &serde_saphyr::Error) -> bool {
 
 /// A serde-saphyr error as a one-line `ScenarioError` with its field path.
 fn serde_error(e: &serde_saphyr::Error, src: &str, label: &str) -> ScenarioError {
-    let d = describe(e, &LocationIndex::build(src), parse_value(src).as_ref());
+    let d = describe(
+        e,
+        &LocationIndex::build(src),
+        parse_value(src).as_ref(),
+        Writer::User,
+    );
     let e = ScenarioError::new(label, d.message).with_path(d.path);
     match d.position {
         Some((line, col)) => e.at(line, col),
@@ -881,12 +909,24 @@ pub(crate) struct Described {
     pub message: String,
 }
 
+/// Who wrote the text an error is about.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Writer {
+    /// The user: a number is quoted back as it is spelt there.
+    User,
+    /// stormsim, emitting values it read (`1e12` as `1000000000000.0`):
+    /// a number is quoted in its compact spelling ([`crate::human::compact`]),
+    /// the way a user most likely typed it.
+    Stormsim,
+}
+
 /// A serde-saphyr error about the text `index` was built from: its
 /// position, field path and message in plain words.
 pub(crate) fn describe(
     e: &serde_saphyr::Error,
     index: &LocationIndex,
     value: Option<&Value>,
+    writer: Writer,
 ) -> Described {
     let inner = e.without_snippet();
     let message = one_line(&Wording.format_message(inner));
@@ -957,7 +997,10 @@ pub(crate) fn describe(
     // A number quoted back as the file wrote it (`99999999999999999999999`,
     // not the float it reads as).
     if let Some(text) = &found {
-        message = as_written(message, text);
+        message = match writer {
+            Writer::User => as_written(message, text),
+            Writer::Stormsim => as_compact(message, text),
+        };
     }
     // A list or a mapping where one value belongs: the parser stops inside
     // it (`dependency.concurrency.0`); the error is about the field.

@@ -124,7 +124,7 @@ pub fn parse_set_arg(arg: &str) -> Result<(String, Value), ScenarioError> {
 /// `errors` with every number a `--set` in `args` wrote shown as it was
 /// typed: YAML reads `1e3` and `18446744073709551616` as floats, which
 /// print as `1000.0` and `1.8446744073709552e+19`; an error about the
-/// field says `found `1e3``.
+/// field quotes it as `1e3`.
 pub fn show_as_typed(errors: &mut [ScenarioError], args: &[String]) {
     for arg in args {
         let Some((path, text)) = arg.split_once('=') else {
@@ -142,6 +142,10 @@ pub fn show_as_typed(errors: &mut [ScenarioError], args: &[String]) {
         if let Ok(yaml) = serde_saphyr::to_string(&value) {
             shown.push(yaml.trim().to_string());
         }
+        // As the reader quotes a float it was handed (`1e23`).
+        if let Some(read) = value.as_f64() {
+            shown.push(crate::human::compact(read));
+        }
         if shown.iter().any(|s| s == typed) {
             continue;
         }
@@ -154,9 +158,7 @@ pub fn show_as_typed(errors: &mut [ScenarioError], args: &[String]) {
         };
         for e in errors.iter_mut().filter(|e| about(e)) {
             for s in &shown {
-                e.message = e
-                    .message
-                    .replace(&format!("found `{s}`"), &format!("found `{typed}`"));
+                e.message = e.message.replace(&format!("`{s}`"), &format!("`{typed}`"));
             }
         }
     }

@@ -49,6 +49,7 @@ mod model;
 mod occ;
 mod out_of_memory;
 mod output_folders;
+mod override_errors;
 mod plot_input;
 mod policies;
 mod pools;
