@@ -146,6 +146,23 @@ fn sites(scenario: &mut Value) -> Vec<Site<'_>> {
     out
 }
 
+/// A warning about what a configuration file says, for the item whose
+/// `from` read it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FromWarning {
+    /// The item, as a path labels it (`layers.edge`,
+    /// `services.gateway.calls.orders`, `clients.calls`).
+    pub at: String,
+    /// The warning, located in the configuration file.
+    pub text: String,
+}
+
+impl std::fmt::Display for FromWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} (from {})", self.text, self.at)
+    }
+}
+
 /// Merges the file of every layer and call with a `from` into it (a JSON
 /// scenario). Returns the errors (in the scenario, about `from` itself; in
 /// the configuration file, about what it says); warnings go to `warnings`.
@@ -154,7 +171,7 @@ pub fn fill_from_layers(
     dir: Option<&Path>,
     label: &str,
     index: &LocationIndex,
-    warnings: &mut Vec<String>,
+    warnings: &mut Vec<FromWarning>,
 ) -> Vec<ScenarioError> {
     let mut errors = Vec::new();
     for Site { at, target, map } in sites(scenario) {
@@ -200,7 +217,10 @@ pub fn fill_from_layers(
         match crate::configs::import_text(&text, &file_label, from.format, &selector) {
             Ok(policy) => {
                 for w in &policy.warnings {
-                    warnings.push(format!("{} (from {at})", w.located(&file_label)));
+                    warnings.push(FromWarning {
+                        at: at.clone(),
+                        text: w.located(&file_label).to_string(),
+                    });
                 }
                 presets::fill_layer(map, &policy.fragment);
             }

@@ -13,6 +13,7 @@ use serde_saphyr::MessageFormatter;
 
 use super::collect::{TypeError, collect, refine_path, related};
 use super::error::{SET_LABEL, ScenarioError, ScenarioErrors, one_line};
+use super::from_file::FromWarning;
 use super::locate::LocationIndex;
 use super::overrides::{apply_overrides, apply_the_rest};
 use super::presets;
@@ -90,6 +91,33 @@ pub fn load_str_in(
     load_unbounded(src, file_label, dir, sets).map_err(|e| e.bounded(MAX_LISTED_ERRORS))
 }
 
+/// The warnings about configuration files that `sets` leave standing: a
+/// `--set` that replaces an item (`layers`, `layers.edge`, the scenario)
+/// replaces what its `from` read, so the file's warnings are no longer
+/// about the run; one of a field inside it (even `from` itself, whose
+/// values read stay) leaves them. Items are named as `base`, the scenario
+/// before the overrides, labels them.
+fn still_read(
+    base: &Scenario,
+    warnings: Vec<FromWarning>,
+    sets: &[(String, Value)],
+) -> Vec<String> {
+    let replaced: Vec<String> = sets.iter().map(|(k, _)| normalize_path(base, k)).collect();
+    warnings
+        .into_iter()
+        .filter(|w| {
+            !replaced.iter().any(|k| {
+                k.is_empty()
+                    || *k == w.at
+                    || w.at
+                        .strip_prefix(k.as_str())
+                        .is_some_and(|t| t.starts_with('.'))
+            })
+        })
+        .map(|w| w.to_string())
+        .collect()
+}
+
 /// How many errors a file's load lists at most; the count line says how
 /// many more were found (thousands of variants with one mistake each
 /// would otherwise print thousands of lines).
@@ -108,7 +136,7 @@ fn load_unbounded(
             let checked = check_with(&base, sets, file_label, &index, dir);
             return match checked {
                 Ok(s) => {
-                    let mut warnings = from_warnings;
+                    let mut warnings = still_read(&base, from_warnings, sets);
                     warnings.extend(set_warnings(&base, &s, sets));
                     warnings.extend(super::fleet::scale_warnings_all(&s));
                     Ok(Loaded {
@@ -157,7 +185,7 @@ fn load_unbounded(
     if reported.is_empty() && omitted.count == 0 {
         // Every error of the file was in a field a `--set` replaces.
         return check_with(&r.scenario, sets, file_label, &index, dir).map(|s| {
-            let mut warnings = from_warnings;
+            let mut warnings = still_read(&r.scenario, from_warnings, sets);
             warnings.extend(set_warnings(&r.scenario, &s, sets));
             warnings.extend(super::fleet::scale_warnings_all(&s));
             Loaded {
@@ -495,7 +523,7 @@ fn parse_file(
     label: &str,
     index: &LocationIndex,
     dir: Option<&Path>,
-    warnings: &mut Vec<String>,
+    warnings: &mut Vec<FromWarning>,
 ) -> Result<Scenario, Broken> {
     if is_empty_document(src) {
         return Err(ScenarioError::new(label, EMPTY).into());

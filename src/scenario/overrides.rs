@@ -178,6 +178,7 @@ pub(crate) fn apply_overrides(
             message: format!("cannot represent the scenario: {e}"),
         }]
     })?;
+    let before = json.clone();
     let mut issues = Vec::new();
     // Every path names its items as the scenario before any override has
     // them (a rename by another override changes nothing of it), so the
@@ -228,6 +229,9 @@ pub(crate) fn apply_overrides(
     // `null` on a field the format does not require: its default (an
     // optional field unset, the base scenario's value removed).
     super::schema::strip_nulls(&mut json);
+    // Judged on the values, so that a type error elsewhere in the same
+    // override hides it not.
+    issues.extend(changed_from(s, &before, &json, sets, &resolved));
     let out = match serde_json::from_value::<Scenario>(json.clone()) {
         Ok(out) => out,
         Err(e) => {
@@ -268,7 +272,6 @@ pub(crate) fn apply_overrides(
             }
         }
     };
-    issues.extend(changed_from(s, &out, sets, &resolved));
     if !issues.is_empty() {
         return Err(issues);
     }
@@ -330,29 +333,31 @@ fn indexed_in(root: &Value, path: &str) -> String {
     segs.join(".")
 }
 
-/// Every `from` of `s`: where it is by index (`layers.0`,
-/// `services.1.calls.0`, `clients.calls`), as a path labels it
-/// (`layers.api`, `services.gateway.calls.0`), and the `from` itself.
-fn from_specs(s: &Scenario) -> Vec<(String, String, &super::types::FromFile)> {
+/// Every `from` of a scenario (as JSON): where it is by index
+/// (`layers.0`, `services.1.calls.0`, `clients.calls`) and the `from`
+/// itself, its unset fields left out.
+fn from_specs(s: &Value) -> Vec<(String, Value)> {
+    let from = |item: &Value| {
+        let mut f = item.get("from").filter(|f| !f.is_null())?.clone();
+        super::schema::strip_nulls(&mut f);
+        Some(f)
+    };
+    let items = |v: Option<&Value>| v.and_then(Value::as_array).cloned().unwrap_or_default();
     let mut out = Vec::new();
-    for (i, l) in s.layers.iter().enumerate() {
-        if let Some(f) = &l.from {
-            let at = format!("layers.{i}");
-            let shown = super::variants::normalize_path(s, &at);
-            out.push((at, shown, f));
+    for (i, l) in items(s.get("layers")).iter().enumerate() {
+        if let Some(f) = from(l) {
+            out.push((format!("layers.{i}"), f));
         }
     }
-    for (k, sv) in s.services.iter().enumerate() {
-        for (i, c) in sv.calls.iter().enumerate() {
-            if let Some(f) = &c.from {
-                let at = format!("services.{k}.calls.{i}");
-                let shown = super::variants::normalize_path(s, &at);
-                out.push((at, shown, f));
+    for (k, sv) in items(s.get("services")).iter().enumerate() {
+        for (i, c) in items(sv.get("calls")).iter().enumerate() {
+            if let Some(f) = from(c) {
+                out.push((format!("services.{k}.calls.{i}"), f));
             }
         }
     }
-    if let Some(f) = s.clients.calls.as_ref().and_then(|c| c.from.as_ref()) {
-        out.push(("clients.calls".to_string(), "clients.calls".to_string(), f));
+    if let Some(f) = s.get("clients").and_then(|c| c.get("calls")).and_then(from) {
+        out.push(("clients.calls".to_string(), f));
     }
     out
 }
@@ -368,21 +373,18 @@ fn from_specs(s: &Scenario) -> Vec<(String, String, &super::types::FromFile)> {
 /// another one beside it.
 fn changed_from(
     s: &Scenario,
-    out: &Scenario,
+    before: &Value,
+    after: &Value,
     sets: &[(String, Value)],
     resolved: &[(String, Value)],
 ) -> Vec<Issue> {
-    let before = from_specs(s);
-    let changed: Vec<(String, String)> = from_specs(out)
+    let before = from_specs(before);
+    let changed: Vec<(String, String)> = from_specs(after)
         .into_iter()
-        .filter(|(at, _, f)| !before.iter().any(|(b_at, _, b)| b_at == at && b == f))
-        .map(|(at, shown, _)| {
+        .filter(|(at, f)| !before.iter().any(|(b_at, b)| b_at == at && b == f))
+        .map(|(at, _)| {
             // Labelled as the scenario before the overrides labels it.
-            let label = before
-                .iter()
-                .find(|(b_at, _, _)| *b_at == at)
-                .map(|(_, b_shown, _)| b_shown.clone())
-                .unwrap_or(shown);
+            let label = super::variants::normalize_path(s, &at);
             (format!("{at}.from"), label)
         })
         .collect();

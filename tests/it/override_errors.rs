@@ -24,8 +24,9 @@ fn validate(file: &Path, sets: &[&str]) -> (Option<i32>, String) {
         c.arg("--set").arg(s);
     }
     let o = c.output().unwrap();
+    // A refused file prints nothing but its errors.
     assert!(
-        o.stdout.is_empty(),
+        o.status.success() || o.stdout.is_empty(),
         "{}",
         String::from_utf8_lossy(&o.stdout)
     );
@@ -213,5 +214,92 @@ fn numbers_are_quoted_as_written() {
         err,
         "big.yaml:34:16: dependency.concurrency: expected a whole number from 1 to 1000000, \
          found `99999999999999999999999`\n"
+    );
+}
+
+/// Two layers reading routes of one Envoy file, in `dir`; the `outer`
+/// one's route draws warnings from the file.
+fn two_from(dir: &Path) -> PathBuf {
+    fs::copy(
+        root().join("tests/fixtures/configs/envoy.yaml"),
+        dir.join("envoy.yaml"),
+    )
+    .unwrap();
+    let f = dir.join("best.yaml");
+    fs::write(
+        &f,
+        "name: two\nduration: 10s\nclients: { arrival: { kind: poisson, rate: 10/s } }\n\
+         layers:\n\
+         \x20 - { name: outer, from: { file: envoy.yaml, format: envoy-route, route: create-order }, retry: { max_attempts: 5 } }\n\
+         \x20 - { name: inner, from: { file: envoy.yaml, format: envoy-route, route: get-order }, retry: { max_attempts: 4 } }\n\
+         dependency: { concurrency: 4, service_time: { dist: exponential, mean: 10ms } }\n",
+    )
+    .unwrap();
+    f
+}
+
+#[test]
+fn a_type_error_in_an_override_hides_not_that_it_changes_a_from() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = two_from(tmp.path());
+    let (code, err) = validate(
+        &f,
+        &[
+            "layers.outer={name: outer, from: { file: envoy.yaml, format: envoy-route, \
+           route: get-order }, timeout: abc}",
+        ],
+    );
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("<--set>: layers.outer: changes the `from` of layers.outer: "),
+        "{err}"
+    );
+    assert!(
+        err.contains("<--set>: layers.outer.timeout: invalid duration `abc`"),
+        "{err}"
+    );
+    assert!(err.ends_with("2 errors\n"), "{err}");
+}
+
+#[test]
+fn a_file_warning_goes_with_the_item_an_override_replaces() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = two_from(tmp.path());
+    let from = |err: &str, item: &str| {
+        err.lines()
+            .filter(|l| {
+                l.starts_with("warning: envoy.yaml:") && l.ends_with(&format!("(from {item})"))
+            })
+            .count()
+    };
+    // As the file is: two warnings about the outer route, one the inner.
+    let (code, err) = validate(&f, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        (from(&err, "layers.outer"), from(&err, "layers.inner")),
+        (2, 1),
+        "{err}"
+    );
+    // The outer layer replaced, by index or by name: its warnings go.
+    for set in ["layers.0={name: x}", "layers.outer={name: x}"] {
+        let (code, err) = validate(&f, &[set]);
+        assert_eq!(code, Some(0), "{set}: {err}");
+        assert_eq!(
+            (from(&err, "layers.outer"), from(&err, "layers.inner")),
+            (0, 1),
+            "{set}: {err}"
+        );
+    }
+    // Every layer replaced: none left.
+    let (code, err) = validate(&f, &["layers=[{name: x}]"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("warning: envoy.yaml"), "{err}");
+    // A field inside it, even `from` (whose values read stay): they stay.
+    let (code, err) = validate(&f, &["layers.outer.from=null", "layers.outer.timeout=1s"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        (from(&err, "layers.outer"), from(&err, "layers.inner")),
+        (2, 1),
+        "{err}"
     );
 }
