@@ -935,7 +935,14 @@ fn check_nested(target: &Path, dest: &Path, force: bool) -> Result<(), OutputErr
             && target.components().count() >= parts.len();
         let outer_shown = match target.ancestors().nth(parts.len()) {
             Some(a) if tail_plain && a.as_os_str().is_empty() => ".".to_string(),
-            Some(a) if tail_plain => crate::escape::path(a),
+            // `--out` refuses a symbolic link, so one is named by the
+            // folder it points to.
+            Some(a)
+                if tail_plain
+                    && !fs::symlink_metadata(a).is_ok_and(|m| m.file_type().is_symlink()) =>
+            {
+                crate::escape::path(a)
+            }
             _ => crate::escape::path(outer),
         };
         let what = match marked.get(&entry) {
@@ -944,12 +951,27 @@ fn check_nested(target: &Path, dest: &Path, force: bool) -> Result<(), OutputErr
         };
         let kind =
             Contents::marked_in(outer).map_or("the output of a stormsim command", Contents::words);
+        // `--out OUTER` replaces those results, unless OUTER is or holds
+        // the current folder, which stormsim never replaces: then the
+        // way out is to run from outside it.
+        let holds_cwd = std::env::current_dir()
+            .ok()
+            .and_then(|c| c.canonicalize().ok())
+            .is_some_and(|cwd| cwd.starts_with(outer));
+        let (outer_shown, replace) = if holds_cwd {
+            let full = crate::escape::path(outer);
+            let replace =
+                format!("or, to replace those results, run from outside {full} with --out {full}");
+            (full, replace)
+        } else {
+            let replace = format!("or --out {outer_shown} to replace those results");
+            (outer_shown, replace)
+        };
         return Err(OutputError::Refused(format!(
             "{} {} `{entry}` of {outer_shown}, which holds {kind} (its {MARKER} marker \
              lists `{entry}` as a {what} stormsim wrote there); a folder written there \
              would break those results, and writing {outer_shown} again would replace it. \
-             Nothing was written: choose a folder outside {outer_shown}, or --out \
-             {outer_shown} to replace those results",
+             Nothing was written: choose a folder outside {outer_shown}; {replace}",
             crate::escape::path(target),
             if k == parts.len() {
                 format!("is the {what}")

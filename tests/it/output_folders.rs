@@ -517,6 +517,50 @@ fn a_link_to_a_folder_is_refused_however_it_is_written() {
     );
 }
 
+/// The `--out` that a refusal names as the way to replace those results
+/// is one stormsim accepts: from inside the results folder (where `.`
+/// would be refused as the current folder) and through a symbolic link
+/// (which `--out` refuses) it names the folder itself.
+#[test]
+fn the_way_out_a_refusal_names_is_one_stormsim_takes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path().canonicalize().unwrap();
+    let q = quickstart();
+    let q = q.to_str().unwrap();
+    run_quiet(&t, &[q, "--out", "o1"]).success();
+    std::os::unix::fs::symlink(t.join("o1"), t.join("l2")).unwrap();
+    fs::create_dir(t.join("elsewhere")).unwrap();
+    let before = tree(&t);
+    for (cwd, out) in [
+        (t.join("o1"), "charts"),
+        (t.join("o1/charts"), "../charts/x"),
+        (t.clone(), "l2/charts"),
+        (t.clone(), "o1/charts"),
+    ] {
+        let a = run_verbose(&cwd, &[q, "--out", out]).code(2);
+        let stderr = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+        let way = stderr
+            .rsplit_once("--out ")
+            .map(|(_, w)| w.split_whitespace().next().unwrap_or(""))
+            .unwrap_or_else(|| panic!("no way out in: {stderr}"));
+        assert!(
+            way != "." && way != "l2",
+            "{out} from {}: suggests --out {way}: {stderr}",
+            cwd.display()
+        );
+        // Run from outside the folder it names, as the message says.
+        let from = if stderr.contains("run from outside") {
+            t.join("elsewhere")
+        } else {
+            cwd.clone()
+        };
+        let dest = from.join(way).canonicalize().unwrap();
+        assert_eq!(dest, t.join("o1"), "{out}: --out {way}");
+        run_quiet(&from, &[q, "--out", way]).success();
+    }
+    assert_eq!(tree(&t).len(), before.len(), "only o1 was rewritten");
+}
+
 /// A configuration file a layer reads (`from.file`) is an input like the
 /// scenario: `run`, a shard and `tune` refuse an output folder holding it,
 /// even with `--force`, before simulating, and the file survives.
