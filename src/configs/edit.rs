@@ -264,12 +264,44 @@ pub fn replace_in(text: &str, syntax: Syntax, node: &Node, lit: &Lit, flow: bool
                 }
             }
         }
+        (
+            Kind::Scalar {
+                style: Style::Plain,
+                ..
+            },
+            Lit::Bare(v),
+        ) => decimals_as(&text[node.span.clone()], v)
+            .unwrap_or_else(|| render_in(lit, syntax, node.style(), flow)),
         _ => render_in(lit, syntax, node.style(), flow),
     };
     Edit {
         range: node.span.clone(),
         text: new,
     }
+}
+
+/// The number `new` written with at least as many decimals as `was`,
+/// the number it replaces, when `was` has fixed decimals (`2.0` tuned to
+/// 3 is written `3.0`, `0.10` tuned to 0.25 `0.25`, to 0.125 `0.125`):
+/// a number keeps its style as a duration does. `None` when either is
+/// not a plain decimal number (an exponent, a word) or `was` has none.
+fn decimals_as(was: &str, new: &str) -> Option<String> {
+    fn decimal(t: &str) -> Option<(&str, &str)> {
+        let digits = t.strip_prefix('-').unwrap_or(t);
+        let (whole, frac) = digits.split_once('.').unwrap_or((digits, ""));
+        let all_digits = |p: &str| p.bytes().all(|b| b.is_ascii_digit());
+        (!whole.is_empty() && all_digits(whole) && all_digits(frac)).then_some((whole, frac))
+    }
+    let (_, was_frac) = decimal(was.trim())?;
+    let (_, new_frac) = decimal(new)?;
+    if was_frac.is_empty() || new_frac.len() >= was_frac.len() {
+        return None;
+    }
+    let point = if new_frac.is_empty() { "." } else { "" };
+    Some(format!(
+        "{new}{point}{}",
+        "0".repeat(was_frac.len() - new_frac.len())
+    ))
 }
 
 /// A value to add under a mapping: a scalar, or a mapping of more.

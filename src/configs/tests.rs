@@ -660,7 +660,7 @@ fn envoy_export_changes_only_the_tuned_values() {
             ),
             (
                 "              budget_percent: { value: 25.0 }".into(),
-                "              budget_percent: { value: 10 }".into()
+                "              budget_percent: { value: 10.0 }".into()
             ),
         ]
     );
@@ -1214,7 +1214,7 @@ fn linkerd_export_changes_only_the_tuned_values() {
                 "      isRetryable: true".into()
             ),
             ("      timeout: 3s".into(), "      timeout: 2s".into()),
-            ("    retryRatio: 0.25".into(), "    retryRatio: 0.1".into()),
+            ("    retryRatio: 0.25".into(), "    retryRatio: 0.10".into()),
             ("    ttl: 10s".into(), "    ttl: 20s".into()),
         ]
     );

@@ -983,3 +983,69 @@ fn styled_durations_read_back_as_the_value() {
         "PT0.2S"
     );
 }
+
+/// A number keeps its decimals as a duration does (D15): gRPC's
+/// `backoffMultiplier: 2.0` tuned to 3 is written `3.0`, Envoy's
+/// `budget_percent: { value: 20.0 }` tuned to 30 `30.0`; a number with
+/// more decimals than the file's keeps them all (`2.25`), and one
+/// written without decimals stays without (`2` tuned to 3 is `3`).
+#[test]
+fn numbers_keep_their_decimals() {
+    let s = method("shop.cart.v1.Cart/GetCart");
+    let fixed = GRPC.replace(r#""backoffMultiplier": 2,"#, r#""backoffMultiplier": 2.0,"#);
+    assert_ne!(fixed, GRPC, "the fixture has a backoffMultiplier");
+    for (tuned, written) in [(3.0, "3.0"), (2.25, "2.25")] {
+        let (after, _) = export(
+            &fixed,
+            Format::GrpcServiceConfig,
+            &s,
+            &[("retry.backoff.multiplier", json!(tuned))],
+        );
+        assert_eq!(
+            diff(&fixed, &after),
+            (
+                lines(&[r#"        "backoffMultiplier": 2.0,"#]),
+                lines(&[&format!(r#"        "backoffMultiplier": {written},"#)]),
+            )
+        );
+        let p = import(&after, Format::GrpcServiceConfig, &s);
+        assert_eq!(
+            leaf(&p, "retry.backoff.multiplier").parse::<f64>(),
+            Ok(tuned)
+        );
+        identity(&after, Format::GrpcServiceConfig, &s);
+    }
+    let (after, _) = export(
+        GRPC,
+        Format::GrpcServiceConfig,
+        &s,
+        &[("retry.backoff.multiplier", json!(3.0))],
+    );
+    assert_eq!(
+        diff(GRPC, &after).1,
+        lines(&[r#"        "backoffMultiplier": 3,"#])
+    );
+
+    let s = envoy_route("search");
+    let (after, _) = export(
+        ENVOY,
+        Format::EnvoyRoute,
+        &s,
+        &[
+            ("retry.budget.kind", json!("envoy")),
+            ("retry.budget.budget_percent", json!(30)),
+        ],
+    );
+    let (removed, added) = diff(ENVOY, &after);
+    assert!(
+        removed
+            .iter()
+            .any(|l| l.contains("budget_percent: { value: 20.0 }"))
+            && added
+                .iter()
+                .any(|l| l.contains("budget_percent: { value: 30.0 }"))
+            && !added.iter().any(|l| l.contains("value: 30 ")),
+        "{removed:?} -> {added:?}"
+    );
+    identity(&after, Format::EnvoyRoute, &s);
+}
