@@ -21,7 +21,7 @@ use super::ReportError;
 use super::capacity_series::CapacityModels;
 use super::graph_data::{GraphData, GraphSources};
 use super::shape::RunShape;
-use super::table_check::{Runs, TableCheck, TableError, TableKind};
+use super::table_check::{self, Runs, TableCheck, TableError, TableKind};
 use super::tables::{MAX_ROW_BYTES, MAX_SUMMARY_BYTES, MAX_TIMESERIES_BYTES};
 use crate::input_file::{self, InputError, LineLimited};
 use crate::interrupt::{self, POLL_ROWS};
@@ -51,7 +51,7 @@ impl Table {
     /// (`super::table_check`).
     pub fn parse_checked(
         bytes: &[u8],
-        mut check: Option<TableCheck<'_>>,
+        mut check: Option<&mut TableCheck<'_>>,
     ) -> Result<Table, ReportError> {
         let bad = |e: csv::Error| ReportError::Table(e.to_string());
         let mut r = csv::ReaderBuilder::new()
@@ -411,7 +411,7 @@ impl TimeSeries {
     fn read(
         source: impl Read,
         bins: Option<Bins>,
-        mut check: Option<TableCheck<'_>>,
+        mut check: Option<&mut TableCheck<'_>>,
     ) -> Result<TimeSeries, ReportError> {
         let file = check
             .as_ref()
@@ -598,7 +598,8 @@ impl ChartData {
                 .checked
                 .as_ref()
                 .map_or_else(|| "classes.csv".to_string(), |c| c.label("classes.csv"));
-            let table = Table::parse_checked(bytes, check).map_err(|e| match e {
+            let mut check = check;
+            let table = Table::parse_checked(bytes, check.as_mut()).map_err(|e| match e {
                 ReportError::Table(m) if !m.starts_with(&label) => {
                     ReportError::Table(format!("{label}: {m}"))
                 }
@@ -693,7 +694,7 @@ impl ChartData {
     /// bucket width and the run's length when neither the scenario nor the
     /// checked shape gives them), each row checked by `check` when given.
     fn build(
-        read_ts: impl Fn(Option<Bins>, Option<TableCheck<'_>>) -> Result<TimeSeries, ReportError>,
+        read_ts: impl Fn(Option<Bins>, Option<&mut TableCheck<'_>>) -> Result<TimeSeries, ReportError>,
         summary: &[u8],
         by_variant: &[u8],
         scenario: Option<&crate::scenario::Scenario>,
@@ -711,9 +712,10 @@ impl ChartData {
             }
         };
         let check = |kind: TableKind| checked.as_ref().map(|c| c.check(kind));
-        let summary = Table::parse_checked(summary, check(TableKind::Summary))
+        let mut summary_check = check(TableKind::Summary);
+        let summary = Table::parse_checked(summary, summary_check.as_mut())
             .map_err(in_file("summary.csv"))?;
-        let by_variant = Table::parse_checked(by_variant, check(TableKind::ByVariant))
+        let by_variant = Table::parse_checked(by_variant, check(TableKind::ByVariant).as_mut())
             .map_err(in_file("summary_by_variant.csv"))?;
         let mut data = ChartData::default();
         if let Some(s) = scenario {
@@ -752,7 +754,11 @@ impl ChartData {
             }
         };
         data.bins = bins;
-        let ts = read_ts(Some(bins), check(TableKind::Timeseries))?;
+        let mut ts_check = check(TableKind::Timeseries);
+        let ts = read_ts(Some(bins), ts_check.as_mut())?;
+        if let (Some(s), Some(t)) = (&summary_check, &ts_check) {
+            table_check::totals_agree(s, t).map_err(table_error)?;
+        }
         interrupt::check()?;
         // Variant order: as the tables list them.
         let mut variants: Vec<String> = Vec::new();

@@ -33,6 +33,7 @@ use std::fmt;
 use csv::StringRecord;
 
 use super::shape::RunShape;
+use super::table_identities::Totals;
 use crate::escape::{escape, is_unsafe_char};
 // The largest figure a table may hold (the writer holds its ratios to it).
 use crate::metrics::columns::MAX_FIGURE;
@@ -414,6 +415,9 @@ pub struct TableCheck<'a> {
     /// `timeseries.csv`: the current run's `open_requests` at the end of
     /// its last bucket with cells (0 before its first).
     open_before: u64,
+    /// `summary.csv` and `timeseries.csv`: each run's totals, for
+    /// [`totals_agree`].
+    totals: Option<Totals>,
 }
 
 /// Whether the `timeseries.csv` column `name` counts things (requests,
@@ -474,6 +478,7 @@ impl<'a> TableCheck<'a> {
             first_bucket_done: false,
             names_seen: HashSet::new(),
             open_before: 0,
+            totals: None,
         }
     }
 
@@ -605,6 +610,11 @@ impl<'a> TableCheck<'a> {
             })
             .collect();
         self.time = self.header.iter().position(|h| h == "t_s");
+        self.totals = match self.kind {
+            TableKind::Summary => Some(Totals::new(&self.header, true)),
+            TableKind::Timeseries => Some(Totals::new(&self.header, false)),
+            _ => None,
+        };
         Ok(())
     }
 
@@ -670,6 +680,12 @@ impl<'a> TableCheck<'a> {
                     ));
                 }
                 self.bucket_invariants(rec)?;
+                if let Some(t) = self.totals.as_mut() {
+                    if self.rows_in == 1 {
+                        t.start(self.line);
+                    }
+                    t.add(rec);
+                }
             }
             TableKind::ServicesTimeseries => self.service_bucket(rec)?,
             TableKind::Services | TableKind::Calls | TableKind::Replicas | TableKind::Classes => {
@@ -721,6 +737,10 @@ impl<'a> TableCheck<'a> {
                         format!("{who}: {why} (the row was changed: stormsim never writes this)"),
                     )
                 })?;
+                if let Some(t) = self.totals.as_mut() {
+                    t.start(self.line);
+                    t.add(rec);
+                }
             }
             TableKind::ByVariant => {
                 let want = self.shape.replicates.to_string();
@@ -1171,6 +1191,37 @@ impl<'a> TableCheck<'a> {
         }
         Ok(())
     }
+}
+
+/// Checks, once both tables of the same runs were read, that each run's
+/// totals in `summary.csv` are the sums of its buckets in
+/// `timeseries.csv` (the identity of [`Totals::agree`]); the first that
+/// is not is named at its summary cell, with the line its buckets start
+/// at.
+pub fn totals_agree(
+    summary: &TableCheck<'_>,
+    timeseries: &TableCheck<'_>,
+) -> Result<(), TableError> {
+    let (Some(s), Some(b)) = (&summary.totals, &timeseries.totals) else {
+        return Ok(());
+    };
+    Totals::agree(s, b).map_err(|m| TableError {
+        file: summary.file.clone(),
+        line: m.line,
+        column: Some((m.column + 1, m.summary_name.to_string())),
+        message: format!(
+            "{}: {} is {}, but its buckets in {} (from line {}) add up to {} {}; a run's \
+             total is the sum of its buckets (a table was changed: stormsim never writes \
+             this)",
+            summary.describe(m.run),
+            m.summary_name,
+            m.total,
+            timeseries.file,
+            m.first_bucket_line,
+            m.sum,
+            m.bucket_name,
+        ),
+    })
 }
 
 #[cfg(test)]

@@ -11,6 +11,12 @@
 //!   `amplification` is `dependency_attempts / logical_requests`, within
 //!   the rounding to six decimals (and empty without a logical request).
 //!
+//! - between the two tables: a run's totals in `summary.csv` are the
+//!   sums of its buckets in `timeseries.csv` ([`TOTALS`]: every bucket
+//!   counts what ended in it, and a run ends in its last bucket; a run a
+//!   guard rail stopped has empty cells after the stop, which add
+//!   nothing), checked by [`Totals::agree`] once both were read.
+//!
 //! Not checked, because they do not hold exactly for every run:
 //! `dependency_attempts` against the innermost layer's attempts and the
 //! probes (the focus service also counts pool connects, and in a graph
@@ -122,4 +128,120 @@ pub fn summary(header: &[String], rec: &StringRecord) -> Result<(), (usize, Stri
         }
     }
     Ok(())
+}
+
+/// The counters `summary.csv` gives for a whole run and `timeseries.csv`
+/// for each bucket: (the summary's column, the time series' column).
+pub const TOTALS: [(&str, &str); 10] = [
+    ("logical_requests", "offered"),
+    ("succeeded", "succeeded"),
+    ("failed", "failed"),
+    ("retries", "retries"),
+    ("dependency_attempts", "dependency_attempts"),
+    ("shed", "shed"),
+    ("failed_timeout", "failed_timeout"),
+    ("failed_connection", "failed_connection"),
+    ("failed_status", "failed_status"),
+    ("failed_deadline", "failed_deadline"),
+];
+
+/// One run's [`TOTALS`] as one table gives them (`None`: the column is
+/// absent or the cell empty), and the line it starts at.
+#[derive(Clone, Copy, Debug)]
+pub struct RunTotal {
+    pub line: u64,
+    pub values: [Option<u64>; TOTALS.len()],
+}
+
+/// The [`TOTALS`] of each run of one table, in the table's run order:
+/// from `summary.csv` its cells, from `timeseries.csv` the sums of the
+/// run's buckets.
+#[derive(Clone, Debug, Default)]
+pub struct Totals {
+    /// The position of each of [`TOTALS`]' columns in the header.
+    cols: [Option<usize>; TOTALS.len()],
+    /// Which side of [`TOTALS`] names the columns: the summary's (0) or
+    /// the time series' (1).
+    side: usize,
+    pub runs: Vec<RunTotal>,
+}
+
+impl Totals {
+    /// The totals of a `summary.csv` (`summary`) or a `timeseries.csv`
+    /// with this header.
+    pub fn new(header: &[String], summary: bool) -> Totals {
+        let side = usize::from(!summary);
+        Totals {
+            cols: TOTALS.map(|pair| col(header, [pair.0, pair.1][side])),
+            side,
+            runs: Vec::new(),
+        }
+    }
+
+    /// A new run starts at `line`.
+    pub fn start(&mut self, line: u64) {
+        let values = self.cols.map(|c| c.map(|_| 0));
+        self.runs.push(RunTotal { line, values });
+    }
+
+    /// Adds a row of the current run: a summary's row gives its cells, a
+    /// bucket adds its counts (an empty cell adds nothing).
+    pub fn add(&mut self, rec: &StringRecord) {
+        let summary = self.side == 0;
+        let Some(run) = self.runs.last_mut() else {
+            return;
+        };
+        for (k, c) in self.cols.iter().enumerate() {
+            let Some(i) = *c else { continue };
+            let cell = whole(rec, i);
+            run.values[k] = match (summary, run.values[k], cell) {
+                (true, _, cell) => cell,
+                (false, Some(sum), Some(n)) => Some(sum.saturating_add(n)),
+                (false, sum, None) => sum,
+                (false, None, Some(_)) => None,
+            };
+        }
+    }
+
+    /// The first run whose summary total is not the sum of its buckets:
+    /// the run's index, the summary's column (in `summary`'s header), the
+    /// total and the sum. Runs or columns one table lacks are skipped
+    /// (the tables' own checks name a missing run).
+    pub fn agree(summary: &Totals, buckets: &Totals) -> Result<(), Mismatch> {
+        for (run, (s, b)) in summary.runs.iter().zip(&buckets.runs).enumerate() {
+            for (k, (&total, &sum)) in s.values.iter().zip(&b.values).enumerate() {
+                if let (Some(total), Some(sum), Some(column)) = (total, sum, summary.cols[k])
+                    && total != sum
+                {
+                    return Err(Mismatch {
+                        run,
+                        line: s.line,
+                        column,
+                        first_bucket_line: b.line,
+                        summary_name: TOTALS[k].0,
+                        bucket_name: TOTALS[k].1,
+                        total,
+                        sum,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A run whose total in `summary.csv` is not the sum of its buckets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mismatch {
+    /// The run's index in the tables' run order.
+    pub run: usize,
+    /// The summary's row and column (0-based) holding the total.
+    pub line: u64,
+    pub column: usize,
+    /// The line of the run's first bucket in `timeseries.csv`.
+    pub first_bucket_line: u64,
+    pub summary_name: &'static str,
+    pub bucket_name: &'static str,
+    pub total: u64,
+    pub sum: u64,
 }

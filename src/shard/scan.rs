@@ -198,7 +198,7 @@ fn table_error(e: TableError) -> MergeError {
 fn scan(
     source: impl Read,
     file: &str,
-    mut check: Option<TableCheck<'_>>,
+    mut check: Option<&mut TableCheck<'_>>,
     items: &[ManifestItem],
     expected: &dyn Fn(&ManifestItem) -> usize,
     head: impl FnOnce(u64) -> Result<Vec<u8>, MergeError>,
@@ -296,10 +296,11 @@ pub fn check_shard(dir: &Path, m: &Manifest, shape: &RunShape) -> Result<Checked
             .then(|| TableCheck::new(kind, label(kind.file()), shape, Runs::Only(&runs)))
     };
     let ts_rows = |i: &ManifestItem| i.rows;
+    let mut check_timeseries = check(TableKind::Timeseries);
     let timeseries = scan(
         ts_file,
         &label("timeseries.csv"),
-        check(TableKind::Timeseries),
+        check_timeseries.as_mut(),
         &m.items,
         &ts_rows,
         |n| head_of(dir, "timeseries.csv", ts_cap, n),
@@ -322,7 +323,7 @@ pub fn check_shard(dir: &Path, m: &Manifest, shape: &RunShape) -> Result<Checked
         graph.push(scan(
             source,
             &label(file),
-            check(graph_kinds[t]),
+            check(graph_kinds[t]).as_mut(),
             &m.items,
             &expected,
             |n| head_of(dir, file, cap, n),
@@ -356,6 +357,9 @@ pub fn check_shard(dir: &Path, m: &Manifest, shape: &RunShape) -> Result<Checked
     }
     if let Some(c) = check_summary.as_mut() {
         c.finish().map_err(table_error)?;
+    }
+    if let (Some(s), Some(t)) = (&check_summary, &check_timeseries) {
+        crate::report::table_check::totals_agree(s, t).map_err(table_error)?;
     }
     let summary_spans = positions(&summary_starts, summary_bytes.len() as u64);
 

@@ -184,3 +184,116 @@ fn untouched_folders_of_several_scenarios_still_plot() {
             .success();
     }
 }
+
+/// Each edit of [`totals_edits`]: the table, the data row, the column,
+/// the new cell, and the message expected (after `summary.csv: `).
+fn totals_edits(dir: &Path) -> Vec<Edit> {
+    let summary = dir.join("summary.csv");
+    let ts = dir.join("timeseries.csv");
+    // The first run: its summary row (line 2) and its first bucket.
+    let run_row = rows(&summary)[1].clone();
+    let variant = run_row[0].clone();
+    let total = |name: &str| -> u64 { run_row[col(&summary, name)].parse().unwrap() };
+    let bucket = |name: &str| -> u64 { rows(&ts)[1][col(&ts, name)].parse().unwrap() };
+    let at = |name: &str| {
+        format!(
+            "line 2, column {} ({name}): the run of variant `{variant}`, replicate 0: ",
+            col(&summary, name) + 1
+        )
+    };
+    vec![
+        (
+            "summary.csv",
+            1,
+            "shed",
+            (total("shed") + 1).to_string(),
+            format!(
+                "{}shed is {}, but its buckets in {} (from line 2) add up to {} shed",
+                at("shed"),
+                total("shed") + 1,
+                ts.display(),
+                total("shed")
+            ),
+        ),
+        (
+            "timeseries.csv",
+            1,
+            "dependency_attempts",
+            (bucket("dependency_attempts") + 2).to_string(),
+            format!(
+                "{}dependency_attempts is {}, but its buckets in {} (from line 2) add up to \
+                 {} dependency_attempts",
+                at("dependency_attempts"),
+                total("dependency_attempts"),
+                ts.display(),
+                total("dependency_attempts") + 2
+            ),
+        ),
+    ]
+}
+
+/// A run's totals in `summary.csv` are the sums of its buckets in
+/// `timeseries.csv`: one counter changed in either table (each table's
+/// own identities still hold) is refused by `plot` and by `merge`,
+/// named at the summary's cell with the line the run's buckets start
+/// at; a run a guard rail stopped (empty buckets after the stop) still
+/// plots.
+#[test]
+fn a_runs_totals_are_the_sums_of_its_buckets() {
+    let t = tempfile::tempdir().unwrap();
+    let base = t.path().join("quickstart");
+    run("quickstart", &base, &[]);
+    let shards: Vec<PathBuf> = (0..2)
+        .map(|i| {
+            let d = t.path().join(format!("s{i}"));
+            run("quickstart", &d, &["--shard", &format!("{i}/2")]);
+            d
+        })
+        .collect();
+    for (from, merged) in [(&base, false), (&shards[0], true)] {
+        for (i, (file, row, column, value, message)) in totals_edits(from).into_iter().enumerate() {
+            let dir = t.path().join(format!("edit{i}-{merged}"));
+            copy_dir(from, &dir);
+            set_cell(&dir.join(file), row, column, &value);
+            let message = message.replace(&from.display().to_string(), &dir.display().to_string());
+            let expected = format!("{}: {message}", dir.join("summary.csv").display());
+            if merged {
+                let out = t.path().join(format!("out{i}"));
+                merge(&[dir.clone(), shards[1].clone()], &out)
+                    .code(2)
+                    .stderr(contains(expected));
+                assert!(!out.exists(), "a refused merge writes nothing");
+            } else {
+                plot_refuses(&dir, &expected);
+            }
+        }
+    }
+    // A run a guard rail stopped: its buckets after the stop are empty,
+    // its totals those of the buckets before; it plots.
+    let stopped = t.path().join("stopped");
+    stormsim()
+        .arg("run")
+        .arg(scenario("quickstart.yaml"))
+        .args([
+            "--replicates",
+            "1",
+            "--quiet",
+            "--max-events",
+            "20000",
+            "--out",
+        ])
+        .arg(&stopped)
+        .assert()
+        .code(1);
+    assert!(
+        fs::read_to_string(stopped.join("summary.csv"))
+            .unwrap()
+            .contains("stopped after")
+    );
+    stormsim()
+        .arg("plot")
+        .arg(&stopped)
+        .arg("--quiet")
+        .assert()
+        .success();
+}
