@@ -45,6 +45,14 @@ pub fn reading<T>(message: &str, f: impl FnOnce() -> T) -> T {
         *m = message.to_string();
     }
     READING.store(true, Ordering::SeqCst);
+    // A signal between `install` and here asked for a stop that no safe
+    // point would see (a check runs to its end): quit now, as the
+    // handler would have. With the handler's own second look at
+    // `READING`, one of the two sees the other (both are sequentially
+    // consistent), so no signal falls between them.
+    if REQUESTED.load(Ordering::SeqCst) && !CRITICAL.load(Ordering::SeqCst) {
+        quit_reading();
+    }
     let out = f();
     READING.store(false, Ordering::SeqCst);
     out
@@ -66,15 +74,14 @@ pub fn install() {
     let _ = ctrlc::set_handler(|| {
         if READING.load(Ordering::SeqCst) && !CRITICAL.load(Ordering::SeqCst) {
             REQUESTED.store(true, Ordering::SeqCst);
-            remove_staging();
-            let said = READING_MESSAGE
-                .lock()
-                .map(|m| m.clone())
-                .unwrap_or_default();
-            crate::terminal::errln!("\n{said}");
-            std::process::exit(EXIT_CODE);
+            quit_reading();
         }
-        if REQUESTED.swap(true, Ordering::SeqCst) {
+        let again = REQUESTED.swap(true, Ordering::SeqCst);
+        if !again && READING.load(Ordering::SeqCst) && !CRITICAL.load(Ordering::SeqCst) {
+            // Reading began meanwhile ([`reading`]).
+            quit_reading();
+        }
+        if again {
             if CRITICAL.load(Ordering::SeqCst) {
                 crate::terminal::errln!(
                     "\ninterrupted again: finishing the swap of the output folder first"
@@ -89,6 +96,27 @@ pub fn install() {
             "\ninterrupted: stopping at the next safe point (Ctrl-C again to quit at once)"
         );
     });
+}
+
+/// Raised by the first of the handler and [`reading`] to quit.
+static QUITTING: AtomicBool = AtomicBool::new(false);
+
+/// Ends a command stopped while reading: removes its staging folders and
+/// locks, says the command's message and exits with [`EXIT_CODE`]. Only
+/// the first caller does so; another waits for the exit.
+fn quit_reading() -> ! {
+    if QUITTING.swap(true, Ordering::SeqCst) {
+        loop {
+            std::thread::park();
+        }
+    }
+    remove_staging();
+    let said = READING_MESSAGE
+        .lock()
+        .map(|m| m.clone())
+        .unwrap_or_default();
+    crate::terminal::errln!("\n{said}");
+    std::process::exit(EXIT_CODE);
 }
 
 /// The flag the runs poll.
