@@ -505,3 +505,94 @@ fn sigterm_early_in_validate_and_check_exits_130_with_a_message() {
         );
     }
 }
+
+/// `export` waits for another program's lock on the file (an advisory
+/// `flock`, as two exports take turns): a signal while it waits ends it
+/// with exit 130 and a message, the file as it was and nothing left
+/// beside it; a lock released in time lets it write.
+#[cfg(target_os = "linux")]
+#[test]
+fn export_waiting_for_a_lock_stops_on_a_signal_and_writes_once_it_is_free() {
+    use nix::fcntl::{Flock, FlockArg};
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path();
+    let manifest = env!("CARGO_MANIFEST_DIR");
+    let into = dir.join("service-config.json");
+    std::fs::copy(
+        format!("{manifest}/tests/fixtures/configs/service-config.json"),
+        &into,
+    )
+    .unwrap();
+    let before = std::fs::read(&into).unwrap();
+    let export = || {
+        Command::new(BIN)
+            .args([
+                "export",
+                &format!("{manifest}/docs/examples/best.yaml"),
+                "--format",
+                "grpc-service-config",
+                "--method",
+                "orders.v1.Orders/CreateOrder",
+                "--into",
+            ])
+            .arg(&into)
+            .env("CI", "1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start stormsim")
+    };
+    let lock = || {
+        Flock::lock(std::fs::File::open(&into).unwrap(), FlockArg::LockExclusive)
+            .map_err(|(_, e)| e)
+            .expect("lock the file")
+    };
+    let stderr_of = |child: &mut Child| {
+        let mut s = String::new();
+        child.stderr.take().unwrap().read_to_string(&mut s).unwrap();
+        s
+    };
+    // Still waiting after a second (an export takes milliseconds).
+    let waiting = |child: &mut Child| {
+        std::thread::sleep(Duration::from_secs(1));
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "export did not wait for the lock: {}",
+            stderr_of(child)
+        );
+    };
+    let held = lock();
+    let mut child = export();
+    waiting(&mut child);
+    signal(&child, "-TERM");
+    let code = wait_bounded(&mut child);
+    let stderr = stderr_of(&mut child);
+    drop(held);
+    assert_eq!(code, interrupt::EXIT_CODE, "{stderr}");
+    assert!(
+        stderr.contains("interrupted: nothing was written") && stderr.contains("was not changed"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(&into).unwrap(),
+        before,
+        "the file is unchanged"
+    );
+    let beside: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(beside, ["service-config.json"], "nothing left beside it");
+
+    // Released while it waits: it writes.
+    let held = lock();
+    let mut child = export();
+    waiting(&mut child);
+    drop(held);
+    let code = wait_bounded(&mut child);
+    let stderr = stderr_of(&mut child);
+    assert_eq!(code, 0, "{stderr}");
+    let after = std::fs::read_to_string(&into).unwrap();
+    assert_ne!(after.as_bytes(), before.as_slice(), "the export wrote");
+    assert!(after.contains("\"initialBackoff\": \"0.25s\""), "{after}");
+}
