@@ -370,7 +370,8 @@ fn a_chart_of_many_lines_stops_midway() {
 fn sigterm_while_drawing_a_large_sweep_stops_plot() {
     let root = tempfile::tempdir().unwrap();
     let yaml = root.path().join("sweep.yaml");
-    let values: Vec<String> = (1..=40).map(|v| v.to_string()).collect();
+    // 10 000 variants: more than a second to plot.
+    let values: Vec<String> = (1..=100).map(|v| v.to_string()).collect();
     std::fs::write(
         &yaml,
         format!(
@@ -392,6 +393,18 @@ fn sigterm_while_drawing_a_large_sweep_stops_plot() {
         .unwrap()
         .success();
     assert!(ok);
+    // A whole plot first, timed: the signal then lands mid-way through
+    // the second, however fast the machine (a fixed delay outlived a
+    // whole plot of a smaller sweep).
+    let start = Instant::now();
+    let ok = Command::new(BIN)
+        .args(["plot", "--quiet"])
+        .arg(&out)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    let whole = start.elapsed();
     let before = tree(&out);
     let mut child = Command::new(BIN)
         .arg("plot")
@@ -401,7 +414,7 @@ fn sigterm_while_drawing_a_large_sweep_stops_plot() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    std::thread::sleep(whole.mul_f64(0.6));
     signal(&child, "-TERM");
     let code = wait_bounded(&mut child);
     let mut stderr = String::new();
