@@ -497,13 +497,13 @@ impl Checker {
                 }
             }
             (_, Some(_)) => self.push(format!("{path}.multiplier"), format!(
-                "multiplier applies only to exponential backoff, not {kind}; remove it (with --set, set the whole backoff, e.g. backoff={{kind: {kind}, base: 100ms}})"
+                "multiplier applies only to exponential backoff, not {kind}; remove it (with --set, set the whole backoff, e.g. {path}={{kind: {kind}, base: 100ms}})"
             )),
             _ => {}
         }
         match (b.kind, b.cap) {
-            (BackoffKind::Constant, Some(_)) => self.push(format!("{path}.cap"),
-                "cap does not apply to constant backoff; remove it (with --set, set the whole backoff, e.g. backoff={kind: constant, base: 100ms})"),
+            (BackoffKind::Constant, Some(_)) => self.push(format!("{path}.cap"), format!(
+                "cap does not apply to constant backoff; remove it (with --set, set the whole backoff, e.g. {path}={{kind: constant, base: 100ms}})")),
             (_, Some(cap)) => {
                 self.check(cap >= b.base, &format!("{path}.cap"), || {
                     format!("cap ({cap}) is below base ({}); expected cap >= base", b.base)

@@ -303,3 +303,25 @@ fn a_file_warning_goes_with_the_item_an_override_replaces() {
         "{err}"
     );
 }
+
+/// A message's suggested `--set` names the field by its whole path, so
+/// that pasting it works (it said `backoff={kind: constant, ...}`, which
+/// `--set` refuses as an unknown field).
+#[test]
+fn a_suggested_set_can_be_pasted() {
+    let file = root().join("scenarios/quickstart.yaml");
+    let (code, err) = validate(&file, &["layers.client.retry.backoff.kind=constant"]);
+    assert_eq!(code, Some(2), "{err}");
+    let suggested = err
+        .split("e.g. ")
+        .nth(1)
+        .and_then(|s| s.split(')').next())
+        .unwrap_or_else(|| panic!("no suggestion in: {err}"))
+        .to_string();
+    assert!(
+        suggested.starts_with("layers.client.retry.backoff="),
+        "{err}"
+    );
+    let (code, err) = validate(&file, &[&suggested]);
+    assert_eq!(code, Some(0), "--set {suggested}: {err}");
+}
