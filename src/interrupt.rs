@@ -72,13 +72,11 @@ pub fn uninterrupted<T>(f: impl FnOnce() -> T) -> T {
 pub fn install() {
     // An error means a handler is already set, ours or the embedder's.
     let _ = ctrlc::set_handler(|| {
-        if READING.load(Ordering::SeqCst) && !CRITICAL.load(Ordering::SeqCst) {
-            REQUESTED.store(true, Ordering::SeqCst);
-            quit_reading();
-        }
         let again = REQUESTED.swap(true, Ordering::SeqCst);
-        if !again && READING.load(Ordering::SeqCst) && !CRITICAL.load(Ordering::SeqCst) {
-            // Reading began meanwhile ([`reading`]).
+        // Looked at after raising the flag, so that [`reading`], which
+        // looks at the flag after raising `READING`, and this see each
+        // other.
+        if READING.load(Ordering::SeqCst) && !CRITICAL.load(Ordering::SeqCst) {
             quit_reading();
         }
         if again {

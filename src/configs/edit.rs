@@ -286,14 +286,15 @@ pub fn replace_in(text: &str, syntax: Syntax, node: &Node, lit: &Lit, flow: bool
 /// a number keeps its style as a duration does. `None` when either is
 /// not a plain decimal number (an exponent, a word) or `was` has none.
 fn decimals_as(was: &str, new: &str) -> Option<String> {
-    fn decimal(t: &str) -> Option<(&str, &str)> {
+    /// The decimals of a plain decimal number (`""` for a whole one).
+    fn decimals(t: &str) -> Option<&str> {
         let digits = t.strip_prefix('-').unwrap_or(t);
         let (whole, frac) = digits.split_once('.').unwrap_or((digits, ""));
         let all_digits = |p: &str| p.bytes().all(|b| b.is_ascii_digit());
-        (!whole.is_empty() && all_digits(whole) && all_digits(frac)).then_some((whole, frac))
+        (!whole.is_empty() && all_digits(whole) && all_digits(frac)).then_some(frac)
     }
-    let (_, was_frac) = decimal(was.trim())?;
-    let (_, new_frac) = decimal(new)?;
+    let was_frac = decimals(was.trim())?;
+    let new_frac = decimals(new)?;
     if was_frac.is_empty() || new_frac.len() >= was_frac.len() {
         return None;
     }

@@ -593,12 +593,11 @@ impl ChartData {
     /// checked like the other tables when they were.
     pub fn with_classes(mut self, classes: Option<&[u8]>) -> Result<ChartData, ReportError> {
         if let Some(bytes) = classes {
-            let check = self.checked.as_ref().map(|c| c.check(TableKind::Classes));
+            let mut check = self.checked.as_ref().map(|c| c.check(TableKind::Classes));
             let label = self
                 .checked
                 .as_ref()
                 .map_or_else(|| "classes.csv".to_string(), |c| c.label("classes.csv"));
-            let mut check = check;
             let table = Table::parse_checked(bytes, check.as_mut()).map_err(|e| match e {
                 ReportError::Table(m) if !m.starts_with(&label) => {
                     ReportError::Table(format!("{label}: {m}"))

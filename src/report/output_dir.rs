@@ -748,14 +748,16 @@ fn file_on_the_way(path: &Path) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
+/// The current folder, its links resolved (as [`resolve`] gives paths).
+fn current_folder() -> Option<PathBuf> {
+    std::env::current_dir().ok()?.canonicalize().ok()
+}
+
 /// Refuses a target that is, holds or lies inside an input, or a folder
 /// to replace that holds the current folder.
 fn check_inputs(target: &Path, dest: &Path, opts: Options<'_>) -> Result<(), OutputError> {
     let shown = crate::escape::path(target);
-    if let Some(cwd) = std::env::current_dir()
-        .ok()
-        .and_then(|c| c.canonicalize().ok())
-        .filter(|_| opts.mode == Mode::Folder)
+    if let Some(cwd) = current_folder().filter(|_| opts.mode == Mode::Folder)
         && cwd.starts_with(dest)
     {
         return Err(OutputError::Refused(format!(
@@ -933,12 +935,16 @@ fn check_nested(target: &Path, dest: &Path, force: bool) -> Result<(), OutputErr
             .take(parts.len())
             .all(|c| matches!(c, Component::Normal(_)))
             && target.components().count() >= parts.len();
+        // `--out OUTER` replaces those results, unless OUTER is or holds
+        // the current folder, which stormsim never replaces: then the
+        // way out is to run from outside it.
+        let holds_cwd = current_folder().is_some_and(|cwd| cwd.starts_with(outer));
+        // `--out` refuses the current folder and a symbolic link: those
+        // are named by the folder's full path.
         let outer_shown = match target.ancestors().nth(parts.len()) {
-            Some(a) if tail_plain && a.as_os_str().is_empty() => ".".to_string(),
-            // `--out` refuses a symbolic link, so one is named by the
-            // folder it points to.
             Some(a)
                 if tail_plain
+                    && !holds_cwd
                     && !fs::symlink_metadata(a).is_ok_and(|m| m.file_type().is_symlink()) =>
             {
                 crate::escape::path(a)
@@ -951,21 +957,13 @@ fn check_nested(target: &Path, dest: &Path, force: bool) -> Result<(), OutputErr
         };
         let kind =
             Contents::marked_in(outer).map_or("the output of a stormsim command", Contents::words);
-        // `--out OUTER` replaces those results, unless OUTER is or holds
-        // the current folder, which stormsim never replaces: then the
-        // way out is to run from outside it.
-        let holds_cwd = std::env::current_dir()
-            .ok()
-            .and_then(|c| c.canonicalize().ok())
-            .is_some_and(|cwd| cwd.starts_with(outer));
-        let (outer_shown, replace) = if holds_cwd {
-            let full = crate::escape::path(outer);
-            let replace =
-                format!("or, to replace those results, run from outside {full} with --out {full}");
-            (full, replace)
+        let replace = if holds_cwd {
+            format!(
+                "or, to replace those results, run from outside {outer_shown} with --out \
+                 {outer_shown}"
+            )
         } else {
-            let replace = format!("or --out {outer_shown} to replace those results");
-            (outer_shown, replace)
+            format!("or --out {outer_shown} to replace those results")
         };
         return Err(OutputError::Refused(format!(
             "{} {} `{entry}` of {outer_shown}, which holds {kind} (its {MARKER} marker \

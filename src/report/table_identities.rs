@@ -160,20 +160,19 @@ pub struct RunTotal {
 pub struct Totals {
     /// The position of each of [`TOTALS`]' columns in the header.
     cols: [Option<usize>; TOTALS.len()],
-    /// Which side of [`TOTALS`] names the columns: the summary's (0) or
-    /// the time series' (1).
-    side: usize,
-    pub runs: Vec<RunTotal>,
+    /// Whether the table is `summary.csv` (a run's row gives its totals)
+    /// rather than `timeseries.csv` (its buckets add up to them).
+    summary: bool,
+    runs: Vec<RunTotal>,
 }
 
 impl Totals {
     /// The totals of a `summary.csv` (`summary`) or a `timeseries.csv`
     /// with this header.
     pub fn new(header: &[String], summary: bool) -> Totals {
-        let side = usize::from(!summary);
         Totals {
-            cols: TOTALS.map(|pair| col(header, [pair.0, pair.1][side])),
-            side,
+            cols: TOTALS.map(|(total, bucket)| col(header, if summary { total } else { bucket })),
+            summary,
             runs: Vec::new(),
         }
     }
@@ -187,19 +186,17 @@ impl Totals {
     /// Adds a row of the current run: a summary's row gives its cells, a
     /// bucket adds its counts (an empty cell adds nothing).
     pub fn add(&mut self, rec: &StringRecord) {
-        let summary = self.side == 0;
         let Some(run) = self.runs.last_mut() else {
             return;
         };
-        for (k, c) in self.cols.iter().enumerate() {
-            let Some(i) = *c else { continue };
+        for (value, c) in run.values.iter_mut().zip(self.cols) {
+            let Some(i) = c else { continue };
             let cell = whole(rec, i);
-            run.values[k] = match (summary, run.values[k], cell) {
-                (true, _, cell) => cell,
-                (false, Some(sum), Some(n)) => Some(sum.saturating_add(n)),
-                (false, sum, None) => sum,
-                (false, None, Some(_)) => None,
-            };
+            if self.summary {
+                *value = cell;
+            } else if let (Some(sum), Some(n)) = (value.as_mut(), cell) {
+                *sum = sum.saturating_add(n);
+            }
         }
     }
 
