@@ -13,6 +13,10 @@
 //!   with a 30 s per-attempt timeout and with a 100 ms one, in events per
 //!   second. Almost every timeout is cancelled (the attempt answers long
 //!   before it); goal: 30 s at least 0.8 × 100 ms.
+//! - `million_instances`: `docs/examples/million-instances.yaml` (a layer
+//!   whose every instance has its own token bucket, adaptive throttle and
+//!   count breaker) with 1 000 000 instances and with 1, in events per
+//!   second; goal: a million at least 0.5 × one.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -148,6 +152,17 @@ fn timed(timeout: Nanos) -> ModelConfig {
     model(TIMER_SECS, layer)
 }
 
+/// `docs/examples/million-instances.yaml` with its layer's `instances`
+/// set to `instances`.
+fn million(instances: u32) -> ModelConfig {
+    let path = "docs/examples/million-instances.yaml";
+    let src = std::fs::read_to_string(path).expect("run from the crate root");
+    let src = src.replace("instances: 1000000", &format!("instances: {instances}"));
+    let s = stormsim::scenario::load_str(&src, path).expect("the bundled example loads");
+    let variants = stormsim::scenario::expand_variants(&s).expect("the bundled example expands");
+    stormsim::scenario::to_model(&variants[0].1)
+}
+
 /// One stormsim run: its events.
 fn run_sim(cfg: &ModelConfig) -> u64 {
     World::new(cfg, SEED).run().1.events
@@ -220,7 +235,18 @@ fn timers_group(c: &mut Criterion) {
     g.finish();
 }
 
-/// The two ratio lines, measured in alternating pairs.
+fn million_group(c: &mut Criterion) {
+    let mut g = c.benchmark_group("million_instances");
+    g.sample_size(10);
+    for (name, instances) in [("instances_1000000", 1_000_000), ("instances_1", 1)] {
+        let cfg = million(instances);
+        g.throughput(Throughput::Elements(run_sim(&cfg)));
+        g.bench_function(name, |b| b.iter(|| run_sim(&cfg)));
+    }
+    g.finish();
+}
+
+/// The ratio lines, measured in alternating pairs.
 fn print_ratios() {
     let cfg = mm16();
     let customers = customers(&cfg);
@@ -249,12 +275,26 @@ fn print_ratios() {
         l / 1e6,
         s / 1e6
     );
+    let (many, one) = (million(1_000_000), million(1));
+    let (many_events, one_events) = (run_sim(&many), run_sim(&one));
+    let (m, o, r) = paired(
+        9,
+        1,
+        (many_events, &|| run_sim(&many)),
+        (one_events, &|| run_sim(&one)),
+    );
+    println!(
+        "ratio million_instances: 1 000 000 instances {:.2} M events/s, 1 instance {:.2} M events/s: {r:.2}x (goal >= 0.5x)",
+        m / 1e6,
+        o / 1e6
+    );
 }
 
 fn main() {
     let mut c = Criterion::default().configure_from_args();
     mm16_group(&mut c);
     timers_group(&mut c);
+    million_group(&mut c);
     // Only when benchmarking (`cargo bench`), not in test mode.
     if std::env::args().any(|a| a == "--bench") {
         print_ratios();

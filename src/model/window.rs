@@ -3,6 +3,7 @@
 //! adding is O(1), and the window moves in steps of one slice.
 
 use crate::engine::Nanos;
+use crate::model::level::Holds;
 
 #[derive(Clone, Debug)]
 pub struct Windowed {
@@ -10,6 +11,15 @@ pub struct Windowed {
     sums: Vec<f64>,
     /// Index (time / slice) of the newest slice written.
     head: u64,
+    /// How many slices hold a value other than zero.
+    nonzero: usize,
+    /// The index of the oldest slice that holds a value other than zero.
+    oldest: Option<u64>,
+    /// The sum of the slices, kept as values come and go, while every
+    /// value added has been a whole number (counts): such sums are exact
+    /// in any order, so this is bit for bit the ring summed afresh. `None`
+    /// once a fraction was added (then `total` sums the ring).
+    running: Option<f64>,
     /// The last total computed, while it still holds: until something is
     /// added, or until the slice index at which the oldest non-zero slice
     /// leaves the window (kept as the time that slice begins, so checking
@@ -18,6 +28,10 @@ pub struct Windowed {
     /// would give (a sampled level costs O(1) while a window is idle).
     cached: Option<(f64, Nanos)>,
 }
+
+/// Whole numbers below this add exactly, in any order, into a total that
+/// stays below 2⁵³ (2³⁶ of them, far more than any window takes).
+const WHOLE: f64 = 131_072.0; // 2^17
 
 impl Windowed {
     /// The bytes `new(_, slices)` allocates (its slices).
@@ -32,6 +46,9 @@ impl Windowed {
             slice: (window / slices as u64).max(1),
             sums: vec![0.0; slices],
             head: 0,
+            nonzero: 0,
+            oldest: None,
+            running: Some(0.0),
             cached: None,
         }
     }
@@ -43,18 +60,76 @@ impl Windowed {
         }
         let n = self.sums.len() as u64;
         let clear = (slot - self.head).min(n);
-        for k in 1..=clear {
+        // Slices that hold zero need no clearing: stop at the last value.
+        let mut k = 1;
+        while k <= clear && self.nonzero > 0 {
             let i = ((self.head + k) % n) as usize;
-            self.sums[i] = 0.0;
+            let old = std::mem::replace(&mut self.sums[i], 0.0);
+            if old != 0.0 {
+                self.nonzero -= 1;
+                if let Some(r) = self.running.as_mut() {
+                    *r -= old;
+                }
+            }
+            k += 1;
         }
         self.head = slot;
+        // The oldest value left the window: the next one is the oldest.
+        if let Some(o) = self.oldest
+            && o + n <= slot
+        {
+            self.oldest = ((o + 1).max((slot + 1).saturating_sub(n))..=slot)
+                .find(|&j| self.sums[(j % n) as usize] != 0.0);
+        }
     }
 
     pub fn add(&mut self, now: Nanos, v: f64) {
         self.cached = None;
         self.advance(now);
         let i = (self.head % self.sums.len() as u64) as usize;
+        let was_zero = self.sums[i] == 0.0;
         self.sums[i] += v;
+        let is_zero = self.sums[i] == 0.0;
+        if was_zero != is_zero {
+            if is_zero {
+                self.nonzero -= 1;
+                // Only the newest slice changes; when it was the oldest
+                // value, it was the only one.
+                if self.oldest == Some(self.head) {
+                    self.oldest = None;
+                }
+            } else {
+                self.nonzero += 1;
+                self.oldest = self.oldest.or(Some(self.head));
+            }
+        }
+        self.running = match self.running {
+            Some(r) if v.fract() == 0.0 && v.abs() < WHOLE => Some(r + v),
+            _ => None,
+        };
+    }
+
+    /// How long the last `total` holds while nothing is added: until the
+    /// oldest non-zero slice leaves the window.
+    pub fn holds(&self) -> Holds {
+        let until = match self.cached {
+            Some((_, until)) => until,
+            None if self.running.is_some() => self.until(),
+            None => 0,
+        };
+        match until {
+            Nanos::MAX => Holds::UntilTouched,
+            until => Holds::Until(until),
+        }
+    }
+
+    /// When the oldest non-zero slice leaves the window: when the head
+    /// reaches its index plus the slices (`Nanos::MAX`: every slice holds
+    /// zero).
+    fn until(&self) -> Nanos {
+        let n = self.sums.len() as u64;
+        self.oldest
+            .map_or(Nanos::MAX, |o| (o + n).saturating_mul(self.slice))
     }
 
     /// The sum over the last window (the current slice included).
@@ -65,17 +140,11 @@ impl Windowed {
             return total;
         }
         self.advance(now);
+        if let Some(total) = self.running {
+            return total;
+        }
         let total = self.sums.iter().sum();
-        // The oldest non-zero slice, `age` slices before the head, leaves
-        // the window when the head reaches its index plus the slices.
-        let n = self.sums.len() as u64;
-        let oldest = (0..n)
-            .rev()
-            .find(|&age| self.sums[((self.head + n - age) % n) as usize] != 0.0);
-        let until = oldest.map_or(u64::MAX, |age| {
-            (self.head - age.min(self.head) + n).saturating_mul(self.slice)
-        });
-        self.cached = Some((total, until));
+        self.cached = Some((total, self.until()));
         total
     }
 }
@@ -84,35 +153,62 @@ impl Windowed {
 mod tests {
     use super::*;
 
-    /// The cached total is exactly the sum the ring holds, at every step
-    /// of a long random history of adds and reads (gaps from within a
-    /// slice to beyond the window), against the ring summed afresh.
+    /// The total (cached, or kept as counts come and go) is exactly the
+    /// ring summed afresh, bit for bit, at every step of a long random
+    /// history of adds and reads (gaps from within a slice to beyond the
+    /// window), for whole counts and for fractions alike; the count of
+    /// non-zero slices and the time the total holds until are right.
     #[test]
-    fn the_cached_total_is_the_sum_of_the_ring() {
+    fn the_total_is_the_sum_of_the_ring() {
         use crate::engine::{Purpose, Stream};
         let mut rng = Stream::new(7, Purpose::Throttle, 0);
-        for (window, slices) in [(100, 10), (1_000, 7), (50, 1), (30, 60)] {
-            let mut w = Windowed::new(window, slices);
-            let mut now = 0;
-            let mut cache_hits = 0;
-            for _ in 0..20_000 {
-                now += match rng.unit() {
-                    u if u < 0.5 => 0,
-                    u if u < 0.9 => (rng.unit() * 15.0) as u64,
-                    _ => (rng.unit() * 2.5 * window as f64) as u64,
-                };
-                if rng.chance(0.4) {
-                    w.add(now, (rng.unit() * 4.0).floor());
-                } else {
-                    let hit = w.cached.is_some_and(|(_, until)| now < until);
-                    cache_hits += u32::from(hit);
-                    let cached = w.total(now);
-                    let mut fresh = w.clone();
-                    fresh.cached = None;
-                    assert_eq!(cached.to_bits(), fresh.total(now).to_bits(), "at {now}");
+        for whole in [true, false] {
+            for (window, slices) in [(100, 10), (1_000, 7), (50, 1), (30, 60)] {
+                let mut w = Windowed::new(window, slices);
+                let mut now = 0;
+                let mut cache_hits = 0;
+                for _ in 0..20_000 {
+                    now += match rng.unit() {
+                        u if u < 0.5 => 0,
+                        u if u < 0.9 => (rng.unit() * 15.0) as u64,
+                        _ => (rng.unit() * 2.5 * window as f64) as u64,
+                    };
+                    if rng.chance(0.4) {
+                        let v = rng.unit() * 4.0 - 1.0;
+                        w.add(now, if whole { v.floor() } else { v });
+                    } else {
+                        let hit = w.cached.is_some_and(|(_, until)| now < until);
+                        cache_hits += u32::from(hit);
+                        let total = w.total(now);
+                        let mut fresh = w.clone();
+                        fresh.advance(now);
+                        let ring: f64 = fresh.sums.iter().sum();
+                        assert_eq!(total.to_bits(), ring.to_bits(), "at {now}");
+                        let nonzero = fresh.sums.iter().filter(|&&v| v != 0.0).count();
+                        assert_eq!(fresh.nonzero, nonzero, "at {now}");
+                        // The oldest non-zero slice, found by looking.
+                        let n = slices.max(1) as u64;
+                        let age = (0..n)
+                            .rev()
+                            .find(|&age| fresh.sums[((fresh.head + n - age) % n) as usize] != 0.0);
+                        let until = age.map_or(Nanos::MAX, |age| {
+                            (fresh.head - age.min(fresh.head) + n) * fresh.slice
+                        });
+                        let expected = match until {
+                            Nanos::MAX => Holds::UntilTouched,
+                            t => Holds::Until(t),
+                        };
+                        assert_eq!(w.holds(), expected, "at {now}");
+                        if let Holds::Until(t) = expected {
+                            assert!(t > now, "holds until {t}, now {now}");
+                        }
+                    }
+                }
+                assert_eq!(w.running.is_some(), whole);
+                if !whole {
+                    assert!(cache_hits > 1_000, "the cache was used {cache_hits} times");
                 }
             }
-            assert!(cache_hits > 1_000, "the cache was used {cache_hits} times");
         }
     }
 

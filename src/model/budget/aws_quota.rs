@@ -8,6 +8,7 @@
 
 use super::{CallBudget, Gate, RetryBudget};
 use crate::engine::Nanos;
+use crate::model::level::Holds;
 use crate::model::outcome::Cause;
 
 #[derive(Clone, Debug)]
@@ -68,5 +69,9 @@ impl RetryBudget for AwsQuota {
 
     fn level(&mut self, _: Nanos) -> f64 {
         self.tokens
+    }
+
+    fn holds(&self) -> Holds {
+        Holds::UntilTouched
     }
 }

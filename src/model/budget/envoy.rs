@@ -12,6 +12,7 @@
 
 use super::{CallBudget, Gate, RetryBudget};
 use crate::engine::Nanos;
+use crate::model::level::Holds;
 use crate::model::outcome::Cause;
 
 /// Calls and retries in flight, as Envoy's resource manager counts them.
@@ -63,6 +64,10 @@ macro_rules! active_counting {
         /// Retries active now.
         fn level(&mut self, _: Nanos) -> f64 {
             self.active.retries as f64
+        }
+
+        fn holds(&self) -> Holds {
+            Holds::UntilTouched
         }
     };
 }

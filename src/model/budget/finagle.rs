@@ -9,6 +9,7 @@
 
 use super::{CallBudget, Gate, RetryBudget};
 use crate::engine::Nanos;
+use crate::model::level::Holds;
 use crate::model::outcome::Cause;
 use crate::model::window::Windowed;
 
@@ -93,5 +94,9 @@ impl RetryBudget for Finagle {
     /// The balance, in retries.
     fn level(&mut self, now: Nanos) -> f64 {
         self.count(now) / self.withdraw
+    }
+
+    fn holds(&self) -> Holds {
+        self.window.holds()
     }
 }

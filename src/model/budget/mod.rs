@@ -29,6 +29,7 @@ pub use token_bucket::TokenBucket;
 
 use crate::engine::Nanos;
 
+use super::level::Holds;
 use super::outcome::Cause;
 
 /// Which budget, with its parameters (what a scenario configures).
@@ -149,6 +150,12 @@ pub trait RetryBudget {
     /// retries, retries ÷ calls, or active retries: see each kind).
     fn level(&mut self, _now: Nanos) -> f64 {
         0.0
+    }
+
+    /// How long the level last read holds (see `model::level`); a kind
+    /// that does not say is read at every sample.
+    fn holds(&self) -> Holds {
+        Holds::ReadAlways
     }
 }
 
@@ -278,5 +285,9 @@ impl Budget {
 
     pub fn level(&mut self, now: Nanos) -> f64 {
         dispatch!(self, b => b.level(now))
+    }
+
+    pub fn holds(&self) -> Holds {
+        dispatch!(self, b => b.holds())
     }
 }

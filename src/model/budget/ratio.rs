@@ -6,6 +6,7 @@
 
 use super::{CallBudget, Gate, RetryBudget};
 use crate::engine::Nanos;
+use crate::model::level::Holds;
 use crate::model::outcome::Cause;
 use crate::model::window::Windowed;
 
@@ -56,5 +57,9 @@ impl RetryBudget for Ratio {
         let calls = self.calls.total(now);
         let retries = self.retries.total(now);
         if calls > 0.0 { retries / calls } else { 0.0 }
+    }
+
+    fn holds(&self) -> Holds {
+        self.calls.holds().min(self.retries.holds())
     }
 }

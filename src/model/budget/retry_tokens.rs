@@ -6,6 +6,7 @@
 
 use super::{CallBudget, Gate, RetryBudget};
 use crate::engine::Nanos;
+use crate::model::level::Holds;
 use crate::model::outcome::Cause;
 
 #[derive(Clone, Debug)]
@@ -44,5 +45,9 @@ impl RetryBudget for RetryTokens {
 
     fn level(&mut self, _: Nanos) -> f64 {
         self.tokens
+    }
+
+    fn holds(&self) -> Holds {
+        Holds::UntilTouched
     }
 }

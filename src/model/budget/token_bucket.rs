@@ -6,6 +6,7 @@
 
 use super::{CallBudget, Gate, RetryBudget};
 use crate::engine::Nanos;
+use crate::model::level::Holds;
 use crate::model::outcome::Cause;
 
 #[derive(Clone, Debug)]
@@ -43,5 +44,9 @@ impl RetryBudget for TokenBucket {
 
     fn level(&mut self, _: Nanos) -> f64 {
         self.tokens
+    }
+
+    fn holds(&self) -> Holds {
+        Holds::UntilTouched
     }
 }

@@ -16,6 +16,7 @@ pub use aws_cubic::AwsCubic;
 pub use sre_adaptive::SreAdaptive;
 
 use crate::engine::{Nanos, Stream};
+use crate::model::level::Holds;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ThrottleConfig {
@@ -83,6 +84,14 @@ impl Throttle {
         match self {
             Throttle::Adaptive(t) => t.reject_probability(now),
             Throttle::AwsAdaptive(t) => t.level(),
+        }
+    }
+
+    /// How long the level last read holds (see `model::level`).
+    pub fn holds(&self) -> Holds {
+        match self {
+            Throttle::Adaptive(t) => t.holds(),
+            Throttle::AwsAdaptive(_) => Holds::UntilTouched,
         }
     }
 }

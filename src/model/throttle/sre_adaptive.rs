@@ -6,6 +6,7 @@
 //! succeeds. Both counts are sliding windows of 120 slices.
 
 use crate::engine::{Nanos, Stream};
+use crate::model::level::Holds;
 use crate::model::window::Windowed;
 
 use super::Admit;
@@ -39,6 +40,11 @@ impl SreAdaptive {
         let req = self.requests.total(now);
         let acc = self.accepts.total(now);
         ((req - self.k * acc) / (req + 1.0)).max(0.0)
+    }
+
+    /// How long the probability last read holds: while both windows do.
+    pub fn holds(&self) -> Holds {
+        self.requests.holds().min(self.accepts.holds())
     }
 
     pub fn admit(&mut self, now: Nanos, rng: &mut Stream) -> Admit {
