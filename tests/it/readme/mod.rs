@@ -1742,21 +1742,47 @@ fn fuzz_corpus() {
     c.finish();
 }
 
-/// Every path the layout names exists.
+/// Every path the layout names exists: each entry's folder or file, and
+/// every file (`name.rs`) or folder (`name/`) its description names, in
+/// that folder or from the repository's root.
 #[test]
 fn layout() {
     let b = named("layout");
-    let mut n = 0;
-    for line in b.text.lines().filter(|l| !l.starts_with(' ')) {
-        let path = line.split_whitespace().next().unwrap();
-        assert!(
-            repo().join(path).exists(),
-            "{}: {path} does not exist",
-            b.at()
-        );
-        n += 1;
+    let (mut n, mut named_inside) = (0, 0);
+    let mut folder = String::new();
+    for line in b.text.lines() {
+        let words = if line.starts_with(' ') {
+            line
+        } else {
+            let path = line.split_whitespace().next().unwrap();
+            assert!(
+                repo().join(path).exists(),
+                "{}: {path} does not exist",
+                b.at()
+            );
+            folder = path.to_string();
+            n += 1;
+            &line[path.len()..]
+        };
+        let names = words
+            .split(|c: char| !(c.is_ascii_alphanumeric() || "_./-".contains(c)))
+            .map(|w| w.trim_end_matches('.'))
+            .filter(|w| w.ends_with(".rs") || (w.ends_with('/') && w.len() > 1));
+        for name in names {
+            let inside = repo().join(&folder).join(name);
+            assert!(
+                inside.exists() || repo().join(name).exists(),
+                "{}: the entry {folder} names {name}, which exists neither there nor at the root",
+                b.at()
+            );
+            named_inside += 1;
+        }
     }
     assert!(n > 10);
+    assert!(
+        named_inside > 10,
+        "{named_inside} names inside descriptions"
+    );
 }
 
 /// The exit codes the README lists are the ones the binary's interrupt
