@@ -1,31 +1,46 @@
-//! A sum over a sliding time window, kept in a ring of slices (Finagle's
+//! A sum over a sliding time window, cut into slices (Finagle's
 //! `WindowedAdder`, and how the SRE book's "last 2 minutes" is counted):
 //! adding is O(1), and the window moves in steps of one slice.
+//!
+//! A window that few values reach keeps only the slices that hold one,
+//! oldest first, so it costs memory for what it counts, not for its
+//! slices: a layer of a million instances, each with a throttle of two
+//! 120-slice windows, holds a few values per instance in use. Once half
+//! its slices hold values it keeps a ring of every slice instead (the
+//! same bytes as half the slices kept with their indices). Either way the
+//! total is the one the ring summed in ring order gives, bit for bit:
+//! slices holding zero add nothing to it, and the kept ones are summed in
+//! the order of their places in the ring.
+
+use std::collections::VecDeque;
 
 use crate::engine::Nanos;
 use crate::model::level::Holds;
 
 #[derive(Clone, Debug)]
+enum Slices {
+    /// The slices holding a value other than zero, oldest first: (index
+    /// (time / slice), sum); at most half the slices.
+    Kept(VecDeque<(u64, f64)>),
+    /// Every slice, at place index mod slices.
+    Ring(Vec<f64>),
+}
+
+#[derive(Clone, Debug)]
 pub struct Windowed {
     slice: Nanos,
-    sums: Vec<f64>,
+    /// The slices of the window.
+    n: u64,
+    slices: Slices,
     /// Index (time / slice) of the newest slice written.
     head: u64,
-    /// How many slices hold a value other than zero.
-    nonzero: usize,
-    /// The index of the oldest slice that holds a value other than zero.
-    oldest: Option<u64>,
-    /// The sum of the slices, kept as values come and go, while every
-    /// value added has been a whole number (counts): such sums are exact
-    /// in any order, so this is bit for bit the ring summed afresh. `None`
-    /// once a fraction was added (then `total` sums the ring).
+    /// The total, kept as values come and go, while every value added has
+    /// been a whole number (counts): such sums are exact in any order, so
+    /// this is bit for bit the slices summed afresh. `None` once a
+    /// fraction was added (then `total` sums the slices).
     running: Option<f64>,
-    /// The last total computed, while it still holds: until something is
-    /// added, or until the slice index at which the oldest non-zero slice
-    /// leaves the window (kept as the time that slice begins, so checking
-    /// costs no division). Clearing a slice that holds zero changes no
-    /// term of the sum, so the cached value is exactly what summing again
-    /// would give (a sampled level costs O(1) while a window is idle).
+    /// The last total summed, while it still holds: until something is
+    /// added, or until the oldest value leaves the window.
     cached: Option<(f64, Nanos)>,
 }
 
@@ -33,75 +48,97 @@ pub struct Windowed {
 /// stays below 2⁵³ (2³⁶ of them, far more than any window takes).
 const WHOLE: f64 = 131_072.0; // 2^17
 
+/// The most slices kept with their indices before a window of `n` slices
+/// keeps a ring: a kept slice takes two words, a slice of the ring one.
+fn most_kept(n: u64) -> usize {
+    (n / 2).max(1) as usize
+}
+
 impl Windowed {
-    /// The bytes `new(_, slices)` allocates (its slices).
+    /// The most bytes `new(_, slices)` comes to hold: a ring, or half as
+    /// many slices kept with their indices.
     pub fn heap_bytes(slices: usize) -> u64 {
-        (slices.max(1) * std::mem::size_of::<f64>()) as u64
+        let n = slices.max(1) as u64;
+        let kept = most_kept(n) * std::mem::size_of::<(u64, f64)>();
+        (n * 8).max(kept as u64)
     }
 
     /// A window of `window` split into `slices` slices.
     pub fn new(window: Nanos, slices: usize) -> Self {
-        let slices = slices.max(1);
+        let n = slices.max(1) as u64;
         Windowed {
-            slice: (window / slices as u64).max(1),
-            sums: vec![0.0; slices],
+            slice: (window / n).max(1),
+            n,
+            slices: Slices::Kept(VecDeque::new()),
             head: 0,
-            nonzero: 0,
-            oldest: None,
             running: Some(0.0),
             cached: None,
         }
     }
 
+    /// Moves the head to `now`'s slice; the values that leave the window
+    /// are dropped.
     fn advance(&mut self, now: Nanos) {
         let slot = now / self.slice;
         if slot <= self.head {
             return;
         }
-        let n = self.sums.len() as u64;
-        let clear = (slot - self.head).min(n);
-        // Slices that hold zero need no clearing: stop at the last value.
-        let mut k = 1;
-        while k <= clear && self.nonzero > 0 {
-            let i = ((self.head + k) % n) as usize;
-            let old = std::mem::replace(&mut self.sums[i], 0.0);
-            if old != 0.0 {
-                self.nonzero -= 1;
-                if let Some(r) = self.running.as_mut() {
-                    *r -= old;
+        let n = self.n;
+        match &mut self.slices {
+            Slices::Kept(kept) => {
+                while let Some(&(oldest, sum)) = kept.front() {
+                    if oldest + n > slot {
+                        break;
+                    }
+                    kept.pop_front();
+                    if let Some(r) = self.running.as_mut() {
+                        *r -= sum;
+                    }
                 }
             }
-            k += 1;
+            Slices::Ring(ring) => {
+                for k in 1..=(slot - self.head).min(n) {
+                    let old = std::mem::replace(&mut ring[((self.head + k) % n) as usize], 0.0);
+                    if let Some(r) = self.running.as_mut() {
+                        *r -= old;
+                    }
+                }
+            }
         }
         self.head = slot;
-        // The oldest value left the window: the next one is the oldest.
-        if let Some(o) = self.oldest
-            && o + n <= slot
-        {
-            self.oldest = ((o + 1).max((slot + 1).saturating_sub(n))..=slot)
-                .find(|&j| self.sums[(j % n) as usize] != 0.0);
-        }
     }
 
     pub fn add(&mut self, now: Nanos, v: f64) {
         self.cached = None;
         self.advance(now);
-        let i = (self.head % self.sums.len() as u64) as usize;
-        let was_zero = self.sums[i] == 0.0;
-        self.sums[i] += v;
-        let is_zero = self.sums[i] == 0.0;
-        if was_zero != is_zero {
-            if is_zero {
-                self.nonzero -= 1;
-                // Only the newest slice changes; when it was the oldest
-                // value, it was the only one.
-                if self.oldest == Some(self.head) {
-                    self.oldest = None;
+        let (head, n) = (self.head, self.n);
+        // A time before the head adds into the head's slice.
+        match &mut self.slices {
+            Slices::Kept(kept) => {
+                if let Some((slot, sum)) = kept.back_mut()
+                    && *slot == head
+                {
+                    *sum += v;
+                    if *sum == 0.0 {
+                        kept.pop_back();
+                    }
+                } else if v == 0.0 {
+                } else if kept.len() < most_kept(n) {
+                    if kept.len() == kept.capacity() {
+                        let grown = (kept.len() * 2).max(4).min(most_kept(n));
+                        kept.reserve_exact(grown - kept.len());
+                    }
+                    kept.push_back((head, 0.0 + v));
+                } else {
+                    let mut ring = vec![0.0; n as usize];
+                    for &(slot, sum) in kept.iter() {
+                        ring[(slot % n) as usize] = sum;
+                    }
+                    ring[(head % n) as usize] += v;
+                    self.slices = Slices::Ring(ring);
                 }
-            } else {
-                self.nonzero += 1;
-                self.oldest = self.oldest.or(Some(self.head));
             }
+            Slices::Ring(ring) => ring[(head % n) as usize] += v,
         }
         self.running = match self.running {
             Some(r) if v.fract() == 0.0 && v.abs() < WHOLE => Some(r + v),
@@ -110,7 +147,7 @@ impl Windowed {
     }
 
     /// How long the last `total` holds while nothing is added: until the
-    /// oldest non-zero slice leaves the window.
+    /// oldest value leaves the window.
     pub fn holds(&self) -> Holds {
         let until = match self.cached {
             Some((_, until)) => until,
@@ -123,13 +160,19 @@ impl Windowed {
         }
     }
 
-    /// When the oldest non-zero slice leaves the window: when the head
-    /// reaches its index plus the slices (`Nanos::MAX`: every slice holds
-    /// zero).
+    /// When the oldest value leaves the window: when the head reaches its
+    /// index plus the slices (`Nanos::MAX`: the window holds none).
     fn until(&self) -> Nanos {
-        let n = self.sums.len() as u64;
-        self.oldest
-            .map_or(Nanos::MAX, |o| (o + n).saturating_mul(self.slice))
+        let n = self.n;
+        let oldest = match &self.slices {
+            Slices::Kept(kept) => kept.front().map(|&(slot, _)| slot),
+            // `age` slices before the head.
+            Slices::Ring(ring) => (0..n)
+                .rev()
+                .find(|&age| ring[((self.head + n - age) % n) as usize] != 0.0)
+                .map(|age| self.head - age.min(self.head)),
+        };
+        oldest.map_or(Nanos::MAX, |o| (o + n).saturating_mul(self.slice))
     }
 
     /// The sum over the last window (the current slice included).
@@ -143,9 +186,27 @@ impl Windowed {
         if let Some(total) = self.running {
             return total;
         }
-        let total = self.sums.iter().sum();
+        let total = self.ring_sum();
         self.cached = Some((total, self.until()));
         total
+    }
+
+    /// The slices summed in ring order. Kept slices: the window spans fewer
+    /// than `n` consecutive indices, so their places (index mod n) rise
+    /// from the oldest, wrap to 0 at most once, and rise again; the values
+    /// after the wrap come first. Empty, the ring's zeros sum to +0.
+    fn ring_sum(&self) -> f64 {
+        match &self.slices {
+            Slices::Ring(ring) => ring.iter().sum(),
+            Slices::Kept(kept) => {
+                let place = |k: usize| kept[k].0 % self.n;
+                let wrap = (1..kept.len())
+                    .find(|&k| place(k) < place(k - 1))
+                    .unwrap_or(0);
+                let (older, newer) = (kept.range(..wrap), kept.range(wrap..));
+                newer.chain(older).fold(0.0, |sum, &(_, v)| sum + v)
+            }
+        }
     }
 }
 
@@ -153,18 +214,77 @@ impl Windowed {
 mod tests {
     use super::*;
 
-    /// The total (cached, or kept as counts come and go) is exactly the
-    /// ring summed afresh, bit for bit, at every step of a long random
-    /// history of adds and reads (gaps from within a slice to beyond the
-    /// window), for whole counts and for fractions alike; the count of
-    /// non-zero slices and the time the total holds until are right.
+    /// The window as a ring of every slice (how it was first written, and
+    /// how Finagle's `WindowedAdder` keeps it): the reference the kept
+    /// slices must agree with, bit for bit.
+    struct Ring {
+        slice: Nanos,
+        sums: Vec<f64>,
+        head: u64,
+    }
+
+    impl Ring {
+        fn new(window: Nanos, slices: usize) -> Self {
+            let slices = slices.max(1);
+            Ring {
+                slice: (window / slices as u64).max(1),
+                sums: vec![0.0; slices],
+                head: 0,
+            }
+        }
+
+        fn advance(&mut self, now: Nanos) {
+            let slot = now / self.slice;
+            if slot <= self.head {
+                return;
+            }
+            let n = self.sums.len() as u64;
+            for k in 1..=(slot - self.head).min(n) {
+                self.sums[((self.head + k) % n) as usize] = 0.0;
+            }
+            self.head = slot;
+        }
+
+        fn add(&mut self, now: Nanos, v: f64) {
+            self.advance(now);
+            let i = (self.head % self.sums.len() as u64) as usize;
+            self.sums[i] += v;
+        }
+
+        fn total(&mut self, now: Nanos) -> f64 {
+            self.advance(now);
+            self.sums.iter().sum()
+        }
+
+        /// When the oldest non-zero slice leaves the window.
+        fn holds(&self) -> Holds {
+            let n = self.sums.len() as u64;
+            let age = (0..n)
+                .rev()
+                .find(|&age| self.sums[((self.head + n - age) % n) as usize] != 0.0);
+            match age {
+                None => Holds::UntilTouched,
+                Some(age) => Holds::Until((self.head - age.min(self.head) + n) * self.slice),
+            }
+        }
+    }
+
+    /// The total (cached, kept as counts come and go, or summed from the
+    /// kept slices) is exactly a ring of every slice summed afresh, bit for
+    /// bit, at every step of a long random history of adds and reads (gaps
+    /// from within a slice to beyond the window, values that cancel a
+    /// slice out), for whole counts and for fractions alike; the time the
+    /// total holds until is right; and only slices holding a value are kept.
     #[test]
-    fn the_total_is_the_sum_of_the_ring() {
+    fn the_total_is_the_sum_of_a_ring_of_every_slice() {
         use crate::engine::{Purpose, Stream};
         let mut rng = Stream::new(7, Purpose::Throttle, 0);
         for whole in [true, false] {
-            for (window, slices) in [(100, 10), (1_000, 7), (50, 1), (30, 60)] {
+            // Reads with the ring, and with the slices kept.
+            let (mut rings, mut kept) = (0, 0);
+            for (window, slices) in [(100, 10), (1_000, 7), (50, 1), (30, 60), (120, 120)] {
                 let mut w = Windowed::new(window, slices);
+                let mut ring = Ring::new(window, slices);
                 let mut now = 0;
                 let mut cache_hits = 0;
                 for _ in 0..20_000 {
@@ -175,32 +295,29 @@ mod tests {
                     };
                     if rng.chance(0.4) {
                         let v = rng.unit() * 4.0 - 1.0;
-                        w.add(now, if whole { v.floor() } else { v });
+                        let v = if whole { v.floor() } else { v };
+                        // Now and then a value that cancels the slice out.
+                        let v = if rng.chance(0.1) { -ring.total(now) } else { v };
+                        w.add(now, v);
+                        ring.add(now, v);
                     } else {
                         let hit = w.cached.is_some_and(|(_, until)| now < until);
                         cache_hits += u32::from(hit);
                         let total = w.total(now);
-                        let mut fresh = w.clone();
-                        fresh.advance(now);
-                        let ring: f64 = fresh.sums.iter().sum();
-                        assert_eq!(total.to_bits(), ring.to_bits(), "at {now}");
-                        let nonzero = fresh.sums.iter().filter(|&&v| v != 0.0).count();
-                        assert_eq!(fresh.nonzero, nonzero, "at {now}");
-                        // The oldest non-zero slice, found by looking.
-                        let n = slices.max(1) as u64;
-                        let age = (0..n)
-                            .rev()
-                            .find(|&age| fresh.sums[((fresh.head + n - age) % n) as usize] != 0.0);
-                        let until = age.map_or(Nanos::MAX, |age| {
-                            (fresh.head - age.min(fresh.head) + n) * fresh.slice
-                        });
-                        let expected = match until {
-                            Nanos::MAX => Holds::UntilTouched,
-                            t => Holds::Until(t),
-                        };
-                        assert_eq!(w.holds(), expected, "at {now}");
-                        if let Holds::Until(t) = expected {
+                        let expected = ring.total(now);
+                        assert_eq!(total.to_bits(), expected.to_bits(), "at {now}");
+                        assert_eq!(w.holds(), ring.holds(), "at {now}");
+                        if let Holds::Until(t) = w.holds() {
                             assert!(t > now, "holds until {t}, now {now}");
+                        }
+                        if let Slices::Kept(k) = &w.slices {
+                            let nonzero = ring.sums.iter().filter(|&&v| v != 0.0).count();
+                            assert_eq!(k.len(), nonzero, "at {now}");
+                            assert!(k.len() <= most_kept(slices as u64));
+                            assert!(k.capacity() <= most_kept(slices as u64).max(4));
+                            kept += 1;
+                        } else {
+                            rings += 1;
                         }
                     }
                 }
@@ -209,6 +326,10 @@ mod tests {
                     assert!(cache_hits > 1_000, "the cache was used {cache_hits} times");
                 }
             }
+            assert!(
+                rings > 1_000 && kept > 1_000,
+                "{rings} reads with a ring, {kept} kept"
+            );
         }
     }
 
@@ -251,7 +372,9 @@ mod tests {
         assert_eq!(w.total(9), 1.0);
         assert_eq!(w.total(10), 0.0);
         assert_eq!(Windowed::heap_bytes(10), 80);
-        assert_eq!(Windowed::heap_bytes(0), 8);
+        assert_eq!(Windowed::heap_bytes(120), 960);
+        assert_eq!(Windowed::heap_bytes(7), 56);
+        assert_eq!(Windowed::heap_bytes(0), 16);
         let mut one = Windowed::new(100, 0);
         one.add(0, 1.0);
         assert_eq!(one.total(99), 1.0);
