@@ -158,3 +158,83 @@ fn numbers_are_quoted_as_written_after_any_error() {
     }
     assert!(!err.contains("not valid YAML"), "{err}");
 }
+
+/// `check FILE`: exit code and stdout.
+fn check(file: &Path) -> (Option<i32>, String) {
+    let o = stormsim().arg("check").arg(file).output().unwrap();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+    )
+}
+
+/// H4: `clients.deadline` bounds the retries only of the layers (or
+/// calls) it reaches: below a caller that does not propagate it, 1000
+/// attempts are unbounded, an error (exit 1); with `deadline: propagate`
+/// on every caller above they are bounded. Retries are counted as
+/// attempts − 1.
+#[test]
+fn check_judges_each_hop_by_the_deadline_that_reaches_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let chain = "\
+name: ck
+duration: 60s
+clients:
+  arrival: { kind: poisson, rate: 50/s }
+  deadline: 2s
+layers:
+  - name: edge
+    timeout: 1s
+    deadline: none
+    retry: { max_attempts: 2 }
+  - name: inner
+    timeout: 100ms
+    retry: { max_attempts: 1000 }
+dependency:
+  concurrency: 8
+  service_time: { dist: exponential, mean: 5ms }
+";
+    let graph = "\
+name: g
+duration: 20s
+clients:
+  arrival: { kind: poisson, rate: 20/s }
+  deadline: 10s
+  calls: { to: gateway, timeout: 3s, deadline: none, retry: { max_attempts: 2 } }
+services:
+  - name: gateway
+    concurrency: 100
+    service_time: { dist: constant, value: 1ms }
+    calls:
+      - { to: db, timeout: 100ms, retry: { max_attempts: 1000 } }
+  - name: db
+    concurrency: 16
+    service_time: { dist: exponential, mean: 4ms }
+";
+    for (src, who) in [
+        (
+            chain,
+            "unbounded-retries [layers.inner.retry.max_attempts]: layer `inner`",
+        ),
+        (
+            graph,
+            "unbounded-retries [services.gateway.calls.db.retry.max_attempts]: call `gateway.db`",
+        ),
+    ] {
+        let f = tmp.path().join("ck.yaml");
+        fs::write(&f, src).unwrap();
+        let (code, out) = check(&f);
+        assert_eq!(code, Some(1), "{out}");
+        assert!(out.contains(who), "{out}");
+        assert!(
+            out.contains("retries 999 times (1000 attempts, unbounded)"),
+            "{out}"
+        );
+        assert!(out.contains("clients.deadline does not reach it"), "{out}");
+        // Propagated by every caller above: bounded.
+        fs::write(&f, src.replace("deadline: none", "deadline: propagate")).unwrap();
+        let (code, out) = check(&f);
+        assert!(!out.contains("unbounded-retries"), "{out}");
+        assert_eq!(code, Some(0), "{out}");
+    }
+}
