@@ -238,3 +238,69 @@ services:
         assert_eq!(code, Some(0), "{out}");
     }
 }
+
+/// H6: every exit-2 refusal of an output (`run`, `tune`, `merge`,
+/// `plot`) says that nothing was written, and writes nothing.
+#[test]
+fn every_refused_output_says_nothing_was_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let small = small_with(dir, "small.yaml", &[]);
+    let tuned = small_with(
+        dir,
+        "tuned.yaml",
+        &[(
+            "dependency:",
+            "tune:\n  space: { layers.edge.retry.max_attempts: { int: [1, 3] } }\n  objective: { maximize: success_rate }\n  budget: 2\ndependency:",
+        )],
+    );
+    fs::write(dir.join("a-file"), "x").unwrap();
+    std::os::unix::fs::symlink(dir.join("nowhere"), dir.join("link")).unwrap();
+    fs::create_dir(dir.join("foreign")).unwrap();
+    fs::write(dir.join("foreign/x"), "x").unwrap();
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let cases: Vec<Vec<String>> = vec![
+        vec![
+            "run".into(),
+            s(&small),
+            "--out".into(),
+            s(&dir.join("link")),
+        ],
+        vec![
+            "run".into(),
+            s(&small),
+            "--out".into(),
+            s(&dir.join("a-file")),
+        ],
+        vec![
+            "run".into(),
+            s(&small),
+            "--out".into(),
+            s(&dir.join("foreign")),
+        ],
+        vec![
+            "tune".into(),
+            s(&tuned),
+            "--out".into(),
+            s(&dir.join("link")),
+        ],
+        vec![
+            "merge".into(),
+            s(&dir.join("foreign")),
+            "--out".into(),
+            s(&dir.join("m")),
+        ],
+        vec!["plot".into(), s(&dir.join("nowhere"))],
+        vec!["plot".into(), s(&dir.join("link"))],
+        vec!["plot".into(), s(&dir.join("foreign"))],
+    ];
+    for args in cases {
+        let o = stormsim().current_dir(dir).args(&args).output().unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("nothing was written"), "{args:?}: {err}");
+    }
+    assert!(!dir.join("m").exists() && !dir.join("output").exists());
+    assert_eq!(fs::read_to_string(dir.join("a-file")).unwrap(), "x");
+    assert_eq!(fs::read_dir(dir.join("foreign")).unwrap().count(), 1);
+}
