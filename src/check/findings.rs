@@ -100,6 +100,10 @@ pub(super) struct Hop<'a> {
     /// The callers' attempts this hop's calls are made within: who makes
     /// them and their per-attempt timeout.
     pub outer: Vec<(String, Duration)>,
+    /// Whether a deadline bounds this hop's calls: the user's
+    /// (`clients.deadline`) on the outermost hop, else one that every
+    /// caller hands down ([`hands_down_deadline`]).
+    pub deadline_reaches: bool,
     /// A non-idempotent write without a key that this hop's retries can
     /// repeat: what the message adds, and the fix.
     pub unsafe_write: Option<(String, String)>,
@@ -107,6 +111,14 @@ pub(super) struct Hop<'a> {
     /// name that server (`the dependency`, `service `postgres``).
     pub overload: &'a Overload,
     pub server: String,
+}
+
+/// Whether a call made under `p` hands a deadline to the calls below
+/// it: it propagates one (`deadline: propagate`), and has one to give
+/// (the deadline it was `reached` by, its per-attempt timeout, or its
+/// total timeout), as the model does.
+pub(super) fn hands_down_deadline(p: &CallPolicy, reached: bool) -> bool {
+    p.propagate_deadline && (reached || p.timeout.is_some() || p.total_timeout.is_some())
 }
 
 pub fn findings(
@@ -126,6 +138,7 @@ pub fn findings(
                 "set `dependency.idempotency: key` (or `status_probe: true` on the innermost layer), or stop retrying writes".to_string(),
             )
         });
+    let mut deadline_reaches = stack.deadline_s.is_some();
     for (i, ((l, m), (r, path))) in s
         .layers
         .iter()
@@ -144,11 +157,13 @@ pub fn findings(
             path: path.clone(),
             who: format!("layer `{}`", l.name),
             outer,
+            deadline_reaches,
             unsafe_write: unsafe_write.clone(),
             overload: &s.dependency.overload,
             server: "the dependency".to_string(),
         };
         hop_findings(&mut out, s, &hop, stack);
+        deadline_reaches = hands_down_deadline(m, deadline_reaches);
     }
     // Retries at several layers without a shared budget.
     let retrying: Vec<usize> = (0..s.layers.len())
@@ -296,16 +311,22 @@ pub(super) fn hop_findings(out: &mut Out, s: &Scenario, hop: &Hop, stack: &Stack
             m.instances, count(calls_per_s), hop.server
         ), "set `jitter: full` (and an exponential backoff with a cap)");
     }
-    // Unbounded attempts.
+    // Unbounded attempts: judged by the deadline that reaches the hop
+    // (the user's is not one for a hop below a caller that keeps it).
     if l.retry.max_attempts >= MAX_ATTEMPTS
-        && deadline.is_none()
+        && !hop.deadline_reaches
         && l.total_timeout.is_none()
         && l.retry.max_elapsed.is_none()
     {
+        let (attempts, retries) = (l.retry.max_attempts, l.retry.max_attempts - 1);
+        let no_deadline = if deadline.is_some() {
+            "no total_timeout or max_elapsed, and clients.deadline does not reach it (a caller above has `deadline: none`, or nothing to hand down)"
+        } else {
+            "no deadline, total_timeout or max_elapsed"
+        };
         out.add(Severity::Error, "unbounded-retries", &format!("{rp}.max_attempts"), format!(
-            "{who} retries {} times (unbounded) with no deadline, total_timeout or max_elapsed: a failing call retries for as long as the outage lasts",
-            l.retry.max_attempts
-        ), "bound it: max_attempts 2-5 for user-facing calls, and max_elapsed or a deadline");
+            "{who} retries {retries} times ({attempts} attempts, unbounded) with {no_deadline}: a failing call retries for as long as the outage lasts"
+        ), "bound it: max_attempts 2-5 for user-facing calls, and max_elapsed or a deadline (with `deadline: propagate` on every caller above)");
     }
     // Non-retryable statuses.
     let bad: Vec<String> = l

@@ -464,6 +464,36 @@ pub fn paths(t: &Topology, max: usize) -> (Vec<Vec<EdgeId>>, u64) {
     (out, total)
 }
 
+/// Whether a deadline bounds each edge's calls: the user's (`user`) on
+/// the clients' call; on a service's call, one that every call into the
+/// service hands down (`findings::hands_down_deadline`). The least
+/// solution: a cycle hands down nothing it was not given.
+fn deadline_reaches(t: &Topology, user: bool) -> Vec<bool> {
+    let edges = t.edges();
+    let mut reaches = vec![false; edges.len()];
+    for _ in 0..=edges.len() {
+        let next: Vec<bool> = edges
+            .iter()
+            .map(|e| match e.caller {
+                None => user,
+                Some(c) => {
+                    let into: Vec<usize> =
+                        (0..edges.len()).filter(|&j| edges[j].callee == c).collect();
+                    !into.is_empty()
+                        && into.iter().all(|&j| {
+                            super::findings::hands_down_deadline(&edges[j].policy, reaches[j])
+                        })
+                }
+            })
+            .collect();
+        if next == reaches {
+            break;
+        }
+        reaches = next;
+    }
+    reaches
+}
+
 /// What the graph's findings read.
 struct GraphReview<'a> {
     layers: &'a [Layer],
@@ -507,6 +537,7 @@ fn graph_findings(
             None
         })
         .collect();
+    let reaches = deadline_reaches(t, stack.deadline_s.is_some());
     for (i, e) in edges.iter().enumerate() {
         let callee = e.callee.index();
         let outer = match e.caller {
@@ -534,6 +565,7 @@ fn graph_findings(
             path: g.labels[i].clone(),
             who: format!("call `{}`", name(i)),
             outer,
+            deadline_reaches: reaches[i],
             unsafe_write,
             overload: &s.services[callee].overload,
             server: format!("service `{}`", s.services[callee].name),

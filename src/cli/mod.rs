@@ -984,7 +984,7 @@ fn warn_left_over(written: &Committed) -> i32 {
 fn output_failed(e: OutputError, out: &Path, not_written: &str, done: &str) -> i32 {
     let code = e.exit_code();
     match &e {
-        OutputError::Refused(m) => errln!("error: {m}"),
+        OutputError::Refused(m) => return refuse(m),
         OutputError::Interrupted => {
             errln!("interrupted: {done}; {}", nothing_written(out, not_written))
         }
@@ -1005,10 +1005,7 @@ fn merge(args: MergeArgs) -> i32 {
     }
     let not_written = "the merged tables, charts/, report.html";
     let merge_failed = |e: shard::merge::MergeError, out: Option<&Path>| match e {
-        shard::merge::MergeError::Input(e) => {
-            errln!("error: cannot merge: {e}");
-            2
-        }
+        shard::merge::MergeError::Input(e) => refuse(format!("cannot merge: {e}")),
         shard::merge::MergeError::Draw(e) => {
             errln!("error: cannot draw the charts: {e}; nothing was written");
             1
@@ -1040,10 +1037,7 @@ fn merge(args: MergeArgs) -> i32 {
         Some(out) => out.clone(),
         None => match output_dir::default_folder(plan.scenario()) {
             Ok(dir) => dir,
-            Err(e) => {
-                errln!("error: {e}");
-                return 2;
-            }
+            Err(e) => return refuse(e),
         },
     };
     if let Some((who, file, inside)) = shard::merge::from_file_inside(&plan, &out_path) {
@@ -1127,6 +1121,18 @@ fn merge(args: MergeArgs) -> i32 {
 }
 
 /// What an interrupted command says of its output folder.
+/// Prints the refusal `m` of a command that writes (exit 2), saying, as
+/// every refusal does, that nothing was written; returns 2.
+fn refuse(m: impl std::fmt::Display) -> i32 {
+    let m = m.to_string();
+    if m.to_lowercase().contains("nothing was written") {
+        errln!("error: {m}");
+    } else {
+        errln!("error: {m}; nothing was written");
+    }
+    2
+}
+
 fn nothing_written(out: &Path, files: &str) -> String {
     let state = if out.exists() {
         "is as it was"
@@ -1257,8 +1263,7 @@ fn plot(args: PlotArgs) -> i32 {
     };
     recover_inputs(std::slice::from_ref(dir), args.quiet);
     if let Some(refusal) = plot_source_problem(dir).or_else(|| not_a_run_folder(dir)) {
-        errln!("error: {refusal}");
-        return 2;
+        return refuse(refusal);
     }
     // Decided before reading: only charts/ and report.html are replaced.
     let out = match OutputDir::prepare(
@@ -1272,6 +1277,7 @@ fn plot(args: PlotArgs) -> i32 {
     ) {
         Ok(out) => out,
         Err(OutputError::Interrupted) => return interrupted(),
+        Err(OutputError::Refused(m)) => return refuse(m),
         Err(e) => {
             errln!("error: {e}");
             return e.exit_code();
@@ -1288,11 +1294,10 @@ fn plot(args: PlotArgs) -> i32 {
     let files = match data.and_then(|d| report::visual_files(&d)) {
         Ok(f) => f,
         Err(report::ReportError::Table(e)) => {
-            errln!(
-                "error: cannot read the run in {}: {e}",
+            return refuse(format!(
+                "cannot read the run in {}: {e}",
                 crate::escape::path(dir)
-            );
-            return 2;
+            ));
         }
         Err(report::ReportError::Draw(e)) => {
             errln!("error: cannot draw the charts: {e}");
@@ -1321,10 +1326,7 @@ fn plot(args: PlotArgs) -> i32 {
             left_over
         }
         Err(OutputError::Interrupted) => interrupted(),
-        Err(OutputError::Refused(m)) => {
-            errln!("error: {m}");
-            2
-        }
+        Err(OutputError::Refused(m)) => refuse(m),
         Err(OutputError::Io(m)) => {
             errln!(
                 "error: could not write to {}: {m}; nothing was changed",

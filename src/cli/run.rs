@@ -143,10 +143,7 @@ impl SettingsError {
                 );
                 2
             }
-            SettingsError::OutFolder(m) | SettingsError::Memory(m) => {
-                errln!("error: {m}");
-                2
-            }
+            SettingsError::OutFolder(m) | SettingsError::Memory(m) => super::refuse(m),
         }
     }
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::{FieldFlag, load, nothing_written, output_failed, progress_bar, report_errors};
+use super::{FieldFlag, load, nothing_written, output_failed, progress_bar, refuse, report_errors};
 use crate::escape::escape;
 use crate::report::OutputDir;
 use crate::report::output_dir::{self, Committed, Contents, Mode, Options, OutputError};
@@ -93,10 +93,7 @@ pub(super) fn tune(args: TuneArgs) -> i32 {
         Some(out) => out.clone(),
         None => match output_dir::default_folder(&s.name) {
             Ok(dir) => dir.join("tune"),
-            Err(e) => {
-                errln!("error: {e}");
-                return 2;
-            }
+            Err(e) => return refuse(e),
         },
     };
     let inputs = crate::scenario::from_file::input_files(&s, Some(&args.file));

@@ -284,7 +284,7 @@ impl Checker {
             (0.5..1.0).contains(&v)
         });
         if let Some(v) = a.rtt_tolerance
-            && self.finite(v, &at("rtt_tolerance"))
+            && self.finite_in(v, &at("rtt_tolerance"), "a number >= 1")
         {
             // Upstream's builder: "Tolerance must be >= 1.0".
             self.check(v >= 1.0, &at("rtt_tolerance"), || {

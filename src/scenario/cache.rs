@@ -96,7 +96,11 @@ impl Checker {
             "capacity is 0: a cache that holds nothing never hits; expected at least 1 entry, or no cache".to_string()
         });
         let ep = format!("{path}.exponent");
-        if self.finite(c.exponent, &ep) {
+        if self.finite_in(
+            c.exponent,
+            &ep,
+            &format!("a number from 0 to {MAX_EXPONENT}"),
+        ) {
             self.check((0.0..=MAX_EXPONENT).contains(&c.exponent), &ep, || {
                 format!(
                     "exponent is {}; expected a number from 0 (all keys alike) to {MAX_EXPONENT}",

@@ -71,7 +71,7 @@ impl Checker {
             "slowdown stretches work by the fraction of busy workers, and this service has unlimited workers; expected concurrency on the service, or no slowdown".to_string()
         });
         let fp = format!("{path}.factor");
-        if self.finite(sd.factor, &fp) {
+        if self.finite_in(sd.factor, &fp, "a number >= 0") {
             self.check(sd.factor >= 0.0, &fp, || {
                 format!("factor is {}; expected a number >= 0", sd.factor)
             });
@@ -83,7 +83,7 @@ impl Checker {
                 "a polynomial slowdown needs its exponent; expected for example slowdown: { kind: polynomial, factor: 2, exponent: 3 }",
             ),
             (SlowdownKind::Polynomial, Some(k)) => {
-                if self.finite(k, &ep) {
+                if self.finite_in(k, &ep, "a number > 0") {
                     self.check(k > 0.0, &ep, || {
                         format!("exponent is {k}; expected a number > 0")
                     });

@@ -216,11 +216,23 @@ fn load_unbounded(
         })
     };
     let same = |a: &ScenarioError, b: &ScenarioError| a.path == b.path && a.message == b.message;
+    // A field of the file already reported (`1e400`: a number too large
+    // to read, and so not finite either) is one problem.
+    let file_errors: Vec<(String, Option<String>)> = reported
+        .iter()
+        .map(|x| (x.file.clone(), x.path.clone()))
+        .collect();
+    let known = |e: &ScenarioError| {
+        e.path.is_some()
+            && file_errors
+                .iter()
+                .any(|(file, path)| *file == e.file && *path == e.path)
+    };
     for e in extra.0 {
         let made_up = other
             .as_ref()
             .is_some_and(|o| !o.0.iter().any(|x| same(x, &e)));
-        if made_up || about_repaired(&e) || reported.iter().any(|x| same(x, &e)) {
+        if made_up || about_repaired(&e) || known(&e) || reported.iter().any(|x| same(x, &e)) {
             continue;
         }
         reported.push(e);
@@ -460,9 +472,23 @@ pub(crate) fn locate_issue(
 /// without it is returned as it is.
 pub(crate) fn as_written(message: String, written: &str) -> String {
     let written = written.trim();
-    match written.parse::<f64>() {
-        Ok(read) => quote_as(message, read, &[], written),
-        Err(_) => message,
+    match yaml_float(written) {
+        Some(read) => quote_as(message, read, &[], written),
+        None => message,
+    }
+}
+
+/// The number a YAML scalar spells, YAML 1.2's `.nan` and `.inf` (any
+/// case, `.inf` signed) included.
+pub(crate) fn yaml_float(text: &str) -> Option<f64> {
+    let (sign, rest) = match text.strip_prefix('-') {
+        Some(r) => (-1.0, r),
+        None => (1.0, text.strip_prefix('+').unwrap_or(text)),
+    };
+    match rest {
+        ".nan" | ".NaN" | ".NAN" if rest.len() == text.len() => Some(f64::NAN),
+        ".inf" | ".Inf" | ".INF" => Some(sign * f64::INFINITY),
+        _ => text.parse().ok(),
     }
 }
 
@@ -483,32 +509,59 @@ fn as_compact(message: String, emitted: &str) -> String {
     }
 }
 
-/// `message` with its first whole token that spells `read` (as Rust,
-/// JSON and serde write it, compactly, or as one of `also`) replaced by
-/// `shown`.
+/// `message` with the whole tokens that spell `read` (as Rust, JSON,
+/// serde and YAML write it, compactly, or as one of `also`) replaced by
+/// `shown`: every one quoted in backticks, and the first bare one.
 fn quote_as(message: String, read: f64, also: &[&str], shown: &str) -> String {
     let mut spellings = vec![
         read.to_string(),
         format!("{read:?}"),
         crate::human::compact(read),
     ];
+    // As YAML writes it (`.nan`, `.inf`, `-.inf`): the reader hands a
+    // number that is not finite on so.
+    if !read.is_finite() {
+        spellings.push(match read {
+            r if r.is_nan() => ".nan".into(),
+            r if r > 0.0 => ".inf".into(),
+            _ => "-.inf".into(),
+        });
+    }
     spellings.extend(also.iter().map(|s| s.to_string()));
     spellings.sort_by_key(|s| std::cmp::Reverse(s.len()));
     spellings.dedup();
     spellings.retain(|s| s != shown);
+    // Every quoted one (`found `2.5``, `sweep value 2.5: … found `2.5``);
+    let mut message = message;
+    let mut quoted = false;
+    for spelling in &spellings {
+        let q = format!("`{spelling}`");
+        if message.contains(&q) {
+            message = message.replace(&q, &format!("`{shown}`"));
+            quoted = true;
+        }
+    }
+    // and the first bare one, unless the value was quoted: then only in
+    // the label before the message (`sweep value 2.5: `), never a bound
+    // of the range the message gives (`from 1 to 1000`).
+    let end = if quoted {
+        message.find(": ").unwrap_or(0)
+    } else {
+        message.len()
+    };
     for spelling in &spellings {
         let mut from = 0;
-        while let Some(i) = message[from..].find(spelling.as_str()).map(|i| i + from) {
-            let end = i + spelling.len();
+        while let Some(i) = message[from..end].find(spelling.as_str()).map(|i| i + from) {
+            let stop = i + spelling.len();
             let before = message[..i].chars().next_back();
-            let after = message[end..].chars().next();
+            let after = message[stop..].chars().next();
             let alone = !before
                 .is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-'))
                 && !after.is_some_and(|c| c.is_ascii_alphanumeric() || c == '.');
             if alone {
-                return format!("{}{shown}{}", &message[..i], &message[end..]);
+                return format!("{}{shown}{}", &message[..i], &message[stop..]);
             }
-            from = end;
+            from = stop;
         }
     }
     message
@@ -640,6 +693,12 @@ fn parse_file(
         if (path.is_empty() && !reported.is_empty()) || reported.iter().any(known) {
             continue;
         }
+        // Quoted as the file wrote it, not as stormsim wrote it again
+        // for the rounds of reading (`2.50`, not `2.5`).
+        let message = match index.scalar(&path).filter(|_| !is_key) {
+            Some(text) => as_written(message, text),
+            None => message,
+        };
         let e = ScenarioError::new(label, message).with_path(path.clone());
         let pos = if is_key {
             index.key_position(&path)
@@ -844,8 +903,16 @@ fn end_position(bytes: &[u8]) -> (u32, u32) {
 /// layer `false`. Strict, they are text everywhere: a boolean field
 /// refuses them with `expected true or false` wherever they are written,
 /// and a text field takes them as written.
+///
+/// A non-finite number (`.nan`, `.inf`, `1e400`) read where any value
+/// goes (a plain value, a sweep's or a variant's values, a `--set`) is
+/// kept as its canonical text (`.nan`, `.inf`, `-.inf`), which a number
+/// field reads back as that number: it is then refused where it is, as
+/// a value that is not finite, beside every other problem (refused by
+/// the reader, the whole file could not be read as a value; dropped, as
+/// a JSON value would, the problem would be lost).
 pub(crate) fn parse_options() -> serde_saphyr::Options {
-    serde_saphyr::options! {
+    let mut options = serde_saphyr::options! {
         strict_booleans: true,
         budget: serde_saphyr::budget! {
             max_depth: 32,
@@ -861,7 +928,9 @@ pub(crate) fn parse_options() -> serde_saphyr::Options {
             max_replay_stack_depth: 16,
         },
         with_snippet: false,
-    }
+    };
+    options.non_finite_float_policy = serde_saphyr::NonFiniteFloatPolicy::AsString;
+    options
 }
 
 /// `src` as a plain value, if it parses.

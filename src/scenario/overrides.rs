@@ -130,25 +130,19 @@ pub fn show_as_typed(errors: &mut [ScenarioError], args: &[String]) {
         let Some((path, text)) = arg.split_once('=') else {
             continue;
         };
-        let typed = text.trim();
-        // Only a short scalar can be a number.
-        if typed.len() > 64 {
-            continue;
-        }
-        let Ok((_, value @ Value::Number(_))) = parse_set_arg(arg) else {
+        let Ok((_, value)) = parse_set_arg(arg) else {
             continue;
         };
-        let mut shown = vec![value.to_string()];
-        if let Ok(yaml) = serde_saphyr::to_string(&value) {
-            shown.push(yaml.trim().to_string());
-        }
-        // As the reader quotes a float it was handed (`1e23`).
-        if let Some(read) = value.as_f64() {
-            shown.push(crate::human::compact(read));
-        }
-        if shown.iter().any(|s| s == typed) {
-            continue;
-        }
+        // The value, or each value of a list (a sweep's), as typed.
+        let index = super::locate::LocationIndex::build(text);
+        let typed: Vec<(&Value, &str)> = match &value {
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .filter_map(|(i, v)| Some((v, index.scalar(&i.to_string())?)))
+                .collect(),
+            v => vec![(v, text.trim())],
+        };
         let field = path.trim().rsplit('.').next().unwrap_or_default();
         let about = |e: &ScenarioError| {
             e.file == SET_LABEL
@@ -156,12 +150,50 @@ pub fn show_as_typed(errors: &mut [ScenarioError], args: &[String]) {
                     .as_deref()
                     .is_some_and(|p| p.rsplit('.').next() == Some(field))
         };
-        for e in errors.iter_mut().filter(|e| about(e)) {
-            for s in &shown {
-                e.message = e.message.replace(&format!("`{s}`"), &format!("`{typed}`"));
+        for (value, typed) in typed {
+            let shown = spellings(value, typed);
+            if shown.is_empty() {
+                continue;
+            }
+            for e in errors.iter_mut().filter(|e| about(e)) {
+                for s in &shown {
+                    e.message = e.message.replace(&format!("`{s}`"), &format!("`{typed}`"));
+                }
+                // A sweep value's label (`sweep value 2.5: `) too.
+                e.message = super::load::as_written(std::mem::take(&mut e.message), typed);
             }
         }
     }
+}
+
+/// How messages may spell `value`, a number typed as `typed` (or one
+/// that is not finite, `.inf`, held as its text), other than as typed:
+/// none for another value, or a long one (only a short scalar is a
+/// number).
+fn spellings(value: &Value, typed: &str) -> Vec<String> {
+    let read = match value {
+        _ if typed.len() > 64 => return Vec::new(),
+        Value::Number(n) => n.as_f64(),
+        Value::String(text) => match super::load::yaml_float(text) {
+            Some(read) if !read.is_finite() => Some(read),
+            _ => return Vec::new(),
+        },
+        _ => return Vec::new(),
+    };
+    let mut shown = vec![value.to_string()];
+    if let Value::String(text) = value {
+        shown.push(text.clone());
+    }
+    if let Ok(yaml) = serde_saphyr::to_string(value) {
+        shown.push(yaml.trim().to_string());
+    }
+    // As the reader quotes a float it was handed (`1e23`, `3` for
+    // `3.0`, `inf`).
+    if let Some(read) = read {
+        shown.push(crate::human::compact(read));
+    }
+    shown.retain(|s| s != typed);
+    shown
 }
 
 /// `s` with every override put in place, in order, read back through the

@@ -85,7 +85,7 @@ impl Checker {
         for (class, path) in classes.iter().zip(&labels) {
             self.item_name("class", &class.name, &format!("{path}.name"), &mut seen);
             let share_path = format!("{path}.share");
-            if self.finite(class.share, &share_path) {
+            if self.finite_in(class.share, &share_path, "a fraction > 0 and at most 1") {
                 self.check(class.share > 0.0 && class.share <= 1.0, &share_path, || {
                     format!(
                         "share is {}; expected a fraction > 0 and at most 1",

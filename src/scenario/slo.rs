@@ -89,7 +89,7 @@ impl Checker {
             self.positive(d, "slo.latency_p99", "latency_p99");
         }
         if let Some(v) = slo.peak_load_after
-            && self.finite(v, "slo.peak_load_after")
+            && self.finite_in(v, "slo.peak_load_after", "a ratio > 0")
         {
             self.check(v > 0.0, "slo.peak_load_after", || {
                 format!("peak_load_after is {v}; expected a ratio > 0 (1.0: exactly the capacity)")

@@ -152,8 +152,14 @@ impl Checker {
     }
 
     pub(super) fn finite(&mut self, v: f64, path: &str) -> bool {
+        self.finite_in(v, path, "a real number")
+    }
+
+    /// As [`Self::finite`], for a field that takes `expected` (`a number
+    /// > 0`): the message says the range the field takes.
+    pub(super) fn finite_in(&mut self, v: f64, path: &str, expected: &str) -> bool {
         self.check(v.is_finite(), path, || {
-            format!("`{v}` is not a finite number; expected a real number")
+            format!("`{v}` is not a finite number; expected {expected}")
         })
     }
 
@@ -173,7 +179,7 @@ impl Checker {
     }
 
     pub(super) fn fraction(&mut self, v: f64, path: &str, range: &str, ok: impl Fn(f64) -> bool) {
-        if self.finite(v, path) {
+        if self.finite_in(v, path, &format!("a fraction in {range}")) {
             self.check(ok(v), path, || {
                 format!(
                     "{} is out of range; expected a fraction in {range}",
@@ -492,7 +498,7 @@ impl Checker {
         match (b.kind, b.multiplier) {
             (BackoffKind::Exponential, Some(m)) => {
                 let p = format!("{path}.multiplier");
-                if self.finite(m, &p) {
+                if self.finite_in(m, &p, "a number > 0") {
                     self.check(m > 0.0, &p, || format!("multiplier is {m}; expected a number > 0"));
                 }
             }

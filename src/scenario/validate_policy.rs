@@ -113,7 +113,7 @@ impl Checker {
 
     /// A positive finite number.
     fn positive_number(&mut self, v: f64, path: &str, what: &str) {
-        if self.finite(v, path) {
+        if self.finite_in(v, path, "a number > 0") {
             self.check(v > 0.0, path, || {
                 format!("{what} is {v}; expected a number > 0")
             });
@@ -122,7 +122,7 @@ impl Checker {
 
     /// A finite number >= 0.
     fn non_negative(&mut self, v: f64, path: &str, what: &str) {
-        if self.finite(v, path) {
+        if self.finite_in(v, path, "a number >= 0") {
             self.check(v >= 0.0, path, || {
                 format!("{what} is {v}; expected a number >= 0")
             });
@@ -145,7 +145,7 @@ impl Checker {
         }
         let p = |f: &str| format!("{path}.{f}");
         if let Some(v) = b.max_tokens.filter(|_| allowed.max_tokens.is_some())
-            && self.finite(v, &p("max_tokens"))
+            && self.finite_in(v, &p("max_tokens"), "a number in (0, 1000]")
         {
             self.check(v > 0.0 && v <= MAX_A6_TOKENS, &p("max_tokens"), || {
                 format!("max_tokens is {v}; expected a number in (0, 1000] (gRFC A6)")
@@ -232,7 +232,7 @@ impl Checker {
             .filter(|_| allowed.budget_percent.is_some())
         {
             let bp = p("budget_percent");
-            if self.finite(v, &bp) {
+            if self.finite_in(v, &bp, "a percentage in (0, 100]") {
                 self.check(v > 0.0 && v <= 100.0, &bp, || {
                     format!("budget_percent is {v}; expected a percentage in (0, 100]")
                 });
@@ -252,7 +252,7 @@ impl Checker {
         }
         if let Some(v) = b.burst.filter(|_| allowed.burst.is_some()) {
             let bp = p("burst");
-            if self.finite(v, &bp) {
+            if self.finite_in(v, &bp, "a number >= 1") {
                 self.check(v >= 1.0, &bp, || {
                     format!("burst is {v}; expected a number >= 1")
                 });
@@ -262,7 +262,7 @@ impl Checker {
 
     /// A whole number >= `min` (the AWS quota counts whole tokens).
     fn whole(&mut self, v: f64, path: &str, what: &str, min: f64) {
-        if self.finite(v, path) {
+        if self.finite_in(v, path, &format!("a whole number of tokens >= {min}")) {
             self.check(
                 v >= min && v.fract() == 0.0 && v <= u32::MAX as f64,
                 path,

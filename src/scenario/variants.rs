@@ -352,9 +352,10 @@ impl Locator<'_> {
         if self.set_paths.iter().any(|p| related(p, path)) {
             return ScenarioError::new(SET_LABEL, message).with_path(path);
         }
-        let written = self
-            .index
-            .and_then(|i| at.and_then(|a| i.scalar(a)).or_else(|| i.scalar(path)));
+        let written = self.index.and_then(|i| {
+            at.and_then(|a| i.scalar(a))
+                .or_else(|| i.scalar(&in_file(i, self.s, path)))
+        });
         let message = match written {
             Some(text) => super::load::as_written(message, text),
             None => message,
@@ -919,6 +920,12 @@ fn entry_indexes(p: usize, sweep: &serde_json::Map<String, Value>) -> Vec<usize>
 /// `variants` is found under the variant's name
 /// (`variants.many.layers.api.timeout`).
 pub(crate) fn position(index: &LocationIndex, s: &Scenario, path: &str) -> Option<(u32, u32)> {
+    index.position(&in_file(index, s, path))
+}
+
+/// `path` as the file writes it: a variant of a mapping of variants by
+/// its name (`variants.a.KEY` for `variants.0.set.KEY`).
+fn in_file(index: &LocationIndex, s: &Scenario, path: &str) -> String {
     let segs: Vec<&str> = path.splitn(4, '.').collect();
     if let ["variants", i, rest @ ..] = &segs[..]
         && !index.contains(&format!("variants.{i}"))
@@ -930,10 +937,10 @@ pub(crate) fn position(index: &LocationIndex, s: &Scenario, path: &str) -> Optio
             _ => format!("variants.{}", v.name),
         };
         if index.contains(&by_name) {
-            return index.position(&by_name);
+            return by_name;
         }
     }
-    index.position(path)
+    path.to_string()
 }
 
 /// `path` with a layer, a service or a call given by index

@@ -37,6 +37,7 @@ mod guard_rails;
 mod hops;
 mod hostile_review;
 mod hostile_review10;
+mod hostile_review12;
 mod hostile_review4;
 mod hostile_review6_out;
 mod hostile_review6_scen;

@@ -1,0 +1,306 @@
+//! Twelfth hostile review: a number that is not finite is one value
+//! error among the others (H1), numbers are quoted as written wherever an
+//! error is found (H2), a string is no number (H3), `check` judges each
+//! layer by the deadline that reaches it (H4), `export` names fields and
+//! ranges as the scenario format does (H5), and every refused `--out`
+//! says that nothing was written (H6).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use crate::common::files::stormsim;
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A small run: one layer with an exponential backoff.
+const SMALL: &str = "\
+name: small
+seed: 3
+duration: 6s
+bucket: 1s
+replicates: 1
+clients:
+  arrival: { kind: poisson, rate: 50/s }
+layers:
+  - name: edge
+    timeout: 200ms
+    retry:
+      max_attempts: 3
+      backoff: { kind: exponential, base: 10ms, multiplier: 2, cap: 1s }
+      jitter: none
+      retry_on: [timeout, connection, 503]
+dependency:
+  concurrency: 8
+  service_time: { dist: exponential, mean: 5ms }
+  queue: { capacity: 64 }
+";
+
+/// `SMALL` with each `(from, to)` replaced, written as `name` in `dir`.
+fn small_with(dir: &Path, name: &str, edits: &[(&str, &str)]) -> PathBuf {
+    let mut src = SMALL.to_string();
+    for (from, to) in edits {
+        assert!(src.contains(from), "{from}");
+        src = src.replacen(from, to, 1);
+    }
+    let f = dir.join(name);
+    fs::write(&f, src).unwrap();
+    f
+}
+
+/// `validate FILE ARGS…`: exit code and stderr (a refused file prints
+/// nothing on stdout).
+fn validate(file: &Path, args: &[&str]) -> (Option<i32>, String) {
+    let o = stormsim()
+        .arg("validate")
+        .arg(file)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(o.status.success() || o.stdout.is_empty());
+    (o.status.code(), stderr(&o))
+}
+
+/// H1: `.nan`, `.inf` or a number too large for a float, in a field, a
+/// sweep or a variant, is reported at its file:line:column and path as
+/// a value error, and the file's other problems (a type error, a
+/// semantic one, a variant's) are all reported beside it.
+#[test]
+fn a_non_finite_number_hides_no_other_problem() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (spelling, shown) in [(".nan", "`.nan`"), (".inf", "`.inf`"), ("-.Inf", "`-.Inf`")] {
+        let f = small_with(
+            tmp.path(),
+            "nan.yaml",
+            &[
+                ("multiplier: 2", &format!("multiplier: {spelling}")),
+                ("concurrency: 8", "concurrency: -8"),
+                ("timeout: 200ms", "timeout: 0ms"),
+            ],
+        );
+        let src = fs::read_to_string(&f).unwrap()
+            + &format!(
+                "variants:\n  a: {{ layers.edge.retry.max_attempts: 0 }}\n  b: {{ layers.edge.retry.backoff.cap: {spelling} }}\nsweep: {{ dependency.queue.capacity: [1, {spelling}] }}\n"
+            );
+        fs::write(&f, src).unwrap();
+        let (code, err) = validate(&f, &[]);
+        assert_eq!(code, Some(2), "{err}");
+        for want in [
+            format!(
+                "nan.yaml:13:61: layers.edge.retry.backoff.multiplier: {shown} is not a finite number; expected a number > 0"
+            ),
+            "nan.yaml:17:16: dependency.concurrency: expected a whole number from 1 to 1000000, found `-8`".to_string(),
+            "nan.yaml:10:14: layers.edge.timeout: timeout is 0s".to_string(),
+            "variants.0.set.layers.edge.retry.max_attempts: in variant `a`: max_attempts is 0".to_string(),
+            "variants.1.set.layers.edge.retry.backoff.cap: in variant `b`".to_string(),
+            "sweep.dependency.queue.capacity: sweep value".to_string(),
+        ] {
+            assert!(err.contains(&want), "{spelling}: {want}\n{err}");
+        }
+        // Each problem once.
+        assert_eq!(err.matches("backoff.multiplier").count(), 1, "{err}");
+    }
+}
+
+/// H2: a number is quoted as written wherever the error is found: after
+/// a first error of the file (`2.50`, not `2.5`), in a `--set` (`3.0`,
+/// not `3`), in a sweep given by `--set` or in the file, and `.nan` or
+/// `-.INF` as written, not `NaN` or `-inf`; and `--set FIELD=.inf` is
+/// valid YAML, refused for not being finite, with the field's range.
+#[test]
+fn numbers_are_quoted_as_written_after_any_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = small_with(
+        tmp.path(),
+        "q.yaml",
+        &[
+            ("max_attempts: 3", "max_attempts: x"),
+            ("capacity: 64", "capacity: 2.50"),
+        ],
+    );
+    let src =
+        fs::read_to_string(&f).unwrap() + "sweep: { dependency.concurrency: [2, 1.50, 1e9] }\n";
+    fs::write(&f, src).unwrap();
+    let (code, err) = validate(&f, &[]);
+    assert_eq!(code, Some(2), "{err}");
+    for want in [
+        "q.yaml:12:21: layers.edge.retry.max_attempts: expected a whole number from 1 to 1000, found `x`",
+        "q.yaml:19:22: dependency.queue.capacity: expected a whole number from 0 to 100000000, found `2.50`",
+        "sweep value 1.50: expected a whole number from 1 to 1000000, found `1.50`",
+    ] {
+        assert!(err.contains(want), "{want}\n{err}");
+    }
+    let good = small_with(tmp.path(), "good.yaml", &[]);
+    let (code, err) = validate(
+        &good,
+        &[
+            "--set",
+            "layers.edge.retry.max_attempts=3.0",
+            "--set",
+            "layers.edge.retry.backoff.multiplier=-.INF",
+            "--set",
+            "dependency.queue.capacity=.nan",
+            "--set",
+            "sweep.dependency.concurrency=[2.50, 4.0]",
+        ],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    for want in [
+        "<--set>: layers.edge.retry.max_attempts: expected a whole number from 1 to 1000, found `3.0`",
+        "<--set>: layers.edge.retry.backoff.multiplier: `-.INF` is not a finite number; expected a number > 0",
+        "<--set>: dependency.queue.capacity: expected a whole number from 0 to 100000000, found `.nan`",
+        "sweep value 2.50: expected a whole number from 1 to 1000000, found `2.50`",
+        "sweep value 4.0: expected a whole number from 1 to 1000000, found `4.0`",
+    ] {
+        assert!(err.contains(want), "{want}\n{err}");
+    }
+    assert!(!err.contains("not valid YAML"), "{err}");
+}
+
+/// `check FILE`: exit code and stdout.
+fn check(file: &Path) -> (Option<i32>, String) {
+    let o = stormsim().arg("check").arg(file).output().unwrap();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+    )
+}
+
+/// H4: `clients.deadline` bounds the retries only of the layers (or
+/// calls) it reaches: below a caller that does not propagate it, 1000
+/// attempts are unbounded, an error (exit 1); with `deadline: propagate`
+/// on every caller above they are bounded. Retries are counted as
+/// attempts − 1.
+#[test]
+fn check_judges_each_hop_by_the_deadline_that_reaches_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let chain = "\
+name: ck
+duration: 60s
+clients:
+  arrival: { kind: poisson, rate: 50/s }
+  deadline: 2s
+layers:
+  - name: edge
+    timeout: 1s
+    deadline: none
+    retry: { max_attempts: 2 }
+  - name: inner
+    timeout: 100ms
+    retry: { max_attempts: 1000 }
+dependency:
+  concurrency: 8
+  service_time: { dist: exponential, mean: 5ms }
+";
+    let graph = "\
+name: g
+duration: 20s
+clients:
+  arrival: { kind: poisson, rate: 20/s }
+  deadline: 10s
+  calls: { to: gateway, timeout: 3s, deadline: none, retry: { max_attempts: 2 } }
+services:
+  - name: gateway
+    concurrency: 100
+    service_time: { dist: constant, value: 1ms }
+    calls:
+      - { to: db, timeout: 100ms, retry: { max_attempts: 1000 } }
+  - name: db
+    concurrency: 16
+    service_time: { dist: exponential, mean: 4ms }
+";
+    for (src, who) in [
+        (
+            chain,
+            "unbounded-retries [layers.inner.retry.max_attempts]: layer `inner`",
+        ),
+        (
+            graph,
+            "unbounded-retries [services.gateway.calls.db.retry.max_attempts]: call `gateway.db`",
+        ),
+    ] {
+        let f = tmp.path().join("ck.yaml");
+        fs::write(&f, src).unwrap();
+        let (code, out) = check(&f);
+        assert_eq!(code, Some(1), "{out}");
+        assert!(out.contains(who), "{out}");
+        assert!(
+            out.contains("retries 999 times (1000 attempts, unbounded)"),
+            "{out}"
+        );
+        assert!(out.contains("clients.deadline does not reach it"), "{out}");
+        // Propagated by every caller above: bounded.
+        fs::write(&f, src.replace("deadline: none", "deadline: propagate")).unwrap();
+        let (code, out) = check(&f);
+        assert!(!out.contains("unbounded-retries"), "{out}");
+        assert_eq!(code, Some(0), "{out}");
+    }
+}
+
+/// H6: every exit-2 refusal of an output (`run`, `tune`, `merge`,
+/// `plot`) says that nothing was written, and writes nothing.
+#[test]
+fn every_refused_output_says_nothing_was_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let small = small_with(dir, "small.yaml", &[]);
+    let tuned = small_with(
+        dir,
+        "tuned.yaml",
+        &[(
+            "dependency:",
+            "tune:\n  space: { layers.edge.retry.max_attempts: { int: [1, 3] } }\n  objective: { maximize: success_rate }\n  budget: 2\ndependency:",
+        )],
+    );
+    fs::write(dir.join("a-file"), "x").unwrap();
+    std::os::unix::fs::symlink(dir.join("nowhere"), dir.join("link")).unwrap();
+    fs::create_dir(dir.join("foreign")).unwrap();
+    fs::write(dir.join("foreign/x"), "x").unwrap();
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let cases: Vec<Vec<String>> = vec![
+        vec![
+            "run".into(),
+            s(&small),
+            "--out".into(),
+            s(&dir.join("link")),
+        ],
+        vec![
+            "run".into(),
+            s(&small),
+            "--out".into(),
+            s(&dir.join("a-file")),
+        ],
+        vec![
+            "run".into(),
+            s(&small),
+            "--out".into(),
+            s(&dir.join("foreign")),
+        ],
+        vec![
+            "tune".into(),
+            s(&tuned),
+            "--out".into(),
+            s(&dir.join("link")),
+        ],
+        vec![
+            "merge".into(),
+            s(&dir.join("foreign")),
+            "--out".into(),
+            s(&dir.join("m")),
+        ],
+        vec!["plot".into(), s(&dir.join("nowhere"))],
+        vec!["plot".into(), s(&dir.join("link"))],
+        vec!["plot".into(), s(&dir.join("foreign"))],
+    ];
+    for args in cases {
+        let o = stormsim().current_dir(dir).args(&args).output().unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("nothing was written"), "{args:?}: {err}");
+    }
+    assert!(!dir.join("m").exists() && !dir.join("output").exists());
+    assert_eq!(fs::read_to_string(dir.join("a-file")).unwrap(), "x");
+    assert_eq!(fs::read_dir(dir.join("foreign")).unwrap().count(), 1);
+}
