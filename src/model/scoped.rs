@@ -58,14 +58,18 @@ fn fixed(v: f64) -> Option<i128> {
 struct Running {
     /// Each state's level as last read, in 2⁻⁶⁴.
     level: Vec<i128>,
-    /// Each state's hold as last read (to tell a due entry of `due` from
-    /// one a later reading replaced).
+    /// Each state's hold as last read.
     holds: Vec<Holds>,
+    /// Each state's entry in `due`, if it has one: a state has at most
+    /// one, so `due` holds no more entries than there are states.
+    queued: Vec<Option<Nanos>>,
     /// Whether the state was touched since the last sample.
     touched: Vec<bool>,
     /// The states touched since the last sample, each once.
     touched_list: Vec<u32>,
-    /// States whose level changes with time alone: (when, state).
+    /// States whose level may change with time alone: (when, state). An
+    /// entry may come due before the state's hold ends (the state was
+    /// read since, and its hold moved later): it is then put back.
     due: BinaryHeap<Reverse<(Nanos, u32)>>,
     /// The sum of `level`.
     total: i128,
@@ -76,6 +80,7 @@ impl Running {
         Running {
             level: Vec::new(),
             holds: Vec::new(),
+            queued: Vec::new(),
             touched: Vec::new(),
             touched_list: Vec::new(),
             due: BinaryHeap::new(),
@@ -94,6 +99,7 @@ impl Running {
     fn add_state(&mut self) {
         self.level.push(0);
         self.holds.push(Holds::UntilTouched);
+        self.queued.push(None);
         self.touched.push(false);
         self.touch(self.level.len() - 1);
     }
@@ -104,13 +110,21 @@ impl Running {
         self.total += level - self.level[index];
         self.level[index] = level;
         let holds = state.holds();
-        if let Holds::Until(t) = holds
-            && self.holds[index] != holds
-        {
-            self.due.push(Reverse((t, index as u32)));
-        }
         self.holds[index] = holds;
+        if let Holds::Until(t) = holds {
+            // Never due again at the same sample (a hold that has already
+            // ended is looked at next time).
+            self.queue(index, t.max(now.saturating_add(1)));
+        }
         Some(())
+    }
+
+    /// Makes sure `due` looks at the state by `t`.
+    fn queue(&mut self, index: usize, t: Nanos) {
+        if self.queued[index].is_none_or(|q| t < q) {
+            self.due.push(Reverse((t, index as u32)));
+            self.queued[index] = Some(t);
+        }
     }
 
     /// Brings the total up to now: the touched states, and those whose
@@ -127,8 +141,14 @@ impl Running {
             }
             self.due.pop();
             let i = index as usize;
-            if self.holds[i] == Holds::Until(t) {
-                self.read(i, &mut states[i], now)?;
+            if self.queued[i] != Some(t) {
+                continue; // an entry a sooner one replaced
+            }
+            self.queued[i] = None;
+            match self.holds[i] {
+                Holds::Until(until) if until <= now => self.read(i, &mut states[i], now)?,
+                Holds::Until(until) => self.queue(i, until),
+                Holds::UntilTouched | Holds::ReadAlways => {}
             }
         }
         Some(self.total as f64 / SCALE)
@@ -384,6 +404,28 @@ mod tests {
         assert_eq!(s.get(9).reads, 1, "not read again before it was due");
         assert_eq!(s.mean_level(50), 4.0 / n as f64);
         assert_eq!(s.get(9).reads, 2);
+    }
+
+    /// A state touched at every sample, whose level holds a long time,
+    /// keeps one entry waiting in `due`, not one per reading; an entry
+    /// that comes due before the state's hold ends is put back, and the
+    /// change is read when it comes.
+    #[test]
+    fn a_state_waits_in_due_once() {
+        let mut s = Scoped::sampled(Probe::new(), 10_000, false);
+        for t in 1..=500u64 {
+            for i in 0..20 {
+                let p = s.get(i);
+                p.hits = 1.0;
+                p.change = Some((t + 1_000, 3.0));
+            }
+            assert_eq!(s.mean_level(t), 20.0 / 1e4);
+            let r = s.running.as_ref().unwrap();
+            assert!(r.due.len() <= 20, "{} entries waiting at {t}", r.due.len());
+        }
+        // Left alone, each state's change is read when it comes.
+        assert_eq!(s.mean_level(1_499), 20.0 / 1e4);
+        assert_eq!(s.mean_level(1_500), 60.0 / 1e4);
     }
 
     /// Fractional levels: the exact sum rounds once, so it stays within a
