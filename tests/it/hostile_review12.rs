@@ -1,9 +1,10 @@
 //! Twelfth hostile review: a number that is not finite is one value
 //! error among the others (H1), numbers are quoted as written wherever an
-//! error is found (H2), a string is no number (H3), `check` judges each
-//! layer by the deadline that reaches it (H4), `export` names fields and
-//! ranges as the scenario format does (H5), and every refused `--out`
-//! says that nothing was written (H6).
+//! error is found (H2), `check` judges each layer by the deadline that
+//! reaches it (H4), and every refused `--out` says that nothing was
+//! written (H6). Not yet fixed, so not here: a quoted number taken for a
+//! number without a word (H3), and `export`'s ranges, paths and defaults
+//! (H5).
 
 use std::fs;
 use std::path::{Path, PathBuf};
