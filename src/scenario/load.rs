@@ -19,7 +19,7 @@ use super::overrides::{apply_overrides, apply_the_rest};
 use super::presets;
 use super::suggest::{Wording, improve_message};
 use super::types::Scenario;
-use super::validate::{Issue, validate};
+use super::validate::{Issue, NOT_FINITE, validate};
 use super::variants::{expansion_errors, normalize_path, set_warnings};
 
 /// Scenario files larger than this are refused (a real one is a few KiB).
@@ -382,6 +382,18 @@ fn check_with(
                 locate_issue(moved, &[], file_label, Some(index))
             }),
     );
+    // A number that is not finite does not survive putting the overrides
+    // in place (the scenario goes through JSON, which has no NaN: it
+    // would come back as the field's default), so the file's own are
+    // looked for in the file's scenario, unless an override replaces them.
+    if !sets.is_empty() {
+        errors.extend(
+            (validate(base).into_iter())
+                .filter(|i| i.message.contains(NOT_FINITE))
+                .filter(|i| !set_paths.iter().any(|p| related(p, &i.path)))
+                .map(|i| locate_issue(i, &[], file_label, Some(index))),
+        );
+    }
     let (more, omitted, runs) = expansion_errors(&s, &issues, &set_paths, file_label, Some(index));
     errors.extend(more);
     // A `from` on a call was read for the service called as the file's

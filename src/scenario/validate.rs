@@ -88,6 +88,10 @@ pub struct Issue {
     pub message: String,
 }
 
+/// What a value error says of a number that is not finite (`.nan`,
+/// `.inf`): `load` looks for it in a file whose overrides would hide it.
+pub(crate) const NOT_FINITE: &str = "is not a finite number";
+
 /// Every semantic problem of `s`, in file order (roughly); empty when the
 /// scenario is valid.
 pub fn validate(s: &Scenario) -> Vec<Issue> {
@@ -159,7 +163,7 @@ impl Checker {
     /// > 0`): the message says the range the field takes.
     pub(super) fn finite_in(&mut self, v: f64, path: &str, expected: &str) -> bool {
         self.check(v.is_finite(), path, || {
-            format!("`{v}` is not a finite number; expected {expected}")
+            format!("`{v}` {NOT_FINITE}; expected {expected}")
         })
     }
 

@@ -105,6 +105,45 @@ fn a_non_finite_number_hides_no_other_problem() {
     }
 }
 
+/// H1, with overrides: a `--set` puts its value in place through JSON,
+/// which has no NaN, so a file's `.nan` came back as the field's default
+/// and the run went ahead. It is still the file's error, at its place,
+/// and nothing is written; a `--set` of that very field replaces it.
+#[test]
+fn a_non_finite_number_in_the_file_is_not_lost_to_a_set() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = small_with(
+        tmp.path(),
+        "nan.yaml",
+        &[("multiplier: 2", "multiplier: .nan")],
+    );
+    let want =
+        "nan.yaml:13:61: layers.edge.retry.backoff.multiplier: `.nan` is not a finite number";
+    for sets in [
+        &["--set", "duration=7s"][..],
+        &["--set", "layers.edge.timeout=300ms"],
+    ] {
+        let (code, err) = validate(&f, sets);
+        assert_eq!(code, Some(2), "{sets:?}: {err}");
+        assert!(err.contains(want), "{sets:?}: {err}");
+        assert_eq!(err.matches("multiplier").count(), 1, "{err}");
+        let out = tmp.path().join("out");
+        let o = stormsim()
+            .arg("run")
+            .arg(&f)
+            .args(sets)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains(want), "{}", stderr(&o));
+        assert!(!out.exists(), "nothing is written");
+    }
+    let (code, err) = validate(&f, &["--set", "layers.edge.retry.backoff.multiplier=3"]);
+    assert_eq!(code, Some(0), "{err}");
+}
+
 /// H2: a number is quoted as written wherever the error is found: after
 /// a first error of the file (`2.50`, not `2.5`), in a `--set` (`3.0`,
 /// not `3`), in a sweep given by `--set` or in the file, and `.nan` or
