@@ -174,11 +174,6 @@ pub struct Scoped<T> {
     running: Option<Running>,
 }
 
-/// `f` as a closure that can be passed by value while `f` is used again.
-fn f_ref<T>(f: &impl Fn(&mut T) -> f64) -> impl FnMut(&mut T) -> f64 + '_ {
-    move |t| f(t)
-}
-
 impl<T: Clone> Scoped<T> {
     /// `states` states (1 when `shared`), each made from `fresh`; their
     /// levels are never sampled.
@@ -238,20 +233,15 @@ impl<T: Clone + Level> Scoped<T> {
     /// then the instances never used, which all hold `fresh`'s level, at
     /// once (count × level).
     pub fn mean_level(&mut self, now: Nanos) -> f64 {
-        let used = match self.running.as_mut() {
-            Some(r) => match r.update(&mut self.states, now) {
-                Some(sum) => Some(sum),
-                None => {
-                    // A level too large to hold: read every state from now on.
-                    self.running = None;
-                    None
-                }
-            },
-            None => None,
-        };
-        let mut sum = match used {
+        let running = (self.running.as_mut()).and_then(|r| r.update(&mut self.states, now));
+        let mut sum = match running {
             Some(sum) => sum,
-            None => self.sum_in_order(|t| t.level(now)),
+            None => {
+                // No running sum, or a level too large to hold in one:
+                // every state is read, from now on.
+                self.running = None;
+                self.sum_in_order(now)
+            }
         };
         let unused = self.slot_of.len() - self.used.len();
         if unused > 0 {
@@ -260,8 +250,8 @@ impl<T: Clone + Level> Scoped<T> {
         sum / self.slot_of.len() as f64
     }
 
-    /// The sum of `f` over the states in use, in instance order.
-    fn sum_in_order(&mut self, f: impl Fn(&mut T) -> f64) -> f64 {
+    /// The sum of the levels of the states in use, in instance order.
+    fn sum_in_order(&mut self, now: Nanos) -> f64 {
         if self.sorted < self.used.len() {
             // A sorted run, then the instances used since: the stable
             // sort merges the two runs in linear time.
@@ -273,7 +263,7 @@ impl<T: Clone + Level> Scoped<T> {
         // one after the other.
         let values = &mut self.values;
         values.clear();
-        values.extend(self.states.iter_mut().map(f_ref(&f)));
+        values.extend(self.states.iter_mut().map(|t| t.level(now)));
         let slot_of = &self.slot_of;
         (self.used.iter())
             .map(|&i| {
