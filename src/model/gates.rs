@@ -14,11 +14,14 @@ use super::bulkhead::{Acquire, Bulkhead, Waiter};
 use super::config::CallPolicy;
 use super::level::Holds;
 use super::outcome::Cause;
-use super::scoped::{Level, Scoped};
+use super::scoped::{Level, Scoped, Slots};
 use super::throttle::{Admit, Throttle};
 
 /// The gates of one layer.
 pub struct LayerGates {
+    /// Where each instance's gates lie: one row per instance holds them
+    /// all, so the gates an attempt asks cost one lookup.
+    slots: Slots,
     budget: Option<Scoped<Budget>>,
     /// The layer uses the global budget.
     global: bool,
@@ -75,14 +78,29 @@ pub fn state_bytes(l: &CallPolicy) -> Vec<(&'static str, u64, u64)> {
 impl LayerGates {
     pub fn new(l: &CallPolicy) -> Self {
         let n = l.instances;
+        // Each kind kept per instance takes the next column of `slots`.
+        let mut kinds = 0;
+        let mut column = |shared: bool| {
+            let c = kinds;
+            kinds += usize::from(!shared);
+            c
+        };
+        let budget = (l.budget)
+            .filter(|_| !l.global_budget)
+            .map(|b| Scoped::sampled(Budget::new(b.config), n, b.shared, column(b.shared)));
+        let throttle = (l.throttle)
+            .map(|t| Scoped::sampled(Throttle::new(t.config), n, t.shared, column(t.shared)));
+        let breaker = (l.breaker)
+            .map(|b| Scoped::sampled(Breaker::new(b.config), n, b.shared, column(b.shared)));
+        let bulkhead = (l.bulkhead)
+            .map(|b| Scoped::new(Bulkhead::new(b.config), n, b.shared, column(b.shared)));
         LayerGates {
-            budget: (l.budget)
-                .filter(|_| !l.global_budget)
-                .map(|b| Scoped::sampled(Budget::new(b.config), n, b.shared)),
+            slots: Slots::new(n, kinds),
+            budget,
             global: l.global_budget && l.budget.is_some(),
-            throttle: (l.throttle).map(|t| Scoped::sampled(Throttle::new(t.config), n, t.shared)),
-            breaker: (l.breaker).map(|b| Scoped::sampled(Breaker::new(b.config), n, b.shared)),
-            bulkhead: (l.bulkhead).map(|b| Scoped::new(Bulkhead::new(b.config), n, b.shared)),
+            throttle,
+            breaker,
+            bulkhead,
         }
     }
 
@@ -92,9 +110,10 @@ impl LayerGates {
 
     /// Asks the bulkhead for a slot for one outgoing request.
     pub fn bulkhead_acquire(&mut self, instance: u32, who: Waiter) -> Acquire {
-        self.bulkhead
-            .as_mut()
-            .map_or(Acquire::Now, |b| b.get(instance).acquire(who))
+        match self.bulkhead.as_mut() {
+            Some(b) => b.get(self.slots.row(instance), instance).acquire(who),
+            None => Acquire::Now,
+        }
     }
 
     pub fn has_bulkhead(&self) -> bool {
@@ -107,22 +126,8 @@ impl LayerGates {
         instance: u32,
         is_live: impl FnMut(Waiter) -> bool,
     ) -> Option<Waiter> {
-        self.bulkhead
-            .as_mut()
-            .and_then(|b| b.get(instance).release(is_live))
-    }
-
-    /// This layer's budget for `instance`: its own, or the global one.
-    fn budget_for<'a>(
-        &'a mut self,
-        instance: u32,
-        global: &'a mut Option<Budget>,
-    ) -> Option<&'a mut Budget> {
-        if self.global {
-            global.as_mut()
-        } else {
-            self.budget.as_mut().map(|b| b.get(instance))
-        }
+        let b = self.bulkhead.as_mut()?;
+        b.get(self.slots.row(instance), instance).release(is_live)
     }
 
     pub fn call_started(
@@ -131,15 +136,17 @@ impl LayerGates {
         now: Nanos,
         global: &mut Option<Budget>,
     ) -> CallBudget {
-        self.budget_for(instance, global)
+        let row = self.slots.row(instance);
+        budget_for(&mut self.budget, self.global, row, instance, global)
             .map_or_else(CallBudget::default, |b| b.on_call_start(now))
     }
 
     /// The throttle's word on sending an attempt now.
     pub fn throttle(&mut self, instance: u32, now: Nanos, rng: &mut Stream) -> Admit {
-        self.throttle
-            .as_mut()
-            .map_or(Admit::After(0), |t| t.get(instance).admit(now, rng))
+        match self.throttle.as_mut() {
+            Some(t) => t.get(self.slots.row(instance), instance).admit(now, rng),
+            None => Admit::After(0),
+        }
     }
 
     /// Whether the breaker lets this attempt through (`retry` tells a
@@ -148,7 +155,7 @@ impl LayerGates {
     pub fn breaker_admits(&mut self, instance: u32, now: Nanos) -> bool {
         match self.breaker.as_mut() {
             Some(b) => {
-                let b = b.get(instance);
+                let b = b.get(self.slots.row(instance), instance);
                 b.retries_only() || b.admit(now)
             }
             None => true,
@@ -159,7 +166,7 @@ impl LayerGates {
     pub fn breaker_allows_retry(&mut self, instance: u32, now: Nanos) -> bool {
         match self.breaker.as_mut() {
             Some(b) => {
-                let b = b.get(instance);
+                let b = b.get(self.slots.row(instance), instance);
                 !b.retries_only() || b.admit(now)
             }
             None => true,
@@ -178,21 +185,22 @@ impl LayerGates {
         qualified: bool,
         global: &mut Option<Budget>,
     ) {
-        if let Some(b) = self.budget_for(instance, global) {
+        let row = self.slots.row(instance);
+        if let Some(b) = budget_for(&mut self.budget, self.global, row, instance, global) {
             match failure {
                 Some(_) if !qualified => b.on_unqualified_failure(call),
                 f => b.on_attempt_end(call, f),
             }
         }
         if let Some(t) = self.throttle.as_mut() {
-            t.get(instance).on_response(
+            t.get(row, instance).on_response(
                 now,
                 failure.is_none(),
                 failure == Some(Cause::Status(429)),
             );
         }
         if let Some(b) = self.breaker.as_mut() {
-            b.get(instance).record(now, failure.is_some());
+            b.get(row, instance).record(now, failure.is_some());
         }
     }
 
@@ -206,7 +214,8 @@ impl LayerGates {
         retries: u32,
         global: &mut Option<Budget>,
     ) -> Gate {
-        match self.budget_for(instance, global) {
+        let row = self.slots.row(instance);
+        match budget_for(&mut self.budget, self.global, row, instance, global) {
             Some(b) => b.try_retry(now, call, cause, retries),
             None => Gate::Allow { min_sleep: 0 },
         }
@@ -220,7 +229,8 @@ impl LayerGates {
         success: bool,
         global: &mut Option<Budget>,
     ) {
-        if let Some(b) = self.budget_for(instance, global) {
+        let row = self.slots.row(instance);
+        if let Some(b) = budget_for(&mut self.budget, self.global, row, instance, global) {
             b.on_call_end(now, call, success);
         }
     }
@@ -238,6 +248,22 @@ impl LayerGates {
             throttle: self.throttle.as_mut().map(|t| t.mean_level(now)),
             breaker_open: self.breaker.as_mut().map(|b| b.mean_level(now)),
         }
+    }
+}
+
+/// A layer's budget for `instance` (whose cells are `row`): its own, or
+/// the global one when `global`.
+fn budget_for<'a>(
+    budget: &'a mut Option<Scoped<Budget>>,
+    global: bool,
+    row: &mut [Option<std::num::NonZeroU32>],
+    instance: u32,
+    global_budget: &'a mut Option<Budget>,
+) -> Option<&'a mut Budget> {
+    if global {
+        global_budget.as_mut()
+    } else {
+        budget.as_mut().map(|b| b.get(row, instance))
     }
 }
 
