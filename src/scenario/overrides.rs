@@ -739,6 +739,14 @@ fn put_seeding(
             && let Value::Object(map) = cur
         {
             let key = rest.join(".");
+            if !map.contains_key(&key)
+                && let Some(n) = within_key(map, rest)
+            {
+                // `tune.space.layers.api.retry.max_attempts.int`: a field
+                // of the mapping at an existing key, not a new key.
+                let inner = map.get_mut(&rest[..n].join("."));
+                return put_within(inner, &rest[n..], value, path);
+            }
             if value.is_null() {
                 map.remove(&key);
             } else {
@@ -764,6 +772,50 @@ fn put_seeding(
         cur = child(cur, seg, here, &typed[..depth], path, seeds)?;
         depth += 1;
     }
+}
+
+/// In a map whose keys are paths, the length of the longest key among
+/// the first segments of `rest` (fewer than all) whose value is a
+/// mapping: `rest` then names a field inside that mapping (a tune range's
+/// `int`, a field of a policy a variant sets whole). A sweep's values are
+/// lists, never entered this way.
+fn within_key(map: &Map<String, Value>, rest: &[&str]) -> Option<usize> {
+    (1..rest.len())
+        .rev()
+        .find(|&n| map.get(&rest[..n].join(".")).is_some_and(Value::is_object))
+}
+
+/// Puts `value` at `rest` inside `cur` (a mapping), making the mappings
+/// on the way; `null` removes the last key.
+fn put_within(
+    cur: Option<&mut Value>,
+    rest: &[&str],
+    value: Value,
+    path: &str,
+) -> Result<(), Vec<Issue>> {
+    let mut cur = cur.ok_or_else(|| issue(path, "internal error: a field vanished"))?;
+    for (i, seg) in rest.iter().enumerate() {
+        match cur {
+            Value::Object(map) if i + 1 == rest.len() => {
+                if value.is_null() {
+                    map.remove(*seg);
+                } else {
+                    map.insert(seg.to_string(), value);
+                }
+                return Ok(());
+            }
+            Value::Object(map) => {
+                cur = map
+                    .entry(seg.to_string())
+                    .or_insert_with(|| Value::Object(Map::new()));
+            }
+            other => {
+                let shown = path.rsplitn(rest.len() - i + 1, '.').last().unwrap_or(path);
+                return Err(not_a_container(other, seg, shown, path));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The child `seg` of `cur` at `here` (as [`put_seeding`] navigates;

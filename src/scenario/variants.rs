@@ -1020,6 +1020,20 @@ pub(crate) fn set_warnings(base: &Scenario, s: &Scenario, sets: &[(String, Value
             ));
             continue;
         }
+        // A mapping set above a swept field: the part of its value the
+        // sweep sets again has no effect (the rest replaces the file's).
+        let value = &sets[k].1;
+        for key in s.sweep.keys() {
+            let nk = normalize_path(s, key);
+            let Some(rest) = nk.strip_prefix(&format!("{norm}.")) else {
+                continue;
+            };
+            if value_at(value, rest).is_some() {
+                warnings.push(format!(
+                    "--set {path}: its `{rest}` has no effect: the sweep sets `{key}` at every point"
+                ));
+            }
+        }
         if s.variants.is_empty() {
             continue;
         }
@@ -1049,6 +1063,16 @@ pub(crate) fn set_warnings(base: &Scenario, s: &Scenario, sets: &[(String, Value
         }
     }
     warnings
+}
+
+/// The part of `value` at the dotted `path` (a key of a mapping, or an
+/// index of a list, at each step), if it holds one.
+fn value_at<'a>(value: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split('.').try_fold(value, |v, seg| match v {
+        Value::Object(m) => m.get(seg),
+        Value::Array(a) => a.get(seg.parse::<usize>().ok()?),
+        _ => None,
+    })
 }
 
 /// The grid's points: one list of (path, value) per combination.

@@ -279,6 +279,70 @@ fn a_set_that_every_variant_overrides_is_warned_about() {
         "{}",
         stderr(&o)
     );
+    // A mapping above the swept field: the part the sweep sets again is
+    // named; the rest of the mapping does change the runs (it replaces
+    // the file's `retry`), so the set as a whole is not said to do nothing.
+    let src = format!("{BASE}sweep:\n  layers.api.retry.max_attempts: [1, 3]\n");
+    let f = file(dir.path(), "m.yaml", &src);
+    let o = stormsim(&[
+        "validate",
+        &f,
+        "--set",
+        "layers.api.retry={max_attempts: 2, jitter: none}",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        "warning: --set layers.api.retry: its `max_attempts` has no effect: the sweep sets `layers.api.retry.max_attempts` at every point\n"
+    );
+    let o = stormsim(&["validate", &f, "--set", "layers.api.retry={jitter: none}"]);
+    assert_eq!(stderr(&o), "", "no part of it is swept");
+}
+
+/// In a map whose keys are paths (`tune.space`, a variant's `set`), a
+/// path that goes on past an existing key whose value is a mapping names a
+/// field of that mapping, as it does anywhere else in the file.
+#[test]
+fn fields_inside_a_path_keyed_entry_are_addressable() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = format!(
+        "{BASE}slo: {{ success_rate: 0.5 }}\ntune:\n  space: {{ layers.api.retry.max_attempts: {{ int: [1, 6] }} }}\n  budget: 4\n"
+    );
+    let f = file(dir.path(), "t.yaml", &src);
+    let set = "tune.space.layers.api.retry.max_attempts.int";
+    let o = stormsim(&["validate", &f, "--set", &format!("{set}=[2, 3]")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // The value lands in the range, where it is checked like the mapping.
+    let o = stormsim(&["validate", &f, "--set", &format!("{set}=[0, 3]")]);
+    let whole = stormsim(&[
+        "validate",
+        &f,
+        "--set",
+        "tune.space.layers.api.retry.max_attempts={int: [0, 3]}",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("max_attempts is 0; expected 1 to 1000"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(stderr(&o), stderr(&whole));
+    // A variant that sets a policy whole: one field of it.
+    let src = format!(
+        "{BASE}variants:\n  - {{ name: two, set: {{ layers.api.retry: {{ max_attempts: 2 }} }} }}\n"
+    );
+    let f = file(dir.path(), "v.yaml", &src);
+    let set = "variants.two.set.layers.api.retry.max_attempts";
+    let o = stormsim(&["validate", &f, "--set", &format!("{set}=5")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = stormsim(&["validate", &f, "--set", &format!("{set}=0")]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("max_attempts is 0"), "{}", stderr(&o));
+    assert!(
+        !stderr(&o).contains("sets the same field"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
