@@ -110,26 +110,36 @@ impl AdaptiveConcurrency {
     /// The model's settings (validated input assumed).
     pub fn to_model(&self) -> AdaptiveConfig {
         let ns = |d: Option<Duration>, default: u64| d.map_or(default, |d| d.ns());
+        // A bound left out follows the other one given, so that a default
+        // never contradicts a valid choice: `max_limit: 10` alone lowers
+        // the floor to 10, `min_limit: 500` alone raises the ceiling to 500.
+        let bounds = |lo: Option<u32>, lo_default: u32, hi_default: u32| {
+            let lo_ = lo.unwrap_or(lo_default.min(self.max_limit.unwrap_or(u32::MAX)));
+            let hi = (self.max_limit).unwrap_or(hi_default.max(lo.unwrap_or(0)));
+            (lo_, hi)
+        };
         match self.kind {
             AdaptiveKind::Gradient => {
                 let d = GradientConfig::default();
+                let (lo, hi) = bounds(self.min_concurrency, d.min_concurrency, d.max_limit);
                 AdaptiveConfig::Gradient(GradientConfig {
                     sample_interval: ns(self.sample_interval, d.sample_interval).max(1),
-                    max_limit: self.max_limit.unwrap_or(d.max_limit),
+                    max_limit: hi,
                     percentile: self.percentile.unwrap_or(d.percentile),
                     min_rtt_interval: ns(self.min_rtt_interval, d.min_rtt_interval).max(1),
                     request_count: self.request_count.unwrap_or(d.request_count).max(1),
                     jitter: self.jitter.unwrap_or(d.jitter),
-                    min_concurrency: self.min_concurrency.unwrap_or(d.min_concurrency).max(1),
+                    min_concurrency: lo.max(1),
                     buffer: self.buffer.unwrap_or(d.buffer),
                 })
             }
             AdaptiveKind::Gradient2 => {
                 let d = Gradient2Config::default();
+                let (lo, hi) = bounds(self.min_limit, d.min_limit, d.max_limit);
                 AdaptiveConfig::Gradient2(Gradient2Config {
                     initial_limit: self.initial_limit.unwrap_or(d.initial_limit),
-                    min_limit: self.min_limit.unwrap_or(d.min_limit),
-                    max_limit: self.max_limit.unwrap_or(d.max_limit),
+                    min_limit: lo,
+                    max_limit: hi,
                     smoothing: self.smoothing.unwrap_or(d.smoothing),
                     queue_size: self.queue_size.unwrap_or(d.queue_size),
                     long_window: self.long_window.unwrap_or(d.long_window).max(1),
@@ -151,10 +161,11 @@ impl AdaptiveConcurrency {
             }
             AdaptiveKind::Aimd => {
                 let d = AimdConfig::default();
+                let (lo, hi) = bounds(self.min_limit, d.min_limit, d.max_limit);
                 AdaptiveConfig::Aimd(AimdConfig {
                     initial_limit: self.initial_limit.unwrap_or(d.initial_limit),
-                    min_limit: self.min_limit.unwrap_or(d.min_limit),
-                    max_limit: self.max_limit.unwrap_or(d.max_limit),
+                    min_limit: lo,
+                    max_limit: hi,
                     backoff_ratio: self.backoff_ratio.unwrap_or(d.backoff_ratio),
                     timeout: ns(self.timeout, d.timeout),
                 })
@@ -306,5 +317,50 @@ impl Checker {
                 )
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model(json: &str) -> AdaptiveConfig {
+        serde_json::from_str::<AdaptiveConcurrency>(json)
+            .unwrap()
+            .to_model()
+    }
+
+    /// A bound left out follows the one given (never the other side of
+    /// it); both given, or neither, are taken as they are.
+    #[test]
+    fn a_bound_left_out_follows_the_one_given() {
+        let g2 = |json| match model(json) {
+            AdaptiveConfig::Gradient2(c) => (c.min_limit, c.max_limit),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(g2(r#"{"kind":"gradient2","max_limit":10}"#), (10, 10));
+        assert_eq!(g2(r#"{"kind":"gradient2","min_limit":500}"#), (500, 500));
+        assert_eq!(g2(r#"{"kind":"gradient2","max_limit":50}"#), (20, 50));
+        assert_eq!(g2(r#"{"kind":"gradient2","min_limit":5}"#), (5, 200));
+        assert_eq!(g2(r#"{"kind":"gradient2"}"#), (20, 200));
+        assert_eq!(
+            g2(r#"{"kind":"gradient2","min_limit":30,"max_limit":10}"#),
+            (30, 10)
+        );
+        let aimd = match model(r#"{"kind":"aimd","max_limit":5}"#) {
+            AdaptiveConfig::Aimd(c) => (c.min_limit, c.max_limit),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(aimd, (5, 5));
+        let gradient = |json| match model(json) {
+            AdaptiveConfig::Gradient(c) => (c.min_concurrency, c.max_limit),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(gradient(r#"{"kind":"gradient","max_limit":2}"#), (2, 2));
+        assert_eq!(
+            gradient(r#"{"kind":"gradient","min_concurrency":2000}"#),
+            (2000, 2000)
+        );
+        assert_eq!(gradient(r#"{"kind":"gradient"}"#), (3, 1000));
     }
 }
