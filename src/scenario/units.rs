@@ -46,6 +46,13 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     if s.is_empty() {
         return Err("empty duration; expected a number with a unit, such as 250ms or 2s".into());
     }
+    if let Some(magnitude) = s.strip_prefix('-')
+        && parse_duration(magnitude).is_ok()
+    {
+        return Err(format!(
+            "duration `{text}` is negative; expected 0 or more, such as 250ms or 2s"
+        ));
+    }
     let mut total: u128 = 0;
     let mut rest = s;
     while !rest.is_empty() {
@@ -70,6 +77,19 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
             ));
         }
         let Some(&(_, scale)) = UNITS.iter().find(|(u, _)| *u == unit) else {
+            if let Some(after) = unit.strip_prefix(['e', 'E'])
+                && (after.is_empty() || after == "-" || after == "+")
+                && tail.starts_with(|c: char| c.is_ascii_digit())
+            {
+                return Err(format!(
+                    "duration `{text}` has an exponent; write the number out, such as 1000s for 1e3s"
+                ));
+            }
+            if let Some(sign) = unit.chars().find(|c| matches!(c, '-' | '+')) {
+                return Err(format!(
+                    "duration `{text}` has a `{sign}` inside it; a duration's parts only add up (2m10s), so write the result as one, such as 4m59s for 5m-1s"
+                ));
+            }
             return Err(format!(
                 "duration `{text}` has an unknown unit `{unit}`; expected one of ns, us, ms, s, m, h, d"
             ));
@@ -391,6 +411,38 @@ mod tests {
                 .contains("too large")
         );
         assert!(parse_duration("0.5ns").unwrap_err().contains("nanosecond"));
+        // A sign, an exponent: said as what they are, not as a unit.
+        assert_eq!(
+            parse_duration("-5s").unwrap_err(),
+            "duration `-5s` is negative; expected 0 or more, such as 250ms or 2s"
+        );
+        assert!(
+            parse_duration("-1m30s")
+                .unwrap_err()
+                .contains("is negative")
+        );
+        assert!(
+            parse_duration("-x")
+                .unwrap_err()
+                .contains("expected a number")
+        );
+        for e in ["1e3s", "2E3ms", "1e-3s", "1e+3s"] {
+            assert!(
+                parse_duration(e).unwrap_err().contains("has an exponent"),
+                "{e}"
+            );
+        }
+        for e in ["5m-1s", "1m+30s"] {
+            assert!(
+                parse_duration(e).unwrap_err().contains("only add up"),
+                "{e}"
+            );
+        }
+        assert!(
+            parse_duration("5em")
+                .unwrap_err()
+                .contains("unknown unit `em`")
+        );
     }
 
     #[test]
