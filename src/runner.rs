@@ -23,7 +23,7 @@ use crate::metrics::{
 use crate::model::occ::{OccConfig, run_occ_until};
 use crate::model::{ModelConfig, World};
 use crate::reorder::Halted;
-use crate::report::chart_data::MAX_POINTS;
+use crate::report::chart_data::{MAX_CHART_POINTS, MAX_POINTS};
 use crate::scenario::{self, Scenario, ScenarioErrors};
 
 /// The stop flag of runs nobody can interrupt (`run_one`, `run_all`).
@@ -128,7 +128,10 @@ const VARIANT_ITEM_BYTES: u64 = 6_000;
 /// variants of one layer and one service peaked 120 MB higher with 1 200
 /// buckets a run than with 600, about 2 kB a bucket). A run of more than
 /// `MAX_POINTS` buckets is read in groups of buckets, at most
-/// `MAX_POINTS` points (`report::chart_data::Bins`).
+/// `MAX_POINTS` points, and the variants of a table share at most
+/// `MAX_CHART_POINTS` (`report::chart_data::Bins`): twice that (the time
+/// series, then those of the services, beside them), and a point a
+/// series past it.
 const VARIANT_BUCKET_BYTES: u64 = 700;
 /// Bytes a run's result holds until the folder is written: its summary
 /// cells and names (its rows of `timeseries.csv` and
@@ -180,6 +183,10 @@ pub fn retained_bytes(plans: &[VariantPlan], items: &[(usize, u32)]) -> u64 {
     let mut variants = vec![false; plans.len()];
     let mut bytes = 0u64;
     let mut waiting = 0u64;
+    // The charts' points, per layer or service they describe: each
+    // variant's, and what they share at most.
+    let mut points = 0u64;
+    let mut shared = 2 * MAX_CHART_POINTS as u64;
     for &(v, _) in items {
         let Some(plan) = plans.get(v) else {
             continue;
@@ -196,16 +203,17 @@ pub fn retained_bytes(plans: &[VariantPlan], items: &[(usize, u32)]) -> u64 {
                 .max(1),
         };
         if !std::mem::replace(&mut variants[v], true) {
-            let points = rows.min(MAX_POINTS as u64);
-            let buckets = points.saturating_mul(VARIANT_BUCKET_BYTES * (1 + parts));
-            bytes = bytes
-                .saturating_add(VARIANT_BYTES + VARIANT_ITEM_BYTES * parts)
-                .saturating_add(buckets);
+            let own = rows.min(MAX_POINTS as u64);
+            points = points.saturating_add(own.saturating_mul(1 + parts));
+            shared = shared.saturating_add(1 + parts);
+            bytes = bytes.saturating_add(VARIANT_BYTES + VARIANT_ITEM_BYTES * parts);
         }
         bytes = bytes.saturating_add(RUN_BYTES + RUN_ITEM_BYTES * parts);
         waiting = waiting.max(rows.saturating_mul(ROW_ITEM_BYTES * (1 + parts)));
     }
-    bytes.saturating_add(waiting.saturating_mul(ahead))
+    bytes
+        .saturating_add(points.min(shared).saturating_mul(VARIANT_BUCKET_BYTES))
+        .saturating_add(waiting.saturating_mul(ahead))
 }
 
 impl VariantPlan {

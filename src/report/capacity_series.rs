@@ -32,7 +32,9 @@
 
 use std::collections::HashMap;
 
+use crate::engine::Nanos;
 use crate::model::capacity;
+use crate::model::server::ServiceConfig;
 use crate::scenario::{self, Scenario};
 
 /// The most variants whose capacity is modelled: a sweep past it keeps
@@ -41,7 +43,7 @@ pub const MAX_VARIANTS: usize = 1_000;
 
 /// What a bucket's capacity of one service in one variant is computed
 /// from.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct ServiceCapacity {
     /// Requests per second one replica completes at full capacity.
     pub per_replica: f64,
@@ -53,10 +55,53 @@ pub struct ServiceCapacity {
     pub autoscaled: bool,
     /// The adaptive limit comes from the table.
     pub adaptive: bool,
-    /// The mean incident factor of each bucket (empty: always whole).
-    pub factors: Vec<f64>,
+    /// The service's incidents, when they take capacity away (`None`:
+    /// always whole).
+    pub incidents: Option<Incidents>,
     /// The variant's bucket width (s).
     pub bucket_s: f64,
+}
+
+/// The incident schedule of a service whose incidents take capacity
+/// away, over the buckets of its variant's runs. A bucket's mean factor
+/// (`model::capacity::mean_factor`) is computed when a row of the bucket
+/// asks for it, not kept for every bucket: a sweep of 1 000 variants of
+/// 100 000 buckets would have kept 800 MB of factors per such service.
+#[derive(Clone, Debug)]
+pub struct Incidents {
+    /// The service (its incidents, warm-up and replicas are what count).
+    service: ServiceConfig,
+    bucket: Nanos,
+    duration: Nanos,
+}
+
+impl Incidents {
+    /// The schedule of `service` in runs of `duration` in buckets of
+    /// `bucket`; `None` when its capacity is always whole.
+    pub fn of(service: &ServiceConfig, bucket: Nanos, duration: Nanos) -> Option<Incidents> {
+        (capacity::varies(service) && bucket > 0).then(|| Incidents {
+            service: service.clone(),
+            bucket,
+            duration,
+        })
+    }
+
+    /// The mean factor of bucket `b` (1 past the run's end): element `b`
+    /// of `model::capacity::per_bucket`, the same number.
+    pub fn factor(&self, b: usize) -> f64 {
+        let n = self.duration.div_ceil(self.bucket).max(1);
+        match u64::try_from(b) {
+            Ok(b) if b < n => {
+                let start = b * self.bucket;
+                capacity::mean_factor(
+                    &self.service,
+                    start,
+                    (start + self.bucket).min(self.duration),
+                )
+            }
+            _ => 1.0,
+        }
+    }
 }
 
 impl ServiceCapacity {
@@ -69,7 +114,7 @@ impl ServiceCapacity {
         } else {
             0
         };
-        let factor = self.factors.get(b).copied().unwrap_or(1.0);
+        let factor = self.incidents.as_ref().map_or(1.0, |i| i.factor(b));
         let replicas = if self.autoscaled {
             serving?
         } else {
@@ -86,7 +131,7 @@ impl ServiceCapacity {
 
 /// The capacity models of a run: per variant (in `ChartData` order), the
 /// services whose capacity can change.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 pub struct CapacityModels {
     /// `[variant]`: (service name, its model).
     per_variant: Vec<Vec<(String, ServiceCapacity)>>,
@@ -134,9 +179,9 @@ impl CapacityModels {
                 if svc.adaptive.is_some() {
                     out.limited[v].push((svc.name.clone(), f64::from(workers)));
                 }
-                let factors = capacity::per_bucket(svc, cfg.bucket, cfg.duration);
+                let incidents = Incidents::of(svc, cfg.bucket, cfg.duration);
                 let changes =
-                    svc.autoscale.is_some() || svc.adaptive.is_some() || !factors.is_empty();
+                    svc.autoscale.is_some() || svc.adaptive.is_some() || incidents.is_some();
                 if holds || !changes {
                     continue;
                 }
@@ -149,7 +194,7 @@ impl CapacityModels {
                         replicas,
                         autoscaled: svc.autoscale.is_some(),
                         adaptive: svc.adaptive.is_some(),
-                        factors,
+                        incidents,
                         bucket_s,
                     },
                 ));
@@ -191,40 +236,88 @@ impl CapacityModels {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::server::{Effect, Incident};
+    use crate::model::service::ServiceDist;
 
-    fn model(autoscaled: bool, adaptive: bool, factors: Vec<f64>) -> ServiceCapacity {
+    fn model(autoscaled: bool, adaptive: bool, incidents: Option<Incidents>) -> ServiceCapacity {
         ServiceCapacity {
             per_replica: 500.0,
             workers: 10.0,
             replicas: 4,
             autoscaled,
             adaptive,
-            factors,
+            incidents,
             bucket_s: 5.0,
         }
     }
 
+    const S: Nanos = 1_000_000_000;
+
     #[test]
     fn a_bucket_s_capacity_multiplies_replicas_incidents_and_the_limit() {
-        // A fixed fleet of 4 in a brownout to 30% in its third bucket.
-        let m = model(false, false, vec![1.0, 1.0, 0.3]);
+        // A fixed fleet of 4 in a brownout to 30% in its third bucket
+        // (of three: 15 s in buckets of 5 s).
+        let mut db = ServiceConfig::leaf("db", 10, ServiceDist::Constant(S / 50), 0);
+        db.incidents.push(Incident {
+            start: 10 * S,
+            end: 15 * S,
+            effect: Effect::Brownout { capacity: 0.3 },
+            replica: None,
+        });
+        let m = model(false, false, Incidents::of(&db, 5 * S, 15 * S));
         assert_eq!(m.at(0.0, Some(1.0), None), Some(2000.0));
         assert_eq!(m.at(10.0, Some(1.0), None), Some(600.0));
         assert_eq!(
             m.at(15.0, None, None),
             Some(2000.0),
-            "past the factors: whole"
+            "past the run's buckets: whole"
         );
         // Autoscaled: the serving replicas of the row.
-        let m = model(true, false, vec![]);
+        let m = model(true, false, None);
         assert_eq!(m.at(0.0, Some(7.0), None), Some(3500.0));
         assert_eq!(m.at(0.0, None, None), None);
         // An adaptive limit of 4 of 10 workers: 40%; above the workers:
         // whole.
-        let m = model(false, true, vec![]);
+        let m = model(false, true, None);
         assert_eq!(m.at(0.0, None, Some(4.0)), Some(800.0));
         assert_eq!(m.at(0.0, None, Some(25.0)), Some(2000.0));
         assert_eq!(m.at(0.0, None, None), None);
+    }
+
+    /// A bucket's factor, computed when asked, is the one the factors of
+    /// every bucket (`model::capacity::per_bucket`, which the models kept
+    /// before) give, bit for bit.
+    #[test]
+    fn a_bucket_s_factor_is_computed_when_asked_not_kept_per_bucket() {
+        let mut db = ServiceConfig::leaf("db", 4, ServiceDist::Constant(S / 100), 0);
+        db.replicas = 3;
+        db.warmup = 7 * S / 2;
+        db.incidents = vec![
+            Incident {
+                start: 3 * S / 2,
+                end: 4 * S,
+                effect: Effect::Down,
+                replica: Some(1),
+            },
+            Incident {
+                start: 5 * S,
+                end: 9 * S,
+                effect: Effect::Brownout { capacity: 0.4 },
+                replica: None,
+            },
+        ];
+        let (bucket, duration) = (S / 3, 13 * S + 17);
+        let every = capacity::per_bucket(&db, bucket, duration);
+        assert_eq!(every.len(), 40);
+        let i = Incidents::of(&db, bucket, duration).unwrap();
+        for (b, f) in every.iter().enumerate() {
+            assert_eq!(i.factor(b).to_bits(), f.to_bits(), "bucket {b}");
+        }
+        assert!(every.iter().any(|&f| f < 1.0 && f > 0.0));
+        assert_eq!(i.factor(40), 1.0);
+        // No incident that takes capacity: no schedule.
+        db.incidents.truncate(0);
+        assert!(Incidents::of(&db, bucket, duration).is_none());
     }
 
     #[test]
@@ -244,7 +337,8 @@ mod tests {
         assert_eq!(m.focus(0), Some("db"));
         assert!(m.get(0, "api").is_none(), "nothing changes the api's");
         let db = m.get(0, "db").unwrap();
-        assert_eq!(db.factors, [1.0, 0.5, 1.0, 1.0]);
+        let factors = (0..5).map(|b| db.incidents.as_ref().unwrap().factor(b));
+        assert_eq!(factors.collect::<Vec<_>>(), [1.0, 0.5, 1.0, 1.0, 1.0]);
         assert_eq!(db.at(5.0, None, None), Some(50.0));
         assert!(m.get(1, "db").is_none(), "variant b has no incident");
         let none = scenario::load_str(

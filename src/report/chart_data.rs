@@ -13,7 +13,7 @@
 //! read only if regular and under a byte cap (`crate::input_file`), and
 //! the stop flag (`crate::interrupt`) is polled every few thousand rows.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -240,38 +240,120 @@ impl Acc {
 }
 
 /// A series being read: its values per time key (a bucket, or a group
-/// of buckets: [`Bins`]).
-pub(super) type Series = BTreeMap<i64, Acc>;
+/// of buckets: [`Bins`]), in key order. A sorted vector rather than a
+/// map: 48 bytes a point, where a `BTreeMap` took about 80 and a whole
+/// node (some 540 bytes) for the first one, which a sweep of many short
+/// variants pays for every series of every variant.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Series {
+    points: Vec<(i64, Acc)>,
+    /// Where the last value went: a run's rows come in time order, so
+    /// the next row's point is this one or the next.
+    last: usize,
+}
+
+impl Series {
+    pub(super) fn new() -> Series {
+        Series::default()
+    }
+
+    /// Points held.
+    #[cfg(test)]
+    pub(super) fn len(&self) -> usize {
+        self.points.len()
+    }
+
+    /// The point of `key`, made (at time `t`) if absent; the first one
+    /// made reserves room for the `expected` points of the series.
+    fn entry(&mut self, key: i64, t: f64, expected: usize) -> &mut Acc {
+        let i = match self.find(key) {
+            Ok(i) => i,
+            Err(i) => {
+                if self.points.capacity() == 0 {
+                    self.points.reserve_exact(expected.max(1));
+                }
+                self.points.insert(i, (key, Acc::new(t)));
+                i
+            }
+        };
+        self.last = i;
+        &mut self.points[i].1
+    }
+
+    /// The index of `key`, or where it belongs.
+    fn find(&self, key: i64) -> Result<usize, usize> {
+        let p = &self.points;
+        for i in [self.last, self.last + 1] {
+            if p.get(i).is_some_and(|(k, _)| *k == key) {
+                return Ok(i);
+            }
+        }
+        match p.last() {
+            None => Err(0),
+            Some((k, _)) if *k < key => Err(p.len()),
+            Some(_) => p.binary_search_by_key(&key, |(k, _)| *k),
+        }
+    }
+}
 
 /// How the rows of a table fall into the points of a chart: one point per
-/// bucket while a run has at most [`MAX_POINTS`] buckets, else one per
-/// group of `group` consecutive buckets (`group_for` of the buckets a run
-/// has), so that a series never holds more than about `MAX_POINTS`
-/// accumulators however long the run and however many replicates: memory
+/// bucket while a run has at most [`MAX_POINTS`] buckets and all the
+/// series of the table together at most [`MAX_CHART_POINTS`], else one
+/// per group of `group` consecutive buckets ([`group_for_series`] of the
+/// buckets a run has and the series read), so that a series never holds
+/// more than about `MAX_POINTS` accumulators however long the run and
+/// however many replicates, nor all of them together more than
+/// `MAX_CHART_POINTS` (and one a series) however many variants: memory
 /// follows the points drawn, not the rows (a 20-variant sweep of 100 000
 /// buckets each, 2 million rows, needed 1.2 GB to plot when every bucket
-/// was kept until the end).
+/// was kept until the end; a 2 000-point sweep of 1 000 buckets each, 1.5
+/// GB when every variant kept its 1 000).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Bins {
     /// The bucket width, in seconds.
     pub bucket_s: f64,
     /// Buckets per point (at least 1).
     pub group: usize,
+    /// The buckets a run has at most (0: not known), which `group` was
+    /// chosen for.
+    pub buckets: u64,
 }
 
 impl Bins {
     /// One point per bucket.
     pub fn every_bucket(bucket_s: f64) -> Bins {
-        Bins { bucket_s, group: 1 }
-    }
-
-    /// The bins for runs of at most `buckets` buckets of `bucket_s`.
-    pub fn for_buckets(bucket_s: f64, buckets: u64) -> Bins {
-        let buckets = usize::try_from(buckets).unwrap_or(usize::MAX);
         Bins {
             bucket_s,
-            group: group_for(buckets),
+            group: 1,
+            buckets: 0,
         }
+    }
+
+    /// The bins for `series` series (a table's variants) of runs of at
+    /// most `buckets` buckets of `bucket_s`.
+    pub fn for_buckets(bucket_s: f64, buckets: u64, series: usize) -> Bins {
+        Bins {
+            bucket_s,
+            group: group_for_series(buckets, series),
+            buckets,
+        }
+    }
+
+    /// These bins for a table of `series` series over the same buckets
+    /// (`services_timeseries.csv`: its variants × services): buckets
+    /// grouped at least as these are, and more when the series need it.
+    pub fn shared_by(self, series: usize) -> Bins {
+        Bins {
+            group: self.group.max(group_for_series(self.buckets, series)),
+            ..self
+        }
+    }
+
+    /// The points a series of runs of `buckets` buckets holds (0: not
+    /// known).
+    fn points(&self) -> usize {
+        let buckets = usize::try_from(self.buckets).unwrap_or(usize::MAX);
+        buckets.div_ceil(self.group.max(1))
     }
 
     /// The key of the point a row at `t` (seconds) falls into: its time
@@ -291,7 +373,7 @@ impl Bins {
 /// made for the row even without a value: its time is that of the first
 /// row that falls into it, the start of its first bucket).
 pub(super) fn push(acc: &mut Series, bins: Bins, t: f64, v: Option<f64>) {
-    let e = acc.entry(bins.key(t)).or_insert_with(|| Acc::new(t));
+    let e = acc.entry(bins.key(t), t, bins.points());
     if let Some(v) = v.filter(|v| v.is_finite()) {
         e.add(v);
     }
@@ -299,7 +381,9 @@ pub(super) fn push(acc: &mut Series, bins: Bins, t: f64, v: Option<f64>) {
 
 /// Mean, min and max of the values per time key, in time order.
 pub(super) fn reduce(map: &Series) -> Vec<Point> {
-    map.values()
+    map.points
+        .iter()
+        .map(|(_, a)| a)
         .filter(|a| a.n > 0)
         .map(|a| Point {
             t: a.t,
@@ -354,18 +438,51 @@ pub fn group_for(len: usize) -> usize {
     }
 }
 
+/// The most points the series of one table hold together while it is
+/// read (the variants' series of `timeseries.csv`, the variants' and
+/// services' of `services_timeseries.csv`): as many as 50 variants drawn
+/// in full (`MAX_POINTS` each). A sweep of more variants is read in
+/// groups of buckets ([`Bins`]) so that its variants share these points,
+/// each keeping at least one: the time charts of more than 45 variants
+/// draw their median (`super::spread`) over the groups, not every bucket.
+pub const MAX_CHART_POINTS: usize = 100_000;
+
+/// The buckets per point with which `series` series of `buckets` buckets
+/// are read: at most [`MAX_POINTS`] points a series ([`group_for`]) and
+/// at most [`MAX_CHART_POINTS`] for all of them together, or one a
+/// series when they are more (0 buckets: not known, every bucket).
+pub fn group_for_series(buckets: u64, series: usize) -> usize {
+    let buckets = usize::try_from(buckets).unwrap_or(usize::MAX);
+    let shared = buckets
+        .saturating_mul(series.max(1))
+        .div_ceil(MAX_CHART_POINTS);
+    group_for(buckets).max(shared).clamp(1, buckets.max(1))
+}
+
 /// What a first pass over `timeseries.csv` learns when the scenario does
 /// not say it, in constant memory: the bucket width (the smallest
 /// positive step between consecutive rows: a run's rows are its buckets
-/// in time order) and the last bucket start.
-#[derive(Clone, Copy, Debug, Default)]
+/// in time order), the last bucket start, and how many variants the
+/// series are read for at most (the times the variant changes from a row
+/// to the next, plus one: a variant's runs are consecutive).
+#[derive(Clone, Debug, Default)]
 struct Extent {
     step: Option<f64>,
     t_max: Option<f64>,
     last: Option<f64>,
+    variant: String,
+    variants: usize,
 }
 
 impl Extent {
+    /// A row of `variant` (empty: a row no series reads).
+    fn variant(&mut self, variant: &str) {
+        if !variant.is_empty() && variant != self.variant {
+            self.variants += 1;
+            variant.clone_into(&mut self.variant);
+        }
+    }
+
     fn add(&mut self, t: f64) {
         if let Some(last) = self.last {
             let d = t - last;
@@ -460,6 +577,9 @@ impl TimeSeries {
             let t = num(t_s);
             if let Some(t) = t {
                 out.extent.add(t);
+            }
+            if bins.is_none() {
+                out.extent.variant(name);
             }
             let Some(bins) = bins.filter(|_| !name.is_empty()) else {
                 continue;
@@ -736,20 +856,27 @@ impl ChartData {
                 })
                 .collect();
         }
-        // The points: from the buckets the runs have, which the checked
-        // shape gives, else a first pass over the table (constant memory).
+        // The points: from the buckets the runs have and their variants,
+        // which the checked shape gives, else a first pass over the table
+        // (constant memory).
         let planned = checked
             .as_ref()
             .filter(|_| data.bucket_s > 0.0)
             .and_then(|c| planned_buckets(&c.shape, data.bucket_s));
-        let bins = match planned {
-            Some(buckets) => Bins::for_buckets(data.bucket_s, buckets),
-            None => {
+        let bins = match (planned, &checked) {
+            (Some(buckets), Some(c)) => {
+                Bins::for_buckets(data.bucket_s, buckets, c.shape.variants.len())
+            }
+            _ => {
                 let extent = read_ts(None, None)?.extent;
                 if data.bucket_s <= 0.0 {
                     data.bucket_s = extent.bucket_s();
                 }
-                Bins::for_buckets(data.bucket_s, extent.buckets(data.bucket_s))
+                let variants = match &checked {
+                    Some(c) => c.shape.variants.len(),
+                    None => extent.variants,
+                };
+                Bins::for_buckets(data.bucket_s, extent.buckets(data.bucket_s), variants)
             }
         };
         data.bins = bins;
@@ -1009,13 +1136,82 @@ mod tests {
         assert!((p50.t - 2.1).abs() < 1e-12);
         assert!((p50.mean - 24.0).abs() < 1e-12, "{}", p50.mean);
         // What is held while reading: one accumulator per group.
-        let bins = Bins::for_buckets(0.1, 5_000);
+        let bins = Bins::for_buckets(0.1, 5_000, 1);
         let read = TimeSeries::read(ts.as_bytes(), Some(bins), None).unwrap();
         assert!(read.series[0].iter().all(|s| s.len() <= 1_667));
         // A run short enough keeps every bucket.
         let d =
             ChartData::from_bytes(TS.as_bytes(), SUMMARY.as_bytes(), b"variant\n", None).unwrap();
         assert_eq!(d.bins.group, 1);
+    }
+
+    #[test]
+    fn many_variants_share_the_points_of_a_chart() {
+        // 300 variants of 1 000 one-second buckets: 300 000 rows, three
+        // times the points a table's series may hold together. Each
+        // variant kept all its buckets before (six series of 300 000
+        // accumulators in all, 1.5 GB for a 2 000-point sweep); they are
+        // now read in groups of 3 buckets, 334 points a variant.
+        let mut ts = String::from(
+            "variant,replicate,t_s,offered,dependency_attempts,goodput,latency_p50_ms,latency_p99_ms\n",
+        );
+        let attempts = |v: u32, k: u32| f64::from(v + k % 7);
+        for v in 0..300u32 {
+            for k in 0..1_000u32 {
+                ts.push_str(&format!("v{v},0,{k},10,{},9,20,50\n", attempts(v, k)));
+            }
+        }
+        let d = ChartData::from_bytes(ts.as_bytes(), b"variant\n", b"variant\n", None).unwrap();
+        assert_eq!(d.bins.group, 3);
+        assert_eq!(d.series.len(), 300);
+        let held = |bins: Bins| -> usize {
+            let read = TimeSeries::read(ts.as_bytes(), Some(bins), None).unwrap();
+            read.series.iter().flatten().map(Series::len).sum()
+        };
+        assert!(
+            held(d.bins) <= 6 * (MAX_CHART_POINTS + 300),
+            "{}",
+            held(d.bins)
+        );
+        assert_eq!(held(Bins::every_bucket(1.0)), 6 * 300_000, "the rows' own");
+        // Each variant's line: the mean of each group of three buckets,
+        // at the group's start.
+        let v7 = &d.series[7];
+        assert_eq!((v7.group, v7.load.len()), (3, 334));
+        let p = v7.load[100];
+        assert_eq!(p.t, 300.0);
+        let values = [300, 301, 302].map(|k| attempts(7, k));
+        assert_eq!(p.mean, values.iter().sum::<f64>() / 3.0);
+        assert_eq!((p.min, p.max), (7.0, 13.0), "{values:?}");
+        assert_eq!(v7.load[333].t, 999.0, "the last group has one bucket");
+    }
+
+    #[test]
+    fn the_points_of_a_table_are_shared_by_its_series() {
+        // A few variants keep every bucket up to MAX_POINTS, as before.
+        assert_eq!(group_for_series(1_000, 50), 1);
+        assert_eq!(group_for_series(2_000, 50), 1);
+        assert_eq!(group_for_series(100_000, 20), 50);
+        // More series share MAX_CHART_POINTS.
+        assert_eq!(group_for_series(2_000, 51), 2);
+        assert_eq!(group_for_series(1_000, 100), 1);
+        assert_eq!(group_for_series(1_000, 101), 2);
+        assert_eq!(group_for_series(1_000, 2_000), 20);
+        // At least one point a series, and nothing to group when the
+        // buckets are not known.
+        assert_eq!(group_for_series(100, 100_000), 100);
+        assert_eq!(group_for_series(100, usize::MAX), 100);
+        assert_eq!(group_for_series(0, 1_000_000), 1);
+        for (buckets, series) in [(1_000u64, 2_000usize), (7_919, 333), (100, 100_000)] {
+            let g = group_for_series(buckets, series);
+            let points = (buckets as usize).div_ceil(g) * series;
+            assert!(points <= MAX_CHART_POINTS + series, "{buckets} × {series}");
+        }
+        // A table of more series over the same buckets groups more.
+        let bins = Bins::for_buckets(1.0, 1_000, 40);
+        assert_eq!(bins.group, 1);
+        assert_eq!(bins.shared_by(40).group, 1);
+        assert_eq!(bins.shared_by(40 * 5).group, 2);
     }
 
     #[test]

@@ -296,6 +296,13 @@ impl GraphData {
             Ok(())
         })?;
 
+        // The series of `services_timeseries.csv`, one per variant and
+        // service, share the chart's points (`Bins::shared_by`): a sweep
+        // of many variants of several services is read in longer groups
+        // of buckets than its `timeseries.csv`. A checked table names only
+        // the services of `services.csv`, so that they stay within them.
+        let planned = services.names.len();
+        let bins = bins.shared_by(n.saturating_mul(planned.max(1)));
         // `[service][variant]`, grown as services appear.
         let mut load: Vec<Vec<Series>> = Vec::new();
         let mut capacity: Vec<Vec<Series>> = Vec::new();
@@ -317,6 +324,13 @@ impl GraphData {
                     return Ok(());
                 }
                 let s = services.get_or_add(name, MAX_SERVICES, "services")?;
+                if s >= planned && checked.is_some() {
+                    return Err(format!(
+                        "the service {} is not in services.csv (a run writes the same \
+                         services to both: was the folder changed?)",
+                        crate::escape::quoted(name)
+                    ));
+                }
                 if load.len() <= s {
                     load.resize_with(s + 1, || vec![Series::new(); n]);
                 }
@@ -461,6 +475,7 @@ impl GraphData {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::chart_data::MAX_CHART_POINTS;
 
     fn read(services: &str, ts: &str, calls: &str) -> Result<GraphData, ReportError> {
         let index: HashMap<String, usize> = [("a".to_string(), 0), ("b".to_string(), 1)]
@@ -520,6 +535,43 @@ mod tests {
         assert!(g.load[0][0].is_empty());
         // The unknown variant `zz` (peak 9) is not read.
         assert_eq!(g.worst_variant(), Some(0));
+    }
+
+    #[test]
+    fn the_services_of_many_variants_share_the_chart_points() {
+        // 200 variants of two services and 1 000 buckets: 400 series,
+        // read in groups of 4 buckets (the variants alone: groups of 2).
+        let n = 200;
+        let index: HashMap<String, usize> = (0..n).map(|v| (format!("v{v}"), v)).collect();
+        let mut services = String::from("variant,replicate,service\n");
+        let mut ts = String::from("variant,replicate,t_s,service,attempts\n");
+        for v in 0..n {
+            services.push_str(&format!("v{v},0,gw\nv{v},0,db\n"));
+            for k in 0..1_000 {
+                ts.push_str(&format!("v{v},0,{k},gw,{}\nv{v},0,{k},db,{v}\n", k % 4));
+            }
+        }
+        let bins = Bins::for_buckets(1.0, 1_000, n);
+        assert_eq!(bins.group, 2);
+        let g = GraphData::read(
+            GraphSources {
+                services: services.as_bytes(),
+                timeseries: ts.as_bytes(),
+                calls: &b"variant,caller,callee\n"[..],
+            },
+            &index,
+            n,
+            bins,
+            None,
+            None,
+        )
+        .unwrap();
+        assert_eq!(g.group, 4);
+        let held: usize = g.load.iter().flatten().map(Vec::len).sum();
+        assert_eq!(held, 2 * n * 250);
+        assert!(held <= MAX_CHART_POINTS + 2 * n);
+        let p = g.load[0][9][10];
+        assert_eq!((p.t, p.mean, p.min, p.max), (40.0, 1.5, 0.0, 3.0));
     }
 
     #[test]
