@@ -34,9 +34,64 @@ pub fn compact(v: f64) -> String {
     if exp.len() < plain.len() { exp } else { plain }
 }
 
+/// A count a message shows with its noun ([`plural`]).
+pub trait Count: Copy + std::fmt::Display {
+    /// Whether the count is one, which takes the singular.
+    fn is_one(self) -> bool;
+}
+
+macro_rules! count_of {
+    ($($t:ty),*) => {$(
+        impl Count for $t {
+            fn is_one(self) -> bool {
+                self == 1 as $t
+            }
+        }
+    )*};
+}
+count_of!(u8, u16, u32, u64, usize, i32, i64, f64);
+
+/// `word` as `n` takes it: itself for one, else its plural (`runs`,
+/// `retries`, `deliveries`, `status probes`: `s`, or `ies` for a `y`
+/// after a consonant).
+pub fn noun<N: Count>(n: N, word: &str) -> String {
+    if n.is_one() {
+        return word.to_string();
+    }
+    match word.strip_suffix('y') {
+        Some(stem) if !stem.ends_with(['a', 'e', 'i', 'o', 'u']) => format!("{stem}ies"),
+        _ => format!("{word}s"),
+    }
+}
+
+/// `n` and `word` as `n` takes it: `1 run`, `3 runs`, `0 retries`.
+pub fn plural<N: Count>(n: N, word: &str) -> String {
+    format!("{n} {}", noun(n, word))
+}
+
+/// The verb `is` or `are`, as `n` takes it.
+pub fn is_are<N: Count>(n: N) -> &'static str {
+    if n.is_one() { "is" } else { "are" }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{compact, num};
+    use super::{compact, num, plural};
+
+    #[test]
+    fn counts_take_their_noun() {
+        assert_eq!(plural(1usize, "run"), "1 run");
+        assert_eq!(plural(2u32, "run"), "2 runs");
+        assert_eq!(plural(0u64, "candidate"), "0 candidates");
+        assert_eq!(plural(1u32, "retry"), "1 retry");
+        assert_eq!(plural(3u32, "retry"), "3 retries");
+        assert_eq!(plural(5u32, "delivery"), "5 deliveries");
+        assert_eq!(plural(2u32, "key"), "2 keys");
+        assert_eq!(plural(1usize, "swept path"), "1 swept path");
+        assert_eq!(plural(3u32, "status probe"), "3 status probes");
+        assert_eq!(plural(1.0f64, "retry"), "1 retry");
+        assert_eq!(plural(0.5f64, "retry"), "0.5 retries");
+    }
 
     #[test]
     fn compact_takes_the_exponent_only_where_it_is_shorter() {

@@ -135,6 +135,42 @@ pub fn calls_out(l: &CallPolicy, attempts: f64) -> f64 {
     attempts * f64::from(l.fan_out.max(1)) + probes
 }
 
+/// One hop's factor of an amplification product, as [`calls_out`] counts
+/// it for `attempts` attempts: `3`, `3 x fan-out 2`, and with a status
+/// probe before each retry `(4 attempts + 3 status probes)`, `(3 x fan-out
+/// 2 + 2 status probes)`.
+pub fn factor_words(attempts: u32, fan_out: u32, status_probe: bool) -> String {
+    use crate::human::plural;
+    let probes = if status_probe {
+        attempts.saturating_sub(1)
+    } else {
+        0
+    };
+    let calls = if fan_out > 1 {
+        format!("{attempts} x fan-out {fan_out}")
+    } else if probes > 0 {
+        plural(attempts, "attempt")
+    } else {
+        attempts.to_string()
+    };
+    if probes == 0 {
+        calls
+    } else {
+        format!("({calls} + {})", plural(probes, "status probe"))
+    }
+}
+
+/// The factors of an amplification product joined, with the deliveries
+/// of a message last when there are several: `3 x fan-out 2 x (4 attempts
+/// + 3 status probes) x 5 deliveries`.
+pub fn product_words(factors: &[String], deliveries: u32) -> String {
+    let mut parts = factors.to_vec();
+    if deliveries > 1 {
+        parts.push(format!("{deliveries} deliveries"));
+    }
+    parts.join(" x ")
+}
+
 /// How long a granted retry holds one of Envoy's concurrency slots: from
 /// its grant until its attempt ends.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -384,6 +420,29 @@ mod tests {
         l.instances = instances;
         l.budget = budget.map(|(config, shared)| Shared { config, shared });
         l
+    }
+
+    /// Every factor [`calls_out`] multiplies is in the words, so that the
+    /// product shown is the figure: 3 x 2 x (4 + 3) x 5 = 210.
+    #[test]
+    fn the_product_in_words_lists_every_factor() {
+        let words = product_words(&[factor_words(3, 2, false), factor_words(4, 1, true)], 5);
+        assert_eq!(
+            words,
+            "3 x fan-out 2 x (4 attempts + 3 status probes) x 5 deliveries"
+        );
+        let mut a = layer(3, None, 1);
+        a.fan_out = 2;
+        let mut b = layer(4, None, 1);
+        b.status_probe = true;
+        assert_eq!(calls_out(&a, 3.0) * calls_out(&b, 4.0) * 5.0, 210.0);
+        assert_eq!(factor_words(2, 1, true), "(2 attempts + 1 status probe)");
+        assert_eq!(
+            factor_words(3, 2, true),
+            "(3 x fan-out 2 + 2 status probes)"
+        );
+        assert_eq!(factor_words(1, 1, true), "1");
+        assert_eq!(product_words(&["4".into(), "4".into()], 1), "4 x 4");
     }
 
     #[test]

@@ -99,11 +99,16 @@ pub(super) struct Hop<'a> {
     pub who: String,
     /// The callers' attempts this hop's calls are made within: who makes
     /// them and their per-attempt timeout.
-    pub outer: Vec<(String, Duration)>,
+    /// Whether each hands its attempt's deadline down (`deadline:
+    /// propagate`), so that this hop starts nothing past it.
+    pub outer: Vec<(String, Duration, bool)>,
     /// Whether a deadline bounds this hop's calls: the user's
     /// (`clients.deadline`) on the outermost hop, else one that every
     /// caller hands down ([`hands_down_deadline`]).
     pub deadline_reaches: bool,
+    /// Whether a deadline given at the top would reach this hop: every
+    /// caller above hands its deadline down (so none is to be told to).
+    pub callers_propagate: bool,
     /// A non-idempotent write without a key that this hop's retries can
     /// repeat: what the message adds, and the fix.
     pub unsafe_write: Option<(String, String)>,
@@ -121,6 +126,40 @@ pub(super) fn hands_down_deadline(p: &CallPolicy, reached: bool) -> bool {
     p.propagate_deadline && (reached || p.timeout.is_some() || p.total_timeout.is_some())
 }
 
+/// The fix of `non-idempotent-retries` at a hop (`noun`: layer, call)
+/// whose retries can repeat a write of `writer` without an idempotency
+/// key: the key (at `key_field`), or no retries of writes; and a status
+/// probe only where it helps and is not set already. A probe asks before
+/// a retry of a timed-out attempt of the hop that calls the writer itself
+/// (`direct`), never before the retries of a hop above it, which re-send
+/// the whole call; and it is not proof: a write still queued when asked,
+/// or a probe answered too late, is re-sent all the same.
+pub(super) fn unsafe_write_fix(
+    key_field: &str,
+    direct: bool,
+    l: &Layer,
+    noun: &str,
+    writer: &str,
+) -> String {
+    let key = format!("set `{key_field}: key`");
+    if !direct {
+        return format!(
+            "{key}, or stop retrying writes at this {noun} (a status probe asks {writer} only before the retries of the {noun} that calls it, not before this one's)"
+        );
+    }
+    if l.status_probe {
+        return format!(
+            "{key}, or stop retrying writes: the status probe already set here re-sends a write that has not committed when asked, or whose probe fails or comes too late"
+        );
+    }
+    if l.retry.retry_on.contains(&RetryOn::Timeout) {
+        return format!(
+            "{key} (or `status_probe: true` on this {noun}: it asks {writer} whether a timed-out write committed before re-sending it), or stop retrying writes"
+        );
+    }
+    format!("{key}, or stop retrying writes")
+}
+
 pub fn findings(
     s: &Scenario,
     model: &[CallPolicy],
@@ -130,15 +169,10 @@ pub fn findings(
     let mut out = Out(Vec::new());
     let names: Vec<&str> = s.layers.iter().map(|l| l.name.as_str()).collect();
     let labels = layer_labels(&names);
-    let unsafe_write = (s.dependency.side_effects == SideEffects::Write
-        && s.dependency.idempotency == Idempotency::None)
-        .then(|| {
-            (
-                String::new(),
-                "set `dependency.idempotency: key` (or `status_probe: true` on the innermost layer), or stop retrying writes".to_string(),
-            )
-        });
+    let writes_unkeyed = s.dependency.side_effects == SideEffects::Write
+        && s.dependency.idempotency == Idempotency::None;
     let mut deadline_reaches = stack.deadline_s.is_some();
+    let mut callers_propagate = true;
     for (i, ((l, m), (r, path))) in s
         .layers
         .iter()
@@ -147,7 +181,11 @@ pub fn findings(
         .enumerate()
     {
         let outer = match i.checked_sub(1).map(|j| &s.layers[j]) {
-            Some(o) => o.timeout.map(|t| (o.name.clone(), t)).into_iter().collect(),
+            Some(o) => o
+                .timeout
+                .map(|t| (o.name.clone(), t, o.deadline == DeadlineMode::Propagate))
+                .into_iter()
+                .collect(),
             None => Vec::new(),
         };
         let hop = Hop {
@@ -158,12 +196,25 @@ pub fn findings(
             who: format!("layer `{}`", l.name),
             outer,
             deadline_reaches,
-            unsafe_write: unsafe_write.clone(),
+            callers_propagate,
+            unsafe_write: writes_unkeyed.then(|| {
+                (
+                    String::new(),
+                    unsafe_write_fix(
+                        "dependency.idempotency",
+                        i + 1 == s.layers.len(),
+                        l,
+                        "layer",
+                        "the dependency",
+                    ),
+                )
+            }),
             overload: &s.dependency.overload,
             server: "the dependency".to_string(),
         };
         hop_findings(&mut out, s, &hop, stack);
         deadline_reaches = hands_down_deadline(m, deadline_reaches);
+        callers_propagate = hands_down_deadline(m, callers_propagate);
     }
     // Retries at several layers without a shared budget.
     let retrying: Vec<usize> = (0..s.layers.len())
@@ -177,26 +228,21 @@ pub fn findings(
             .is_some_and(|b| b.scope == crate::scenario::types::Scope::Shared)
     });
     if retrying.len() >= 2 && !shared {
-        let product: Vec<String> = reports
-            .iter()
-            .map(|l| {
-                if l.fan_out > 1 {
-                    format!("{} x fan-out {}", l.max_attempts, l.fan_out)
-                } else {
-                    l.max_attempts.to_string()
-                }
-            })
-            .collect();
+        let per = if stack.deliveries > 1 {
+            "one message"
+        } else {
+            "one logical request"
+        };
         out.add(
             if stack.budgeted_amplification >= 10.0 { Severity::Warning } else { Severity::Info },
             "nested-retries-without-budget",
             "layers",
             format!(
-                "{} layers retry ({}) without a shared retry budget: one logical request can become {} calls at the dependency ({} = {}; {} with the budgets there are)",
+                "{} layers retry ({}) without a shared retry budget: {per} can become {} calls at the dependency ({} = {}; {} with the budgets there are)",
                 retrying.len(),
                 retrying.iter().map(|&i| s.layers[i].name.as_str()).collect::<Vec<_>>().join(", "),
                 count(stack.amplification),
-                product.join(" x "),
+                stack.amplification_words,
                 times(stack.amplification),
                 times(stack.budgeted_amplification)
             ),
@@ -218,13 +264,19 @@ pub fn findings(
         );
     }
     let first = "outermost layer's";
+    let keep_it: Vec<String> = s.layers[..s.layers.len().saturating_sub(1)]
+        .iter()
+        .filter(|l| l.deadline != DeadlineMode::Propagate)
+        .map(|l| format!("layer `{}`", l.name))
+        .collect();
     time_budget_findings(
         &mut out,
         stack,
         &s.layers,
         !retrying.is_empty(),
         first,
-        "inner layers",
+        "the inner layers",
+        &keep_it,
     );
     out.0.sort_by_key(|f| f.severity);
     out.0
@@ -233,7 +285,9 @@ pub fn findings(
 /// The findings about time of a stack of calls that retries (`retrying`):
 /// no wall-clock bound at all, and a worst case beyond the deadline. The
 /// calls are `layers`, outermost first; `first` names whose attempts the
-/// deadline is counted in, `below` the calls under it.
+/// deadline is counted in, `below` the calls under it; `keep_it` the
+/// callers (as messages name them) that do not hand a deadline down, so
+/// that a deadline would not reach the calls below them.
 pub(super) fn time_budget_findings(
     out: &mut Out,
     stack: &StackReport,
@@ -241,6 +295,7 @@ pub(super) fn time_budget_findings(
     retrying: bool,
     first: &str,
     below: &str,
+    keep_it: &[String],
 ) {
     let deadline = stack.deadline_s;
     let has_wall_clock = deadline.is_some()
@@ -248,10 +303,20 @@ pub(super) fn time_budget_findings(
             .iter()
             .any(|l| l.total_timeout.is_some() || l.retry.max_elapsed.is_some());
     if retrying && !has_wall_clock {
+        // `deadline: propagate` only where it is not set already: on the
+        // callers that keep the deadline from the calls below them.
+        let propagate = if keep_it.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " and `deadline: propagate` on {} (so that it reaches {below})",
+                keep_it.join(", ")
+            )
+        };
         out.add(Severity::Warning, "no-wall-clock-budget", "clients.deadline", format!(
             "retries are bounded by attempts only: no clients.deadline, total_timeout or max_elapsed (worst case per request: {})",
             fmt_bound(stack.worst_case_s)
-        ), &format!("set clients.deadline (the user's budget) and `deadline: propagate` on {below}, or total_timeout"));
+        ), &format!("set clients.deadline (the user's budget){propagate}, or total_timeout"));
     }
     if let (Some(d), Some(false)) = (deadline, stack.fits_deadline) {
         let expected_over = stack.expected_s.is_none_or(|e| e > d);
@@ -326,7 +391,10 @@ pub(super) fn hop_findings(out: &mut Out, s: &Scenario, hop: &Hop, stack: &Stack
         };
         out.add(Severity::Error, "unbounded-retries", &format!("{rp}.max_attempts"), format!(
             "{who} retries {retries} times ({attempts} attempts, unbounded) with {no_deadline}: a failing call retries for as long as the outage lasts"
-        ), "bound it: max_attempts 2-5 for user-facing calls, and max_elapsed or a deadline (with `deadline: propagate` on every caller above)");
+        ), &format!(
+            "bound it: max_attempts 2-5 for user-facing calls, and max_elapsed or a deadline{}",
+            if hop.callers_propagate { "" } else { " (with `deadline: propagate` on every caller above)" }
+        ));
     }
     // Non-retryable statuses.
     let bad: Vec<String> = l
@@ -366,17 +434,24 @@ pub(super) fn hop_findings(out: &mut Out, s: &Scenario, hop: &Hop, stack: &Stack
     }
     retry_after_findings(out, hop, &rp, deadline);
     // Inner retries that outlive the caller's attempt (the shortest one).
-    let shortest = hop.outer.iter().min_by_key(|(_, t)| *t);
+    // A caller with `deadline: propagate` hands its attempt's deadline to
+    // this hop, which then starts no attempt or sleep past it: only the
+    // callers that do not are counted, and the fix is theirs to make (the
+    // hop's own `deadline` hands its attempts' deadlines further down).
+    let shortest = hop
+        .outer
+        .iter()
+        .filter(|(_, _, propagates)| !propagates)
+        .min_by_key(|(_, t, _)| *t);
     if retries
-        && l.deadline == DeadlineMode::None
-        && let (Some((caller, outer_t)), Some(w)) = (shortest, r.worst_case_s)
+        && let (Some((caller, outer_t, _)), Some(w)) = (shortest, r.worst_case_s)
         && w > outer_t.secs_f64()
     {
         let noun = who.split(' ').next().unwrap_or("layer");
         out.add(Severity::Warning, "inner-retries-outlive-caller", &format!("{path}.deadline"), format!(
             "{who} can spend {} on one call, longer than its caller `{caller}` waits per attempt ({outer_t}): the caller times out and retries while these retries go on as orphaned work",
             fmt_s(w)
-        ), &format!("set `deadline: propagate` on this {noun}, or fewer attempts / shorter timeouts here"));
+        ), &format!("set `deadline: propagate` on the caller `{caller}` (it then hands its attempt's deadline down, and this {noun} starts no attempt or sleep past it), or fewer attempts / shorter timeouts here"));
     }
 }
 
@@ -421,9 +496,15 @@ fn retry_after_findings(out: &mut Out, hop: &Hop, rp: &str, deadline: Option<f64
             && l.total_timeout.is_none()
             && l.retry.max_elapsed.is_none()
         {
+            // A cap is read with `honor` only: said where it is not set.
+            let fix = if mode == RetryAfterMode::Honor {
+                "set clients.deadline, or retry_after_cap"
+            } else {
+                "set clients.deadline, or retry_after_cap with `retry_after: honor`"
+            };
             out.add(Severity::Info, "retry-after-unbounded", &format!("{rp}.retry_after"), format!(
                 "{who} obeys any Retry-After with no cap and no deadline: a server can park requests for as long as it asks"
-            ), "set clients.deadline, or retry_after_cap with `retry_after: honor`");
+            ), fix);
         }
         return;
     };

@@ -43,9 +43,9 @@ use crate::scenario::types::{Idempotency, Layer, Scope, SideEffects};
 use crate::scenario::{Scenario, to_model};
 
 use super::amplification::{
-    LayerAmplification, RetryHold, attempts_per_call, calls_out, layer_amplification,
+    LayerAmplification, RetryHold, attempts_per_call, calls_out, factor_words, layer_amplification,
 };
-use super::findings::{Hop, Out, count, hop_findings, time_budget_findings};
+use super::findings::{Hop, Out, count, hop_findings, time_budget_findings, unsafe_write_fix};
 use super::timing::{LayerTiming, attempts_within, one_layer, worst_case_words};
 use super::{LayerReport, Report, Severity, StackReport, peak_rate, times};
 
@@ -396,6 +396,19 @@ pub(super) fn check_graph(s: &Scenario) -> Report {
             .map(|d| attempts_within(entry, edges[0].policy.retry.max_attempts, d)),
         amplification: calls[focus] * f64::from(deliveries),
         budgeted_amplification: budgeted[focus] * f64::from(deliveries),
+        amplification_words: format!(
+            "products of attempts x fan-out{} along each path, summed over the paths into it{}",
+            if edges.iter().any(|e| e.policy.status_probe) {
+                " (and a status probe before each retry of a call that has one)"
+            } else {
+                ""
+            },
+            if deliveries > 1 {
+                ", times the deliveries"
+            } else {
+                ""
+            }
+        ),
         deliveries,
         peak_offered_per_s: peak,
         service: Some(t.service(t.focus()).name.clone()),
@@ -538,6 +551,7 @@ fn graph_findings(
         })
         .collect();
     let reaches = deadline_reaches(t, stack.deadline_s.is_some());
+    let propagated = deadline_reaches(t, true);
     for (i, e) in edges.iter().enumerate() {
         let callee = e.callee.index();
         let outer = match e.caller {
@@ -546,15 +560,22 @@ fn graph_findings(
                 .iter()
                 .enumerate()
                 .filter(|(_, x)| x.callee == c)
-                .filter_map(|(j, _)| g.layers[j].timeout.map(|to| (name(j).to_string(), to)))
+                .filter_map(|(j, x)| {
+                    g.layers[j]
+                        .timeout
+                        .map(|to| (name(j).to_string(), to, x.policy.propagate_deadline))
+                })
                 .collect(),
         };
         let unsafe_write = unsafe_at[callee].map(|w| {
             (
                 format!(" at `{}`", s.services[w].name),
-                format!(
-                    "set `{}.idempotency: key` (or `status_probe: true` on the calls into it), or stop retrying writes",
-                    g.service_labels[w]
+                unsafe_write_fix(
+                    &format!("{}.idempotency", g.service_labels[w]),
+                    w == callee,
+                    &g.layers[i],
+                    "call",
+                    &format!("service `{}`", s.services[w].name),
                 ),
             )
         });
@@ -566,6 +587,7 @@ fn graph_findings(
             who: format!("call `{}`", name(i)),
             outer,
             deadline_reaches: reaches[i],
+            callers_propagate: propagated[i],
             unsafe_write,
             overload: &s.services[callee].overload,
             server: format!("service `{}`", s.services[callee].name),
@@ -603,15 +625,17 @@ fn graph_findings(
             .map(|e| e.index())
             .filter(|e| retrying.contains(e))
             .collect();
+        // Every factor the path's amplification multiplies (a path is
+        // counted per logical request: no deliveries).
         let product: Vec<String> = p
             .iter()
             .map(|e| {
                 let c = &g.calls[e.index()].review;
-                if c.fan_out > 1 {
-                    format!("{} x fan-out {}", c.max_attempts, c.fan_out)
-                } else {
-                    c.max_attempts.to_string()
-                }
+                factor_words(
+                    c.max_attempts,
+                    c.fan_out,
+                    edges[e.index()].policy.status_probe,
+                )
             })
             .collect();
         let innermost = *retried.last().unwrap_or(&0);
@@ -645,6 +669,13 @@ fn graph_findings(
         );
     }
     let first = "clients' call's";
+    // The calls into a service that calls others, and keep the deadline.
+    let keep_it: Vec<String> = edges
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| !e.policy.propagate_deadline && !t.service(e.callee).calls.is_empty())
+        .map(|(i, _)| format!("call `{}`", name(i)))
+        .collect();
     time_budget_findings(
         &mut out,
         stack,
@@ -652,6 +683,7 @@ fn graph_findings(
         !retrying.is_empty(),
         first,
         "the calls below",
+        &keep_it,
     );
     let focus = s.focus_service();
     for (i, (svc, label)) in g.services.iter().zip(g.service_labels).enumerate() {

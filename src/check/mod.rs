@@ -97,6 +97,11 @@ pub struct StackReport {
     /// deliveries of a message), and the budgeted bound.
     pub amplification: f64,
     pub budgeted_amplification: f64,
+    /// How `amplification` is counted, in words: every factor of the
+    /// product of a chain (`3 x fan-out 2 x (4 attempts + 3 status
+    /// probes) x 5 deliveries`), what is summed in a graph.
+    #[serde(skip)]
+    pub amplification_words: String,
     /// Deliveries of one message at most (consumers), counted in the
     /// amplification; 1 without consumers.
     pub deliveries: u32,
@@ -265,6 +270,7 @@ fn check_chain(s: &Scenario) -> Report {
     let peak = peak_rate(s);
     let mut reports = Vec::with_capacity(layers.len());
     let (mut calls, mut budgeted_calls) = (1.0, 1.0);
+    let mut factors = Vec::with_capacity(layers.len());
     for ((l, t), sl) in layers.iter().zip(&timings).zip(&s.layers) {
         let hold = amplification::RetryHold::of(
             l,
@@ -290,6 +296,11 @@ fn check_chain(s: &Scenario) -> Report {
             budget_note: amp.note,
             worst_case: timing::worst_case_words(l, sl, t),
         });
+        factors.push(amplification::factor_words(
+            attempts,
+            l.fan_out.max(1),
+            l.status_probe,
+        ));
         calls *= amplification::calls_out(l, attempts as f64);
         budgeted_calls *= amplification::calls_out(l, amp.budgeted);
     }
@@ -320,6 +331,11 @@ fn check_chain(s: &Scenario) -> Report {
         },
         amplification: calls * f64::from(deliveries),
         budgeted_amplification: budgeted_calls * f64::from(deliveries),
+        amplification_words: if factors.is_empty() {
+            amplification::product_words(&["1".to_string()], deliveries)
+        } else {
+            amplification::product_words(&factors, deliveries)
+        },
         deliveries,
         peak_offered_per_s: peak,
         service: None,

@@ -295,8 +295,9 @@ pub fn human(r: &Report, file: &str) -> String {
     };
     let _ = writeln!(
         o,
-        "amplification: {} calls at the dependency {per} (product of attempts x fan-out over the layers); {} sustained with the budgets during an outage",
+        "amplification: {} calls at the dependency {per}: {}; {} sustained with the budgets during an outage",
         up_to(s.amplification),
+        s.amplification_words,
         times(s.budgeted_amplification)
     );
     findings(&mut o, r);
@@ -452,8 +453,13 @@ fn human_graph(r: &Report, file: &str) -> String {
         let fits = match p.fits_deadline {
             Some(true) => "; fits the deadline".to_string(),
             Some(false) => format!(
-                "; does not fit the deadline: about {} attempt(s) of the clients' call do",
-                p.attempts_within_deadline.unwrap_or(1)
+                "; does not fit the deadline: about {} of the clients' call {}",
+                crate::human::plural(p.attempts_within_deadline.unwrap_or(1), "attempt"),
+                if p.attempts_within_deadline.unwrap_or(1) == 1 {
+                    "does"
+                } else {
+                    "do"
+                }
             ),
             None => String::new(),
         };
@@ -470,8 +476,13 @@ fn human_graph(r: &Report, file: &str) -> String {
     let fits = match s.fits_deadline {
         Some(true) => " (fits the deadline)".to_string(),
         Some(false) => format!(
-            " (does not fit the deadline: about {} attempt(s) of the clients' call do)",
-            s.attempts_within_deadline.unwrap_or(1)
+            " (does not fit the deadline: about {} of the clients' call {})",
+            crate::human::plural(s.attempts_within_deadline.unwrap_or(1), "attempt"),
+            if s.attempts_within_deadline.unwrap_or(1) == 1 {
+                "does"
+            } else {
+                "do"
+            }
         ),
         None => String::new(),
     };
@@ -491,9 +502,10 @@ fn human_graph(r: &Report, file: &str) -> String {
     };
     let _ = writeln!(
         o,
-        "amplification: {} calls at `{}` (analysis.service) {per} (products of attempts x fan-out along each path, summed over the paths into it); {} sustained with the budgets during an outage",
+        "amplification: {} calls at `{}` (analysis.service) {per} ({}); {} sustained with the budgets during an outage",
         up_to(s.amplification),
         s.service.as_deref().unwrap_or("?"),
+        s.amplification_words,
         times(s.budgeted_amplification)
     );
     findings(&mut o, r);

@@ -476,3 +476,124 @@ pub(super) fn longest_number(line: &str) -> usize {
         .max()
         .unwrap_or(0)
 }
+
+/// Review 13: consumers (5 deliveries), `a` with fan-out 2, `b` with a
+/// status probe, writes without a key.
+const PROBED_WRITES: &str = "\
+name: amp
+duration: 60s
+clients:
+  arrival: { kind: poisson, rate: 50/s }
+consumers:
+  concurrency: 8
+  visibility_timeout: 30s
+  max_receive_count: 5
+layers:
+  - name: a
+    timeout: 1s
+    fan_out: 2
+    retry: { max_attempts: 3, retry_on: [503] }
+  - name: b
+    timeout: 200ms
+    status_probe: true
+    retry: { max_attempts: 4, retry_on: [timeout, connection] }
+dependency:
+  concurrency: 16
+  service_time: { dist: exponential, mean: 20ms }
+  queue: { capacity: 500 }
+  side_effects: write
+";
+
+fn review(src: &str) -> Report {
+    check(&load_str(src, "x.yaml").unwrap_or_else(|e| panic!("{e}\n{src}")))
+}
+
+/// The product shown is the figure: every factor of it is listed, the
+/// status probes and the deliveries too (it read `3 x fan-out 2 x 4 =
+/// 210x`, per logical request).
+#[test]
+fn the_amplification_shown_lists_every_factor() {
+    let r = review(PROBED_WRITES);
+    assert_eq!(r.stack.amplification, 210.0);
+    let f = finding(&r, "nested-retries-without-budget");
+    assert!(
+        f.message.contains(
+            "one message can become 210 calls at the dependency (3 x fan-out 2 x (4 attempts + 3 status probes) x 5 deliveries = 210x;"
+        ),
+        "{}",
+        f.message
+    );
+    let text = render::human(&r, "x.yaml");
+    assert!(
+        text.contains(
+            "per message (up to 5 deliveries, each a logical request): 3 x fan-out 2 x (4 attempts + 3 status probes) x 5 deliveries;"
+        ),
+        "{text}"
+    );
+}
+
+/// A fix never suggests what is already set, nor what would not help:
+/// the status probe `b` has (it is no proof: still an error, with the key
+/// as the fix), a probe for the retries of `a` above it (a probe asks
+/// only before the retries of the layer that calls the dependency),
+/// `deadline: propagate` on the inner layer whose retries outlive its
+/// caller (the caller hands the deadline down), or on callers that
+/// propagate already, or `retry_after: honor` where it is set.
+#[test]
+fn fixes_suggest_only_what_is_not_set_and_helps() {
+    let r = review(PROBED_WRITES);
+    let fixes = |path: &str| -> Vec<String> {
+        r.findings
+            .iter()
+            .filter(|f| f.code == "non-idempotent-retries" && f.path == path)
+            .map(|f| f.fix.clone())
+            .collect()
+    };
+    for path in ["layers.a.retry", "layers.b.retry"] {
+        let fix = fixes(path).pop().unwrap_or_else(|| panic!("{path}"));
+        assert!(
+            fix.starts_with("set `dependency.idempotency: key`"),
+            "{fix}"
+        );
+        assert!(!fix.contains("status_probe: true"), "{path}: {fix}");
+    }
+    // Without the probe, b is told of it; a never is.
+    let unprobed = review(&PROBED_WRITES.replace("    status_probe: true\n", ""));
+    let fix_of = |r: &Report, path: &str| {
+        r.findings
+            .iter()
+            .find(|f| f.code == "non-idempotent-retries" && f.path == path)
+            .map(|f| f.fix.clone())
+            .unwrap()
+    };
+    assert!(fix_of(&unprobed, "layers.b.retry").contains("`status_probe: true` on this layer"));
+    assert!(!fix_of(&unprobed, "layers.a.retry").contains("status_probe: true"));
+    // b's retries outlive a's attempt: the fix is a's deadline.
+    let f = finding(&r, "inner-retries-outlive-caller");
+    assert!(
+        f.fix.contains("`deadline: propagate` on the caller `a`"),
+        "{}",
+        f.fix
+    );
+    let on_b = review(&PROBED_WRITES.replace(
+        "    status_probe: true\n",
+        "    status_probe: true\n    deadline: propagate\n",
+    ));
+    assert!(codes(&on_b).contains(&"inner-retries-outlive-caller"));
+    let on_a = review(&PROBED_WRITES.replace(
+        "    fan_out: 2\n",
+        "    fan_out: 2\n    deadline: propagate\n",
+    ));
+    assert!(!codes(&on_a).contains(&"inner-retries-outlive-caller"));
+    // No wall clock: propagate is suggested on a, and not once a has it.
+    let wall = |r: &Report| finding(r, "no-wall-clock-budget").fix.clone();
+    assert!(
+        wall(&r).contains("`deadline: propagate` on layer `a`"),
+        "{}",
+        wall(&r)
+    );
+    assert!(!wall(&on_a).contains("propagate"), "{}", wall(&on_a));
+    // `retry_after: honor` is the default: the cap alone is suggested.
+    let f = finding(&r, "retry-after-unbounded");
+    assert_eq!(f.fix, "set clients.deadline, or retry_after_cap");
+}

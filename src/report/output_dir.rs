@@ -17,7 +17,9 @@
 //! inputs (the scenario file, a shard folder given to `merge`), unless the
 //! input lies in a shard folder that is carried over; the current folder
 //! or one that holds it; a folder another stormsim command is writing
-//! ([`super::folder_lock`]).
+//! ([`super::folder_lock`]), or one inside it ([`check_writer_around`];
+//! a folder written inside this one meanwhile is carried over instead,
+//! [`writers_inside`]).
 //!
 //! **Decided before the work.** [`OutputDir::prepare`] makes every one of
 //! these checks, creates the parent folders, takes the lock, and creates a
@@ -221,6 +223,10 @@ pub struct OutputDir {
     /// Where files are written: `work/new/<name>` (or `work/new`).
     staging: PathBuf,
     lock: Option<FolderLock>,
+    /// The names of the locks of output folders other stormsim commands
+    /// were writing inside this one for the first time when it took its
+    /// lock: what they put in place is carried over ([`writers_inside`]).
+    pending: Vec<OsString>,
     /// Parent folders this command created, outermost first: removed
     /// again (when still empty) if nothing is committed.
     created: Vec<PathBuf>,
@@ -601,13 +607,19 @@ fn shown_list(names: &[String]) -> String {
 /// file, a folder), at any depth, as paths relative to `dir`. An entry
 /// that is not stormsim's is named whole; what lies inside it is not
 /// listed.
-fn foreign_entries(dir: &Path, mode: Mode) -> io::Result<Vec<String>> {
-    foreign_in(dir, mode, marked_entries(dir))
+fn foreign_entries(dir: &Path, mode: Mode, pending: &[OsString]) -> io::Result<Vec<String>> {
+    foreign_in(dir, mode, marked_entries(dir), pending)
 }
 
 /// [`foreign_entries`] of `dir` against the list `marked` (read from the
-/// marker of the folder `dir`'s entries come from).
-fn foreign_in(dir: &Path, mode: Mode, marked: Option<Marked>) -> io::Result<Vec<String>> {
+/// marker of the folder `dir`'s entries come from); `pending` as
+/// [`written_meanwhile`] takes it.
+fn foreign_in(
+    dir: &Path,
+    mode: Mode,
+    marked: Option<Marked>,
+    pending: &[OsString],
+) -> io::Result<Vec<String>> {
     let listed = marked.clone().unwrap_or_default();
     let mut foreign = Vec::new();
     match mode {
@@ -617,7 +629,10 @@ fn foreign_in(dir: &Path, mode: Mode, marked: Option<Marked>) -> io::Result<Vec<
                 let name = entry.file_name();
                 // A `.stormsim` file that is not stormsim's marker is the
                 // user's like any other.
-                if (name == MARKER && marked.is_some()) || is_carried(&entry.path()) {
+                if (name == MARKER && marked.is_some())
+                    || is_carried(&entry.path())
+                    || written_meanwhile(&entry.path(), pending)
+                {
                     continue;
                 }
                 owned_at(dir, &name, "", &listed, &mut foreign)?;
@@ -681,6 +696,181 @@ pub fn writer_of(dir: &Path) -> Option<(PathBuf, u32)> {
     let lock = super::folder_lock::lock_path(parent, name);
     let pid = super::folder_lock::live_holder(&lock)?;
     Some((lock, pid))
+}
+
+/// A stormsim command, other than this one, writing a folder now: the
+/// folder (absolute), its lock file and its process.
+struct Writer {
+    folder: PathBuf,
+    lock: PathBuf,
+    pid: u32,
+}
+
+/// The stormsim command writing the folder `folder` now, other than
+/// this one, if any (its lock, beside it, names a live process).
+fn writer_at(folder: &Path) -> Option<Writer> {
+    let (parent, name) = (folder.parent()?, folder.file_name()?);
+    let lock = super::folder_lock::lock_path(parent, name);
+    let pid = super::folder_lock::live_holder(&lock)?;
+    Some(Writer {
+        folder: folder.to_path_buf(),
+        lock,
+        pid,
+    })
+}
+
+/// `outer`, a folder holding `dest` (absolute), as the user wrote it in
+/// `target` when the parts of `target` below it are plain names, else its
+/// full path.
+fn shown_outer(target: &Path, dest: &Path, outer: &Path) -> String {
+    let below = dest
+        .strip_prefix(outer)
+        .map_or(0, |r| r.components().count());
+    let plain_tail = target
+        .components()
+        .rev()
+        .take(below)
+        .all(|c| matches!(c, Component::Normal(_)));
+    match target.ancestors().nth(below) {
+        Some(a) if below > 0 && plain_tail && !a.as_os_str().is_empty() => crate::escape::path(a),
+        _ => crate::escape::path(outer),
+    }
+}
+
+/// Refuses (even with force) an output inside a folder another stormsim
+/// command is writing now (`dest` is the output made absolute): its
+/// results would hold a folder it did not write, and it would be refused
+/// at its end. An output that command's replacement carries over is
+/// left to be written: a search's `tune` or a shard folder directly
+/// inside it (`stormsim tune` into `output/x/tune` while `stormsim run`
+/// writes `output/x`).
+fn check_writer_around(target: &Path, dest: &Path, contents: Contents) -> Result<(), OutputError> {
+    for (k, folder) in dest.ancestors().enumerate().skip(1) {
+        let carried = k == 1
+            && match contents {
+                Contents::Shard => true,
+                Contents::Tune => dest.file_name() == Some(OsStr::new("tune")),
+                Contents::Results => false,
+            };
+        let Some(w) = writer_at(folder).filter(|_| !carried) else {
+            continue;
+        };
+        let outer = shown_outer(target, dest, &w.folder);
+        return Err(OutputError::Refused(format!(
+            "another stormsim command (process {}) is writing {outer} (it holds the lock \
+             {}), and {} lies inside it, where a folder would stand in the way of that \
+             command's results; nothing was written: wait for it to finish, or choose a \
+             folder outside {outer}",
+            w.pid,
+            crate::escape::path(&w.lock),
+            crate::escape::path(target)
+        )));
+    }
+    Ok(())
+}
+
+/// Whether `name` is that of a lock file of stormsim's.
+fn is_lock_name(name: &OsStr) -> bool {
+    name.as_encoded_bytes().starts_with(b".stormsim-lock-")
+}
+
+/// The output folders inside `dest` (an existing folder this command
+/// replaces, whole or `mode`'s entries) that other stormsim commands are
+/// writing now, found by their locks, which lie beside them. One that
+/// exists where the replacement removes it, or any being written deeper
+/// in what is removed (looked for with `force` only), is refused, even
+/// with force: the replacement
+/// would pull it from under that command. One not there yet (a first
+/// write, staged in that command's work folder, which the replacement
+/// carries over) is returned by its lock's name: what that command puts
+/// in place is carried over too ([`written_meanwhile`]).
+fn writers_inside(
+    target: &Path,
+    dest: &Path,
+    mode: Mode,
+    force: bool,
+) -> Result<Vec<OsString>, OutputError> {
+    let Ok(entries) = fs::read_dir(dest) else {
+        return Ok(Vec::new());
+    };
+    let names: Vec<OsString> = entries.flatten().map(|e| e.file_name()).collect();
+    let removed = |name: &OsStr| match mode {
+        Mode::Folder => !is_carried(&dest.join(name)),
+        Mode::Entries(list) => list.iter().any(|n| OsStr::new(n) == name),
+    };
+    let refuse = |inner: &Path, pid: u32, lock: &Path| {
+        let rel = inner.strip_prefix(dest).unwrap_or(inner);
+        OutputError::Refused(format!(
+            "another stormsim command (process {pid}) is writing {} (it holds the lock {}), \
+             and writing {} would remove it from under that command, even with --force; \
+             nothing was written: wait for it to finish, or choose another folder",
+            crate::escape::path(&target.join(rel)),
+            crate::escape::path(lock),
+            crate::escape::path(target)
+        ))
+    };
+    let mut pending = Vec::new();
+    for lock_name in names.iter().filter(|n| is_lock_name(n)) {
+        let lock = dest.join(lock_name);
+        let Some(pid) = super::folder_lock::live_holder(&lock) else {
+            continue;
+        };
+        match names
+            .iter()
+            .find(|n| super::folder_lock::lock_path(dest, n) == lock)
+        {
+            Some(n) if removed(n) => return Err(refuse(&dest.join(n), pid, &lock)),
+            Some(_) => {}
+            None if mode == Mode::Folder => pending.push(lock_name.clone()),
+            None => {}
+        }
+    }
+    // Deeper, in every folder the replacement removes: only with force,
+    // since without it a folder holding another output folder is refused
+    // anyway (`check_owned`), before the walk would read all of it.
+    let mut stack: Vec<PathBuf> = names
+        .iter()
+        .filter(|n| force && removed(n))
+        .map(|n| dest.join(n))
+        .collect();
+    while let Some(dir) = stack.pop() {
+        if !fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+            continue;
+        }
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        let inside: Vec<OsString> = entries.flatten().map(|e| e.file_name()).collect();
+        for lock_name in inside.iter().filter(|n| is_lock_name(n)) {
+            let lock = dir.join(lock_name);
+            if let Some(pid) = super::folder_lock::live_holder(&lock) {
+                let written = inside
+                    .iter()
+                    .find(|n| super::folder_lock::lock_path(&dir, n) == lock)
+                    .map_or_else(|| dir.clone(), |n| dir.join(n));
+                return Err(refuse(&written, pid, &lock));
+            }
+        }
+        stack.extend(inside.iter().map(|n| dir.join(n)));
+    }
+    Ok(pending)
+}
+
+/// Whether `path`, an entry of a folder being replaced, is the output
+/// folder another stormsim command was writing there for the first time
+/// when this one took its lock (`pending` holds the names of their
+/// locks), now in place: it is carried over, as its work folder would
+/// have been had it not finished first.
+fn written_meanwhile(path: &Path, pending: &[OsString]) -> bool {
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return false;
+    };
+    !pending.is_empty()
+        && super::folder_lock::lock_path(parent, name)
+            .file_name()
+            .is_some_and(|l| pending.iter().any(|p| p == l))
+        && fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
+        && marked_entries(path).is_some()
 }
 
 /// `path` made absolute with its longest existing ancestor resolved
@@ -989,6 +1179,7 @@ fn check_owned(
     mode: Mode,
     contents: Contents,
     force: bool,
+    pending: &[OsString],
 ) -> Result<(), OutputError> {
     if force {
         return Ok(());
@@ -1007,7 +1198,7 @@ fn check_owned(
             contents.words()
         )));
     }
-    let foreign = foreign_entries(dest, mode).map_err(|e| {
+    let foreign = foreign_entries(dest, mode, pending).map_err(|e| {
         OutputError::Refused(format!("cannot read {}: {e}", crate::escape::path(target)))
     })?;
     if foreign.is_empty() {
@@ -1341,7 +1532,8 @@ fn recover(work: &Path, dest: &Path, mode: Mode) -> Result<String, String> {
                 Mode::Folder => marked_entries(&old),
                 Mode::Entries(_) => marked_entries(dest),
             };
-            let mut kept = foreign_in(&old, Mode::Folder, marked).map_err(|e| e.to_string())?;
+            let mut kept =
+                foreign_in(&old, Mode::Folder, marked, &[]).map_err(|e| e.to_string())?;
             if let Ok(entries) = fs::read_dir(&old) {
                 kept.extend(
                     entries
@@ -1647,8 +1839,17 @@ impl OutputDir {
         if opts.mode == Mode::Folder {
             check_nested(target, &guess, opts.force)?;
         }
+        check_writer_around(target, &guess, opts.contents)?;
         if exists {
-            check_owned(target, &guess, opts.mode, opts.contents, opts.force)?;
+            let pending = writers_inside(target, &guess, opts.mode, opts.force)?;
+            check_owned(
+                target,
+                &guess,
+                opts.mode,
+                opts.contents,
+                opts.force,
+                &pending,
+            )?;
         }
 
         let created = create_parents(&parent).map_err(|e| {
@@ -1674,6 +1875,7 @@ impl OutputDir {
             work: PathBuf::new(),
             staging: PathBuf::new(),
             lock: None,
+            pending: Vec::new(),
             created,
             committed: false,
             notes: Vec::new(),
@@ -1699,13 +1901,24 @@ impl OutputDir {
         // have to be put back.
         let stale = out.lock.as_ref().and_then(FolderLock::stale_holder);
         out.notes = clean_leftovers(&home, &tag, &out.dest, opts.mode, target, stale);
-        // Again, now that no other stormsim command can change it.
-        let again = check_kind(target, opts.mode).and_then(|exists| {
-            if exists {
-                check_owned(target, &out.dest, opts.mode, opts.contents, opts.force)
-            } else {
-                Ok(())
+        // Again, now that no other stormsim command can change it; and
+        // the commands writing around it, now that this one's lock is
+        // there for them to see (one that took its lock after this check
+        // finds this one's: of two commands, one inside the other's
+        // folder, the second is refused whichever order they start in).
+        let again = check_writer_around(target, &out.dest, opts.contents).and_then(|()| {
+            if !check_kind(target, opts.mode)? {
+                return Ok(());
             }
+            out.pending = writers_inside(target, &out.dest, opts.mode, opts.force)?;
+            check_owned(
+                target,
+                &out.dest,
+                opts.mode,
+                opts.contents,
+                opts.force,
+                &out.pending,
+            )
         });
         if let Err(e) = again {
             // What was put right stays so: said before the refusal.
@@ -1847,6 +2060,7 @@ impl OutputDir {
                 self.mode,
                 self.contents,
                 self.force,
+                &self.pending,
             )?;
         }
         let swapped = interrupt::uninterrupted(|| {
@@ -1889,7 +2103,7 @@ impl OutputDir {
             fs::rename(&self.dest, &old)
                 .map_err(|e| io_error(crate::escape::path(&self.target), &e))?;
             if !self.force {
-                let foreign = foreign_entries(&old, Mode::Folder);
+                let foreign = foreign_entries(&old, Mode::Folder, &self.pending);
                 if !foreign.as_ref().is_ok_and(Vec::is_empty) {
                     let _ = fs::rename(&old, &self.dest);
                     return Err(match foreign {
@@ -1911,7 +2125,9 @@ impl OutputDir {
         let entries = fs::read_dir(&old).map_err(|e| io_error(crate::escape::path(&old), &e))?;
         for entry in entries.flatten() {
             let (from, to) = (entry.path(), self.dest.join(entry.file_name()));
-            if is_carried(&from) && fs::symlink_metadata(&to).is_err() {
+            if (is_carried(&from) || written_meanwhile(&from, &self.pending))
+                && fs::symlink_metadata(&to).is_err()
+            {
                 fs::rename(&from, &to).map_err(|e| {
                     OutputError::Io(format!(
                         "the results are in {} but the shard folder {} could not be \
@@ -1955,7 +2171,7 @@ impl OutputDir {
             }
         }
         if !self.force {
-            let foreign = foreign_in(&old, self.mode, marked.clone());
+            let foreign = foreign_in(&old, self.mode, marked.clone(), &[]);
             if !foreign.as_ref().is_ok_and(Vec::is_empty) {
                 put_back(&moved);
                 return Err(match foreign {
@@ -2402,6 +2618,104 @@ mod tests {
         assert!(m.contains("another stormsim command is writing"), "{m}");
         drop(first);
         assert!(names(root.path()).is_empty());
+    }
+
+    /// Another stormsim command writing the folder `name` of `parent`,
+    /// as its lock file says: the line a holder writes, naming this test's
+    /// parent process (alive, and not this one).
+    #[cfg(unix)]
+    fn another_writer(parent: &Path, name: &str) -> PathBuf {
+        let lock = super::super::folder_lock::lock_path(parent, OsStr::new(name));
+        fs::write(
+            &lock,
+            format!(
+                "stormsim (process {}) is writing the folder {name} here\n",
+                std::os::unix::process::parent_id()
+            ),
+        )
+        .unwrap();
+        lock
+    }
+
+    /// An output inside a folder another command is writing is refused
+    /// before anything is made, the folder existing or not, at any depth
+    /// (`run --out c2/sub` while another writes `c2`); but a search's
+    /// `tune` directly inside it is written, since that command's
+    /// replacement carries it over.
+    #[cfg(unix)]
+    #[test]
+    fn an_output_inside_a_folder_being_written_is_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let lock = another_writer(root.path(), "c2");
+        for target in ["c2/sub", "c2/a/b"] {
+            let m = refused(OutputDir::prepare(&root.path().join(target), folder(&[])));
+            assert!(
+                m.contains(&format!(
+                    "another stormsim command (process {}) is writing",
+                    std::os::unix::process::parent_id()
+                )) && m.contains("nothing was written")
+                    && m.contains("lies inside it"),
+                "{m}"
+            );
+            assert_eq!(names(root.path()).len(), 1, "only the lock");
+        }
+        // With c2 there (the folder it replaces), and even with force.
+        fs::create_dir(root.path().join("c2")).unwrap();
+        let m = refused(OutputDir::prepare(&root.path().join("c2/sub"), forced(&[])));
+        assert!(m.contains("is writing"), "{m}");
+        assert_eq!(names(&root.path().join("c2")), Vec::<String>::new());
+        let tune = Options {
+            contents: Contents::Tune,
+            ..folder(&[])
+        };
+        drop(OutputDir::prepare(&root.path().join("c2/tune"), tune).unwrap());
+        // Once that command is done, c2/sub is written.
+        fs::remove_file(&lock).unwrap();
+        drop(OutputDir::prepare(&root.path().join("c2/sub"), folder(&[])).unwrap());
+    }
+
+    /// A folder replaced while another command writes an output folder
+    /// inside it for the first time: that folder, finished before the
+    /// replacement is put in place, is carried over (it was refused at
+    /// the commit, the whole work lost); one that already exists, being
+    /// replaced by that command, is not pulled from under it, even with
+    /// force.
+    #[cfg(unix)]
+    #[test]
+    fn an_output_folder_written_inside_meanwhile_is_carried_over() {
+        let root = tempfile::tempdir().unwrap();
+        let target = root.path().join("c3");
+        fs::create_dir(&target).unwrap();
+        let lock = another_writer(&target, "sub");
+        let out = OutputDir::prepare(&target, folder(&[])).unwrap();
+        out.write("summary.csv", b"x\n").unwrap();
+        // The other command puts its folder in place and is done.
+        let sub = OutputDir::prepare(&root.path().join("sub"), folder(&[])).unwrap();
+        sub.write("summary.csv", b"y\n").unwrap();
+        sub.commit().unwrap();
+        fs::rename(root.path().join("sub"), target.join("sub")).unwrap();
+        fs::remove_file(&lock).unwrap();
+        out.commit().unwrap();
+        assert_eq!(names(&target), [".stormsim", "sub", "summary.csv"]);
+        assert_eq!(fs::read(target.join("sub/summary.csv")).unwrap(), b"y\n");
+        // Written again, c3 is refused for the sub folder, as before.
+        assert!(refused(OutputDir::prepare(&target, folder(&[]))).contains("\"sub\""));
+        // sub being replaced by another command: c3 is refused at once.
+        another_writer(&target, "sub");
+        for opts in [folder(&[]), forced(&[])] {
+            let m = refused(OutputDir::prepare(&target, opts));
+            assert!(
+                m.contains("is writing") && m.contains("c3/sub") && m.contains("even with --force"),
+                "{m}"
+            );
+        }
+        // Deeper, with force: c3/sub/deep being written.
+        fs::remove_file(&lock).unwrap();
+        let deep = another_writer(&target.join("sub"), "deep");
+        let m = refused(OutputDir::prepare(&target, forced(&[])));
+        assert!(m.contains("is writing") && m.contains("c3/sub"), "{m}");
+        fs::remove_file(&deep).unwrap();
+        assert_eq!(fs::read(target.join("sub/summary.csv")).unwrap(), b"y\n");
     }
 
     #[test]
