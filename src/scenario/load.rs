@@ -604,10 +604,12 @@ fn parse_file(
             .into());
     }
     let tags = tag_errors(index, label);
+    let texts = text_number_errors(src, index, label);
     if let Ok(s) = &direct
         && !s.has_preset()
         && s.from_files().is_empty()
         && tags.is_empty()
+        && texts.is_empty()
     {
         return Ok(s.clone());
     }
@@ -658,6 +660,7 @@ fn parse_file(
         }
         let mut all = duplicates;
         all.extend(tags);
+        all.extend(texts);
         all.extend(errors);
         return Err(Broken {
             errors: ScenarioErrors::new(all),
@@ -676,6 +679,7 @@ fn parse_file(
     let stripped = super::schema::strip_nulls(&mut value);
     let mut reported: Vec<ScenarioError> = duplicates;
     reported.extend(tags);
+    reported.extend(texts);
     reported.extend(from_errors);
     if !with_presets
         && !stripped
@@ -689,7 +693,11 @@ fn parse_file(
             .unsupported_tags()
             .iter()
             .any(|(tagged, ..)| e.path.as_deref().is_some_and(|p| related(p, tagged)));
-        if !tagged {
+        // Nor about a number written as text (`!!str 3`), said already.
+        let known = reported
+            .iter()
+            .any(|r| r.path.is_some() && r.path == e.path);
+        if !tagged && !known {
             reported.push(e);
         }
     }
@@ -724,10 +732,7 @@ fn parse_file(
     }
     for e in &mut reported {
         if let Some(tag) = e.path.as_deref().and_then(|p| index.core_tag(p)) {
-            e.message = format!(
-                "{} (the value is written with the YAML tag `{tag}`: stormsim does not take YAML tags; write the plain value, without the tag)",
-                e.message
-            );
+            e.message = format!("{} ({})", e.message, core_tag_note(tag));
         }
     }
     let repaired = match found.scenario {
@@ -805,6 +810,14 @@ pub(crate) fn tag_message(tag: &str) -> String {
     )
 }
 
+/// What an error about a value written with one of the core schema's
+/// tags (`!!str 3`) adds: the tag is likely its cause.
+pub(crate) fn core_tag_note(tag: &str) -> String {
+    format!(
+        "the value is written with the YAML tag `{tag}`: stormsim does not take YAML tags; write the plain value, without the tag"
+    )
+}
+
 /// An error for each YAML tag of the file `index` was built from, at the
 /// tag, with the path of the field it is on.
 fn tag_errors(index: &LocationIndex, label: &str) -> Vec<ScenarioError> {
@@ -815,6 +828,29 @@ fn tag_errors(index: &LocationIndex, label: &str) -> Vec<ScenarioError> {
             ScenarioError::new(label, tag_message(tag))
                 .with_path(path.clone())
                 .at(*line, *col)
+        })
+        .collect()
+}
+
+/// An error for each number field of the file `src` written as text
+/// (`max_attempts: "3"`, `!!str 3`, `1_000`), at its value, with its
+/// path (`text_numbers`). The values of a variant or a sweep are judged
+/// where they are applied.
+fn text_number_errors(src: &str, index: &LocationIndex, label: &str) -> Vec<ScenarioError> {
+    let Some(value) = parse_value_first_wins(src) else {
+        return Vec::new();
+    };
+    super::text_numbers::in_value(&[], &value)
+        .into_iter()
+        .filter_map(|(segs, text)| {
+            let path = index.label(&segs.join("."));
+            let tagged = index.core_tag(&path).is_some();
+            let message = super::text_numbers::refusal(&segs, &text, tagged)?;
+            let e = ScenarioError::new(label, message).with_path(path.clone());
+            Some(match index.position(&path) {
+                Some((line, col)) => e.at(line, col),
+                None => e,
+            })
         })
         .collect()
 }
@@ -923,6 +959,8 @@ fn end_position(bytes: &[u8]) -> (u32, u32) {
 /// a value that is not finite, beside every other problem (refused by
 /// the reader, the whole file could not be read as a value; dropped, as
 /// a JSON value would, the problem would be lost).
+///
+/// A number spelt with `_` (`1_000`) is text, as YAML 1.2 reads it.
 pub(crate) fn parse_options() -> serde_saphyr::Options {
     let mut options = serde_saphyr::options! {
         strict_booleans: true,
@@ -942,6 +980,11 @@ pub(crate) fn parse_options() -> serde_saphyr::Options {
         with_snippet: false,
     };
     options.non_finite_float_policy = serde_saphyr::NonFiniteFloatPolicy::AsString;
+    // YAML 1.2 reads `1_000` as text (YAML 1.1 read it as a number): so
+    // does every value read before its field is known (a variant's, a
+    // sweep's, a `--set`), and a number field refuses it as text
+    // (`text_numbers`), as it does where the field is known.
+    options.underscored_numbers_as_strings = true;
     options
 }
 

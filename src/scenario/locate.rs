@@ -219,6 +219,12 @@ impl LocationIndex {
         }
     }
 
+    /// `path` as an error shows it: each item of a named list by the
+    /// file's label of it (`layers.0.timeout` is `layers.api.timeout`).
+    pub fn label(&self, path: &str) -> String {
+        self.as_file(path)
+    }
+
     /// `path` with each item of a named list written as the file labels
     /// it: an index (`services.1`) or a label of the file
     /// (`services.db`) both become the file's label of that item.

@@ -26,6 +26,7 @@ pub mod resolved;
 pub mod schema;
 pub mod slo;
 pub mod suggest;
+mod text_numbers;
 pub mod tune;
 pub mod types;
 pub mod units;

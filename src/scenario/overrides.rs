@@ -150,6 +150,19 @@ pub fn show_as_typed(errors: &mut [ScenarioError], args: &[String]) {
                     .as_deref()
                     .is_some_and(|p| p.rsplit('.').next() == Some(field))
         };
+        // A number written as text with a tag (`!!str 3`): the tag is what
+        // to remove.
+        if let Some(tag) = index.core_tag("") {
+            let typed_path = path.trim();
+            for e in errors.iter_mut().filter(|e| {
+                e.file == SET_LABEL
+                    && e.path
+                        .as_deref()
+                        .is_some_and(|p| super::collect::related(p, typed_path))
+            }) {
+                e.message = super::text_numbers::with_tag(std::mem::take(&mut e.message), tag);
+            }
+        }
         for (value, typed) in typed {
             let shown = spellings(value, typed);
             if shown.is_empty() {
@@ -255,6 +268,25 @@ pub(crate) fn apply_overrides(
                 }
             }
             Err(mut e) => issues.append(&mut e),
+        }
+    }
+    // A number written as text (`"3"`, `1_000`): refused at the path
+    // typed, as in a file.
+    for (i, &at) in order.iter().enumerate() {
+        let segs: Vec<String> = applied[i].0.split('.').map(str::to_string).collect();
+        for (below, text) in super::text_numbers::in_value(&segs, &applied[i].1) {
+            if let Some(message) = super::text_numbers::refusal(&below, &text, false) {
+                let rest: Vec<&str> = below[segs.len()..].iter().map(String::as_str).collect();
+                let typed = &sets[at].0;
+                issues.push(Issue {
+                    path: if rest.is_empty() {
+                        typed.clone()
+                    } else {
+                        format!("{typed}.{}", rest.join("."))
+                    },
+                    message,
+                });
+            }
         }
     }
     derive_seeded(&mut json, &seeded, &applied);

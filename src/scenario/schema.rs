@@ -119,6 +119,16 @@ pub(crate) fn takes_whole_numbers_only(segs: &[&str]) -> bool {
     node_at(segs).is_some_and(|n| takes(n, "integer", 0) && !takes(n, "number", 0))
 }
 
+/// Whether the field at `segs` takes a number (whole or not) and never
+/// text: a count, a ratio, a multiplier; not a duration or a rate
+/// (`100ms`, `50/s`), and not a list of outcomes, whose status codes may
+/// be words (`5xx`) as well.
+pub(crate) fn takes_numbers_not_text(segs: &[&str]) -> bool {
+    node_at(segs).is_some_and(|n| {
+        (takes(n, "integer", 0) || takes(n, "number", 0)) && !takes(n, "string", 0)
+    })
+}
+
 /// Whether the field at `segs` takes a list (one of its forms).
 pub(crate) fn is_list(segs: &[&str]) -> bool {
     node_at(segs).is_some_and(|n| takes(n, "array", 0))

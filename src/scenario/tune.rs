@@ -301,6 +301,21 @@ fn ends_of(a: &Value, b: &Value) -> Result<(f64, f64, Unit), String> {
     }
 }
 
+/// What an end of `{ int | log | range: [lo, hi] }` (`v`, searching the
+/// field at `path`) written as text is told where the field takes
+/// numbers (`{ range: ["1.5", 3] }`): the text is no number of it, as
+/// anywhere else.
+fn text_end(path: &str, v: &Value) -> Option<String> {
+    let Value::Object(m) = v else {
+        return None;
+    };
+    let segs: Vec<&str> = path.split('.').collect();
+    m.values()
+        .filter_map(Value::as_array)
+        .flatten()
+        .find_map(|end| super::text_numbers::refusal(&segs, end.as_str()?, false))
+}
+
 /// The scenario a search starts from: `s` without `tune`, `variants` and
 /// `sweep` (a search makes its own candidates).
 pub fn search_base(s: &Scenario) -> Scenario {
@@ -425,6 +440,10 @@ impl Checker {
                 continue;
             }
             if let Some(why) = not_searchable(path) {
+                self.push(at, why);
+                continue;
+            }
+            if let Some(why) = text_end(path, v) {
                 self.push(at, why);
                 continue;
             }

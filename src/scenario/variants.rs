@@ -360,6 +360,16 @@ impl Locator<'_> {
             Some(text) => super::load::as_written(message, text),
             None => message,
         };
+        // A number written as text with a tag (`!!str 3`): the tag is
+        // what to remove.
+        let tag = self.index.and_then(|i| {
+            at.and_then(|a| i.core_tag(a))
+                .or_else(|| i.core_tag(&in_file(i, self.s, path)))
+        });
+        let message = match tag {
+            Some(tag) => super::text_numbers::with_tag(message, tag),
+            None => message,
+        };
         let e = ScenarioError::new(self.file_label, message).with_path(path);
         let pos = self.index.and_then(|i| {
             at.filter(|a| i.contains(a))
