@@ -690,7 +690,7 @@ fn export_prepare(
     args: &ExportArgs,
     label: &str,
 ) -> Result<(configs::write::Exported, String, Vec<String>), i32> {
-    use configs::write::{export_text, unified_diff, wanted_from_best};
+    use configs::write::{export_given, unified_diff, wanted_from_best};
     let label = label.to_string();
     let mut selector = args.select.selector();
     let pick = match (&args.layer, &args.call) {
@@ -698,8 +698,8 @@ fn export_prepare(
         (None, Some(c)) => Some(configs::write::Pick::Call(c)),
         (None, None) => None,
     };
-    let wanted = match wanted_from_best(&args.best, pick, &args.into, &selector) {
-        Ok((w, target)) => {
+    let (wanted, given) = match wanted_from_best(&args.best, pick, &args.into, &selector) {
+        Ok((w, target, given)) => {
             selector.target = match (target, args.select.replicas) {
                 (configs::Target::Call { balancer, .. }, Some(n)) => configs::Target::Call {
                     replicas: Some(n),
@@ -707,7 +707,7 @@ fn export_prepare(
                 },
                 (t, _) => t,
             };
-            w
+            (w, given)
         }
         Err(e) => {
             print_located(&e, false);
@@ -754,7 +754,14 @@ fn export_prepare(
         errln!("error: {}: {}", escape(&label), escape(&e));
         return Err(2);
     }
-    let done = match export_text(&text, &label, args.select.format, &selector, &wanted) {
+    let done = match export_given(
+        &text,
+        &label,
+        args.select.format,
+        &selector,
+        &wanted,
+        &given,
+    ) {
         Ok(d) => d,
         Err(e) => {
             print_located(&e, false);

@@ -438,6 +438,132 @@ pub enum Wanted {
     Sets(Vec<(String, Value)>),
 }
 
+/// Who gives the tuned values, for what an export says: the policy's
+/// place in BEST and what BEST itself writes of it.
+#[derive(Clone, Debug, Default)]
+pub struct Given {
+    /// The policy's path in BEST (`layers.orders`,
+    /// `services.api.calls.db`, `clients.calls`): the paths an error
+    /// names start with it, as `--set` takes them (empty: the paths below
+    /// the policy).
+    pub at: String,
+    /// What BEST writes of the policy, below it, as written (a preset's
+    /// and a `from`'s values included). `None`: every field is given.
+    pub written: Option<Map<String, Value>>,
+    /// Whether BEST is a scenario's layer (or call), whose fields left
+    /// out are the format's defaults: such a field is not exported, the
+    /// file keeps its own value there. Otherwise (dotted paths) each
+    /// value replaces its field's whole value, defaults inside it
+    /// included, and the fields BEST does not name are the file's.
+    pub layer: bool,
+}
+
+impl Given {
+    /// `path`, a field of the policy, as an error names it: below
+    /// [`Given::at`].
+    pub fn full(&self, path: &str) -> String {
+        match (self.at.is_empty(), path.is_empty()) {
+            (true, _) => path.to_string(),
+            (false, true) => self.at.clone(),
+            (false, false) => format!("{}.{path}", self.at),
+        }
+    }
+
+    /// Whether BEST writes the field `path` of the policy: a value at it
+    /// or below it, or a value above it that holds it (`jitter: full`
+    /// holds `jitter.proportional`, `breaker: null` all of the breaker).
+    fn writes(&self, path: &str) -> bool {
+        let Some(mut map) = self.written.as_ref() else {
+            return true;
+        };
+        let segs: Vec<&str> = path.split('.').collect();
+        for (i, seg) in segs.iter().enumerate() {
+            match map.get(*seg) {
+                None => return false,
+                Some(Value::Object(m)) if i + 1 < segs.len() => map = m,
+                Some(_) => return true,
+            }
+        }
+        true
+    }
+}
+
+/// `want` with every field that differs from `cur` (both canonical) and
+/// that BEST does not write (a default of the scenario format: a jitter,
+/// a budget's scope, a breaker the tuned layer has not) given the file's
+/// value again, so that the export leaves it as the file has it. Returns
+/// those fields (the shortest path of each that BEST writes nothing of).
+fn keep_unwritten(
+    cur: &Map<String, Value>,
+    want: &mut Map<String, Value>,
+    owned: &[String],
+    given: &Given,
+) -> Vec<String> {
+    let mut kept: Vec<String> = Vec::new();
+    let Some(written) = given.written.as_ref().filter(|_| given.layer) else {
+        return kept;
+    };
+    for p in changed_leaves(cur, want, owned) {
+        if given.writes(&p) {
+            continue;
+        }
+        let segs: Vec<&str> = p.split('.').collect();
+        let Some(at) = (1..=segs.len())
+            .map(|k| segs[..k].join("."))
+            .find(|q| !given.writes(q))
+        else {
+            continue;
+        };
+        // A field of a mapping whose kind BEST chooses (`backoff: { kind:
+        // constant }`, a budget's `kind`) takes that kind's default: the
+        // file's value is of another kind.
+        let parent = at.rsplit_once('.').map_or("", |(h, _)| h);
+        let chosen = !parent.is_empty()
+            && super::get_path(written, parent)
+                .and_then(Value::as_object)
+                .is_some_and(|m| m.contains_key("kind") || m.contains_key("dist"));
+        if chosen {
+            continue;
+        }
+        if kept
+            .iter()
+            .any(|k| at == *k || at.starts_with(&format!("{k}.")))
+        {
+            continue;
+        }
+        match super::get_path(cur, &at) {
+            Some(v) => set_path(want, &at, v.clone()),
+            None => remove_path(want, &at),
+        }
+        kept.push(at);
+    }
+    kept
+}
+
+/// Whether `path` is a field of a layer or a call (`retry.jitter`), not
+/// a key path of a configuration file (`methodConfig[1].timeout`).
+fn is_policy_field(path: &str) -> bool {
+    let head = path.split('.').next().unwrap_or(path);
+    [&["layers", "0"][..], &["services", "0", "calls", "0"][..]]
+        .iter()
+        .filter_map(|at| crate::scenario::schema::fields_at(at))
+        .any(|fields| fields.iter().any(|(f, _)| f == head))
+}
+
+/// Removes the dotted `path` from a nested map, if it is there.
+fn remove_path(map: &mut Map<String, Value>, path: &str) {
+    match path.split_once('.') {
+        None => {
+            map.remove(path);
+        }
+        Some((head, rest)) => {
+            if let Some(Value::Object(m)) = map.get_mut(head) {
+                remove_path(m, rest);
+            }
+        }
+    }
+}
+
 /// The result of an export: the file before and after, and remarks.
 #[derive(Clone, Debug)]
 pub struct Exported {
@@ -513,6 +639,71 @@ pub fn export_text(
     selector: &Selector,
     wanted: &Wanted,
 ) -> Result<Exported, Vec<ScenarioError>> {
+    export_given(text, label, format, selector, wanted, &Given::default())
+}
+
+/// As [`export_text`], for the values `given` says who gives: a field of
+/// the policy is named by its full path in BEST (as `--set` takes it), a
+/// field BEST does not write keeps the file's value (a note says which),
+/// and a field the file cannot hold is one error, not one more for each
+/// part of it or default below it.
+pub fn export_given(
+    text: &str,
+    label: &str,
+    format: Format,
+    selector: &Selector,
+    wanted: &Wanted,
+    given: &Given,
+) -> Result<Exported, Vec<ScenarioError>> {
+    export_inner(text, label, format, selector, wanted, given).map_err(|errors| {
+        // The paths of the policy's fields in full; a field's error
+        // once, not again for each part of it.
+        let field =
+            |e: &ScenarioError| e.file == label && e.path.as_deref().is_some_and(is_policy_field);
+        let paths: Vec<String> = errors
+            .iter()
+            .filter(|e| field(e))
+            .filter_map(|e| e.path.clone())
+            .collect();
+        // A field BEST does not write (a default filled in beside the
+        // fields it does, such as a budget's `scope`) is not the user's
+        // mistake when one it does write beside it is refused too.
+        let written_near = |p: &str| {
+            let parent = p.rsplit_once('.').map_or("", |(h, _)| h);
+            !parent.is_empty()
+                && paths.iter().any(|q| {
+                    given.writes(q) && (q == parent || q.starts_with(&format!("{parent}.")))
+                })
+        };
+        errors
+            .into_iter()
+            .filter(|e| {
+                !(field(e)
+                    && e.path.as_deref().is_some_and(|p| {
+                        paths
+                            .iter()
+                            .any(|q| !q.is_empty() && p.starts_with(&format!("{q}.")))
+                            || (!given.writes(p) && written_near(p))
+                    }))
+            })
+            .map(|mut e| {
+                if field(&e) {
+                    e.path = e.path.map(|p| given.full(&p));
+                }
+                e
+            })
+            .collect()
+    })
+}
+
+fn export_inner(
+    text: &str,
+    label: &str,
+    format: Format,
+    selector: &Selector,
+    wanted: &Wanted,
+    given: &Given,
+) -> Result<Exported, Vec<ScenarioError>> {
     let doc = parse(text, label, format)?;
     let current = import_doc(&doc, label, format, selector)?;
     let owned: Vec<String> = current.fragment.keys().cloned().collect();
@@ -556,6 +747,12 @@ pub fn export_text(
             implied.extend(super::resilience4j::implied_truncation(&mut want));
         }
     }
+    let kept = keep_unwritten(&cur, &mut want, &owned, given);
+    if !kept.is_empty()
+        && let Ok(again) = canonical(&want, label)
+    {
+        want = again;
+    }
     let changed = changed_leaves(&cur, &want, &owned);
     if changed.is_empty() {
         return Ok(Exported {
@@ -581,6 +778,13 @@ pub fn export_text(
         edit::crlf_edits(text, &mut edits);
     }
     notes.extend(implied);
+    if !kept.is_empty() {
+        let kept: Vec<String> = kept.iter().map(|k| given.full(k)).collect();
+        notes.push(format!(
+            "the tuned values do not write {}: the file keeps its own there (the scenario's defaults are not exported)",
+            kept.join(", ")
+        ));
+    }
     let after = edit::apply(text, edits).map_err(|e| vec![ScenarioError::new(label, e)])?;
     // The edited file must read back as exactly the tuned values.
     let again = super::import_text(&after, label, format, selector).map_err(|e| {
@@ -623,7 +827,7 @@ pub fn export_text(
         // it to one that was given (an Istio `retries` block without
         // `attempts` ignores its `retryOn` and `perTryTimeout` until
         // `attempts` is written). Say what to give.
-        let given = |p: &str| match wanted {
+        let was_given = |p: &str| match wanted {
             Wanted::Layer(_) => true,
             Wanted::Sets(sets) => sets.iter().any(|(s, _)| {
                 s == p || p.starts_with(&format!("{s}.")) || s.starts_with(&format!("{p}."))
@@ -632,7 +836,7 @@ pub fn export_text(
         return Err(off
             .iter()
             .map(|p| {
-                let message = if given(p) {
+                let message = if was_given(p) {
                     format!(
                         "the file cannot hold {} exactly: it would read back as {}; nothing was written",
                         show(leaves_w.get(p)),
@@ -640,9 +844,10 @@ pub fn export_text(
                     )
                 } else {
                     format!(
-                        "not given, but the change would make the file give {} here (it gives {} now): the file ties it to a value that was given; nothing was written. Give `{p}` too, this value to accept it or one of your own",
+                        "not given, but the change would make the file give {} here (it gives {} now): the file ties it to a value that was given; nothing was written. Give `{}` too, this value to accept it or one of your own",
                         show(leaves_b.get(p)),
-                        show(leaves_w.get(p))
+                        show(leaves_w.get(p)),
+                        given.full(p)
                     )
                 };
                 ScenarioError::new(label, message).with_path(p.clone())
@@ -749,7 +954,7 @@ pub fn wanted_from_best(
     pick: Option<Pick<'_>>,
     into: &Path,
     given: &Selector,
-) -> Result<(Wanted, Target), Vec<ScenarioError>> {
+) -> Result<(Wanted, Target, Given), Vec<ScenarioError>> {
     let label = crate::escape::path(best);
     let text = super::read_file(best, &label).map_err(|e| vec![e])?;
     // A key given twice, as the scenario loader says it.
@@ -881,7 +1086,7 @@ pub fn wanted_from_best(
                 }
             }
         };
-        let Some((_, _, v, _, target)) = found else {
+        let Some((at, _, v, _, target)) = found else {
             let names = |what: &str, v: &[&str]| {
                 if v.is_empty() {
                     format!("the scenario has no {what}")
@@ -911,8 +1116,13 @@ pub fn wanted_from_best(
                 },
             )]);
         };
+        let given = Given {
+            at: at.clone(),
+            written: written_policy(&text, best, &label, at),
+            layer: true,
+        };
         return match v {
-            Value::Object(m) => Ok((Wanted::Layer(m.clone()), *target)),
+            Value::Object(m) => Ok((Wanted::Layer(m.clone()), *target, given)),
             _ => Err(vec![ScenarioError::new(&label, "the layer cannot be read")]),
         };
     }
@@ -999,6 +1209,35 @@ pub fn wanted_from_best(
     for (field, v) in &picked {
         let mut one = Map::new();
         super::set_path(&mut one, field, v.clone());
+        // A whole number out of the field's range (`max_attempts: 5000`):
+        // no scenario takes it, whatever file it would be written into.
+        for (at, n) in whole_numbers(&format!("{prefix}.{field}"), v) {
+            let Some((lo, hi)) = crate::scenario::ranges::real_range(&at) else {
+                continue;
+            };
+            if n.is_some_and(|n| (lo..=hi).contains(&n)) {
+                continue;
+            }
+            let shown = index
+                .scalar(&at)
+                .map_or_else(|| get_number(v, &at).unwrap_or_default(), str::to_string);
+            let mut e = ScenarioError::new(
+                &label,
+                format!("expected a whole number from {lo} to {hi}, found {shown}"),
+            )
+            .with_path(at.clone());
+            if let Some((line, col)) = index.position(&at) {
+                e = e.at(line, col);
+            }
+            errors.push(e);
+        }
+        if errors.iter().any(|e| {
+            e.path.as_deref().is_some_and(|p| {
+                p == format!("{prefix}.{field}") || p.starts_with(&format!("{prefix}.{field}."))
+            })
+        }) {
+            continue;
+        }
         if let Err(e) = canonical(&one, &label) {
             let key = format!("{prefix}.{field}");
             // A field this one needs beside it (a backoff's `kind`) is
@@ -1011,6 +1250,8 @@ pub fn wanted_from_best(
                 if let Some(m) = e.message.strip_prefix("the tuned values are not a layer: ") {
                     e.message = m.to_string();
                 }
+                // The field's range, not its storage type's.
+                e.message = crate::scenario::ranges::with_real_range(&key, e.message);
                 if let Some((line, col)) = index.position(&key) {
                     e = e.at(line, col);
                 }
@@ -1029,7 +1270,89 @@ pub fn wanted_from_best(
     } else {
         Target::Layer
     };
-    Ok((Wanted::Sets(picked), target))
+    let mut written = Map::new();
+    for (field, v) in &picked {
+        set_path(&mut written, field, v.clone());
+    }
+    let given = Given {
+        at: prefix,
+        written: Some(written),
+        layer: false,
+    };
+    Ok((Wanted::Sets(picked), target, given))
+}
+
+/// The numbers of `v`, the value at `path`, by path: each whole number
+/// (`None` for one that is negative, too large or not whole, which no
+/// whole-number field takes).
+fn whole_numbers(path: &str, v: &Value) -> Vec<(String, Option<u64>)> {
+    match v {
+        Value::Number(n) => vec![(path.to_string(), n.as_u64())],
+        Value::Object(m) => m
+            .iter()
+            .flat_map(|(k, v)| whole_numbers(&format!("{path}.{k}"), v))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The number at `path` (below `v`'s own path, whatever it is) as JSON
+/// writes it.
+fn get_number(v: &Value, path: &str) -> Option<String> {
+    match v {
+        Value::Number(n) => Some(n.to_string()),
+        Value::Object(m) => m.iter().find_map(|(k, x)| {
+            path.ends_with(&format!(".{k}"))
+                .then(|| get_number(x, path))
+                .flatten()
+        }),
+        _ => None,
+    }
+}
+
+/// What the scenario `text` (the file `best`) writes of the policy at
+/// `at` (`layers.orders`, `services.api.calls.db`, `clients.calls`), with
+/// the values of its preset and its `from` file, but none of the format's
+/// defaults; `None` when it cannot be told.
+fn written_policy(text: &str, best: &Path, label: &str, at: &str) -> Option<Map<String, Value>> {
+    let mut value = crate::scenario::load::parse_value_first_wins(text)?;
+    let index = crate::scenario::locate::LocationIndex::build(text);
+    let mut warnings = Vec::new();
+    let _ = crate::scenario::from_file::fill_from_layers(
+        &mut value,
+        best.parent(),
+        label,
+        &index,
+        &mut warnings,
+    );
+    crate::scenario::presets::for_preset_policies(
+        &mut value,
+        |_| true,
+        crate::scenario::presets::fill_layer,
+    );
+    let item = |list: Option<&Value>, name: &str, or: &str| -> Option<Value> {
+        list?
+            .as_array()?
+            .iter()
+            .find(|v| {
+                let label = v.get("name").or_else(|| v.get(or)).and_then(Value::as_str);
+                label == Some(name)
+            })
+            .cloned()
+    };
+    let policy = if let Some(name) = at.strip_prefix("layers.") {
+        item(value.get("layers"), name, "name")?
+    } else if at == "clients.calls" {
+        value.get("clients")?.get("calls")?.clone()
+    } else {
+        let (svc, call) = at.strip_prefix("services.")?.split_once(".calls.")?;
+        let svc = item(value.get("services"), svc, "name")?;
+        item(svc.get("calls"), call, "to")?
+    };
+    match policy {
+        Value::Object(m) => Some(m),
+        _ => None,
+    }
 }
 
 /// The keys of a dotted-path BEST file that set one field (or a field and

@@ -204,7 +204,7 @@ fn errors_exit_2_and_write_nothing() {
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(
         stderr.starts_with(
-            "service-config.json: retry.jitter: cannot be written to this file: fixed by gRPC"
+            "service-config.json: layers.orders.retry.jitter: cannot be written to this file: fixed by gRPC"
         ),
         "{stderr}"
     );

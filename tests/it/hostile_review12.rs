@@ -2,8 +2,9 @@
 //! error among the others (H1), numbers are quoted as written wherever an
 //! error is found (H2), a number field refuses text that spells a number
 //! (H3), `check` judges each layer by the deadline that reaches it (H4),
-//! and every refused `--out` says that nothing was written (H6). Not yet
-//! fixed, so not here: `export`'s ranges, paths and defaults (H5).
+//! `export` names the tuned values as BEST gives them (their fields'
+//! ranges, full paths, no error about a default: H5), and every refused
+//! `--out` says that nothing was written (H6).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -461,4 +462,132 @@ fn a_number_written_as_text_is_refused_everywhere() {
         ],
     );
     assert_eq!(code, Some(0), "{err}");
+}
+
+/// `export BEST --into FILE ARGS… --dry-run` in `dir`: exit code, stdout
+/// and stderr.
+fn export_in(dir: &Path, best: &str, into: &str, args: &[&str]) -> (Option<i32>, String, String) {
+    let o = stormsim()
+        .current_dir(dir)
+        .args(["export", best, "--into", into, "--dry-run"])
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr(&o),
+    )
+}
+
+/// H5: `export` speaks of the tuned values as BEST gives them: a value
+/// out of its field's range is refused with that range (not its storage
+/// type's), a field is named by the full path `--set` takes, and a field
+/// BEST does not write (a default: a jitter, a budget's `scope`, a part of
+/// a value refused already) is no error: the file keeps its own value
+/// there, and a note says so.
+#[test]
+fn export_names_what_best_gives_as_best_gives_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/configs");
+    for f in ["service-config.json", "application.yml"] {
+        fs::copy(fixtures.join(f), dir.join(f)).unwrap();
+    }
+    let grpc = [
+        "--format",
+        "grpc-service-config",
+        "--method",
+        "orders.v1.Orders/CreateOrder",
+    ];
+    let r4j = ["--format", "resilience4j", "--instance", "paymentService"];
+    // (a) The field's own range, at BEST's line and column.
+    for (line, want) in [
+        (
+            "layers.orders.retry.max_attempts: 5000000000",
+            "best.yaml:1:35: layers.orders.retry.max_attempts: expected a whole number from 1 to 1000, found 5000000000",
+        ),
+        (
+            "layers.orders.retry.max_attempts: 5000",
+            "best.yaml:1:35: layers.orders.retry.max_attempts: expected a whole number from 1 to 1000, found 5000",
+        ),
+        (
+            "layers.orders.instances: 4294967296",
+            "best.yaml:1:26: layers.orders.instances: expected a whole number from 1 to 1000000, found 4294967296",
+        ),
+    ] {
+        fs::write(dir.join("best.yaml"), format!("{line}\n")).unwrap();
+        let (code, _, err) = export_in(dir, "best.yaml", "service-config.json", &grpc);
+        assert_eq!(code, Some(2), "{line}: {err}");
+        assert!(err.contains(want), "{line}: {want}\n{err}");
+        assert!(!err.contains("4294967295"), "{line}: {err}");
+    }
+    // (b) Full paths, as `--set` takes them; (c) one error for a value
+    // the file cannot hold, none for what it replaces.
+    fs::write(dir.join("best.yaml"), "layers.orders.retry.jitter: full\n").unwrap();
+    let (code, _, err) = export_in(dir, "best.yaml", "service-config.json", &grpc);
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(
+        err,
+        "service-config.json: layers.orders.retry.jitter: cannot be written to this file: fixed by gRPC (exponential backoff, jitter ×U(0.8, 1.2), pushback honoured: gRFC A6)\n"
+    );
+    fs::write(
+        dir.join("best.yaml"),
+        "layers.orders.hedging.delay: 5ms\nlayers.orders.retry.budget: { kind: token_bucket, max_tokens: 20, token_ratio: 0.2 }\n",
+    )
+    .unwrap();
+    let (code, _, err) = export_in(dir, "best.yaml", "application.yml", &r4j);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(
+            "application.yml: layers.orders.hedging.delay: a resilience4j file holds no `hedging`"
+        ),
+        "{err}"
+    );
+    // (c) A scenario as BEST: the fields it leaves to their defaults
+    // (jitter, Retry-After, a budget's scope, the breaker it has not) are
+    // no errors; what it writes is exported, or refused by its own path.
+    let scenario = "\
+name: best
+duration: 60s
+clients:
+  arrival: { kind: poisson, rate: 100/s }
+layers:
+  - name: orders
+    total_timeout: 4s
+    retry:
+      max_attempts: 3
+      backoff: { kind: exponential, base: 250ms, multiplier: 2, cap: 1s }
+      retry_on: [connection, 503]
+      budget: { kind: token_bucket, max_tokens: 20, token_ratio: 0.2 }
+dependency:
+  concurrency: 8
+  service_time: { dist: exponential, mean: 5ms }
+";
+    fs::write(dir.join("best.yaml"), scenario).unwrap();
+    let (code, out, err) = export_in(dir, "best.yaml", "service-config.json", &grpc);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("+        \"maxAttempts\": 3,"), "{out}");
+    assert!(
+        err.contains("note: the tuned values do not write layers.orders.retry.jitter, layers.orders.retry.retry_after: the file keeps its own there"),
+        "{err}"
+    );
+    let (code, _, err) = export_in(dir, "best.yaml", "application.yml", &r4j);
+    assert_eq!(code, Some(2), "{err}");
+    for want in [
+        "application.yml: layers.orders.retry.budget.kind: cannot be written to this file",
+        "application.yml: layers.orders.retry.retry_on: cannot be written to this file",
+    ] {
+        assert!(err.contains(want), "{want}\n{err}");
+    }
+    for unwritten in ["budget.scope", "jitter", "retry_after", "breaker"] {
+        assert!(!err.contains(unwritten), "{unwritten}\n{err}");
+    }
+    // Nothing was written.
+    for f in ["service-config.json", "application.yml"] {
+        assert_eq!(
+            fs::read(dir.join(f)).unwrap(),
+            fs::read(fixtures.join(f)).unwrap()
+        );
+    }
 }
