@@ -124,15 +124,18 @@ const VARIANT_BYTES: u64 = 48_000;
 const VARIANT_ITEM_BYTES: u64 = 6_000;
 /// Bytes the charts hold per point of a variant's series while they read
 /// the tables back, per layer or service it describes, with the point
-/// itself (its running means over replicates: measured, a sweep of 100
-/// variants of one layer and one service peaked 120 MB higher with 1 200
-/// buckets a run than with 600, about 2 kB a bucket). A run of more than
-/// `MAX_POINTS` buckets is read in groups of buckets, at most
-/// `MAX_POINTS` points, and the variants of a table share at most
-/// `MAX_CHART_POINTS` (`report::chart_data::Bins`): twice that (the time
-/// series, then those of the services, beside them), and a point a
-/// series past it.
-const VARIANT_BUCKET_BYTES: u64 = 700;
+/// itself (its running means over replicates, 48 bytes a series, and the
+/// point drawn, 32: six series of `timeseries.csv`, one to three of
+/// `services_timeseries.csv` a service). Measured with heaptrack: `plot`
+/// of a 2 000-point sweep of 1 000 buckets, one layer and one service
+/// (100 000 points of each table, the most), held 57 MB for them, about
+/// 570 bytes a point of both tables (it was about 2 kB a bucket while the
+/// series were maps). A run of more than `MAX_POINTS` buckets is read in
+/// groups of buckets, at most `MAX_POINTS` points, and the variants of a
+/// table share at most `MAX_CHART_POINTS` (`report::chart_data::Bins`):
+/// twice that (the time series, then those of the services, beside
+/// them), and a point a series past it.
+const VARIANT_BUCKET_BYTES: u64 = 350;
 /// Bytes a run's result holds until the folder is written: its summary
 /// cells and names (its rows of `timeseries.csv` and
 /// `services_timeseries.csv` are written as it ends, not kept).

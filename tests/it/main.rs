@@ -53,6 +53,7 @@ mod out_of_memory;
 mod output_folders;
 mod override_errors;
 mod plot_input;
+mod plot_memory;
 mod policies;
 mod pools;
 mod priority;
