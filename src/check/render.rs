@@ -453,13 +453,8 @@ fn human_graph(r: &Report, file: &str) -> String {
         let fits = match p.fits_deadline {
             Some(true) => "; fits the deadline".to_string(),
             Some(false) => format!(
-                "; does not fit the deadline: about {} of the clients' call {}",
-                crate::human::plural(p.attempts_within_deadline.unwrap_or(1), "attempt"),
-                if p.attempts_within_deadline.unwrap_or(1) == 1 {
-                    "does"
-                } else {
-                    "do"
-                }
+                "; does not fit the deadline: {}",
+                attempts_that_fit(p.attempts_within_deadline)
             ),
             None => String::new(),
         };
@@ -476,13 +471,8 @@ fn human_graph(r: &Report, file: &str) -> String {
     let fits = match s.fits_deadline {
         Some(true) => " (fits the deadline)".to_string(),
         Some(false) => format!(
-            " (does not fit the deadline: about {} of the clients' call {})",
-            crate::human::plural(s.attempts_within_deadline.unwrap_or(1), "attempt"),
-            if s.attempts_within_deadline.unwrap_or(1) == 1 {
-                "does"
-            } else {
-                "do"
-            }
+            " (does not fit the deadline: {})",
+            attempts_that_fit(s.attempts_within_deadline)
         ),
         None => String::new(),
     };
@@ -510,6 +500,17 @@ fn human_graph(r: &Report, file: &str) -> String {
     );
     findings(&mut o, r);
     o
+}
+
+/// How many of the clients' attempts fit their deadline, in words
+/// ("about 1 attempt of the clients' call does").
+fn attempts_that_fit(attempts: Option<u32>) -> String {
+    let n = attempts.unwrap_or(1);
+    let verb = if n == 1 { "does" } else { "do" };
+    format!(
+        "about {} of the clients' call {verb}",
+        crate::human::plural(n, "attempt")
+    )
 }
 
 #[cfg(test)]

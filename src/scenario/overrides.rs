@@ -722,6 +722,19 @@ fn derive_seeded(json: &mut Value, seeded: &[(String, usize)], sets: &[(String, 
 }
 
 /// The node at `path` (segments as [`put`] takes them), if there is one.
+pub(super) fn node<'a>(root: &'a Value, path: &str) -> Option<&'a Value> {
+    let mut cur = root;
+    for seg in path.split('.') {
+        cur = match cur {
+            Value::Object(map) => map.get(seg)?,
+            Value::Array(items) => &items[item_index(items, seg, "", path).ok()?],
+            _ => return None,
+        };
+    }
+    Some(cur)
+}
+
+/// As [`node`], to change it.
 fn node_mut<'a>(root: &'a mut Value, path: &str) -> Option<&'a mut Value> {
     let mut cur = root;
     for seg in path.split('.') {

@@ -1038,7 +1038,7 @@ pub(crate) fn set_warnings(base: &Scenario, s: &Scenario, sets: &[(String, Value
             let Some(rest) = nk.strip_prefix(&format!("{norm}.")) else {
                 continue;
             };
-            if value_at(value, rest).is_some() {
+            if super::overrides::node(value, rest).is_some() {
                 warnings.push(format!(
                     "--set {path}: its `{rest}` has no effect: the sweep sets `{key}` at every point"
                 ));
@@ -1073,16 +1073,6 @@ pub(crate) fn set_warnings(base: &Scenario, s: &Scenario, sets: &[(String, Value
         }
     }
     warnings
-}
-
-/// The part of `value` at the dotted `path` (a key of a mapping, or an
-/// index of a list, at each step), if it holds one.
-fn value_at<'a>(value: &'a Value, path: &str) -> Option<&'a Value> {
-    path.split('.').try_fold(value, |v, seg| match v {
-        Value::Object(m) => m.get(seg),
-        Value::Array(a) => a.get(seg.parse::<usize>().ok()?),
-        _ => None,
-    })
 }
 
 /// The grid's points: one list of (path, value) per combination.

@@ -1,5 +1,6 @@
 //! File helpers of the tests that damage or copy output folders: one
-//! cell of a table changed, a folder copied whole or its files read.
+//! cell of a table changed, a folder copied whole or its files read; and
+//! the small scenario the hostile-review tests edit.
 
 use std::fs;
 use std::path::Path;
@@ -73,4 +74,37 @@ pub fn scenario(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("scenarios")
         .join(name)
+}
+
+/// A small run: one layer with an exponential backoff.
+pub const SMALL: &str = "\
+name: small
+seed: 3
+duration: 6s
+bucket: 1s
+replicates: 1
+clients:
+  arrival: { kind: poisson, rate: 50/s }
+layers:
+  - name: edge
+    timeout: 200ms
+    retry:
+      max_attempts: 3
+      backoff: { kind: exponential, base: 10ms, multiplier: 2, cap: 1s }
+      jitter: none
+      retry_on: [timeout, connection, 503]
+dependency:
+  concurrency: 8
+  service_time: { dist: exponential, mean: 5ms }
+  queue: { capacity: 64 }
+";
+
+/// The names in `dir`, sorted.
+pub fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
 }

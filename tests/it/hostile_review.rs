@@ -16,6 +16,8 @@ use std::path::Path;
 
 use assert_cmd::Command;
 
+use crate::common::files::names;
+
 const SCENARIO: &str = "\
 name: q
 seed: 1
@@ -48,16 +50,6 @@ fn folder() -> tempfile::TempDir {
 
 fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// The names in `dir`, sorted.
-fn names(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
 }
 
 #[test]

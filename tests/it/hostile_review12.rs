@@ -10,34 +10,11 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use crate::common::files::stormsim;
+use crate::common::files::{SMALL, stormsim};
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
-
-/// A small run: one layer with an exponential backoff.
-const SMALL: &str = "\
-name: small
-seed: 3
-duration: 6s
-bucket: 1s
-replicates: 1
-clients:
-  arrival: { kind: poisson, rate: 50/s }
-layers:
-  - name: edge
-    timeout: 200ms
-    retry:
-      max_attempts: 3
-      backoff: { kind: exponential, base: 10ms, multiplier: 2, cap: 1s }
-      jitter: none
-      retry_on: [timeout, connection, 503]
-dependency:
-  concurrency: 8
-  service_time: { dist: exponential, mean: 5ms }
-  queue: { capacity: 64 }
-";
 
 /// `SMALL` with each `(from, to)` replaced, written as `name` in `dir`.
 fn small_with(dir: &Path, name: &str, edits: &[(&str, &str)]) -> PathBuf {

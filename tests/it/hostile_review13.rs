@@ -4,42 +4,9 @@
 //! set (C1), and counts agree with their nouns (W1).
 
 use std::fs;
-use std::path::Path;
 
-use crate::common::files::{snapshot, stormsim};
+use crate::common::files::{SMALL, names, snapshot, stormsim};
 use stormsim::report::folder_lock::FolderLock;
-
-/// A small run: one layer with an exponential backoff.
-const SMALL: &str = "\
-name: small
-seed: 3
-duration: 6s
-bucket: 1s
-replicates: 1
-clients:
-  arrival: { kind: poisson, rate: 50/s }
-layers:
-  - name: edge
-    timeout: 200ms
-    retry:
-      max_attempts: 3
-      backoff: { kind: exponential, base: 10ms, multiplier: 2, cap: 1s }
-      jitter: none
-      retry_on: [timeout, connection, 503]
-dependency:
-  concurrency: 8
-  service_time: { dist: exponential, mean: 5ms }
-  queue: { capacity: 64 }
-";
-
-fn names(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
-}
 
 /// L1: while another command writes `c2` (this test holds its lock, as
 /// a run would), `run --out c2/sub` is refused at once, exit 2, naming the
