@@ -18,9 +18,11 @@
 //! - the time charts need, per variant and bucket, the running sum,
 //!   count, minimum and maximum over replicates of six series (attempts
 //!   and offered load per second, amplification, goodput, p50 and p99
-//!   latency: `chart_data::Acc`), then thinned to at most `MAX_POINTS`
-//!   points; the services charts the same per variant, service and bucket
-//!   of load ratio, capacity and concurrency limit (`graph_data`), and the
+//!   latency: `chart_data::Acc`), read in groups of buckets so that a
+//!   series holds at most `MAX_POINTS` points and the variants of a table
+//!   together at most `MAX_CHART_POINTS` (`chart_data::Bins`); the
+//!   services charts the same per variant, service and bucket of load
+//!   ratio, capacity and concurrency limit (`graph_data`), and the
 //!   capacity lines per bucket (`capacity_series`), from the same rows.
 //!   These aggregates are fed in one pass over the tables as written, read
 //!   back from the work folder (`ChartData::from_checked_source`), so the

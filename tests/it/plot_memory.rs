@@ -95,3 +95,39 @@ fn plot_merge_and_run_of_a_wide_sweep_fit_a_small_address_space() {
             == std::fs::read(d.join("m/report.html")).unwrap()
     );
 }
+
+/// The points of `services_timeseries.csv` are shared by the variants ×
+/// the services `services.csv` lists, so a table that names others (each
+/// one more series of every variant: up to 1 000 services, a thousand
+/// times the points planned) is refused, not read: a run writes the same
+/// services to both.
+#[test]
+fn a_services_timeseries_naming_a_service_services_csv_does_not_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("q");
+    assert_cmd::Command::cargo_bin("stormsim")
+        .unwrap()
+        .args(["run", "scenarios/quickstart.yaml", "--quiet", "--out"])
+        .arg(&folder)
+        .assert()
+        .success();
+    let table = folder.join("services_timeseries.csv");
+    let text = std::fs::read_to_string(&table).unwrap();
+    assert!(text.contains(",dependency,"));
+    std::fs::write(&table, text.replace(",dependency,", ",ghost,")).unwrap();
+    let out = assert_cmd::Command::cargo_bin("stormsim")
+        .unwrap()
+        .arg("plot")
+        .arg(&folder)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "services_timeseries.csv: the service \"ghost\" is not in services.csv (a run \
+             writes the same services to both: was the folder changed?); nothing was written"
+        ),
+        "{stderr}"
+    );
+}
