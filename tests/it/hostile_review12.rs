@@ -591,3 +591,78 @@ dependency:
         );
     }
 }
+
+/// H7: a duration that is not finite (`.nan`, `.inf`, `-.Inf`) is said to
+/// be so wherever it is written (a field, a variant's overrides, a sweep,
+/// a `--set`), never read as a number with an unknown unit `nan`; and it
+/// is quoted as written, also inside a mapping, from a file and from a
+/// `--set` alike.
+#[test]
+fn a_duration_that_is_not_finite_is_said_so_as_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    for spelling in [".nan", ".inf", "-.Inf", ".NaN"] {
+        let f = small_with(
+            tmp.path(),
+            "d.yaml",
+            &[
+                ("timeout: 200ms", &format!("timeout: {spelling}")),
+                (
+                    "dependency:",
+                    &format!(
+                        "variants:\n  a: {{ layers.edge.retry.backoff.base: {spelling} }}\n  b: {{ layers.edge.retry.backoff: {{ kind: exponential, base: {spelling} }} }}\nsweep:\n  dependency.queue.timeout: [{spelling}, 1s]\ndependency:"
+                    ),
+                ),
+            ],
+        );
+        let not_finite = format!(
+            "duration `{spelling}` is not a finite duration; expected a number with a unit, such as 250ms or 2s"
+        );
+        let (code, err) = validate(&f, &[]);
+        assert_eq!(code, Some(2), "{err}");
+        for want in [
+            format!("d.yaml:10:14: layers.edge.timeout: {not_finite}"),
+            format!("variants.0.set.layers.edge.retry.backoff.base: in variant `a`: {not_finite}"),
+            format!(
+                "variants.1.set.layers.edge.retry.backoff: in variant `b`: layers.edge.retry.backoff.base: {not_finite}"
+            ),
+            format!("sweep.dependency.queue.timeout: sweep value {spelling}: {not_finite}"),
+        ] {
+            assert!(err.contains(&want), "{want}\n{err}");
+        }
+        assert!(
+            !err.contains("unknown unit") && !err.contains("no unit"),
+            "{err}"
+        );
+        let good = small_with(tmp.path(), "good.yaml", &[]);
+        let (code, err) = validate(
+            &good,
+            &[
+                "--set",
+                &format!("layers.edge.timeout={spelling}"),
+                "--set",
+                &format!("layers.edge.retry.backoff={{kind: exponential, base: {spelling}}}"),
+                "--set",
+                &format!("variants={{b: {{layers.edge.retry.backoff: {{base: {spelling}}}}}}}"),
+                "--set",
+                &format!("sweep.dependency.queue.timeout=[{spelling}, 1s]"),
+            ],
+        );
+        assert_eq!(code, Some(2), "{err}");
+        for want in [
+            format!("<--set>: layers.edge.timeout: {not_finite}"),
+            format!("<--set>: layers.edge.retry.backoff.base: {not_finite}"),
+            format!(
+                "<--set>: variants.0.set.layers.edge.retry.backoff: in variant `b`: layers.edge.retry.backoff.base: {not_finite}"
+            ),
+            format!(
+                "<--set>: sweep.dependency.queue.timeout: sweep value {spelling}: {not_finite}"
+            ),
+        ] {
+            assert!(err.contains(&want), "{want}\n{err}");
+        }
+        assert!(
+            !err.contains("unknown unit") && !err.contains("no unit"),
+            "{err}"
+        );
+    }
+}
