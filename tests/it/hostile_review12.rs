@@ -666,3 +666,35 @@ fn a_duration_that_is_not_finite_is_said_so_as_written() {
         );
     }
 }
+
+/// H3, a count under a key the file names (`shed_by_priority`: a class of
+/// clients → a queue length): text that spells a number is refused there
+/// too, in the file and in a `--set`.
+#[test]
+fn a_count_under_a_named_key_refuses_text() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = small_with(
+        tmp.path(),
+        "s.yaml",
+        &[(
+            "queue: { capacity: 64 }",
+            "queue: { capacity: 64 }\n  shed_by_priority: { background: \"50\" }",
+        )],
+    );
+    let (code, err) = validate(&f, &[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("s.yaml:20:35: dependency.shed_by_priority.background: expected a whole number (at most 4294967295), found the text \"50\" (remove the quotes)"),
+        "{err}"
+    );
+    let good = small_with(tmp.path(), "good.yaml", &[]);
+    let (code, err) = validate(
+        &good,
+        &["--set", "dependency.shed_by_priority={background: '50'}"],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("<--set>: dependency.shed_by_priority.background: expected a whole number (at most 4294967295), found the text \"50\" (remove the quotes)"),
+        "{err}"
+    );
+}
