@@ -163,6 +163,28 @@ pub fn show_as_typed(errors: &mut [ScenarioError], args: &[String]) {
                 e.message = super::text_numbers::with_tag(std::mem::take(&mut e.message), tag);
             }
         }
+        // A value that is not finite inside a mapping (`{ base: -.Inf }`,
+        // a variant's overrides) is held as YAML's canonical text
+        // (`-.inf`): quoted as typed too, in the errors about the path
+        // set.
+        let mut inner: Vec<(&Value, &str)> = Vec::new();
+        if value.is_object() {
+            non_finite_inside(&value, "", &index, &mut inner);
+        }
+        let typed_path = path.trim();
+        let under = |e: &ScenarioError| {
+            e.file == SET_LABEL
+                && e.path
+                    .as_deref()
+                    .is_some_and(|p| super::collect::related(p, typed_path))
+        };
+        for (value, typed) in inner {
+            for s in spellings(value, typed) {
+                for e in errors.iter_mut().filter(|e| under(e)) {
+                    e.message = e.message.replace(&format!("`{s}`"), &format!("`{typed}`"));
+                }
+            }
+        }
         for (value, typed) in typed {
             let shown = spellings(value, typed);
             if shown.is_empty() {
@@ -176,6 +198,43 @@ pub fn show_as_typed(errors: &mut [ScenarioError], args: &[String]) {
                 e.message = super::load::as_written(std::mem::take(&mut e.message), typed);
             }
         }
+    }
+}
+
+/// Every value of `value` (at `at` in the text `index` was built from)
+/// that is not finite (`.nan`, `-.Inf`, held as text), with its text as
+/// typed; at most a few thousand.
+fn non_finite_inside<'v, 'i>(
+    value: &'v Value,
+    at: &str,
+    index: &'i super::locate::LocationIndex,
+    out: &mut Vec<(&'v Value, &'i str)>,
+) {
+    let join = |k: &str| {
+        if at.is_empty() {
+            k.to_string()
+        } else {
+            format!("{at}.{k}")
+        }
+    };
+    match value {
+        _ if out.len() >= 4096 => {}
+        Value::Object(map) => {
+            for (k, v) in map {
+                non_finite_inside(v, &join(k), index, out);
+            }
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                non_finite_inside(v, &join(&i.to_string()), index, out);
+            }
+        }
+        Value::String(text) if super::load::yaml_float(text).is_some_and(|v| !v.is_finite()) => {
+            if let Some(typed) = index.scalar(at) {
+                out.push((value, typed));
+            }
+        }
+        _ => {}
     }
 }
 

@@ -124,9 +124,33 @@ pub(crate) fn takes_whole_numbers_only(segs: &[&str]) -> bool {
 /// (`100ms`, `50/s`), and not a list of outcomes, whose status codes may
 /// be words (`5xx`) as well.
 pub(crate) fn takes_numbers_not_text(segs: &[&str]) -> bool {
-    node_at(segs).is_some_and(|n| {
+    node_or_key_at(segs).is_some_and(|n| {
         (takes(n, "integer", 0) || takes(n, "number", 0)) && !takes(n, "string", 0)
     })
+}
+
+/// As [`expects`], also for a key of a mapping whose keys are free and
+/// whose values have a type (`dependency.shed_by_priority.high`).
+pub(crate) fn expects_at_key(segs: &[&str]) -> Option<String> {
+    node_or_key_at(segs).map(|n| words(n, 0))
+}
+
+/// As [`node_at`], also into a mapping whose keys are free and whose
+/// values have a type (`shed_by_priority`: class → a count).
+fn node_or_key_at(segs: &[&str]) -> Option<&'static Value> {
+    let mut node = schema();
+    for seg in segs {
+        let here = resolve(node);
+        if let Some(items) = here.get("items") {
+            node = items;
+            continue;
+        }
+        node = match here.get("properties").and_then(|p| p.get(*seg)) {
+            Some(n) => n,
+            None => here.get("additionalProperties").filter(|a| a.is_object())?,
+        };
+    }
+    Some(node)
 }
 
 /// Whether the field at `segs` takes a list (one of its forms).

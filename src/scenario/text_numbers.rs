@@ -28,7 +28,7 @@ pub(crate) fn refusal<S: AsRef<str>>(segs: &[S], text: &str, tagged: bool) -> Op
         return None;
     }
     let hint = hint(text)?;
-    let expects = super::schema::expects(&segs)?;
+    let expects = super::schema::expects_at_key(&segs)?;
     let shown = crate::escape::quoted(&super::error::clip(text));
     let message = if tagged {
         format!("expected {expects}, found the text {shown}")
@@ -150,6 +150,12 @@ mod tests {
             None
         );
         assert_eq!(refusal(&at("name"), "3", false), None);
+        // A count under a free key.
+        let m = refusal(&at("dependency.shed_by_priority.low"), "5", false).unwrap();
+        assert!(
+            m.ends_with("found the text \"5\" (remove the quotes)"),
+            "{m}"
+        );
         // Free maps name no field.
         assert_eq!(
             refusal(&at("sweep.dependency.concurrency.0"), "3", false),

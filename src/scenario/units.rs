@@ -46,6 +46,11 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     if s.is_empty() {
         return Err("empty duration; expected a number with a unit, such as 250ms or 2s".into());
     }
+    // `.nan`, `.inf`, `-.Inf` (YAML's numbers that are not finite): not a
+    // number with an unknown unit `nan`.
+    if super::load::yaml_float(s).is_some_and(|v| !v.is_finite()) {
+        return Err(not_finite(text));
+    }
     if let Some(magnitude) = s.strip_prefix('-')
         && parse_duration(magnitude).is_ok()
     {
@@ -102,6 +107,13 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     u64::try_from(total)
         .map(Duration)
         .map_err(|_| too_large(text))
+}
+
+/// What a duration that is not finite (`.nan`, `-.Inf`) is told.
+fn not_finite(text: &str) -> String {
+    format!(
+        "duration `{text}` is not a finite duration; expected a number with a unit, such as 250ms or 2s"
+    )
 }
 
 /// What a duration beyond the largest one stormsim counts is told: that
@@ -237,6 +249,9 @@ impl<'de> Deserialize<'de> for Duration {
                 }
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<Duration, E> {
+                if !v.is_finite() {
+                    return Err(E::custom(not_finite(&crate::human::compact(v))));
+                }
                 Err(E::custom(format!(
                     "duration `{v}` has no unit; write it with one of ns, us, ms, s, m, h, d (for example {v}s)"
                 )))

@@ -349,11 +349,26 @@ impl Locator<'_> {
     /// An error about `path` (`variants.0.set.KEY`, `sweep.KEY`), placed at
     /// `at` in the file (a sweep entry), else at `path`.
     fn error(&self, path: &str, at: Option<&str>, message: String) -> ScenarioError {
+        self.error_about(path, at, at, message)
+    }
+
+    /// As [`Locator::error`], for a message about the value at `about`
+    /// (a value inside the one at `path` or `at`), which it quotes as
+    /// written.
+    fn error_about(
+        &self,
+        path: &str,
+        at: Option<&str>,
+        about: Option<&str>,
+        message: String,
+    ) -> ScenarioError {
         if self.set_paths.iter().any(|p| related(p, path)) {
             return ScenarioError::new(SET_LABEL, message).with_path(path);
         }
+        let at_or_about = about.or(at);
         let written = self.index.and_then(|i| {
-            at.and_then(|a| i.scalar(a))
+            at_or_about
+                .and_then(|a| i.scalar(a).or_else(|| i.scalar(&in_file(i, self.s, a))))
                 .or_else(|| i.scalar(&in_file(i, self.s, path)))
         });
         let message = match written {
@@ -363,7 +378,8 @@ impl Locator<'_> {
         // A number written as text with a tag (`!!str 3`): the tag is
         // what to remove.
         let tag = self.index.and_then(|i| {
-            at.and_then(|a| i.core_tag(a))
+            at_or_about
+                .and_then(|a| i.core_tag(a).or_else(|| i.core_tag(&in_file(i, self.s, a))))
                 .or_else(|| i.core_tag(&in_file(i, self.s, path)))
         });
         let message = match tag {
@@ -472,7 +488,15 @@ fn expand(
             } else {
                 format!("variants.{i}.set.{key}")
             };
-            errors.push(loc.error(&path, None, message));
+            // The value the issue is about, when it is inside the entry's
+            // (`base` of `layers.api.retry.backoff: { base: -.Inf }`):
+            // quoted as written there.
+            let inner = issue
+                .path
+                .strip_prefix(key.as_str())
+                .filter(|rest| !key.is_empty() && rest.starts_with('.'))
+                .map(|rest| format!("{path}{rest}"));
+            errors.push(loc.error_about(&path, None, inner.as_deref(), message));
         }
     }
     let named = !s.variants.is_empty();

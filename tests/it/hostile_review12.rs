@@ -568,3 +568,110 @@ dependency:
         );
     }
 }
+
+/// H7: a duration that is not finite (`.nan`, `.inf`, `-.Inf`) is said to
+/// be so wherever it is written (a field, a variant's overrides, a sweep,
+/// a `--set`), never read as a number with an unknown unit `nan`; and it
+/// is quoted as written, also inside a mapping, from a file and from a
+/// `--set` alike.
+#[test]
+fn a_duration_that_is_not_finite_is_said_so_as_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    for spelling in [".nan", ".inf", "-.Inf", ".NaN"] {
+        let f = small_with(
+            tmp.path(),
+            "d.yaml",
+            &[
+                ("timeout: 200ms", &format!("timeout: {spelling}")),
+                (
+                    "dependency:",
+                    &format!(
+                        "variants:\n  a: {{ layers.edge.retry.backoff.base: {spelling} }}\n  b: {{ layers.edge.retry.backoff: {{ kind: exponential, base: {spelling} }} }}\nsweep:\n  dependency.queue.timeout: [{spelling}, 1s]\ndependency:"
+                    ),
+                ),
+            ],
+        );
+        let not_finite = format!(
+            "duration `{spelling}` is not a finite duration; expected a number with a unit, such as 250ms or 2s"
+        );
+        let (code, err) = validate(&f, &[]);
+        assert_eq!(code, Some(2), "{err}");
+        for want in [
+            format!("d.yaml:10:14: layers.edge.timeout: {not_finite}"),
+            format!("variants.0.set.layers.edge.retry.backoff.base: in variant `a`: {not_finite}"),
+            format!(
+                "variants.1.set.layers.edge.retry.backoff: in variant `b`: layers.edge.retry.backoff.base: {not_finite}"
+            ),
+            format!("sweep.dependency.queue.timeout: sweep value {spelling}: {not_finite}"),
+        ] {
+            assert!(err.contains(&want), "{want}\n{err}");
+        }
+        assert!(
+            !err.contains("unknown unit") && !err.contains("no unit"),
+            "{err}"
+        );
+        let good = small_with(tmp.path(), "good.yaml", &[]);
+        let (code, err) = validate(
+            &good,
+            &[
+                "--set",
+                &format!("layers.edge.timeout={spelling}"),
+                "--set",
+                &format!("layers.edge.retry.backoff={{kind: exponential, base: {spelling}}}"),
+                "--set",
+                &format!("variants={{b: {{layers.edge.retry.backoff: {{base: {spelling}}}}}}}"),
+                "--set",
+                &format!("sweep.dependency.queue.timeout=[{spelling}, 1s]"),
+            ],
+        );
+        assert_eq!(code, Some(2), "{err}");
+        for want in [
+            format!("<--set>: layers.edge.timeout: {not_finite}"),
+            format!("<--set>: layers.edge.retry.backoff.base: {not_finite}"),
+            format!(
+                "<--set>: variants.0.set.layers.edge.retry.backoff: in variant `b`: layers.edge.retry.backoff.base: {not_finite}"
+            ),
+            format!(
+                "<--set>: sweep.dependency.queue.timeout: sweep value {spelling}: {not_finite}"
+            ),
+        ] {
+            assert!(err.contains(&want), "{want}\n{err}");
+        }
+        assert!(
+            !err.contains("unknown unit") && !err.contains("no unit"),
+            "{err}"
+        );
+    }
+}
+
+/// H3, a count under a key the file names (`shed_by_priority`: a class of
+/// clients → a queue length): text that spells a number is refused there
+/// too, in the file and in a `--set`.
+#[test]
+fn a_count_under_a_named_key_refuses_text() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = small_with(
+        tmp.path(),
+        "s.yaml",
+        &[(
+            "queue: { capacity: 64 }",
+            "queue: { capacity: 64 }\n  shed_by_priority: { background: \"50\" }",
+        )],
+    );
+    let (code, err) = validate(&f, &[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("s.yaml:20:35: dependency.shed_by_priority.background: expected a whole number (at most 4294967295), found the text \"50\" (remove the quotes)"),
+        "{err}"
+    );
+    let good = small_with(tmp.path(), "good.yaml", &[]);
+    let (code, err) = validate(
+        &good,
+        &["--set", "dependency.shed_by_priority={background: '50'}"],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("<--set>: dependency.shed_by_priority.background: expected a whole number (at most 4294967295), found the text \"50\" (remove the quotes)"),
+        "{err}"
+    );
+}
