@@ -233,8 +233,8 @@ pub fn bug_report(
     violations: &[String],
 ) -> String {
     let mut text = format!(
-        "error: internal error (a bug in stormsim): run of variant `{variant}`, replicate {replicate} broke {} invariant(s):\n",
-        violations.len()
+        "error: internal error (a bug in stormsim): run of variant `{variant}`, replicate {replicate} broke {}:\n",
+        crate::human::plural(violations.len(), "invariant")
     );
     for v in violations {
         text.push_str(&format!("  - {v}\n"));

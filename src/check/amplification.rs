@@ -286,7 +286,10 @@ pub fn layer_amplification(
     let scope = if b.shared {
         "one budget for the layer".to_string()
     } else {
-        format!("{} budget(s), one per instance", l.instances.max(1))
+        format!(
+            "{}, one per instance",
+            crate::human::plural(l.instances.max(1), "budget")
+        )
     };
     let per_call = |rate: f64| {
         if calls_per_s > 0.0 {
@@ -299,9 +302,9 @@ pub fn layer_amplification(
         BudgetConfig::TokenBucket { max_tokens, .. } => (
             0.0,
             format!(
-                "token bucket: retries stop at {:.0} tokens until successes refill it (burst about {:.0} retries per budget)",
+                "token bucket: retries stop at {:.0} tokens until successes refill it (burst about {} per budget)",
                 max_tokens / 2.0,
-                (max_tokens / 2.0).ceil() - 1.0
+                crate::human::plural(((max_tokens / 2.0).ceil() - 1.0).max(0.0), "retry")
             ),
         ),
         BudgetConfig::AwsQuota {
@@ -315,8 +318,8 @@ pub fn layer_amplification(
             (
                 0.0,
                 format!(
-                    "AWS quota refills only on success (burst {} retries per budget)",
-                    capacity / cheapest
+                    "AWS quota refills only on success (burst {} per budget)",
+                    crate::human::plural(capacity / cheapest, "retry")
                 ),
             )
         }
@@ -367,14 +370,18 @@ pub fn layer_amplification(
             (
                 extra,
                 format!(
-                    "{m} concurrent retries per budget, {}",
+                    "{} per budget, {}",
+                    crate::human::plural(m, "concurrent retry"),
                     held(hold.sleep_s, attempt)
                 ),
             )
         }
         BudgetConfig::PerMinute { per_minute } => (
             per_call(per_minute / 60.0),
-            format!("{per_minute} retries per minute per budget"),
+            format!(
+                "{} per minute per budget",
+                crate::human::plural(per_minute, "retry")
+            ),
         ),
         BudgetConfig::RateLimiter {
             rate_per_sec,
@@ -382,7 +389,8 @@ pub fn layer_amplification(
         } => (
             per_call(rate_per_sec),
             format!(
-                "{rate_per_sec} retries/s per budget (the excess waits; burst {burst} retries per budget)"
+                "{rate_per_sec} retries/s per budget (the excess waits; burst {} per budget)",
+                crate::human::plural(burst, "retry")
             ),
         ),
     };

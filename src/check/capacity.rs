@@ -241,8 +241,9 @@ fn cache(
             "cache-flush-without-coalescing",
             &format!("{label}.cache.coalesce"),
             format!(
-                "after a flush every concurrent request for a popular key of `{name}` misses and goes to its calls at once (a cache stampede): with {} keys at exponent {}, the hottest ones are asked for many times within one miss's latency",
-                c.keys, c.exponent
+                "after a flush every concurrent request for a popular key of `{name}` misses and goes to its calls at once (a cache stampede): with {} at exponent {}, the hottest ones are asked for many times within one miss's latency",
+                crate::human::plural(c.keys, "key"),
+                c.exponent
             ),
             "set coalesce: true: one miss per key in flight, the other requests wait for its answer",
         );

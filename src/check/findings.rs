@@ -326,13 +326,14 @@ pub(super) fn time_budget_findings(
             "retries-exceed-deadline",
             "clients.deadline",
             format!(
-                "in the worst case ({}) a request needs up to {} (about {} at mean draws) but the deadline is {}: about {} of the {first} {} attempts fit",
+                "in the worst case ({}) a request needs up to {} (about {} at mean draws) but the deadline is {}: about {} of the {first} {} {}",
                 stack.worst_case,
                 fmt_bound(stack.worst_case_s),
                 fmt_bound(stack.expected_s),
                 fmt_s(d),
                 stack.attempts_within_deadline.unwrap_or(1),
-                attempts
+                crate::human::plural(attempts, "attempt"),
+                if stack.attempts_within_deadline.unwrap_or(1) == 1 { "fits" } else { "fit" }
             ),
             "fewer attempts or shorter per-attempt timeouts, so that attempts x timeout + backoffs fit the deadline",
         );
@@ -372,8 +373,8 @@ pub(super) fn hop_findings(out: &mut Out, s: &Scenario, hop: &Hop, stack: &Stack
             "backs off without jitter"
         };
         out.add(Severity::Warning, "no-jitter", &format!("{rp}.jitter"), format!(
-            "{who} {what} on a large fleet ({} instance(s), up to {} calls/s): failed calls retry in lockstep and hit {} together when it comes back",
-            m.instances, count(calls_per_s), hop.server
+            "{who} {what} on a large fleet ({}, up to {} calls/s): failed calls retry in lockstep and hit {} together when it comes back",
+            crate::human::plural(m.instances, "instance"), count(calls_per_s), hop.server
         ), "set `jitter: full` (and an exponential backoff with a cap)");
     }
     // Unbounded attempts: judged by the deadline that reaches the hop

@@ -29,6 +29,15 @@ pub(super) fn findings(s: &Scenario) -> Vec<Finding> {
     out.0
 }
 
+/// `N requests wait`, `1 request waits`.
+fn waiting<N: crate::human::Count>(n: N) -> String {
+    if n.is_one() {
+        format!("{n} request waits")
+    } else {
+        format!("{n} requests wait")
+    }
+}
+
 fn server(out: &mut Out, classes: &[&str], name: &str, path: &str, f: &ServerFields) {
     let by = &f.shed_by_priority;
     let capacity = f.queue.capacity;
@@ -39,7 +48,8 @@ fn server(out: &mut Out, classes: &[&str], name: &str, path: &str, f: &ServerFie
                 "priority-threshold-never-sheds",
                 &format!("{path}.shed_by_priority.{class}"),
                 format!(
-                    "service `{name}` sheds class `{class}` once {t} requests wait in a replica's queue, but the queue holds at most {capacity}: the full queue sheds every class first, and this threshold never acts"
+                    "service `{name}` sheds class `{class}` once {} in a replica's queue, but the queue holds at most {capacity}: the full queue sheds every class first, and this threshold never acts",
+                    waiting(t)
                 ),
                 &format!("set it below the queue's capacity ({capacity}), or raise queue.capacity"),
             );
@@ -61,7 +71,8 @@ fn server(out: &mut Out, classes: &[&str], name: &str, path: &str, f: &ServerFie
                     "priority-order-inverted",
                     &format!("{path}.shed_by_priority.{more}"),
                     format!(
-                        "service `{name}` sheds class `{more}` once {tm} requests wait, and {why}: the more important class is shed first (clients.classes lists the most important first)"
+                        "service `{name}` sheds class `{more}` once {}, and {why}: the more important class is shed first (clients.classes lists the most important first)",
+                        waiting(tm)
                     ),
                     &format!("give `{less}` a threshold at or below {tm}, or reorder clients.classes"),
                 );

@@ -5,6 +5,7 @@ use std::fmt::Write;
 use super::variants::Reviews;
 use super::{LayerReport, Report, Severity};
 use crate::escape::escape;
+use crate::human::plural;
 
 /// A time for the tables: `250 ms`, `16.70 s`, `25 min`, `3 h 20 min`,
 /// `12 d 4 h`, `over a year`, or `unbounded`.
@@ -123,10 +124,13 @@ pub fn human_reviews(r: &Reviews, file: &str) -> String {
     let reviewed = r.variants_total - r.not_reviewed;
     let _ = writeln!(
         o,
-        "stormsim check: {file} (scenario `{}`): {reviewed} of {} variant(s) reviewed, {} different review(s){}",
+        "stormsim check: {file} (scenario `{}`): {reviewed} of {} reviewed, {}{}",
         escape(&r.scenario),
-        r.variants_total,
-        r.reviews.len() + usize::from(!r.not_shown.is_empty()),
+        plural(r.variants_total, "variant"),
+        plural(
+            r.reviews.len() + usize::from(!r.not_shown.is_empty()),
+            "different review"
+        ),
         if r.not_shown.is_empty() {
             ""
         } else {
@@ -180,8 +184,13 @@ pub fn human_reviews(r: &Reviews, file: &str) -> String {
         };
         let _ = writeln!(
             o,
-            "{} more variant(s) reviewed but not shown: their reviews differ from the {} above ({}){errors}",
-            r.not_shown.len(),
+            "{} reviewed but not shown: {} from the {} above ({}){errors}",
+            plural(r.not_shown.len(), "more variant"),
+            if r.not_shown.len() == 1 {
+                "its review differs"
+            } else {
+                "their reviews differ"
+            },
             r.reviews.len(),
             names_text(&r.not_shown, 3)
         );
@@ -189,9 +198,10 @@ pub fn human_reviews(r: &Reviews, file: &str) -> String {
     if r.not_reviewed > 0 {
         let _ = writeln!(
             o,
-            "{} more variant(s) not reviewed: a check reviews at most {} (fewer with many attempts); review them with --set or a smaller sweep",
-            r.not_reviewed,
-            super::variants::MAX_REVIEWED
+            "{} not reviewed: a check reviews at most {} (fewer with many attempts); review {} with --set or a smaller sweep",
+            plural(r.not_reviewed, "more variant"),
+            super::variants::MAX_REVIEWED,
+            if r.not_reviewed == 1 { "it" } else { "them" }
         );
     }
     o
@@ -274,8 +284,13 @@ pub fn human(r: &Report, file: &str) -> String {
     let fits = match s.fits_deadline {
         Some(true) => " (fits the deadline)".to_string(),
         Some(false) => format!(
-            " (does not fit the deadline: about {} outermost attempt(s) do)",
-            s.attempts_within_deadline.unwrap_or(1)
+            " (does not fit the deadline: about {} {})",
+            plural(s.attempts_within_deadline.unwrap_or(1), "outermost attempt"),
+            if s.attempts_within_deadline.unwrap_or(1) == 1 {
+                "does"
+            } else {
+                "do"
+            }
         ),
         None => String::new(),
     };
@@ -354,9 +369,9 @@ fn findings(o: &mut String, r: &Report) {
     let count = |sev| r.findings.iter().filter(|f| f.severity == sev).count();
     let _ = writeln!(
         o,
-        "\n{} error(s), {} warning(s), {} info",
-        count(Severity::Error),
-        count(Severity::Warning),
+        "\n{}, {}, {} info",
+        plural(count(Severity::Error), "error"),
+        plural(count(Severity::Warning), "warning"),
         count(Severity::Info)
     );
 }

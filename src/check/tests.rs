@@ -357,7 +357,7 @@ fn the_worst_case_story_matches_the_bound_that_made_it() {
     assert!(
         r.stack
             .worst_case
-            .ends_with("lets retries start: 1 of the 4 attempts go"),
+            .ends_with("lets retries start: 1 of the 4 attempts goes"),
         "{}",
         r.stack.worst_case
     );

@@ -177,7 +177,9 @@ fn bounded_words(
         && let Some(tt) = l.total_timeout
     {
         let k = starts(tt as f64 / NS_PER_S as f64, true);
-        let which = if k == n {
+        let which = if k == n && n == 1 {
+            "its one attempt cut short".to_string()
+        } else if k == n {
             format!("the last of the {n} attempts cut short")
         } else if k == 1 {
             format!("only the first of the {n} attempts starts")
@@ -198,14 +200,17 @@ fn bounded_words(
     if fast.is_empty() || l.timeout.is_none() {
         let k = starts(me as f64 / NS_PER_S as f64, false);
         return Some(format!(
-            "attempts {slow} while `max_elapsed` ({}) lets retries start: {k} of the {n} attempts go",
-            Duration(me)
+            "attempts {slow} while `max_elapsed` ({}) lets retries start: {k} of the {} {}",
+            Duration(me),
+            crate::human::plural(n, "attempt"),
+            if k == 1 { "goes" } else { "go" }
         ));
     }
     Some(format!(
-        "failures that come at once ({}) retried until `max_elapsed` ({}) lets no more retries start, then the last attempt {last} (at most {n} attempts)",
+        "failures that come at once ({}) retried until `max_elapsed` ({}) lets no more retries start, then the last attempt {last} (at most {})",
         fast.join(", "),
-        Duration(me)
+        Duration(me),
+        crate::human::plural(n, "attempt")
     ))
 }
 
@@ -226,6 +231,25 @@ fn retried_failures(layer: &crate::scenario::types::Layer) -> Vec<String> {
         .collect()
 }
 
+/// `all N hedges`, or `its one hedge`.
+fn all_hedges(n: u32) -> String {
+    if n == 1 {
+        "its one hedge".to_string()
+    } else {
+        format!("all {n} hedges")
+    }
+}
+
+/// `the other N attempts never go`, or `the other attempt never goes`
+/// (`n` the attempts after the first).
+fn others_never_go(n: u32) -> String {
+    if n == 1 {
+        "the other attempt never goes".to_string()
+    } else {
+        format!("the other {n} attempts never go")
+    }
+}
+
 /// The worst case with neither `total_timeout` nor `max_elapsed` binding.
 fn unbounded_words(l: &CallPolicy, layer: &crate::scenario::types::Layer, bounded: bool) -> String {
     let ends = if l.timeout.is_some() {
@@ -236,14 +260,14 @@ fn unbounded_words(l: &CallPolicy, layer: &crate::scenario::types::Layer, bounde
     if let Some(h) = l.hedging {
         if l.timeout.is_none() && !bounded {
             return format!(
-                "all {} hedges sent, {} apart, none ever answered (no timeout, and nothing below gives up)",
-                h.max_attempts,
+                "{} sent, {} apart, none ever answered (no timeout, and nothing below gives up)",
+                all_hedges(h.max_attempts),
                 crate::scenario::units::Duration(h.delay)
             );
         }
         return format!(
-            "all {} hedges sent, {} apart, none succeeding before {ends}",
-            h.max_attempts,
+            "{} sent, {} apart, none succeeding before {ends}",
+            all_hedges(h.max_attempts),
             crate::scenario::units::Duration(h.delay)
         );
     }
@@ -257,8 +281,8 @@ fn unbounded_words(l: &CallPolicy, layer: &crate::scenario::types::Layer, bounde
                 "its one attempt never answered: no timeout, and nothing below gives up".into()
             }
             (n, false) => format!(
-                "its first attempt never answered: no timeout, and nothing below gives up, so the other {} attempts never go",
-                n - 1
+                "its first attempt never answered: no timeout, and nothing below gives up, so {}",
+                others_never_go(n - 1)
             ),
         };
     }
@@ -267,12 +291,12 @@ fn unbounded_words(l: &CallPolicy, layer: &crate::scenario::types::Layer, bounde
         0 | 1 => "its one attempt timing out".into(),
         n if l.retry.retry_on.timeout => format!("all {n} attempts timing out"),
         n if retried.is_empty() => format!(
-            "its first attempt timing out (timeouts are not retried, and nothing else is listed: the other {} attempts never go)",
-            n - 1
+            "its first attempt timing out (timeouts are not retried, and nothing else is listed: {})",
+            others_never_go(n - 1)
         ),
         n => format!(
-            "{} attempts failing with a retried outcome ({}) just before {ends}, then the last timing out (timeouts are not retried)",
-            n - 1,
+            "{} failing with a retried outcome ({}) just before {ends}, then the last timing out (timeouts are not retried)",
+            crate::human::plural(n - 1, "attempt"),
             retried.join(", ")
         ),
     }

@@ -351,7 +351,9 @@ impl FieldFlag {
     }
 
     /// `errors`, each one about the override of a flag given naming the
-    /// flag instead of `<--set>` and the field.
+    /// flag instead of `<--set>` and the field, after `error:` as every
+    /// other error of the command line (`error: --replicates: replicates
+    /// is 0; expected 1 to 10000`), not as a place in a file.
     fn name_in(mut errors: ScenarioErrors, flags: &[FieldFlag]) -> ScenarioErrors {
         for err in &mut errors.0 {
             if err.file != scenario::error::SET_LABEL {
@@ -361,7 +363,7 @@ impl FieldFlag {
                 .iter()
                 .find(|f| f.value.is_some() && err.path.as_deref() == Some(f.field));
             if let Some(f) = flag {
-                err.file = f.flag.to_string();
+                err.file = format!("error: {}", f.flag);
                 err.path = None;
             }
         }
@@ -1084,10 +1086,9 @@ fn merge(args: MergeArgs) -> i32 {
             let dir = written.path;
             if !args.quiet {
                 outln!(
-                    "merged {} shard{} ({} runs) of {}",
-                    plan.shards(),
-                    if plan.shards() == 1 { "" } else { "s" },
-                    plan.items(),
+                    "merged {} ({}) of {}",
+                    crate::human::plural(plan.shards(), "shard"),
+                    crate::human::plural(plan.items(), "run"),
                     plan.scenario()
                 );
                 outln!("results: {}", crate::escape::path(&dir));
@@ -1116,10 +1117,10 @@ fn merge(args: MergeArgs) -> i32 {
                 errln!("{line}");
             }
             errln!(
-                "error: {} of {} runs hit a guard rail and stopped early (see the `aborted` \
+                "error: {} of {} hit a guard rail and stopped early (see the `aborted` \
                  column of summary.csv); the merged results are written",
                 merged.aborted.len(),
-                plan.items()
+                crate::human::plural(plan.items(), "run")
             );
             1
         }

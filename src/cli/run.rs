@@ -64,9 +64,9 @@ pub(super) fn run(args: RunArgs) -> i32 {
         Err(stopped) => {
             drop(out);
             errln!(
-                "interrupted: {} of {} runs had finished; {}",
+                "interrupted: {} of {} had finished; {}",
                 stopped.finished,
-                stopped.total,
+                crate::human::plural(stopped.total, "run"),
                 nothing_written(&settings.out_path, settings.not_written())
             );
             return interrupt::EXIT_CODE;
@@ -76,7 +76,10 @@ pub(super) fn run(args: RunArgs) -> i32 {
     let written = match settings.write(out, &streamed, &columns) {
         Ok(w) => w,
         Err(e) => {
-            let runs = format!("all {} runs had finished", settings.items.len());
+            let runs = match settings.items.len() {
+                1 => "its 1 run had finished".to_string(),
+                n => format!("all {n} runs had finished"),
+            };
             return output_failed(e, &settings.out_path, settings.not_written(), &runs);
         }
     };
@@ -187,7 +190,9 @@ impl Settings {
             let held = runner::retained_bytes_at_least(variants, runs);
             if held > budget {
                 return Err(SettingsError::Memory(format!(
-                    "the results of {runs} runs ({variants} variants) would hold about {} or more in memory until the output folder is written, more than this process may use ({}: three quarters of the smaller of its address-space limit, ulimit -v, and the memory available); nothing was run: use fewer sweep points, variants or replicates, or split the work with --shard",
+                    "the results of {} ({}) would hold about {} or more in memory until the output folder is written, more than this process may use ({}: three quarters of the smaller of its address-space limit, ulimit -v, and the memory available); nothing was run: use fewer sweep points, variants or replicates, or split the work with --shard",
+                    crate::human::plural(runs, "run"),
+                    crate::human::plural(variants, "variant"),
                     scenario::memory::bytes_text(held),
                     scenario::memory::bytes_text(budget),
                 )));
@@ -244,9 +249,9 @@ impl Settings {
                 } else {
                     (
                         format!(
-                            "the results of {} runs ({} variants)",
-                            items.len(),
-                            plans.len()
+                            "the results of {} ({})",
+                            crate::human::plural(items.len(), "run"),
+                            crate::human::plural(plans.len(), "variant")
                         ),
                         "use fewer sweep points, variants or replicates, a longer `bucket`, or split the work with --shard",
                     )
@@ -455,11 +460,11 @@ impl Settings {
         );
         if let Some(spec) = self.shard {
             outln!(
-                "shard {} of {}: {} of {} runs; merge all {} shards with `stormsim merge`",
+                "shard {} of {}: {} of {}; merge all {} shards with `stormsim merge`",
                 spec.index,
                 spec.count,
                 results.len(),
-                self.plans.len() * self.scenario.replicates as usize,
+                crate::human::plural(self.plans.len() * self.scenario.replicates as usize, "run"),
                 spec.count
             );
         }
@@ -517,9 +522,9 @@ impl Settings {
                     errln!("error: {line}");
                 }
                 errln!(
-                    "error: {} of {} variants missed the SLO (--fail-on-slo)",
+                    "error: {} of {} missed the SLO (--fail-on-slo)",
                     failed.len(),
-                    self.plans.len()
+                    crate::human::plural(self.plans.len(), "variant")
                 );
                 return 1;
             }

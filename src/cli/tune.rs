@@ -75,15 +75,20 @@ pub(super) fn tune(args: TuneArgs) -> i32 {
         );
         return 2;
     };
-    let unused: Vec<String> = [(s.variants.len(), "variant"), (s.sweep.len(), "swept path")]
+    let counts = [(s.variants.len(), "variant"), (s.sweep.len(), "swept path")];
+    let unused: Vec<String> = counts
         .into_iter()
         .filter(|&(n, _)| n > 0)
         .map(|(n, w)| plural(n, w))
         .collect();
+    // One thing, as "its 1 variant is": a verb and a pronoun to agree.
+    let one = counts.iter().map(|&(n, _)| n).sum::<usize>() == 1;
     if !unused.is_empty() && !args.quiet {
         errln!(
-            "note: tune searches the scenario itself; its {} are not used (`stormsim run` compares them)",
-            unused.join(" and ")
+            "note: tune searches the scenario itself; its {} {} not used (`stormsim run` compares {})",
+            unused.join(" and "),
+            if one { "is" } else { "are" },
+            if one { "it" } else { "them" }
         );
     }
     for w in searched_sets(&s, &args.set) {
@@ -122,9 +127,9 @@ pub(super) fn tune(args: TuneArgs) -> i32 {
         Err(TuneError::Interrupted(stopped)) => {
             drop(out);
             errln!(
-                "interrupted: {} of {} runs of the round had finished; {}",
+                "interrupted: {} of {} of the round had finished; {}",
                 stopped.finished,
-                stopped.total,
+                plural(stopped.total, "run"),
                 nothing_written(&out_path, NOT_WRITTEN)
             );
             return interrupt::EXIT_CODE;
@@ -169,7 +174,10 @@ pub(super) fn tune(args: TuneArgs) -> i32 {
     let written = match write(out) {
         Ok(w) => w,
         Err(e) => {
-            let runs = format!("all {} runs had finished", outcome.runs);
+            let runs = match outcome.runs {
+                1 => "its 1 run had finished".to_string(),
+                n => format!("all {n} runs had finished"),
+            };
             return output_failed(e, &out_path, NOT_WRITTEN, &runs);
         }
     };
@@ -244,7 +252,9 @@ pub(super) fn tune(args: TuneArgs) -> i32 {
             );
         } else {
             errln!(
-                "error: the search is incomplete: {stopped} of {ran} candidates hit a guard rail and stopped early; they are not ranked and the best is chosen among the rest (see the `aborted` column of tune.csv)"
+                "error: the search is incomplete: {stopped} of {} hit a guard rail and stopped early; {} not ranked and the best is chosen among the rest (see the `aborted` column of tune.csv)",
+                plural(ran, "candidate"),
+                if stopped == 1 { "it is" } else { "they are" }
             );
         }
         return 1;
@@ -252,13 +262,7 @@ pub(super) fn tune(args: TuneArgs) -> i32 {
     0
 }
 
-fn plural(n: usize, word: &str) -> String {
-    if n == 1 {
-        format!("1 {word}")
-    } else {
-        format!("{n} {word}s")
-    }
-}
+use crate::human::plural;
 
 /// The `--set` overrides on a field `tune.space` searches (or a part of
 /// one, or a section holding one): the search replaces the value in every

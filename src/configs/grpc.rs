@@ -1282,7 +1282,8 @@ pub(crate) fn write(
                 Some(n) => w.refuse_leaf(
                     leaf,
                     &format!(
-                        "{n} attempts: a gRPC retryPolicy takes 2 to {MAX_ATTEMPTS_CAP} (gRFC A6)"
+                        "{}: a gRPC retryPolicy takes 2 to {MAX_ATTEMPTS_CAP} (gRFC A6)",
+                        crate::human::plural(n, "attempt")
                     ),
                 ),
                 None => w.refuse_leaf(leaf, "missing"),

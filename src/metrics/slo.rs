@@ -387,7 +387,11 @@ pub fn aggregate(passes: &[Cell], failed: &[Cell]) -> [(String, Cell); 3] {
     worst.sort_by_key(|(m, _)| m.objective);
     let mut text = String::new();
     if aborted > 0 {
-        let _ = write!(text, "aborted in {aborted} of {runs} runs");
+        let _ = write!(
+            text,
+            "aborted in {aborted} of {}",
+            crate::human::plural(runs, "run")
+        );
     }
     for (m, n) in &worst {
         if !text.is_empty() {
@@ -397,7 +401,12 @@ pub fn aggregate(passes: &[Cell], failed: &[Cell]) -> [(String, Cell); 3] {
             aborted: false,
             misses: vec![*m],
         };
-        let _ = write!(text, "{} in {n} of {runs} runs", one.failed_text());
+        let _ = write!(
+            text,
+            "{} in {n} of {}",
+            one.failed_text(),
+            crate::human::plural(runs, "run")
+        );
     }
     [
         ("slo_pass".into(), Cell::Bool(runs > 0 && passed == runs)),

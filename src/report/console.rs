@@ -86,7 +86,10 @@ fn recovery_text(
         v => v,
     };
     match verdict {
-        None => format!("ABORTED ({aborted} of {runs} runs)"),
+        None => format!(
+            "ABORTED ({aborted} of {})",
+            crate::human::plural(runs, "run")
+        ),
         Some(v) if aborted == 0 => v,
         Some(v) => format!("{v}; {aborted} of {runs} ABORTED"),
     }
@@ -169,6 +172,9 @@ fn stopped_flag(cells: &[(String, Cell)]) -> Option<String> {
     let aborted = get(cells, "aborted_runs").unwrap_or(0.0) as usize;
     match aborted {
         0 => None,
+        a if a >= runs && runs == 1 => {
+            Some("ABORTED: its 1 run stopped early; figures only up to the stop".to_string())
+        }
         a if a >= runs => Some(format!(
             "ABORTED: all {runs} runs stopped early; figures only up to the stop"
         )),
@@ -281,8 +287,8 @@ pub fn summary_text(scenario: &str, results: &[RunResult], slo: Option<&Objectiv
     };
     let _ = writeln!(
         s,
-        "stormsim: {scenario} ({} runs{aborted_note})",
-        results.len()
+        "stormsim: {scenario} ({}{aborted_note})",
+        crate::human::plural(results.len(), "run")
     );
     let _ = writeln!(
         s,
@@ -408,7 +414,8 @@ fn partial_notes<'a>(
                 format!("the {with} runs that have one")
             };
             out.push(format!(
-                "note: {name}: {column} has no value in {missing} of {n} runs ({why}); its mean is over {over}"
+                "note: {name}: {column} has no value in {missing} of {} ({why}); its mean is over {over}",
+                crate::human::plural(n, "run")
             ));
         }
     }
@@ -437,7 +444,8 @@ fn unended_warnings<'a>(
             });
             (all > 0 && open * 20 > all).then(|| {
                 format!(
-                    "warning: variant {name}: {open} of {all} requests ({:.1}%) had not ended when the run did (in_flight_at_end: held by no timeout or deadline, a long backoff, or an incident that lasts to the end); {hung} of them had waited longer than any request that ended and the recovery window (hung_at_end) and count as failed in the success rates and the SLO",
+                    "warning: variant {name}: {open} of {} ({:.1}%) had not ended when the run did (in_flight_at_end: held by no timeout or deadline, a long backoff, or an incident that lasts to the end); {hung} of them had waited longer than any request that ended and the recovery window (hung_at_end) and count as failed in the success rates and the SLO",
+                    crate::human::plural(all, "request"),
                     open as f64 * 100.0 / all as f64
                 )
             })

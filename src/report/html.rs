@@ -175,7 +175,10 @@ fn judged_verdict(r: &RecoveryRow) -> String {
         };
         format!("recovered in {} in {all}", when(r.mean, r.ci95))
     } else if r.metastable == n {
-        format!("never recovered: metastable (in {n} of {n} replicates)")
+        format!(
+            "never recovered: metastable (in {n} of {})",
+            crate::human::plural(n, "replicate")
+        )
     } else {
         format!(
             "recovered in {k} of {n} replicates (mean {}); the other {} never recovered: metastable",

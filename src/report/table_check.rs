@@ -748,7 +748,12 @@ impl<'a> TableCheck<'a> {
                     return Err(self.error(
                         Some(1),
                         format!(
-                            "the scenario runs {want} replicates of each variant, not {}",
+                            "the scenario runs {want} {} of each variant, not {}",
+                            if want == "1" {
+                                "replicate"
+                            } else {
+                                "replicates"
+                            },
                             quoted(rec.get(1).unwrap_or(""))
                         ),
                     ));
@@ -809,9 +814,9 @@ impl<'a> TableCheck<'a> {
             if want != Some(open) {
                 let why = match want {
                     None => format!(
-                        "{ok} succeeded + {failed} failed, more than the {} requests open \
+                        "{ok} succeeded + {failed} failed, more than the {} open \
                          before it and the {offered} offered in it",
-                        self.open_before
+                        crate::human::plural(self.open_before, "request")
                     ),
                     Some(w) => format!(
                         "open_requests is {open}, but {} open before it + {offered} offered \
@@ -872,8 +877,9 @@ impl<'a> TableCheck<'a> {
                 return Err(self.error(
                     Some(ri),
                     format!(
-                        "{bucket}: {retries} retries, but the layers' (the retries_ \
-                         columns) add up to {sum} {changed}"
+                        "{bucket}: {}, but the layers' (the retries_ \
+                         columns) add up to {sum} {changed}",
+                        crate::human::plural(retries, "retry")
                     ),
                 ));
             }
@@ -889,8 +895,9 @@ impl<'a> TableCheck<'a> {
                         return Err(self.error(
                             Some(i),
                             format!(
-                                "{bucket}: {ended} requests ended in it, but {name} is empty \
-                                 {changed}"
+                                "{bucket}: {} ended in it, but {name} is empty \
+                                 {changed}",
+                                crate::human::plural(ended, "request")
                             ),
                         ));
                     }
@@ -966,7 +973,8 @@ impl<'a> TableCheck<'a> {
                 return Err(self.error(
                     self.header.iter().position(|h| h == "logical_requests"),
                     format!(
-                        "{all} logical requests, but succeeded + failed + in_flight_at_end = {ok} + {failed} + {open}: a run's requests always add up (the row was changed)"
+                        "{}, but succeeded + failed + in_flight_at_end = {ok} + {failed} + {open}: a run's requests always add up (the row was changed)",
+                        crate::human::plural(all, "logical request")
                     ),
                 ));
             }
@@ -1139,10 +1147,10 @@ impl<'a> TableCheck<'a> {
                 return Err(self.error(
                     None,
                     format!(
-                        "{} has {} rows, not one for each of its services ({n}) in each of \
+                        "{} has {}, not one for each of its services ({n}) in each of \
                          its buckets (rows cut, added or out of order)",
                         self.describe(self.at),
-                        self.rows_in
+                        crate::human::plural(self.rows_in, "row")
                     ),
                 ));
             }
@@ -1155,10 +1163,11 @@ impl<'a> TableCheck<'a> {
             Some(want) if self.rows_in != want => Err(self.error(
                 None,
                 format!(
-                    "{} has {} rows, but its scenario gives it {want} buckets (rows cut, \
+                    "{} has {}, but its scenario gives it {} (rows cut, \
                      added or out of order)",
                     self.describe(self.at),
-                    self.rows_in
+                    crate::human::plural(self.rows_in, "row"),
+                    crate::human::plural(want, "bucket")
                 ),
             )),
             _ => Ok(()),
@@ -1304,7 +1313,7 @@ mod tests {
             ),
             (
                 ("1.5,2,", "1.5,,"),
-                "column 20 (latency_p99_ms): bucket 0 of the run of variant `a`, replicate 0: 1 requests ended in it, but latency_p99_ms is empty",
+                "column 20 (latency_p99_ms): bucket 0 of the run of variant `a`, replicate 0: 1 request ended in it, but latency_p99_ms is empty",
             ),
             (
                 (",1,0,0,0,0,0,0,0,", ",1,0,1,0,0,0,0,0,"),
@@ -1364,7 +1373,7 @@ mod tests {
                     g.swap(1, 2);
                     g
                 },
-                "line 3: the run of variant `a`, replicate 0 has 1 rows",
+                "line 3: the run of variant `a`, replicate 0 has 1 row,",
             ),
             (
                 good()[..2].to_vec(),

@@ -292,9 +292,13 @@ pub fn scale_warnings(s: &super::types::Scenario) -> Vec<String> {
         if think < WARN_THINK_NS {
             let requests = f64::from(c.clients) * run_ns / think.max(1.0);
             out.push(format!(
-                "clients.arrival.think: a think time of {} (its mean) sends each of the {} clients' next request right after its last one ends, and a request answered at once (shed by a full queue, refused by a breaker) comes back at once: up to about {requests:.1e} requests in a run (clients × duration / think){}; real users think for a second or more: lengthen it",
+                "clients.arrival.think: a think time of {} (its mean) sends {} next request right after its last one ends, and a request answered at once (shed by a full queue, refused by a breaker) comes back at once: up to about {requests:.1e} requests in a run (clients × duration / think){}; real users think for a second or more: lengthen it",
                 Duration(think.max(1.0) as u64),
-                c.clients,
+                if c.clients == 1 {
+                    "the 1 client's".to_string()
+                } else {
+                    format!("each of the {} clients'", c.clients)
+                },
                 over(requests * 2.0)
             ));
         }

@@ -87,7 +87,7 @@ pub fn estimate(s: &Scenario) -> Estimate {
     if let Some(o) = &s.occ {
         parts.push(Part {
             path: "occ.clients".into(),
-            how: format!("{} clients", o.clients),
+            how: crate::human::plural(o.clients, "client"),
             bytes: u64::from(o.clients) * OCC_CLIENT_BYTES,
             grows: false,
             also: None,
@@ -116,7 +116,10 @@ pub fn estimate(s: &Scenario) -> Estimate {
     };
     parts.push(Part {
         path: "bucket".into(),
-        how: format!("{buckets} time buckets (duration / bucket) × {per}"),
+        how: format!(
+            "{} (duration / bucket) × {per}",
+            crate::human::plural(buckets, "time bucket")
+        ),
         bytes: Recorder::state_bytes(m.duration, m.bucket, m.topology.edges().len()),
         grows: false,
         also: None,
@@ -178,7 +181,8 @@ pub fn estimate(s: &Scenario) -> Estimate {
             };
             let how = if per_instance {
                 format!(
-                    "{count} {what} states ({instances}) × {} each",
+                    "{} ({instances}) × {} each",
+                    crate::human::plural(count, &format!("{what} state")),
                     bytes_text(each)
                 )
             } else {
@@ -285,7 +289,11 @@ pub fn estimate(s: &Scenario) -> Estimate {
     if s.is_graph() {
         parts.push(Part {
             path: "services".into(),
-            how: format!("{services} services' servers and random streams"),
+            how: if services == 1 {
+                "1 service's servers and random streams".to_string()
+            } else {
+                format!("{services} services' servers and random streams")
+            },
             bytes: services as u64 * SERVICE_BYTES,
             grows: false,
             also: None,
@@ -294,7 +302,7 @@ pub fn estimate(s: &Scenario) -> Estimate {
     if let Some(c) = m.closed {
         parts.push(Part {
             path: "clients.arrival.clients".into(),
-            how: format!("{} closed-loop clients", c.clients),
+            how: crate::human::plural(c.clients, "closed-loop client"),
             bytes: u64::from(c.clients) * CLIENT_BYTES,
             grows: false,
             also: None,

@@ -1023,9 +1023,9 @@ fn item_index(items: &[Value], seg: &str, here: &str, path: &str) -> Result<usiz
             Err(issue(
                 path,
                 format!(
-                    "index {i} is out of range: {} has {} items{}",
+                    "index {i} is out of range: {} has {}{}",
                     where_(here),
-                    items.len(),
+                    crate::human::plural(items.len(), "item"),
                     if i == items.len() {
                         format!("; to add one, set the whole list: --set '{here}=[...]'")
                     } else {
@@ -1043,7 +1043,10 @@ fn item_index(items: &[Value], seg: &str, here: &str, path: &str) -> Result<usiz
         .map(|k| format!("did you mean `{k}`? "))
         .unwrap_or_default();
     let known = if names.is_empty() {
-        format!("it has {} items, use an index", items.len())
+        format!(
+            "it has {}, use an index",
+            crate::human::plural(items.len(), "item")
+        )
     } else {
         format!("names there: {}", names.join(", "))
     };

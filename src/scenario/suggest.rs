@@ -42,7 +42,11 @@ impl MessageFormatter for Wording {
                 found_words(unexpected)
             ),
             Error::SerdeInvalidLength { len, expected, .. } => {
-                format!("found {len} items; expected {}", expected_words(expected))
+                format!(
+                    "found {}; expected {}",
+                    crate::human::plural(*len, "item"),
+                    expected_words(expected)
+                )
             }
             Error::NullIntoString { .. } => "expected text, found nothing (null)".into(),
             Error::SerdeUnknownVariant {
@@ -158,7 +162,8 @@ pub fn serde_words(message: &str) -> String {
         && let Some((len, expected)) = rest.split_once(", expected ")
     {
         return format!(
-            "found {len} items; expected {}",
+            "found {len} {}; expected {}",
+            if len.trim() == "1" { "item" } else { "items" },
             expected_words(expected.trim())
         );
     }

@@ -185,7 +185,10 @@ impl Manifest {
         if list.len() as u64 > items_total {
             return Err(FieldError::at(
                 &["items"],
-                format!("{} runs, more than items_total ({items_total})", list.len()),
+                format!(
+                    "{}, more than items_total ({items_total})",
+                    crate::human::plural(list.len(), "run")
+                ),
             ));
         }
         let mut items = Vec::with_capacity(list.len());

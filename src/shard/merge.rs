@@ -307,9 +307,9 @@ fn check_scenario(
     }
     if m0.variants != variants.len() || m0.replicates != s.replicates {
         return Err(format!(
-            "the manifests describe {} variants × {} replicates but the scenario has {} × {}",
-            m0.variants,
-            m0.replicates,
+            "the manifests describe {} × {} but the scenario has {} × {}",
+            crate::human::plural(m0.variants, "variant"),
+            crate::human::plural(m0.replicates, "replicate"),
             variants.len(),
             s.replicates
         ));
@@ -337,13 +337,13 @@ fn check_scenario(
             }
             if let Some(expected) = rows[item.variant_index].filter(|&r| r != item.rows) {
                 return Err(format!(
-                    "{}: run {} (variant `{}`, replicate {}) has {} rows of timeseries.csv \
+                    "{}: run {} (variant `{}`, replicate {}) has {} of timeseries.csv \
                      in the manifest, but the scenario gives every run {expected}",
                     crate::escape::path(&shard.dir),
                     item.item,
                     item.variant,
                     item.replicate,
-                    item.rows
+                    crate::human::plural(item.rows, "row")
                 ));
             }
             total_rows += item.rows as u64;
@@ -743,8 +743,10 @@ fn check_manifests(shards: &[Shard]) -> Result<(), String> {
     }
     if let Some(split) = split_by(shards, |m| {
         format!(
-            "{} items ({} variants × {} replicates)",
-            m.items_total, m.variants, m.replicates
+            "{} ({} × {})",
+            crate::human::plural(m.items_total, "item"),
+            crate::human::plural(m.variants, "variant"),
+            crate::human::plural(m.replicates, "replicate")
         )
     }) {
         return Err(format!("the shards disagree on the work: {split}"));

@@ -398,9 +398,10 @@ pub fn check_shard(dir: &Path, m: &Manifest, shape: &RunShape) -> Result<Checked
     let n_items = m.items.len();
     if summary_starts.len() != n_items || exact_starts.len() != n_items {
         return Err(input(format!(
-            "{}: the manifest lists {n_items} runs but summary.csv has {} rows and \
+            "{}: the manifest lists {} but summary.csv has {} rows and \
              {EXACT_SUMMARY} {}: the folder was changed after the run",
             crate::escape::path(dir),
+            crate::human::plural(n_items, "run"),
             summary_starts.len(),
             exact_starts.len()
         )));
@@ -478,9 +479,12 @@ pub fn check_shard(dir: &Path, m: &Manifest, shape: &RunShape) -> Result<Checked
                 return Err(bad(
                     file,
                     format!(
-                        "{rows} rows of run {} (variant `{}`, replicate {}), but its {MANIFEST} \
+                        "{} of run {} (variant `{}`, replicate {}), but its {MANIFEST} \
                          says {expected}: the file was cut or changed after the run",
-                        item.item, item.variant, item.replicate
+                        crate::human::plural(rows, "row"),
+                        item.item,
+                        item.variant,
+                        item.replicate
                     ),
                 ));
             }

@@ -184,10 +184,10 @@ pub fn best_yaml(o: &Outcome, scenario: &str, seed: u64, file: &str) -> String {
     };
     let _ = writeln!(
         s,
-        "# stormsim tune: the best of {} candidates for scenario `{scenario}` (seed {seed}), {} of {} runs",
-        o.ranked.len(),
+        "# stormsim tune: the best of {} for scenario `{scenario}` (seed {seed}), {} of {}",
+        plural(o.ranked.len(), "candidate"),
         o.runs,
-        o.budget
+        plural(o.budget, "run")
     );
     let _ = writeln!(s, "# {}", achieved(o, c, st));
     let _ = writeln!(
@@ -211,16 +211,19 @@ fn achieved(o: &Outcome, c: &Candidate, st: &Standing) -> String {
     if let Some(ci) = st.objective_ci95 {
         let _ = write!(s, " ± {}", format_float(ci));
     }
-    let _ = write!(s, " over {} runs", c.runs.len());
+    let _ = write!(s, " over {}", plural(c.runs.len(), "run"));
     if let (Some(pass), Some(f)) = (st.slo_pass, st.slo_pass_fraction) {
         let met = (f * c.runs.len() as f64).round() as usize;
         if pass {
-            let _ = write!(s, "; SLO met in all {} runs", c.runs.len());
+            let _ = match c.runs.len() {
+                1 => write!(s, "; SLO met in its 1 run"),
+                n => write!(s, "; SLO met in all {n} runs"),
+            };
         } else {
             let _ = write!(
                 s,
-                "; SLO met in {met} of {} runs ({})",
-                c.runs.len(),
+                "; SLO met in {met} of {} ({})",
+                plural(c.runs.len(), "run"),
                 st.slo_failed.as_deref().unwrap_or("")
             );
         }
@@ -292,26 +295,26 @@ fn run_command(o: &Outcome, c: &Candidate, left_out: &LeftOut) -> (Vec<String>, 
         "  (without the scenario's {}, as the search ran it",
         dropped.join(" and ")
     );
+    // One thing left out (the sweep, or one variant): "it".
+    let one = dropped.len() == 1 && left_out.variants.len() <= 1;
     if clash.is_empty() {
-        note.push_str("; drop `--set 'variants=[]'` or `--set 'sweep={}'` to compare them over these settings)");
+        let _ = write!(
+            note,
+            "; drop `--set 'variants=[]'` or `--set 'sweep={{}}'` to compare {} over these settings)",
+            if one { "it" } else { "them" }
+        );
     } else {
         let _ = write!(
             note,
-            "; kept, they would replace tuned values: {})",
+            "; kept, {} would replace tuned values: {})",
+            if one { "it" } else { "they" },
             clash.join("; ")
         );
     }
     (args, Some(note))
 }
 
-/// `n` and `word`, plural when n is not 1.
-fn plural(n: usize, word: &str) -> String {
-    if n == 1 {
-        format!("1 {word}")
-    } else {
-        format!("{n} {word}s")
-    }
-}
+use crate::human::{noun, plural};
 
 /// The console's account of a search: the schedule, the best candidates
 /// ranked, and the best settings as a command (that runs what the search
@@ -326,8 +329,9 @@ pub fn console_text(o: &Outcome, scenario: &str, file: &str, left_out: &LeftOut)
     let valid = o.ranked.iter().filter(|(c, _)| c.invalid.is_none()).count();
     let _ = writeln!(
         s,
-        "stormsim tune: {scenario}: {valid} candidates, {} runs of a budget of {} (rounds of candidates × replicates: {})",
-        o.runs,
+        "stormsim tune: {scenario}: {}, {} of a budget of {} (rounds of candidates × replicates: {})",
+        plural(valid, "candidate"),
+        plural(o.runs, "run"),
         o.budget,
         rounds.join(", ")
     );
@@ -339,15 +343,21 @@ pub fn console_text(o: &Outcome, scenario: &str, file: &str, left_out: &LeftOut)
             .map_or(String::new(), |n| format!(" of the space's {n}"));
         let _ = writeln!(
             s,
-            "{} of the {} points drawn repeated another (values round to the same whole number or choice) and ran once: {} distinct points{size} were tried",
-            repeats, o.drawn, o.distinct
+            "{} of the {} points drawn repeated another (values round to the same whole number or choice) and ran once: {} distinct {}{size} {} tried",
+            repeats,
+            o.drawn,
+            o.distinct,
+            noun(o.distinct, "point"),
+            if o.distinct == 1 { "was" } else { "were" }
         );
     }
     let invalid = o.ranked.len() - valid;
     if invalid > 0 {
         let _ = writeln!(
             s,
-            "{invalid} candidates the scenario does not take were not run (see the `invalid` column of tune.csv)"
+            "{} the scenario does not take {} not run (see the `invalid` column of tune.csv)",
+            plural(invalid, "candidate"),
+            if invalid == 1 { "was" } else { "were" }
         );
     }
     let _ = write!(s, "objective: {} {}", o.direction.word(), o.figure);
@@ -481,8 +491,9 @@ pub fn stopped_lines(o: &Outcome) -> Vec<String> {
                 format!("; raise it in the scenario or with --set '{field}=N'")
             });
             format!(
-                "{} of {ran} candidates ({}) stopped early: {why}{advice}",
+                "{} of {} ({}) stopped early: {why}{advice}",
                 ids.len(),
+                plural(ran, "candidate"),
                 named.join(", ")
             )
         })

@@ -613,7 +613,7 @@ fn a_set_past_the_end_of_a_list_says_how_to_add_an_item() {
         ),
         (
             "layers.1.timeout=1s",
-            "<--set>: layers.1.timeout: index 1 is out of range: `layers` has 1 items; to add one, set the whole list: --set 'layers=[...]'",
+            "<--set>: layers.1.timeout: index 1 is out of range: `layers` has 1 item; to add one, set the whole list: --set 'layers=[...]'",
         ),
     ];
     for (set, want) in cases {

@@ -240,15 +240,18 @@ fn an_error_in_a_flags_value_names_the_flag() {
     let tf = timeouts();
     let tf = tf.to_str().unwrap();
     for (args, flag) in [
-        (vec!["tune", tf, "--budget", "0"], "--budget: "),
-        (vec!["tune", tf, "--budget", "200000"], "--budget: "),
+        (vec!["tune", tf, "--budget", "0"], "error: --budget: "),
+        (vec!["tune", tf, "--budget", "200000"], "error: --budget: "),
         (
             vec!["tune", tf, "--seed", "5", "--set", "seed=3"],
-            "--seed: ",
+            "error: --seed: ",
         ),
-        (vec!["run", q, "--seed", "5", "--set", "seed=3"], "--seed: "),
-        (vec!["run", q, "--replicates", "0"], "--replicates: "),
-        (vec!["run", q, "--max-events", "0"], "--max-events: "),
+        (
+            vec!["run", q, "--seed", "5", "--set", "seed=3"],
+            "error: --seed: ",
+        ),
+        (vec!["run", q, "--replicates", "0"], "error: --replicates: "),
+        (vec!["run", q, "--max-events", "0"], "error: --max-events: "),
     ] {
         let (code, err) = exec(t, &args);
         assert_eq!(code, 2, "{args:?}: {err}");

@@ -590,7 +590,7 @@ fn check_reviews_every_variant() {
     assert_eq!(o.status.code(), Some(1), "the variant `bad` has an error");
     let out = stdout(&o);
     assert!(
-        out.contains("(scenario `base`): 3 of 3 variant(s) reviewed, 2 different review(s)"),
+        out.contains("(scenario `base`): 3 of 3 variants reviewed, 2 different reviews"),
         "{out}"
     );
     assert!(
@@ -639,10 +639,10 @@ fn check_reviews_every_variant() {
     let out = stdout(&stormsim(&["check", &f]));
     assert!(out.lines().count() < 400, "{}", out.lines().count());
     assert!(
-        out.contains("480 more variant(s) reviewed but not shown"),
+        out.contains("480 more variants reviewed but not shown"),
         "{out}"
     );
-    assert!(out.contains("2500 more variant(s) not reviewed"), "{out}");
+    assert!(out.contains("2500 more variants not reviewed"), "{out}");
 }
 
 /// The cells of one column of a CSV table, by header name.
@@ -1250,7 +1250,7 @@ fn ratios_of_nothing_are_empty_and_their_objectives_undecided() {
             "{name}: {console}"
         );
         assert!(
-            console.contains("1. base     undecided  success_rate undecided < 0.99 in 1 of 1 runs"),
+            console.contains("1. base     undecided  success_rate undecided < 0.99 in 1 of 1 run"),
             "{name}: {console}"
         );
         assert!(
