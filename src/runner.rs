@@ -53,6 +53,10 @@ pub struct VariantPlan {
     /// `Some((configured, effective))` when `limits.max_in_flight` was
     /// lowered so that one run fits the address-space limit.
     pub in_flight_capped: Option<(u64, u64)>,
+    /// When every run of this variant is sure to stop at
+    /// `limits.max_events` before its end: what to tell and what to
+    /// change (`check::events_certainly_over_limit`).
+    pub certain_stop: Option<(String, String)>,
 }
 
 /// A growing table of calls in flight is copied when it grows: the old
@@ -104,6 +108,7 @@ pub fn plan(s: &Scenario) -> Result<Vec<VariantPlan>, ScenarioErrors> {
             VariantPlan {
                 memory,
                 in_flight_capped: (effective < configured).then_some((configured, effective)),
+                certain_stop: crate::check::events_certainly_over_limit(&e.scenario),
                 config,
                 occ,
                 slo: scenario::slo::objectives(&e.scenario),

@@ -63,11 +63,54 @@ pub fn count(
 /// when the threads cannot be started.
 pub fn start(flag: Option<usize>) -> Result<(), (String, i32)> {
     let env = std::env::var("RAYON_NUM_THREADS").ok();
-    let n = count(flag, env.as_deref(), limit()).map_err(|m| (m, 2))?;
+    let n = count(flag, env.as_deref(), limit())
+        .map_err(|m| (m, 2))?
+        .unwrap_or_else(cores);
+    room_for_threads(n)?;
     rayon::ThreadPoolBuilder::new()
-        .num_threads(n.unwrap_or_else(cores))
+        .num_threads(n)
         .build_global()
         .map_err(|e| (format!("cannot start the worker threads: {e}"), 1))
+}
+
+/// The address space one worker thread maps as it starts: its stack
+/// (Rust's default for a spawned thread, 2 MiB, which rayon keeps) and
+/// the alternate signal stack the standard library maps inside the new
+/// thread for its stack-overflow handler (a few pages; 64 KiB covers the
+/// largest `AT_MINSIGSTKSZ` of current x86-64 and AArch64 kernels).
+const THREAD_BYTES: usize = 2 * 1024 * 1024 + 64 * 1024;
+
+/// Checks, before any thread starts, that `n` workers' stacks fit under
+/// the address-space limit (`ulimit -v`): a thread whose stack could be
+/// mapped but whose alternate signal stack could not aborts the process
+/// from inside the standard library ("failed to allocate an alternative
+/// stack"), which no caller can catch. Reserving the room once, and
+/// giving it back, turns that into an error with exit 1.
+fn room_for_threads(n: usize) -> Result<(), (String, i32)> {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    let bytes = n.saturating_mul(THREAD_BYTES);
+    let refused = || {
+        (
+            format!(
+                "cannot start the worker threads: {} need about {} of address space, more than this process may still map (ulimit -v); raise the limit or use fewer threads (--threads)",
+                crate::human::plural(n, "thread stack"),
+                crate::scenario::memory::bytes_text(bytes as u64)
+            ),
+            1,
+        )
+    };
+    let layout = Layout::from_size_align(bytes, 4096).map_err(|_| refused())?;
+    // The system allocator itself, not the process's, which exits on a
+    // failed allocation: here a failure is an answer.
+    // SAFETY: `layout` has a non-zero size (n ≥ 1), and the block is
+    // given back at once with the same layout.
+    let probe = unsafe { System.alloc(layout) };
+    if probe.is_null() {
+        return Err(refused());
+    }
+    // SAFETY: allocated just above with `layout`.
+    unsafe { System.dealloc(probe, layout) };
+    Ok(())
 }
 
 #[cfg(test)]

@@ -228,6 +228,32 @@ pub fn events_over_limit(s: &Scenario) -> Option<(String, String)> {
     ))
 }
 
+/// How many standard deviations of a Poisson count of arrivals
+/// [`events_certainly_over_limit`] takes off their mean: a run that
+/// draws fewer arrivals than that happens less than once in 10^9 runs.
+const POISSON_MARGIN_SD: f64 = 6.0;
+
+/// As [`events_over_limit`], only when the run is sure to stop at the
+/// guard rail, not just likely to: its open-loop arrivals alone (each one
+/// event, at the lowest rate of the schedule, less six standard
+/// deviations of their Poisson count) with the autoscalers' decisions are
+/// over `limits.max_events`. A run of such a scenario would simulate up to
+/// the limit only to be reported as aborted, so `run` refuses it.
+pub fn events_certainly_over_limit(s: &Scenario) -> Option<(String, String)> {
+    let over = events_over_limit(s)?;
+    let arrivals = s.clients.arrival.rate.map_or(0.0, |base| {
+        s.clients
+            .schedule
+            .iter()
+            .filter_map(|p| p.rate.or(p.ramp_to))
+            .map(|r| r.per_sec())
+            .fold(base.per_sec(), f64::min)
+            * s.duration.secs_f64()
+    });
+    let sure = (arrivals - POISSON_MARGIN_SD * arrivals.sqrt()).max(0.0) + periodic_events(s);
+    (sure > s.limits.max_events as f64).then_some(over)
+}
+
 /// Reviews a loaded (validated) scenario.
 pub fn check(s: &Scenario) -> Report {
     let mut report = if s.is_graph() {
@@ -238,8 +264,14 @@ pub fn check(s: &Scenario) -> Report {
     report.findings.extend(priority::findings(s));
     report.findings.extend(capacity::findings(s));
     if let Some((message, fix)) = events_over_limit(s) {
+        let sure = events_certainly_over_limit(s).is_some();
         report.findings.push(Finding {
-            severity: Severity::Warning,
+            // A run that cannot end is refused by `run`: an error.
+            severity: if sure {
+                Severity::Error
+            } else {
+                Severity::Warning
+            },
             code: "events-over-guard-rail",
             path: "limits.max_events".to_string(),
             message,

@@ -885,6 +885,23 @@ pub(crate) fn warn_events_over_limit(s: &Scenario) {
     }
 }
 
+/// When every variant's runs are sure to stop at `limits.max_events`
+/// before their end (`check::events_certainly_over_limit`): why, and the
+/// way out, for a refusal before anything runs.
+pub(crate) fn guard_rail_refusal(plans: &[crate::runner::VariantPlan]) -> Option<String> {
+    if plans.is_empty() || plans.iter().any(|p| p.certain_stop.is_none()) {
+        return None;
+    }
+    let (message, fix) = plans[0].certain_stop.as_ref()?;
+    let message = message.replacen("every run will stop", "every run would stop", 1);
+    let variants = if plans.len() == 1 {
+        String::new()
+    } else {
+        format!(" (all {} variants)", plans.len())
+    };
+    Some(format!("limits.max_events: {message}{variants}; {fix}"))
+}
+
 fn load(file: Option<&Path>, sets: &[String]) -> Result<Scenario, ScenarioErrors> {
     let mut errors = Vec::new();
     let mut parsed = Vec::with_capacity(sets.len());
@@ -919,9 +936,21 @@ fn validate(args: ScenarioArgs) -> i32 {
         Ok(s) => s,
         Err(e) => return report_errors(&e),
     };
-    warn_events_over_limit(&s);
     match scenario::expand_variants(&s) {
         Ok(variants) => {
+            // What `run` refuses: every run sure to stop at the guard rail.
+            let sure: Vec<_> = variants
+                .iter()
+                .map_while(|(_, v)| crate::check::events_certainly_over_limit(v))
+                .collect();
+            if let Some((message, fix)) = sure.first()
+                && sure.len() == variants.len()
+            {
+                let message = message.replacen("every run will stop", "every run would stop", 1);
+                errln!("error: limits.max_events: {message}; {fix} (`stormsim run` refuses it)");
+                return 2;
+            }
+            warn_events_over_limit(&s);
             outln!(
                 "{}: ok ({} variant{}, {} replicate{} each)",
                 escape(&crate::escape::path(&args.file)),
@@ -1204,6 +1233,40 @@ const RUN_FILES: [&str; 4] = [
     "summary_by_variant.csv",
 ];
 
+/// The tables `plot` reads whole (the summaries, and a graph's
+/// `services.csv`, `calls.csv` and `classes.csv`; `timeseries.csv` is
+/// streamed): their bytes are held, and then their parsed rows, which
+/// take at least as much again. When that lower bound is over what this
+/// process may use (`memory_gate::process_budget`), the command is
+/// refused before reading, with the estimate; it used to grow until an
+/// allocation failed.
+fn tables_too_large_to_plot(dir: &Path) -> Option<String> {
+    const READ_WHOLE: [&str; 5] = [
+        "summary.csv",
+        "summary_by_variant.csv",
+        "classes.csv",
+        "services.csv",
+        "calls.csv",
+    ];
+    let budget = crate::memory_gate::process_budget()?;
+    let bytes: u64 = READ_WHOLE
+        .iter()
+        .filter_map(|f| std::fs::metadata(dir.join(f)).ok())
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+        .sum();
+    let held = bytes.saturating_mul(2);
+    (held > budget).then(|| {
+        format!(
+            "plot reads the summary tables of {} whole ({} together) and holds their parsed rows as well: about {} or more in memory, more than this process may use ({}: three quarters of the smaller of its address-space limit, ulimit -v, and the memory available); run plot where more memory is free, or rerun the scenario with fewer sweep points, variants or replicates",
+            crate::escape::path(dir),
+            scenario::memory::bytes_text(bytes),
+            scenario::memory::bytes_text(held),
+            scenario::memory::bytes_text(budget),
+        )
+    })
+}
+
 /// Why `dir` is not (yet) a run's folder `plot` can draw, when that is
 /// something other than damage to its tables: a stormsim command writing
 /// it now (the folder may not exist yet, or hold the run it replaces), an
@@ -1270,7 +1333,10 @@ fn plot(args: PlotArgs) -> i32 {
         interrupt::EXIT_CODE
     };
     recover_inputs(std::slice::from_ref(dir), args.quiet);
-    if let Some(refusal) = plot_source_problem(dir).or_else(|| not_a_run_folder(dir)) {
+    if let Some(refusal) = plot_source_problem(dir)
+        .or_else(|| not_a_run_folder(dir))
+        .or_else(|| tables_too_large_to_plot(dir))
+    {
         return refuse(refusal);
     }
     // Decided before reading: only charts/ and report.html are replaced.

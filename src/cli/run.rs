@@ -125,6 +125,8 @@ enum SettingsError {
     OutFolder(String),
     /// The results would not fit in the memory the process may use.
     Memory(String),
+    /// Every run is sure to stop at `limits.max_events` before its end.
+    GuardRail(String),
 }
 
 impl SettingsError {
@@ -146,7 +148,9 @@ impl SettingsError {
                 );
                 2
             }
-            SettingsError::OutFolder(m) | SettingsError::Memory(m) => super::refuse(m),
+            SettingsError::OutFolder(m)
+            | SettingsError::Memory(m)
+            | SettingsError::GuardRail(m) => super::refuse(m),
         }
     }
 }
@@ -177,7 +181,6 @@ impl Settings {
         let sets = super::FieldFlag::overrides(&args.set, &flags);
         let by_flag = |e| SettingsError::Scenario(super::FieldFlag::name_in(e, &flags));
         let scenario = load(args.file.as_deref(), &sets).map_err(by_flag)?;
-        super::warn_events_over_limit(&scenario);
         // From the counts, before the variants are built: a command whose
         // results alone cannot fit is refused at once.
         if let Some(budget) = crate::memory_gate::process_budget() {
@@ -199,6 +202,12 @@ impl Settings {
             }
         }
         let plans = runner::plan(&scenario).map_err(by_flag)?;
+        // A run sure to stop at the events guard rail is refused: it would
+        // simulate up to the limit only to be reported as aborted.
+        if let Some(refusal) = super::guard_rail_refusal(&plans) {
+            return Err(SettingsError::GuardRail(refusal));
+        }
+        super::warn_events_over_limit(&scenario);
         if let Some((configured, effective)) = plans.iter().find_map(|p| p.in_flight_capped) {
             errln!(
                 "note: limits.max_in_flight: {configured} calls in flight would not fit this process's address-space limit (ulimit -v); runs stop (ABORTED, max_in_flight) at {effective} instead: raise ulimit -v or lower limits.max_in_flight"

@@ -75,6 +75,20 @@ pub(super) fn tune(args: TuneArgs) -> i32 {
         );
         return 2;
     };
+    // Every candidate sure to stop at the events guard rail (the space
+    // changes none of what the estimate reads): refused, as `run` does.
+    let reads_load = |k: &String| {
+        ["duration", "clients", "limits", "services"]
+            .iter()
+            .any(|f| k == f || k.starts_with(&format!("{f}.")))
+    };
+    if !t.space.keys().any(reads_load)
+        && let Some((message, fix)) = crate::check::events_certainly_over_limit(&s)
+    {
+        let message =
+            message.replacen("every run will stop", "every candidate's run would stop", 1);
+        return refuse(format!("limits.max_events: {message}; {fix}"));
+    }
     let counts = [(s.variants.len(), "variant"), (s.sweep.len(), "swept path")];
     let unused: Vec<String> = counts
         .into_iter()

@@ -545,7 +545,9 @@ fn quote_as(message: String, read: f64, also: &[&str], shown: &str) -> String {
     spellings.retain(|s| s != shown);
     // Every quoted one (`found `2.5``, `sweep value 2.5: … found `2.5``);
     let mut message = message;
-    let mut quoted = false;
+    // A message that already quotes the value as shown (`found `1.0``)
+    // has nothing bare to put back: a bare `1` there is a bound.
+    let mut quoted = message.contains(&format!("`{shown}`"));
     for spelling in &spellings {
         let q = format!("`{spelling}`");
         if message.contains(&q) {
@@ -1146,6 +1148,14 @@ pub(crate) fn describe(
         is_key = !missing;
     }
     let mut message = improve_message(&message, found.as_deref());
+    // A field left out: what it takes, in the words of the schema
+    // (`missing field `base`; expected a duration with a unit, ...`).
+    if missing
+        && message.ends_with('`')
+        && let Some(expects) = super::schema::expects(&path.split('.').collect::<Vec<_>>())
+    {
+        message = format!("{message}; expected {expects}");
+    }
     // A number quoted back as the file wrote it (`99999999999999999999999`,
     // not the float it reads as).
     if let Some(text) = &found {
@@ -1614,6 +1624,19 @@ mod tests {
         assert_eq!(
             m("from 10 to 1.5, found 1", "1.0"),
             "from 10 to 1.5, found 1.0"
+        );
+        // Already quoted as written: a bound that spells the value as
+        // read (`1`, `01`) stays the bound.
+        assert_eq!(
+            m(
+                "expected a whole number from 1 to 1000000, found `1.0`",
+                "1.0"
+            ),
+            "expected a whole number from 1 to 1000000, found `1.0`"
+        );
+        assert_eq!(
+            m("expected a whole number from 1 to 10000, found `01`", "01"),
+            "expected a whole number from 1 to 10000, found `01`"
         );
     }
 

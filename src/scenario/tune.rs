@@ -217,8 +217,16 @@ pub fn round_significant(v: f64, digits: i32) -> f64 {
     if v == 0.0 || !v.is_finite() {
         return v;
     }
-    let scale = 10f64.powi(digits - 1 - v.abs().log10().floor() as i32);
-    (v * scale).round() / scale
+    // By a power of ten that is exact (10^k for k ≥ 0): 10^-5 is not, and
+    // 7.2e6 × 10^-5 rounds back to 7199999.999….
+    let k = digits - 1 - v.abs().log10().floor() as i32;
+    if k >= 0 {
+        let scale = 10f64.powi(k);
+        (v * scale).round() / scale
+    } else {
+        let scale = 10f64.powi(-k);
+        (v / scale).round() * scale
+    }
 }
 
 /// The dimension a space entry describes, or what is wrong with it.
@@ -702,6 +710,10 @@ mod tests {
         let r = dimension(&json!({"range": [0.1, 0.5]})).unwrap();
         assert_eq!(r.at(0.5), json!(0.3));
         assert_eq!(round_significant(123456.0, 3), 123000.0);
+        // A duration of 7.2 ms drawn as 7 199 999.6 ns: 7.2 ms, not
+        // 7199999ns (a scale of 10^-5 is not exact in binary).
+        assert_eq!(round_significant(7_199_999.6, 2), 7_200_000.0);
+        assert_eq!(number(7_199_999.6, Unit::Duration), Value::from("7200us"));
         assert_eq!(round_significant(0.012345, 2), 0.012);
     }
 }

@@ -1024,6 +1024,19 @@ fn item_path(s: &Scenario, path: &str, labels: bool) -> String {
                 relabel(&mut segs, 3, &calls);
             }
         }
+        // A variant is named in a path by its index either way: the one
+        // its errors give (`variants.0.set.KEY`), so that a `--set` that
+        // names it (`variants.no-retries.set.KEY`) is found as their cause.
+        Some("variants") => {
+            let names: Vec<&str> = s.variants.iter().map(|v| v.name.as_str()).collect();
+            let shown = item_segments(&names);
+            if let Some(seg) = segs.get_mut(1)
+                && seg.parse::<usize>().is_err()
+                && let Some(i) = shown.iter().position(|l| l == seg)
+            {
+                *seg = i.to_string();
+            }
+        }
         _ => {}
     }
     segs.join(".")

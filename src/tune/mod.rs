@@ -210,6 +210,11 @@ fn better(a: &Standing, b: &Standing, direction: Direction) -> Ordering {
         })
 }
 
+/// How many more draws replace the first round's candidates that the
+/// scenario does not take (a space whose corners cross a rule, `cap`
+/// below `base`), before the round runs with fewer.
+const REFILL_BATCHES: usize = 8;
+
 /// Searches `s.tune.space`. `on_done` is called after every run (a
 /// progress bar); a raised `stop` ends the search as `Interrupted`.
 pub fn search(
@@ -224,27 +229,19 @@ pub fn search(
     let base = search_base(s);
     let rounds = schedule::schedule(tune.budget as u64, space.size());
     let first = space.first_round(rounds[0].candidates as usize, s.seed);
-    let drawn = rounds[0].candidates.min(space.size().unwrap_or(u64::MAX));
-    let distinct = first.len() as u64;
+    let mut drawn = rounds[0].candidates.min(space.size().unwrap_or(u64::MAX));
+    let mut distinct = first.len() as u64;
     // Each candidate's scenario, made as `--set` makes it.
-    let mut candidates: Vec<Candidate> = Vec::with_capacity(first.len());
-    let mut plans: Vec<Option<VariantPlan>> = Vec::with_capacity(first.len());
-    for (id, values) in first.into_iter().enumerate() {
+    let make = |id: usize, values: Vec<Value>| -> (Candidate, Option<VariantPlan>) {
         let sets: Vec<(String, Value)> = space.paths.iter().cloned().zip(values.clone()).collect();
-        let made = apply_sets(&base, &sets).map_err(|e| {
+        let messages = |e: crate::scenario::ScenarioErrors| {
             e.0.iter()
                 .map(|e| e.message.clone())
                 .collect::<Vec<_>>()
                 .join("; ")
-        });
-        let (invalid, plan) = match made.and_then(|c| {
-            runner::plan(&c).map_err(|e| {
-                e.0.iter()
-                    .map(|e| e.message.clone())
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            })
-        }) {
+        };
+        let made = apply_sets(&base, &sets).map_err(messages);
+        let (invalid, plan) = match made.and_then(|c| runner::plan(&c).map_err(messages)) {
             Ok(mut p) if p.len() == 1 => {
                 let mut plan = p.remove(0);
                 plan.name = format!("c{id}");
@@ -253,14 +250,41 @@ pub fn search(
             Ok(_) => (Some("not one run".to_string()), None),
             Err(e) => (Some(e), None),
         };
-        candidates.push(Candidate {
+        let candidate = Candidate {
             id,
             values,
             invalid,
             round: 0,
             runs: Vec::new(),
-        });
-        plans.push(plan);
+        };
+        (candidate, plan)
+    };
+    let want = first.len();
+    let mut candidates: Vec<Candidate> = Vec::with_capacity(want);
+    let mut plans: Vec<Option<VariantPlan>> = Vec::with_capacity(want);
+    let mut pending = first;
+    // A candidate the scenario does not take costs no run of the budget:
+    // others are drawn in its place (each batch from its own stream of
+    // the seed), so the first round has as many as it would have had, up
+    // to `REFILL_BATCHES` more draws.
+    for batch in 1..=REFILL_BATCHES + 1 {
+        for values in pending {
+            let (c, p) = make(candidates.len(), values);
+            candidates.push(c);
+            plans.push(p);
+        }
+        let taken = plans.iter().filter(|p| p.is_some()).count();
+        let missing = want.saturating_sub(taken);
+        if missing == 0 || batch > REFILL_BATCHES || space.is_grid(want) {
+            break;
+        }
+        drawn += missing as u64;
+        pending = space
+            .sample(missing, s.seed, batch as u64)
+            .into_iter()
+            .filter(|v| !candidates.iter().any(|c| &c.values == v))
+            .collect();
+        distinct += pending.len() as u64;
     }
     let valid: Vec<usize> = (0..candidates.len())
         .filter(|&i| plans[i].is_some())

@@ -42,12 +42,26 @@ impl Space {
     /// most `n` points, else a Latin hypercube sample of `n` points with
     /// repeats (possible in discrete dimensions) dropped.
     pub fn first_round(&self, n: usize, seed: u64) -> Vec<Vec<Value>> {
-        if let Some(size) = self.size()
-            && size <= n as u64
-        {
-            return (0..size).map(|i| self.grid_point(i)).collect();
+        if self.is_grid(n) {
+            return (0..self.size().unwrap_or(0))
+                .map(|i| self.grid_point(i))
+                .collect();
         }
-        let mut rng = Stream::new(seed, Purpose::Tune, 0);
+        self.sample(n, seed, 0)
+    }
+
+    /// Whether [`Space::first_round`] of `n` is the whole grid: nothing
+    /// is left to draw after it.
+    pub fn is_grid(&self, n: usize) -> bool {
+        self.size().is_some_and(|size| size <= n as u64)
+    }
+
+    /// Draw `batch` of a Latin hypercube sample of `n` points, repeats
+    /// dropped: batch 0 is the first round's; the later ones (their own
+    /// streams of the seed) replace the candidates the scenario did not
+    /// take.
+    pub fn sample(&self, n: usize, seed: u64, batch: u64) -> Vec<Vec<Value>> {
+        let mut rng = Stream::new(seed, Purpose::Tune, batch);
         // Per dimension, a shuffled assignment of the n strata.
         let strata: Vec<Vec<usize>> = self
             .dims

@@ -420,8 +420,11 @@ fn an_aborted_run_has_no_verdict_and_says_so_everywhere() {
             "scenarios/outage-recovery.yaml",
             "--replicates",
             "2",
+            // Over the 720 000 arrivals the run is sure to have (so it is
+            // not refused before it starts), under the two events each
+            // of them takes at least: every run stops at the guard rail.
             "--max-events",
-            "20000",
+            "900000",
             "--out",
         ])
         .arg(&out)

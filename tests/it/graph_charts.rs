@@ -99,6 +99,7 @@ fn draw() -> Drawn {
             slo: None,
             memory: 0,
             in_flight_capped: None,
+            certain_stop: None,
         })
         .collect();
     let results = runner::run_all(&plans, 2, 11, &|_| {});

@@ -430,9 +430,13 @@ fn the_tune_header_counts_the_candidates_that_ran() {
     assert_eq!(csv.lines().count(), 1 + 3, "{csv}");
 }
 
-/// Runs far longer than the guard rail allows are announced by `check`
-/// (a finding), `validate` and `run` (a warning on stderr), whichever
-/// field makes them so; a run that fits says nothing.
+/// Runs far longer than the guard rail allows are refused by `validate`
+/// and `run` (exit 2, nothing written) and are an error of `check`,
+/// whichever field makes them so: their open-loop arrivals alone (one
+/// event each) are over the limit, so they are sure to stop. A run that
+/// is only likely to stop (its estimate of two events an arrival is over
+/// the limit, its arrivals alone are not) is warned about and runs; a run
+/// that fits says nothing.
 #[test]
 fn a_run_that_will_stop_at_max_events_is_announced() {
     let dir = folder();
@@ -446,6 +450,8 @@ fn a_run_that_will_stop_at_max_events_is_announced() {
             "--set",
             "bucket=1h",
         ],
+        // 250 arrivals expected, at least 155 of them (six standard
+        // deviations below): over 100.
         &["--set", "limits.max_events=100"],
     ];
     for sets in cases {
@@ -455,16 +461,16 @@ fn a_run_that_will_stop_at_max_events_is_announced() {
             .args(sets)
             .output()
             .unwrap();
-        assert_eq!(out.status.code(), Some(0), "{sets:?}");
+        assert_eq!(out.status.code(), Some(2), "{sets:?}");
         let err = text(&out.stderr);
         assert!(
             err.starts_with(
-                "warning: limits.max_events: every run will stop at the guard rail before its end"
+                "error: limits.max_events: every run would stop at the guard rail before its end"
             ),
             "{sets:?}: {err}"
         );
         assert!(
-            err.contains("raise `limits.max_events` (or --max-events)"),
+            err.contains("raise `limits.max_events` (or --max-events) (`stormsim run` refuses it)"),
             "{err}"
         );
         let out = stormsim(dir.path())
@@ -475,9 +481,23 @@ fn a_run_that_will_stop_at_max_events_is_announced() {
             .unwrap();
         let check = text(&out.stdout);
         assert!(
-            check.contains("warning events-over-guard-rail [limits.max_events]"),
+            check.contains("error   events-over-guard-rail [limits.max_events]"),
             "{check}"
         );
+        assert_eq!(out.status.code(), Some(1), "{check}");
+        let out = stormsim(dir.path())
+            .args(["run", "q.yaml", "--out", "refused"])
+            .args(sets)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{sets:?}");
+        let err = text(&out.stderr);
+        assert!(
+            err.starts_with("error: limits.max_events: every run would stop")
+                && err.trim_end().ends_with("nothing was written"),
+            "{err}"
+        );
+        assert!(!dir.path().join("refused").exists());
     }
     // The estimate is a lower bound: 5 s at 50/s is about 500 events.
     let out = stormsim(dir.path())
@@ -485,13 +505,20 @@ fn a_run_that_will_stop_at_max_events_is_announced() {
         .output()
         .unwrap();
     assert!(!text(&out.stderr).contains("will stop at the guard rail"));
+    // Likely, not sure (at most 155 arrivals is not out of the question at
+    // a limit of 300): warned about, and run.
     let out = stormsim(dir.path())
-        .args(["run", "q.yaml", "--max-events", "100", "--out", "r2"])
+        .args(["run", "q.yaml", "--max-events", "300", "--out", "r2"])
         .output()
         .unwrap();
     let err = text(&out.stderr);
+    assert!(
+        err.starts_with("warning: limits.max_events: every run will stop"),
+        "{err}"
+    );
     assert!(err.contains("about 5e2 events"), "{err}");
-    assert!(err.contains("over limits.max_events (100)"), "{err}");
+    assert!(err.contains("over limits.max_events (300)"), "{err}");
+    assert!(dir.path().join("r2/summary.csv").is_file(), "{err}");
     // Without the overrides, nothing.
     let out = stormsim(dir.path())
         .args(["validate", "q.yaml"])

@@ -102,8 +102,9 @@ fn runs_that_grow_to_the_in_flight_rail_do_not_abort_under_ulimit_v() {
 }
 
 /// R2: an autoscaler deciding every millisecond over 30 days is some
-/// 2.6e9 events whatever the load: `validate`, `check` and `run` warn that
-/// the runs stop at the events guard rail, naming the interval.
+/// 2.6e9 events whatever the load: `validate` and `run` refuse it (the
+/// runs are sure to stop at the events guard rail) and `check` finds it,
+/// naming the interval.
 #[test]
 fn periodic_timers_count_in_the_events_estimate() {
     let tmp = tempfile::tempdir().unwrap();
@@ -117,9 +118,9 @@ fn periodic_timers_count_in_the_events_estimate() {
         .arg("validate")
         .arg(&file)
         .assert()
-        .success()
+        .code(2)
         .stderr(contains(
-            "warning: limits.max_events: every run will stop at the guard rail",
+            "error: limits.max_events: every run would stop at the guard rail",
         ))
         .stderr(contains("3e9 events (the autoscalers' decisions"))
         .stderr(contains("lengthen `autoscale.interval`"));

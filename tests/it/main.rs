@@ -39,6 +39,7 @@ mod hostile_review;
 mod hostile_review10;
 mod hostile_review12;
 mod hostile_review13;
+mod hostile_review14;
 mod hostile_review4;
 mod hostile_review6_out;
 mod hostile_review6_scen;

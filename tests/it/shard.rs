@@ -944,7 +944,7 @@ fn a_merge_of_runs_stopped_by_a_guard_rail_fails_like_the_run() {
             .args([
                 "--quiet",
                 "--max-events",
-                "100",
+                "20000",
                 "--shard",
                 &format!("{i}/2"),
                 "--out",
@@ -952,13 +952,13 @@ fn a_merge_of_runs_stopped_by_a_guard_rail_fails_like_the_run() {
             .arg(d)
             .assert()
             .code(1)
-            .stderr(contains("stopped after 100 events (limits.max_events)"));
+            .stderr(contains("stopped after 20000 events (limits.max_events)"));
     }
     let out = t.join("merged");
     let a = merge(&s, &out).code(1);
     let err = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
     assert!(
-        err.contains("error: variant max_attempts=1 jitter=none: stopped after 100 events (limits.max_events); raise it in the scenario or with --max-events"),
+        err.contains("error: variant max_attempts=1 jitter=none: stopped after 20000 events (limits.max_events); raise it in the scenario or with --max-events"),
         "{err}"
     );
     assert!(

@@ -419,7 +419,7 @@ fn candidates_a_guard_rail_stopped_are_not_ranked_and_the_search_fails() {
     );
     // Every candidate stopped: nothing to choose from.
     let out = dir.path().join("all");
-    let o = search(&out, "1000");
+    let o = search(&out, "15000");
     let (stdout, stderr) = (
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr),
