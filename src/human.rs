@@ -69,6 +69,16 @@ pub fn plural<N: Count>(n: N, word: &str) -> String {
     format!("{n} {}", noun(n, word))
 }
 
+/// The article of `word`: `an` before a vowel (`an exponential service
+/// time`, `an errors incident`), else `a`.
+pub fn a_or_an(word: &str) -> &'static str {
+    if word.starts_with(['a', 'e', 'i', 'o', 'u', 'A', 'E', 'I', 'O', 'U']) {
+        "an"
+    } else {
+        "a"
+    }
+}
+
 /// The verb `is` or `are`, as `n` takes it.
 pub fn is_are<N: Count>(n: N) -> &'static str {
     if n.is_one() { "is" } else { "are" }
@@ -76,7 +86,15 @@ pub fn is_are<N: Count>(n: N) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use super::{compact, num, plural};
+    use super::{a_or_an, compact, num, plural};
+
+    #[test]
+    fn the_article_follows_the_first_letter() {
+        assert_eq!(a_or_an("exponential"), "an");
+        assert_eq!(a_or_an("errors"), "an");
+        assert_eq!(a_or_an("constant"), "a");
+        assert_eq!(a_or_an("token_bucket"), "a");
+    }
 
     #[test]
     fn counts_take_their_noun() {

@@ -1,6 +1,6 @@
 //! The range each whole-number field really accepts, for type errors.
 //! A type error is found by the reader, which knows only the field's
-//! storage type ("a whole number (at most 4294967295)" for a `u32`);
+//! storage type ("a whole number from 0 to 4294967295" for a `u32`);
 //! the range the format accepts is validation's (`replicates` 1 to
 //! 10000, `instances` 1 to 1000000, `limits.max_events` at least 1). A
 //! type error about one of these fields (`instances: 1e12`, `-1`, `2.5`)
@@ -183,7 +183,7 @@ pub fn real_range(path: &str) -> Option<(u64, u64)> {
 }
 
 /// `message` (a type error about the field at `path`) with the storage
-/// type's range ("a whole number (at most 4294967295)") replaced by the
+/// type's range ("a whole number from 0 to 4294967295") replaced by the
 /// field's real one ("a whole number from 1 to 10000").
 pub fn with_real_range(path: &str, message: String) -> String {
     let Some((lo, hi)) = real_range(path) else {
@@ -217,11 +217,11 @@ mod tests {
         assert_eq!(
             with_real_range(
                 "dependency.concurrency",
-                "expected a whole number (at most 4294967295), found `x`".into()
+                "expected a whole number from 0 to 4294967295, found `x`".into()
             ),
             "expected a whole number from 1 to 1000000, found `x`"
         );
-        let other = "expected a whole number (at most 255), found `x`".to_string();
+        let other = "expected a whole number from 0 to 255, found `x`".to_string();
         assert_eq!(with_real_range("seed", other.clone()), other);
     }
 
@@ -254,7 +254,7 @@ mod tests {
         assert_eq!(
             with_real_range(
                 "limits.max_events",
-                "expected a whole number (at most 18446744073709551615), found `-1`".into()
+                "expected a whole number from 0 to 18446744073709551615, found `-1`".into()
             ),
             "expected a whole number from 1 to 18446744073709551615, found `-1`"
         );

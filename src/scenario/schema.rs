@@ -106,8 +106,8 @@ fn node_at(segs: &[&str]) -> Option<&'static Value> {
     Some(node)
 }
 
-/// What the field at `segs` takes, in words ("a whole number (at most
-/// 4294967295)", "a duration with a unit, such as 250ms, 2s, 5m or 1h",
+/// What the field at `segs` takes, in words ("a whole number from 0 to
+/// 4294967295", "a duration with a unit, such as 250ms, 2s, 5m or 1h",
 /// "one of: none, full, equal"), or `None` where the schema does not say.
 pub(crate) fn expects(segs: &[&str]) -> Option<String> {
     node_at(segs).map(|n| words(n, 0))

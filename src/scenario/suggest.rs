@@ -257,10 +257,10 @@ fn found_words(unexpected: &str) -> String {
 /// The plain words for a Rust number or boolean type name.
 pub(crate) fn type_words(ty: &str) -> Option<&'static str> {
     Some(match ty {
-        "u8" => "a whole number (at most 255)",
-        "u16" => "a whole number (at most 65535)",
-        "u32" => "a whole number (at most 4294967295)",
-        "u64" | "usize" | "u128" => "a whole number (at most 18446744073709551615)",
+        "u8" => "a whole number from 0 to 255",
+        "u16" => "a whole number from 0 to 65535",
+        "u32" => "a whole number from 0 to 4294967295",
+        "u64" | "usize" | "u128" => "a whole number from 0 to 18446744073709551615",
         "i8" => "a whole number from -128 to 127",
         "i16" => "a whole number from -32768 to 32767",
         "i32" => "a whole number from -2147483648 to 2147483647",
@@ -434,11 +434,11 @@ mod tests {
             ),
             (
                 "invalid type: sequence, expected u32",
-                "expected a whole number (at most 4294967295), found a list",
+                "expected a whole number from 0 to 4294967295, found a list",
             ),
             (
                 "invalid value: integer `-1`, expected u64",
-                "expected a whole number (at most 18446744073709551615), found -1",
+                "expected a whole number from 0 to 18446744073709551615, found -1",
             ),
             (
                 "invalid type: unit value, expected struct Backoff",
@@ -474,7 +474,7 @@ mod tests {
     fn explains_number_errors() {
         assert_eq!(
             improve_message("invalid u32", Some("lots")),
-            "expected a whole number (at most 4294967295), found `lots`"
+            "expected a whole number from 0 to 4294967295, found `lots`"
         );
         assert_eq!(
             improve_message("something else", Some("x")),
@@ -482,11 +482,11 @@ mod tests {
         );
         assert_eq!(
             plain_words("invalid value: integer `-1`, expected u64; f64 or usize"),
-            "invalid value: integer `-1`, expected a whole number (at most 18446744073709551615); a number or a whole number (at most 18446744073709551615)"
+            "invalid value: integer `-1`, expected a whole number from 0 to 18446744073709551615; a number or a whole number from 0 to 18446744073709551615"
         );
         assert_eq!(
             plain_words("u32x bool_u8 u8"),
-            "u32x bool_u8 a whole number (at most 255)"
+            "u32x bool_u8 a whole number from 0 to 255"
         );
     }
 }

@@ -638,7 +638,8 @@ impl Checker {
                 (false, Some(_)) => self.push(
                     p,
                     format!(
-                        "`{name}` does not apply to a {dist} {what}; expected {}",
+                        "`{name}` does not apply to {} {dist} {what}; expected {}",
+                        crate::human::a_or_an(dist),
                         dist_shape(st.dist)
                     ),
                 ),
@@ -694,7 +695,8 @@ impl Checker {
                 self.push(
                     format!("{path}.{name}"),
                     format!(
-                        "`{name}` does not apply to a {kind} incident; expected {}",
+                        "`{name}` does not apply to {} {kind} incident; expected {}",
+                        crate::human::a_or_an(kind),
                         incident_shape(inc.kind)
                     ),
                 );

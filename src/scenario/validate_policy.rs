@@ -138,7 +138,8 @@ impl Checker {
                 self.push(
                     format!("{path}.{name}"),
                     format!(
-                        "`{name}` does not apply to a {kind} budget; expected {shape} (with --set, set the whole budget)"
+                        "`{name}` does not apply to {} {kind} budget; expected {shape} (with --set, set the whole budget)",
+                        crate::human::a_or_an(kind)
                     ),
                 );
             }

@@ -84,8 +84,8 @@ fn type_errors_state_the_fields_validated_range() {
             e.contains(&format!("expected a whole number {want}")),
             "{set}: {e}"
         );
-        assert!(!e.contains("at most 4294967295"), "{set}: {e}");
-        assert!(!e.contains("at most 18446744073709551615"), "{set}: {e}");
+        assert!(!e.contains("0 to 4294967295"), "{set}: {e}");
+        assert!(!e.contains("0 to 18446744073709551615"), "{set}: {e}");
     }
     // In the file, with its position.
     let bad = SMALL.replace(

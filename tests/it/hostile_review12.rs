@@ -661,7 +661,7 @@ fn a_count_under_a_named_key_refuses_text() {
     let (code, err) = validate(&f, &[]);
     assert_eq!(code, Some(2), "{err}");
     assert!(
-        err.contains("s.yaml:20:35: dependency.shed_by_priority.background: expected a whole number (at most 4294967295), found the text \"50\" (remove the quotes)"),
+        err.contains("s.yaml:20:35: dependency.shed_by_priority.background: expected a whole number from 0 to 4294967295, found the text \"50\" (remove the quotes)"),
         "{err}"
     );
     let good = small_with(tmp.path(), "good.yaml", &[]);
@@ -671,7 +671,7 @@ fn a_count_under_a_named_key_refuses_text() {
     );
     assert_eq!(code, Some(2), "{err}");
     assert!(
-        err.contains("<--set>: dependency.shed_by_priority.background: expected a whole number (at most 4294967295), found the text \"50\" (remove the quotes)"),
+        err.contains("<--set>: dependency.shed_by_priority.background: expected a whole number from 0 to 4294967295, found the text \"50\" (remove the quotes)"),
         "{err}"
     );
 }

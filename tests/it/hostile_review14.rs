@@ -261,3 +261,29 @@ fn plot_refuses_tables_too_large_for_its_memory_before_reading() {
     assert_eq!(snapshot(&tmp.path().join("o/charts")), charts);
     assert_eq!(fs::read(tmp.path().join("o/report.html")).unwrap(), report);
 }
+
+/// N7: a field that does not apply to a kind whose name starts with a
+/// vowel takes `an` (`an exponential service time`, `an errors
+/// incident`). It said "a exponential".
+#[test]
+fn a_kind_that_starts_with_a_vowel_takes_an() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "service_time: { dist: exponential, mean: 5ms }",
+            "service_time: { dist: exponential, mean: 5ms, p99: 9ms }",
+            "`p99` does not apply to an exponential service time",
+        ),
+        (
+            "queue: { capacity: 64 }",
+            "queue: { capacity: 64 }\n  incidents: [ { kind: errors, start: 1s, end: 2s, rate: 0.5, add: 5ms } ]",
+            "`add` does not apply to an errors incident",
+        ),
+    ];
+    for (from, to, expected) in cases {
+        fs::write(tmp.path().join("k.yaml"), SMALL.replacen(from, to, 1)).unwrap();
+        let (code, err) = stderr_of(tmp.path(), &["validate", "k.yaml"]);
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains(expected), "{to}: {err}");
+    }
+}
