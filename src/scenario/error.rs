@@ -40,7 +40,7 @@ impl ScenarioError {
             line: None,
             column: None,
             path: None,
-            message: yaml11_boolean_note(one_line(&message.into())),
+            message: leading_zero_note(yaml11_boolean_note(one_line(&message.into()))),
         }
     }
 
@@ -146,6 +146,46 @@ pub(crate) fn yaml11_boolean_note(message: String) -> String {
     }
     format!(
         "{message} (`{word}` is a boolean in YAML 1.1 only; stormsim reads YAML 1.2, where it is text: write true or false)"
+    )
+}
+
+/// `message` with a word on the leading zero when it refuses a whole
+/// number written with one (`expected a whole number from 1 to 10000,
+/// found `010``): YAML 1.1 reads `010` as octal 8, YAML 1.2 as 10, so
+/// stormsim takes neither, and the author learns why a number that looks
+/// whole is refused, and how to write either.
+pub(crate) fn leading_zero_note(message: String) -> String {
+    const REFUSED: &str = "expected a whole number";
+    let Some(at) = message.find(REFUSED) else {
+        return message;
+    };
+    let Some(word) = message[at..]
+        .split_once(", found `")
+        .and_then(|(_, rest)| rest.split('`').next())
+    else {
+        return message;
+    };
+    let digits = word.trim_start_matches(['+', '-']);
+    if digits.len() < 2
+        || !digits.starts_with('0')
+        || !digits.bytes().all(|b| b.is_ascii_digit())
+        || message.contains("a leading zero")
+    {
+        return message;
+    }
+    let decimal = match digits.trim_start_matches('0') {
+        "" => "0",
+        d => d,
+    };
+    let sign = if word.starts_with('-') { "-" } else { "" };
+    // `09` is not octal in either: only the decimal reading is offered.
+    let octal = if decimal.contains(['8', '9']) {
+        String::new()
+    } else {
+        format!(", or {sign}0o{decimal} for octal")
+    };
+    format!(
+        "{message} (YAML 1.1 reads a number with a leading zero as octal, YAML 1.2 as decimal, so `{word}` is refused: write {sign}{decimal}{octal})"
     )
 }
 
@@ -269,6 +309,18 @@ mod tests {
 
     #[test]
     fn yaml11_booleans_refused_are_explained() {
+        let z = leading_zero_note(
+            "replicates: expected a whole number from 1 to 10000, found `010`".into(),
+        );
+        assert!(
+            z.ends_with("(YAML 1.1 reads a number with a leading zero as octal, YAML 1.2 as decimal, so `010` is refused: write 10, or 0o10 for octal)"),
+            "{z}"
+        );
+        assert_eq!(leading_zero_note(z.clone()), z);
+        for plain in ["found `0`", "found `10`", "found `0.5`", "found `0x2`"] {
+            let m = format!("expected a whole number from 0 to 9, {plain}");
+            assert_eq!(leading_zero_note(m.clone()), m);
+        }
         let m = yaml11_boolean_note("expected true or false, found `Off`".into());
         assert!(m.ends_with("(`Off` is a boolean in YAML 1.1 only; stormsim reads YAML 1.2, where it is text: write true or false)"), "{m}");
         // Not for other values, nor twice.

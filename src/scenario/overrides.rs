@@ -199,6 +199,10 @@ pub fn show_as_typed(errors: &mut [ScenarioError], args: &[String]) {
             }
         }
     }
+    // Quoted as typed, a number with a leading zero says why it is refused.
+    for e in errors.iter_mut().filter(|e| e.file == SET_LABEL) {
+        e.message = super::error::leading_zero_note(std::mem::take(&mut e.message));
+    }
 }
 
 /// Every value of `value` (at `at` in the text `index` was built from)

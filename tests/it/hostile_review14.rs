@@ -287,3 +287,43 @@ fn a_kind_that_starts_with_a_vowel_takes_an() {
         assert!(err.contains(expected), "{to}: {err}");
     }
 }
+
+/// N8: a whole number with a leading zero (`010`: octal 8 in YAML 1.1,
+/// decimal 10 in YAML 1.2) is refused with why and how to write either,
+/// in a file and in a `--set`; YAML 1.2's `0o` and `0x` numbers are read
+/// as such. It was refused without a word on why.
+#[test]
+fn a_leading_zero_says_why_it_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let why = "(YAML 1.1 reads a number with a leading zero as octal, YAML 1.2 as decimal, so `010` is refused: write 10, or 0o10 for octal)";
+    fs::write(
+        tmp.path().join("z.yaml"),
+        SMALL.replace("replicates: 1", "replicates: 010"),
+    )
+    .unwrap();
+    let (code, err) = stderr_of(tmp.path(), &["validate", "z.yaml"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains(&format!("found `010` {why}")), "{err}");
+    fs::write(tmp.path().join("s.yaml"), SMALL).unwrap();
+    let (code, err) = stderr_of(
+        tmp.path(),
+        &["validate", "s.yaml", "--set", "replicates=010"],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.starts_with("<--set>: replicates:") && err.contains(why),
+        "{err}"
+    );
+    for (set, n) in [("replicates=0o10", "8"), ("replicates=0x10", "16")] {
+        let o = stormsim()
+            .current_dir(tmp.path())
+            .args(["validate", "s.yaml", "--set", set])
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            out.contains(&format!("{n} replicates each")),
+            "{set}: {out}"
+        );
+    }
+}
