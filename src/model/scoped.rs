@@ -531,6 +531,52 @@ mod tests {
         assert_eq!(s.mean_level(1_500), 60.0 / 1e4);
     }
 
+    /// A state whose hold moves sooner (read again with an earlier
+    /// change than the one it waited for) is looked at by the sooner time;
+    /// one whose hold moves later is not read when its old entry comes
+    /// due, only put back, and read when the new hold ends.
+    #[test]
+    fn a_hold_that_moves_is_looked_at_when_it_ends() {
+        let mut s = One::sampled(Probe::new(), 10_000, false);
+        s.at(3).change = Some((1_000, 5.0));
+        assert_eq!(s.mean_level(1), 0.0);
+        s.at(3).change = Some((10, 7.0));
+        assert_eq!(s.mean_level(2), 0.0);
+        assert_eq!(s.mean_level(9), 0.0);
+        assert_eq!(s.mean_level(10), 7.0 / 1e4, "the sooner change is read");
+
+        let mut s = One::sampled(Probe::new(), 10_000, false);
+        s.at(4).change = Some((1_000, 5.0));
+        assert_eq!(s.mean_level(1), 0.0);
+        s.at(4).change = Some((2_000, 6.0));
+        assert_eq!(s.mean_level(2), 0.0);
+        // Looked at without `at`, which would touch it.
+        assert_eq!(s.states.len(), 1);
+        let reads = s.states[0].reads;
+        assert_eq!(s.mean_level(1_000), 0.0);
+        assert_eq!(s.states[0].reads, reads, "not read before its hold ends");
+        assert_eq!(s.mean_level(2_000), 6.0 / 1e4);
+        assert_eq!(s.states[0].reads, reads + 1);
+    }
+
+    /// The instances never used count at the fresh state's level, also
+    /// when it is not zero (a full token bucket); a layer of exactly
+    /// `SUMMED_IN_ORDER` instances sums in order, one more keeps a running
+    /// sum, and both give the same mean.
+    #[test]
+    fn unused_instances_count_at_the_fresh_level() {
+        for n in [SUMMED_IN_ORDER as u32, SUMMED_IN_ORDER as u32 + 1] {
+            let mut fresh = Probe::new();
+            fresh.hits = 1.0;
+            let mut s = One::sampled(fresh, n, false);
+            assert_eq!(s.running.is_some(), n as usize > SUMMED_IN_ORDER, "{n}");
+            s.at(0).hits = 3.0;
+            s.at(7).hits = 5.0;
+            let want = (3.0 + 5.0 + f64::from(n - 2)) / f64::from(n);
+            assert_eq!(s.mean_level(1), want, "{n}");
+        }
+    }
+
     /// Fractional levels: the exact sum rounds once, so it stays within a
     /// few units of the last place of the sum in order.
     #[test]
