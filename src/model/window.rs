@@ -380,4 +380,36 @@ mod tests {
         assert_eq!(one.total(99), 1.0);
         assert_eq!(one.total(100), 0.0);
     }
+
+    /// A window that few values reach keeps only their slices, and never
+    /// more than half its slices' worth: its kept list grows by doubling
+    /// (a few reallocations, not one a value) up to that bound, and only
+    /// past it does the window become a ring (`heap_bytes`' promise).
+    #[test]
+    fn few_values_keep_few_slices_and_the_list_stays_within_half() {
+        let slice = 1_000;
+        let mut w = Windowed::new(120 * slice, 120);
+        for k in 0..5 {
+            w.add(k * slice, 1.0);
+        }
+        let Slices::Kept(kept) = &w.slices else {
+            panic!("5 values of 120 slices are kept, not a ring");
+        };
+        assert_eq!(kept.len(), 5);
+        assert!(kept.capacity() >= 8, "doubled: {}", kept.capacity());
+        for k in 5..60 {
+            w.add(k * slice, 1.0);
+        }
+        let Slices::Kept(kept) = &w.slices else {
+            panic!("60 of 120 slices are still kept");
+        };
+        assert!(kept.capacity() <= 60, "{} slots", kept.capacity());
+        assert!(
+            (kept.capacity() * std::mem::size_of::<(u64, f64)>()) as u64
+                <= Windowed::heap_bytes(120)
+        );
+        w.add(60 * slice, 1.0);
+        assert!(matches!(w.slices, Slices::Ring(_)), "61 slices: a ring");
+        assert_eq!(w.total(60 * slice), 61.0);
+    }
 }
