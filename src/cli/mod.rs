@@ -892,14 +892,24 @@ pub(crate) fn guard_rail_refusal(plans: &[crate::runner::VariantPlan]) -> Option
     if plans.is_empty() || plans.iter().any(|p| p.certain_stop.is_none()) {
         return None;
     }
-    let (message, fix) = plans[0].certain_stop.as_ref()?;
-    let message = message.replacen("every run will stop", "every run would stop", 1);
     let variants = if plans.len() == 1 {
         String::new()
     } else {
         format!(" (all {} variants)", plans.len())
     };
-    Some(format!("limits.max_events: {message}{variants}; {fix}"))
+    Some(sure_stop(
+        "every run",
+        plans[0].certain_stop.as_ref()?,
+        &variants,
+    ))
+}
+
+/// The words of a refusal of runs sure to stop at the guard rail: the
+/// finding of `check::events_certainly_over_limit` said of `subject`
+/// ("every run", "every candidate's run"), `more` after it, then the fix.
+pub(crate) fn sure_stop(subject: &str, (message, fix): &(String, String), more: &str) -> String {
+    let message = message.replacen("every run will stop", &format!("{subject} would stop"), 1);
+    format!("limits.max_events: {message}{more}; {fix}")
 }
 
 fn load(file: Option<&Path>, sets: &[String]) -> Result<Scenario, ScenarioErrors> {
@@ -943,11 +953,11 @@ fn validate(args: ScenarioArgs) -> i32 {
                 .iter()
                 .map_while(|(_, v)| crate::check::events_certainly_over_limit(v))
                 .collect();
-            if let Some((message, fix)) = sure.first()
+            if let Some(first) = sure.first()
                 && sure.len() == variants.len()
             {
-                let message = message.replacen("every run will stop", "every run would stop", 1);
-                errln!("error: limits.max_events: {message}; {fix} (`stormsim run` refuses it)");
+                let refusal = sure_stop("every run", first, "");
+                errln!("error: {refusal} (`stormsim run` refuses it)");
                 return 2;
             }
             warn_events_over_limit(&s);

@@ -83,11 +83,9 @@ pub(super) fn tune(args: TuneArgs) -> i32 {
             .any(|f| k == f || k.starts_with(&format!("{f}.")))
     };
     if !t.space.keys().any(reads_load)
-        && let Some((message, fix)) = crate::check::events_certainly_over_limit(&s)
+        && let Some(sure) = crate::check::events_certainly_over_limit(&s)
     {
-        let message =
-            message.replacen("every run will stop", "every candidate's run would stop", 1);
-        return refuse(format!("limits.max_events: {message}; {fix}"));
+        return refuse(super::sure_stop("every candidate's run", &sure, ""));
     }
     let counts = [(s.variants.len(), "variant"), (s.sweep.len(), "swept path")];
     let unused: Vec<String> = counts
