@@ -164,7 +164,15 @@ const EVENTS_PER_ATTEMPT: f64 = 2.0;
 /// windows are not events). `None` when neither gives any (a closed loop
 /// without an autoscaler).
 pub fn events_estimate(s: &Scenario) -> Option<f64> {
-    let arrivals = s.clients.arrival.rate.map_or(0.0, |base| {
+    let events = fewest_arrivals(s) * EVENTS_PER_ATTEMPT + periodic_events(s);
+    (events.is_finite() && events > 0.0).then_some(events)
+}
+
+/// The open-loop arrivals of one run at the lowest rate the clients offer
+/// over it (the base rate and every step, spike or ramp target of the
+/// schedule) × the duration: 0 for a closed loop.
+fn fewest_arrivals(s: &Scenario) -> f64 {
+    s.clients.arrival.rate.map_or(0.0, |base| {
         let rate = s
             .clients
             .schedule
@@ -172,10 +180,8 @@ pub fn events_estimate(s: &Scenario) -> Option<f64> {
             .filter_map(|p| p.rate.or(p.ramp_to))
             .map(|r| r.per_sec())
             .fold(base.per_sec(), f64::min);
-        rate * s.duration.secs_f64() * EVENTS_PER_ATTEMPT
-    });
-    let events = arrivals + periodic_events(s);
-    (events.is_finite() && events > 0.0).then_some(events)
+        rate * s.duration.secs_f64()
+    })
 }
 
 /// The events of the periodic timers of one run: every autoscaler decides
@@ -241,15 +247,7 @@ const POISSON_MARGIN_SD: f64 = 6.0;
 /// the limit only to be reported as aborted, so `run` refuses it.
 pub fn events_certainly_over_limit(s: &Scenario) -> Option<(String, String)> {
     let over = events_over_limit(s)?;
-    let arrivals = s.clients.arrival.rate.map_or(0.0, |base| {
-        s.clients
-            .schedule
-            .iter()
-            .filter_map(|p| p.rate.or(p.ramp_to))
-            .map(|r| r.per_sec())
-            .fold(base.per_sec(), f64::min)
-            * s.duration.secs_f64()
-    });
+    let arrivals = fewest_arrivals(s);
     let sure = (arrivals - POISSON_MARGIN_SD * arrivals.sqrt()).max(0.0) + periodic_events(s);
     (sure > s.limits.max_events as f64).then_some(over)
 }

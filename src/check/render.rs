@@ -284,13 +284,8 @@ pub fn human(r: &Report, file: &str) -> String {
     let fits = match s.fits_deadline {
         Some(true) => " (fits the deadline)".to_string(),
         Some(false) => format!(
-            " (does not fit the deadline: about {} {})",
-            plural(s.attempts_within_deadline.unwrap_or(1), "outermost attempt"),
-            if s.attempts_within_deadline.unwrap_or(1) == 1 {
-                "does"
-            } else {
-                "do"
-            }
+            " (does not fit the deadline: {})",
+            attempts_that_fit(s.attempts_within_deadline, "outermost attempt", "")
         ),
         None => String::new(),
     };
@@ -469,7 +464,11 @@ fn human_graph(r: &Report, file: &str) -> String {
             Some(true) => "; fits the deadline".to_string(),
             Some(false) => format!(
                 "; does not fit the deadline: {}",
-                attempts_that_fit(p.attempts_within_deadline)
+                attempts_that_fit(
+                    p.attempts_within_deadline,
+                    "attempt",
+                    " of the clients' call"
+                )
             ),
             None => String::new(),
         };
@@ -487,7 +486,11 @@ fn human_graph(r: &Report, file: &str) -> String {
         Some(true) => " (fits the deadline)".to_string(),
         Some(false) => format!(
             " (does not fit the deadline: {})",
-            attempts_that_fit(s.attempts_within_deadline)
+            attempts_that_fit(
+                s.attempts_within_deadline,
+                "attempt",
+                " of the clients' call"
+            )
         ),
         None => String::new(),
     };
@@ -517,15 +520,13 @@ fn human_graph(r: &Report, file: &str) -> String {
     o
 }
 
-/// How many of the clients' attempts fit their deadline, in words
-/// ("about 1 attempt of the clients' call does").
-fn attempts_that_fit(attempts: Option<u32>) -> String {
+/// How many attempts fit the deadline, in words: `about 1 attempt of
+/// the clients' call does`, `about 3 outermost attempts do` (`word` the
+/// noun counted, `after` what follows it).
+fn attempts_that_fit(attempts: Option<u32>, word: &str, after: &str) -> String {
     let n = attempts.unwrap_or(1);
     let verb = if n == 1 { "does" } else { "do" };
-    format!(
-        "about {} of the clients' call {verb}",
-        crate::human::plural(n, "attempt")
-    )
+    format!("about {}{after} {verb}", plural(n, word))
 }
 
 #[cfg(test)]

@@ -886,22 +886,27 @@ pub(crate) fn warn_events_over_limit(s: &Scenario) {
 }
 
 /// When every variant's runs are sure to stop at `limits.max_events`
-/// before their end (`check::events_certainly_over_limit`): why, and the
-/// way out, for a refusal before anything runs.
-pub(crate) fn guard_rail_refusal(plans: &[crate::runner::VariantPlan]) -> Option<String> {
-    if plans.is_empty() || plans.iter().any(|p| p.certain_stop.is_none()) {
-        return None;
-    }
-    let variants = if plans.len() == 1 {
-        String::new()
-    } else {
-        format!(" (all {} variants)", plans.len())
+/// before their end (`sure`: each variant's
+/// `check::events_certainly_over_limit`): why, and the way out, for a
+/// refusal before anything runs.
+pub(crate) fn guard_rail_refusal<'a>(
+    sure: impl IntoIterator<Item = Option<&'a (String, String)>>,
+) -> Option<String> {
+    let sure: Vec<_> = sure.into_iter().collect::<Option<_>>()?;
+    let variants = match sure.len() {
+        1 => String::new(),
+        n => format!(" (all {n} variants)"),
     };
-    Some(sure_stop(
-        "every run",
-        plans[0].certain_stop.as_ref()?,
-        &variants,
-    ))
+    Some(sure_stop("every run", sure.first()?, &variants))
+}
+
+/// What had happened when writing the results failed: `all 4 runs had
+/// finished`, `its 1 run had finished`.
+pub(crate) fn all_runs_finished(n: u64) -> String {
+    match n {
+        1 => "its 1 run had finished".to_string(),
+        n => format!("all {n} runs had finished"),
+    }
 }
 
 /// The words of a refusal of runs sure to stop at the guard rail: the
@@ -951,12 +956,9 @@ fn validate(args: ScenarioArgs) -> i32 {
             // What `run` refuses: every run sure to stop at the guard rail.
             let sure: Vec<_> = variants
                 .iter()
-                .map_while(|(_, v)| crate::check::events_certainly_over_limit(v))
+                .map(|(_, v)| crate::check::events_certainly_over_limit(v))
                 .collect();
-            if let Some(first) = sure.first()
-                && sure.len() == variants.len()
-            {
-                let refusal = sure_stop("every run", first, "");
+            if let Some(refusal) = guard_rail_refusal(sure.iter().map(Option::as_ref)) {
                 errln!("error: {refusal} (`stormsim run` refuses it)");
                 return 2;
             }

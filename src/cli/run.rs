@@ -76,10 +76,7 @@ pub(super) fn run(args: RunArgs) -> i32 {
     let written = match settings.write(out, &streamed, &columns) {
         Ok(w) => w,
         Err(e) => {
-            let runs = match settings.items.len() {
-                1 => "its 1 run had finished".to_string(),
-                n => format!("all {n} runs had finished"),
-            };
+            let runs = super::all_runs_finished(settings.items.len() as u64);
             return output_failed(e, &settings.out_path, settings.not_written(), &runs);
         }
     };
@@ -204,7 +201,9 @@ impl Settings {
         let plans = runner::plan(&scenario).map_err(by_flag)?;
         // A run sure to stop at the events guard rail is refused: it would
         // simulate up to the limit only to be reported as aborted.
-        if let Some(refusal) = super::guard_rail_refusal(&plans) {
+        if let Some(refusal) =
+            super::guard_rail_refusal(plans.iter().map(|p| p.certain_stop.as_ref()))
+        {
             return Err(SettingsError::GuardRail(refusal));
         }
         super::warn_events_over_limit(&scenario);

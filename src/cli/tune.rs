@@ -186,10 +186,7 @@ pub(super) fn tune(args: TuneArgs) -> i32 {
     let written = match write(out) {
         Ok(w) => w,
         Err(e) => {
-            let runs = match outcome.runs {
-                1 => "its 1 run had finished".to_string(),
-                n => format!("all {n} runs had finished"),
-            };
+            let runs = super::all_runs_finished(outcome.runs as u64);
             return output_failed(e, &out_path, NOT_WRITTEN, &runs);
         }
     };

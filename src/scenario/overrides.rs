@@ -150,27 +150,7 @@ pub fn show_as_typed(errors: &mut [ScenarioError], args: &[String]) {
                     .as_deref()
                     .is_some_and(|p| p.rsplit('.').next() == Some(field))
         };
-        // A number written as text with a tag (`!!str 3`): the tag is what
-        // to remove.
-        if let Some(tag) = index.core_tag("") {
-            let typed_path = path.trim();
-            for e in errors.iter_mut().filter(|e| {
-                e.file == SET_LABEL
-                    && e.path
-                        .as_deref()
-                        .is_some_and(|p| super::collect::related(p, typed_path))
-            }) {
-                e.message = super::text_numbers::with_tag(std::mem::take(&mut e.message), tag);
-            }
-        }
-        // A value that is not finite inside a mapping (`{ base: -.Inf }`,
-        // a variant's overrides) is held as YAML's canonical text
-        // (`-.inf`): quoted as typed too, in the errors about the path
-        // set.
-        let mut inner: Vec<(&Value, &str)> = Vec::new();
-        if value.is_object() {
-            non_finite_inside(&value, "", &index, &mut inner);
-        }
+        // The errors about the path set or a field inside it.
         let typed_path = path.trim();
         let under = |e: &ScenarioError| {
             e.file == SET_LABEL
@@ -178,6 +158,20 @@ pub fn show_as_typed(errors: &mut [ScenarioError], args: &[String]) {
                     .as_deref()
                     .is_some_and(|p| super::collect::related(p, typed_path))
         };
+        // A number written as text with a tag (`!!str 3`): the tag is what
+        // to remove.
+        if let Some(tag) = index.core_tag("") {
+            for e in errors.iter_mut().filter(|e| under(e)) {
+                e.message = super::text_numbers::with_tag(std::mem::take(&mut e.message), tag);
+            }
+        }
+        // A value that is not finite inside a mapping (`{ base: -.Inf }`,
+        // a variant's overrides) is held as YAML's canonical text
+        // (`-.inf`): quoted as typed too, in those errors.
+        let mut inner: Vec<(&Value, &str)> = Vec::new();
+        if value.is_object() {
+            non_finite_inside(&value, "", &index, &mut inner);
+        }
         for (value, typed) in inner {
             for s in spellings(value, typed) {
                 for e in errors.iter_mut().filter(|e| under(e)) {

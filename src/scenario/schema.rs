@@ -93,15 +93,25 @@ pub(crate) fn fields_at(segs: &[&str]) -> Option<Vec<(String, bool)>> {
 /// The schema node of the field at `segs` (list items by index or name),
 /// as written (not resolved), or `None` where the schema does not say.
 fn node_at(segs: &[&str]) -> Option<&'static Value> {
+    walk(segs, false)
+}
+
+/// The node at `segs`; with `free_keys`, a segment no property names
+/// goes into a mapping whose keys are free and whose values have a type
+/// (`shed_by_priority`: class → a count).
+fn walk(segs: &[&str], free_keys: bool) -> Option<&'static Value> {
     let mut node = schema();
     for seg in segs {
         let here = resolve(node);
         if let Some(items) = here.get("items") {
-            let _ = seg;
             node = items;
             continue;
         }
-        node = here.get("properties")?.get(*seg)?;
+        node = match here.get("properties").and_then(|p| p.get(*seg)) {
+            Some(n) => n,
+            None if free_keys => here.get("additionalProperties").filter(|a| a.is_object())?,
+            None => return None,
+        };
     }
     Some(node)
 }
@@ -136,21 +146,9 @@ pub(crate) fn expects_at_key(segs: &[&str]) -> Option<String> {
 }
 
 /// As [`node_at`], also into a mapping whose keys are free and whose
-/// values have a type (`shed_by_priority`: class → a count).
+/// values have a type (`dependency.shed_by_priority.high`).
 fn node_or_key_at(segs: &[&str]) -> Option<&'static Value> {
-    let mut node = schema();
-    for seg in segs {
-        let here = resolve(node);
-        if let Some(items) = here.get("items") {
-            node = items;
-            continue;
-        }
-        node = match here.get("properties").and_then(|p| p.get(*seg)) {
-            Some(n) => n,
-            None => here.get("additionalProperties").filter(|a| a.is_object())?,
-        };
-    }
-    Some(node)
+    walk(segs, true)
 }
 
 /// Whether the field at `segs` takes a list (one of its forms).

@@ -275,7 +275,7 @@ pub fn search(
         }
         let taken = plans.iter().filter(|p| p.is_some()).count();
         let missing = want.saturating_sub(taken);
-        if missing == 0 || batch > REFILL_BATCHES || space.is_grid(want) {
+        if missing == 0 || batch > REFILL_BATCHES || space.is_grid(rounds[0].candidates as usize) {
             break;
         }
         drawn += missing as u64;
